@@ -1,0 +1,312 @@
+package memd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration that reads "2s" / "336h" from YAML and JSON.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the Go duration syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads the Go duration syntax ("90s", "10m", "336h").
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("not a duration: %q (use e.g. 2s, 10m, 336h)", string(b))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Config is the whole memd configuration (DESIGN §7). The yaml tags are the fixed config keys.
+type Config struct {
+	Repo    string        `yaml:"repo"`
+	Watch   WatchConfig   `yaml:"watch"`
+	Sync    SyncConfig    `yaml:"sync"`
+	Lock    LockConfig    `yaml:"lock"`
+	Sleep   SleepConfig   `yaml:"sleep"`
+	Expire  ExpireConfig  `yaml:"expire"`
+	Arcs    ArcsConfig    `yaml:"arcs"`
+	Archive ArchiveConfig `yaml:"archive"`
+	Tidy    TidyConfig    `yaml:"tidy"`
+	HTTP    HTTPConfig    `yaml:"http"`
+	Log     LogConfig     `yaml:"log"`
+}
+
+// WatchConfig: debounce windows, extra ignore patterns and the reconcile interval.
+type WatchConfig struct {
+	Quiet     Duration `yaml:"quiet"`
+	MaxDelay  Duration `yaml:"max_delay"`
+	Ignore    []string `yaml:"ignore"`
+	Reconcile Duration `yaml:"reconcile"`
+}
+
+// AuthorConfig names the author of memd's commits.
+type AuthorConfig struct {
+	Name  string `yaml:"name"`
+	Email string `yaml:"email"`
+}
+
+// SyncConfig: the remote and how to reach it.
+type SyncConfig struct {
+	Remote       string       `yaml:"remote"`
+	Branch       string       `yaml:"branch"`
+	Push         bool         `yaml:"push"`
+	PullInterval Duration     `yaml:"pull_interval"`
+	Author       AuthorConfig `yaml:"author"`
+	SSHKey       string       `yaml:"ssh_key"`
+	KnownHosts   string       `yaml:"known_hosts"`
+	TokenEnv     string       `yaml:"token_env"`
+	TokenFile    string       `yaml:"token_file"`
+}
+
+// LockConfig: the writer lock shared with memory writers (FORMATS §5).
+type LockConfig struct {
+	File    string   `yaml:"file"`
+	Timeout Duration `yaml:"timeout"`
+}
+
+// SleepConfig: when the nightly phases run and which.
+type SleepConfig struct {
+	Schedule string   `yaml:"schedule"`
+	CatchUp  bool     `yaml:"catch_up"`
+	Phases   []string `yaml:"phases"`
+}
+
+// ExpireConfig: the ledger and the soft-expiry grace.
+type ExpireConfig struct {
+	Ledger    string   `yaml:"ledger"`
+	SoftGrace Duration `yaml:"soft_grace"`
+}
+
+// SummarizerConfig: an optional command (argv, no shell) that writes an arc's summary.
+type SummarizerConfig struct {
+	Command []string `yaml:"command"`
+	Timeout Duration `yaml:"timeout"`
+}
+
+// ArcsConfig: how episodes group into arcs.
+type ArcsConfig struct {
+	Key         string           `yaml:"key"`
+	MinEpisodes int              `yaml:"min_episodes"`
+	Summarizer  SummarizerConfig `yaml:"summarizer"`
+}
+
+// ArchiveConfig: what ages into archive/<YYYY>/.
+type ArchiveConfig struct {
+	KeepYears      int      `yaml:"keep_years"`
+	DoneTasksAfter Duration `yaml:"done_tasks_after"`
+}
+
+// TidyConfig: which MEMORY.md files tidy looks at.
+type TidyConfig struct {
+	MemoryMD []string `yaml:"memory_md"`
+}
+
+// HTTPConfig: the metrics/status listener.
+type HTTPConfig struct {
+	Listen string `yaml:"listen"`
+	PProf  bool   `yaml:"pprof"`
+	// AllowRemote permits a non-loopback listen address; off by default so a typo never
+	// exposes the memory repo's status to the network.
+	AllowRemote bool `yaml:"allow_remote"`
+}
+
+// LogConfig: level and format of the log.
+type LogConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// SleepPhases lists the sleep phases in the order they always run.
+var SleepPhases = []string{"expire", "arcs", "archive", "tidy"}
+
+// DefaultConfig returns the built-in defaults of DESIGN §7.
+func DefaultConfig() Config {
+	return Config{
+		Repo:  "~/memory",
+		Watch: WatchConfig{Quiet: Duration(2 * time.Second), MaxDelay: Duration(30 * time.Second), Reconcile: Duration(10 * time.Minute)},
+		Sync: SyncConfig{Remote: "origin", Branch: "main", Push: true, PullInterval: Duration(5 * time.Minute),
+			TokenEnv: "MEMD_GIT_TOKEN"},
+		Lock:    LockConfig{File: ".memory.lock", Timeout: Duration(10 * time.Second)},
+		Sleep:   SleepConfig{Schedule: "0 3 * * *", CatchUp: true, Phases: append([]string(nil), SleepPhases...)},
+		Expire:  ExpireConfig{Ledger: "memory.jsonl", SoftGrace: Duration(336 * time.Hour)},
+		Arcs:    ArcsConfig{Key: "entity", MinEpisodes: 3, Summarizer: SummarizerConfig{Timeout: Duration(120 * time.Second)}},
+		Archive: ArchiveConfig{KeepYears: 1, DoneTasksAfter: Duration(720 * time.Hour)},
+		Tidy:    TidyConfig{MemoryMD: []string{"**/MEMORY.md"}},
+		HTTP:    HTTPConfig{Listen: "127.0.0.1:47100"},
+		Log:     LogConfig{Level: "info", Format: "text"},
+	}
+}
+
+// ErrBadConfig marks a config value that cannot be used (exit 2).
+var ErrBadConfig = errors.New("bad config")
+
+// ConfigError names the key and the value that is wrong.
+type ConfigError struct {
+	Key, Value, Problem string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config %s: %q: %s", e.Key, e.Value, e.Problem)
+}
+
+// Unwrap makes errors.Is(err, ErrBadConfig) true.
+func (e *ConfigError) Unwrap() error { return ErrBadConfig }
+
+// ScheduleValidator checks a cron spec. It is set by the sleep package's user (cmd) so this
+// package need not import a cron library; nil skips the check.
+type ScheduleValidator func(spec string) error
+
+// Validate checks every value; the first problem is returned as a *ConfigError.
+func (c *Config) Validate(checkSchedule ScheduleValidator) error {
+	bad := func(key string, value any, problem string) error {
+		return &ConfigError{Key: key, Value: fmt.Sprint(value), Problem: problem}
+	}
+	if strings.TrimSpace(c.Repo) == "" {
+		return bad("repo", c.Repo, "must name the memory repo directory")
+	}
+	pos := []struct {
+		key string
+		d   Duration
+	}{{"watch.quiet", c.Watch.Quiet}, {"watch.max_delay", c.Watch.MaxDelay}, {"watch.reconcile", c.Watch.Reconcile},
+		{"sync.pull_interval", c.Sync.PullInterval}, {"lock.timeout", c.Lock.Timeout},
+		{"arcs.summarizer.timeout", c.Arcs.Summarizer.Timeout}}
+	for _, p := range pos {
+		if p.d <= 0 {
+			return bad(p.key, p.d, "must be a positive duration")
+		}
+	}
+	if c.Expire.SoftGrace < 0 {
+		return bad("expire.soft_grace", c.Expire.SoftGrace, "must not be negative")
+	}
+	if c.Archive.DoneTasksAfter < 0 {
+		return bad("archive.done_tasks_after", c.Archive.DoneTasksAfter, "must not be negative")
+	}
+	if c.Watch.MaxDelay < c.Watch.Quiet {
+		return bad("watch.max_delay", c.Watch.MaxDelay, "must be at least watch.quiet ("+c.Watch.Quiet.String()+")")
+	}
+	for i, p := range c.Watch.Ignore {
+		if strings.TrimSpace(p) == "" {
+			return bad(fmt.Sprintf("watch.ignore[%d]", i), p, "empty pattern")
+		}
+	}
+	if c.Sync.Remote == "" || strings.ContainsAny(c.Sync.Remote, " \t/:") {
+		return bad("sync.remote", c.Sync.Remote, "must be a git remote name such as origin")
+	}
+	if c.Sync.Branch == "" || strings.ContainsAny(c.Sync.Branch, " \t~^:?*[\\") || strings.HasPrefix(c.Sync.Branch, "-") {
+		return bad("sync.branch", c.Sync.Branch, "must be a valid branch name")
+	}
+	if (c.Sync.Author.Name == "") != (c.Sync.Author.Email == "") {
+		return bad("sync.author", c.Sync.Author.Name+" <"+c.Sync.Author.Email+">", "set both name and email, or neither")
+	}
+	if c.Lock.File == "" || strings.Contains(c.Lock.File, "/") || c.Lock.File == "." || c.Lock.File == ".." {
+		return bad("lock.file", c.Lock.File, "must be a file name in the repo root")
+	}
+	if strings.TrimSpace(c.Sleep.Schedule) == "" {
+		return bad("sleep.schedule", c.Sleep.Schedule, "must be a cron spec such as \"0 3 * * *\" or @daily")
+	}
+	if checkSchedule != nil {
+		if err := checkSchedule(c.Sleep.Schedule); err != nil {
+			return bad("sleep.schedule", c.Sleep.Schedule, err.Error())
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range c.Sleep.Phases {
+		if !contains(SleepPhases, p) {
+			return bad("sleep.phases", p, "unknown phase (phases: "+strings.Join(SleepPhases, ", ")+")")
+		}
+		if seen[p] {
+			return bad("sleep.phases", p, "listed twice")
+		}
+		seen[p] = true
+	}
+	if c.Expire.Ledger == "" || filepath.IsAbs(c.Expire.Ledger) || strings.Contains(c.Expire.Ledger, "..") || !strings.HasSuffix(c.Expire.Ledger, ".jsonl") {
+		return bad("expire.ledger", c.Expire.Ledger, "must be a repo-relative path ending in .jsonl")
+	}
+	if c.Arcs.Key != "entity" && c.Arcs.Key != "tag" {
+		return bad("arcs.key", c.Arcs.Key, "must be entity or tag")
+	}
+	if c.Arcs.MinEpisodes < 1 {
+		return bad("arcs.min_episodes", c.Arcs.MinEpisodes, "must be at least 1")
+	}
+	if c.Archive.KeepYears < 0 {
+		return bad("archive.keep_years", c.Archive.KeepYears, "must not be negative")
+	}
+	for i, g := range c.Tidy.MemoryMD {
+		if strings.TrimSpace(g) == "" || !strings.HasSuffix(g, "MEMORY.md") {
+			return bad(fmt.Sprintf("tidy.memory_md[%d]", i), g, "must be a glob ending in MEMORY.md")
+		}
+	}
+	if c.HTTP.Listen != "" {
+		host, port, err := net.SplitHostPort(c.HTTP.Listen)
+		if err != nil || port == "" {
+			return bad("http.listen", c.HTTP.Listen, "must be host:port, e.g. 127.0.0.1:47100 (empty disables HTTP)")
+		}
+		if !c.HTTP.AllowRemote && !isLoopbackHost(host) {
+			return bad("http.listen", c.HTTP.Listen, "not a loopback address; set http.allow_remote: true to expose it")
+		}
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log.level", c.Log.Level, "must be debug, info, warn or error")
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return bad("log.format", c.Log.Format, "must be text or json")
+	}
+	return nil
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ExpandHome turns a leading ~ into the user's home directory.
+func ExpandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+// LockPath is the absolute path of the writer lock.
+func (c *Config) LockPath() string { return filepath.Join(c.Repo, c.Lock.File) }
+
+// LedgerPath is the absolute path of the ledger.
+func (c *Config) LedgerPath() string {
+	return filepath.Join(c.Repo, filepath.FromSlash(c.Expire.Ledger))
+}
+
+// StateDir is <repo>/.git/memd, where memd keeps what is never committed.
+func (c *Config) StateDir() string { return filepath.Join(c.Repo, ".git", "memd") }
