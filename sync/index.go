@@ -1,0 +1,4 @@
+package sync
+
+// indexState tracks the coalesced .git/index refresher.
+type indexState struct{}

@@ -1,0 +1,337 @@
+// Package sync keeps an AI-agent memory repo committed and synced through
+// go-git. Importers alias it (memsync) because it shadows the standard
+// library's sync.
+//
+// Concurrency: go-git is not safe for concurrent use. A *Repo is meant to be
+// driven by one owner goroutine (DESIGN §2). The only other goroutine that
+// touches it is the coalesced index refresher (ScheduleIndexRefresh); r.mu
+// serialises every go-git access between the two. Exported methods take r.mu
+// themselves; unexported helpers named *Locked expect the caller to hold it.
+// Code in this package that adds methods on *Repo (remote, merge) must follow
+// the same rule.
+package sync
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// ErrHeadMoved is returned when the branch ref changed between the start of
+// a commit and its ref update (compare-and-set failure). Nothing was lost:
+// the caller retries and the retry builds on the new HEAD.
+var ErrHeadMoved = errors.New("HEAD moved during commit")
+
+// ErrNotRepo is returned by Open for a directory that is not a git work tree.
+var ErrNotRepo = errors.New("not a git repository")
+
+// DefaultBranch is the branch used when Options.Branch is empty.
+const DefaultBranch = "main"
+
+// Author is the identity written into commits.
+type Author struct {
+	Name, Email string
+}
+
+// Options configure a Repo.
+type Options struct {
+	Branch string // default "main"
+	// Author empty → git config user.name/email seen by the repo, else
+	// "memd <memd@HOSTNAME>".
+	Author Author
+	Logger *slog.Logger
+	Now    func() time.Time // commit timestamps; nil = time.Now
+	// Ignore is the watcher's Ignorer.Ignored; nil = only .git/ and
+	// .memory.lock are skipped (those are always skipped).
+	Ignore   func(rel string, isDir bool) bool
+	Hostname string // for messages / conflict names; default os.Hostname
+}
+
+// CommitKind labels a commit for metrics (memd_commits_total{kind}).
+type CommitKind string
+
+// Commit kinds.
+const (
+	KindChange CommitKind = "change"
+	KindSleep  CommitKind = "sleep"
+	KindMerge  CommitKind = "merge"
+)
+
+// Change is one path changed by a commit. Op is 'A', 'M' or 'D'.
+type Change struct {
+	Path string
+	Op   byte
+}
+
+// CommitResult says what a commit did. Hash "" means nothing changed and no
+// commit was made.
+type CommitResult struct {
+	Hash                     string
+	Added, Modified, Deleted int
+	Changes                  []Change
+	Kind                     CommitKind
+	Duration                 time.Duration
+}
+
+// Repo is a memory repo: a git work tree with its .git directory.
+type Repo struct {
+	dir    string // absolute work tree root
+	gitDir string // absolute .git directory
+	repo   *git.Repository
+	opts   Options
+	log    *slog.Logger
+	author Author
+
+	// mu serialises go-git use between the owner and the index refresher.
+	mu gosync.Mutex
+
+	// index refresh state (see index.go).
+	idx indexState
+}
+
+// Open opens the git work tree at dir. Errors name the dir.
+func Open(dir string, opts Options) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open repo %s: %w", dir, err)
+	}
+	// Resolve symlinks so paths we compute (and /proc cwd checks) agree
+	// with what the kernel reports.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	gr, err := git.PlainOpen(abs)
+	if err != nil {
+		if errors.Is(err, git.ErrRepositoryNotExists) {
+			return nil, fmt.Errorf("open repo %s: %w", dir, ErrNotRepo)
+		}
+		return nil, fmt.Errorf("open repo %s: %w", dir, err)
+	}
+	gitDir := filepath.Join(abs, ".git")
+	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
+		// A .git file (worktree/submodule) is not supported: we write
+		// objects, refs and the index directly.
+		return nil, fmt.Errorf("open repo %s: .git is not a directory", dir)
+	}
+	if opts.Hostname == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "localhost"
+		}
+		opts.Hostname = h
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Branch == "" {
+		opts.Branch = DefaultBranch
+	}
+	if err := plumbing.NewBranchReferenceName(opts.Branch).Validate(); err != nil {
+		return nil, fmt.Errorf("open repo %s: branch %q: %w", dir, opts.Branch, err)
+	}
+	r := &Repo{dir: abs, gitDir: gitDir, repo: gr, opts: opts, log: log}
+	r.author = r.resolveAuthor()
+	if head, err := gr.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {
+		if want := plumbing.NewBranchReferenceName(opts.Branch); head.Target() != want {
+			// Commits go to the configured branch; git's view of the work
+			// tree follows HEAD. Say so once rather than silently diverge.
+			log.Warn("HEAD points at another branch than memd commits to",
+				"repo", abs, "head", head.Target().String(), "branch", want.String())
+		}
+	}
+	return r, nil
+}
+
+// Init makes dir a git repo whose HEAD points at refs/heads/<branch>, unless
+// it already is one; then it opens it. Used by `memd init`.
+func Init(dir string, branch string) (*Repo, error) {
+	if branch == "" {
+		branch = DefaultBranch
+	}
+	ref := plumbing.NewBranchReferenceName(branch)
+	if err := ref.Validate(); err != nil {
+		return nil, fmt.Errorf("init repo %s: branch %q: %w", dir, branch, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("init repo %s: %w", dir, err)
+	}
+	_, err := git.PlainOpen(dir)
+	switch {
+	case err == nil:
+	case errors.Is(err, git.ErrRepositoryNotExists):
+		if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+			InitOptions: git.InitOptions{DefaultBranch: ref},
+		}); err != nil {
+			return nil, fmt.Errorf("init repo %s: %w", dir, err)
+		}
+	default:
+		return nil, fmt.Errorf("init repo %s: %w", dir, err)
+	}
+	return Open(dir, Options{Branch: branch})
+}
+
+// Dir is the absolute work tree root.
+func (r *Repo) Dir() string { return r.dir }
+
+// GitDir is the absolute .git directory.
+func (r *Repo) GitDir() string { return r.gitDir }
+
+// Git is the underlying go-git repository, for code in this package and
+// sleep internals. Callers must respect the concurrency rule in the package
+// doc (hold r.mu or run on the owner while no refresh is running).
+func (r *Repo) Git() *git.Repository { return r.repo }
+
+// Branch is the branch memd commits to.
+func (r *Repo) Branch() string { return r.opts.Branch }
+
+// BranchRef is refs/heads/<branch>.
+func (r *Repo) BranchRef() plumbing.ReferenceName {
+	return plumbing.NewBranchReferenceName(r.opts.Branch)
+}
+
+// Hostname is the host name used in messages and conflict names.
+func (r *Repo) Hostname() string { return r.opts.Hostname }
+
+// Now is the injected clock.
+func (r *Repo) Now() time.Time { return r.opts.Now() }
+
+// Logger is the repo's logger (never nil).
+func (r *Repo) Logger() *slog.Logger { return r.log }
+
+// CommitAuthor is the resolved author identity.
+func (r *Repo) CommitAuthor() Author { return r.author }
+
+// Lock and Unlock take the repo mutex (see package doc), for callers in other
+// packages that need several go-git calls to be atomic w.r.t. the refresher.
+func (r *Repo) Lock()   { r.mu.Lock() }
+func (r *Repo) Unlock() { r.mu.Unlock() }
+
+// resolveAuthor: Options.Author, else git config (repo, global, system),
+// else memd <memd@HOSTNAME>.
+func (r *Repo) resolveAuthor() Author {
+	a := r.opts.Author
+	if a.Name != "" && a.Email != "" {
+		return a
+	}
+	if cfg, err := r.repo.ConfigScoped(config.SystemScope); err == nil {
+		if a.Name == "" {
+			a.Name = cfg.User.Name
+		}
+		if a.Email == "" {
+			a.Email = cfg.User.Email
+		}
+	}
+	if a.Name == "" {
+		a.Name = "memd"
+	}
+	if a.Email == "" {
+		a.Email = "memd@" + r.opts.Hostname
+	}
+	return a
+}
+
+// Head is the commit hash the branch points at, "" for an unborn branch.
+func (r *Repo) Head() (string, error) {
+	h, err := r.readBranch()
+	if err != nil {
+		return "", err
+	}
+	if h.IsZero() {
+		return "", nil
+	}
+	return h.String(), nil
+}
+
+// readBranch reads refs/heads/<branch> the way git does (loose ref file,
+// else packed-refs). Zero hash = unborn. It reads files only, so it is safe
+// without r.mu.
+func (r *Repo) readBranch() (plumbing.Hash, error) {
+	h, err := readRef(r.gitDir, r.BranchRef().String())
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read %s in %s: %w", r.BranchRef(), r.dir, err)
+	}
+	return h, nil
+}
+
+// CommitMessages returns up to limit commit messages, newest first,
+// following first parents from the branch head. limit <= 0 means all.
+func (r *Repo) CommitMessages(limit int) ([]string, error) {
+	head, err := r.readBranch()
+	if err != nil || head.IsZero() {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	h := head
+	for !h.IsZero() && (limit <= 0 || len(out) < limit) {
+		c, err := object.GetCommit(r.repo.Storer, h)
+		if err != nil {
+			return out, fmt.Errorf("commit messages in %s: read %s: %w", r.dir, h, err)
+		}
+		out = append(out, c.Message)
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	return out, nil
+}
+
+// relPath turns a caller path (absolute under the repo, or relative to it)
+// into a clean repo-relative slash path. "" means the repo root.
+func (r *Repo) relPath(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("empty path")
+	}
+	if filepath.IsAbs(p) {
+		rel, err := filepath.Rel(r.dir, filepath.Clean(p))
+		if err != nil {
+			return "", fmt.Errorf("path %q: %w", p, err)
+		}
+		p = rel
+	}
+	p = filepath.ToSlash(filepath.Clean(p))
+	if p == "." {
+		return "", nil
+	}
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return "", fmt.Errorf("path %q is outside repo %s", p, r.dir)
+	}
+	return p, nil
+}
+
+// ignored says whether a repo-relative path is never committed: .git/,
+// .memory.lock, or the Ignore hook.
+func (r *Repo) ignored(rel string, isDir bool) bool {
+	if rel == "" {
+		return false
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	if first == ".git" || rel == ".memory.lock" {
+		return true
+	}
+	// Any .git segment deeper (a nested repo) is also off limits.
+	if strings.Contains(rel, "/.git/") || strings.HasSuffix(rel, "/.git") {
+		return true
+	}
+	if r.opts.Ignore != nil && r.opts.Ignore(rel, isDir) {
+		return true
+	}
+	return false
+}
