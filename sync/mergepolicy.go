@@ -1,0 +1,475 @@
+package sync
+
+// Merge policy: pure functions over blob contents that decide what a path
+// holds after a three-way merge. No git, no disk: merge.go feeds them the
+// base, ours and theirs bytes and writes what they return.
+
+import (
+	"bytes"
+	"encoding/json"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// FileKind says which merge rule applies to a path.
+type FileKind int
+
+const (
+	// KindOther is any file without a special rule: on a real conflict
+	// theirs stays at the path and ours is written beside it as a
+	// conflict copy.
+	KindOther FileKind = iota
+	// KindLedger is the memory.jsonl ledger: merged by record id.
+	KindLedger
+	// KindLineUnion is an append-only log (*.drained.jsonl,
+	// *.conflicts.jsonl): union of lines.
+	KindLineUnion
+	// KindIndexMD is an index-kind MEMORY.md: union of bullets.
+	KindIndexMD
+	// KindDerived is a file sleep renders again (arcs): theirs wins, never
+	// conflict-copied.
+	KindDerived
+)
+
+func (k FileKind) String() string {
+	switch k {
+	case KindLedger:
+		return "ledger"
+	case KindLineUnion:
+		return "line-union"
+	case KindIndexMD:
+		return "index-md"
+	case KindDerived:
+		return "derived"
+	default:
+		return "other"
+	}
+}
+
+// DefaultLedgerPath is the repo-relative ledger path when none is configured.
+const DefaultLedgerPath = "memory.jsonl"
+
+// arcsDirPrefix mirrors memd.ArcsDir; kept here so the policy stays a leaf.
+const arcsDirPrefix = "areas/arcs/"
+
+// MergePolicy holds what the per-path rules need to know beyond the bytes.
+type MergePolicy struct {
+	// Ledgers are the repo-relative ledger paths merged by record id;
+	// empty means DefaultLedgerPath.
+	Ledgers []string
+	// Host names the machine in conflict copy names.
+	Host string
+	// Now stamps conflict copy names (UTC, second precision).
+	Now time.Time
+}
+
+func (p MergePolicy) isLedger(name string) bool {
+	if len(p.Ledgers) == 0 {
+		return name == DefaultLedgerPath
+	}
+	for _, l := range p.Ledgers {
+		if name == l {
+			return true
+		}
+	}
+	return false
+}
+
+// KindOf classifies a path. contents are the versions at hand (base, ours,
+// theirs; nil for an absent side): an index-kind MEMORY.md is only merged as
+// one when every present version is index-kind, otherwise it is treated as
+// an ordinary file so a project-memory MEMORY.md is never bullet-merged.
+func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
+	base := path.Base(name)
+	switch {
+	case p.isLedger(name):
+		return KindLedger
+	case strings.HasSuffix(base, ".drained.jsonl"), strings.HasSuffix(base, ".conflicts.jsonl"):
+		return KindLineUnion
+	case strings.HasPrefix(name, arcsDirPrefix):
+		return KindDerived
+	case base == "MEMORY.md":
+		for _, c := range contents {
+			if c != nil && !isIndexMemoryMD(c) {
+				return KindOther
+			}
+		}
+		return KindIndexMD
+	}
+	return KindOther
+}
+
+// ConflictsPathFor is where the losers of a ledger merge go:
+// memory.jsonl → memory.conflicts.jsonl, in the ledger's directory.
+func ConflictsPathFor(ledger string) string {
+	dir, base := path.Split(ledger)
+	stem := strings.TrimSuffix(base, path.Ext(base))
+	return dir + stem + ".conflicts.jsonl"
+}
+
+// ConflictCopyPath names the copy of ours kept beside a conflicting path:
+// <stem>.conflict-<host>-<YYYYMMDDTHHMMSSZ><ext>, in the same directory with
+// the same extension, so a memory's copy is still a valid memory path.
+func ConflictCopyPath(name, host string, now time.Time) string {
+	dir, base := path.Split(name)
+	ext := path.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	if stem == "" { // a dotfile like ".env": keep the whole name as stem
+		stem, ext = base, ""
+	}
+	return dir + stem + ".conflict-" + sanitizeHost(host) + "-" + now.UTC().Format("20060102T150405Z") + ext
+}
+
+// sanitizeHost keeps a host name safe as a path segment part: lower case
+// letters, digits and '-', everything else folded to '-'.
+func sanitizeHost(h string) string {
+	h = strings.ToLower(h)
+	if i := strings.IndexByte(h, '.'); i > 0 {
+		h = h[:i] // short host name: the domain adds length, not meaning
+	}
+	var b strings.Builder
+	for _, r := range h {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if s == "" {
+		return "host"
+	}
+	return s
+}
+
+// splitLines splits into lines without their "\n" (a trailing "\r" is kept:
+// bytes are preserved). A missing final newline still yields the last line.
+func splitLines(b []byte) [][]byte {
+	if len(b) == 0 {
+		return nil
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+func joinLines(lines [][]byte) []byte {
+	if len(lines) == 0 {
+		return []byte{}
+	}
+	n := 0
+	for _, l := range lines {
+		n += len(l) + 1
+	}
+	out := make([]byte, 0, n)
+	for _, l := range lines {
+		out = append(out, l...)
+		out = append(out, '\n')
+	}
+	return out
+}
+
+// MergeLineUnion merges an append-only line log: theirs' lines in their
+// order, then ours' lines theirs lacks (counted as a multiset, so a line
+// written twice on purpose stays twice). Nothing either side holds is lost.
+func MergeLineUnion(base, ours, theirs []byte) []byte {
+	_ = base // a union needs no base: both sides only append
+	tl := splitLines(theirs)
+	have := make(map[string]int, len(tl))
+	out := make([][]byte, 0, len(tl)+8)
+	for _, l := range tl {
+		have[string(l)]++
+		out = append(out, l)
+	}
+	for _, l := range splitLines(ours) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		if have[string(l)] > 0 {
+			have[string(l)]--
+			continue
+		}
+		out = append(out, l)
+	}
+	return joinLines(out)
+}
+
+// AppendMissingLines appends to data each of lines it does not already hold
+// (used to add ledger losers to a conflicts file without duplicating them).
+func AppendMissingLines(data []byte, lines [][]byte) []byte {
+	if len(lines) == 0 {
+		return data
+	}
+	have := make(map[string]bool)
+	for _, l := range splitLines(data) {
+		have[string(l)] = true
+	}
+	out := append([]byte(nil), data...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	for _, l := range lines {
+		if have[string(l)] {
+			continue
+		}
+		have[string(l)] = true
+		out = append(out, l...)
+		out = append(out, '\n')
+	}
+	return out
+}
+
+// ledgerLine is one line of a ledger, keyed when it parses as a record with
+// an id. Duplicate ids in one file get an occurrence suffix so every line
+// keeps its own identity and none is folded away.
+type ledgerLine struct {
+	key  string // "" = unparseable or no id: kept verbatim
+	raw  []byte
+	when time.Time
+}
+
+type ledgerStamp struct {
+	ID        json.RawMessage `json:"id"`
+	UpdatedAt string          `json:"updatedAt"`
+	CreatedAt string          `json:"createdAt"`
+}
+
+func parseLedgerLines(b []byte) []ledgerLine {
+	var out []ledgerLine
+	seen := map[string]int{}
+	for _, raw := range splitLines(b) {
+		trimmed := bytes.TrimSpace(raw)
+		if len(trimmed) == 0 {
+			continue // blank lines carry nothing
+		}
+		ll := ledgerLine{raw: raw}
+		var st ledgerStamp
+		if trimmed[0] == '{' && json.Unmarshal(trimmed, &st) == nil && len(st.ID) > 0 && string(st.ID) != "null" {
+			id := string(st.ID) // raw JSON: "a" and 1 stay distinct
+			n := seen[id]
+			seen[id] = n + 1
+			ll.key = id
+			if n > 0 {
+				ll.key = id + "#" + itoa(n)
+			}
+			ll.when = parseStamp(st.UpdatedAt)
+			if ll.when.IsZero() {
+				ll.when = parseStamp(st.CreatedAt)
+			}
+		}
+		out = append(out, ll)
+	}
+	return out
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+func parseStamp(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// MergeLedger merges memory.jsonl by record id. The result follows theirs'
+// order with ours' changes replayed:
+//   - a record only one side changed takes that side's line;
+//   - both changed one id differently: the later updatedAt (else createdAt)
+//     wins; on a tie theirs wins (it is already shared). The loser's line is
+//     returned in losers, for <ledger>.conflicts.jsonl;
+//   - a record only one side added is kept (ours' additions go at the end);
+//   - a record one side deleted (drained by sleep) and the other left
+//     unchanged stays deleted; deleted on one side and changed on the other,
+//     the changed line stays;
+//   - lines that do not parse (or have no id) from both sides are kept
+//     verbatim (theirs in place, ours' extra ones at the end).
+func MergeLedger(base, ours, theirs []byte) (merged []byte, losers [][]byte) {
+	bl, ol, tl := parseLedgerLines(base), parseLedgerLines(ours), parseLedgerLines(theirs)
+	bm := map[string]ledgerLine{}
+	for _, l := range bl {
+		if l.key != "" {
+			bm[l.key] = l
+		}
+	}
+	om := map[string]ledgerLine{}
+	for _, l := range ol {
+		if l.key != "" {
+			om[l.key] = l
+		}
+	}
+	tm := map[string]ledgerLine{}
+	tRaw := map[string]int{}
+	for _, l := range tl {
+		if l.key != "" {
+			tm[l.key] = l
+		} else {
+			tRaw[string(l.raw)]++
+		}
+	}
+
+	var out [][]byte
+	for _, t := range tl {
+		if t.key == "" {
+			out = append(out, t.raw)
+			continue
+		}
+		b, inBase := bm[t.key]
+		o, inOurs := om[t.key]
+		oursChanged := !inBase || !inOurs || !bytes.Equal(o.raw, b.raw)
+		theirsChanged := !inBase || !bytes.Equal(t.raw, b.raw)
+		switch {
+		case inOurs && bytes.Equal(o.raw, t.raw):
+			out = append(out, t.raw)
+		case !oursChanged:
+			out = append(out, t.raw) // only theirs changed (or nobody)
+		case !inOurs:
+			// ours deleted it (inBase must hold, else oursChanged is about
+			// an id ours never had). Unchanged on theirs → stays deleted;
+			// changed on theirs → the change survives.
+			if !inBase || theirsChanged {
+				out = append(out, t.raw)
+			}
+		case !theirsChanged:
+			out = append(out, o.raw) // only ours changed
+		default:
+			// both changed (or both added) the id differently
+			if o.when.After(t.when) {
+				out = append(out, o.raw)
+				losers = append(losers, t.raw)
+			} else {
+				out = append(out, t.raw)
+				losers = append(losers, o.raw)
+			}
+		}
+	}
+	for _, o := range ol {
+		if o.key == "" {
+			if tRaw[string(o.raw)] > 0 {
+				tRaw[string(o.raw)]--
+				continue
+			}
+			out = append(out, o.raw)
+			continue
+		}
+		if _, ok := tm[o.key]; ok {
+			continue // handled in theirs' pass
+		}
+		b, inBase := bm[o.key]
+		switch {
+		case !inBase:
+			out = append(out, o.raw) // added by ours only
+		case bytes.Equal(o.raw, b.raw):
+			// theirs deleted it, ours left it alone: stays deleted
+		default:
+			out = append(out, o.raw) // theirs deleted, ours changed: keep
+		}
+	}
+	return joinLines(out), losers
+}
+
+// isIndexMemoryMD reports whether a MEMORY.md is the index kind (FORMATS
+// §3A): it holds "- [[" bullets and none of the project-memory template's
+// "## " sections.
+func isIndexMemoryMD(b []byte) bool {
+	bullets := false
+	for _, l := range splitLines(b) {
+		s := strings.TrimRight(string(l), "\r")
+		if strings.HasPrefix(s, "## ") {
+			return false
+		}
+		if isIndexBullet(s) {
+			bullets = true
+		}
+	}
+	return bullets
+}
+
+func isIndexBullet(s string) bool {
+	return strings.HasPrefix(strings.TrimLeft(s, " \t"), "- [[")
+}
+
+// MergeIndexBullets merges an index-kind MEMORY.md: ours' header, then the
+// union of bullets, ours first, each bullet once. A bullet present in base
+// that one side removed (or rewrote, as tidy does when it repoints a path)
+// stays removed, so a repointed bullet is not kept twice.
+func MergeIndexBullets(base, ours, theirs []byte) []byte {
+	removed := map[string]bool{}
+	inOurs, inTheirs := map[string]bool{}, map[string]bool{}
+	ob, oh := indexParts(ours)
+	tb, th := indexParts(theirs)
+	bb, _ := indexParts(base)
+	for _, b := range ob {
+		inOurs[b] = true
+	}
+	for _, b := range tb {
+		inTheirs[b] = true
+	}
+	for _, b := range bb {
+		if !inOurs[b] || !inTheirs[b] {
+			removed[b] = true
+		}
+	}
+	header := oh
+	if len(header) == 0 {
+		header = th
+	}
+	out := make([][]byte, 0, len(header)+len(ob)+len(tb))
+	out = append(out, header...)
+	seen := map[string]bool{}
+	for _, list := range [][]string{ob, tb} {
+		for _, b := range list {
+			if seen[b] || removed[b] {
+				continue
+			}
+			seen[b] = true
+			out = append(out, []byte(b))
+		}
+	}
+	return joinLines(out)
+}
+
+// indexParts splits an index MEMORY.md into bullet lines and the other lines
+// (header and any prose, kept in order ahead of the bullets).
+func indexParts(b []byte) (bullets []string, other [][]byte) {
+	for _, l := range splitLines(b) {
+		s := string(l)
+		if isIndexBullet(s) {
+			bullets = append(bullets, s)
+		} else if len(bytes.TrimSpace(l)) > 0 || len(bullets) == 0 {
+			other = append(other, l)
+		}
+	}
+	return bullets, other
+}
+
+// sortedKeys returns a map's keys in order (deterministic merges).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
