@@ -1,0 +1,297 @@
+package memd
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNormalizePath(t *testing.T) {
+	cases := map[string]string{
+		"":                         "",
+		"/":                        "",
+		"///":                      "",
+		"areas/x.html":             "areas/x.html",
+		"/areas/x.html":            "areas/x.html",
+		"///areas//inbox///x.html": "areas/inbox/x.html",
+		"areas/inbox/":             "areas/inbox",
+		"areas/inbox//":            "areas/inbox",
+		"a//b//":                   "a/b",
+		"a/./b":                    "a/./b", // normalising is not resolving: "." stays for PathViolation to name
+	}
+	for in, want := range cases {
+		if got := NormalizePath(in); got != want {
+			t.Errorf("NormalizePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPathViolation(t *testing.T) {
+	valid := []string{
+		"areas/inbox/x.html",
+		"projects/memd/tasks/fix.html",
+		"resources/people/sanju-rao.html",
+		"archive/2024/areas/inbox/20240101-x.html",
+		"areas/x y.html",
+		"areas/ünïcode.html",
+	}
+	for _, p := range valid {
+		if v := PathViolation(p); v != "" {
+			t.Errorf("PathViolation(%q) = %q, want valid", p, v)
+		}
+		if !ValidMemoryPath(p) {
+			t.Errorf("ValidMemoryPath(%q) = false", p)
+		}
+	}
+	invalid := map[string]string{ // path -> a fragment the message must contain
+		"":                         "empty",
+		"/areas/x.html":            "leading slash",
+		"areas//x.html":            "empty segment",
+		"areas/x.html/":            "ends in a slash",
+		"areas/../etc/passwd.html": `".."`,
+		"areas/./x.html":           `"."`,
+		"x.html":                   "not inside a bucket",
+		"notes/x.html":             `"notes"`,
+		"areas/x.md":               `".md"`,
+		"areas/README":             "no extension",
+		"areas/.html":              "empty file name",
+		"areas\\x.html":            "backslash",
+		"areas/x\n.html":           "control character",
+		"areas/\xff.html":          "UTF-8",
+		"Areas/x.html":             `"Areas"`,
+		"areas/x.HTML":             `".HTML"`,
+	}
+	for p, frag := range invalid {
+		v := PathViolation(p)
+		if v == "" {
+			t.Errorf("PathViolation(%q) = \"\", want a violation", p)
+			continue
+		}
+		if !strings.Contains(v, frag) {
+			t.Errorf("PathViolation(%q) = %q, want it to mention %s", p, v, frag)
+		}
+		if p != "" && !strings.Contains(v, strconv.Quote(p)) {
+			t.Errorf("PathViolation(%q) = %q does not name the input", p, v)
+		}
+		if ValidMemoryPath(p) {
+			t.Errorf("ValidMemoryPath(%q) = true", p)
+		}
+	}
+}
+
+func TestBucketOf(t *testing.T) {
+	cases := map[string]string{
+		"projects/a/b.html": "projects",
+		"/areas/x.html":     "areas",
+		"resources":         "resources",
+		"archive/2024/x":    "archive",
+		"areasx/y":          "",
+		"":                  "",
+		"memory.jsonl":      "",
+	}
+	for in, want := range cases {
+		if got := BucketOf(in); got != want {
+			t.Errorf("BucketOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestArchiveRoundTrip(t *testing.T) {
+	p := "areas/inbox/20240301-deploy.html"
+	a := ArchivePath(p, 2024)
+	if a != "archive/2024/areas/inbox/20240301-deploy.html" {
+		t.Fatalf("ArchivePath = %q", a)
+	}
+	if !IsArchived(a) || IsArchived(p) {
+		t.Fatalf("IsArchived wrong for %q / %q", a, p)
+	}
+	if y, ok := ArchiveYear(a); !ok || y != 2024 {
+		t.Fatalf("ArchiveYear(%q) = %d, %v", a, y, ok)
+	}
+	orig, y, ok := UnarchivePath(a)
+	if !ok || orig != p || y != 2024 {
+		t.Fatalf("UnarchivePath(%q) = %q, %d, %v", a, orig, y, ok)
+	}
+	// Archived twice: one strip gives back the once-archived path.
+	aa := ArchivePath(a, 2025)
+	orig, y, ok = UnarchivePath(aa)
+	if !ok || orig != a || y != 2025 {
+		t.Fatalf("UnarchivePath(%q) = %q, %d, %v", aa, orig, y, ok)
+	}
+	if ArchivePath("/areas//x.html", 7) != "archive/0007/areas/x.html" {
+		t.Fatalf("ArchivePath pads and normalises: %q", ArchivePath("/areas//x.html", 7))
+	}
+	for _, p := range []string{"archive/x.html", "archive/20x4/a.html", "archive/2024", "areas/2024/x.html", "archive/123/x.html"} {
+		if _, _, ok := UnarchivePath(p); ok {
+			t.Errorf("UnarchivePath(%q) ok, want not archived", p)
+		}
+	}
+	if y, ok := ArchiveYear("archive/2024"); !ok || y != 2024 {
+		t.Errorf("ArchiveYear(archive/2024) = %d, %v", y, ok)
+	}
+	if IsArchived("archive/notes.html") {
+		t.Errorf("archive without a year partition counted as archived")
+	}
+}
+
+func TestPlace(t *testing.T) {
+	cases := []struct {
+		in   PlacementInput
+		want string
+	}{
+		{PlacementInput{Path: "/projects/x//y.html", MemoryType: "arc"}, "projects/x"},
+		{PlacementInput{Path: "../evil.html", MemoryType: "arc"}, ArcsDir},
+		{PlacementInput{MemoryType: "arc", Workspace: "w"}, ArcsDir},
+		{PlacementInput{MemoryType: "task", Workspace: "Checkout API"}, "projects/checkout-api/tasks"},
+		{PlacementInput{MemoryType: "task", Entities: []string{"person:sanju"}}, TaskInboxDir},
+		{PlacementInput{MemoryType: "semantic", Entities: []string{"service:x", "person:Sanju Rao"}, Workspace: "w"}, PeopleDir},
+		{PlacementInput{MemoryType: "episodic", Entities: []string{"person:sanju"}, Workspace: "Memd"}, "projects/memd"},
+		{PlacementInput{MemoryType: "procedural", Tags: []string{"", "  ", "Deploy Ops"}}, "resources/deploy-ops"},
+		{PlacementInput{MemoryType: "precedent", Tags: []string{"law"}}, "resources/law"},
+		{PlacementInput{MemoryType: "episodic", Tags: []string{"deploy"}}, InboxDir},
+		{PlacementInput{MemoryType: "", Workspace: "!!!"}, InboxDir},
+		{PlacementInput{}, InboxDir},
+	}
+	for _, c := range cases {
+		got := Place(c.in)
+		if got != c.want {
+			t.Errorf("Place(%+v) = %q, want %q", c.in, got, c.want)
+		}
+		// Total: the result is a directory inside a bucket, usable for a file.
+		if !ValidMemoryPath(got + "/x.html") {
+			t.Errorf("Place(%+v) = %q is not a bucket directory", c.in, got)
+		}
+	}
+}
+
+func TestEpisodeDate(t *testing.T) {
+	d, ok := EpisodeDate("areas/inbox/20240229-leap.html")
+	if !ok || !d.Equal(time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("EpisodeDate = %v, %v", d, ok)
+	}
+	for _, p := range []string{"areas/20230229-x.html", "areas/2024022-x.html", "areas/20240101x.html", "areas/x-20240101-y.html", "20241301-x.html", ""} {
+		if _, ok := EpisodeDate(p); ok {
+			t.Errorf("EpisodeDate(%q) ok, want none", p)
+		}
+	}
+}
+
+func TestSlug(t *testing.T) {
+	cases := map[string]string{
+		"person:Sanju Rao":      "person-sanju-rao",
+		"service:checkout-api":  "service-checkout-api",
+		"  --Hello,  World!-- ": "hello-world",
+		"Zoë":                   "zo",
+		"":                      "",
+		"日本":                    "",
+		"A1b2":                  "a1b2",
+	}
+	for in, want := range cases {
+		if got := Slug(in); got != want {
+			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
+		}
+		if Slug(Slug(in)) != Slug(in) {
+			t.Errorf("Slug not idempotent on %q", in)
+		}
+	}
+}
+
+func TestHrefToPath(t *testing.T) {
+	ok := map[string]string{
+		"/areas/oncall/rollback-order.html": "areas/oncall/rollback-order.html",
+		"/areas/x.html#claim":               "areas/x.html",
+		"/areas/my%20file.html":             "areas/my file.html",
+		"/archive/2024/areas//x.html?v=1":   "archive/2024/areas/x.html",
+	}
+	for in, want := range ok {
+		got, err := HrefToPath(in)
+		if err != nil || got != want {
+			t.Errorf("HrefToPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	bad := []string{
+		"https://example.com/areas/x.html",
+		"javascript:alert(1)",
+		"//evil.example/areas/x.html",
+		"areas/x.html",
+		"../areas/x.html",
+		"/areas/../../etc/passwd",
+		"/areas/%2e%2e/x.html",
+		"/%2Fevil.example/x",
+		"/areas\\..\\x.html",
+		"/areas/%zz.html",
+		"",
+		"/",
+	}
+	for _, in := range bad {
+		got, err := HrefToPath(in)
+		if err == nil {
+			t.Errorf("HrefToPath(%q) = %q, want error", in, got)
+			continue
+		}
+		if !errors.Is(err, ErrBadHref) {
+			t.Errorf("HrefToPath(%q) error %v does not wrap ErrBadHref", in, err)
+		}
+		if !strings.Contains(err.Error(), "href") {
+			t.Errorf("HrefToPath(%q) error %q does not name the href", in, err)
+		}
+	}
+	for _, p := range []string{"areas/x.html", "areas/100% done?#.html", "areas/a b.html"} {
+		h := PathToHref(p)
+		if h[0] != '/' {
+			t.Errorf("PathToHref(%q) = %q", p, h)
+		}
+		back, err := HrefToPath(h)
+		if err != nil || back != p {
+			t.Errorf("HrefToPath(PathToHref(%q)=%q) = %q, %v", p, h, back, err)
+		}
+	}
+	if PathToHref("areas/x.html") != "/areas/x.html" {
+		t.Errorf("PathToHref plain = %q", PathToHref("areas/x.html"))
+	}
+}
+
+// adversarial is the seed's worst case for a regex trailing-slash strip: a long run of
+// slashes followed by a non-slash.
+func adversarial(n int) string { return strings.Repeat("/", n) + "x" }
+
+func BenchmarkNormalizePath64KSlashes(b *testing.B) {
+	s := adversarial(64 << 10)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		NormalizePath(s)
+		PathViolation(s)
+	}
+}
+
+// TestNormalizePathLinear compares 8 KB and 64 KB of slashes as a ratio, so it holds on a
+// slow or busy machine: linear work gives ~8x, the quadratic seed bug gives ~64x.
+func TestNormalizePathLinear(t *testing.T) {
+	measure := func(n int) time.Duration {
+		inputs := []string{adversarial(n), strings.Repeat("/", n), strings.Repeat("a/", n/2) + "/"}
+		best := time.Duration(1<<63 - 1)
+		for round := 0; round < 5; round++ {
+			start := time.Now()
+			for i := 0; i < 8; i++ {
+				for _, s := range inputs {
+					NormalizePath(s)
+					PathViolation(s)
+					BucketOf(s)
+					_, _ = HrefToPath(s)
+				}
+			}
+			if d := time.Since(start); d < best {
+				best = d
+			}
+		}
+		return best
+	}
+	measure(8 << 10) // warm up
+	small, large := measure(8<<10), measure(64<<10)
+	if large > 3*8*small+time.Millisecond {
+		t.Fatalf("64KB took %v, 8KB took %v: ratio %.1f, want near 8 (linear)", large, small, float64(large)/float64(small))
+	}
+	t.Logf("8KB %v, 64KB %v, ratio %.1f", small, large, float64(large)/float64(small))
+}
