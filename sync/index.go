@@ -1,4 +1,377 @@
 package sync
 
-// indexState tracks the coalesced .git/index refresher.
-type indexState struct{}
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	gosync "sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// .git/index upkeep (DESIGN §3). Commits never touch the index; it is
+// brought in step with HEAD afterwards, off the critical path, so that
+// `git status` in the repo is clean and fast.
+//
+// Concurrency: the refresher opens its own go-git Repository on the same
+// directory and reads only immutable objects and files through it, so it
+// never shares go-git state with the owner and does not take r.mu; a
+// commit can run while the index is being written. Refreshes are serialised
+// among themselves by indexState.run. The index file itself is written
+// git's way: .git/index.lock created O_EXCL (a held lock means back off and
+// retry later; we never delete a live lock), encoded, fsynced, renamed.
+//
+// Incremental: we remember the HEAD we last wrote the index for, the
+// identity (inode, size, mtime) of the file we wrote, and the paths memd
+// committed since. If nothing else touched the index or the branch, only
+// those paths' entries are rewritten; otherwise the whole HEAD tree is
+// walked, reusing every existing entry whose blob id and mode still match.
+
+type indexState struct {
+	run gosync.Mutex // serialises refreshes
+
+	mu        gosync.Mutex // guards the fields below
+	valid     bool         // pending is a complete list of changes since lastHead
+	lastHead  plumbing.Hash
+	chainHead plumbing.Hash // newest head memd committed
+	lastFile  fileID        // the index file we last wrote
+	pending   map[string]struct{}
+	scheduled bool
+	wg        gosync.WaitGroup
+	closed    bool
+
+	gr *git.Repository // the refresher's own go-git instance (under run)
+}
+
+type fileID struct {
+	size  int64
+	mtime time.Time
+	ino   uint64
+}
+
+func statID(fi fs.FileInfo) fileID {
+	return fileID{size: fi.Size(), mtime: fi.ModTime(), ino: inodeOf(fi)}
+}
+
+// index refresh retry policy when .git/index.lock is held by someone else.
+const (
+	indexRetryFirst = 100 * time.Millisecond
+	indexRetryMax   = 5 * time.Second
+	indexRetries    = 8
+)
+
+// noteCommitted records a branch move made by memd, for the next index
+// refresh, and schedules one. changes nil = unknown (full refresh).
+func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []Change) {
+	s := &r.idx
+	s.mu.Lock()
+	if old != s.chainHead || changes == nil {
+		s.valid = false
+	}
+	if s.pending == nil {
+		s.pending = make(map[string]struct{})
+	}
+	for _, c := range changes {
+		s.pending[c.Path] = struct{}{}
+	}
+	s.chainHead = newH
+	s.mu.Unlock()
+	r.ScheduleIndexRefresh()
+}
+
+// ScheduleIndexRefresh arranges for RefreshIndex to run soon in a background
+// goroutine. Calls made while one is already waiting coalesce into it. A
+// held index.lock is retried with backoff. It never blocks the caller.
+func (r *Repo) ScheduleIndexRefresh() {
+	s := &r.idx
+	s.mu.Lock()
+	if s.scheduled || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.scheduled = true
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		delay := indexRetryFirst
+		for attempt := 0; ; attempt++ {
+			err := r.refresh(func() {
+				// From here on a new commit needs a new refresh.
+				s.mu.Lock()
+				s.scheduled = false
+				s.mu.Unlock()
+			})
+			if err == nil {
+				return
+			}
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if !errors.Is(err, ErrLocked) || attempt >= indexRetries || closed {
+				r.log.Warn("index refresh failed", "repo", r.dir, "err", err)
+				return
+			}
+			r.log.Debug("index locked, retrying", "repo", r.dir, "in", delay)
+			time.Sleep(delay)
+			delay = min(delay*2, indexRetryMax)
+		}
+	}()
+}
+
+// WaitIndexRefresh waits for scheduled index refreshes to finish.
+func (r *Repo) WaitIndexRefresh() { r.idx.wg.Wait() }
+
+// Close stops scheduling index refreshes and waits for a running one.
+func (r *Repo) Close() error {
+	r.idx.mu.Lock()
+	r.idx.closed = true
+	r.idx.mu.Unlock()
+	r.idx.wg.Wait()
+	return nil
+}
+
+// RefreshIndex writes .git/index to match the branch head, with stat data
+// from the work tree for files whose content equals HEAD's (git's way), so
+// `git status` shows exactly the uncommitted changes. A held index.lock
+// returns an error wrapping ErrLocked.
+func (r *Repo) RefreshIndex() error { return r.refresh(nil) }
+
+func (r *Repo) refresh(started func()) error {
+	s := &r.idx
+	s.run.Lock()
+	defer s.run.Unlock()
+	if started != nil {
+		started()
+	}
+	indexPath := filepath.Join(r.gitDir, "index")
+	lock, err := createLock(indexPath, 0)
+	if err != nil {
+		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			rollbackLock(lock)
+		}
+	}()
+
+	// Snapshot what memd committed so far; restore it on failure.
+	s.mu.Lock()
+	valid, lastHead, chainHead, lastFile := s.valid, s.lastHead, s.chainHead, s.lastFile
+	pending := s.pending
+	s.pending = make(map[string]struct{})
+	s.mu.Unlock()
+	restore := func() {
+		s.mu.Lock()
+		for p := range pending {
+			s.pending[p] = struct{}{}
+		}
+		s.mu.Unlock()
+	}
+
+	head, err := r.readBranch()
+	if err != nil {
+		restore()
+		return err
+	}
+	if s.gr == nil {
+		gr, err := git.PlainOpen(r.dir)
+		if err != nil {
+			restore()
+			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+		}
+		s.gr = gr
+	}
+	var root plumbing.Hash
+	if !head.IsZero() {
+		c, err := object.GetCommit(s.gr.Storer, head)
+		if err != nil {
+			restore()
+			return fmt.Errorf("refresh index of %s: read %s: %w", r.dir, head, err)
+		}
+		root = c.TreeHash
+	}
+	tc := newTreeCache(s.gr.Storer)
+
+	old, oldFile := readIndexFile(indexPath)
+	incremental := valid && old != nil && head == chainHead && oldFile == lastFile && !lastHead.IsZero()
+	var idx *index.Index
+	if incremental {
+		idx = &index.Index{Version: 2, Entries: old.Entries}
+		byName := make(map[string]int, len(idx.Entries))
+		for i, e := range idx.Entries {
+			byName[e.Name] = i
+		}
+		var drop map[int]bool
+		for p := range pending {
+			e, ok, err := tc.entryAt(root, p)
+			if err != nil {
+				restore()
+				return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+			}
+			i, had := byName[p]
+			switch {
+			case ok && e.Mode != filemode.Dir:
+				ne := r.indexEntry(p, e.Mode, e.Hash)
+				if had {
+					idx.Entries[i] = ne
+				} else {
+					byName[p] = len(idx.Entries)
+					idx.Entries = append(idx.Entries, ne)
+				}
+			case had:
+				if drop == nil {
+					drop = make(map[int]bool)
+				}
+				drop[i] = true
+			}
+		}
+		if len(drop) > 0 {
+			kept := idx.Entries[:0]
+			for i, e := range idx.Entries {
+				if !drop[i] {
+					kept = append(kept, e)
+				}
+			}
+			idx.Entries = kept
+		}
+	} else {
+		reuse := make(map[string]*index.Entry)
+		if old != nil {
+			for _, e := range old.Entries {
+				if e.Stage == 0 && !e.IntentToAdd && !e.SkipWorktree {
+					reuse[e.Name] = e
+				}
+			}
+		}
+		idx = &index.Index{Version: 2}
+		if !root.IsZero() {
+			err := tc.walkTree(root, "", func(p string, e object.TreeEntry) error {
+				if o, ok := reuse[p]; ok && o.Hash == e.Hash && o.Mode == e.Mode {
+					idx.Entries = append(idx.Entries, o)
+					return nil
+				}
+				idx.Entries = append(idx.Entries, r.indexEntry(p, e.Mode, e.Hash))
+				return nil
+			})
+			if err != nil {
+				restore()
+				return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+			}
+		}
+	}
+
+	w := bufio.NewWriterSize(lock, 256<<10)
+	if err := index.NewEncoder(w).Encode(idx); err != nil {
+		restore()
+		return fmt.Errorf("refresh index of %s: encode: %w", r.dir, err)
+	}
+	if err := w.Flush(); err != nil {
+		restore()
+		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+	}
+	done = true
+	if err := commitLock(lock, indexPath); err != nil {
+		restore()
+		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+	}
+	var id fileID
+	if fi, err := os.Stat(indexPath); err == nil {
+		id = statID(fi)
+	}
+	s.mu.Lock()
+	s.lastHead, s.lastFile = head, id
+	if s.chainHead == chainHead {
+		// No memd commit happened meanwhile: the index is exactly head.
+		s.chainHead = head
+		s.valid = !head.IsZero()
+	}
+	// else: commits made during the refresh are in s.pending and chain
+	// from chainHead; valid stays what noteCommitted decided, but the
+	// index is for head, so it is only trustworthy if head == chainHead.
+	if s.chainHead != chainHead && head != chainHead {
+		s.valid = false
+	}
+	s.mu.Unlock()
+	r.log.Debug("index refreshed", "repo", r.dir, "entries", len(idx.Entries), "incremental", incremental)
+	return nil
+}
+
+// readIndexFile decodes the current index; nil when absent or unreadable
+// (then nothing is reused).
+func readIndexFile(path string) (*index.Index, fileID) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fileID{}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileID{}
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fileID{}
+	}
+	idx := &index.Index{}
+	if err := index.NewDecoder(bytes.NewReader(b)).Decode(idx); err != nil {
+		return nil, statID(fi)
+	}
+	return idx, statID(fi)
+}
+
+// indexEntry builds the entry for path at HEAD (mode, hash). When the work
+// tree file has that exact content and type, the entry carries its stat data
+// (so git treats it as clean without re-reading); otherwise the stat data
+// is zero, which git sees as "changed" and re-checks — so an uncommitted
+// edit or deletion still shows in `git status`.
+func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *index.Entry {
+	e := &index.Entry{Name: p, Mode: mode, Hash: h}
+	abs := filepath.Join(r.dir, filepath.FromSlash(p))
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return e
+	}
+	var cur plumbing.Hash
+	switch {
+	case mode == filemode.Symlink && fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(abs)
+		if err != nil {
+			return e
+		}
+		cur = hashObject(plumbing.BlobObject, []byte(filepath.ToSlash(t)))
+	case (mode == filemode.Regular || mode == filemode.Executable) && fi.Mode().IsRegular():
+		if (fi.Mode()&0o111 != 0) != (mode == filemode.Executable) {
+			return e
+		}
+		f, err := openNoFollow(abs)
+		if err != nil {
+			return e
+		}
+		hs := newBlobHasher(fi.Size())
+		n, err := io.Copy(hs, f)
+		f.Close()
+		if err != nil || n != fi.Size() {
+			return e
+		}
+		cur = hs.sum()
+	default:
+		return e
+	}
+	if cur != h {
+		return e
+	}
+	fillStat(e, fi)
+	return e
+}

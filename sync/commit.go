@@ -1,0 +1,936 @@
+package sync
+
+import (
+	"bytes"
+	"compress/zlib"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// Incremental commit (DESIGN §3). Cost grows with the number of given paths
+// and their depth, never with the repo size: only the given paths are
+// lstat'ed and hashed, only the trees on their ancestor chains are read and
+// rewritten, and the ref moves with compare-and-set against the head read at
+// the start. go-git's Worktree.Status/Add are never used here.
+
+// inMemoryLimit: files up to this size are read whole; larger ones are
+// hashed and compressed in one streaming pass.
+const inMemoryLimit = 32 << 20
+
+// CommitPaths commits the given paths (files or directories, absolute under
+// the repo or repo-relative) as a "change" commit with memd's message.
+// Paths whose content equals HEAD's are no change; no change = no commit
+// (Hash ""). A compare-and-set failure returns ErrHeadMoved: retry.
+func (r *Repo) CommitPaths(paths []string) (CommitResult, error) {
+	return r.CommitPathsMessage(paths, "", KindChange)
+}
+
+// CommitPathsMessage is CommitPaths with the caller's message and kind
+// (sleep builds its own message). An empty message gets memd's change
+// message.
+func (r *Repo) CommitPathsMessage(paths []string, message string, kind CommitKind) (CommitResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.commitPathsLocked(paths, message, kind)
+}
+
+// edit is the new state of one blob path: deleted, or mode+hash.
+type edit struct {
+	del  bool
+	mode filemode.FileMode
+	hash plumbing.Hash
+	op   byte // 'A', 'M', 'D'
+}
+
+// stager computes the edits of one commit against a base tree.
+type stager struct {
+	*treeCache
+	r     *Repo
+	base  plumbing.Hash
+	objs  *objectBatch
+	edits map[string]edit
+}
+
+// treeCache reads and indexes tree objects from one object store.
+type treeCache struct {
+	st    storer.EncodedObjectStorer
+	trees map[plumbing.Hash]*treeView
+}
+
+func newTreeCache(st storer.EncodedObjectStorer) *treeCache {
+	return &treeCache{st: st, trees: make(map[plumbing.Hash]*treeView)}
+}
+
+// treeView is a decoded tree with a name index.
+type treeView struct {
+	entries []object.TreeEntry
+	byName  map[string]int
+}
+
+func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind) (CommitResult, error) {
+	start := time.Now()
+	if kind == "" {
+		kind = KindChange
+	}
+	res := CommitResult{Kind: kind}
+	old, err := r.readBranch()
+	if err != nil {
+		return res, err
+	}
+	var baseTree plumbing.Hash
+	if !old.IsZero() {
+		c, err := object.GetCommit(r.repo.Storer, old)
+		if err != nil {
+			return res, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
+		}
+		baseTree = c.TreeHash
+	}
+	st := &stager{treeCache: newTreeCache(r.repo.Storer), r: r, base: baseTree,
+		objs: newObjectBatch(r), edits: make(map[string]edit)}
+	defer st.objs.discard()
+	for _, p := range paths {
+		rel, err := r.relPath(p)
+		if err != nil {
+			return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+		}
+		if err := st.stagePath(rel); err != nil {
+			return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+		}
+	}
+	if len(st.edits) == 0 {
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+	newTree, _, err := st.rebuild(baseTree, buildTrie(st.edits), "")
+	if err != nil {
+		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+	}
+	if newTree.IsZero() {
+		// Everything deleted: git's empty tree.
+		if newTree, err = st.objs.write(plumbing.TreeObject, nil); err != nil {
+			return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+		}
+	}
+	if newTree == baseTree {
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+	res.Changes = st.changes()
+	for _, c := range res.Changes {
+		switch c.Op {
+		case 'A':
+			res.Added++
+		case 'M':
+			res.Modified++
+		case 'D':
+			res.Deleted++
+		}
+	}
+	if message == "" {
+		message = ChangeMessage(res.Changes, r.opts.Hostname)
+	}
+	var parents []plumbing.Hash
+	if !old.IsZero() {
+		parents = []plumbing.Hash{old}
+	}
+	commit, err := st.objs.write(plumbing.CommitObject, r.encodeCommit(newTree, parents, message))
+	if err != nil {
+		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+	}
+	// Objects must be durable before the ref names them.
+	if err := st.objs.flush(); err != nil {
+		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+	}
+	if err := r.updateRef(r.BranchRef().String(), commit, old, "commit: "+firstLine(message)); err != nil {
+		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+	}
+	res.Hash = commit.String()
+	res.Duration = time.Since(start)
+	r.noteCommitted(old, commit, res.Changes)
+	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
+		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration)
+	return res, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// WriteCommit writes a commit object for tree with the given parents and
+// message, by the repo's author at r.Now(), durably, and returns its id. It
+// does not move any ref (see MoveBranch). For merges. Caller holds r.mu.
+func (r *Repo) writeCommitLocked(tree plumbing.Hash, parents []plumbing.Hash, message string) (plumbing.Hash, error) {
+	b := newObjectBatch(r)
+	defer b.discard()
+	h, err := b.write(plumbing.CommitObject, r.encodeCommit(tree, parents, message))
+	if err != nil {
+		return h, err
+	}
+	return h, b.flush()
+}
+
+// moveBranchLocked moves the branch from old to newH with compare-and-set
+// (ErrHeadMoved on mismatch) and records the paths for the index refresh.
+// changes nil = unknown: the next index refresh is a full one.
+func (r *Repo) moveBranchLocked(old, newH plumbing.Hash, changes []Change, logMsg string) error {
+	if err := r.updateRef(r.BranchRef().String(), newH, old, logMsg); err != nil {
+		return err
+	}
+	r.noteCommitted(old, newH, changes)
+	return nil
+}
+
+func (r *Repo) encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, message string) []byte {
+	now := r.opts.Now()
+	_, off := now.Zone()
+	sign := byte('+')
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	stamp := fmt.Sprintf("%d %c%02d%02d", now.Unix(), sign, off/3600, (off%3600)/60)
+	who := sanitizeIdent(r.author.Name) + " <" + sanitizeIdent(r.author.Email) + "> " + stamp
+	var b bytes.Buffer
+	b.WriteString("tree " + tree.String() + "\n")
+	for _, p := range parents {
+		b.WriteString("parent " + p.String() + "\n")
+	}
+	b.WriteString("author " + who + "\n")
+	b.WriteString("committer " + who + "\n\n")
+	b.WriteString(message)
+	if !strings.HasSuffix(message, "\n") {
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// sanitizeIdent drops what would break the commit header (git does the same).
+func sanitizeIdent(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '<', '>', '\n', '\r', 0:
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(s))
+}
+
+// stagePath stages one repo-relative path ("" = the whole tree).
+func (s *stager) stagePath(rel string) error {
+	// An ignored path, or one under an ignored or .git directory, is
+	// never staged.
+	if rel != "" {
+		parts := strings.Split(rel, "/")
+		for i := 1; i < len(parts); i++ {
+			if s.r.ignored(strings.Join(parts[:i], "/"), true) {
+				return nil
+			}
+		}
+	}
+	abs := filepath.Join(s.r.dir, filepath.FromSlash(rel))
+	fi, err := os.Lstat(abs)
+	switch {
+	case err != nil && (errors.Is(err, fs.ErrNotExist) || isNotDir(err)):
+		if rel == "" {
+			return fmt.Errorf("work tree %s is gone", s.r.dir)
+		}
+		if s.r.ignored(rel, false) {
+			return nil
+		}
+		return s.deleteAt(rel)
+	case err != nil:
+		return fmt.Errorf("lstat %s: %w", rel, err)
+	}
+	if s.r.ignored(rel, fi.IsDir()) {
+		return nil
+	}
+	switch {
+	case fi.IsDir():
+		return s.stageDir(rel)
+	case fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0:
+		// A directory replaced by a file: its old blobs go.
+		if e, ok, err := s.headEntry(rel); err != nil {
+			return err
+		} else if ok && e.Mode == filemode.Dir {
+			if err := s.deleteSubtree(rel, e.Hash); err != nil {
+				return err
+			}
+		}
+		return s.stageFile(rel, abs, fi)
+	default:
+		// fifo, socket, device: not content. If HEAD had a file here it is
+		// gone as far as git is concerned.
+		s.r.log.Debug("skipping special file", "path", rel, "mode", fi.Mode().String())
+		return s.deleteAt(rel)
+	}
+}
+
+func isNotDir(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+}
+
+// deleteAt records the deletion of whatever HEAD has at rel: a blob, or
+// every blob under a tree (except ignored ones and gitlinks).
+func (s *stager) deleteAt(rel string) error {
+	e, ok, err := s.headEntry(rel)
+	if err != nil || !ok {
+		return err
+	}
+	if e.Mode == filemode.Dir {
+		return s.deleteSubtree(rel, e.Hash)
+	}
+	if e.Mode == filemode.Submodule {
+		return nil
+	}
+	s.edits[rel] = edit{del: true, op: 'D'}
+	return nil
+}
+
+func (s *stager) deleteSubtree(rel string, tree plumbing.Hash) error {
+	return s.walkTree(tree, rel, func(p string, e object.TreeEntry) error {
+		if e.Mode == filemode.Submodule || s.r.ignored(p, false) {
+			return nil
+		}
+		if _, done := s.edits[p]; !done {
+			s.edits[p] = edit{del: true, op: 'D'}
+		}
+		return nil
+	})
+}
+
+// stageDir stages every file under the directory rel and deletes HEAD's
+// blobs under it that are gone. Only this directory is walked.
+func (s *stager) stageDir(rel string) error {
+	head, ok, err := s.headEntry(rel)
+	if err != nil {
+		return err
+	}
+	if ok && head.Mode == filemode.Submodule {
+		return nil
+	}
+	if ok && head.Mode != filemode.Dir && rel != "" {
+		// A file replaced by a directory.
+		s.edits[rel] = edit{del: true, op: 'D'}
+		ok = false
+	}
+	seen := make(map[string]bool)
+	root := filepath.Join(s.r.dir, filepath.FromSlash(rel))
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // vanished while walking: a later batch sees it
+			}
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		r, _ := filepath.Rel(s.r.dir, p)
+		r = filepath.ToSlash(r)
+		if s.r.ignored(r, d.IsDir()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			// A nested repository is not ours to commit.
+			if _, err := os.Lstat(filepath.Join(p, ".git")); err == nil {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		seen[r] = true
+		return s.stageFile(r, p, fi)
+	})
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", rel, err)
+	}
+	if !ok {
+		return nil
+	}
+	return s.walkTree(head.Hash, rel, func(p string, e object.TreeEntry) error {
+		if seen[p] || e.Mode == filemode.Submodule || s.r.ignored(p, false) {
+			return nil
+		}
+		if _, done := s.edits[p]; done {
+			return nil
+		}
+		// Not seen on disk. Confirm (it may sit under a skipped nested
+		// repo or have appeared since): only a missing path is deleted.
+		if _, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(p))); err == nil {
+			return nil
+		}
+		s.edits[p] = edit{del: true, op: 'D'}
+		return nil
+	})
+}
+
+// stageFile hashes one regular file or symlink and records an edit when it
+// differs from HEAD (content or mode). New blobs are written.
+func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
+	mode := filemode.Regular
+	var content []byte
+	var h plumbing.Hash
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		// Committed as a link: the target string is the blob. Never
+		// followed.
+		mode = filemode.Symlink
+		target, err := os.Readlink(abs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return s.deleteAt(rel)
+			}
+			return fmt.Errorf("readlink %s: %w", rel, err)
+		}
+		content = []byte(filepath.ToSlash(target))
+		h = hashObject(plumbing.BlobObject, content)
+	default:
+		if fi.Mode()&0o111 != 0 {
+			mode = filemode.Executable
+		}
+		f, err := openNoFollow(abs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return s.deleteAt(rel)
+			}
+			return fmt.Errorf("open %s: %w", rel, err)
+		}
+		defer f.Close()
+		if fi.Size() > inMemoryLimit {
+			h, err = s.objs.writeBlobStream(f, fi.Size())
+			if err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			return s.record(rel, mode, h)
+		}
+		content, err = io.ReadAll(f)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", rel, err)
+		}
+		h = hashObject(plumbing.BlobObject, content)
+	}
+	prev, ok, err := s.headEntry(rel)
+	if err != nil {
+		return err
+	}
+	if ok && prev.Hash == h && prev.Mode == mode {
+		delete(s.edits, rel) // equal to HEAD: no change
+		return nil
+	}
+	if _, err := s.objs.write(plumbing.BlobObject, content); err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	return s.record(rel, mode, h)
+}
+
+func (s *stager) record(rel string, mode filemode.FileMode, h plumbing.Hash) error {
+	prev, ok, err := s.headEntry(rel)
+	if err != nil {
+		return err
+	}
+	if ok && prev.Hash == h && prev.Mode == mode {
+		delete(s.edits, rel)
+		return nil
+	}
+	op := byte('A')
+	if ok && prev.Mode != filemode.Dir {
+		op = 'M'
+	}
+	s.edits[rel] = edit{mode: mode, hash: h, op: op}
+	return nil
+}
+
+// tree loads and indexes a tree object (cached).
+func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
+	if tv, ok := s.trees[h]; ok {
+		return tv, nil
+	}
+	t, err := object.GetTree(s.st, h)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	}
+	tv := &treeView{entries: t.Entries, byName: make(map[string]int, len(t.Entries))}
+	for i, e := range t.Entries {
+		tv.byName[e.Name] = i
+	}
+	s.trees[h] = tv
+	return tv, nil
+}
+
+// headEntry finds rel in the base tree.
+func (s *stager) headEntry(rel string) (object.TreeEntry, bool, error) {
+	return s.entryAt(s.base, rel)
+}
+
+// entryAt finds rel in the tree root (zero = empty). ok=false when absent
+// (or when an ancestor is not a tree).
+func (s *treeCache) entryAt(root plumbing.Hash, rel string) (object.TreeEntry, bool, error) {
+	if root.IsZero() {
+		return object.TreeEntry{}, false, nil
+	}
+	if rel == "" {
+		return object.TreeEntry{Mode: filemode.Dir, Hash: root}, true, nil
+	}
+	cur := root
+	for {
+		name, rest, more := strings.Cut(rel, "/")
+		tv, err := s.tree(cur)
+		if err != nil {
+			return object.TreeEntry{}, false, err
+		}
+		i, ok := tv.byName[name]
+		if !ok {
+			return object.TreeEntry{}, false, nil
+		}
+		e := tv.entries[i]
+		if !more {
+			return e, true, nil
+		}
+		if e.Mode != filemode.Dir {
+			return object.TreeEntry{}, false, nil
+		}
+		cur, rel = e.Hash, rest
+	}
+}
+
+// walkTree calls fn for every non-tree entry under tree, with full paths.
+func (s *treeCache) walkTree(tree plumbing.Hash, prefix string, fn func(string, object.TreeEntry) error) error {
+	tv, err := s.tree(tree)
+	if err != nil {
+		return err
+	}
+	for _, e := range tv.entries {
+		p := e.Name
+		if prefix != "" {
+			p = prefix + "/" + e.Name
+		}
+		if e.Mode == filemode.Dir {
+			if err := s.walkTree(e.Hash, p, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := fn(p, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trie groups edits by directory so that only trees on changed paths'
+// ancestor chains are rebuilt.
+type trie struct {
+	files map[string]edit
+	dirs  map[string]*trie
+}
+
+func buildTrie(edits map[string]edit) *trie {
+	root := &trie{}
+	for p, e := range edits {
+		n := root
+		for {
+			name, rest, more := strings.Cut(p, "/")
+			if !more {
+				if n.files == nil {
+					n.files = make(map[string]edit)
+				}
+				n.files[name] = e
+				break
+			}
+			if n.dirs == nil {
+				n.dirs = make(map[string]*trie)
+			}
+			c := n.dirs[name]
+			if c == nil {
+				c = &trie{}
+				n.dirs[name] = c
+			}
+			n, p = c, rest
+		}
+	}
+	return root
+}
+
+// rebuild applies node to the tree base (zero = none) and writes the new
+// tree. Returns the zero hash when the result is empty. implicit lists
+// blobs replaced by a directory that no edit named (recorded as deletes).
+func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbing.Hash, bool, error) {
+	var entries []object.TreeEntry
+	if !base.IsZero() {
+		tv, err := s.tree(base)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		entries = make([]object.TreeEntry, 0, len(tv.entries)+len(node.files)+len(node.dirs))
+		for _, e := range tv.entries {
+			if _, ok := node.files[e.Name]; ok {
+				continue
+			}
+			if _, ok := node.dirs[e.Name]; ok {
+				continue
+			}
+			entries = append(entries, e)
+		}
+	}
+	var existing map[string]object.TreeEntry
+	if !base.IsZero() && len(node.dirs) > 0 {
+		tv, _ := s.tree(base)
+		existing = make(map[string]object.TreeEntry, len(node.dirs))
+		for name := range node.dirs {
+			if i, ok := tv.byName[name]; ok {
+				existing[name] = tv.entries[i]
+			}
+		}
+	}
+	for name, e := range node.files {
+		if e.del {
+			continue
+		}
+		entries = append(entries, object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash})
+	}
+	for name, child := range node.dirs {
+		if f, ok := node.files[name]; ok && !f.del {
+			continue // a file now sits where the directory was
+		}
+		sub := plumbing.ZeroHash
+		if old, ok := existing[name]; ok {
+			switch old.Mode {
+			case filemode.Dir:
+				sub = old.Hash
+			case filemode.Submodule:
+				entries = append(entries, old) // never touched
+				continue
+			default:
+				// A blob replaced by a directory: the blob goes.
+				p := name
+				if prefix != "" {
+					p = prefix + "/" + name
+				}
+				if _, named := s.edits[p]; !named {
+					s.edits[p] = edit{del: true, op: 'D'}
+				}
+			}
+		}
+		p := name
+		if prefix != "" {
+			p = prefix + "/" + name
+		}
+		h, _, err := s.rebuild(sub, child, p)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		if !h.IsZero() {
+			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		}
+	}
+	if len(entries) == 0 {
+		return plumbing.ZeroHash, true, nil
+	}
+	sortTreeEntries(entries)
+	h, err := s.objs.write(plumbing.TreeObject, encodeTree(entries))
+	return h, false, err
+}
+
+// sortTreeEntries orders entries the way git does: by name, with a
+// directory compared as if its name ended in "/".
+func sortTreeEntries(es []object.TreeEntry) {
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(es, func(i, j int) bool { return key(es[i]) < key(es[j]) })
+}
+
+func encodeTree(es []object.TreeEntry) []byte {
+	n := 0
+	for _, e := range es {
+		n += len(e.Name) + 28
+	}
+	b := make([]byte, 0, n)
+	for _, e := range es {
+		b = strconv.AppendUint(b, uint64(e.Mode), 8)
+		b = append(b, ' ')
+		b = append(b, e.Name...)
+		b = append(b, 0)
+		b = append(b, e.Hash[:]...)
+	}
+	return b
+}
+
+// changes lists the edits as sorted Changes.
+func (s *stager) changes() []Change {
+	out := make([]Change, 0, len(s.edits))
+	for p, e := range s.edits {
+		out = append(out, Change{Path: p, Op: e.op})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Object writing. We write loose objects ourselves instead of through
+// go-git's storer for one reason: durability order. A ref must never point
+// at an object a crash (SIGKILL, power loss) can lose. go-git neither fsyncs
+// loose objects nor lets us batch that. So each new object goes to a temp
+// file next to its final place; at flush all temp files are fsynced (in
+// parallel, so the filesystem can merge them into few journal commits), then
+// renamed into place, then their directories fsynced — and only then does
+// the caller move the ref. An object that already exists (loose or packed)
+// is not written again.
+
+// objectBatch collects the objects written for one commit.
+type objectBatch struct {
+	r       *Repo
+	pending []pendingObject
+	seen    map[plumbing.Hash]bool
+}
+
+type pendingObject struct {
+	tmp, final string
+}
+
+func newObjectBatch(r *Repo) *objectBatch {
+	return &objectBatch{r: r, seen: make(map[plumbing.Hash]bool)}
+}
+
+// hashObject computes the git object id of content of type t.
+func hashObject(t plumbing.ObjectType, content []byte) plumbing.Hash {
+	h := sha1.New()
+	h.Write(objectHeader(t, int64(len(content))))
+	h.Write(content)
+	var out plumbing.Hash
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+func objectHeader(t plumbing.ObjectType, size int64) []byte {
+	b := make([]byte, 0, 32)
+	b = append(b, t.String()...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, size, 10)
+	return append(b, 0)
+}
+
+func (b *objectBatch) objectPath(h plumbing.Hash) string {
+	s := h.String()
+	return filepath.Join(b.r.gitDir, "objects", s[:2], s[2:])
+}
+
+// has reports whether the object store already holds h (loose or packed).
+func (b *objectBatch) has(h plumbing.Hash) bool {
+	if b.seen[h] {
+		return true
+	}
+	if _, err := os.Lstat(b.objectPath(h)); err == nil {
+		return true
+	}
+	return b.r.repo.Storer.HasEncodedObject(h) == nil
+}
+
+// write stores content as an object of type t (if not present) and returns
+// its id. The object is durable only after flush.
+func (b *objectBatch) write(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	h := hashObject(t, content)
+	if b.has(h) {
+		return h, nil
+	}
+	final := b.objectPath(h)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return h, fmt.Errorf("write object %s: %w", h, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(final), "tmp_obj_memd_")
+	if err != nil {
+		return h, fmt.Errorf("write object %s: %w", h, err)
+	}
+	zw, _ := zlib.NewWriterLevel(f, zlib.BestSpeed)
+	_, err = zw.Write(objectHeader(t, int64(len(content))))
+	if err == nil {
+		_, err = zw.Write(content)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return h, fmt.Errorf("write object %s: %w", h, err)
+	}
+	b.seen[h] = true
+	b.pending = append(b.pending, pendingObject{tmp: f.Name(), final: final})
+	return h, nil
+}
+
+// writeBlobStream stores a large file as a blob in one pass (hash and
+// compress together), so it is never held in memory whole. want, when not
+// zero, is the id the caller expects; a different result (the file changed
+// under us) is still stored and returned.
+func (b *objectBatch) writeBlobStream(src io.Reader, size int64) (plumbing.Hash, error) {
+	dir := filepath.Join(b.r.gitDir, "objects")
+	f, err := os.CreateTemp(dir, "tmp_obj_memd_")
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	hs := sha1.New()
+	zw, _ := zlib.NewWriterLevel(f, zlib.BestSpeed)
+	// The header carries the size; a file that grows or shrinks while we
+	// read makes a wrong object, so copy exactly size bytes and fail on
+	// a short read.
+	hdr := objectHeader(plumbing.BlobObject, size)
+	hs.Write(hdr)
+	_, err = zw.Write(hdr)
+	if err == nil {
+		var n int64
+		n, err = io.Copy(io.MultiWriter(zw, hs), io.LimitReader(src, size))
+		if err == nil && n != size {
+			err = fmt.Errorf("file changed while reading (%d of %d bytes)", n, size)
+		}
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	var h plumbing.Hash
+	copy(h[:], hs.Sum(nil))
+	if b.has(h) {
+		_ = os.Remove(f.Name())
+		return h, nil
+	}
+	final := b.objectPath(h)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		_ = os.Remove(f.Name())
+		return h, fmt.Errorf("write blob %s: %w", h, err)
+	}
+	b.seen[h] = true
+	b.pending = append(b.pending, pendingObject{tmp: f.Name(), final: final})
+	return h, nil
+}
+
+// flush makes every written object durable and visible: fsync the temp
+// files (in parallel), rename them into place, fsync their directories.
+func (b *objectBatch) flush() error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	errs := make([]error, len(b.pending))
+	work := make(chan int)
+	var wg gosync.WaitGroup
+	workers := min(8, len(b.pending))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				errs[i] = fsyncFile(b.pending[i].tmp)
+			}
+		}()
+	}
+	for i := range b.pending {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.discard()
+		return fmt.Errorf("fsync objects: %w", err)
+	}
+	dirs := make(map[string]bool)
+	for _, p := range b.pending {
+		if err := os.Rename(p.tmp, p.final); err != nil {
+			// Another writer may have created the same object (a
+			// content-addressed name): that is fine.
+			if _, serr := os.Lstat(p.final); serr != nil {
+				b.discard()
+				return fmt.Errorf("install object %s: %w", p.final, err)
+			}
+			_ = os.Remove(p.tmp)
+		}
+		dirs[filepath.Dir(p.final)] = true
+		dirs[filepath.Dir(p.tmp)] = true
+	}
+	b.pending = nil
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	// New fan-out directories must themselves be durable in objects/.
+	return syncDir(filepath.Join(b.r.gitDir, "objects"))
+}
+
+// discard removes temp files that were not installed.
+func (b *objectBatch) discard() {
+	for _, p := range b.pending {
+		_ = os.Remove(p.tmp)
+	}
+	b.pending = nil
+}
+
+func fsyncFile(name string) error {
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// blobHasher streams content into a blob id.
+type blobHasher struct{ h hash.Hash }
+
+func newBlobHasher(size int64) *blobHasher {
+	h := sha1.New()
+	h.Write(objectHeader(plumbing.BlobObject, size))
+	return &blobHasher{h: h}
+}
+
+func (b *blobHasher) Write(p []byte) (int, error) { return b.h.Write(p) }
+
+func (b *blobHasher) sum() plumbing.Hash {
+	var out plumbing.Hash
+	copy(out[:], b.h.Sum(nil))
+	return out
+}
