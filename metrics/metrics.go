@@ -1,0 +1,328 @@
+// Package metrics is memd's window: the Prometheus registry and collectors, the status document
+// (re-exported from metrics/statusline), the SSE hub and the HTTP endpoints. It is the only
+// package that imports client_golang.
+//
+// Nothing here touches git or the tree: the owner publishes immutable snapshots and events,
+// and a scrape reads only those.
+package metrics
+
+import (
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Label values known in advance; each is exported as 0 before its first event so a rate()
+// or an alert has a series to read from the start.
+var (
+	Buckets       = []string{"projects", "areas", "resources", "archive"}
+	CommitKinds   = []string{"change", "sleep", "merge"}
+	SleepPhases   = []string{"expire", "arcs", "archive", "tidy"}
+	NoteModes     = []string{"persistent", "read-count", "hard-expiry", "soft-expiry"}
+	NoteStates    = []string{"live", "stale", "expired"}
+	LedgerTypes   = []string{"rule", "lesson", "note"}
+	commitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	sleepBuckets  = []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 120, 300, 600}
+)
+
+// NoteKey labels memd_ledger_notes.
+type NoteKey struct{ Mode, State string }
+
+// MDStat is one MEMORY.md file's size. Project marks the project-memory kind (which has caps).
+type MDStat struct {
+	Path         string
+	Lines, Bytes int
+	Project      bool
+}
+
+// Snapshot is what the owner knows about the tree and the remote, published after each job.
+// It must not be changed after Publish: the collector reads it without a lock.
+type Snapshot struct {
+	Memories                        map[string]int // by bucket
+	Inbox, TaskInbox, Arcs, Invalid int
+	LedgerRecords                   map[string]int // by type
+	LedgerNotes                     map[NoteKey]int
+	MemoryMD                        []MDStat
+	WatchedDirs, Pending            int
+	Ahead, Behind                   int
+	LastCommit, LastSync            time.Time
+	SleepLastSuccess                map[string]time.Time // by phase
+	WatchEvents, WatchRescans       uint64               // the watcher's own counters
+}
+
+// Metrics owns memd's registry. All methods are safe for concurrent use.
+type Metrics struct {
+	reg  *prometheus.Registry
+	snap atomic.Pointer[Snapshot]
+
+	commits        *prometheus.CounterVec
+	commitDuration prometheus.Histogram
+	syncs          prometheus.Counter
+	syncFailures   prometheus.Counter
+	conflicts      prometheus.Counter
+	sleepRuns      *prometheus.CounterVec
+	sleepFailures  *prometheus.CounterVec
+	sleepDuration  *prometheus.HistogramVec
+	archived       prometheus.Counter
+	arcsWritten    prometheus.Counter
+	notesDrained   *prometheus.CounterVec
+
+	// Timestamps from events; the collector exports the later of these and the snapshot's,
+	// so a restart that reads them back from the repo does not report 0.
+	mu           sync.Mutex
+	lastCommit   time.Time
+	lastSync     time.Time
+	sleepSuccess map[string]time.Time
+}
+
+// New builds the registry: Go and process collectors, build info, the event metrics and the
+// snapshot collector, with every known label value at 0.
+func New(version string) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "memd_build_info",
+		Help:        "memd build information; always 1.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	}, func() float64 { return 1 }))
+
+	m.commits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_commits_total", Help: "Commits memd made, by kind."}, []string{"kind"})
+	m.commitDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "memd_commit_duration_seconds", Help: "Time to stage and write one commit.", Buckets: commitBuckets})
+	m.syncs = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_syncs_total", Help: "Sync attempts with the remote."})
+	m.syncFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_sync_failures_total", Help: "Sync attempts that failed."})
+	m.conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_conflicts_total", Help: "Conflict copies kept by merges."})
+	m.sleepRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_sleep_runs_total", Help: "Sleep phase runs, by phase."}, []string{"phase"})
+	m.sleepFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_sleep_failures_total", Help: "Sleep phase runs that failed, by phase."}, []string{"phase"})
+	m.sleepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "memd_sleep_duration_seconds", Help: "Time one sleep phase took.", Buckets: sleepBuckets}, []string{"phase"})
+	m.archived = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_archived_total", Help: "Memory files moved into the archive."})
+	m.arcsWritten = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_arcs_written_total", Help: "Arc files written or rewritten."})
+	m.notesDrained = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_notes_drained_total", Help: "Ledger notes drained, by lifecycle mode."}, []string{"mode"})
+
+	m.sleepSuccess = map[string]time.Time{}
+	m.reg.MustRegister(m.commits, m.commitDuration, m.syncs, m.syncFailures,
+		m.conflicts, m.sleepRuns, m.sleepFailures, m.sleepDuration, m.archived,
+		m.arcsWritten, m.notesDrained, (*snapshotCollector)(m))
+
+	for _, k := range CommitKinds {
+		m.commits.WithLabelValues(k)
+	}
+	for _, p := range SleepPhases {
+		m.sleepRuns.WithLabelValues(p)
+		m.sleepFailures.WithLabelValues(p)
+		m.sleepDuration.WithLabelValues(p)
+	}
+	for _, md := range NoteModes {
+		m.notesDrained.WithLabelValues(md)
+	}
+	m.snap.Store(&Snapshot{})
+	return m
+}
+
+// Registry is what /metrics serves.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Publish replaces the snapshot the gauges read. s must not change afterwards.
+func (m *Metrics) Publish(s *Snapshot) {
+	if s == nil {
+		s = &Snapshot{}
+	}
+	m.snap.Store(s)
+}
+
+// CommitDone records one commit of kind (change, sleep, merge).
+func (m *Metrics) CommitDone(kind string, d time.Duration, at time.Time) {
+	m.commits.WithLabelValues(kind).Inc()
+	m.commitDuration.Observe(d.Seconds())
+	m.mu.Lock()
+	m.lastCommit = later(m.lastCommit, at)
+	m.mu.Unlock()
+}
+
+// SyncDone records one sync attempt; err nil is a success.
+func (m *Metrics) SyncDone(err error, at time.Time) {
+	m.syncs.Inc()
+	if err != nil {
+		m.syncFailures.Inc()
+		return
+	}
+	m.mu.Lock()
+	m.lastSync = later(m.lastSync, at)
+	m.mu.Unlock()
+}
+
+// Conflicts adds conflict copies a merge kept.
+func (m *Metrics) Conflicts(n int) { addN(m.conflicts, n) }
+
+// SleepPhase records one phase run.
+func (m *Metrics) SleepPhase(phase string, d time.Duration, err error, at time.Time) {
+	m.sleepRuns.WithLabelValues(phase).Inc()
+	m.sleepDuration.WithLabelValues(phase).Observe(d.Seconds())
+	if err != nil {
+		m.sleepFailures.WithLabelValues(phase).Inc()
+		return
+	}
+	m.mu.Lock()
+	m.sleepSuccess[phase] = later(m.sleepSuccess[phase], at)
+	m.mu.Unlock()
+}
+
+// Archived adds files moved into the archive.
+func (m *Metrics) Archived(n int) { addN(m.archived, n) }
+
+// ArcsWritten adds arcs written.
+func (m *Metrics) ArcsWritten(n int) { addN(m.arcsWritten, n) }
+
+// NotesDrained adds drained notes of one lifecycle mode.
+func (m *Metrics) NotesDrained(mode string, n int) {
+	if n > 0 {
+		m.notesDrained.WithLabelValues(mode).Add(float64(n))
+	}
+}
+
+func addN(c prometheus.Counter, n int) {
+	if n > 0 {
+		c.Add(float64(n))
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// unix is a timestamp gauge's value: 0 for "never".
+func unix(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}
+
+// snapshotCollector exposes the published snapshot as const metrics at scrape time.
+type snapshotCollector Metrics
+
+var (
+	descMemories     = prometheus.NewDesc("memd_memories", "Memory files, by PARA bucket.", []string{"bucket"}, nil)
+	descInbox        = prometheus.NewDesc("memd_inbox_memories", "Memories waiting in areas/inbox/ (warn above 20).", nil, nil)
+	descTaskInbox    = prometheus.NewDesc("memd_task_inbox_memories", "Tasks waiting in areas/inbox/tasks/ (warn above 10).", nil, nil)
+	descArcs         = prometheus.NewDesc("memd_arcs", "Arc files under areas/arcs/.", nil, nil)
+	descInvalid      = prometheus.NewDesc("memd_invalid_memories", "Memory files that break the memhtml format.", nil, nil)
+	descLedger       = prometheus.NewDesc("memd_ledger_records", "memory.jsonl records, by type.", []string{"type"}, nil)
+	descNotes        = prometheus.NewDesc("memd_ledger_notes", "Ledger notes, by lifecycle mode and state.", []string{"mode", "state"}, nil)
+	descMDLines      = prometheus.NewDesc("memd_memory_md_lines", "Lines in each MEMORY.md file.", []string{"path"}, nil)
+	descMDBytes      = prometheus.NewDesc("memd_memory_md_bytes", "Bytes in each MEMORY.md file.", []string{"path"}, nil)
+	descWatchedDirs  = prometheus.NewDesc("memd_watched_dirs", "Directories the watcher watches.", nil, nil)
+	descPending      = prometheus.NewDesc("memd_pending_changes", "Changed paths waiting for the next commit.", nil, nil)
+	descWatchEvents  = prometheus.NewDesc("memd_watch_events_total", "File system events the watcher read.", nil, nil)
+	descWatchRescans = prometheus.NewDesc("memd_watch_rescans_total", "Full rescans after a watcher overflow.", nil, nil)
+	descAhead        = prometheus.NewDesc("memd_commits_ahead", "Local commits not yet on the remote.", nil, nil)
+	descBehind       = prometheus.NewDesc("memd_commits_behind", "Remote commits not yet merged.", nil, nil)
+	descLastCommit   = prometheus.NewDesc("memd_last_commit_timestamp_seconds", "Unix time of memd's last commit; 0 before the first.", nil, nil)
+	descLastSync     = prometheus.NewDesc("memd_last_successful_sync_timestamp_seconds", "Unix time of the last successful sync; 0 before the first.", nil, nil)
+	descSleepSuccess = prometheus.NewDesc("memd_sleep_last_success_timestamp_seconds", "Unix time of each sleep phase's last successful run; 0 before the first.", []string{"phase"}, nil)
+)
+
+func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descMemories, descInbox, descTaskInbox, descArcs, descInvalid, descLedger,
+		descNotes, descMDLines, descMDBytes, descWatchedDirs, descPending, descWatchEvents, descWatchRescans, descAhead, descBehind,
+		descLastCommit, descLastSync, descSleepSuccess} {
+		ch <- d
+	}
+}
+
+func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.snap.Load()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, b := range withKnown(Buckets, s.Memories) {
+		gauge(descMemories, float64(s.Memories[b]), b)
+	}
+	gauge(descInbox, float64(s.Inbox))
+	gauge(descTaskInbox, float64(s.TaskInbox))
+	gauge(descArcs, float64(s.Arcs))
+	gauge(descInvalid, float64(s.Invalid))
+	for _, t := range withKnown(LedgerTypes, s.LedgerRecords) {
+		gauge(descLedger, float64(s.LedgerRecords[t]), t)
+	}
+	for _, k := range noteKeys(s.LedgerNotes) {
+		gauge(descNotes, float64(s.LedgerNotes[k]), k.Mode, k.State)
+	}
+	for _, md := range s.MemoryMD {
+		gauge(descMDLines, float64(md.Lines), md.Path)
+		gauge(descMDBytes, float64(md.Bytes), md.Path)
+	}
+	gauge(descWatchedDirs, float64(s.WatchedDirs))
+	gauge(descPending, float64(s.Pending))
+	ch <- prometheus.MustNewConstMetric(descWatchEvents, prometheus.CounterValue, float64(s.WatchEvents))
+	ch <- prometheus.MustNewConstMetric(descWatchRescans, prometheus.CounterValue, float64(s.WatchRescans))
+	gauge(descAhead, float64(s.Ahead))
+	gauge(descBehind, float64(s.Behind))
+
+	c.mu.Lock()
+	lastCommit, lastSync := later(c.lastCommit, s.LastCommit), later(c.lastSync, s.LastSync)
+	success := make(map[string]time.Time, len(c.sleepSuccess)+len(s.SleepLastSuccess))
+	for p, t := range c.sleepSuccess {
+		success[p] = t
+	}
+	c.mu.Unlock()
+	for p, t := range s.SleepLastSuccess {
+		success[p] = later(success[p], t)
+	}
+	gauge(descLastCommit, unix(lastCommit))
+	gauge(descLastSync, unix(lastSync))
+	for _, p := range withKnown(SleepPhases, success) {
+		gauge(descSleepSuccess, unix(success[p]), p)
+	}
+}
+
+// withKnown is the known label values followed by any others the snapshot has, sorted.
+func withKnown[V any](known []string, m map[string]V) []string {
+	out := append([]string(nil), known...)
+	var extra []string
+	for k := range m {
+		if !contains(known, k) {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	return append(out, extra...)
+}
+
+func noteKeys(m map[NoteKey]int) []NoteKey {
+	var out []NoteKey
+	for _, md := range NoteModes {
+		for _, st := range NoteStates {
+			out = append(out, NoteKey{md, st})
+		}
+	}
+	var extra []NoteKey
+	for k := range m {
+		if !contains(NoteModes, k.Mode) || !contains(NoteStates, k.State) {
+			extra = append(extra, k)
+		}
+	}
+	sort.Slice(extra, func(i, j int) bool {
+		if extra[i].Mode != extra[j].Mode {
+			return extra[i].Mode < extra[j].Mode
+		}
+		return extra[i].State < extra[j].State
+	})
+	return append(out, extra...)
+}
+
+func contains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,292 @@
+package statusline
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Health thresholds (FORMATS §1, §3B): above these the status warns.
+const (
+	InboxWarnAbove     = 20
+	TaskInboxWarnAbove = 10
+)
+
+// Facts is what the owner knows after a job, as plain values; Compose turns them into a
+// Document so the wording lives in one place.
+type Facts struct {
+	Now  time.Time // publish time; the clock on the line is Now in Now's location
+	PID  int
+	Repo string
+
+	// Busy is true while a job runs; Detail then names it ("committing", "syncing", "sleeping").
+	Busy bool
+	// Detail is what is happening or what the last job did, e.g. "committed 3 files".
+	Detail string
+	// Remote names where pushes go ("origin/main"), for the detail line.
+	Remote string
+	// Offline is true while the remote cannot be reached; SyncError says why (redacted).
+	Offline   bool
+	SyncError string
+	// Error is the last job's failure ("" when it succeeded).
+	Error string
+
+	Ahead, Behind, Pending int
+	Inbox, TaskInbox       int
+	Invalid                int      // memory files that break the format
+	Conflicts              int      // conflict copies the last merge kept beside the originals
+	OverCapMD              []string // MEMORY.md files over their caps (repo-relative paths)
+	Degraded               string   // the watcher's own warning (watches exhausted: scanning)
+	Extra                  []string // any further warnings, verbatim
+
+	LastCommit *CommitInfo
+	LastPush   *time.Time
+	LastSleep  *SleepInfo
+}
+
+// Compose builds the document: state, summary in coloured parts, detail, warnings and the
+// sidebar section. The wording follows the memory-save mod: `memd: +2 ~1 · 14:32`, warnings
+// yellow after the change, `error:` red then the message in the default colour, busy and
+// "no change" faint, the clock faint.
+func Compose(f Facts) Document {
+	d := Document{
+		Version:   Version,
+		UpdatedAt: f.Now.UTC().Truncate(time.Second),
+		PID:       f.PID,
+		Repo:      f.Repo,
+		Detail:    clean(f.Detail),
+		Ahead:     f.Ahead,
+		Behind:    f.Behind,
+		Pending:   f.Pending,
+		Inbox:     f.Inbox,
+		Error:     clean(f.Error),
+		Warnings:  []string{},
+	}
+	if f.LastCommit != nil {
+		c := *f.LastCommit
+		c.At = c.At.UTC()
+		d.LastCommit = &c
+	}
+	if f.LastPush != nil {
+		p := f.LastPush.UTC()
+		d.LastPush = &p
+	}
+	if f.LastSleep != nil {
+		s := SleepInfo{At: f.LastSleep.At.UTC(), Counts: map[string]int{}}
+		for k, v := range f.LastSleep.Counts {
+			s.Counts[k] = v
+		}
+		d.LastSleep = &s
+	}
+
+	// Warnings: the long form goes to the document, the short form to the line.
+	var short []string
+	warn := func(long, brief string) {
+		d.Warnings = append(d.Warnings, long)
+		short = append(short, brief)
+	}
+	if n := f.Conflicts; n > 0 {
+		warn(fmt.Sprintf("%d conflict %s kept beside the originals", n, plural(n, "copy", "copies")),
+			fmt.Sprintf("%d %s", n, plural(n, "conflict", "conflicts")))
+	}
+	if f.Inbox > InboxWarnAbove {
+		warn(fmt.Sprintf("inbox %d (over %d)", f.Inbox, InboxWarnAbove), fmt.Sprintf("inbox %d", f.Inbox))
+	}
+	if f.TaskInbox > TaskInboxWarnAbove {
+		warn(fmt.Sprintf("task inbox %d (over %d)", f.TaskInbox, TaskInboxWarnAbove), fmt.Sprintf("tasks %d", f.TaskInbox))
+	}
+	if f.Invalid > 0 {
+		warn(fmt.Sprintf("%d invalid %s (memd doctor names them)", f.Invalid, plural(f.Invalid, "memory", "memories")), fmt.Sprintf("%d invalid", f.Invalid))
+	}
+	if n := len(f.OverCapMD); n > 0 {
+		warn(fmt.Sprintf("%d MEMORY.md over the soft cap: %s", n, strings.Join(firstN(f.OverCapMD, 3), ", ")+more(n, 3)),
+			fmt.Sprintf("%d MEMORY.md over cap", n))
+	}
+	if f.Degraded != "" {
+		warn(clean(f.Degraded), "degraded")
+	}
+	for _, x := range f.Extra {
+		warn(clean(x), clean(x))
+	}
+
+	// State: what is happening now first, then what went wrong, then what needs a look.
+	switch {
+	case f.Busy:
+		d.State = StateBusy
+	case d.Error != "":
+		d.State = StateError
+	case f.Conflicts > 0:
+		d.State = StateConflict
+	case f.Offline:
+		d.State = StateOffline
+	case len(d.Warnings) > 0:
+		d.State = StateWarn
+	default:
+		d.State = StateOK
+	}
+
+	var head []Part
+	switch d.State {
+	case StateBusy:
+		head = []Part{{Text: busyText(d.Detail), Kind: KindDim}}
+	case StateError:
+		head = []Part{{Text: "error:", Kind: KindError}, {Text: " " + d.Error}}
+	case StateOffline:
+		head = append(changeParts(d.LastCommit), Part{Text: " "}, Part{Text: offlineText(f.Ahead), Kind: KindWarn})
+	default:
+		head = changeParts(d.LastCommit)
+		if f.Behind > 0 {
+			head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("↓%d", f.Behind), Kind: KindWarn})
+		}
+		if f.Pending > 0 {
+			head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
+		}
+		for _, s := range short {
+			head = append(head, Part{Text: " "}, Part{Text: s, Kind: KindWarn})
+		}
+	}
+	clock := Part{Text: " · " + f.Now.Format("15:04"), Kind: KindDim}
+	parts := append(append([]Part{{Text: "memd: "}}, head...), clock)
+	d.Summary = Summary{Text: joinText(parts), Parts: parts}
+
+	if d.Detail == "" {
+		d.Detail = defaultDetail(f, d)
+	}
+
+	// The sidebar section: the state line without the "memd: " front (the title says whose
+	// it is), then the detail faint, then each warning yellow.
+	state := parts[1:]
+	lines := []Line{{Text: joinText(state), Parts: state}}
+	if d.Detail != "" {
+		lines = append(lines, Line{Text: d.Detail, Kind: KindDim})
+	}
+	for _, w := range d.Warnings {
+		lines = append(lines, Line{Text: w, Kind: KindWarn})
+	}
+	d.Sections = []Section{{Consumer: "memd", Key: "sync", Title: "memory repo", Until: "session", Order: 20, Lines: lines}}
+	return d
+}
+
+// changeParts is the last commit as `+A ~M -D` in green, or a faint "no change".
+func changeParts(c *CommitInfo) []Part {
+	if c == nil {
+		return []Part{{Text: "no change", Kind: KindDim}}
+	}
+	var w []string
+	for _, x := range []struct {
+		sign string
+		n    int
+	}{{"+", c.Added}, {"~", c.Modified}, {"-", c.Deleted}} {
+		if x.n > 0 {
+			w = append(w, fmt.Sprintf("%s%d", x.sign, x.n))
+		}
+	}
+	if len(w) == 0 {
+		return []Part{{Text: "committed", Kind: KindOK}}
+	}
+	return []Part{{Text: strings.Join(w, " "), Kind: KindOK}}
+}
+
+// busyText is the running job, faint with an ellipsis like the seed's "saving…".
+func busyText(detail string) string {
+	if detail == "" {
+		detail = "working"
+	}
+	return strings.TrimSuffix(detail, "…") + "…"
+}
+
+func offlineText(ahead int) string {
+	if ahead > 0 {
+		return fmt.Sprintf("offline, %d ahead", ahead)
+	}
+	return "offline"
+}
+
+func defaultDetail(f Facts, d Document) string {
+	switch d.State {
+	case StateBusy:
+		return "working"
+	case StateError:
+		return "last job failed: " + d.Error
+	case StateOffline:
+		if f.SyncError != "" {
+			return fmt.Sprintf("remote unreachable (%s); %d %s kept locally", clean(f.SyncError), f.Ahead, plural(f.Ahead, "commit", "commits"))
+		}
+		return fmt.Sprintf("remote unreachable; %d %s kept locally", f.Ahead, plural(f.Ahead, "commit", "commits"))
+	}
+	if d.LastCommit == nil {
+		return "nothing committed yet"
+	}
+	n := d.LastCommit.Added + d.LastCommit.Modified + d.LastCommit.Deleted
+	s := fmt.Sprintf("committed %d %s", n, plural(n, "file", "files"))
+	if f.Ahead == 0 && f.LastPush != nil {
+		s += ", pushed"
+		if f.Remote != "" {
+			s += " to " + clean(f.Remote)
+		}
+	} else if f.Ahead > 0 {
+		s += fmt.Sprintf(", %d ahead", f.Ahead)
+	}
+	return s
+}
+
+func joinText(parts []Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func firstN(s []string, n int) []string {
+	c := append([]string(nil), s...)
+	sort.Strings(c)
+	if len(c) > n {
+		c = c[:n]
+	}
+	for i := range c {
+		c[i] = clean(c[i])
+	}
+	return c
+}
+
+func more(total, shown int) string {
+	if total > shown {
+		return fmt.Sprintf(" and %d more", total-shown)
+	}
+	return ""
+}
+
+// clean makes text safe for a one-line reader: newlines and tabs become spaces, other control
+// characters (a terminal escape in an error message, say) are dropped.
+func clean(s string) string {
+	ok := true
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,112 @@
+// Package statusline holds memd's status document (DESIGN §6), composes it from plain facts,
+// writes and reads it atomically in the state directory, and renders it for status-line
+// readers (shells, tmux, bars, coding agents).
+//
+// It imports only the standard library on purpose: `memd status` reads this document on every
+// prompt, so it must start fast and never pull in git or Prometheus.
+package statusline
+
+import (
+	"errors"
+	"time"
+)
+
+// Version is the status document format version written in `version`.
+const Version = 1
+
+// States of the document (DESIGN §6).
+const (
+	StateOK       = "ok"
+	StateBusy     = "busy"
+	StateOffline  = "offline"
+	StateConflict = "conflict"
+	StateWarn     = "warn"
+	StateError    = "error"
+)
+
+// Part kinds: the colour a reader draws a part in. "" is the reader's default colour.
+const (
+	KindNone  = ""
+	KindOK    = "ok"
+	KindWarn  = "warn"
+	KindError = "error"
+	KindDim   = "dim"
+)
+
+// Part is a run of a line in one colour.
+type Part struct {
+	Text string `json:"text"`
+	Kind string `json:"kind,omitempty"`
+}
+
+// Line is one row of a sidebar section: Text always holds the whole line; Parts, when present,
+// colour it piece by piece, else Kind colours all of it.
+type Line struct {
+	Text  string `json:"text"`
+	Kind  string `json:"kind,omitempty"`
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Section has the shared sidebar section shape (the seed's $.sidebar.set argument).
+type Section struct {
+	Consumer string `json:"consumer"`
+	Key      string `json:"key"`
+	Title    string `json:"title"`
+	Until    string `json:"until"`
+	Order    int    `json:"order"`
+	Lines    []Line `json:"lines"`
+}
+
+// Summary is the one status line, whole and in parts.
+type Summary struct {
+	Text  string `json:"text"`
+	Parts []Part `json:"parts"`
+}
+
+// CommitInfo describes the last commit memd made.
+type CommitInfo struct {
+	At       time.Time `json:"at"`
+	Added    int       `json:"added"`
+	Modified int       `json:"modified"`
+	Deleted  int       `json:"deleted"`
+}
+
+// SleepInfo describes the last sleep run: when, and what each phase counted.
+type SleepInfo struct {
+	At     time.Time      `json:"at"`
+	Counts map[string]int `json:"counts"`
+}
+
+// Document is status.json, version 1 (DESIGN §6). Field order is the documented JSON order.
+type Document struct {
+	Version    int         `json:"version"`
+	UpdatedAt  time.Time   `json:"updated_at"`
+	PID        int         `json:"pid"`
+	Repo       string      `json:"repo"`
+	State      string      `json:"state"`
+	Summary    Summary     `json:"summary"`
+	Detail     string      `json:"detail"`
+	Ahead      int         `json:"ahead"`
+	Behind     int         `json:"behind"`
+	Pending    int         `json:"pending"`
+	Inbox      int         `json:"inbox"`
+	Warnings   []string    `json:"warnings"`
+	Error      string      `json:"error"`
+	LastCommit *CommitInfo `json:"last_commit"`
+	LastPush   *time.Time  `json:"last_push"`
+	LastSleep  *SleepInfo  `json:"last_sleep"`
+	Sections   []Section   `json:"sections"`
+}
+
+// Errors callers branch on.
+var (
+	// ErrNoDocument: the state directory holds no status.json (memd never ran there).
+	ErrNoDocument = errors.New("no status document")
+	// ErrBadDocument: status.json exists but cannot be read as a version 1 document.
+	ErrBadDocument = errors.New("bad status document")
+	// ErrUnknownFormat: Render was asked for a format not in Formats.
+	ErrUnknownFormat = errors.New("unknown status format")
+)
+
+// StaleAfter is how old a document must be, with its pid gone, to read "not running".
+const StaleAfter = 2 * time.Minute

@@ -1,0 +1,114 @@
+package statusline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// FileName is the document's name inside the state directory (<repo>/.git/memd/).
+const FileName = "status.json"
+
+// Dir is the state directory of a repo (DESIGN §6).
+func Dir(repo string) string { return filepath.Join(repo, ".git", "memd") }
+
+// Write publishes the document: status.<format> for every line format, then status.json,
+// each written atomically (temp file, fsync, rename), mode 0600, in a 0700 directory. A
+// reader sees the old file or the new one, never a torn one.
+func Write(stateDir string, d Document) error {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fmt.Errorf("status dir %s: %w", stateDir, err)
+	}
+	// MkdirAll leaves an existing directory's mode alone; the state is private either way.
+	if err := os.Chmod(stateDir, 0o700); err != nil {
+		return fmt.Errorf("status dir %s: %w", stateDir, err)
+	}
+	// The line files are rendered as of the document's own time: a reader that cats them
+	// gets what the daemon said then.
+	alive := func(int) bool { return true }
+	for _, f := range LineFormats {
+		s, err := Render(&d, f, d.UpdatedAt, alive)
+		if err != nil {
+			return fmt.Errorf("render status.%s: %w", f, err)
+		}
+		if s != "" && s[len(s)-1] != '\n' {
+			s += "\n"
+		}
+		if err := WriteFileAtomic(filepath.Join(stateDir, "status."+f), []byte(s)); err != nil {
+			return err
+		}
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode status: %w", err)
+	}
+	return WriteFileAtomic(filepath.Join(stateDir, FileName), append(b, '\n'))
+}
+
+// Read loads status.json from the state directory. A missing file is ErrNoDocument; one that
+// does not parse or has another version is ErrBadDocument, naming the file.
+func Read(stateDir string) (*Document, error) {
+	p := filepath.Join(stateDir, FileName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", p, ErrNoDocument)
+		}
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return Parse(p, b)
+}
+
+// Parse decodes a status document; name is used in errors.
+func Parse(name string, b []byte) (*Document, error) {
+	var d Document
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrBadDocument, err)
+	}
+	if d.Version != Version {
+		return nil, fmt.Errorf("%s: %w: version %d (this memd reads version %d)", name, ErrBadDocument, d.Version, Version)
+	}
+	return &d, nil
+}
+
+// WriteFileAtomic writes data to path via a temp file in the same directory: write, fsync,
+// chmod 0600, rename, then fsync the directory so the rename survives a crash.
+func WriteFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Chmod(0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if df, derr := os.Open(dir); derr == nil {
+		_ = df.Sync() // best effort: not every filesystem can sync a directory
+		_ = df.Close()
+	}
+	return nil
+}
+
+// ReadAt is a convenience for readers: Read of the repo's state directory.
+func ReadAt(repo string) (*Document, error) { return Read(Dir(repo)) }

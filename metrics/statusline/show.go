@@ -1,0 +1,64 @@
+package statusline
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+)
+
+// Show is all `memd status` does: read the repo's document (never git, never the daemon) and
+// render it. No document renders "not started" with a nil error. An unreadable document
+// renders an error line and also returns the error, for stderr; the caller still exits 0 so
+// a prompt or bar keeps drawing.
+func Show(repo, format string, now time.Time, pidAlive func(int) bool) (string, error) {
+	if !IsFormat(format) {
+		return Render(nil, format, now, pidAlive) // the ErrUnknownFormat error
+	}
+	d, err := ReadAt(repo)
+	switch {
+	case err == nil:
+		return Render(d, format, now, pidAlive)
+	case errors.Is(err, ErrNoDocument):
+		return Render(nil, format, now, pidAlive)
+	}
+	bad := standIn(nil, "", "")
+	bad.State = StateError
+	bad.Repo = repo
+	bad.Error = clean(err.Error())
+	bad.Detail = bad.Error
+	parts := []Part{{Text: "memd: "}, {Text: "error:", Kind: KindError}, {Text: " unreadable " + FileName}}
+	bad.Summary = Summary{Text: joinText(parts), Parts: parts}
+	bad.Sections[0].Lines = []Line{{Text: joinText(parts[1:]), Parts: parts[1:]}, {Text: bad.Detail, Kind: KindDim}}
+	bad.UpdatedAt = now.UTC().Truncate(time.Second)
+	alive := func(int) bool { return true }
+	out, rerr := Render(bad, format, now, alive)
+	if rerr != nil {
+		return "", rerr
+	}
+	return out, err
+}
+
+// DrainInput reads and discards what a caller pipes in (Claude Code sends a JSON object on
+// stdin), so the writer never sees a broken pipe, without ever waiting on a terminal: a TTY is
+// not read at all, and anything else is read for at most wait and max bytes.
+func DrainInput(r io.Reader, max int64, wait time.Duration) {
+	if r == nil {
+		return
+	}
+	if f, ok := r.(*os.File); ok {
+		fi, err := f.Stat()
+		if err != nil || fi.Mode()&os.ModeCharDevice != 0 {
+			return
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r, max))
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+}
