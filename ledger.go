@@ -1,0 +1,784 @@
+package memd
+
+// The memory.jsonl ledger (FORMATS §4). memd is not the ledger's owner: writers are. So
+// this is a faithful reader/writer: a line memd does not change is written back byte for
+// byte, unknown fields keep their place and their bytes, and a line that does not parse is
+// kept verbatim. Expiry rules (what to drain when) live in sleep/, not here.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Lifecycle is a note's lifecycle: mode persistent, read-count, hard-expiry or soft-expiry.
+type Lifecycle struct {
+	Mode           string `json:"mode"`
+	RemainingReads *int   `json:"remainingReads,omitempty"`
+	ExpiresAt      string `json:"expiresAt,omitempty"`
+}
+
+// Record is one ledger record. The typed fields mirror the well-known keys; every other key
+// (context, repos, anything a newer writer adds) is kept as raw JSON in its original place.
+// Change fields either directly (r.Text = "…") or with Set; MarshalJSON notices both.
+type Record struct {
+	ID, Type, Role, Text, CreatedAt, UpdatedAt string
+	Lifecycle                                  *Lifecycle
+
+	raw    []byte      // the original JSON object (trimmed line); nil for a new record
+	fields []rawField  // every key in original order, raw key and raw value bytes
+	seen   recordTyped // the typed fields as parsed or last Set, to notice direct edits
+	dirty  bool        // Set/Delete changed fields
+}
+
+type rawField struct {
+	key    string
+	rawKey []byte // the key as written, quotes and escapes included
+	value  json.RawMessage
+}
+
+// recordTyped is a comparable snapshot of the typed fields.
+type recordTyped struct {
+	ID, Type, Role, Text, CreatedAt, UpdatedAt string
+	Lifecycle                                  *Lifecycle
+}
+
+// The well-known keys and whether a record's typed field holds them.
+const (
+	keyID        = "id"
+	keyType      = "type"
+	keyRole      = "role"
+	keyText      = "text"
+	keyCreatedAt = "createdAt"
+	keyUpdatedAt = "updatedAt"
+	keyLifecycle = "lifecycle"
+)
+
+// ErrNotObject is wrapped by a ledger line's Err when the line is JSON but not an object.
+var ErrNotObject = errors.New("not a JSON object")
+
+// ErrBadField is wrapped when a well-known field has the wrong JSON type (e.g. a numeric id).
+var ErrBadField = errors.New("bad field")
+
+func (r *Record) typed() recordTyped {
+	return recordTyped{r.ID, r.Type, r.Role, r.Text, r.CreatedAt, r.UpdatedAt, r.Lifecycle}
+}
+
+// snapshot is typed() with a private copy of the lifecycle, so that an edit made through
+// r.Lifecycle later is noticed.
+func (r *Record) snapshot() recordTyped {
+	t := r.typed()
+	t.Lifecycle = copyLifecycle(r.Lifecycle)
+	return t
+}
+
+func copyLifecycle(lc *Lifecycle) *Lifecycle {
+	if lc == nil {
+		return nil
+	}
+	c := *lc
+	if c.RemainingReads != nil {
+		n := *c.RemainingReads
+		c.RemainingReads = &n
+	}
+	return &c
+}
+
+func lifecycleEqual(a, b *Lifecycle) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return reflect.DeepEqual(*a, *b)
+}
+
+// changed reports whether MarshalJSON would write anything but the original bytes.
+func (r *Record) changed() bool {
+	if r.raw == nil || r.dirty {
+		return true
+	}
+	t, s := r.typed(), r.seen
+	return t.ID != s.ID || t.Type != s.Type || t.Role != s.Role || t.Text != s.Text ||
+		t.CreatedAt != s.CreatedAt || t.UpdatedAt != s.UpdatedAt || !lifecycleEqual(t.Lifecycle, s.Lifecycle)
+}
+
+// ParseRecord reads one JSON object. The error names what is wrong; callers add the line.
+func ParseRecord(data []byte) (*Record, error) {
+	trimmed := bytes.TrimSpace(data)
+	if !json.Valid(trimmed) {
+		var v any
+		err := json.Unmarshal(trimmed, &v)
+		if err == nil { // cannot happen; keep an error anyway
+			err = errors.New("invalid JSON")
+		}
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, ErrNotObject
+	}
+	fields, err := splitObject(trimmed)
+	if err != nil {
+		return nil, err
+	}
+	r := &Record{raw: trimmed, fields: fields}
+	for _, f := range fields {
+		if err := r.setTyped(f.key, f.value); err != nil {
+			return nil, err
+		}
+	}
+	r.seen = r.snapshot()
+	return r, nil
+}
+
+// setTyped decodes a well-known key into its typed field; other keys are ignored.
+func (r *Record) setTyped(key string, value json.RawMessage) error {
+	var dst *string
+	switch key {
+	case keyID:
+		dst = &r.ID
+	case keyType:
+		dst = &r.Type
+	case keyRole:
+		dst = &r.Role
+	case keyText:
+		dst = &r.Text
+	case keyCreatedAt:
+		dst = &r.CreatedAt
+	case keyUpdatedAt:
+		dst = &r.UpdatedAt
+	case keyLifecycle:
+		if isNull(value) {
+			r.Lifecycle = nil
+			return nil
+		}
+		if len(value) == 0 || value[0] != '{' {
+			return fmt.Errorf("%w: lifecycle is %s, want an object", ErrBadField, short(value))
+		}
+		var lc Lifecycle
+		if err := json.Unmarshal(value, &lc); err != nil {
+			return fmt.Errorf("%w: lifecycle %s: %v", ErrBadField, short(value), err)
+		}
+		r.Lifecycle = &lc
+		return nil
+	default:
+		return nil
+	}
+	if isNull(value) {
+		*dst = ""
+		return nil
+	}
+	s, ok := decodeString(value)
+	if !ok {
+		return fmt.Errorf("%w: %s is %s, want a string", ErrBadField, key, short(value))
+	}
+	*dst = s
+	return nil
+}
+
+func isNull(v []byte) bool { return string(v) == "null" }
+
+func short(v []byte) string {
+	const max = 40
+	if len(v) > max {
+		return string(v[:max]) + "…"
+	}
+	return string(v)
+}
+
+// decodeString decodes a raw JSON string, fast when it has no escapes.
+func decodeString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// splitObject cuts a valid JSON object into its fields without decoding the values.
+func splitObject(obj []byte) ([]rawField, error) {
+	i := skipWS(obj, 1)
+	var fields []rawField
+	if i < len(obj) && obj[i] == '}' {
+		return fields, nil
+	}
+	for i < len(obj) {
+		kEnd := scanValue(obj, i) // a string: the input is valid JSON
+		rawKey := obj[i:kEnd]
+		key, ok := decodeString(rawKey)
+		if !ok {
+			return nil, fmt.Errorf("invalid key %s", short(rawKey))
+		}
+		i = skipWS(obj, kEnd)
+		i = skipWS(obj, i+1) // ':'
+		vEnd := scanValue(obj, i)
+		fields = append(fields, rawField{key: key, rawKey: rawKey, value: obj[i:vEnd]})
+		i = skipWS(obj, vEnd)
+		if i >= len(obj) || obj[i] == '}' {
+			break
+		}
+		i = skipWS(obj, i+1) // ','
+	}
+	return fields, nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanValue returns the end of the valid JSON value starting at i.
+func scanValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return scanString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = scanString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	default: // number, true, false, null
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' &&
+			b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+			j++
+		}
+		return j
+	}
+}
+
+// scanString returns the index after the closing quote of the string starting at i.
+func scanString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// Get returns a field's raw JSON (the last one when a key repeats, as encoding/json reads it).
+// Typed fields edited directly are reflected.
+func (r *Record) Get(key string) (json.RawMessage, bool) {
+	fields, err := r.currentFields()
+	if err != nil {
+		return nil, false
+	}
+	for i := len(fields) - 1; i >= 0; i-- {
+		if fields[i].key == key {
+			return fields[i].value, true
+		}
+	}
+	return nil, false
+}
+
+// Set sets or replaces a field, keeping every other field and the order. A value that is
+// json.RawMessage or []byte must be valid JSON and is used as is; anything else is encoded
+// without HTML escaping (as JSON.stringify writes it). A well-known key must get the type
+// the format gives it (a string, or an object for lifecycle).
+func (r *Record) Set(key string, value any) error {
+	raw, err := encodeValue(value)
+	if err != nil {
+		return fmt.Errorf("set %s: %w", key, err)
+	}
+	if err := r.flush(); err != nil {
+		return fmt.Errorf("set %s: %w", key, err)
+	}
+	if err := r.setTyped(key, raw); err != nil {
+		return fmt.Errorf("set %s: %w", key, err)
+	}
+	r.fields = putField(r.fields, key, raw)
+	r.seen = r.snapshot()
+	r.dirty = true
+	return nil
+}
+
+// Delete removes a field (every copy of a repeated key). It reports whether one was there.
+func (r *Record) Delete(key string) bool {
+	if err := r.flush(); err != nil {
+		return false
+	}
+	n := 0
+	for _, f := range r.fields {
+		if f.key != key {
+			r.fields[n] = f
+			n++
+		}
+	}
+	found := n != len(r.fields)
+	r.fields = r.fields[:n]
+	if found {
+		_ = r.setTyped(key, json.RawMessage("null"))
+		r.seen = r.snapshot()
+		r.dirty = true
+	}
+	return found
+}
+
+// flush writes direct edits of the typed fields into r.fields.
+func (r *Record) flush() error {
+	fields, err := r.currentFields()
+	if err != nil {
+		return err
+	}
+	if !sameFields(fields, r.fields) {
+		r.fields = fields
+		r.dirty = true
+	}
+	r.seen = r.snapshot()
+	return nil
+}
+
+func sameFields(a, b []rawField) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].key != b[i].key || !bytes.Equal(a[i].value, b[i].value) {
+			return false
+		}
+	}
+	return true
+}
+
+func encodeValue(value any) (json.RawMessage, error) {
+	switch v := value.(type) {
+	case json.RawMessage:
+		if !json.Valid(v) {
+			return nil, fmt.Errorf("invalid JSON %s", short(v))
+		}
+		return append(json.RawMessage(nil), bytes.TrimSpace(v)...), nil
+	case []byte:
+		return encodeValue(json.RawMessage(v))
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(value); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// putField replaces the first field named key (dropping later repeats) or appends it.
+func putField(fields []rawField, key string, value json.RawMessage) []rawField {
+	out := fields[:0:0]
+	done := false
+	for _, f := range fields {
+		if f.key != key {
+			out = append(out, f)
+			continue
+		}
+		if !done {
+			f.value = value
+			out = append(out, f)
+			done = true
+		}
+	}
+	if !done {
+		rk, _ := encodeValue(key)
+		out = append(out, rawField{key: key, rawKey: rk, value: value})
+	}
+	return out
+}
+
+// currentFields returns r.fields with the typed fields' direct edits applied (a copy when
+// they differ). A changed lifecycle keeps unknown keys inside the lifecycle object too.
+func (r *Record) currentFields() ([]rawField, error) {
+	t, s := r.typed(), r.seen
+	fields := r.fields
+	copied := false
+	put := func(key string, value json.RawMessage) {
+		if !copied {
+			fields = append([]rawField(nil), fields...)
+			copied = true
+		}
+		fields = putField(fields, key, value)
+	}
+	del := func(key string) {
+		if !copied {
+			fields = append([]rawField(nil), fields...)
+			copied = true
+		}
+		n := 0
+		for _, f := range fields {
+			if f.key != key {
+				fields[n] = f
+				n++
+			}
+		}
+		fields = fields[:n]
+	}
+	strs := []struct {
+		key      string
+		now, was string
+		optional bool
+	}{
+		{keyID, t.ID, s.ID, false},
+		{keyType, t.Type, s.Type, false},
+		{keyRole, t.Role, s.Role, false},
+		{keyText, t.Text, s.Text, false},
+		{keyCreatedAt, t.CreatedAt, s.CreatedAt, false},
+		{keyUpdatedAt, t.UpdatedAt, s.UpdatedAt, true},
+	}
+	for _, f := range strs {
+		if f.now == f.was {
+			continue
+		}
+		if f.now == "" && f.optional {
+			del(f.key)
+			continue
+		}
+		v, err := encodeValue(f.now)
+		if err != nil {
+			return nil, err
+		}
+		put(f.key, v)
+	}
+	if !lifecycleEqual(t.Lifecycle, s.Lifecycle) {
+		if t.Lifecycle == nil {
+			del(keyLifecycle)
+		} else {
+			v, err := mergeLifecycle(r.lifecycleRaw(), t.Lifecycle)
+			if err != nil {
+				return nil, err
+			}
+			put(keyLifecycle, v)
+		}
+	}
+	return fields, nil
+}
+
+func (r *Record) lifecycleRaw() json.RawMessage {
+	for i := len(r.fields) - 1; i >= 0; i-- {
+		if r.fields[i].key == keyLifecycle {
+			return r.fields[i].value
+		}
+	}
+	return nil
+}
+
+// mergeLifecycle writes lc over the old lifecycle object, keeping keys Lifecycle does not know.
+func mergeLifecycle(old json.RawMessage, lc *Lifecycle) (json.RawMessage, error) {
+	var fields []rawField
+	if len(old) > 0 && old[0] == '{' {
+		var err error
+		if fields, err = splitObject(old); err != nil {
+			return nil, err
+		}
+	}
+	mode, _ := encodeValue(lc.Mode)
+	fields = putField(fields, "mode", mode)
+	if lc.RemainingReads != nil {
+		v, _ := encodeValue(*lc.RemainingReads)
+		fields = putField(fields, "remainingReads", v)
+	} else {
+		fields = dropField(fields, "remainingReads")
+	}
+	if lc.ExpiresAt != "" {
+		v, _ := encodeValue(lc.ExpiresAt)
+		fields = putField(fields, "expiresAt", v)
+	} else {
+		fields = dropField(fields, "expiresAt")
+	}
+	return writeObject(fields), nil
+}
+
+func dropField(fields []rawField, key string) []rawField {
+	out := fields[:0:0]
+	for _, f := range fields {
+		if f.key != key {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// writeObject writes fields compactly, as JSON.stringify does; values keep their bytes.
+func writeObject(fields []rawField) []byte {
+	n := 2
+	for _, f := range fields {
+		n += len(f.rawKey) + len(f.value) + 2
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, f.rawKey...)
+		b = append(b, ':')
+		b = append(b, f.value...)
+	}
+	return append(b, '}')
+}
+
+// MarshalJSON returns the original bytes for an unchanged record, else the fields in their
+// original order (new keys at the end), written compactly.
+func (r *Record) MarshalJSON() ([]byte, error) {
+	if !r.changed() {
+		return append([]byte(nil), r.raw...), nil
+	}
+	fields, err := r.currentFields()
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", r.ID, err)
+	}
+	return writeObject(fields), nil
+}
+
+// Clone returns a deep copy, unchanged-ness included.
+func (r *Record) Clone() *Record {
+	c := *r
+	c.fields = append([]rawField(nil), r.fields...)
+	c.Lifecycle = copyLifecycle(r.Lifecycle)
+	c.seen.Lifecycle = copyLifecycle(r.seen.Lifecycle)
+	return &c
+}
+
+// Expiry returns the parsed lifecycle.expiresAt (ISO 8601: RFC 3339
+// with or without a fraction, or a zone-less date-time or bare date as UTC). False when there
+// is none or it does not parse.
+func (r *Record) Expiry() (time.Time, bool) {
+	if r.Lifecycle == nil || r.Lifecycle.ExpiresAt == "" {
+		return time.Time{}, false
+	}
+	return parseLedgerTime(r.Lifecycle.ExpiresAt)
+}
+
+// parseLedgerTime reads the ISO 8601 forms ledger writers use: RFC 3339 with or without a
+// fraction (JS toISOString, Python isoformat with an offset), or a date-time without a zone
+// or a bare date, both read as UTC.
+func parseLedgerTime(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// LedgerLine is one line of the ledger, without its newline. Record is nil for a blank line
+// (Err nil) and for a line that does not parse (Err says why, with the line number).
+type LedgerLine struct {
+	Raw    []byte
+	Record *Record
+	Err    error
+}
+
+// Ledger is a parsed memory.jsonl, every line kept in order.
+type Ledger struct {
+	Lines []LedgerLine
+
+	noFinalNewline bool // the input's last line had no newline
+}
+
+// ParseLedger never fails: lines that do not parse are kept verbatim with their error.
+func ParseLedger(data []byte) *Ledger {
+	l := &Ledger{}
+	if len(data) == 0 {
+		return l
+	}
+	if data[len(data)-1] != '\n' {
+		l.noFinalNewline = true
+	} else {
+		data = data[:len(data)-1]
+	}
+	raws := bytes.Split(data, []byte{'\n'})
+	l.Lines = make([]LedgerLine, len(raws))
+	for i, line := range raws {
+		ll := &l.Lines[i]
+		ll.Raw = line
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		rec, err := ParseRecord(line)
+		if err != nil {
+			ll.Err = fmt.Errorf("line %d: %w", i+1, err)
+		} else {
+			ll.Record = rec
+		}
+	}
+	return l
+}
+
+// ReadLedger reads and parses a ledger file. A missing file is an empty ledger.
+func ReadLedger(path string) (*Ledger, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Ledger{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ledger %s: %w", path, err)
+	}
+	return ParseLedger(data), nil
+}
+
+// Bytes writes the ledger back: unchanged lines as they were (so an unchanged ledger comes
+// back byte-identical, a missing final newline included), changed records re-encoded.
+func (l *Ledger) Bytes() []byte {
+	n := 0
+	for _, ln := range l.Lines {
+		n += len(ln.Raw) + 1
+	}
+	out := make([]byte, 0, n)
+	for i, ln := range l.Lines {
+		if i > 0 {
+			out = append(out, '\n')
+		}
+		if ln.Record != nil && ln.Record.changed() {
+			b, err := ln.Record.MarshalJSON()
+			if err == nil {
+				out = append(out, b...)
+				continue
+			}
+			// Cannot happen for a parsed record; never lose the line: keep its old bytes.
+		}
+		out = append(out, ln.Raw...)
+	}
+	if len(l.Lines) > 0 && !l.noFinalNewline {
+		out = append(out, '\n')
+	}
+	return out
+}
+
+// Records returns the records that parsed, in file order.
+func (l *Ledger) Records() []*Record {
+	out := make([]*Record, 0, len(l.Lines))
+	for _, ln := range l.Lines {
+		if ln.Record != nil {
+			out = append(out, ln.Record)
+		}
+	}
+	return out
+}
+
+// Bad returns the lines that did not parse (blank lines are not bad).
+func (l *Ledger) Bad() []LedgerLine {
+	var out []LedgerLine
+	for _, ln := range l.Lines {
+		if ln.Err != nil {
+			out = append(out, ln)
+		}
+	}
+	return out
+}
+
+// Find returns the first record with this id, or nil.
+func (l *Ledger) Find(id string) *Record {
+	for _, ln := range l.Lines {
+		if ln.Record != nil && ln.Record.ID == id {
+			return ln.Record
+		}
+	}
+	return nil
+}
+
+// Remove drops every record line with this id and returns how many it dropped.
+func (l *Ledger) Remove(id string) int {
+	n := 0
+	for _, ln := range l.Lines {
+		if ln.Record != nil && ln.Record.ID == id {
+			continue
+		}
+		l.Lines[n] = ln
+		n++
+	}
+	removed := len(l.Lines) - n
+	clear(l.Lines[n:])
+	l.Lines = l.Lines[:n]
+	return removed
+}
+
+// Append adds a record as a new last line. The file then ends with a newline.
+func (l *Ledger) Append(r *Record) {
+	raw, _ := r.MarshalJSON()
+	l.Lines = append(l.Lines, LedgerLine{Raw: raw, Record: r})
+	l.noFinalNewline = false
+}
+
+// AppendRaw adds a line verbatim (a line that did not parse elsewhere, kept, never dropped).
+func (l *Ledger) AppendRaw(line []byte) {
+	line = bytes.TrimRight(line, "\n")
+	ll := LedgerLine{Raw: append([]byte(nil), line...)}
+	if len(bytes.TrimSpace(line)) > 0 {
+		rec, err := ParseRecord(line)
+		if err != nil {
+			ll.Err = fmt.Errorf("line %d: %w", len(l.Lines)+1, err)
+		} else {
+			ll.Record = rec
+		}
+	}
+	l.Lines = append(l.Lines, ll)
+	l.noFinalNewline = false
+}
+
+// WriteFileAtomic writes data to path so that a reader sees the old file or the new one,
+// never a part: a temp file in the same directory (named like `.<name>.*.tmp`, which memd's
+// watcher ignores), fsync, chmod perm, rename over path, fsync the directory.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: chmod: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: close: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: rename: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		// A failed directory fsync is not worth failing the write over: the rename is done.
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
