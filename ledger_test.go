@@ -165,8 +165,8 @@ func TestLedgerUnknownFieldsKept(t *testing.T) {
 		t.Fatalf("%d lines, want %d", len(outLines), len(inLines))
 	}
 	changed := map[int]string{
-		1: `{"id":"l-1","type":"lesson","role":"backend","text":"Run migrations first.","createdAt":"2026-02-03T10:00:00.000Z","updatedAt":"2026-03-01T09:00:00.000Z","x-future":{"nested":[1,2.50,{"a":null}]}}`,
-		3: `{"id":"n-2","type":"note","role":"general","text":"Check the flaky test.","createdAt":"2026-11-20T10:00:00.000Z","lifecycle":{"mode":"read-count","remainingReads":1,"x-seen":["s1"]}}`,
+		1:  `{"id":"l-1","type":"lesson","role":"backend","text":"Run migrations first.","createdAt":"2026-02-03T10:00:00.000Z","updatedAt":"2026-03-01T09:00:00.000Z","x-future":{"nested":[1,2.50,{"a":null}]}}`,
+		3:  `{"id":"n-2","type":"note","role":"general","text":"Check the flaky test.","createdAt":"2026-11-20T10:00:00.000Z","lifecycle":{"mode":"read-count","remainingReads":1,"x-seen":["s1"]}}`,
 		10: `{"id":"n-4","type":"note","role":"general","text":"Persistent.","createdAt":"2026-11-22T10:00:00Z","lifecycle":{"mode":"persistent"},"x-memd":{"seen":"<now>"}}`,
 	}
 	for i := range inLines {
