@@ -1,0 +1,955 @@
+package sync
+
+// Three-way merge of trees, done by memd itself (go-git v5 merges
+// fast-forward only). Only the paths that differ are visited: trees are
+// diffed recursively and identical subtrees (same hash) are skipped, so the
+// cost follows the number of changed paths, not the size of the repo.
+//
+// Crash safety of a fast-forward or merge (the ref moves before the work
+// tree follows it):
+//
+//  1. every object (blobs, trees, the merge commit) is written first;
+//  2. .git/memd/merge-in-progress is written and fsynced, holding the old
+//     and the new head;
+//  3. the branch ref moves with compare-and-set;
+//  4. the work tree paths that differ between the two heads are updated,
+//     each only if it still holds the old head's content (else it is a
+//     writer's edit made meanwhile, left alone and committed later);
+//  5. the index is refreshed and the marker removed.
+//
+// A SIGKILL between 3 and 5 leaves files that still hold the old head's
+// content while HEAD has the new one: a reconcile would take them for local
+// edits that revert the merge. FinishInterruptedMerge (called at the start
+// of every Sync and Fetch, and meant to be called right after Open, before
+// the first reconcile) reads the marker and, when HEAD is the new head,
+// finishes step 4 for the paths still equal to the old head's blobs. A kill
+// before 3 leaves HEAD at the old head: the marker is dropped and the next
+// Sync redoes the merge (the objects written before are unreferenced and
+// harmless). Nothing is lost either way.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// ErrPathConflict is returned when a merge would need a file and a
+// directory at the same path. Nothing is changed; a person must rename one.
+var ErrPathConflict = errors.New("file and directory at the same path")
+
+// mEntry is a file (blob, symlink or gitlink) in a tree.
+type mEntry struct {
+	Hash plumbing.Hash
+	Mode filemode.FileMode
+}
+
+func (e *mEntry) same(o *mEntry) bool {
+	if e == nil || o == nil {
+		return e == nil && o == nil
+	}
+	return e.Hash == o.Hash && e.Mode == o.Mode
+}
+
+// pathChange is one path's change between two trees; nil = absent.
+type pathChange struct {
+	From, To *mEntry
+}
+
+// mgDiffTrees records in out every file path whose entry differs between
+// trees a and b (zero hash = empty tree), skipping equal subtrees.
+func mgDiffTrees(s storer.EncodedObjectStorer, a, b plumbing.Hash, prefix string, out map[string]pathChange) error {
+	if a == b {
+		return nil
+	}
+	ae, err := mgTreeEntries(s, a)
+	if err != nil {
+		return err
+	}
+	be, err := mgTreeEntries(s, b)
+	if err != nil {
+		return err
+	}
+	bm := make(map[string]object.TreeEntry, len(be))
+	for _, e := range be {
+		bm[e.Name] = e
+	}
+	am := make(map[string]bool, len(ae))
+	for _, x := range ae {
+		am[x.Name] = true
+		y, ok := bm[x.Name]
+		if ok && x.Hash == y.Hash && x.Mode == y.Mode {
+			continue
+		}
+		if err := mgDiffEntry(s, prefix+x.Name, &x, ptrIf(ok, y), out); err != nil {
+			return err
+		}
+	}
+	for _, y := range be {
+		if am[y.Name] {
+			continue
+		}
+		if err := mgDiffEntry(s, prefix+y.Name, nil, &y, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ptrIf(ok bool, e object.TreeEntry) *object.TreeEntry {
+	if !ok {
+		return nil
+	}
+	return &e
+}
+
+// mgDiffEntry diffs one name present on at least one side. A directory on
+// one side against a file (or nothing) on the other expands to its files.
+func mgDiffEntry(s storer.EncodedObjectStorer, name string, x, y *object.TreeEntry, out map[string]pathChange) error {
+	xDir := x != nil && x.Mode == filemode.Dir
+	yDir := y != nil && y.Mode == filemode.Dir
+	var xh, yh plumbing.Hash
+	if xDir {
+		xh = x.Hash
+	}
+	if yDir {
+		yh = y.Hash
+	}
+	if xDir || yDir {
+		if err := mgDiffTrees(s, xh, yh, name+"/", out); err != nil {
+			return err
+		}
+	}
+	var from, to *mEntry
+	if x != nil && !xDir {
+		from = &mEntry{x.Hash, x.Mode}
+	}
+	if y != nil && !yDir {
+		to = &mEntry{y.Hash, y.Mode}
+	}
+	if from != nil || to != nil {
+		out[name] = pathChange{from, to}
+	}
+	return nil
+}
+
+func mgTreeEntries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEntry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	t, err := object.GetTree(s, h)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	}
+	return t.Entries, nil
+}
+
+// mgPatchTree writes the tree that results from applying changes (path →
+// entry, nil = delete) to the tree root, creating and dropping directories
+// as needed, and returns its hash. Only the directories along changed paths
+// are rewritten.
+func mgPatchTree(s storer.EncodedObjectStorer, root plumbing.Hash, changes map[string]*mEntry) (plumbing.Hash, error) {
+	h, _, err := mgPatchDir(s, root, "", changes)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if h.IsZero() { // everything deleted: git's empty tree
+		return mgWriteTree(s, nil)
+	}
+	return h, nil
+}
+
+func mgPatchDir(s storer.EncodedObjectStorer, tree plumbing.Hash, prefix string, changes map[string]*mEntry) (plumbing.Hash, bool, error) {
+	ents, err := mgTreeEntries(s, tree)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	byName := make(map[string]object.TreeEntry, len(ents)+len(changes))
+	for _, e := range ents {
+		byName[e.Name] = e
+	}
+	sub := map[string]map[string]*mEntry{}
+	files := map[string]*mEntry{}
+	for p, e := range changes {
+		if dir, rest, ok := strings.Cut(p, "/"); ok {
+			m := sub[dir]
+			if m == nil {
+				m = map[string]*mEntry{}
+				sub[dir] = m
+			}
+			m[rest] = e
+		} else {
+			files[p] = e
+		}
+	}
+	// Directories first, so a file replacing an emptied directory (or a
+	// directory replacing a deleted file) sees the final state.
+	for _, dir := range sortedKeys(sub) {
+		var child plumbing.Hash
+		if cur, ok := byName[dir]; ok {
+			if cur.Mode == filemode.Dir {
+				child = cur.Hash
+			} else if fe, set := files[dir]; !set || fe != nil {
+				// A file stays at dir: only deletions below it are
+				// harmless (nothing there to delete).
+				if mgAllNil(sub[dir]) {
+					continue
+				}
+				return plumbing.ZeroHash, false, fmt.Errorf("merge %s%s: %w", prefix, dir, ErrPathConflict)
+			} else {
+				delete(byName, dir) // the file is deleted in this change set
+			}
+		}
+		h, empty, err := mgPatchDir(s, child, prefix+dir+"/", sub[dir])
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		if empty {
+			delete(byName, dir)
+		} else {
+			byName[dir] = object.TreeEntry{Name: dir, Mode: filemode.Dir, Hash: h}
+		}
+	}
+	for _, p := range sortedKeys(files) {
+		e := files[p]
+		cur, exists := byName[p]
+		if e == nil {
+			if exists && cur.Mode != filemode.Dir {
+				delete(byName, p)
+			}
+			continue
+		}
+		if exists && cur.Mode == filemode.Dir {
+			return plumbing.ZeroHash, false, fmt.Errorf("merge %s%s: %w", prefix, p, ErrPathConflict)
+		}
+		byName[p] = object.TreeEntry{Name: p, Mode: e.Mode, Hash: e.Hash}
+	}
+	if len(byName) == 0 {
+		return plumbing.ZeroHash, true, nil
+	}
+	list := make([]object.TreeEntry, 0, len(byName))
+	for _, e := range byName {
+		list = append(list, e)
+	}
+	h, err := mgWriteTree(s, list)
+	return h, false, err
+}
+
+func mgAllNil(m map[string]*mEntry) bool {
+	for _, e := range m {
+		if e != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func mgWriteTree(s storer.EncodedObjectStorer, entries []object.TreeEntry) (plumbing.Hash, error) {
+	sort.Sort(object.TreeEntrySorter(entries))
+	t := &object.Tree{Entries: entries}
+	obj := s.NewEncodedObject()
+	if err := t.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write tree: %w", err)
+	}
+	return h, nil
+}
+
+func mgWriteBlob(s storer.EncodedObjectStorer, data []byte) (plumbing.Hash, error) {
+	obj := s.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	obj.SetSize(int64(len(data)))
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	if _, err := w.Write(data); err != nil {
+		_ = w.Close()
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	return h, nil
+}
+
+func mgReadBlob(s storer.EncodedObjectStorer, e *mEntry) ([]byte, error) {
+	if e == nil {
+		return nil, nil
+	}
+	obj, err := s.EncodedObject(plumbing.BlobObject, e.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
+	}
+	return b, nil
+}
+
+// mgRenames pairs the paths a side deleted with the paths it added holding
+// the same blob (a pure rename, as an archive move is). An add is used once.
+// Among several candidates the archive mapping of the old path wins
+// (archive/<YYYY>/<old>), then the first in path order.
+func mgRenames(changes map[string]pathChange) map[string]string {
+	added := map[plumbing.Hash][]string{}
+	for _, p := range sortedKeys(changes) {
+		c := changes[p]
+		if c.From == nil && c.To != nil && c.To.Mode != filemode.Symlink {
+			added[c.To.Hash] = append(added[c.To.Hash], p)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	out := map[string]string{}
+	for _, p := range sortedKeys(changes) {
+		c := changes[p]
+		if c.From == nil || c.To != nil {
+			continue
+		}
+		cands := added[c.From.Hash]
+		pick := ""
+		for _, q := range cands {
+			if !used[q] && mgUnarchive(q) == p {
+				pick = q
+				break
+			}
+		}
+		if pick == "" {
+			for _, q := range cands {
+				if !used[q] {
+					pick = q
+					break
+				}
+			}
+		}
+		if pick != "" {
+			used[pick] = true
+			out[p] = pick
+		}
+	}
+	return out
+}
+
+// mgUnarchive strips one archive/<YYYY>/ prefix (memd.UnarchivePath's rule,
+// private so the merge does not depend on the root package's progress).
+func mgUnarchive(p string) string {
+	rest, ok := strings.CutPrefix(p, "archive/")
+	if !ok || len(rest) < 6 || rest[4] != '/' {
+		return p
+	}
+	for i := 0; i < 4; i++ {
+		if rest[i] < '0' || rest[i] > '9' {
+			return p
+		}
+	}
+	return rest[5:]
+}
+
+// treeMergeResult is what mergeTreesLocked produced.
+type treeMergeResult struct {
+	Tree      plumbing.Hash
+	Conflicts []string // conflict copies written
+}
+
+// mergeTreesLocked merges ours' and theirs' trees against base: start from
+// theirs, replay ours' changes, per-path policy for paths both touched.
+func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolicy) (treeMergeResult, error) {
+	s := r.repo.Storer
+	dO, dT := map[string]pathChange{}, map[string]pathChange{}
+	if err := mgDiffTrees(s, base, ours, "", dO); err != nil {
+		return treeMergeResult{}, fmt.Errorf("diff base..ours: %w", err)
+	}
+	if err := mgDiffTrees(s, base, theirs, "", dT); err != nil {
+		return treeMergeResult{}, fmt.Errorf("diff base..theirs: %w", err)
+	}
+	rO, rT := mgRenames(dO), mgRenames(dT)
+
+	set := map[string]*mEntry{} // changes applied to theirs' tree
+	fixed := map[string]bool{}  // paths decided by a rename rule
+	var conflicts []string
+	losers := map[string][][]byte{} // conflicts file → ledger loser lines
+	var res treeMergeResult
+
+	// theirsAt reads the entry theirs' tree holds at p.
+	theirsAt := func(p string) *mEntry {
+		if c, ok := dT[p]; ok {
+			return c.To
+		}
+		if c, ok := dO[p]; ok {
+			return c.From // unchanged by theirs: base's entry
+		}
+		e, _ := mgTreeFile(s, theirs, p)
+		return e
+	}
+
+	// Renames by ours of a path theirs changed: theirs' change lands at the
+	// new path, nothing at the old one.
+	for _, old := range sortedKeys(rO) {
+		nw := rO[old]
+		t, ok := dT[old]
+		if !ok || t.To == nil {
+			continue // theirs did not change (or also deleted) it
+		}
+		if _, clash := dT[nw]; clash {
+			continue // theirs also wrote the new path: general rules decide
+		}
+		set[nw] = t.To
+		set[old] = nil
+		fixed[nw], fixed[old] = true, true
+	}
+	// Renames by theirs of a path ours changed: ours' change lands at the
+	// new path.
+	for _, old := range sortedKeys(rT) {
+		nw := rT[old]
+		o, ok := dO[old]
+		if !ok || o.To == nil {
+			continue
+		}
+		if _, clash := dO[nw]; clash {
+			continue
+		}
+		set[nw] = o.To
+		fixed[nw], fixed[old] = true, true // old stays deleted (theirs' tree)
+	}
+
+	for _, p := range sortedKeys(dO) {
+		if fixed[p] {
+			continue
+		}
+		o := dO[p]
+		t, both := dT[p]
+		if !both {
+			set[p] = o.To // only ours touched it
+			continue
+		}
+		if o.To.same(t.To) {
+			continue // same result on both sides
+		}
+		switch {
+		case o.To == nil:
+			continue // ours deleted, theirs changed: the change stays
+		case t.To == nil:
+			set[p] = o.To // theirs deleted, ours changed: the change stays
+			continue
+		}
+		// Both changed p differently.
+		bb, err := mgReadBlob(s, o.From)
+		if err != nil {
+			return res, err
+		}
+		ob, err := mgReadBlob(s, o.To)
+		if err != nil {
+			return res, err
+		}
+		tb, err := mgReadBlob(s, t.To)
+		if err != nil {
+			return res, err
+		}
+		regular := o.To.Mode.IsFile() && t.To.Mode.IsFile() && o.To.Mode != filemode.Symlink && t.To.Mode != filemode.Symlink
+		kind := KindOther
+		if regular {
+			kind = pol.KindOf(p, bb, ob, tb)
+		}
+		var merged []byte
+		switch kind {
+		case KindDerived:
+			continue // theirs; the next sleep renders it again
+		case KindLedger:
+			var lost [][]byte
+			merged, lost = MergeLedger(bb, ob, tb)
+			if len(lost) > 0 {
+				cp := ConflictsPathFor(p)
+				losers[cp] = append(losers[cp], lost...)
+			}
+		case KindLineUnion:
+			merged = MergeLineUnion(bb, ob, tb)
+		case KindIndexMD:
+			merged = MergeIndexBullets(bb, ob, tb)
+		default:
+			cp := ConflictCopyPath(p, pol.Host, pol.Now)
+			for i := 2; mgExists(s, theirs, dO, set, cp); i++ {
+				cp = ConflictCopyPath(p, fmt.Sprintf("%s-%d", pol.Host, i), pol.Now)
+			}
+			set[cp] = o.To
+			conflicts = append(conflicts, cp)
+			continue
+		}
+		h, err := mgWriteBlob(s, merged)
+		if err != nil {
+			return res, err
+		}
+		set[p] = &mEntry{Hash: h, Mode: t.To.Mode}
+	}
+
+	for _, cp := range sortedKeys(losers) {
+		cur, ok := set[cp]
+		if !ok {
+			cur = theirsAt(cp)
+		}
+		data, err := mgReadBlob(s, cur)
+		if err != nil {
+			return res, err
+		}
+		h, err := mgWriteBlob(s, AppendMissingLines(data, losers[cp]))
+		if err != nil {
+			return res, err
+		}
+		set[cp] = &mEntry{Hash: h, Mode: filemode.Regular}
+	}
+
+	tree, err := mgPatchTree(s, theirs, set)
+	if err != nil {
+		return res, err
+	}
+	res.Tree = tree
+	res.Conflicts = conflicts
+	return res, nil
+}
+
+// mgExists says whether the merged tree would hold p (a conflict copy name
+// must not overwrite anything).
+func mgExists(s storer.EncodedObjectStorer, theirs plumbing.Hash, dO map[string]pathChange, set map[string]*mEntry, p string) bool {
+	if e, ok := set[p]; ok {
+		return e != nil
+	}
+	if c, ok := dO[p]; ok && c.To != nil {
+		return true
+	}
+	e, _ := mgTreeFile(s, theirs, p)
+	return e != nil
+}
+
+// mgTreeFile looks up one file path in a tree (nil when absent).
+func mgTreeFile(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*mEntry, error) {
+	h := tree
+	for {
+		ents, err := mgTreeEntries(s, h)
+		if err != nil {
+			return nil, err
+		}
+		name, rest, more := strings.Cut(p, "/")
+		var found *object.TreeEntry
+		for i := range ents {
+			if ents[i].Name == name {
+				found = &ents[i]
+				break
+			}
+		}
+		if found == nil {
+			return nil, nil
+		}
+		if !more {
+			if found.Mode == filemode.Dir {
+				return nil, nil
+			}
+			return &mEntry{found.Hash, found.Mode}, nil
+		}
+		if found.Mode != filemode.Dir {
+			return nil, nil
+		}
+		h, p = found.Hash, rest
+	}
+}
+
+// ---- work tree ----
+
+// mgWorkHash is the git blob hash of what the work tree holds at rel (a
+// symlink's target for a link); ok false when nothing is there.
+func (r *Repo) mgWorkHash(rel string) (h plumbing.Hash, ok bool, err error) {
+	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
+	fi, err := os.Lstat(abs)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return plumbing.ZeroHash, false, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	var data []byte
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(abs)
+		if err != nil {
+			return plumbing.ZeroHash, false, fmt.Errorf("readlink %s: %w", rel, err)
+		}
+		data = []byte(t)
+	case fi.Mode().IsRegular():
+		data, err = os.ReadFile(abs)
+		if err != nil {
+			return plumbing.ZeroHash, false, fmt.Errorf("read %s: %w", rel, err)
+		}
+	case fi.IsDir():
+		return plumbing.ZeroHash, true, nil // a directory where a file was: never equal
+	default:
+		return plumbing.ZeroHash, true, nil
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, data), true, nil
+}
+
+// workMatches says whether the work tree holds exactly e at rel (e nil =
+// nothing there).
+func (r *Repo) workMatches(rel string, e *mEntry) (bool, error) {
+	h, ok, err := r.mgWorkHash(rel)
+	if err != nil {
+		return false, err
+	}
+	if e == nil {
+		return !ok, nil
+	}
+	return ok && h == e.Hash, nil
+}
+
+// dirtyPaths lists the paths of changes whose work tree content is neither
+// the old side's (From) nor already the new side's (To): uncommitted edits
+// that moving HEAD would overwrite.
+func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
+	var dirty []string
+	for _, p := range sortedKeys(changes) {
+		c := changes[p]
+		h, ok, err := r.mgWorkHash(p)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case !ok && (c.From == nil || c.To == nil):
+			continue
+		case ok && c.From != nil && h == c.From.Hash:
+			continue
+		case ok && c.To != nil && h == c.To.Hash:
+			continue
+		}
+		dirty = append(dirty, p)
+	}
+	return dirty, nil
+}
+
+// applyWorktreeLocked moves the work tree from the old head's tree to the new
+// one along changes. A path is only written when it still holds the old
+// content (or already the new); anything else is a writer's edit and is
+// left for the next commit. Returns the paths it skipped.
+func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []string, err error) {
+	s := r.repo.Storer
+	paths := sortedKeys(changes)
+	// Deletions first: a deleted file may be where a new directory goes.
+	for _, p := range paths {
+		c := changes[p]
+		if c.To != nil {
+			continue
+		}
+		ok, err := r.workMatches(p, c.From)
+		if err != nil {
+			return skipped, err
+		}
+		if !ok {
+			if gone, _ := r.workMatches(p, nil); !gone {
+				skipped = append(skipped, p)
+			}
+			continue
+		}
+		abs := filepath.Join(r.dir, filepath.FromSlash(p))
+		if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return skipped, fmt.Errorf("remove %s: %w", p, err)
+		}
+		r.mgPruneDirs(path.Dir(p))
+	}
+	for _, p := range paths {
+		c := changes[p]
+		if c.To == nil {
+			continue
+		}
+		if done, err := r.workMatches(p, c.To); err != nil {
+			return skipped, err
+		} else if done {
+			continue
+		}
+		if ok, err := r.workMatches(p, c.From); err != nil {
+			return skipped, err
+		} else if !ok {
+			skipped = append(skipped, p)
+			continue
+		}
+		if c.To.Mode == filemode.Submodule {
+			continue // gitlinks have no work tree content of ours
+		}
+		data, err := mgReadBlob(s, c.To)
+		if err != nil {
+			return skipped, err
+		}
+		if err := r.mgWriteFile(p, data, c.To.Mode); err != nil {
+			return skipped, err
+		}
+	}
+	return skipped, nil
+}
+
+// mgWriteFile writes a file atomically (temp file beside it, renamed over):
+// a reader never sees half a memory. Temp names end in .tmp, which the
+// watcher ignores.
+func (r *Repo) mgWriteFile(rel string, data []byte, mode filemode.FileMode) error {
+	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
+	dir := filepath.Dir(abs)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, "."+filepath.Base(abs)+".memd-"+hex.EncodeToString(rnd[:])+".tmp")
+	if mode == filemode.Symlink {
+		if err := os.Symlink(string(data), tmp); err != nil {
+			return fmt.Errorf("write %s: %w", rel, err)
+		}
+	} else {
+		perm := os.FileMode(0o644)
+		if mode == filemode.Executable {
+			perm = 0o755
+		}
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err != nil {
+			return fmt.Errorf("write %s: %w", rel, err)
+		}
+		_, werr := f.Write(data)
+		if werr == nil {
+			werr = f.Sync()
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("write %s: %w", rel, werr)
+		}
+	}
+	if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+		// A directory of untracked leftovers where the file goes: never
+		// delete content, refuse instead.
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: a directory is in the way: %w", rel, ErrPathConflict)
+	}
+	if err := os.Rename(tmp, abs); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}
+
+// mgPruneDirs removes now-empty directories from dir up to (not including)
+// the repo root.
+func (r *Repo) mgPruneDirs(dir string) {
+	for dir != "." && dir != "" && dir != "/" {
+		if err := os.Remove(filepath.Join(r.dir, filepath.FromSlash(dir))); err != nil {
+			return // not empty (or gone): stop
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+// ---- merge-in-progress marker ----
+
+const mergeMarkerName = "merge-in-progress"
+
+func (r *Repo) mergeMarkerPath() string {
+	return filepath.Join(r.gitDir, "memd", mergeMarkerName)
+}
+
+func (r *Repo) writeMergeMarker(old, nw plumbing.Hash) error {
+	dir := filepath.Join(r.gitDir, "memd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("merge marker: %w", err)
+	}
+	p := r.mergeMarkerPath()
+	tmp := p + ".tmp"
+	content := "old " + old.String() + "\nnew " + nw.String() + "\n"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("merge marker: %w", err)
+	}
+	_, werr := f.WriteString(content)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("merge marker: %w", werr)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("merge marker: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		r.log.Warn("merge marker dir fsync failed", "err", err)
+	}
+	return nil
+}
+
+func (r *Repo) readMergeMarker() (old, nw plumbing.Hash, ok bool, err error) {
+	b, err := os.ReadFile(r.mergeMarkerPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return old, nw, false, nil
+	}
+	if err != nil {
+		return old, nw, false, fmt.Errorf("merge marker: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), " ")
+		switch k {
+		case "old":
+			old = plumbing.NewHash(v)
+		case "new":
+			nw = plumbing.NewHash(v)
+		}
+	}
+	if nw.IsZero() {
+		// A torn or foreign marker: it cannot guide a checkout, and
+		// HEAD still says where we are. Drop it.
+		return old, nw, false, r.removeMergeMarker()
+	}
+	return old, nw, true, nil
+}
+
+func (r *Repo) removeMergeMarker() error {
+	if err := os.Remove(r.mergeMarkerPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("merge marker: %w", err)
+	}
+	return nil
+}
+
+// FinishInterruptedMerge completes a fast-forward or merge that a crash cut
+// short after the branch ref moved (see the file comment): paths that still
+// hold the old head's content get the new head's. Call it after Open and
+// before the first reconcile; Sync and Fetch call it themselves. It reports
+// whether there was anything to finish.
+func (r *Repo) FinishInterruptedMerge() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finishInterruptedMergeLocked()
+}
+
+func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
+	old, nw, ok, err := r.readMergeMarker()
+	if err != nil || !ok {
+		return false, err
+	}
+	head, err := r.readBranch()
+	if err != nil {
+		return false, err
+	}
+	if head != nw {
+		// Killed before the ref moved (head == old): the merge is simply
+		// redone by the next Sync. Anything else: history moved on; the
+		// marker is stale.
+		if head != old {
+			r.log.Warn("dropping stale merge marker", "repo", r.dir, "old", short(old), "new", short(nw), "head", short(head))
+		}
+		return false, r.removeMergeMarker()
+	}
+	changes, err := r.commitDiffLocked(old, nw)
+	if err != nil {
+		return false, fmt.Errorf("finish interrupted merge in %s: %w", r.dir, err)
+	}
+	skipped, err := r.applyWorktreeLocked(changes)
+	if err != nil {
+		return false, fmt.Errorf("finish interrupted merge in %s: %w", r.dir, err)
+	}
+	if len(skipped) > 0 {
+		r.log.Info("interrupted merge: paths edited since, left for the next commit", "repo", r.dir, "paths", skipped)
+	}
+	r.log.Info("finished interrupted merge", "repo", r.dir, "head", short(nw), "paths", len(changes))
+	return true, r.removeMergeMarker()
+}
+
+// mgChangeList turns a tree diff into D's Change list (for the index
+// refresh and callers' counts).
+func mgChangeList(changes map[string]pathChange) []Change {
+	out := make([]Change, 0, len(changes))
+	for _, p := range sortedKeys(changes) {
+		c := changes[p]
+		op := byte('M')
+		switch {
+		case c.From == nil:
+			op = 'A'
+		case c.To == nil:
+			op = 'D'
+		}
+		out = append(out, Change{Path: p, Op: op})
+	}
+	return out
+}
+
+// commitDiffLocked diffs the trees of two commits (zero = empty).
+func (r *Repo) commitDiffLocked(a, b plumbing.Hash) (map[string]pathChange, error) {
+	ta, err := r.commitTreeLocked(a)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := r.commitTreeLocked(b)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]pathChange{}
+	if err := mgDiffTrees(r.repo.Storer, ta, tb, "", out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (r *Repo) commitTreeLocked(h plumbing.Hash) (plumbing.Hash, error) {
+	if h.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	c, err := object.GetCommit(r.repo.Storer, h)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	return c.TreeHash, nil
+}
+
+// moveHeadLocked moves the branch from old to nw (a fast-forward or a merge
+// commit already written) and brings the work tree along, in the crash-safe
+// order of the file comment. changes is the old→new tree diff.
+func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string) error {
+	if err := r.writeMergeMarker(old, nw); err != nil {
+		return err
+	}
+	if err := r.moveBranchLocked(old, nw, mgChangeList(changes), msg); err != nil {
+		_ = r.removeMergeMarker()
+		return err
+	}
+	skipped, err := r.applyWorktreeLocked(changes)
+	if err != nil {
+		// The marker stays: the next Sync or start finishes the checkout.
+		return fmt.Errorf("update work tree in %s: %w", r.dir, err)
+	}
+	if len(skipped) > 0 {
+		r.log.Info("paths edited during sync left for the next commit", "repo", r.dir, "paths", skipped)
+	}
+	return r.removeMergeMarker()
+}

@@ -1,0 +1,530 @@
+package sync
+
+// Syncing with the remote (DESIGN §4): fetch, fast-forward or merge, push.
+// Network operations go through go-git's transports (file and local paths,
+// http(s), ssh) with a deadline each; none of them can prompt.
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// DefaultRemote is the remote name when RemoteOptions.Remote is empty.
+const DefaultRemote = "origin"
+
+// DefaultNetworkTimeout bounds one fetch or push.
+const DefaultNetworkTimeout = 60 * time.Second
+
+// MaxSyncAttempts bounds fetch → merge → push rounds when a push is
+// rejected because someone else pushed in between.
+const MaxSyncAttempts = 5
+
+// RemoteOptions say which remote to sync with and how to authenticate.
+type RemoteOptions struct {
+	Remote string // default "origin"
+	// URL, when set, creates the remote or updates its URL first
+	// (memd init --remote).
+	URL  string
+	Push bool
+	// SSHKey is a private key file; empty = ssh agent. KnownHosts is a
+	// known_hosts file; empty = the ssh defaults.
+	SSHKey, KnownHosts string
+	// TokenEnv / TokenFile hold the https token, re-read on each attempt.
+	TokenEnv, TokenFile string
+	Timeout             time.Duration // per network operation; 0 = 60s
+	// Ledger is the repo-relative ledger merged by record id; "" =
+	// memory.jsonl.
+	Ledger string
+}
+
+func (ro RemoteOptions) withDefaults() RemoteOptions {
+	if ro.Remote == "" {
+		ro.Remote = DefaultRemote
+	}
+	if ro.Timeout <= 0 {
+		ro.Timeout = DefaultNetworkTimeout
+	}
+	if ro.Ledger == "" {
+		ro.Ledger = DefaultLedgerPath
+	}
+	return ro
+}
+
+// SyncResult says what one Sync did.
+type SyncResult struct {
+	Fetched, FastForward, Merged, Pushed bool
+	Ahead, Behind                        int      // after the sync, vs the remote-tracking ref
+	Conflicts                            []string // conflict copies written
+	MergeHash                            string
+}
+
+// SetRemote creates the remote name with url, or points it at url. The
+// fetch refspec is git's default (+refs/heads/*:refs/remotes/<name>/*).
+func (r *Repo) SetRemote(name, url string) error {
+	if name == "" {
+		name = DefaultRemote
+	}
+	if strings.TrimSpace(url) == "" {
+		return fmt.Errorf("set remote %s: empty URL", name)
+	}
+	if _, err := transport.NewEndpoint(url); err != nil {
+		return fmt.Errorf("set remote %s to %s: %w", name, RedactURL(url), err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cfg, err := r.repo.Config()
+	if err != nil {
+		return fmt.Errorf("set remote %s: read config: %w", name, err)
+	}
+	rc, ok := cfg.Remotes[name]
+	if ok && len(rc.URLs) == 1 && rc.URLs[0] == url {
+		return nil
+	}
+	if !ok {
+		rc = &config.RemoteConfig{Name: name,
+			Fetch: []config.RefSpec{config.RefSpec("+refs/heads/*:refs/remotes/" + name + "/*")}}
+		cfg.Remotes[name] = rc
+	}
+	rc.URLs = []string{url}
+	if err := rc.Validate(); err != nil {
+		return fmt.Errorf("set remote %s to %s: %w", name, RedactURL(url), err)
+	}
+	if err := r.repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("set remote %s: write config: %s", name, RedactURL(err.Error()))
+	}
+	return nil
+}
+
+// remoteURLLocked returns the first URL of the remote.
+func (r *Repo) remoteURLLocked(name string) (string, error) {
+	rem, err := r.repo.Remote(name)
+	if err != nil {
+		return "", fmt.Errorf("remote %q in %s: %w", name, r.dir, err)
+	}
+	urls := rem.Config().URLs
+	if len(urls) == 0 || urls[0] == "" {
+		return "", fmt.Errorf("remote %q in %s has no URL", name, r.dir)
+	}
+	return urls[0], nil
+}
+
+func (r *Repo) trackingRef(ro RemoteOptions) plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName(ro.Remote, r.opts.Branch)
+}
+
+// Fetch updates refs/remotes/<remote>/<branch> from the remote. An empty
+// remote (or one without the branch) is not an error: the tracking ref is
+// then absent.
+func (r *Repo) Fetch(ctx context.Context, ro RemoteOptions) error {
+	ro = ro.withDefaults()
+	if _, err := r.FinishInterruptedMerge(); err != nil {
+		return err
+	}
+	_, err := r.fetch(ctx, ro)
+	return err
+}
+
+// fetch returns the remote branch head after fetching (zero = none).
+func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	url, err := r.remoteURLLocked(ro.Remote)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	auth, err := ro.authFor(url)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s (%s): %w", ro.Remote, RedactURL(url), err)
+	}
+	rem, err := r.repo.Remote(ro.Remote)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", ro.Remote, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
+	defer cancel()
+	track := r.trackingRef(ro)
+	spec := config.RefSpec("+" + r.BranchRef().String() + ":" + track.String())
+	err = rem.FetchContext(cctx, &git.FetchOptions{
+		RemoteName: ro.Remote,
+		RefSpecs:   []config.RefSpec{spec},
+		Auth:       auth,
+		Tags:       git.NoTags,
+	})
+	var noRef git.NoMatchingRefSpecError
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.As(err, &noRef):
+		// Nothing to fetch yet: the first push creates the branch. A
+		// stale tracking ref (branch deleted remotely) is dropped so we
+		// do not merge against history the remote no longer has.
+		_ = r.repo.Storer.RemoveReference(track)
+		return plumbing.ZeroHash, nil
+	default:
+		if cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
+		}
+		return plumbing.ZeroHash, classifyRemoteErr("fetch", ro.Remote, url, err)
+	}
+	h, err := readRef(r.gitDir, track.String())
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", ro.Remote, err)
+	}
+	return h, nil
+}
+
+// push sends the local branch head to the remote branch. Never forced.
+func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	url, err := r.remoteURLLocked(ro.Remote)
+	if err != nil {
+		return err
+	}
+	auth, err := ro.authFor(url)
+	if err != nil {
+		return fmt.Errorf("push %s (%s): %w", ro.Remote, RedactURL(url), err)
+	}
+	rem, err := r.repo.Remote(ro.Remote)
+	if err != nil {
+		return fmt.Errorf("push %s: %w", ro.Remote, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
+	defer cancel()
+	if local.IsZero() {
+		return nil
+	}
+	br := r.BranchRef()
+	spec := config.RefSpec(br.String() + ":" + br.String())
+	err = rem.PushContext(cctx, &git.PushOptions{
+		RemoteName: ro.Remote,
+		RefSpecs:   []config.RefSpec{spec},
+		Auth:       auth,
+		Force:      false,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
+		}
+		return classifyRemoteErr("push", ro.Remote, url, err)
+	}
+	// The remote now has local: record it so ahead/behind are right even
+	// when the remote config has no matching fetch refspec.
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(ro), local)); err != nil {
+		r.log.Warn("update tracking ref after push", "ref", r.trackingRef(ro).String(), "err", err)
+	}
+	return nil
+}
+
+// Sync fetches, fast-forwards or merges, and pushes (when ro.Push). A push
+// rejected because the remote moved meanwhile is retried (fetch → merge →
+// push) up to MaxSyncAttempts times. Errors: ErrOffline (network),
+// ErrAuth (credentials), ErrUnrelatedHistory; all with redacted URLs. Local
+// commits are never lost or rewritten.
+//
+// The caller should have committed pending work; any path Sync must touch
+// that still differs from HEAD is committed first (CommitPaths).
+func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
+	ro = ro.withDefaults()
+	var res SyncResult
+	if ro.URL != "" {
+		if err := r.SetRemote(ro.Remote, ro.URL); err != nil {
+			return res, err
+		}
+	}
+	if _, err := r.FinishInterruptedMerge(); err != nil {
+		return res, err
+	}
+	var pushErr error
+	for attempt := 1; attempt <= MaxSyncAttempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		remote, err := r.fetch(ctx, ro)
+		if err != nil {
+			return r.finishResult(ro, res, err)
+		}
+		res.Fetched = true
+		if err := r.integrate(ro, remote, &res); err != nil {
+			return r.finishResult(ro, res, err)
+		}
+		local, err := r.readBranch()
+		if err != nil {
+			return r.finishResult(ro, res, err)
+		}
+		if !ro.Push || local.IsZero() || local == remote {
+			pushErr = nil
+			break
+		}
+		pushErr = r.push(ctx, ro, local)
+		if pushErr == nil {
+			res.Pushed = true
+			break
+		}
+		if errors.Is(pushErr, ErrAuth) || errors.Is(pushErr, ErrOffline) || ctx.Err() != nil {
+			return r.finishResult(ro, res, pushErr)
+		}
+		r.log.Info("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "err", pushErr)
+	}
+	if pushErr != nil {
+		pushErr = fmt.Errorf("push %s: still rejected after %d attempts: %w", ro.Remote, MaxSyncAttempts, pushErr)
+	}
+	return r.finishResult(ro, res, pushErr)
+}
+
+// finishResult fills ahead/behind (best effort) and returns err.
+func (r *Repo) finishResult(ro RemoteOptions, res SyncResult, err error) (SyncResult, error) {
+	if a, b, e := r.AheadBehind(ro); e == nil {
+		res.Ahead, res.Behind = a, b
+	}
+	return res, err
+}
+
+// AheadBehind counts the commits the local branch has that the
+// remote-tracking ref lacks (ahead) and the reverse (behind), as of the last
+// fetch. No tracking ref: everything local is ahead.
+func (r *Repo) AheadBehind(ro RemoteOptions) (ahead, behind int, err error) {
+	ro = ro.withDefaults()
+	local, err := r.readBranch()
+	if err != nil {
+		return 0, 0, err
+	}
+	remote, err := readRef(r.gitDir, r.trackingRef(ro).String())
+	if err != nil {
+		return 0, 0, fmt.Errorf("ahead/behind %s: %w", ro.Remote, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.aheadBehindLocked(local, remote)
+}
+
+// integrate brings the remote head into the local branch: nothing, a
+// fast-forward or a merge commit. Uncommitted work on a path it must touch
+// is committed first, then the decision is taken again.
+func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, res *SyncResult) error {
+	if remote.IsZero() {
+		return nil
+	}
+	var lastDirty []string
+	for try := 0; try < 4; try++ {
+		dirty, err := r.integrateOnce(ro, remote, res)
+		if err != nil || len(dirty) == 0 {
+			return err
+		}
+		cr, err := r.CommitPaths(dirty)
+		if err != nil && !errors.Is(err, ErrHeadMoved) {
+			return fmt.Errorf("commit local changes before merge in %s: %w", r.dir, err)
+		}
+		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(dirty), "commit", cr.Hash)
+		lastDirty = dirty
+	}
+	return fmt.Errorf("sync %s: uncommitted changes at %s could not be committed (ignored?); not overwriting them", r.dir, strings.Join(lastDirty, ", "))
+}
+
+// integrateOnce does the work under r.mu; it returns the dirty paths
+// instead when the work tree holds uncommitted changes it would overwrite.
+func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncResult) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	local, err := r.readBranch()
+	if err != nil {
+		return nil, err
+	}
+	if local == remote {
+		return nil, nil
+	}
+	s := r.repo.Storer
+	rc, err := object.GetCommit(s, remote)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.trackingRef(ro), err)
+	}
+	target := remote
+	merge := false
+	var base *object.Commit
+	var lc *object.Commit
+	if !local.IsZero() {
+		lc, err = object.GetCommit(s, local)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", r.BranchRef(), err)
+		}
+		bases, err := lc.MergeBase(rc)
+		if err != nil {
+			return nil, fmt.Errorf("merge base of %s and %s: %w", short(local), short(remote), err)
+		}
+		if len(bases) == 0 {
+			return nil, fmt.Errorf("sync %s with %s/%s (local %s, remote %s): %w",
+				r.dir, ro.Remote, r.opts.Branch, short(local), short(remote), ErrUnrelatedHistory)
+		}
+		base = bases[0]
+		switch base.Hash {
+		case remote:
+			return nil, nil // only ahead: nothing to bring in
+		case local:
+			// fast-forward
+		default:
+			merge = true
+		}
+	}
+
+	localTree := plumbing.ZeroHash
+	if lc != nil {
+		localTree = lc.TreeHash
+	}
+	targetTree := rc.TreeHash
+	var conflicts []string
+	if merge {
+		pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now()}
+		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
+		if err != nil {
+			return nil, fmt.Errorf("merge %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
+		}
+		targetTree, conflicts = mr.Tree, mr.Conflicts
+	}
+	changes := map[string]pathChange{}
+	if err := mgDiffTrees(s, localTree, targetTree, "", changes); err != nil {
+		return nil, err
+	}
+	dirty, err := r.dirtyPaths(changes)
+	if err != nil {
+		return nil, err
+	}
+	if len(dirty) > 0 {
+		return dirty, nil
+	}
+	msg := "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
+	if merge {
+		msg = mergeMessage(ro.Remote, r.opts.Branch, r.opts.Hostname, conflicts)
+		target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{local, remote}, msg)
+		if err != nil {
+			return nil, fmt.Errorf("write merge commit in %s: %w", r.dir, err)
+		}
+	}
+	if err := r.moveHeadLocked(local, target, changes, firstLine(msg)); err != nil {
+		return nil, err
+	}
+	if merge {
+		res.Merged = true
+		res.MergeHash = target.String()
+		res.Conflicts = append(res.Conflicts, conflicts...)
+		r.log.Info("merged remote changes", "repo", r.dir, "remote", ro.Remote, "commit", short(target), "paths", len(changes), "conflicts", len(conflicts))
+	} else {
+		res.FastForward = true
+		r.log.Info("fast-forwarded", "repo", r.dir, "remote", ro.Remote, "commit", short(target), "paths", len(changes))
+	}
+	return nil, nil
+}
+
+// mergeMessage: "memd: merge <remote>/<branch>", the conflict copies, then
+// the Memd-Host trailer.
+func mergeMessage(remote, branch, host string, conflicts []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "memd: merge %s/%s\n\n", remote, branch)
+	for _, c := range conflicts {
+		fmt.Fprintf(&b, "conflict copy %s\n", strings.ReplaceAll(c, "\n", `\n`))
+	}
+	if len(conflicts) > 0 {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "%s: %s\n", TrailerHost, strings.ReplaceAll(host, "\n", " "))
+	return b.String()
+}
+
+// aheadBehindLocked walks both histories newest first, painting each commit
+// with the sides it is reachable from, and stops once every commit still
+// queued is reachable from both (git's paint-down). Cost follows the
+// divergence, not the length of history.
+func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) {
+	if local == remote {
+		return 0, 0, nil
+	}
+	const fromLocal, fromRemote = 1, 2
+	flags := map[plumbing.Hash]uint8{}
+	q := &commitQueue{}
+	push := func(h plumbing.Hash, f uint8) error {
+		if h.IsZero() {
+			return nil
+		}
+		old := flags[h]
+		if old|f == old {
+			return nil
+		}
+		flags[h] = old | f
+		c, err := object.GetCommit(r.repo.Storer, h)
+		if err != nil {
+			return fmt.Errorf("ahead/behind: read commit %s: %w", h, err)
+		}
+		heap.Push(q, queued{c: c, f: old | f})
+		return nil
+	}
+	if err := push(local, fromLocal); err != nil {
+		return 0, 0, err
+	}
+	if err := push(remote, fromRemote); err != nil {
+		return 0, 0, err
+	}
+	for q.Len() > 0 {
+		if q.allBoth() {
+			break
+		}
+		it := heap.Pop(q).(queued)
+		f := flags[it.c.Hash]
+		for _, p := range it.c.ParentHashes {
+			if err := push(p, f); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	ahead, behind := 0, 0
+	for _, f := range flags {
+		switch f {
+		case fromLocal:
+			ahead++
+		case fromRemote:
+			behind++
+		}
+	}
+	return ahead, behind, nil
+}
+
+type queued struct {
+	c *object.Commit
+	f uint8
+}
+
+// commitQueue is a max-heap by committer time; it counts entries not yet
+// reachable from both sides so allBoth is O(1).
+type commitQueue struct {
+	items   []queued
+	partial int
+}
+
+func (q *commitQueue) Len() int { return len(q.items) }
+func (q *commitQueue) Less(i, j int) bool {
+	return q.items[i].c.Committer.When.After(q.items[j].c.Committer.When)
+}
+func (q *commitQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
+func (q *commitQueue) Push(x any) {
+	it := x.(queued)
+	if it.f != 3 {
+		q.partial++
+	}
+	q.items = append(q.items, it)
+}
+func (q *commitQueue) Pop() any {
+	it := q.items[len(q.items)-1]
+	q.items = q.items[:len(q.items)-1]
+	if it.f != 3 {
+		q.partial--
+	}
+	return it
+}
+func (q *commitQueue) allBoth() bool { return q.partial == 0 }
