@@ -392,9 +392,9 @@ func (p *memParser) startTag() {
 		k, v, hasAttr = z.TagAttr()
 		switch {
 		case string(k) == "class" || string(k) == "style":
-			p.violate(fmt.Sprintf("<%s> has a %s attribute (presentation is not allowed)", tag, k))
+			p.violate(fmt.Sprintf("<%s> has a %s attribute (presentation is not allowed)", clip(tag), k))
 		case len(k) > 2 && k[0] == 'o' && k[1] == 'n':
-			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", tag, k))
+			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", clip(tag), clip(string(k))))
 		}
 		switch e.a {
 		case atom.Meta:
@@ -609,11 +609,11 @@ func (p *memParser) link(rel, href string) {
 			continue
 		}
 		if href == "" {
-			p.violate(fmt.Sprintf("<link rel=%q> has no href", r))
+			p.violate(fmt.Sprintf("<link rel=%s> has no href", quoteInput(r)))
 			continue
 		}
 		if _, err := HrefToPath(href); err != nil {
-			p.violate(fmt.Sprintf("<link rel=%q> href %q is not root-relative (want /bucket/...html without scheme, host or ..)", r, href))
+			p.violate(fmt.Sprintf("<link rel=%s> href %s is not root-relative (want /bucket/...html without scheme, host or ..)", quoteInput(r), quoteInput(href)))
 		}
 	}
 }
@@ -674,7 +674,7 @@ func (p *memParser) head() {
 	m := p.m
 	for name, vals := range m.Metas {
 		if len(vals) > 1 && strings.HasPrefix(name, "memhtml-") && !repeatableMetas[name] {
-			p.violate(fmt.Sprintf("meta %s appears %d times (%q); it may appear once", name, len(vals), vals))
+			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), quoteInput(strings.Join(vals, ", "))))
 		}
 	}
 	m.Type = m.Meta(MetaType)
@@ -694,10 +694,10 @@ func (p *memParser) head() {
 		}
 	}
 	if m.Type != "" && !inList(MemoryTypes, m.Type) {
-		p.violate(fmt.Sprintf("memhtml-type %q is not a memory type (%s)", m.Type, strings.Join(MemoryTypes, ", ")))
+		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", quoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
 	}
 	if m.Status != "" && m.Status != "active" && m.Status != "archived" {
-		p.violate(fmt.Sprintf("memhtml-status %q is neither active nor archived", m.Status))
+		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", quoteInput(m.Status)))
 	}
 	for _, name := range dateMetas {
 		v := m.Meta(name)
@@ -706,7 +706,7 @@ func (p *memParser) head() {
 		}
 		t, ok := parseMemTime(v)
 		if !ok {
-			p.violate(fmt.Sprintf("%s %q is not an ISO 8601 date or time", name, v))
+			p.violate(fmt.Sprintf("%s %s is not an ISO 8601 date or time", name, quoteInput(v)))
 		}
 		switch name {
 		case MetaCreated:
@@ -720,21 +720,21 @@ func (p *memParser) head() {
 	if v := m.Meta(MetaConfidence); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f >= 0 && f <= 1) {
-			p.violate(fmt.Sprintf("memhtml-confidence %q is not a number in 0..1", v))
+			p.violate(fmt.Sprintf("memhtml-confidence %s is not a number in 0..1", quoteInput(v)))
 		}
 	}
 	if v := m.Meta(MetaImportance); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10 {
-			p.violate(fmt.Sprintf("memhtml-importance %q is not an integer in 1..10", v))
+			p.violate(fmt.Sprintf("memhtml-importance %s is not an integer in 1..10", quoteInput(v)))
 		}
 	}
 	if m.TaskStatus != "" {
 		if m.Type != "task" {
-			p.violate(fmt.Sprintf("memhtml-task-status %q on a memory of type %q; only tasks carry it", m.TaskStatus, m.Type))
+			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", quoteInput(m.TaskStatus), quoteInput(m.Type)))
 		}
 		if !inList(TaskStatuses, m.TaskStatus) {
-			p.violate(fmt.Sprintf("memhtml-task-status %q is not one of %s", m.TaskStatus, strings.Join(TaskStatuses, ", ")))
+			p.violate(fmt.Sprintf("memhtml-task-status %s is not one of %s", quoteInput(m.TaskStatus), strings.Join(TaskStatuses, ", ")))
 		}
 	} else if m.Type == "task" {
 		p.violate("task without memhtml-task-status (todo, doing, blocked or done)")
@@ -772,4 +772,12 @@ func parseMemTime(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// clip bounds a tag or attribute name quoted in a message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }

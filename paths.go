@@ -76,20 +76,21 @@ func PathViolation(p string) string {
 	if p == "" {
 		return "memory path is empty"
 	}
+	q := quoteInput(p)
 	if !utf8.ValidString(p) {
-		return fmt.Sprintf("memory path %q is not valid UTF-8", p)
+		return fmt.Sprintf("memory path %s is not valid UTF-8", q)
 	}
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		if c < 0x20 || c == 0x7f {
-			return fmt.Sprintf("memory path %q contains control character %q", p, c)
+			return fmt.Sprintf("memory path %s contains control character %q", q, c)
 		}
 		if c == '\\' {
-			return fmt.Sprintf("memory path %q contains a backslash; paths are '/'-separated", p)
+			return fmt.Sprintf("memory path %s contains a backslash; paths are '/'-separated", q)
 		}
 	}
 	if p[0] == '/' {
-		return fmt.Sprintf("memory path %q has a leading slash; it must be repo-relative", p)
+		return fmt.Sprintf("memory path %s has a leading slash; it must be repo-relative", q)
 	}
 	// Traversal first: it is the clause that keeps a path inside the repo.
 	start := 0
@@ -100,22 +101,22 @@ func PathViolation(p string) string {
 		switch seg := p[start:i]; seg {
 		case "":
 			if i == len(p) {
-				return fmt.Sprintf("memory path %q ends in a slash; it must name a file", p)
+				return fmt.Sprintf("memory path %s ends in a slash; it must name a file", q)
 			}
-			return fmt.Sprintf("memory path %q has an empty segment (\"//\")", p)
+			return fmt.Sprintf("memory path %s has an empty segment (\"//\")", q)
 		case ".":
-			return fmt.Sprintf("memory path %q has a \".\" segment", p)
+			return fmt.Sprintf("memory path %s has a \".\" segment", q)
 		case "..":
-			return fmt.Sprintf("memory path %q has a \"..\" segment (traversal)", p)
+			return fmt.Sprintf("memory path %s has a \"..\" segment (traversal)", q)
 		}
 		start = i + 1
 	}
 	first, _, hasDir := strings.Cut(p, "/")
 	if !hasDir {
-		return fmt.Sprintf("memory path %q is not inside a bucket (projects/, areas/, resources/, archive/)", p)
+		return fmt.Sprintf("memory path %s is not inside a bucket (projects/, areas/, resources/, archive/)", q)
 	}
 	if !isBucket(first) {
-		return fmt.Sprintf("memory path %q starts with %q, not a bucket (projects, areas, resources, archive)", p, first)
+		return fmt.Sprintf("memory path %s starts with %s, not a bucket (projects, areas, resources, archive)", q, quoteInput(first))
 	}
 	if !strings.HasSuffix(p, MemoryExt) {
 		base := p[strings.LastIndexByte(p, '/')+1:]
@@ -124,12 +125,12 @@ func PathViolation(p string) string {
 			ext = base[k:]
 		}
 		if ext == "" {
-			return fmt.Sprintf("memory path %q has no extension; memories end in .html", p)
+			return fmt.Sprintf("memory path %s has no extension; memories end in .html", q)
 		}
-		return fmt.Sprintf("memory path %q ends in %q, not .html", p, ext)
+		return fmt.Sprintf("memory path %s ends in %s, not .html", q, quoteInput(ext))
 	}
 	if base := p[strings.LastIndexByte(p, '/')+1:]; base == MemoryExt {
-		return fmt.Sprintf("memory path %q has an empty file name before .html", p)
+		return fmt.Sprintf("memory path %s has an empty file name before .html", q)
 	}
 	return ""
 }
@@ -325,7 +326,7 @@ func Slug(s string) string {
 // no leading slash, a "." or ".." segment, a backslash or nothing after the slash are
 // refused with an error wrapping ErrBadHref.
 func HrefToPath(href string) (string, error) {
-	bad := func(why string) error { return fmt.Errorf("href %q: %w: %s", href, ErrBadHref, why) }
+	bad := func(why string) error { return fmt.Errorf("href %s: %w: %s", quoteInput(href), ErrBadHref, why) }
 	s := strings.TrimSpace(href)
 	if s == "" {
 		return "", bad("empty")
@@ -335,7 +336,7 @@ func HrefToPath(href string) (string, error) {
 	}
 	if s[0] != '/' {
 		if i := strings.IndexByte(s, ':'); i > 0 && !strings.ContainsAny(s[:i], "/?#") {
-			return "", bad(fmt.Sprintf("has scheme %q", s[:i]))
+			return "", bad(fmt.Sprintf("has scheme %s", quoteInput(s[:i])))
 		}
 		return "", bad("is relative; it must start with /")
 	}
@@ -395,4 +396,18 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// quoteInput quotes a caller's input for a message, cut to a readable length so a
+// 64 KB hostile path yields a short message (and costs no more than the check itself).
+func quoteInput(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("...(%d bytes)", len(s))
 }
