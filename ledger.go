@@ -122,7 +122,7 @@ func ParseRecord(data []byte) (*Record, error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, ErrNotObject
 	}
-	fields, err := splitObject(trimmed)
+	fields, err := jsonSplitObject(trimmed)
 	if err != nil {
 		return nil, err
 	}
@@ -153,37 +153,37 @@ func (r *Record) setTyped(key string, value json.RawMessage) error {
 	case keyUpdatedAt:
 		dst = &r.UpdatedAt
 	case keyLifecycle:
-		if isNull(value) {
+		if jsonIsNull(value) {
 			r.Lifecycle = nil
 			return nil
 		}
 		if len(value) == 0 || value[0] != '{' {
-			return fmt.Errorf("%w: lifecycle is %s, want an object", ErrBadField, short(value))
+			return fmt.Errorf("%w: lifecycle is %s, want an object", ErrBadField, jsonShort(value))
 		}
 		var lc Lifecycle
 		if err := json.Unmarshal(value, &lc); err != nil {
-			return fmt.Errorf("%w: lifecycle %s: %v", ErrBadField, short(value), err)
+			return fmt.Errorf("%w: lifecycle %s: %v", ErrBadField, jsonShort(value), err)
 		}
 		r.Lifecycle = &lc
 		return nil
 	default:
 		return nil
 	}
-	if isNull(value) {
+	if jsonIsNull(value) {
 		*dst = ""
 		return nil
 	}
-	s, ok := decodeString(value)
+	s, ok := jsonDecodeString(value)
 	if !ok {
-		return fmt.Errorf("%w: %s is %s, want a string", ErrBadField, key, short(value))
+		return fmt.Errorf("%w: %s is %s, want a string", ErrBadField, key, jsonShort(value))
 	}
 	*dst = s
 	return nil
 }
 
-func isNull(v []byte) bool { return string(v) == "null" }
+func jsonIsNull(v []byte) bool { return string(v) == "null" }
 
-func short(v []byte) string {
+func jsonShort(v []byte) string {
 	const max = 40
 	if len(v) > max {
 		return string(v[:max]) + "…"
@@ -192,7 +192,7 @@ func short(v []byte) string {
 }
 
 // decodeString decodes a raw JSON string, fast when it has no escapes.
-func decodeString(v []byte) (string, bool) {
+func jsonDecodeString(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
@@ -208,33 +208,33 @@ func decodeString(v []byte) (string, bool) {
 }
 
 // splitObject cuts a valid JSON object into its fields without decoding the values.
-func splitObject(obj []byte) ([]rawField, error) {
-	i := skipWS(obj, 1)
+func jsonSplitObject(obj []byte) ([]rawField, error) {
+	i := jsonSkipWS(obj, 1)
 	var fields []rawField
 	if i < len(obj) && obj[i] == '}' {
 		return fields, nil
 	}
 	for i < len(obj) {
-		kEnd := scanValue(obj, i) // a string: the input is valid JSON
+		kEnd := jsonScanValue(obj, i) // a string: the input is valid JSON
 		rawKey := obj[i:kEnd]
-		key, ok := decodeString(rawKey)
+		key, ok := jsonDecodeString(rawKey)
 		if !ok {
-			return nil, fmt.Errorf("invalid key %s", short(rawKey))
+			return nil, fmt.Errorf("invalid key %s", jsonShort(rawKey))
 		}
-		i = skipWS(obj, kEnd)
-		i = skipWS(obj, i+1) // ':'
-		vEnd := scanValue(obj, i)
+		i = jsonSkipWS(obj, kEnd)
+		i = jsonSkipWS(obj, i+1) // ':'
+		vEnd := jsonScanValue(obj, i)
 		fields = append(fields, rawField{key: key, rawKey: rawKey, value: obj[i:vEnd]})
-		i = skipWS(obj, vEnd)
+		i = jsonSkipWS(obj, vEnd)
 		if i >= len(obj) || obj[i] == '}' {
 			break
 		}
-		i = skipWS(obj, i+1) // ','
+		i = jsonSkipWS(obj, i+1) // ','
 	}
 	return fields, nil
 }
 
-func skipWS(b []byte, i int) int {
+func jsonSkipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
@@ -242,16 +242,16 @@ func skipWS(b []byte, i int) int {
 }
 
 // scanValue returns the end of the valid JSON value starting at i.
-func scanValue(b []byte, i int) int {
+func jsonScanValue(b []byte, i int) int {
 	switch b[i] {
 	case '"':
-		return scanString(b, i)
+		return jsonScanString(b, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				j = scanString(b, j) - 1
+				j = jsonScanString(b, j) - 1
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -273,7 +273,7 @@ func scanValue(b []byte, i int) int {
 }
 
 // scanString returns the index after the closing quote of the string starting at i.
-func scanString(b []byte, i int) int {
+func jsonScanString(b []byte, i int) int {
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
 		case '\\':
@@ -305,7 +305,7 @@ func (r *Record) Get(key string) (json.RawMessage, bool) {
 // without HTML escaping (as JSON.stringify writes it). A well-known key must get the type
 // the format gives it (a string, or an object for lifecycle).
 func (r *Record) Set(key string, value any) error {
-	raw, err := encodeValue(value)
+	raw, err := jsonEncodeValue(value)
 	if err != nil {
 		return fmt.Errorf("set %s: %w", key, err)
 	}
@@ -315,7 +315,7 @@ func (r *Record) Set(key string, value any) error {
 	if err := r.setTyped(key, raw); err != nil {
 		return fmt.Errorf("set %s: %w", key, err)
 	}
-	r.fields = putField(r.fields, key, raw)
+	r.fields = jsonPutField(r.fields, key, raw)
 	r.seen = r.snapshot()
 	r.dirty = true
 	return nil
@@ -349,7 +349,7 @@ func (r *Record) flush() error {
 	if err != nil {
 		return err
 	}
-	if !sameFields(fields, r.fields) {
+	if !jsonSameFields(fields, r.fields) {
 		r.fields = fields
 		r.dirty = true
 	}
@@ -357,7 +357,7 @@ func (r *Record) flush() error {
 	return nil
 }
 
-func sameFields(a, b []rawField) bool {
+func jsonSameFields(a, b []rawField) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -369,15 +369,15 @@ func sameFields(a, b []rawField) bool {
 	return true
 }
 
-func encodeValue(value any) (json.RawMessage, error) {
+func jsonEncodeValue(value any) (json.RawMessage, error) {
 	switch v := value.(type) {
 	case json.RawMessage:
 		if !json.Valid(v) {
-			return nil, fmt.Errorf("invalid JSON %s", short(v))
+			return nil, fmt.Errorf("invalid JSON %s", jsonShort(v))
 		}
 		return append(json.RawMessage(nil), bytes.TrimSpace(v)...), nil
 	case []byte:
-		return encodeValue(json.RawMessage(v))
+		return jsonEncodeValue(json.RawMessage(v))
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -389,7 +389,7 @@ func encodeValue(value any) (json.RawMessage, error) {
 }
 
 // putField replaces the first field named key (dropping later repeats) or appends it.
-func putField(fields []rawField, key string, value json.RawMessage) []rawField {
+func jsonPutField(fields []rawField, key string, value json.RawMessage) []rawField {
 	out := fields[:0:0]
 	done := false
 	for _, f := range fields {
@@ -404,7 +404,7 @@ func putField(fields []rawField, key string, value json.RawMessage) []rawField {
 		}
 	}
 	if !done {
-		rk, _ := encodeValue(key)
+		rk, _ := jsonEncodeValue(key)
 		out = append(out, rawField{key: key, rawKey: rk, value: value})
 	}
 	return out
@@ -421,7 +421,7 @@ func (r *Record) currentFields() ([]rawField, error) {
 			fields = append([]rawField(nil), fields...)
 			copied = true
 		}
-		fields = putField(fields, key, value)
+		fields = jsonPutField(fields, key, value)
 	}
 	del := func(key string) {
 		if !copied {
@@ -457,7 +457,7 @@ func (r *Record) currentFields() ([]rawField, error) {
 			del(f.key)
 			continue
 		}
-		v, err := encodeValue(f.now)
+		v, err := jsonEncodeValue(f.now)
 		if err != nil {
 			return nil, err
 		}
@@ -491,28 +491,28 @@ func mergeLifecycle(old json.RawMessage, lc *Lifecycle) (json.RawMessage, error)
 	var fields []rawField
 	if len(old) > 0 && old[0] == '{' {
 		var err error
-		if fields, err = splitObject(old); err != nil {
+		if fields, err = jsonSplitObject(old); err != nil {
 			return nil, err
 		}
 	}
-	mode, _ := encodeValue(lc.Mode)
-	fields = putField(fields, "mode", mode)
+	mode, _ := jsonEncodeValue(lc.Mode)
+	fields = jsonPutField(fields, "mode", mode)
 	if lc.RemainingReads != nil {
-		v, _ := encodeValue(*lc.RemainingReads)
-		fields = putField(fields, "remainingReads", v)
+		v, _ := jsonEncodeValue(*lc.RemainingReads)
+		fields = jsonPutField(fields, "remainingReads", v)
 	} else {
-		fields = dropField(fields, "remainingReads")
+		fields = jsonDropField(fields, "remainingReads")
 	}
 	if lc.ExpiresAt != "" {
-		v, _ := encodeValue(lc.ExpiresAt)
-		fields = putField(fields, "expiresAt", v)
+		v, _ := jsonEncodeValue(lc.ExpiresAt)
+		fields = jsonPutField(fields, "expiresAt", v)
 	} else {
-		fields = dropField(fields, "expiresAt")
+		fields = jsonDropField(fields, "expiresAt")
 	}
-	return writeObject(fields), nil
+	return jsonWriteObject(fields), nil
 }
 
-func dropField(fields []rawField, key string) []rawField {
+func jsonDropField(fields []rawField, key string) []rawField {
 	out := fields[:0:0]
 	for _, f := range fields {
 		if f.key != key {
@@ -523,7 +523,7 @@ func dropField(fields []rawField, key string) []rawField {
 }
 
 // writeObject writes fields compactly, as JSON.stringify does; values keep their bytes.
-func writeObject(fields []rawField) []byte {
+func jsonWriteObject(fields []rawField) []byte {
 	n := 2
 	for _, f := range fields {
 		n += len(f.rawKey) + len(f.value) + 2
@@ -551,7 +551,7 @@ func (r *Record) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", r.ID, err)
 	}
-	return writeObject(fields), nil
+	return jsonWriteObject(fields), nil
 }
 
 // Clone returns a deep copy, unchanged-ness included.
