@@ -266,7 +266,7 @@ func TestIndexParserAgreesWithPython(t *testing.T) {
 		t.Fatalf("python: %v", err)
 	}
 	type entry struct {
-		Line                                     int
+		Line                                   int
 		Path, Name, Type, Subject, Description string
 	}
 	var pyEntries []entry
