@@ -1,0 +1,135 @@
+package sleep
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/memd-dev/memd"
+)
+
+type arcKey struct {
+	entity string
+	year   int
+}
+
+// groupArcs groups the active episodic memories outside archive/ with a date prefix by key
+// (each entity, or the first tag) and year.
+func groupArcs(s *snapshot, key string) map[arcKey][]memd.ArcEpisode {
+	groups := map[arcKey][]memd.ArcEpisode{}
+	for _, mp := range s.memPaths() {
+		m := s.mems[mp]
+		if m.Type != "episodic" || m.Status == "archived" || memd.IsArchived(mp) {
+			continue
+		}
+		date, ok := memd.EpisodeDate(mp)
+		if !ok {
+			continue
+		}
+		var keys []string
+		if key == "tag" {
+			if len(m.Tags) > 0 {
+				keys = m.Tags[:1]
+			}
+		} else {
+			keys = m.Entities
+		}
+		seen := map[string]bool{}
+		for _, k := range keys {
+			k = strings.TrimSpace(k)
+			if k == "" || seen[k] {
+				continue
+			}
+			seen[k] = true
+			ak := arcKey{k, date.Year()}
+			groups[ak] = append(groups[ak], memd.ArcEpisode{Path: mp, Date: date, Title: m.Title, Gist: m.Gist})
+		}
+	}
+	return groups
+}
+
+// planArcs writes an arc for every group of at least arcs.min_episodes whose member set
+// differs from the arc on disk. Arcs whose group fell below the threshold (members archived
+// or deleted) are left as they are: they are files people read, and sleep never deletes.
+func planArcs(s *snapshot, env *planEnv) (*plan, error) {
+	p := newPlan()
+	min := env.cfg.Arcs.MinEpisodes
+	if min < 1 {
+		min = 3
+	}
+	groups := groupArcs(s, env.cfg.Arcs.Key)
+	keys := make([]arcKey, 0, len(groups))
+	for k, eps := range groups {
+		if len(eps) >= min {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].year != keys[j].year {
+			return keys[i].year < keys[j].year
+		}
+		return keys[i].entity < keys[j].entity
+	})
+	claimed := map[string]string{}
+	for i, k := range keys {
+		if env.ctx != nil && env.ctx.Err() != nil {
+			return nil, env.ctx.Err()
+		}
+		eps := groups[k]
+		sort.Slice(eps, func(i, j int) bool {
+			if !eps[i].Date.Equal(eps[j].Date) {
+				return eps[i].Date.Before(eps[j].Date)
+			}
+			return eps[i].Path < eps[j].Path
+		})
+		ap := memd.ArcPath(k.entity, k.year)
+		if other, taken := claimed[ap]; taken {
+			// Two entity values with one slug: the first (sorted) keeps the file.
+			p.item("skip", ap, "", "entity "+k.entity+" has the same arc file as "+other)
+			p.counts["skipped"]++
+			continue
+		}
+		claimed[ap] = k.entity
+		// The member hash meta decides: an unchanged group costs no render, no summarizer
+		// call and no commit.
+		hash := memd.ArcMemberHash(eps)
+		cur, exists := s.mems[ap]
+		if exists && cur.Meta(memd.MetaMembers) == hash {
+			continue
+		}
+		if exists && cur.Type != "arc" {
+			p.item("skip", ap, "", "a non-arc file sits at the arc path")
+			p.counts["skipped"]++
+			continue
+		}
+		a := memd.Arc{Entity: k.entity, Year: k.year, Episodes: eps}
+		if cmd := env.cfg.Arcs.Summarizer.Command; len(cmd) > 0 && !env.dryRun {
+			sum, err := Summarize(env.ctx, cmd, env.cfg.Arcs.Summarizer.Timeout.D(), a, ap)
+			if err != nil {
+				env.log.Warn("arc summarizer failed; the arc keeps its deterministic summary", "arc", ap, "err", err)
+				p.counts["summarizer_failed"]++
+			} else {
+				a.Summary = sum
+				p.counts["summarized"]++
+			}
+		}
+		old, found, err := s.read(ap)
+		if err != nil {
+			return nil, err
+		}
+		data := memd.RenderArc(a)
+		if found && string(old) == string(data) {
+			continue
+		}
+		p.write(ap, data, old, found)
+		if found {
+			p.counts["updated"]++
+			p.item("write-arc", ap, "", "members changed")
+		} else {
+			p.counts["created"]++
+			p.item("write-arc", ap, "", "new arc")
+		}
+		progress(env.progress, "arcs (plan)", i+1, len(keys))
+	}
+	progressDone(env.progress, len(keys))
+	return p, nil
+}

@@ -1,0 +1,218 @@
+package sleep
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/memd-dev/memd"
+)
+
+// planEnv is what every planner gets besides the snapshot.
+type planEnv struct {
+	ctx      context.Context
+	cfg      memd.Config
+	now      time.Time
+	log      *slog.Logger
+	progress io.Writer
+	dryRun   bool
+}
+
+// Drain reasons written into drained records' drainReason.
+const (
+	ReasonHardExpiry = "hard-expiry"
+	ReasonSoftExpiry = "soft-expiry"
+	ReasonReadCount  = "read-count"
+)
+
+// DrainedFile is the name of the per-year file drained ledger records are appended to.
+const DrainedFile = "memory.drained.jsonl"
+
+// NoteVerdict is what expire decides for one ledger record.
+type NoteVerdict struct {
+	Drain  bool
+	Stale  bool   // soft-expiry past expiresAt (reported; drained once the grace passed too)
+	Reason string // drain reason
+	Year   int    // year of the drained file: the expiry year, else the drain year
+	Bad    string // an unusable lifecycle (e.g. an unparseable expiresAt): kept and reported
+}
+
+// JudgeNote applies DESIGN §5.1 to one record at now. "Past" is strict: a note expiring at
+// exactly now is still live. Only notes are ever drained; rules and lessons never.
+func JudgeNote(r *memd.Record, now time.Time, softGrace time.Duration) NoteVerdict {
+	v := NoteVerdict{Year: now.UTC().Year()}
+	if r == nil || r.Type != "note" || r.Lifecycle == nil {
+		return v
+	}
+	switch r.Lifecycle.Mode {
+	case "hard-expiry", "soft-expiry":
+		exp, ok := r.Expiry()
+		if !ok {
+			v.Bad = fmt.Sprintf("expiresAt %q is not an ISO 8601 time", r.Lifecycle.ExpiresAt)
+			return v
+		}
+		if !now.After(exp) {
+			return v
+		}
+		v.Year = exp.UTC().Year()
+		if r.Lifecycle.Mode == "hard-expiry" {
+			v.Drain, v.Reason = true, ReasonHardExpiry
+			return v
+		}
+		v.Stale = true
+		if now.After(exp.Add(softGrace)) {
+			v.Drain, v.Reason = true, ReasonSoftExpiry
+		}
+	case "read-count":
+		if r.Lifecycle.RemainingReads == nil {
+			v.Bad = "read-count without remainingReads"
+			return v
+		}
+		if *r.Lifecycle.RemainingReads <= 0 {
+			v.Drain, v.Reason = true, ReasonReadCount
+		}
+	}
+	return v
+}
+
+// planExpire drains ledger notes and archives memory files whose valid-until has passed by
+// more than the soft grace.
+func planExpire(s *snapshot, env *planEnv) (*plan, error) {
+	p := newPlan()
+	ledgerPath := env.cfg.Expire.Ledger
+	if ledgerPath == "" {
+		ledgerPath = "memory.jsonl"
+	}
+	grace := env.cfg.Expire.SoftGrace.D()
+	raw, exists, err := s.read(ledgerPath)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		if err := planLedger(s, env, p, ledgerPath, raw, grace); err != nil {
+			return nil, err
+		}
+	}
+
+	// Memory files past their writer-given validity: archived like the archive phase does
+	// (the writer's own date wins over the type rules there), arcs excepted.
+	var moves []move
+	for _, mp := range s.memPaths() {
+		m := s.mems[mp]
+		if memd.IsArchived(mp) || m.Type == "arc" || m.ValidUntilAt.IsZero() {
+			continue
+		}
+		if !env.now.After(m.ValidUntilAt.Add(grace)) {
+			continue
+		}
+		year := m.Year(mp)
+		if year == 0 {
+			year = m.ValidUntilAt.UTC().Year()
+		}
+		moves = append(moves, move{from: mp, to: memd.ArchivePath(mp, year), reason: "valid-until " + m.ValidUntil + " passed"})
+	}
+	if err := planMoves(s, env, p, moves, "archived"); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byte, grace time.Duration) error {
+	led := memd.ParseLedger(raw)
+	drained := map[int][][]byte{} // year -> lines to append
+	keep := led.Lines[:0:0]
+	drainedN := 0
+	existing := map[int]map[string]bool{} // year -> ids already in that drained file
+	for _, ln := range led.Lines {
+		if ln.Err != nil {
+			p.counts["unparseable"]++
+		}
+		v := JudgeNote(ln.Record, env.now, grace)
+		if v.Bad != "" {
+			p.counts["invalid"]++
+			p.item("report", ledgerPath, "", "note "+ln.Record.ID+": "+v.Bad)
+		}
+		if v.Stale {
+			p.counts["stale"]++
+			if !v.Drain {
+				p.item("stale", ledgerPath, "", "note "+ln.Record.ID+" soft-expired "+ln.Record.Lifecycle.ExpiresAt)
+			}
+		}
+		if !v.Drain {
+			keep = append(keep, ln)
+			continue
+		}
+		ids, ok := existing[v.Year]
+		if !ok {
+			ids = map[string]bool{}
+			dp := drainedPath(v.Year)
+			if b, found, err := s.read(dp); err != nil {
+				return err
+			} else if found {
+				for _, r := range memd.ParseLedger(b).Records() {
+					ids[r.ID] = true
+				}
+			}
+			existing[v.Year] = ids
+		}
+		rec := ln.Record.Clone()
+		if err := rec.Set("drainedAt", env.now.UTC().Format(time.RFC3339)); err != nil {
+			return fmt.Errorf("drain %s: %w", rec.ID, err)
+		}
+		if err := rec.Set("drainReason", v.Reason); err != nil {
+			return fmt.Errorf("drain %s: %w", rec.ID, err)
+		}
+		line, err := rec.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("drain %s: %w", rec.ID, err)
+		}
+		// A run killed between the two writes could leave the record in both files; the
+		// drained copy is then the one kept (nothing lost, nothing doubled).
+		if rec.ID == "" || !ids[rec.ID] {
+			drained[v.Year] = append(drained[v.Year], line)
+			ids[rec.ID] = true
+		}
+		drainedN++
+		p.counts["drained"]++
+		p.counts["drained_"+ln.Record.Lifecycle.Mode]++
+		p.item("drain", ledgerPath, drainedPath(v.Year), "note "+rec.ID+": "+v.Reason)
+	}
+	if drainedN == 0 {
+		return nil
+	}
+	years := make([]int, 0, len(drained))
+	for y := range drained {
+		years = append(years, y)
+	}
+	sort.Ints(years)
+	// Appended first, in the same commit as the ledger rewrite.
+	for _, y := range years {
+		dp := drainedPath(y)
+		old, found, err := s.read(dp)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		buf.Write(old)
+		if len(old) > 0 && old[len(old)-1] != '\n' {
+			buf.WriteByte('\n')
+		}
+		for _, line := range drained[y] {
+			buf.Write(line)
+			buf.WriteByte('\n')
+		}
+		p.write(dp, buf.Bytes(), old, found)
+	}
+	led.Lines = keep
+	p.write(ledgerPath, led.Bytes(), raw, true)
+	return nil
+}
+
+func drainedPath(year int) string {
+	return path.Join(memd.BucketArchive, fmt.Sprintf("%04d", year), DrainedFile)
+}

@@ -1,0 +1,362 @@
+package sleep
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+)
+
+type opKind string
+
+const (
+	opWrite opKind = "write" // write data to path (create or replace)
+	opMove  opKind = "move"  // rename path to to (a pure rename: bytes unchanged)
+)
+
+// op is one change to the tree. Writes carry the bytes the plan saw (expect) so the apply
+// refuses to overwrite a file a writer changed in between.
+type op struct {
+	kind   opKind
+	path   string // repo-relative, '/'-separated
+	to     string // move destination
+	data   []byte // write: new content
+	expect []byte // write: content the plan saw; nil with !exists = file must not exist
+	exists bool   // write: the file existed at plan time
+}
+
+// plan is a phase's pure result: the ops to apply, the items to report and the counts.
+type plan struct {
+	ops    []op
+	items  []Item
+	counts map[string]int
+}
+
+func newPlan() *plan { return &plan{counts: map[string]int{}} }
+
+func (p *plan) write(path string, data, expect []byte, exists bool) {
+	p.ops = append(p.ops, op{kind: opWrite, path: path, data: data, expect: expect, exists: exists})
+}
+
+func (p *plan) move(from, to string) {
+	p.ops = append(p.ops, op{kind: opMove, path: from, to: to})
+}
+
+func (p *plan) item(action, path, to, reason string) {
+	p.items = append(p.items, Item{Action: action, Path: path, To: to, Reason: reason})
+}
+
+// paths lists every path the ops touch, for the commit.
+func (p *plan) paths() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, o := range p.ops {
+		add(o.path)
+		add(o.to)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The journal makes a phase's apply undoable, in this process (a failure) and across a crash
+// (SIGKILL): before the first op, the old bytes of every file a write replaces are saved in
+// <state>/sleep-journal/ and a manifest names the ops; it is removed once the commit is made.
+// Undo is guarded: a write is reverted only if the file still holds what sleep wrote, a move
+// only if the file is still at its destination and nothing took its old place, so a writer's
+// later change is never clobbered.
+const journalDirName = "sleep-journal"
+
+type journalEntry struct {
+	Kind    opKind   `json:"kind"`
+	Path    string   `json:"path"`
+	To      string   `json:"to,omitempty"`
+	Existed bool     `json:"existed,omitempty"` // write: old bytes saved as Backup
+	Backup  string   `json:"backup,omitempty"`
+	NewHash string   `json:"new_hash,omitempty"` // write: sha256 of the new content
+	Dirs    []string `json:"-"`                  // directories the op created (in-process undo removes them)
+}
+
+type journalManifest struct {
+	Run     string         `json:"run"`
+	Phase   string         `json:"phase"`
+	Entries []journalEntry `json:"entries"`
+}
+
+type journal struct {
+	root    string // repo dir
+	dir     string // journal dir
+	man     journalManifest
+	ops     []op
+	applied int
+	crashed bool // recovering after a kill: created dirs are unknown
+}
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func (r *Runner) journalDir() string { return filepath.Join(r.opts.StateDir, journalDirName) }
+
+// openJournal checks every op's guard against the tree, saves the old bytes and writes the
+// manifest. Nothing in the tree has changed when it returns.
+func (r *Runner) openJournal(runID, ph string, p *plan) (*journal, error) {
+	j := &journal{root: r.dir, dir: r.journalDir(), ops: p.ops,
+		man: journalManifest{Run: runID, Phase: ph}}
+	for _, o := range p.ops {
+		abs := j.abs(o.path)
+		switch o.kind {
+		case opWrite:
+			cur, err := os.ReadFile(abs)
+			exists := err == nil
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("read %s: %w", o.path, err)
+			}
+			if exists != o.exists || (exists && !bytes.Equal(cur, o.expect)) {
+				return nil, fmt.Errorf("%s: %w", o.path, ErrConflict)
+			}
+		case opMove:
+			fi, err := os.Lstat(abs)
+			if err != nil {
+				return nil, fmt.Errorf("move %s: %w", o.path, err)
+			}
+			if !fi.Mode().IsRegular() {
+				return nil, fmt.Errorf("move %s: not a regular file", o.path)
+			}
+			if _, err := os.Lstat(j.abs(o.to)); err == nil {
+				return nil, fmt.Errorf("move %s: destination %s exists: %w", o.path, o.to, ErrConflict)
+			}
+		}
+	}
+	if err := os.RemoveAll(j.dir); err != nil {
+		return nil, fmt.Errorf("clear sleep journal %s: %w", j.dir, err)
+	}
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("sleep journal %s: %w", j.dir, err)
+	}
+	for i, o := range p.ops {
+		e := journalEntry{Kind: o.kind, Path: o.path, To: o.to}
+		if o.kind == opWrite {
+			e.NewHash = sum(o.data)
+			if o.exists {
+				e.Existed = true
+				e.Backup = strconv.Itoa(i)
+				if err := os.WriteFile(filepath.Join(j.dir, e.Backup), o.expect, 0o600); err != nil {
+					return nil, fmt.Errorf("sleep journal backup of %s: %w", o.path, err)
+				}
+			}
+		}
+		j.man.Entries = append(j.man.Entries, e)
+	}
+	if err := j.save(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func (j *journal) abs(p string) string { return filepath.Join(j.root, filepath.FromSlash(p)) }
+
+// save writes the manifest atomically (durable before the tree is touched; backups are
+// covered by the directory fsync in writeFileAtomic's rename only for the manifest, so the
+// backups are fsynced first).
+func (j *journal) save() error {
+	if d, err := os.Open(j.dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	data, err := json.Marshal(j.man)
+	if err != nil {
+		return fmt.Errorf("encode sleep journal: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(j.dir, "journal.json"), data, 0o600); err != nil {
+		return fmt.Errorf("sleep journal: %w", err)
+	}
+	return nil
+}
+
+// mkdirs creates the parents of rel that are missing and returns them, deepest last.
+func (j *journal) mkdirs(rel string) ([]string, error) {
+	var missing []string
+	for d := filepath.Dir(filepath.FromSlash(rel)); d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(j.root, d)); err == nil {
+			break
+		}
+		missing = append(missing, d)
+	}
+	// missing is deepest first; create shallowest first.
+	var made []string
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(filepath.Join(j.root, missing[i]), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return made, fmt.Errorf("mkdir %s: %w", filepath.ToSlash(missing[i]), err)
+		}
+		made = append(made, filepath.ToSlash(missing[i]))
+	}
+	return made, nil
+}
+
+// apply performs op i. Created directories are recorded in memory (undo in this process);
+// after a crash, undo removes empty parents of moved/written files instead.
+func (j *journal) apply(i int) error {
+	o := j.ops[i]
+	target := o.path
+	if o.kind == opMove {
+		target = o.to
+	}
+	made, err := j.mkdirs(target)
+	j.man.Entries[i].Dirs = made
+	j.applied = i + 1
+	if err != nil {
+		return err
+	}
+	switch o.kind {
+	case opWrite:
+		perm := os.FileMode(0o644)
+		if fi, err := os.Stat(j.abs(o.path)); err == nil {
+			perm = fi.Mode().Perm()
+		}
+		if err := writeFileAtomic(j.abs(o.path), o.data, perm); err != nil {
+			return err
+		}
+	case opMove:
+		if err := os.Rename(j.abs(o.path), j.abs(o.to)); err != nil {
+			return fmt.Errorf("move %s to %s: %w", o.path, o.to, err)
+		}
+	}
+	return nil
+}
+
+// undo reverts the applied entries, newest first, each guarded.
+func (j *journal) undo(log *slog.Logger) error {
+	var errs []error
+	for i := j.applied - 1; i >= 0; i-- {
+		if err := j.undoEntry(j.man.Entries[i], log); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (j *journal) undoEntry(e journalEntry, log *slog.Logger) error {
+	switch e.Kind {
+	case opWrite:
+		abs := j.abs(e.Path)
+		cur, err := os.ReadFile(abs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && !e.Existed {
+				break // never written
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				// The file existed and is gone: not sleep's doing (a write replaces, never
+				// deletes); leave it to the writer.
+				log.Warn("sleep undo: file removed since the apply, leaving it", "path", e.Path)
+				break
+			}
+			return fmt.Errorf("undo %s: %w", e.Path, err)
+		}
+		if sum(cur) != e.NewHash {
+			break // not applied, or a writer changed it since: leave it
+		}
+		if !e.Existed {
+			if err := os.Remove(abs); err != nil {
+				return fmt.Errorf("undo %s: %w", e.Path, err)
+			}
+			break
+		}
+		old, err := os.ReadFile(filepath.Join(j.dir, e.Backup))
+		if err != nil {
+			return fmt.Errorf("undo %s: backup: %w", e.Path, err)
+		}
+		fi, _ := os.Stat(abs)
+		perm := os.FileMode(0o644)
+		if fi != nil {
+			perm = fi.Mode().Perm()
+		}
+		if err := writeFileAtomic(abs, old, perm); err != nil {
+			return fmt.Errorf("undo %s: %w", e.Path, err)
+		}
+	case opMove:
+		from, to := j.abs(e.Path), j.abs(e.To)
+		if _, err := os.Lstat(to); err != nil {
+			break // not moved
+		}
+		if _, err := os.Lstat(from); err == nil {
+			log.Warn("sleep undo: old path taken again, leaving the moved file", "path", e.Path, "at", e.To)
+			break
+		}
+		if err := os.Rename(to, from); err != nil {
+			return fmt.Errorf("undo move %s: %w", e.Path, err)
+		}
+	}
+	dirs := e.Dirs
+	if j.crashed {
+		// After a crash the created dirs are unknown: try the parents of the target; only
+		// empty ones go, and git does not track empty directories anyway.
+		t := e.Path
+		if e.Kind == opMove {
+			t = e.To
+		}
+		for d := filepath.Dir(filepath.FromSlash(t)); d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
+			dirs = append([]string{filepath.ToSlash(d)}, dirs...)
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if os.Remove(j.abs(dirs[i])) != nil {
+			break // not empty (or gone): stop climbing
+		}
+	}
+	return nil
+}
+
+func (j *journal) remove() {
+	_ = os.RemoveAll(j.dir)
+}
+
+// recoverJournal undoes a phase that a killed run left half applied. If that phase was in
+// fact committed (killed after the commit), the journal is only removed.
+func (r *Runner) recoverJournal(runID string, done map[string]bool) error {
+	dir := r.journalDir()
+	data, err := os.ReadFile(filepath.Join(dir, "journal.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		// No manifest: a crash before it was written touched nothing.
+		_ = os.RemoveAll(dir)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read sleep journal: %w", err)
+	}
+	var man journalManifest
+	if err := json.Unmarshal(data, &man); err != nil {
+		return fmt.Errorf("sleep journal %s: %w", dir, err)
+	}
+	committed := man.Run == runID && done[man.Phase]
+	if !committed && man.Run != runID {
+		d, err := r.committedPhases(man.Run)
+		if err != nil {
+			return err
+		}
+		committed = d[man.Phase]
+	}
+	j := &journal{root: r.dir, dir: dir, man: man, applied: len(man.Entries), crashed: true}
+	if !committed {
+		r.log.Warn("sleep: undoing a phase a previous run left half applied", "run", man.Run, "phase", man.Phase)
+		if err := j.undo(r.log); err != nil {
+			return fmt.Errorf("undo half-applied sleep %s of run %s: %w", man.Phase, man.Run, err)
+		}
+	}
+	j.remove()
+	return nil
+}

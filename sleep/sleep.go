@@ -1,0 +1,414 @@
+// Package sleep runs memd's nightly phases over a memory repo: expire ledger notes, write
+// arcs, archive by year, tidy MEMORY.md and links (DESIGN §5). Each phase is a pure plan
+// computed from a snapshot of the tree and the clock, then an apply under the writer lock,
+// then exactly one commit (or none when the plan is empty). A failed phase is undone in the
+// tree; the phases after it still run. A killed run is resumed: phases already committed for
+// the same run id are read back from the commit trailers, and a half-applied phase is undone
+// from its journal in .git/memd before being planned again.
+package sleep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memd-dev/memd"
+	memsync "github.com/memd-dev/memd/sync"
+)
+
+// Phase names, in the order they always run.
+const (
+	PhaseExpire  = "expire"
+	PhaseArcs    = "arcs"
+	PhaseArchive = "archive"
+	PhaseTidy    = "tidy"
+)
+
+// Trailer keys of sleep commits (DESIGN §3).
+const (
+	TrailerRun    = "Memd-Run"
+	TrailerPhase  = "Memd-Phase"
+	TrailerCounts = "Memd-Counts"
+)
+
+// ErrConflict means a file changed between the plan and the apply; the phase is undone and
+// the next run plans again from what is there.
+var ErrConflict = errors.New("file changed since the plan")
+
+// ErrUnknownPhase is returned for a phase name that is not one of the four.
+var ErrUnknownPhase = errors.New("unknown sleep phase")
+
+// Store is the commit boundary; *memsync.Repo satisfies it.
+type Store interface {
+	CommitPathsMessage(paths []string, message string, kind memsync.CommitKind) (memsync.CommitResult, error)
+	CommitMessages(limit int) ([]string, error)
+}
+
+// Options configure a Runner.
+type Options struct {
+	// Config supplies sleep, expire, arcs, archive, tidy and lock settings (Repo is ignored:
+	// NewRunner's repoDir is the repo).
+	Config memd.Config
+	// Phases to run; nil means Config.Sleep.Phases. Always run in canonical order.
+	Phases []string
+	// Now is the clock; nil = time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// DryRun plans every phase (each on the tree as the previous plans would leave it) and
+	// writes nothing: no files, no commits, no state, no gc.
+	DryRun bool
+	// Progress receives progress lines for long phases (the caller passes stderr only when it
+	// is a terminal); nil = none.
+	Progress io.Writer
+	// StateDir holds sleep.json and the apply journal; "" = <repo>/.git/memd.
+	StateDir string
+	// NoGC skips `git gc --auto` after the phases.
+	NoGC bool
+	// NoLock skips taking the writer lock (the caller already holds it, e.g. an owner job
+	// that took it for the whole run; the lock is re-entrant anyway, so this is rarely needed).
+	NoLock bool
+
+	// test hooks
+	afterOp func(phase string, i int) error // called after each applied op; an error fails the phase
+}
+
+// Item is one planned action, for --dry-run and --json.
+type Item struct {
+	Action string `json:"action"` // drain, stale, write-arc, move, rewrite-links, repair, backup, report, skip
+	Path   string `json:"path"`
+	To     string `json:"to,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// PhaseResult is what one phase did.
+type PhaseResult struct {
+	Phase    string         `json:"phase"`
+	Counts   map[string]int `json:"counts"`
+	Commit   string         `json:"commit,omitempty"`
+	Skipped  bool           `json:"skipped,omitempty"` // already committed for this run id
+	Err      error          `json:"-"`
+	Error    string         `json:"error,omitempty"`
+	Duration time.Duration  `json:"duration_ns"`
+	Items    []Item         `json:"items,omitempty"`
+}
+
+// Report is the result of a run.
+type Report struct {
+	RunID   string        `json:"run"`
+	At      time.Time     `json:"at"`
+	DryRun  bool          `json:"dry_run,omitempty"`
+	Phases  []PhaseResult `json:"phases"`
+	GC      string        `json:"gc,omitempty"` // "ran", "skipped: …" or "failed: …"
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// Failed reports whether any phase failed.
+func (r Report) Failed() bool {
+	for _, p := range r.Phases {
+		if p.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Counts sums the counts of all phases (for status last_sleep).
+func (r Report) Counts() map[string]int {
+	out := map[string]int{}
+	for _, p := range r.Phases {
+		for k, v := range p.Counts {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+// Runner runs sleep phases over one repo.
+type Runner struct {
+	dir   string
+	store Store
+	opts  Options
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// NewRunner returns a runner for the repo at repoDir committing through store.
+func NewRunner(repoDir string, store Store, opts Options) *Runner {
+	r := &Runner{dir: repoDir, store: store, opts: opts, log: opts.Logger, now: opts.Now}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.opts.StateDir == "" {
+		r.opts.StateDir = filepath.Join(repoDir, ".git", "memd")
+	}
+	return r
+}
+
+// SelectPhases returns the named phases in canonical order, refusing unknown names.
+func SelectPhases(names []string) ([]string, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		ok := false
+		for _, p := range memd.SleepPhases {
+			if p == n {
+				ok = true
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w %q (phases: %s)", ErrUnknownPhase, n, strings.Join(memd.SleepPhases, ", "))
+		}
+		want[n] = true
+	}
+	var out []string
+	for _, p := range memd.SleepPhases {
+		if want[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Run runs the selected phases for runID (RunID(slot) for a scheduled slot). The error is
+// for what stops the whole run (bad phase list, unreadable repo); a failing phase is recorded
+// in its PhaseResult and the run goes on.
+func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
+	start := time.Now()
+	now := r.now()
+	rep := Report{RunID: runID, At: now.UTC(), DryRun: r.opts.DryRun}
+	names := r.opts.Phases
+	if names == nil {
+		names = r.opts.Config.Sleep.Phases
+	}
+	phases, err := SelectPhases(names)
+	if err != nil {
+		return rep, err
+	}
+	done := map[string]bool{}
+	if !r.opts.DryRun {
+		done, err = r.committedPhases(runID)
+		if err != nil {
+			return rep, err
+		}
+		if err := r.recoverJournal(runID, done); err != nil {
+			return rep, err
+		}
+	}
+	snap, err := loadSnapshot(r.dir, r.opts.Progress)
+	if err != nil {
+		return rep, err
+	}
+	snap.virtual = r.opts.DryRun
+	for _, ph := range phases {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		pr := PhaseResult{Phase: ph, Counts: map[string]int{}}
+		t0 := time.Now()
+		if done[ph] {
+			pr.Skipped = true
+			rep.Phases = append(rep.Phases, pr)
+			continue
+		}
+		r.runPhase(ctx, runID, ph, now, snap, &pr)
+		pr.Duration = time.Since(t0)
+		if pr.Err != nil {
+			pr.Error = pr.Err.Error()
+			r.log.Error("sleep phase failed", "phase", ph, "run", runID, "err", pr.Err)
+		} else {
+			r.log.Info("sleep phase", "phase", ph, "run", runID, "commit", pr.Commit, "counts", countsString(pr.Counts, ","))
+			if !r.opts.DryRun {
+				if err := MarkDone(r.opts.StateDir, ph, runID, now); err != nil {
+					r.log.Warn("cannot record sleep state", "err", err)
+				}
+			}
+		}
+		rep.Phases = append(rep.Phases, pr)
+	}
+	if !r.opts.DryRun {
+		rep.GC = r.gc(ctx)
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// runPhase plans, applies and commits one phase, filling pr.
+func (r *Runner) runPhase(ctx context.Context, runID, ph string, now time.Time, snap *snapshot, pr *PhaseResult) {
+	env := &planEnv{cfg: r.opts.Config, now: now, log: r.log, progress: r.opts.Progress, dryRun: r.opts.DryRun, ctx: ctx}
+	var p *plan
+	var err error
+	switch ph {
+	case PhaseExpire:
+		p, err = planExpire(snap, env)
+	case PhaseArcs:
+		p, err = planArcs(snap, env)
+	case PhaseArchive:
+		p, err = planArchive(snap, env)
+	case PhaseTidy:
+		p, err = planTidy(snap, env)
+	}
+	if err != nil {
+		pr.Err = fmt.Errorf("sleep %s: plan: %w", ph, err)
+		return
+	}
+	pr.Counts = p.counts
+	pr.Items = p.items
+	if len(p.ops) == 0 {
+		return
+	}
+	if r.opts.DryRun {
+		snap.apply(p)
+		return
+	}
+	hash, err := r.applyAndCommit(ctx, runID, ph, p)
+	if err != nil {
+		pr.Err = fmt.Errorf("sleep %s: %w", ph, err)
+		// The tree is as before; forget the plan's file contents from the snapshot too.
+		return
+	}
+	pr.Commit = hash
+	snap.apply(p)
+}
+
+// applyAndCommit takes the writer lock, applies p's ops (journalled), commits them, and
+// undoes them if anything fails.
+func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) (string, error) {
+	if !r.opts.NoLock {
+		release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+ph)
+		if err != nil {
+			return "", fmt.Errorf("writer lock: %w", err)
+		}
+		defer func() {
+			if err := release(); err != nil {
+				r.log.Warn("release writer lock", "err", err)
+			}
+		}()
+	}
+	j, err := r.openJournal(runID, ph, p)
+	if err != nil {
+		return "", err
+	}
+	undo := func(cause error) error {
+		if uerr := j.undo(r.log); uerr != nil {
+			return fmt.Errorf("%w (and undo: %v)", cause, uerr)
+		}
+		j.remove()
+		return cause
+	}
+	for i := range p.ops {
+		if err := ctx.Err(); err != nil {
+			return "", undo(err)
+		}
+		if err := j.apply(i); err != nil {
+			return "", undo(err)
+		}
+		if r.opts.afterOp != nil {
+			if err := r.opts.afterOp(ph, i); err != nil {
+				return "", undo(err)
+			}
+		}
+		progress(r.opts.Progress, ph, i+1, len(p.ops))
+	}
+	progressDone(r.opts.Progress, len(p.ops))
+	msg := commitMessage(ph, runID, p.counts)
+	res, err := r.store.CommitPathsMessage(p.paths(), msg, memsync.KindSleep)
+	if err != nil {
+		return "", undo(fmt.Errorf("commit: %w", err))
+	}
+	j.remove()
+	return res.Hash, nil
+}
+
+func lockFile(cfg memd.Config) string {
+	if cfg.Lock.File == "" {
+		return ".memory.lock"
+	}
+	return cfg.Lock.File
+}
+
+// commitMessage is `sleep(<phase>): <counts>` then the trailers.
+func commitMessage(ph, runID string, counts map[string]int) string {
+	c := countsString(counts, " ")
+	if c == "" {
+		c = "no changes"
+	}
+	return fmt.Sprintf("sleep(%s): %s\n\n%s: %s\n%s: %s\n%s: %s\n", ph, c,
+		TrailerRun, runID, TrailerPhase, ph, TrailerCounts, countsString(counts, ","))
+}
+
+// countsString renders nonzero counts as k=v in key order.
+func countsString(counts map[string]int, sep string) string {
+	keys := make([]string, 0, len(counts))
+	for k, v := range counts {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
+	}
+	return strings.Join(parts, sep)
+}
+
+// parseTrailers reads the Memd-* trailers of a commit message.
+func parseTrailers(msg string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(msg, "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if ok && strings.HasPrefix(k, "Memd-") {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// commitHistoryLimit bounds how far back resume looks for the run's commits: a run makes at
+// most four, and a daemon commits changes in between; a few hundred is plenty.
+const commitHistoryLimit = 500
+
+// committedPhases reads which phases are already committed for runID from git log.
+func (r *Runner) committedPhases(runID string) (map[string]bool, error) {
+	done := map[string]bool{}
+	msgs, err := r.store.CommitMessages(commitHistoryLimit)
+	if err != nil {
+		return nil, fmt.Errorf("read commit messages: %w", err)
+	}
+	for _, m := range msgs {
+		t := parseTrailers(m)
+		if t[TrailerRun] == runID && t[TrailerPhase] != "" {
+			done[t[TrailerPhase]] = true
+		}
+	}
+	return done, nil
+}
+
+// gc packs loose objects with `git gc --auto` when git is installed; without git it is
+// skipped (go-git's repack rewrites every object, too slow to run nightly on a big repo).
+func (r *Runner) gc(ctx context.Context) string {
+	if r.opts.NoGC {
+		return "skipped: disabled"
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return "skipped: git not installed"
+	}
+	cmd := exec.CommandContext(ctx, git, "-C", r.dir, "gc", "--auto", "--quiet")
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.log.Warn("git gc --auto failed", "err", err, "output", strings.TrimSpace(string(out)))
+		return "failed: " + err.Error()
+	}
+	return "ran"
+}

@@ -1,0 +1,218 @@
+package sleep
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	gosync "sync"
+
+	"github.com/memd-dev/memd"
+)
+
+// snapshot is the tree as sleep sees it: read once per run (one walk, every memory file
+// parsed once), then kept up to date from the applied plans so later phases plan on what
+// earlier ones left, without walking again.
+type snapshot struct {
+	root  string
+	files map[string]bool         // every regular file, repo-relative
+	mems  map[string]*memd.Memory // parsed memory files (valid memory paths ending .html)
+	// virtual (dry run): written bytes live only here, so later phases read what earlier
+	// plans would have written.
+	virtual bool
+	overlay map[string][]byte
+}
+
+// loadSnapshot walks root (skipping .git and symlinks) and parses the memory files.
+func loadSnapshot(root string, progressW io.Writer) (*snapshot, error) {
+	s := &snapshot{root: root, files: map[string]bool{}, mems: map[string]*memd.Memory{}, overlay: map[string][]byte{}}
+	var htmls []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("walk %s: %w", p, err)
+		}
+		if d.IsDir() {
+			if p != root && d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil // symlinks are committed as links, never followed or rewritten
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		s.files[rel] = true
+		if isMemoryPath(rel) {
+			htmls = append(htmls, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", root, err)
+	}
+	sort.Strings(htmls)
+	if err := s.parseAll(htmls, progressW); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func isMemoryPath(rel string) bool {
+	return strings.HasSuffix(rel, memd.MemoryExt) && memd.ValidMemoryPath(rel)
+}
+
+// parseAll parses the files on all cores; an unreadable file is left out (reported by doctor,
+// never touched by sleep).
+func (s *snapshot) parseAll(paths []string, progressW io.Writer) error {
+	type res struct {
+		p string
+		m *memd.Memory
+	}
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan string, 256)
+	out := make(chan res, 256)
+	var wg gosync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range jobs {
+				m, err := memd.ParseMemoryFile(filepath.Join(s.root, filepath.FromSlash(p)))
+				if err != nil {
+					m = nil
+				}
+				out <- res{p, m}
+			}
+		}()
+	}
+	go func() {
+		for _, p := range paths {
+			jobs <- p
+		}
+		close(jobs)
+		wg.Wait()
+		close(out)
+	}()
+	n := 0
+	for r := range out {
+		if r.m != nil {
+			s.mems[r.p] = r.m
+		}
+		n++
+		if n%5000 == 0 {
+			progress(progressW, "read", n, len(paths))
+		}
+	}
+	if len(paths) >= 5000 {
+		progressDone(progressW, len(paths))
+	}
+	return nil
+}
+
+// read returns a file's current bytes (the dry-run overlay first). exists is false for a
+// missing file.
+func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
+	if b, ok := s.overlay[rel]; ok {
+		return b, true, nil
+	}
+	if s.virtual && !s.files[rel] {
+		return nil, false, nil
+	}
+	b, err := os.ReadFile(filepath.Join(s.root, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", rel, err)
+	}
+	return b, true, nil
+}
+
+// apply updates the snapshot with an applied (or, dry run, imagined) plan.
+func (s *snapshot) apply(p *plan) {
+	for _, o := range p.ops {
+		switch o.kind {
+		case opWrite:
+			s.files[o.path] = true
+			if s.virtual {
+				s.overlay[o.path] = o.data
+			}
+			if isMemoryPath(o.path) {
+				if m, err := memd.ParseMemory(strings.NewReader(string(o.data))); err == nil {
+					s.mems[o.path] = m
+				}
+			}
+		case opMove:
+			delete(s.files, o.path)
+			s.files[o.to] = true
+			if b, ok := s.overlay[o.path]; ok {
+				delete(s.overlay, o.path)
+				s.overlay[o.to] = b
+			} else if s.virtual {
+				// Keep reading the moved file's bytes from its old place on disk.
+				if b, err := os.ReadFile(filepath.Join(s.root, filepath.FromSlash(o.path))); err == nil {
+					s.overlay[o.to] = b
+				}
+			}
+			if m, ok := s.mems[o.path]; ok {
+				delete(s.mems, o.path)
+				if isMemoryPath(o.to) {
+					s.mems[o.to] = m
+				}
+			}
+		}
+	}
+}
+
+// memPaths returns the parsed memory paths, sorted (plans must be deterministic).
+func (s *snapshot) memPaths() []string {
+	out := make([]string, 0, len(s.mems))
+	for p := range s.mems {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// filesNamed returns the sorted paths whose base name is name.
+func (s *snapshot) filesNamed(name string) []string {
+	var out []string
+	for p := range s.files {
+		if path.Base(p) == name {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// archivedAt maps an original path to where it now lives in the archive (the latest year
+// when archived more than once).
+func (s *snapshot) archivedAt() map[string]string {
+	out := map[string]string{}
+	years := map[string]int{}
+	for p := range s.files {
+		if !strings.HasPrefix(p, memd.BucketArchive+"/") {
+			continue
+		}
+		orig, year, ok := memd.UnarchivePath(p)
+		if !ok {
+			continue
+		}
+		if y, seen := years[orig]; !seen || year > y {
+			years[orig] = year
+			out[orig] = p
+		}
+	}
+	return out
+}
