@@ -295,3 +295,71 @@ func TestNormalizePathLinear(t *testing.T) {
 	}
 	t.Logf("8KB %v, 64KB %v, ratio %.1f", small, large, float64(large)/float64(small))
 }
+
+func FuzzNormalizePath(f *testing.F) {
+	for _, s := range []string{
+		"", "/", "//a//b//", "areas/x.html", "/areas/inbox/20240101-x.html", "archive/2024/archive/2023/areas/x.html",
+		"areas/../x.html", "areas/./x.html", "projects//x.html/", "a\\b", "areas/%2e%2e/x.html", "https://h/x",
+		"areas/a?b#c%.html", strings.Repeat("/", 100) + "x", "\xff/areas", "resources/people/Sanju Rao.html",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n := NormalizePath(s)
+		if NormalizePath(n) != n {
+			t.Fatalf("not idempotent: %q -> %q -> %q", s, n, NormalizePath(n))
+		}
+		if strings.HasPrefix(n, "/") || strings.HasSuffix(n, "/") || strings.Contains(n, "//") {
+			t.Fatalf("NormalizePath(%q) = %q keeps a slash it must drop", s, n)
+		}
+		v := PathViolation(s)
+		if ValidMemoryPath(s) != (v == "") {
+			t.Fatalf("ValidMemoryPath and PathViolation disagree on %q", s)
+		}
+		if v == "" {
+			if n != s {
+				t.Fatalf("valid path %q is not normal (%q)", s, n)
+			}
+			if BucketOf(s) == "" {
+				t.Fatalf("valid path %q has no bucket", s)
+			}
+			if back, err := HrefToPath(PathToHref(s)); err != nil || back != s {
+				t.Fatalf("href round trip of %q: %q, %v", s, back, err)
+			}
+			a := ArchivePath(s, 2024)
+			if !ValidMemoryPath(a) || !IsArchived(a) {
+				t.Fatalf("ArchivePath(%q) = %q not a valid archived path", s, a)
+			}
+			if orig, y, ok := UnarchivePath(a); !ok || orig != s || y != 2024 {
+				t.Fatalf("UnarchivePath(%q) = %q, %d, %v", a, orig, y, ok)
+			}
+			dir := Place(PlacementInput{Path: s})
+			if !strings.HasPrefix(s, dir+"/") {
+				t.Fatalf("Place(%q) = %q", s, dir)
+			}
+		}
+		if p, err := HrefToPath(s); err == nil {
+			for _, seg := range strings.Split(p, "/") {
+				if seg == ".." || seg == "." {
+					t.Fatalf("HrefToPath(%q) = %q escapes", s, p)
+				}
+			}
+			if NormalizePath(p) != p || p == "" {
+				t.Fatalf("HrefToPath(%q) = %q not normal", s, p)
+			}
+		}
+		sl := Slug(s)
+		if Slug(sl) != sl || strings.HasPrefix(sl, "-") || strings.HasSuffix(sl, "-") || strings.Contains(sl, "--") {
+			t.Fatalf("Slug(%q) = %q", s, sl)
+		}
+		for i := 0; i < len(sl); i++ {
+			if c := sl[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				t.Fatalf("Slug(%q) = %q has %q", s, sl, c)
+			}
+		}
+		dir := Place(PlacementInput{Path: s, MemoryType: s, Workspace: s, Tags: []string{s}, Entities: []string{s}})
+		if !ValidMemoryPath(dir + "/x.html") {
+			t.Fatalf("Place not total for %q: %q", s, dir)
+		}
+	})
+}
