@@ -157,6 +157,9 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err := st.objs.flush(); err != nil {
 		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
+	if r.testBeforeRef != nil {
+		r.testBeforeRef()
+	}
 	if err := r.updateRef(r.BranchRef().String(), commit, old, "commit: "+firstLine(message)); err != nil {
 		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}

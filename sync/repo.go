@@ -98,6 +98,10 @@ type Repo struct {
 
 	// index refresh state (see index.go).
 	idx indexState
+
+	// testBeforeRef, when set (tests only), runs between writing a commit's
+	// objects and moving the ref: the window a concurrent git can use.
+	testBeforeRef func()
 }
 
 // Open opens the git work tree at dir. Errors name the dir.

@@ -1,0 +1,457 @@
+package sync
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestCommitAddModifyDelete(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "areas/a.html", "one\n")
+	writeFile(t, dir, "projects/x/b.html", "two\n")
+	res := mustCommit(t, r, "areas/a.html", filepath.Join(dir, "projects/x/b.html"))
+	if res.Hash == "" || res.Added != 2 || res.Modified != 0 || res.Deleted != 0 || res.Kind != KindChange {
+		t.Fatalf("first commit: %+v", res)
+	}
+	if got := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD")); got != res.Hash {
+		t.Fatalf("HEAD %s, result %s", got, res.Hash)
+	}
+	writeFile(t, dir, "areas/a.html", "one, edited\n")
+	if err := os.Remove(filepath.Join(dir, "projects/x/b.html")); err != nil {
+		t.Fatal(err)
+	}
+	res = mustCommit(t, r, "areas/a.html", "projects/x/b.html")
+	want := []Change{{"areas/a.html", 'M'}, {"projects/x/b.html", 'D'}}
+	if !reflect.DeepEqual(res.Changes, want) || res.Modified != 1 || res.Deleted != 1 {
+		t.Fatalf("second commit changes %+v", res)
+	}
+	stat := runGit(t, dir, "show", "--stat", "--format=%s", "HEAD")
+	if !strings.Contains(stat, "memd: +0 ~1 -1") || !strings.Contains(stat, "areas/a.html") ||
+		!strings.Contains(stat, "projects/x/b.html") {
+		t.Fatalf("git show --stat:\n%s", stat)
+	}
+	if got := runGit(t, dir, "show", "HEAD:areas/a.html"); got != "one, edited\n" {
+		t.Fatalf("content at HEAD %q", got)
+	}
+	if _, ok := lsTree(t, dir)["projects/x/b.html"]; ok {
+		t.Fatal("deleted file still in HEAD")
+	}
+	// The now-empty directory projects/x (and projects) must be gone.
+	if out := runGit(t, dir, "ls-tree", "HEAD"); strings.Contains(out, "projects") {
+		t.Fatalf("empty tree kept:\n%s", out)
+	}
+	if n := strings.TrimSpace(runGit(t, dir, "rev-list", "--count", "HEAD")); n != "2" {
+		t.Fatalf("commit count %s", n)
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
+func TestCommitUnbornBranchFirstCommitHasNoParent(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	if h, err := r.Head(); err != nil || h != "" {
+		t.Fatalf("Head of unborn = %q, %v", h, err)
+	}
+	writeFile(t, dir, "areas/inbox/first.html", "x")
+	res := mustCommit(t, r, "areas")
+	cat := runGit(t, dir, "cat-file", "-p", res.Hash)
+	if strings.Contains(cat, "parent ") {
+		t.Fatalf("first commit has a parent:\n%s", cat)
+	}
+	if !strings.Contains(cat, "author memd test <memd@test> 1796049125 +0000") {
+		t.Fatalf("author/time not from options:\n%s", cat)
+	}
+	if h, _ := r.Head(); h != res.Hash {
+		t.Fatalf("Head %q want %q", h, res.Hash)
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
+func TestCommitNestedNewDirsAndDirectoryPath(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "keep.md", "k")
+	mustCommit(t, r, "keep.md")
+	writeFile(t, dir, "projects/p/tasks/deep/one.html", "1")
+	writeFile(t, dir, "projects/p/tasks/two.html", "2")
+	writeFile(t, dir, "projects/q/three.html", "3")
+	// The watcher may report only the top new directory.
+	res := mustCommit(t, r, "projects")
+	if res.Added != 3 {
+		t.Fatalf("added %d: %+v", res.Added, res.Changes)
+	}
+	tree := lsTree(t, dir)
+	for _, p := range []string{"keep.md", "projects/p/tasks/deep/one.html", "projects/p/tasks/two.html", "projects/q/three.html"} {
+		if _, ok := tree[p]; !ok {
+			t.Errorf("%s missing from HEAD: %v", p, tree)
+		}
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
+func TestCommitRemovedDirectoryDeletesAllItsFiles(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	for _, p := range []string{"areas/old/a.html", "areas/old/sub/b.html", "areas/old/sub/c.html", "areas/stay.html"} {
+		writeFile(t, dir, p, p)
+	}
+	mustCommit(t, r, "areas")
+	if err := os.RemoveAll(filepath.Join(dir, "areas/old")); err != nil {
+		t.Fatal(err)
+	}
+	res := mustCommit(t, r, "areas/old")
+	if res.Deleted != 3 || res.Added+res.Modified != 0 {
+		t.Fatalf("want 3 deletions: %+v", res)
+	}
+	tree := lsTree(t, dir)
+	if len(tree) != 1 || tree["areas/stay.html"] == "" {
+		t.Fatalf("HEAD tree %v", tree)
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
+func TestCommitRenameAndReplacements(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "areas/note.html", "same bytes\n")
+	writeFile(t, dir, "f/inner.md", "i")
+	writeFile(t, dir, "g", "was a file")
+	mustCommit(t, r, ".")
+	// Rename: old gone, new added, git sees R100.
+	if err := os.Rename(filepath.Join(dir, "areas/note.html"), filepath.Join(dir, "archive/2025/areas/note.html")); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, "archive/2025/areas"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "areas/note.html"), filepath.Join(dir, "archive/2025/areas/note.html")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := mustCommit(t, r, "areas/note.html", "archive/2025/areas/note.html")
+	want := []Change{{"archive/2025/areas/note.html", 'A'}, {"areas/note.html", 'D'}}
+	if !reflect.DeepEqual(res.Changes, want) {
+		t.Fatalf("rename changes %+v", res.Changes)
+	}
+	if out := runGit(t, dir, "diff", "-M", "--name-status", "HEAD~1", "HEAD"); !strings.HasPrefix(out, "R100") {
+		t.Fatalf("rename not R100: %q", out)
+	}
+	// Directory f replaced by a file f; file g replaced by a directory g.
+	if err := os.RemoveAll(filepath.Join(dir, "f")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "f", "now a file")
+	if err := os.Remove(filepath.Join(dir, "g")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "g/child.md", "c")
+	res = mustCommit(t, r, "f", "g/child.md") // g itself not reported
+	want = []Change{{"f", 'A'}, {"f/inner.md", 'D'}, {"g", 'D'}, {"g/child.md", 'A'}}
+	if !reflect.DeepEqual(res.Changes, want) {
+		t.Fatalf("replacement changes %+v", res.Changes)
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
+func TestCommitSymlinksAreLinksNeverFollowed(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "areas/target.html", "t")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink("target.html", filepath.Join(dir, "areas/link.html")))
+	must(os.Symlink("/etc/passwd", filepath.Join(dir, "areas/passwd")))
+	must(os.Symlink("loop2", filepath.Join(dir, "loop1")))
+	must(os.Symlink("loop1", filepath.Join(dir, "loop2")))
+	must(os.Symlink("/etc", filepath.Join(dir, "etcdir"))) // a dir link: not walked
+	res := mustCommit(t, r, "areas", "loop1", "loop2", "etcdir")
+	if res.Added != 6 {
+		t.Fatalf("added %d: %+v", res.Added, res.Changes)
+	}
+	if err := r.RefreshIndex(); err != nil {
+		t.Fatal(err)
+	}
+	out := runGit(t, dir, "ls-files", "-s")
+	for _, p := range []string{"areas/link.html", "areas/passwd", "loop1", "loop2", "etcdir"} {
+		if !strings.Contains(out, "120000 ") || !containsLine(out, "120000", p) {
+			t.Errorf("%s not a 120000 link in:\n%s", p, out)
+		}
+	}
+	if got := runGit(t, dir, "cat-file", "-p", "HEAD:areas/passwd"); got != "/etc/passwd" {
+		t.Fatalf("link blob %q: the link was followed", got)
+	}
+	if got := runGit(t, dir, "cat-file", "-p", "HEAD:etcdir"); got != "/etc" {
+		t.Fatalf("dir link blob %q", got)
+	}
+	for p := range lsTree(t, dir) {
+		if strings.HasPrefix(p, "etcdir/") {
+			t.Fatalf("followed a directory symlink: %s", p)
+		}
+	}
+	// Retarget a link: a modification.
+	must(os.Remove(filepath.Join(dir, "areas/link.html")))
+	must(os.Symlink("elsewhere.html", filepath.Join(dir, "areas/link.html")))
+	res = mustCommit(t, r, "areas/link.html")
+	if res.Modified != 1 {
+		t.Fatalf("retarget: %+v", res)
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
+func containsLine(out, mode, path string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, mode+" ") && strings.HasSuffix(l, "\t"+path) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCommitEmptyFileOddNamesAndExecBit(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	names := []string{"empty.html", "areas/with space/a b.html", "areas/ünïcødé/日本語.html", "areas/tab\tname.md"}
+	for i, p := range names {
+		content := strings.Repeat("x", i)
+		writeFile(t, dir, p, content)
+	}
+	writeFile(t, dir, "tool.sh", "#!/bin/sh\n")
+	res := mustCommit(t, r, append(names, "tool.sh")...)
+	if res.Added != len(names)+1 {
+		t.Fatalf("added %+v", res)
+	}
+	tree := lsTree(t, dir)
+	for _, p := range names {
+		if tree[p] == "" {
+			t.Errorf("%q not in HEAD: %v", p, tree)
+		}
+	}
+	if !strings.HasSuffix(tree["empty.html"], "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391") {
+		t.Fatalf("empty blob id: %s", tree["empty.html"])
+	}
+	if !strings.HasPrefix(tree["tool.sh"], "100644 ") {
+		t.Fatalf("tool.sh mode %s", tree["tool.sh"])
+	}
+	if err := os.Chmod(filepath.Join(dir, "tool.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res = mustCommit(t, r, "tool.sh")
+	if res.Modified != 1 {
+		t.Fatalf("exec bit: %+v", res)
+	}
+	if m := lsTree(t, dir)["tool.sh"]; !strings.HasPrefix(m, "100755 ") {
+		t.Fatalf("tool.sh mode after chmod %s", m)
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
+func TestCommitUnchangedMakesNoCommit(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "a.html", "a")
+	first := mustCommit(t, r, "a.html")
+	// Same bytes rewritten (an echo of memd's own write), a path that never
+	// existed, and a directory with nothing new: no commit.
+	writeFile(t, dir, "a.html", "a")
+	res := mustCommit(t, r, "a.html", "never/was.html", ".")
+	if res.Hash != "" || len(res.Changes) != 0 {
+		t.Fatalf("no-op made a commit: %+v", res)
+	}
+	if h, _ := r.Head(); h != first.Hash {
+		t.Fatalf("HEAD moved on no-op")
+	}
+	// Empty input: nothing.
+	if res := mustCommit(t, r); res.Hash != "" {
+		t.Fatal("empty path list made a commit")
+	}
+}
+
+func TestCommitIgnoredPathsSkipped(t *testing.T) {
+	dir := newGitDir(t)
+	opts := testOptions()
+	opts.Ignore = func(rel string, isDir bool) bool {
+		return strings.HasSuffix(rel, ".swp") || (isDir && rel == "tmp")
+	}
+	r := openTest(t, dir, opts)
+	writeFile(t, dir, "areas/x.html", "x")
+	writeFile(t, dir, "areas/.x.html.swp", "swap")
+	writeFile(t, dir, "tmp/junk.html", "junk")
+	writeFile(t, dir, ".memory.lock", "pid: 1\n")
+	writeFile(t, dir, "sub/.git/config", "nested repo")
+	writeFile(t, dir, "sub/file.md", "in nested repo")
+	res := mustCommit(t, r, ".", "areas/.x.html.swp", "tmp/junk.html", ".memory.lock", ".git/config")
+	want := []Change{{"areas/x.html", 'A'}}
+	if !reflect.DeepEqual(res.Changes, want) {
+		t.Fatalf("changes %+v", res.Changes)
+	}
+	fsck(t, dir)
+}
+
+func TestCommitHeadMovedCASAndRetry(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "a.html", "a")
+	base := mustCommit(t, r, "a.html")
+	writeFile(t, dir, "b.html", "b")
+	// Between reading HEAD and moving the ref, a git commit lands.
+	r.testBeforeRef = func() {
+		r.testBeforeRef = nil
+		writeFile(t, dir, "outside.md", "by git")
+		runGit(t, dir, "add", "outside.md")
+		runGit(t, dir, "commit", "-q", "-m", "outside")
+	}
+	_, err := r.CommitPaths([]string{"b.html"})
+	if !errors.Is(err, ErrHeadMoved) {
+		t.Fatalf("want ErrHeadMoved, got %v", err)
+	}
+	outside := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
+	if outside == base.Hash {
+		t.Fatal("outside commit did not land")
+	}
+	// Retry builds on the outside commit; nothing lost.
+	res := mustCommit(t, r, "b.html")
+	if res.Hash == "" {
+		t.Fatal("retry made no commit")
+	}
+	if p := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD^")); p != outside {
+		t.Fatalf("retry parent %s, want outside commit %s", p, outside)
+	}
+	tree := lsTree(t, dir)
+	for _, p := range []string{"a.html", "b.html", "outside.md"} {
+		if tree[p] == "" {
+			t.Errorf("%s missing after retry", p)
+		}
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
+func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "a.html", "a")
+	mustCommit(t, r, "a.html")
+	lock := filepath.Join(dir, ".git/refs/heads/main.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "a.html", "b")
+	_, err := r.CommitPaths([]string{"a.html"})
+	if !errors.Is(err, ErrHeadMoved) {
+		t.Fatalf("want ErrHeadMoved while ref locked, got %v", err)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatal("someone else's ref lock was removed")
+	}
+	os.Remove(lock)
+	if res := mustCommit(t, r, "a.html"); res.Modified != 1 {
+		t.Fatalf("after unlock: %+v", res)
+	}
+	fsck(t, dir)
+}
+
+func TestCommitBadPathNamed(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	_, err := r.CommitPaths([]string{"../escape.html"})
+	if err == nil || !strings.Contains(err.Error(), "../escape.html") {
+		t.Fatalf("want an error naming the path, got %v", err)
+	}
+	_, err = r.CommitPaths([]string{"/definitely/elsewhere.html"})
+	if err == nil || !strings.Contains(err.Error(), "elsewhere.html") {
+		t.Fatalf("want an error naming the path, got %v", err)
+	}
+}
+
+func TestCommitPathsMessageSleepKindAndMessages(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "a.html", "a")
+	mustCommit(t, r, "a.html")
+	writeFile(t, dir, "areas/arcs/x-2026.html", "arc")
+	msg := "sleep(arcs): arcs=1\n\nMemd-Run: r1\nMemd-Phase: arcs\nMemd-Counts: arcs=1\n"
+	res, err := r.CommitPathsMessage([]string{"areas/arcs"}, msg, KindSleep)
+	if err != nil || res.Kind != KindSleep || res.Added != 1 {
+		t.Fatalf("sleep commit %+v %v", res, err)
+	}
+	msgs, err := r.CommitMessages(10)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("messages %q %v", msgs, err)
+	}
+	if msgs[0] != msg {
+		t.Fatalf("newest message %q", msgs[0])
+	}
+	if tr := Trailers(msgs[0]); tr["Memd-Phase"] != "arcs" || tr["Memd-Run"] != "r1" {
+		t.Fatalf("trailers %v", tr)
+	}
+	if !strings.HasPrefix(msgs[1], "memd: +1 ~0 -0\n\nA a.html\n\nMemd-Host: testhost\n") {
+		t.Fatalf("change message %q", msgs[1])
+	}
+	if got := runGit(t, dir, "log", "-1", "--format=%(trailers:key=Memd-Phase,valueonly)"); strings.TrimSpace(got) != "arcs" {
+		t.Fatalf("git does not see the trailer: %q", got)
+	}
+	one, _ := r.CommitMessages(1)
+	if len(one) != 1 {
+		t.Fatalf("limit 1 gave %d", len(one))
+	}
+}
+
+func TestAuthorFallbacks(t *testing.T) {
+	dir := newGitDir(t)
+	runGit(t, dir, "config", "user.name", "Repo Person")
+	runGit(t, dir, "config", "user.email", "repo@example.invalid")
+	r := openTest(t, dir, Options{Hostname: "h1"})
+	if a := r.CommitAuthor(); a != (Author{"Repo Person", "repo@example.invalid"}) {
+		t.Fatalf("from git config: %+v", a)
+	}
+	dir2 := newGitDir(t)
+	t.Setenv("HOME", t.TempDir()) // no global identity
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	r2 := openTest(t, dir2, Options{Hostname: "h2"})
+	if a := r2.CommitAuthor(); a != (Author{"memd", "memd@h2"}) {
+		t.Fatalf("fallback: %+v", a)
+	}
+}
+
+func TestOpenAndInit(t *testing.T) {
+	if _, err := Open(t.TempDir(), Options{}); !errors.Is(err, ErrNotRepo) {
+		t.Fatalf("Open non-repo: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "mem")
+	r, err := Init(dir, "trunk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if head := strings.TrimSpace(runGit(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/trunk" {
+		t.Fatalf("HEAD -> %s", head)
+	}
+	writeFile(t, dir, "x.md", "x")
+	res := mustCommit(t, r, "x.md")
+	if got := strings.TrimSpace(runGit(t, dir, "rev-parse", "trunk")); got != res.Hash {
+		t.Fatalf("trunk %s want %s", got, res.Hash)
+	}
+	// Init on an existing repo opens it.
+	r2, err := Init(dir, "trunk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if h, _ := r2.Head(); h != res.Hash {
+		t.Fatalf("reinit head %s", h)
+	}
+}
