@@ -42,3 +42,8 @@ func Read(stateDir string) (*Document, error) { return statusline.Read(stateDir)
 func Render(d *Document, format string, now time.Time, pidAlive func(int) bool) (string, error) {
 	return statusline.Render(d, format, now, pidAlive)
 }
+
+// standInDoc is what the page shows before the first publish.
+func standInDoc() *Document {
+	return statusline.Effective(nil, time.Time{}, nil)
+}

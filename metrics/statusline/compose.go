@@ -142,8 +142,12 @@ func Compose(f Facts) Document {
 		if f.Pending > 0 {
 			head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
 		}
-		for _, s := range short {
-			head = append(head, Part{Text: " "}, Part{Text: s, Kind: KindWarn})
+		for i, s := range short {
+			sep := ", "
+			if i == 0 {
+				sep = " "
+			}
+			head = append(head, Part{Text: sep}, Part{Text: s, Kind: KindWarn})
 		}
 	}
 	clock := Part{Text: " · " + f.Now.Format("15:04"), Kind: KindDim}

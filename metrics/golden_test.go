@@ -1,0 +1,166 @@
+package metrics_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
+
+// goldenCases is every state, plus a stale document (pid gone for > 2 minutes) and a missing
+// one; each renders in every format.
+func goldenCases() map[string]struct {
+	doc   *metrics.Document
+	now   time.Time
+	alive func(int) bool
+} {
+	alive := func(int) bool { return true }
+	dead := func(int) bool { return false }
+	out := map[string]struct {
+		doc   *metrics.Document
+		now   time.Time
+		alive func(int) bool
+	}{}
+	for state, f := range statusline.Fixtures() {
+		d := metrics.Compose(f)
+		out[state] = struct {
+			doc   *metrics.Document
+			now   time.Time
+			alive func(int) bool
+		}{&d, statusline.FixtureNow, alive}
+	}
+	ok := metrics.Compose(statusline.Fixtures()[metrics.StateOK])
+	out["stale"] = struct {
+		doc   *metrics.Document
+		now   time.Time
+		alive func(int) bool
+	}{&ok, statusline.FixtureNow.Add(3 * time.Minute), dead}
+	out["missing"] = struct {
+		doc   *metrics.Document
+		now   time.Time
+		alive func(int) bool
+	}{nil, statusline.FixtureNow, dead}
+	return out
+}
+
+func TestGolden(t *testing.T) {
+	for name, c := range goldenCases() {
+		for _, format := range statusline.Formats {
+			got, err := metrics.Render(c.doc, format, c.now, c.alive)
+			if err != nil {
+				t.Fatalf("%s.%s: %v", name, format, err)
+			}
+			path := filepath.Join("testdata", "golden", name+"."+format)
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%s (run go test ./metrics -run TestGolden -update): %v", path, err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs:\n got: %q\nwant: %q", path, got, want)
+			}
+		}
+	}
+}
+
+// TestGoldenShapes checks properties the golden bytes must keep whatever the wording.
+func TestGoldenShapes(t *testing.T) {
+	for name, c := range goldenCases() {
+		wantState := name
+		if name == "stale" || name == "missing" {
+			wantState = metrics.StateOffline
+		}
+		// plain is one line
+		plain, _ := metrics.Render(c.doc, "plain", c.now, c.alive)
+		if strings.Contains(plain, "\n") || !strings.HasPrefix(plain, "memd: ") {
+			t.Errorf("%s.plain = %q: want one line starting with memd: ", name, plain)
+		}
+		// waybar parses back as JSON with class = state
+		wb, _ := metrics.Render(c.doc, "waybar", c.now, c.alive)
+		var w struct{ Text, Tooltip, Class, Alt string }
+		if err := json.Unmarshal([]byte(wb), &w); err != nil {
+			t.Fatalf("%s.waybar is not JSON: %v: %s", name, err, wb)
+		}
+		if w.Class != wantState || w.Alt != wantState || w.Text != htmlEscape(plain) {
+			t.Errorf("%s.waybar = %+v, want class/alt %s and text %q", name, w, wantState, plain)
+		}
+		// sidebar parses back as sections with the whole line in text
+		sb, _ := metrics.Render(c.doc, "sidebar", c.now, c.alive)
+		var secs []metrics.Section
+		if err := json.Unmarshal([]byte(sb), &secs); err != nil {
+			t.Fatalf("%s.sidebar is not JSON: %v", name, err)
+		}
+		if len(secs) != 1 || secs[0].Consumer != "memd" || len(secs[0].Lines) == 0 {
+			t.Fatalf("%s.sidebar = %s", name, sb)
+		}
+		for _, l := range secs[0].Lines {
+			if len(l.Parts) > 0 {
+				var b strings.Builder
+				for _, p := range l.Parts {
+					b.WriteString(p.Text)
+				}
+				if b.String() != l.Text {
+					t.Errorf("%s.sidebar line %q: parts join to %q", name, l.Text, b.String())
+				}
+			}
+		}
+		// json is the effective document
+		js, _ := metrics.Render(c.doc, "json", c.now, c.alive)
+		d, err := statusline.Parse("json", []byte(js))
+		if err != nil {
+			t.Fatalf("%s.json: %v", name, err)
+		}
+		if d.State != wantState || d.Summary.Text != plain {
+			t.Errorf("%s.json state %q summary %q, want %q %q", name, d.State, d.Summary.Text, wantState, plain)
+		}
+		// i3blocks: full, short, colour
+		i3, _ := metrics.Render(c.doc, "i3blocks", c.now, c.alive)
+		lines := strings.Split(strings.TrimSuffix(i3, "\n"), "\n")
+		if len(lines) != 3 || lines[0] != plain || !strings.HasPrefix(lines[2], "#") {
+			t.Errorf("%s.i3blocks = %q", name, i3)
+		}
+		// swiftbar: menu-bar line, ---, detail
+		sw, _ := metrics.Render(c.doc, "swiftbar", c.now, c.alive)
+		sl := strings.Split(sw, "\n")
+		if len(sl) < 3 || sl[1] != "---" || !strings.HasPrefix(sl[0], plain) {
+			t.Errorf("%s.swiftbar = %q", name, sw)
+		}
+		// ansi and claude are the same line, coloured, and strip back to plain
+		an, _ := metrics.Render(c.doc, "ansi", c.now, c.alive)
+		cl, _ := metrics.Render(c.doc, "claude", c.now, c.alive)
+		if an != cl || stripANSI(an) != plain {
+			t.Errorf("%s.ansi = %q, claude = %q, plain %q", name, an, cl, plain)
+		}
+	}
+}
+
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
+}
+
+func stripANSI(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b {
+			for i < len(s) && s[i] != 'm' {
+				i++
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

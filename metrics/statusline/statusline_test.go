@@ -1,0 +1,260 @@
+package statusline
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestComposeMatchesDesignExample(t *testing.T) {
+	d := Compose(Fixtures()[StateOK])
+	want := []Part{{Text: "memd: "}, {Text: "+2 ~1", Kind: KindOK}, {Text: " · 14:32", Kind: KindDim}}
+	if d.Summary.Text != "memd: +2 ~1 · 14:32" || !reflect.DeepEqual(d.Summary.Parts, want) {
+		t.Fatalf("summary = %+v", d.Summary)
+	}
+	if d.State != StateOK || d.Version != 1 || d.PID != 4242 || d.Detail != "committed 3 files, pushed to origin/main" {
+		t.Fatalf("doc = %+v", d)
+	}
+	s := d.Sections[0]
+	if s.Consumer != "memd" || s.Key != "sync" || s.Until != "session" || s.Order != 20 || s.Lines[0].Text != "+2 ~1 · 14:32" || s.Lines[1].Kind != KindDim {
+		t.Fatalf("section = %+v", s)
+	}
+	// JSON field names and order are the contract.
+	b, _ := json.Marshal(d)
+	keys := []string{`"version":1,"updated_at":"2026-11-30T14:32:05Z","pid":4242,"repo":`, `"state":"ok","summary":{"text":"memd: +2 ~1 · 14:32","parts":[{"text":"memd: "},{"text":"+2 ~1","kind":"ok"},{"text":" · 14:32","kind":"dim"}]},"detail":`,
+		`"ahead":0,"behind":0,"pending":0,"inbox":7,"warnings":[],"error":"","last_commit":{"at":`, `"last_push":`, `"last_sleep":{"at":`, `"sections":[{"consumer":"memd","key":"sync","title":"memory repo","until":"session","order":20,"lines":[`}
+	for _, k := range keys {
+		if !strings.Contains(string(b), k) {
+			t.Errorf("json lacks %s\n%s", k, b)
+		}
+	}
+}
+
+func TestComposeStates(t *testing.T) {
+	for state, f := range Fixtures() {
+		if got := Compose(f).State; got != state {
+			t.Errorf("fixture %s composes state %s", state, got)
+		}
+	}
+	// The error front is red, the message default colour (seed: errorParts).
+	d := Compose(Fixtures()[StateError])
+	if p := d.Summary.Parts; p[1] != (Part{Text: "error:", Kind: KindError}) || p[2].Kind != KindNone || !strings.HasPrefix(p[2].Text, " push origin/main") {
+		t.Errorf("error parts = %+v", p)
+	}
+	// Busy is faint with an ellipsis and takes precedence over an old error.
+	f := Fixtures()[StateError]
+	f.Busy, f.Detail = true, "syncing"
+	if d := Compose(f); d.State != StateBusy || d.Summary.Parts[1] != (Part{Text: "syncing…", Kind: KindDim}) {
+		t.Errorf("busy = %+v", d.Summary)
+	}
+	// No commit yet reads "no change", faint.
+	f = Fixtures()[StateOK]
+	f.LastCommit, f.LastPush = nil, nil
+	if d := Compose(f); d.Summary.Text != "memd: no change · 14:32" || d.Summary.Parts[1].Kind != KindDim || d.Detail != "nothing committed yet" {
+		t.Errorf("no change = %+v %q", d.Summary, d.Detail)
+	}
+	// Thresholds: at 20 no warning, at 21 one.
+	f = Fixtures()[StateOK]
+	f.Inbox = 20
+	if d := Compose(f); d.State != StateOK || len(d.Warnings) != 0 {
+		t.Errorf("inbox 20 warns: %v", d.Warnings)
+	}
+	f.Inbox = 21
+	if d := Compose(f); d.State != StateWarn || d.Warnings[0] != "inbox 21 (over 20)" || !strings.Contains(d.Summary.Text, "inbox 21") {
+		t.Errorf("inbox 21: %v %q", d.Warnings, d.Summary.Text)
+	}
+}
+
+func TestComposeCleansControlCharacters(t *testing.T) {
+	f := Fixtures()[StateError]
+	f.Error = "bad\nthing\x1b[31m here\r"
+	d := Compose(f)
+	if strings.ContainsAny(d.Summary.Text, "\n\r\x1b") || d.Error != "bad thing[31m here " {
+		t.Fatalf("not cleaned: %q / %q", d.Summary.Text, d.Error)
+	}
+	// A hand-written document with control characters still renders one line.
+	d.Summary.Parts[2].Text = "x\ny"
+	for _, f := range LineFormats {
+		out, err := Render(&d, f, FixtureNow, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f != "i3blocks" && f != "swiftbar" && strings.Contains(out, "\n") {
+			t.Errorf("%s: %q has a newline", f, out)
+		}
+	}
+}
+
+func TestWriteRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo", ".git", "memd")
+	d := Compose(Fixtures()[StateWarn])
+	if err := Write(dir, d); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*got, d) {
+		t.Fatalf("read back differs:\n%+v\n%+v", *got, d)
+	}
+	fi, _ := os.Stat(dir)
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode %v", fi.Mode().Perm())
+	}
+	for _, f := range append([]string{"json"}, LineFormats...) {
+		p := filepath.Join(dir, "status."+f)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v", p, fi.Mode().Perm())
+		}
+		if f == "json" {
+			continue
+		}
+		b, _ := os.ReadFile(p)
+		want, _ := Render(&d, f, d.UpdatedAt, nil)
+		if strings.TrimSuffix(string(b), "\n") != strings.TrimSuffix(want, "\n") {
+			t.Errorf("%s = %q, want %q", p, b, want)
+		}
+	}
+	// No temp files left behind.
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("left %s", e.Name())
+		}
+	}
+	// A second write replaces, and the mode of an existing lax directory is tightened.
+	_ = os.Chmod(dir, 0o755)
+	d2 := Compose(Fixtures()[StateOK])
+	if err := Write(dir, d2); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = Read(dir)
+	if got.State != StateOK {
+		t.Errorf("state after rewrite %s", got.State)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode after rewrite %v", fi.Mode().Perm())
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Read(dir); !errors.Is(err, ErrNoDocument) {
+		t.Fatalf("missing: %v", err)
+	}
+	p := filepath.Join(dir, FileName)
+	os.WriteFile(p, []byte("{not json"), 0o600)
+	if _, err := Read(dir); !errors.Is(err, ErrBadDocument) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("bad json: %v", err)
+	}
+	os.WriteFile(p, []byte(`{"version":2}`), 0o600)
+	if _, err := Read(dir); !errors.Is(err, ErrBadDocument) || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("version 2: %v", err)
+	}
+}
+
+func TestShow(t *testing.T) {
+	repo := t.TempDir()
+	// No document: not started, no error.
+	out, err := Show(repo, "plain", FixtureNow, nil)
+	if err != nil || out != "memd: not started" {
+		t.Fatalf("missing: %q %v", out, err)
+	}
+	// A fresh document with a dead pid still shows (the daemon may just have exited).
+	d := Compose(Fixtures()[StateOK])
+	if err := Write(Dir(repo), d); err != nil {
+		t.Fatal(err)
+	}
+	dead := func(int) bool { return false }
+	alive := func(int) bool { return true }
+	if out, _ := Show(repo, "plain", FixtureNow.Add(StaleAfter), dead); out != "memd: +2 ~1 · 14:32" {
+		t.Errorf("fresh, dead pid: %q", out)
+	}
+	// Old and dead: not running. Old and alive (an idle daemon): the document.
+	if out, _ := Show(repo, "plain", FixtureNow.Add(StaleAfter+time.Second), dead); out != "memd: not running" {
+		t.Errorf("stale: %q", out)
+	}
+	if out, _ := Show(repo, "plain", FixtureNow.Add(time.Hour), alive); out != "memd: +2 ~1 · 14:32" {
+		t.Errorf("old, alive: %q", out)
+	}
+	// The real process table: this test's own pid is alive, pid 0 never is.
+	d.PID = os.Getpid()
+	Write(Dir(repo), d)
+	if out, _ := Show(repo, "plain", FixtureNow.Add(time.Hour), nil); out != "memd: +2 ~1 · 14:32" {
+		t.Errorf("own pid: %q", out)
+	}
+	if PIDAlive(0) || !PIDAlive(os.Getpid()) {
+		t.Error("PIDAlive")
+	}
+	// Unreadable: an error line and the error.
+	os.WriteFile(filepath.Join(Dir(repo), FileName), []byte("garbage"), 0o600)
+	out, err = Show(repo, "plain", FixtureNow, nil)
+	if !errors.Is(err, ErrBadDocument) || out != "memd: error: unreadable status.json" {
+		t.Errorf("bad: %q %v", out, err)
+	}
+	out, _ = Show(repo, "waybar", FixtureNow, nil)
+	if !strings.Contains(out, `"class":"error"`) {
+		t.Errorf("bad waybar: %s", out)
+	}
+	// Unknown format.
+	if _, err := Show(repo, "html", FixtureNow, nil); !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("unknown format: %v", err)
+	}
+}
+
+func TestEscaping(t *testing.T) {
+	f := Fixtures()[StateError]
+	f.Error = "50%{F#fff} #[fg=red] a|b <i>&"
+	d := Compose(f)
+	tm, _ := Render(&d, "tmux", FixtureNow, nil)
+	if !strings.Contains(tm, "##[fg=red]") {
+		t.Errorf("tmux: %q", tm)
+	}
+	pb, _ := Render(&d, "polybar", FixtureNow, nil)
+	if strings.Contains(pb, "50%{F#fff}") {
+		t.Errorf("polybar: %q", pb)
+	}
+	wb, _ := Render(&d, "waybar", FixtureNow, nil)
+	if !strings.Contains(wb, "&lt;i&gt;&amp;") {
+		t.Errorf("waybar: %q", wb)
+	}
+	sw, _ := Render(&d, "swiftbar", FixtureNow, nil)
+	first := strings.SplitN(sw, "\n", 2)[0]
+	if strings.Count(first, "|") != 1 { // only the color= separator
+		t.Errorf("swiftbar: %q", first)
+	}
+}
+
+func TestDrainInput(t *testing.T) {
+	// A pipe that is written and closed is read to the end.
+	r, w, _ := os.Pipe()
+	go func() { w.Write([]byte(`{"session_id":"x"}`)); w.Close() }()
+	DrainInput(r, 1<<20, 5*time.Second)
+	if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("not drained: %d %v", n, err)
+	}
+	r.Close()
+	// A pipe that never closes does not hold us past the bound.
+	r2, w2, _ := os.Pipe()
+	defer w2.Close()
+	defer r2.Close()
+	done := make(chan struct{})
+	go func() { DrainInput(r2, 1<<20, 50*time.Millisecond); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("DrainInput waited on an open pipe")
+	}
+	DrainInput(nil, 1, time.Millisecond)
+}

@@ -1,0 +1,1 @@
+memd: #[dim]committing…#[default]#[dim] · 14:32#[default]

@@ -1,0 +1,1 @@
+memd: #[fg=red]error:#[default] push origin/main: non-fast-forward after 5 tries#[dim] · 14:32#[default]

@@ -1,0 +1,1 @@
+#[dim]memd: not started#[default]

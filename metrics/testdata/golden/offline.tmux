@@ -1,0 +1,1 @@
+memd: #[fg=green]+2 ~1#[default] #[fg=yellow]offline, 3 ahead#[default]#[dim] · 14:32#[default]

@@ -1,0 +1,1 @@
+#[dim]memd: not running#[default]

@@ -1,0 +1,1 @@
+memd: #[fg=green]+2 ~1#[default] #[fg=yellow]inbox 23#[default], #[fg=yellow]tasks 12#[default], #[fg=yellow]1 MEMORY.md over cap#[default]#[dim] · 14:32#[default]
