@@ -882,6 +882,7 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 	if len(skipped) > 0 {
 		r.log.Info("interrupted merge: paths edited since, left for the next commit", "repo", r.dir, "paths", skipped)
 	}
+	r.noteCommitted(old, nw, nil) // the index may be anything after a crash: full refresh
 	r.log.Info("finished interrupted merge", "repo", r.dir, "head", short(nw), "paths", len(changes))
 	return true, r.removeMergeMarker()
 }
@@ -939,11 +940,14 @@ func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChan
 	if err := r.writeMergeMarker(old, nw); err != nil {
 		return err
 	}
-	if err := r.moveBranchLocked(old, nw, mgChangeList(changes), msg); err != nil {
+	if err := r.updateRef(r.BranchRef().String(), nw, old, msg); err != nil {
 		_ = r.removeMergeMarker()
 		return err
 	}
 	skipped, err := r.applyWorktreeLocked(changes)
+	// The index refresh is scheduled only now: it takes stat data from the
+	// work tree, which must already hold the new content.
+	r.noteCommitted(old, nw, mgChangeList(changes))
 	if err != nil {
 		// The marker stays: the next Sync or start finishes the checkout.
 		return fmt.Errorf("update work tree in %s: %w", r.dir, err)

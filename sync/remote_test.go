@@ -1,0 +1,480 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// syncWorld is a bare remote and two clones of it, A and B, each opened
+// with Open, as two machines sharing one memory repo.
+type syncWorld struct {
+	bare       string
+	aDir, bDir string
+	a, b       *Repo
+}
+
+func hostOptions(host string) Options {
+	o := testOptions()
+	o.Hostname = host
+	return o
+}
+
+// newSyncWorld seeds a bare remote with files (path → content) through the
+// git binary and clones it twice.
+func newSyncWorld(t *testing.T, files map[string]string) *syncWorld {
+	t.Helper()
+	w := &syncWorld{bare: filepath.Join(t.TempDir(), "remote.git")}
+	runGit(t, filepath.Dir(w.bare), "init", "-q", "--bare", "-b", "main", w.bare)
+	if len(files) > 0 {
+		seed := newGitDir(t)
+		for p, c := range files {
+			writeFile(t, seed, p, c)
+		}
+		runGit(t, seed, "add", "-A")
+		runGit(t, seed, "commit", "-q", "-m", "seed")
+		runGit(t, seed, "push", "-q", w.bare, "main")
+	}
+	w.aDir = filepath.Join(t.TempDir(), "a")
+	w.bDir = filepath.Join(t.TempDir(), "b")
+	for _, d := range []string{w.aDir, w.bDir} {
+		runGit(t, filepath.Dir(d), "clone", "-q", w.bare, d)
+		if len(files) == 0 {
+			runGit(t, d, "symbolic-ref", "HEAD", "refs/heads/main")
+		}
+	}
+	w.a = openTest(t, w.aDir, hostOptions("hosta"))
+	w.b = openTest(t, w.bDir, hostOptions("hostb"))
+	return w
+}
+
+func pushOpts() RemoteOptions { return RemoteOptions{Push: true, Timeout: 30 * time.Second} }
+
+func mustSync(t *testing.T, r *Repo) SyncResult {
+	t.Helper()
+	res, err := r.Sync(context.Background(), pushOpts())
+	if err != nil {
+		t.Fatalf("Sync %s: %v", r.Dir(), err)
+	}
+	return res
+}
+
+// syncAll runs A, B, A: after it both clones and the remote agree.
+func (w *syncWorld) syncAll(t *testing.T) (ra, rb SyncResult) {
+	t.Helper()
+	ra = mustSync(t, w.a)
+	rb = mustSync(t, w.b)
+	mustSync(t, w.a)
+	return ra, rb
+}
+
+// check is the invariant after every scenario: fsck clean on all three,
+// one HEAD everywhere, no conflict markers, clean status, nothing ahead or
+// behind.
+func (w *syncWorld) check(t *testing.T) {
+	t.Helper()
+	for _, d := range []string{w.aDir, w.bDir, w.bare} {
+		fsck(t, d)
+	}
+	ha := strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD"))
+	hb := strings.TrimSpace(runGit(t, w.bDir, "rev-parse", "HEAD"))
+	hr := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+	if ha != hb || hb != hr {
+		t.Fatalf("heads differ: a %s b %s remote %s", ha, hb, hr)
+	}
+	for _, r := range []*Repo{w.a, w.b} {
+		noMarkers(t, r.Dir())
+		statusClean(t, r)
+		ahead, behind, err := r.AheadBehind(pushOpts())
+		if err != nil || ahead != 0 || behind != 0 {
+			t.Fatalf("%s: ahead %d behind %d err %v", r.Dir(), ahead, behind, err)
+		}
+	}
+}
+
+func noMarkers(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(b), "<<<<<<<") || strings.Contains(string(b), ">>>>>>>") {
+				t.Errorf("conflict marker in %s", p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readWork(t *testing.T, dir, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatalf("read %s: %v", rel, err)
+	}
+	return string(b)
+}
+
+func absent(t *testing.T, dir, rel string) {
+	t.Helper()
+	if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel))); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s should not exist in %s (err %v)", rel, dir, err)
+	}
+}
+
+func removeFile(t *testing.T, dir, rel string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func renameFile(t *testing.T, dir, from, to string) {
+	t.Helper()
+	dst := filepath.Join(dir, filepath.FromSlash(to))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, filepath.FromSlash(from)), dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// conflictCopies lists work tree files named like conflict copies.
+func conflictCopies(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d != nil && strings.Contains(d.Name(), ".conflict-") {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func TestSyncBothEditDifferentFiles(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/base.html": "base\n"})
+	writeFile(t, w.aDir, "areas/from-a.html", "a\n")
+	mustCommit(t, w.a, "areas/from-a.html")
+	writeFile(t, w.bDir, "projects/p/from-b.html", "b\n")
+	mustCommit(t, w.b, "projects/p/from-b.html")
+	ra, rb := w.syncAll(t)
+	if !ra.Pushed || ra.Merged {
+		t.Errorf("A first sync: %+v", ra)
+	}
+	if !rb.Merged || !rb.Pushed || len(rb.Conflicts) != 0 || rb.MergeHash == "" {
+		t.Errorf("B sync: %+v", rb)
+	}
+	w.check(t)
+	for _, d := range []string{w.aDir, w.bDir} {
+		if readWork(t, d, "areas/from-a.html") != "a\n" || readWork(t, d, "projects/p/from-b.html") != "b\n" {
+			t.Errorf("%s misses a file", d)
+		}
+	}
+	msg := runGit(t, w.bDir, "log", "-1", "--format=%B", rb.MergeHash)
+	if !strings.HasPrefix(msg, "memd: merge origin/main") || !strings.Contains(msg, "Memd-Host: hostb") {
+		t.Errorf("merge message %q", msg)
+	}
+	if parents := strings.Fields(runGit(t, w.bDir, "log", "-1", "--format=%P", rb.MergeHash)); len(parents) != 2 {
+		t.Errorf("merge parents %v", parents)
+	}
+}
+
+func TestSyncSameMemoryConflictCopy(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/oncall/rollback.html": "base\n"})
+	writeFile(t, w.aDir, "areas/oncall/rollback.html", "edited on A\n")
+	mustCommit(t, w.a, "areas/oncall/rollback.html")
+	writeFile(t, w.bDir, "areas/oncall/rollback.html", "edited on B\n")
+	mustCommit(t, w.b, "areas/oncall/rollback.html")
+	_, rb := w.syncAll(t)
+	want := "areas/oncall/rollback.conflict-hostb-20261130T143205Z.html"
+	if len(rb.Conflicts) != 1 || rb.Conflicts[0] != want {
+		t.Fatalf("conflicts %q, want [%s]", rb.Conflicts, want)
+	}
+	w.check(t)
+	for _, d := range []string{w.aDir, w.bDir} {
+		if got := readWork(t, d, "areas/oncall/rollback.html"); got != "edited on A\n" {
+			t.Errorf("%s: path holds %q, want theirs (A, pushed first)", d, got)
+		}
+		if got := readWork(t, d, want); got != "edited on B\n" {
+			t.Errorf("%s: conflict copy holds %q", d, got)
+		}
+		if cc := conflictCopies(t, d); len(cc) != 1 {
+			t.Errorf("%s: conflict copies %v", d, cc)
+		}
+	}
+}
+
+func TestSyncLedgerAppendsBothSides(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"memory.jsonl": recA + "\n" + recB + "\n"})
+	writeFile(t, w.aDir, "memory.jsonl", recA+"\n"+recB+"\n"+recD+"\n")
+	mustCommit(t, w.a, "memory.jsonl")
+	writeFile(t, w.bDir, "memory.jsonl", recA+"\n"+recB+"\n"+recE+"\n")
+	mustCommit(t, w.b, "memory.jsonl")
+	_, rb := w.syncAll(t)
+	if len(rb.Conflicts) != 0 {
+		t.Errorf("ledger merge made conflict copies %v", rb.Conflicts)
+	}
+	w.check(t)
+	for _, d := range []string{w.aDir, w.bDir} {
+		got := readWork(t, d, "memory.jsonl")
+		for _, rec := range []string{recA, recB, recD, recE} {
+			if strings.Count(got, rec) != 1 {
+				t.Errorf("%s: ledger misses or repeats %s:\n%s", d, rec, got)
+			}
+		}
+	}
+}
+
+func TestSyncLedgerBothChangeOneRecord(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"memory.jsonl": recA + "\n"})
+	writeFile(t, w.aDir, "memory.jsonl", recA2+"\n") // older update
+	mustCommit(t, w.a, "memory.jsonl")
+	writeFile(t, w.bDir, "memory.jsonl", recA1+"\n") // newer update
+	mustCommit(t, w.b, "memory.jsonl")
+	w.syncAll(t)
+	w.check(t)
+	for _, d := range []string{w.aDir, w.bDir} {
+		if got := readWork(t, d, "memory.jsonl"); got != recA1+"\n" {
+			t.Errorf("%s: ledger %q, want the later update", d, got)
+		}
+		if got := readWork(t, d, "memory.conflicts.jsonl"); got != recA2+"\n" {
+			t.Errorf("%s: conflicts %q, want the loser", d, got)
+		}
+	}
+}
+
+func TestSyncDeleteVersusEdit(t *testing.T) {
+	for _, deleterFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "deleter pushes first", false: "editor pushes first"}[deleterFirst], func(t *testing.T) {
+			w := newSyncWorld(t, map[string]string{"areas/y.html": "base\n", "areas/keep.html": "k\n"})
+			removeFile(t, w.aDir, "areas/y.html")
+			mustCommit(t, w.a, "areas/y.html")
+			writeFile(t, w.bDir, "areas/y.html", "edited\n")
+			mustCommit(t, w.b, "areas/y.html")
+			if deleterFirst {
+				w.syncAll(t)
+			} else {
+				mustSync(t, w.b)
+				mustSync(t, w.a)
+				mustSync(t, w.b)
+			}
+			w.check(t)
+			for _, d := range []string{w.aDir, w.bDir} {
+				if got := readWork(t, d, "areas/y.html"); got != "edited\n" {
+					t.Errorf("%s: edit lost, got %q", d, got)
+				}
+				if cc := conflictCopies(t, d); len(cc) != 0 {
+					t.Errorf("%s: conflict copies %v", d, cc)
+				}
+			}
+		})
+	}
+}
+
+func TestSyncArchiveMoveVersusEdit(t *testing.T) {
+	const old = "areas/journal/20240105-standup.html"
+	const moved = "archive/2024/areas/journal/20240105-standup.html"
+	for _, moverFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "mover pushes first", false: "editor pushes first"}[moverFirst], func(t *testing.T) {
+			w := newSyncWorld(t, map[string]string{old: "standup\n", "areas/journal/other.html": "o\n"})
+			renameFile(t, w.aDir, old, moved)
+			res := mustCommit(t, w.a, old, moved)
+			if res.Hash == "" {
+				t.Fatal("rename not committed")
+			}
+			writeFile(t, w.bDir, old, "standup, edited\n")
+			mustCommit(t, w.b, old)
+			if moverFirst {
+				w.syncAll(t)
+			} else {
+				mustSync(t, w.b)
+				mustSync(t, w.a)
+				mustSync(t, w.b)
+			}
+			w.check(t)
+			for _, d := range []string{w.aDir, w.bDir} {
+				if got := readWork(t, d, moved); got != "standup, edited\n" {
+					t.Errorf("%s: archive path holds %q, want the edit", d, got)
+				}
+				absent(t, d, old)
+				if cc := conflictCopies(t, d); len(cc) != 0 {
+					t.Errorf("%s: conflict copies %v", d, cc)
+				}
+			}
+		})
+	}
+}
+
+func TestSyncIdenticalSleepOnBothSides(t *testing.T) {
+	files := map[string]string{
+		"areas/journal/20240105-a.html": "a\n",
+		"areas/journal/20240106-b.html": "b\n",
+		"areas/keep.html":               "k\n",
+	}
+	w := newSyncWorld(t, files)
+	arc := "areas/arcs/person-x-2024.html"
+	for _, s := range []struct {
+		dir string
+		r   *Repo
+	}{{w.aDir, w.a}, {w.bDir, w.b}} {
+		for _, p := range []string{"areas/journal/20240105-a.html", "areas/journal/20240106-b.html"} {
+			renameFile(t, s.dir, p, "archive/2024/"+p)
+		}
+		writeFile(t, s.dir, arc, "<html>arc</html>\n")
+		mustCommit(t, s.r, "areas", "archive")
+	}
+	treeA := lsTree(t, w.aDir)
+	_, rb := w.syncAll(t)
+	if len(rb.Conflicts) != 0 {
+		t.Errorf("identical sleeps conflicted: %v", rb.Conflicts)
+	}
+	w.check(t)
+	treeAfter := lsTree(t, w.bDir)
+	if len(treeAfter) != len(treeA) {
+		t.Errorf("tree changed by merge: %v vs %v", treeAfter, treeA)
+	}
+	for p, v := range treeA {
+		if treeAfter[p] != v {
+			t.Errorf("path %s: %s after merge, %s before", p, treeAfter[p], v)
+		}
+	}
+	for _, d := range []string{w.aDir, w.bDir} {
+		absent(t, d, "areas/journal/20240105-a.html")
+		absent(t, d, "areas/journal/20240106-b.html")
+	}
+}
+
+func TestSyncFastForwardUpdatesOnlyChangedPaths(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n", "areas/old/x.html": "x\n", "resources/r.html": "r\n"})
+	writeFile(t, w.aDir, "areas/a.html", "a2\n")
+	writeFile(t, w.aDir, "projects/new/n.html", "n\n")
+	removeFile(t, w.aDir, "areas/old/x.html")
+	mustCommit(t, w.a, "areas", "projects")
+	mustSync(t, w.a)
+	// An untouched file's inode must survive the fast-forward.
+	before, err := os.Stat(filepath.Join(w.bDir, "resources/r.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := mustSync(t, w.b)
+	if !rb.FastForward || rb.Merged || rb.Pushed {
+		t.Errorf("B: %+v", rb)
+	}
+	w.check(t)
+	if readWork(t, w.bDir, "areas/a.html") != "a2\n" || readWork(t, w.bDir, "projects/new/n.html") != "n\n" {
+		t.Error("fast-forward did not write changed files")
+	}
+	absent(t, w.bDir, "areas/old")
+	after, _ := os.Stat(filepath.Join(w.bDir, "resources/r.html"))
+	if !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Error("unchanged file was rewritten")
+	}
+}
+
+func TestSyncCommitsUncommittedEditFirst(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
+	writeFile(t, w.aDir, "areas/a.html", "from A\n")
+	mustCommit(t, w.a, "areas/a.html")
+	mustSync(t, w.a)
+	// B edits the same file but the owner has not committed it yet.
+	writeFile(t, w.bDir, "areas/a.html", "uncommitted on B\n")
+	rb := mustSync(t, w.b)
+	if !rb.Merged || len(rb.Conflicts) != 1 {
+		t.Fatalf("B: %+v", rb)
+	}
+	mustSync(t, w.a)
+	w.check(t)
+	for _, d := range []string{w.aDir, w.bDir} {
+		if readWork(t, d, "areas/a.html") != "from A\n" || readWork(t, d, rb.Conflicts[0]) != "uncommitted on B\n" {
+			t.Errorf("%s: contents lost", d)
+		}
+	}
+}
+
+func TestSyncEmptyRemoteFirstPush(t *testing.T) {
+	w := newSyncWorld(t, nil)
+	writeFile(t, w.aDir, "areas/a.html", "a\n")
+	mustCommit(t, w.a, "areas/a.html")
+	ra := mustSync(t, w.a)
+	if !ra.Pushed {
+		t.Fatalf("A: %+v", ra)
+	}
+	rb := mustSync(t, w.b) // unborn clone: fast-forward from nothing
+	if !rb.FastForward {
+		t.Errorf("B: %+v", rb)
+	}
+	w.check(t)
+	if readWork(t, w.bDir, "areas/a.html") != "a\n" {
+		t.Error("B did not get the file")
+	}
+}
+
+func TestSyncUnrelatedHistory(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
+	// Someone replaces the remote with an unrelated history.
+	other := newGitDir(t)
+	writeFile(t, other, "areas/z.html", "z\n")
+	runGit(t, other, "add", "-A")
+	runGit(t, other, "commit", "-q", "-m", "unrelated")
+	runGit(t, other, "push", "-q", "-f", w.bare, "main")
+
+	writeFile(t, w.aDir, "areas/local.html", "mine\n")
+	mustCommit(t, w.a, "areas/local.html")
+	headBefore := strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD"))
+	_, err := w.a.Sync(context.Background(), pushOpts())
+	if !errors.Is(err, ErrUnrelatedHistory) {
+		t.Fatalf("Sync err = %v, want ErrUnrelatedHistory", err)
+	}
+	if h := strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD")); h != headBefore {
+		t.Errorf("local head moved %s → %s", headBefore, h)
+	}
+	if readWork(t, w.aDir, "areas/local.html") != "mine\n" {
+		t.Error("local file lost")
+	}
+	absent(t, w.aDir, "areas/z.html")
+	fsck(t, w.aDir)
+}
+
+func TestSyncPushRetriesWhenRemoteMoves(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
+	writeFile(t, w.aDir, "areas/from-a.html", "a\n")
+	mustCommit(t, w.a, "areas/from-a.html")
+	if err := w.a.Fetch(context.Background(), pushOpts()); err != nil {
+		t.Fatal(err)
+	}
+	// B pushes after A's fetch; A's push must be rejected then retried
+	// via fetch → merge → push.
+	writeFile(t, w.bDir, "areas/from-b.html", "b\n")
+	mustCommit(t, w.b, "areas/from-b.html")
+	mustSync(t, w.b)
+	ra := mustSync(t, w.a)
+	if !ra.Merged || !ra.Pushed {
+		t.Errorf("A: %+v", ra)
+	}
+	mustSync(t, w.b)
+	w.check(t)
+}
