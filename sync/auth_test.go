@@ -1,0 +1,188 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRedactURL(t *testing.T) {
+	cases := map[string]string{
+		"fetch https://x-access-token:ghp_SECRET@github.com/o/r.git: 401": "fetch https://github.com/o/r.git: 401",
+		"push http://user@127.0.0.1:8080/git/r failed":                   "push http://127.0.0.1:8080/git/r failed",
+		"ssh://git:pw@host:22/r and https://a:b@c/d":                      "ssh://host:22/r and https://c/d",
+		"https://h/r?access_token=SECRET&x=1":                             "https://h/r?access_token=REDACTED&x=1",
+		"git@github.com:o/r.git":                                          "git@github.com:o/r.git",
+		"/home/u/remote.git":                                              "/home/u/remote.git",
+		"":                                                                "",
+	}
+	for in, want := range cases {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Linear time on hostile input (no catastrophic backtracking).
+	big := strings.Repeat("a://", 50000) + strings.Repeat("@", 50000)
+	start := time.Now()
+	_ = RedactURL(big)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("RedactURL on 400 KB took %v", d)
+	}
+}
+
+func TestRemoteOptionsToken(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte("  from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MEMD_TEST_TOKEN_X", "")
+	ro := RemoteOptions{TokenEnv: "MEMD_TEST_TOKEN_X", TokenFile: file}
+	if tok, err := ro.readToken(); err != nil || tok != "from-file" {
+		t.Errorf("file token = %q, %v", tok, err)
+	}
+	t.Setenv("MEMD_TEST_TOKEN_X", "from-env")
+	if tok, _ := ro.readToken(); tok != "from-env" {
+		t.Errorf("env token = %q", tok)
+	}
+	bad := RemoteOptions{TokenFile: filepath.Join(dir, "missing")}
+	if _, err := bad.readToken(); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("missing token file err = %v", err)
+	}
+	auth, err := ro.authFor("https://example.invalid/r.git")
+	if err != nil || auth == nil || !strings.Contains(auth.String(), "x-access-token") {
+		t.Errorf("https auth = %v, %v", auth, err)
+	}
+	if auth, err := ro.authFor("/some/path.git"); err != nil || auth != nil {
+		t.Errorf("local path auth = %v, %v", auth, err)
+	}
+	if _, err := (RemoteOptions{SSHKey: filepath.Join(dir, "nokey")}).authFor("ssh://git@example.invalid/r.git"); err == nil || !strings.Contains(err.Error(), "nokey") {
+		t.Errorf("missing ssh key err = %v", err)
+	}
+}
+
+func TestSyncHTTPWithToken(t *testing.T) {
+	_, w := newHTTPWorld(t, "s3cret-token", map[string]string{"areas/a.html": "a\n"})
+	t.Setenv("MEMD_TEST_TOKEN", "s3cret-token")
+	writeFile(t, w.aDir, "areas/http.html", "over http\n")
+	mustCommit(t, w.a, "areas/http.html")
+	ro := RemoteOptions{Push: true, TokenEnv: "MEMD_TEST_TOKEN", Timeout: 30 * time.Second}
+	res, err := w.a.Sync(context.Background(), ro)
+	if err != nil {
+		t.Fatalf("Sync over HTTP: %v", err)
+	}
+	if !res.Pushed || res.Ahead != 0 {
+		t.Errorf("result %+v", res)
+	}
+	if got := runGit(t, w.bare, "show", "main:areas/http.html"); got != "over http\n" {
+		t.Errorf("remote has %q", got)
+	}
+	fsck(t, w.bare)
+}
+
+func TestSyncHTTPWrongTokenIsErrAuth(t *testing.T) {
+	srv, w := newHTTPWorld(t, "right-token", map[string]string{"areas/a.html": "a\n"})
+	tokFile := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(tokFile, []byte("WRONG-TOKEN-123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, w.aDir, "areas/local.html", "local\n")
+	mustCommit(t, w.a, "areas/local.html")
+	head, _ := w.a.Head()
+	ro := RemoteOptions{Push: true, TokenFile: tokFile, Timeout: 30 * time.Second}
+	_, err := w.a.Sync(context.Background(), ro)
+	if !errors.Is(err, ErrAuth) {
+		t.Fatalf("err = %v, want ErrAuth", err)
+	}
+	msg := err.Error()
+	t.Logf("auth error: %s", msg)
+	if strings.Contains(msg, "WRONG-TOKEN") || !strings.Contains(msg, "origin") || !strings.Contains(msg, srv.addr) {
+		t.Errorf("error message %q: must name the remote and its URL, never the token", msg)
+	}
+	if errors.Is(err, ErrOffline) {
+		t.Errorf("auth failure also classified offline: %v", err)
+	}
+	if h, _ := w.a.Head(); h != head {
+		t.Errorf("local head moved %s → %s", head, h)
+	}
+	if readWork(t, w.aDir, "areas/local.html") != "local\n" {
+		t.Error("local file lost")
+	}
+
+	// Credentials inside the URL are redacted too.
+	url := "http://x-access-token:URL-SECRET-9@" + srv.addr + "/git/remote.git"
+	if err := w.a.SetRemote("origin", url); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.a.Sync(context.Background(), RemoteOptions{Push: true, Timeout: 30 * time.Second})
+	if !errors.Is(err, ErrAuth) || strings.Contains(err.Error(), "URL-SECRET") {
+		t.Errorf("URL credentials: err = %v", err)
+	}
+
+	// The token file is re-read on every attempt: fixing it fixes sync.
+	if err := os.WriteFile(tokFile, []byte("right-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.a.SetRemote("origin", srv.url("remote.git")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.a.Sync(context.Background(), ro)
+	if err != nil || !res.Pushed {
+		t.Fatalf("after fixing the token: %+v, %v", res, err)
+	}
+}
+
+func TestSyncHTTPOfflineThenBack(t *testing.T) {
+	srv, w := newHTTPWorld(t, "tok", map[string]string{"areas/a.html": "a\n"})
+	t.Setenv("MEMD_TEST_TOKEN", "tok")
+	ro := RemoteOptions{Push: true, TokenEnv: "MEMD_TEST_TOKEN", Timeout: 10 * time.Second}
+	srv.stop()
+	for i := 0; i < 3; i++ {
+		p := "areas/offline-" + string(rune('a'+i)) + ".html"
+		writeFile(t, w.aDir, p, "written offline\n")
+		mustCommit(t, w.a, p)
+		res, err := w.a.Sync(context.Background(), ro)
+		if i == 0 {
+			t.Logf("offline error: %v", err)
+		}
+		if !errors.Is(err, ErrOffline) {
+			t.Fatalf("offline sync %d: err = %v, want ErrOffline", i, err)
+		}
+		if errors.Is(err, ErrAuth) {
+			t.Fatalf("offline classified as auth: %v", err)
+		}
+		if res.Ahead != i+1 {
+			t.Errorf("offline sync %d: ahead %d, want %d", i, res.Ahead, i+1)
+		}
+	}
+	srv.start()
+	res, err := w.a.Sync(context.Background(), ro)
+	if err != nil || !res.Pushed || res.Ahead != 0 {
+		t.Fatalf("back online: %+v, %v", res, err)
+	}
+	for i := 0; i < 3; i++ {
+		p := "areas/offline-" + string(rune('a'+i)) + ".html"
+		if got := runGit(t, w.bare, "show", "main:"+p); got != "written offline\n" {
+			t.Errorf("remote %s = %q", p, got)
+		}
+	}
+	fsck(t, w.bare)
+}
+
+func TestSyncHTTPTimeoutIsOffline(t *testing.T) {
+	srv, w := newHTTPWorld(t, "", map[string]string{"areas/a.html": "a\n"})
+	srv.setHang()
+	start := time.Now()
+	_, err := w.a.Sync(context.Background(), RemoteOptions{Push: true, Timeout: 500 * time.Millisecond})
+	t.Logf("timeout error: %v", err)
+	if !errors.Is(err, ErrOffline) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrOffline and DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("timeout not honoured: %v", d)
+	}
+}
