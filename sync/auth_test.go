@@ -13,7 +13,7 @@ import (
 func TestRedactURL(t *testing.T) {
 	cases := map[string]string{
 		"fetch https://x-access-token:ghp_SECRET@github.com/o/r.git: 401": "fetch https://github.com/o/r.git: 401",
-		"push http://user@127.0.0.1:8080/git/r failed":                   "push http://127.0.0.1:8080/git/r failed",
+		"push http://user@127.0.0.1:8080/git/r failed":                    "push http://127.0.0.1:8080/git/r failed",
 		"ssh://git:pw@host:22/r and https://a:b@c/d":                      "ssh://host:22/r and https://c/d",
 		"https://h/r?access_token=SECRET&x=1":                             "https://h/r?access_token=REDACTED&x=1",
 		"git@github.com:o/r.git":                                          "git@github.com:o/r.git",
