@@ -1,0 +1,117 @@
+package sync
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIndexFollowsCommitsInBackground(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "a.html", "a")
+	writeFile(t, dir, "areas/b.html", "b")
+	mustCommit(t, r, "a.html", "areas")
+	// The commit schedules a refresh by itself; wait for git to agree.
+	waitFor(t, "background index refresh", 10*time.Second, func() bool {
+		return runGit(t, dir, "status", "--porcelain", "-uall") == ""
+	})
+	r.WaitIndexRefresh()
+	// Several commits in a row: each refresh is incremental, and the
+	// result still matches HEAD exactly.
+	for i := 0; i < 5; i++ {
+		writeFile(t, dir, "areas/b.html", strings.Repeat("b", i+2))
+		writeFile(t, dir, "n/new"+string(rune('0'+i))+".html", "n")
+		mustCommit(t, r, "areas/b.html", "n")
+	}
+	if err := os.Remove(filepath.Join(dir, "a.html")); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, r, "a.html")
+	r.WaitIndexRefresh()
+	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+		t.Fatalf("status after incremental refreshes:\n%s", out)
+	}
+	if ls := runGit(t, dir, "ls-files"); strings.Contains(ls, "a.html\n") && !strings.Contains(ls, "b.html") {
+		t.Fatalf("ls-files %q", ls)
+	}
+	// Index entries carry stat data: git needs no racy re-read for them
+	// and diff-files (stat-only compare) reports nothing.
+	if out := runGit(t, dir, "diff-files", "--name-only"); out != "" {
+		t.Fatalf("diff-files: %q", out)
+	}
+}
+
+func TestIndexShowsUncommittedEdits(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "a.html", "a")
+	writeFile(t, dir, "gone.html", "g")
+	mustCommit(t, r, ".")
+	// Edits memd has not committed yet must stay visible to git after a
+	// (full) refresh: the index names HEAD's blobs, not the work tree's.
+	writeFile(t, dir, "a.html", "edited but not committed")
+	os.Remove(filepath.Join(dir, "gone.html"))
+	os.Remove(filepath.Join(dir, ".git/index")) // force a full rebuild
+	if err := r.RefreshIndex(); err != nil {
+		t.Fatal(err)
+	}
+	out := runGit(t, dir, "status", "--porcelain")
+	if !strings.Contains(out, " M a.html") || !strings.Contains(out, " D gone.html") {
+		t.Fatalf("status should show the edit and deletion:\n%s", out)
+	}
+	if strings.Contains(out, "M  ") || strings.Contains(out, "D  ") {
+		t.Fatalf("nothing should be staged:\n%s", out)
+	}
+}
+
+func TestIndexAfterOutsideCommitFullRefresh(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "a.html", "a")
+	mustCommit(t, r, "a.html")
+	r.WaitIndexRefresh()
+	// git itself commits (and rewrites the index); then memd commits.
+	writeFile(t, dir, "g.md", "git")
+	runGit(t, dir, "add", "g.md")
+	runGit(t, dir, "commit", "-q", "-m", "by git")
+	writeFile(t, dir, "m.html", "memd")
+	mustCommit(t, r, "m.html")
+	r.WaitIndexRefresh()
+	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+		t.Fatalf("status:\n%s", out)
+	}
+}
+
+func TestIndexLockHeldBacksOff(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "a.html", "a")
+	mustCommit(t, r, "a.html")
+	r.WaitIndexRefresh()
+	lock := filepath.Join(dir, ".git/index.lock")
+	if err := os.WriteFile(lock, []byte("someone"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "b.html", "b")
+	mustCommit(t, r, "b.html") // commits never wait on the index
+	if err := r.RefreshIndex(); !errors.Is(err, ErrLocked) {
+		t.Fatalf("RefreshIndex with held lock: %v", err)
+	}
+	if b, err := os.ReadFile(lock); err != nil || string(b) != "someone" {
+		t.Fatal("a held index.lock was touched")
+	}
+	// The background refresher retries; once the holder lets go the
+	// index catches up.
+	r.ScheduleIndexRefresh()
+	time.Sleep(150 * time.Millisecond) // let it hit the held lock at least once
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "index to catch up after the lock is released", 20*time.Second, func() bool {
+		return runGit(t, dir, "status", "--porcelain", "-uall") == ""
+	})
+}
