@@ -113,9 +113,10 @@ type journalHandler struct {
 }
 
 type journalOut struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf bytes.Buffer
+	mu   sync.Mutex
+	w    io.Writer
+	buf  bytes.Buffer // the inner handler's output
+	line bytes.Buffer // the line written; reused under mu
 }
 
 // bufWriter lets the inner text handler write into the shared buffer; it is only called
@@ -153,8 +154,8 @@ func (h *journalHandler) Handle(ctx context.Context, r slog.Record) error {
 		return err
 	}
 	attrs := bytes.TrimRight(h.out.buf.Bytes(), "\n")
-	var line bytes.Buffer
-	line.Grow(len(r.Message) + len(attrs) + 8)
+	line := &h.out.line
+	line.Reset()
 	line.WriteByte('<')
 	line.WriteString(uitoa(uint64(JournalPriority(r.Level))))
 	line.WriteByte('>')
