@@ -125,6 +125,16 @@ func (ig *Ignorer) readGitignore(root, dir string) {
 	ig.rebuild()
 }
 
+// clone copies the rules so a walk can extend them without touching the published ones.
+func (ig *Ignorer) clone() *Ignorer {
+	c := &Ignorer{base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]gitignore.Pattern, len(ig.byDir))}
+	for d, ps := range ig.byDir {
+		c.byDir[d] = ps
+	}
+	c.rebuild()
+	return c
+}
+
 func (ig *Ignorer) rebuild() {
 	dirs := make([]string, 0, len(ig.byDir))
 	for d := range ig.byDir {

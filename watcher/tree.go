@@ -117,31 +117,33 @@ func (w *Watcher) listFailed(rel string, err error) {
 // everything below it. Watches go on before each listing, so a file created meanwhile is
 // seen either by the listing or by an event. With report, the files found are dirty.
 func (w *Watcher) addTree(rel string, report bool) {
-	ig := w.ign.Load()
-	reload := false
+	// A .gitignore that comes with the tree never produces its own event: read them on
+	// the way down, as New does, so the walk already honours them.
+	cur := w.ign.Load()
+	ig := cur.clone()
 	err := walkTree(w.root, rel, ig, walkFuncs{
-		dir: w.watchDir,
+		dir: func(d string) {
+			ig.readGitignore(w.root, d)
+			w.watchDir(d)
+		},
 		file: func(f string, d fs.DirEntry) {
 			w.snapFile(f, d)
 			if report {
 				w.markDirty(f)
 			}
-			if baseOf(f) == ".gitignore" {
-				reload = true
-			}
 		},
 		fail: w.listFailed,
 	})
+	if ig.files > cur.files {
+		w.ign.Store(ig)
+		w.log.Info("ignore rules extended", "dir", rel, "gitignores", ig.files)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			w.dropTree(rel)
 		} else {
 			w.listFailed(rel, err)
 		}
-	}
-	if reload {
-		// A .gitignore that came with the tree never produces its own event.
-		w.reloadIgnore(rel + " brought a .gitignore")
 	}
 }
 

@@ -326,16 +326,13 @@ loop:
 			w.readyN.Store(0)
 		case <-w.tick:
 			if nb, ok := w.due(); ok {
-				ready = merge(ready, nb)
+				ready = w.offer(merge(ready, nb))
 			}
 			w.tickCount.Add(1)
 		case <-w.flushReq:
 			if nb, ok := w.take(); ok {
-				ready = merge(ready, nb)
+				ready = w.offer(merge(ready, nb))
 			}
-		}
-		if ready != nil {
-			w.readyN.Store(int64(len(ready.Paths)))
 		}
 	}
 
@@ -365,6 +362,18 @@ loop:
 		t.Stop()
 	}
 	return runErr
+}
+
+// offer hands b to the consumer if it has room and returns what is still undelivered.
+func (w *Watcher) offer(b *Batch) *Batch {
+	select {
+	case w.out <- *b:
+		w.readyN.Store(0)
+		return nil
+	default:
+		w.readyN.Store(int64(len(b.Paths)))
+		return b
+	}
 }
 
 // due takes the pending batch if its time has come, else re-arms the timer for when it
