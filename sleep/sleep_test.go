@@ -1,0 +1,465 @@
+package sleep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd"
+)
+
+func TestJudgeNoteBoundaries(t *testing.T) {
+	now := fixNow
+	grace := 14 * 24 * time.Hour
+	rec := func(js string) *memd.Record {
+		r, err := memd.ParseRecord([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	iso := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	cases := []struct {
+		name, js     string
+		drain, stale bool
+		reason       string
+	}{
+		{"hard 1s past", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(-time.Second) + `"}}`, true, false, ReasonHardExpiry},
+		{"hard exactly now", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(0) + `"}}`, false, false, ""},
+		{"hard 1s ahead", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(time.Second) + `"}}`, false, false, ""},
+		{"soft 1s ahead", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(time.Second) + `"}}`, false, false, ""},
+		{"soft 1s past", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-time.Second) + `"}}`, false, true, ""},
+		{"soft grace not over", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-grace+time.Second) + `"}}`, false, true, ""},
+		{"soft grace over", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-grace-time.Second) + `"}}`, true, true, ReasonSoftExpiry},
+		{"read-count 0", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":0}}`, true, false, ReasonReadCount},
+		{"read-count -1", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":-1}}`, true, false, ReasonReadCount},
+		{"read-count 1", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":1}}`, false, false, ""},
+		{"persistent", `{"id":"a","type":"note","lifecycle":{"mode":"persistent"}}`, false, false, ""},
+		{"rule with a past expiry", `{"id":"a","type":"rule","lifecycle":{"mode":"hard-expiry","expiresAt":"2000-01-01"}}`, false, false, ""},
+		{"lesson read out", `{"id":"a","type":"lesson","lifecycle":{"mode":"read-count","remainingReads":0}}`, false, false, ""},
+	}
+	for _, c := range cases {
+		v := JudgeNote(rec(c.js), now, grace)
+		if v.Drain != c.drain || v.Stale != c.stale || v.Reason != c.reason {
+			t.Errorf("%s: got drain=%v stale=%v reason=%q, want %v %v %q", c.name, v.Drain, v.Stale, v.Reason, c.drain, c.stale, c.reason)
+		}
+	}
+	bad := JudgeNote(rec(`{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"next tuesday"}}`), now, grace)
+	if bad.Drain || !strings.Contains(bad.Bad, "next tuesday") {
+		t.Errorf("unparseable expiresAt: %+v (want kept, reported naming the value)", bad)
+	}
+}
+
+func TestArchiveReason(t *testing.T) {
+	parse := func(m mem) *memd.Memory { return memd.ParseMemoryBytes([]byte(m.html())) }
+	const keep = 1
+	after := 30 * 24 * time.Hour
+	cases := []struct {
+		path string
+		m    mem
+		want bool
+	}{
+		{"areas/x/20241231-a.html", mem{typ: "episodic"}, true},                         // 2024 < 2025
+		{"areas/x/20250101-a.html", mem{typ: "episodic", created: "2020-01-01"}, false}, // prefix wins: 2025
+		{"areas/x/a.html", mem{typ: "episodic", event: "2023-05-01", created: "2026-01-01"}, true},
+		{"areas/x/a.html", mem{typ: "episodic", created: "2024-12-31T23:00:00Z"}, true},
+		{"areas/x/a.html", mem{typ: "episodic", created: "2025-01-01T00:00:00Z"}, false},
+		{"projects/p/tasks/t.html", mem{typ: "task", taskSts: "done", updated: "2026-10-30T02:59:59Z", created: "2026-01-01"}, true},
+		{"projects/p/tasks/t.html", mem{typ: "task", taskSts: "done", updated: "2026-10-31T03:00:00Z", created: "2026-01-01"}, false},
+		{"projects/p/tasks/t.html", mem{typ: "task", taskSts: "doing", updated: "2020-01-01", created: "2020-01-01"}, false},
+		{"resources/go/a.html", mem{typ: "semantic", status: "archived"}, true},
+		{"resources/go/a.html", mem{typ: "semantic", created: "2010-01-01"}, false},                  // other types never by age
+		{"areas/arcs/x-2010.html", mem{typ: "arc", created: "2010-01-01"}, false},                    // arcs never
+		{"areas/arcs/x-2010.html", mem{typ: "arc", status: "archived"}, false},                       // not even when marked
+		{"resources/people/sanju.html", mem{typ: "episodic", created: "2010-01-01"}, false},          // people never
+		{"resources/people/sanju.html", mem{typ: "semantic", status: "archived"}, false},             // people never
+		{"archive/2024/areas/x/20240101-a.html", mem{typ: "episodic", created: "2024-01-01"}, false}, // already archived
+	}
+	for _, c := range cases {
+		got := ArchiveReason(c.path, parse(c.m), fixNow, keep, after) != ""
+		if got != c.want {
+			t.Errorf("%s %+v: archived=%v, want %v", c.path, c.m, got, c.want)
+		}
+	}
+}
+
+// The whole night on a repo spanning years: one commit per phase with the trailers, each
+// rule applied, moves that git sees as R100 and follows, links rewritten, and a second run
+// that commits nothing.
+func TestFullSleep(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	base := head(t, dir)
+	store := openStore(t, dir)
+	rep := runSleep(t, dir, store, testConfig(), nil)
+	if rep.Failed() {
+		t.Fatalf("run failed: %+v", rep)
+	}
+	msgs := commitsSince(t, dir, base)
+	if len(msgs) != 4 {
+		t.Fatalf("want 4 sleep commits, got %d:\n%s", len(msgs), strings.Join(msgs, "\n---\n"))
+	}
+	for i, ph := range []string{"tidy", "archive", "arcs", "expire"} {
+		m := msgs[i]
+		if !strings.HasPrefix(m, "sleep("+ph+"): ") {
+			t.Errorf("commit %d: %q, want sleep(%s)", i, m, ph)
+		}
+		tr := parseTrailers(m)
+		if tr[TrailerRun] != "20261130T030000Z" || tr[TrailerPhase] != ph || tr[TrailerCounts] == "" {
+			t.Errorf("commit %d trailers %v", i, tr)
+		}
+	}
+	byPhase := map[string]PhaseResult{}
+	for _, p := range rep.Phases {
+		byPhase[p.Phase] = p
+		if p.Commit == "" {
+			t.Errorf("phase %s made no commit", p.Phase)
+		}
+	}
+
+	// expire
+	ex := byPhase["expire"].Counts
+	if ex["drained"] != 3 || ex["stale"] != 2 || ex["archived"] != 1 || ex["unparseable"] != 1 {
+		t.Errorf("expire counts %v", ex)
+	}
+	ledger := readFile(t, dir, "memory.jsonl")
+	for _, id := range []string{"r1", "l1", "p1", "h-future", "h-exact", "s-grace", "s-future", "rc1"} {
+		mustContain(t, "ledger", ledger, `"id":"`+id+`"`)
+	}
+	for _, id := range []string{"h-past", "s-drain", "rc0"} {
+		mustNotContain(t, "ledger", ledger, `"id":"`+id+`"`)
+	}
+	mustContain(t, "ledger keeps the broken line", ledger, "{this line is broken\n")
+	d25 := readFile(t, dir, "archive/2025/memory.drained.jsonl")
+	mustContain(t, "2025 drained", d25, `"id":"h-past"`)
+	mustContain(t, "unknown field kept", d25, `"x-keep":{"a":[1,2]}`)
+	mustContain(t, "drainedAt", d25, `"drainedAt":"2026-11-30T03:00:00Z"`)
+	mustContain(t, "drainReason", d25, `"drainReason":"hard-expiry"`)
+	d26 := readFile(t, dir, "archive/2026/memory.drained.jsonl")
+	mustContain(t, "2026 drained", d26, `"id":"s-drain"`)
+	mustContain(t, "2026 drained", d26, `"id":"rc0"`)
+	mustContain(t, "read-count reason", d26, `"drainReason":"read-count"`)
+	if exists(dir, expiredF) || !exists(dir, "archive/2026/"+expiredF) {
+		t.Error("memory past its valid-until + grace not archived")
+	}
+	if !exists(dir, validF) {
+		t.Error("memory within its valid-until grace was moved")
+	}
+
+	// arcs
+	if c := byPhase["arcs"].Counts; c["created"] != 2 {
+		t.Errorf("arcs counts %v, want created=2", c)
+	}
+	arc24 := readFile(t, dir, "areas/arcs/person-sanju-rao-2024.html")
+	arc25 := readFile(t, dir, "areas/arcs/person-sanju-rao-2025.html")
+	if m := memd.ParseMemoryBytes([]byte(arc25)); !m.Valid() || m.Type != "arc" {
+		t.Errorf("arc 2025 invalid: %v", m.Violations)
+	}
+	mustContain(t, "arc 2025 claim", arc25, "person:Sanju Rao in 2025: 3 episodes, 2025-02-03 to 2025-10-20.")
+	for _, p := range []string{"areas/arcs/service-checkout-api-2025.html", "areas/arcs/service-db-2024.html"} {
+		if exists(dir, p) {
+			t.Errorf("%s written below min_episodes", p)
+		}
+	}
+	// The archived year keeps its arc, which now links the archive paths.
+	mustContain(t, "arc 2024 links archive", arc24, `href="/archive/2024/`+epOld1+`"`)
+	mustNotContain(t, "arc 2024 links old path", arc24, `href="/`+epOld1+`"`)
+
+	// archive
+	if c := byPhase["archive"].Counts; c["archived"] != 5 {
+		t.Errorf("archive counts %v, want archived=5", c)
+	}
+	for _, p := range []string{epOld1, epOld2, epOld3} {
+		if exists(dir, p) || !exists(dir, "archive/2024/"+p) {
+			t.Errorf("%s not archived to archive/2024", p)
+		}
+	}
+	for p, y := range map[string]string{semArch: "2025", taskDone: "2026"} {
+		if exists(dir, p) || !exists(dir, "archive/"+y+"/"+p) {
+			t.Errorf("%s not archived to archive/%s", p, y)
+		}
+	}
+	for _, p := range []string{epNew1, epThis, personF, semOld, taskFresh, taskOpen, oldArc, noteFile} {
+		if !exists(dir, p) {
+			t.Errorf("%s was moved; it must stay", p)
+		}
+	}
+	ac := phaseCommit(t, dir, "archive")
+	ns := git(t, dir, "diff", "-M", "--name-status", ac+"~1", ac)
+	for _, p := range []string{epOld1, epOld2, epOld3, semArch, taskDone} {
+		mustContain(t, "archive diff", ns, "R100\t"+p+"\tarchive/")
+	}
+	follow := git(t, dir, "log", "--follow", "--format=%H", "--", "archive/2024/"+epOld1)
+	if !strings.Contains(follow, base) {
+		t.Errorf("git log --follow does not reach the first commit %s:\n%s", base, follow)
+	}
+	notes := readFile(t, dir, noteFile)
+	mustContain(t, "links rewritten", notes, `href="/archive/2024/`+epOld1+`"`)
+	mustContain(t, "links rewritten", notes, `href="/archive/2024/`+epOld2+`"`)
+	mustContain(t, "link to a staying file kept", notes, `href="/`+epNew1+`"`)
+	idx := readFile(t, dir, indexMD)
+	mustContain(t, "index repointed", idx, "- [[archive/2024/"+epOld1+"|Rollback]] \u00b7 type:episodic subject:oncall \u00b7 the rollback\n")
+	mustContain(t, "index repointed", idx, "- [[archive/2025/"+semArch+"|Old flags]]")
+	mustContain(t, "index kept", idx, "- [["+epNew1+"|Checkout outage]]")
+
+	// tidy: the project MEMORY.md in template with a backup; the link inside an archived
+	// file repointed in tidy's own commit (the archive commit left its bytes alone).
+	pmd := readFile(t, dir, projectMD)
+	if r := memd.InspectProjectMD([]byte(pmd)); !r.InTemplate {
+		t.Errorf("project MEMORY.md not in template: %+v\n%s", r, pmd)
+	}
+	mustContain(t, "unsorted kept", pmd, "### Unsorted: Notes")
+	mustContain(t, "backup", readFile(t, dir, "projects/shop/"+memd.PreMigrationName), "## Notes\n- misc\n")
+	moved3 := readFile(t, dir, "archive/2024/"+epOld3)
+	mustContain(t, "archived file repointed by tidy", moved3, `href="/archive/2024/`+epOld1+`"`)
+	tc := phaseCommit(t, dir, "tidy")
+	tns := git(t, dir, "diff", "--name-status", tc+"~1", tc)
+	mustContain(t, "tidy touched the archived file", tns, "M\tarchive/2024/"+epOld3)
+
+	// Nothing left uncommitted, and a second night is a no-op.
+	store.WaitIndexRefresh()
+	if st := git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("tree not clean after sleep:\n%s", st)
+	}
+	h := head(t, dir)
+	rep2 := runSleep(t, dir, store, testConfig(), nil)
+	if head(t, dir) != h {
+		t.Fatalf("second run (same id) committed: %s", strings.Join(commitsSince(t, dir, h), "\n"))
+	}
+	for _, p := range rep2.Phases {
+		if !p.Skipped {
+			t.Errorf("phase %s not skipped on the same run id", p.Phase)
+		}
+	}
+	// A different run id (the next night at the same clock) plans again and finds nothing.
+	rep3, err := NewRunner(dir, store, Options{Config: testConfig(), Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "manual-2")
+	if err != nil || rep3.Failed() {
+		t.Fatalf("third run: %v %+v", err, rep3)
+	}
+	if head(t, dir) != h {
+		t.Fatalf("third run committed: %s", strings.Join(commitsSince(t, dir, h), "\n"))
+	}
+	st, err := ReadState(filepath.Join(dir, ".git", "memd"))
+	if err != nil || st.Phases["tidy"].Run != "manual-2" {
+		t.Errorf("sleep.json after runs: %+v %v", st, err)
+	}
+}
+
+// Arcs: created at exactly min_episodes, not one below, rewritten when a member is added,
+// untouched (no commit, same bytes) when nothing changed.
+func TestArcsThresholdAndUpdate(t *testing.T) {
+	dir := t.TempDir()
+	ep := func(day, entity string) mem {
+		return mem{typ: "episodic", title: "Ep " + day, entities: []string{entity}, created: "2026-" + day + "T10:00:00Z"}
+	}
+	writeFile(t, dir, "areas/x/20260101-a.html", ep("01-01", "team:red").html())
+	writeFile(t, dir, "areas/x/20260201-b.html", ep("02-01", "team:red").html())
+	writeFile(t, dir, "areas/x/20260301-c.html", ep("03-01", "team:red").html())
+	writeFile(t, dir, "areas/x/20260101-d.html", ep("01-01", "team:blue").html())
+	writeFile(t, dir, "areas/x/20260201-e.html", ep("02-01", "team:blue").html())
+	initRepo(t, dir)
+	store := openStore(t, dir)
+	cfg := testConfig()
+	arcsOnly := func(o *Options) { o.Phases = []string{"arcs"} }
+	h0 := head(t, dir)
+	rep := runSleep(t, dir, store, cfg, arcsOnly)
+	if rep.Phases[0].Counts["created"] != 1 {
+		t.Fatalf("counts %v", rep.Phases[0].Counts)
+	}
+	if !exists(dir, "areas/arcs/team-red-2026.html") {
+		t.Fatal("no arc at exactly min_episodes")
+	}
+	if exists(dir, "areas/arcs/team-blue-2026.html") {
+		t.Fatal("arc one below min_episodes")
+	}
+	if n := len(commitsSince(t, dir, h0)); n != 1 {
+		t.Fatalf("%d commits", n)
+	}
+	red := readFile(t, dir, "areas/arcs/team-red-2026.html")
+
+	// Nothing changed: no commit, same bytes (a new run id so the trailers don't skip it).
+	h1 := head(t, dir)
+	if _, err := NewRunner(dir, store, Options{Config: cfg, Phases: []string{"arcs"}, Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "again"); err != nil {
+		t.Fatal(err)
+	}
+	if head(t, dir) != h1 || readFile(t, dir, "areas/arcs/team-red-2026.html") != red {
+		t.Fatal("unchanged arc rewritten or committed")
+	}
+
+	// A member added: the arc is rewritten; blue reaches the threshold.
+	writeFile(t, dir, "areas/x/20260401-f.html", ep("04-01", "team:red").html())
+	writeFile(t, dir, "areas/x/20260301-g.html", ep("03-01", "team:blue").html())
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "more")
+	h2 := head(t, dir)
+	rep, err := NewRunner(dir, store, Options{Config: cfg, Phases: []string{"arcs"}, Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "third")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Phases[0].Counts; c["updated"] != 1 || c["created"] != 1 {
+		t.Fatalf("counts after adding members: %v, want updated=1 created=1", c)
+	}
+	red2 := readFile(t, dir, "areas/arcs/team-red-2026.html")
+	if red2 == red {
+		t.Fatal("arc bytes unchanged after a member was added")
+	}
+	mustContain(t, "updated arc", red2, "team:red in 2026: 4 episodes, 2026-01-01 to 2026-04-01.")
+	if !exists(dir, "areas/arcs/team-blue-2026.html") {
+		t.Fatal("blue arc not created once it reached 3")
+	}
+	if n := len(commitsSince(t, dir, h2)); n != 1 {
+		t.Fatalf("want one arcs commit, got %d", n)
+	}
+}
+
+// A phase that fails midway leaves the tree as it was (files moved back, rewrites undone),
+// is recorded, and the phases after it still run and commit.
+func TestFailedPhaseIsUndoneAndLaterPhasesRun(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	store := openStore(t, dir)
+	// Run expire and arcs first so the archive run starts from a committed tree.
+	runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"expire", "arcs"} })
+	h := head(t, dir)
+	notesBefore, indexBefore := readFile(t, dir, noteFile), readFile(t, dir, indexMD)
+	boom := errors.New("injected failure")
+	failAt := func(o *Options) {
+		o.afterOp = func(phase string, i int) error {
+			if phase == "archive" && i == 4 {
+				return boom
+			}
+			return nil
+		}
+	}
+	// Archive alone: the tree is exactly as before.
+	before := treeDigest(t, dir)
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"archive"}; failAt(o) })
+	if !rep.Failed() || !errors.Is(rep.Phases[0].Err, boom) || rep.Phases[0].Commit != "" {
+		t.Fatalf("archive result %+v", rep.Phases[0])
+	}
+	if treeDigest(t, dir) != before {
+		t.Fatalf("tree changed by the failed phase: %v", treeList(t, dir))
+	}
+	if exists(dir, filepath.Join(".git", "memd", journalDirName)) {
+		t.Error("journal left behind")
+	}
+	if exists(dir, "archive/2024") {
+		t.Error("directory made by the failed phase left behind")
+	}
+	if head(t, dir) != h {
+		t.Fatal("failed phase committed")
+	}
+	// Archive then tidy: archive fails, tidy still runs and commits its own work only.
+	rep = runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"archive", "tidy"}; failAt(o) })
+	if !rep.Failed() || rep.Phases[0].Err == nil {
+		t.Fatalf("archive result %+v", rep.Phases[0])
+	}
+	if rep.Phases[1].Err != nil || rep.Phases[1].Commit == "" {
+		t.Fatalf("tidy after a failed archive: %+v", rep.Phases[1])
+	}
+	msgs := commitsSince(t, dir, h)
+	if len(msgs) != 1 || !strings.HasPrefix(msgs[0], "sleep(tidy)") {
+		t.Fatalf("commits after failure: %v", msgs)
+	}
+	store.WaitIndexRefresh()
+	if st := git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("tree not clean:\n%s", st)
+	}
+	for _, p := range []string{epOld1, epOld2, epOld3, semArch, taskDone} {
+		if !exists(dir, p) {
+			t.Errorf("%s not back in place", p)
+		}
+	}
+	if readFile(t, dir, noteFile) != notesBefore || readFile(t, dir, indexMD) != indexBefore {
+		t.Error("link rewrites of the failed phase not undone")
+	}
+}
+
+// A real failure, no hook: archive/2024 is a file, so the archive directory cannot be made.
+func TestFailedPhaseRealError(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	writeFile(t, dir, "archive/2024", "I am a file in the way\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "obstacle")
+	store := openStore(t, dir)
+	before := treeDigest(t, dir)
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"archive"} })
+	if !rep.Failed() {
+		t.Fatal("archive succeeded through a file where a directory must be")
+	}
+	if !strings.Contains(rep.Phases[0].Error, "archive/2024") {
+		t.Errorf("error does not name the path: %s", rep.Phases[0].Error)
+	}
+	if treeDigest(t, dir) != before {
+		t.Fatalf("tree changed: %v", treeList(t, dir))
+	}
+}
+
+// A writer changing a file between plan and apply: the apply refuses (ErrConflict), nothing
+// is written.
+func TestApplyRefusesChangedFile(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	store := openStore(t, dir)
+	r := NewRunner(dir, store, Options{Config: testConfig(), Now: func() time.Time { return fixNow }, NoGC: true})
+	snap, err := loadSnapshot(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planExpire(snap, &planEnv{ctx: context.Background(), cfg: testConfig(), now: fixNow, log: r.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "memory.jsonl", readFile(t, dir, "memory.jsonl")+`{"id":"new","type":"note","text":"written meanwhile"}`+"\n")
+	before := treeDigest(t, dir)
+	if _, err := r.applyAndCommit(context.Background(), "x", "expire", p); !errors.Is(err, ErrConflict) {
+		t.Fatalf("apply over a changed ledger: %v, want ErrConflict", err)
+	}
+	if treeDigest(t, dir) != before {
+		t.Fatal("tree changed")
+	}
+}
+
+// --dry-run plans every phase (each on what the previous would leave) and writes nothing.
+func TestDryRunWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	store := openStore(t, dir)
+	before := treeDigest(t, dir)
+	h := head(t, dir)
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.DryRun = true })
+	if treeDigest(t, dir) != before || head(t, dir) != h {
+		t.Fatal("dry run wrote")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "memd", StateFile)); err == nil {
+		t.Error("dry run wrote sleep.json")
+	}
+	counts := map[string]map[string]int{}
+	var items []Item
+	for _, p := range rep.Phases {
+		counts[p.Phase] = p.Counts
+		items = append(items, p.Items...)
+	}
+	if counts["expire"]["drained"] != 3 || counts["arcs"]["created"] != 2 || counts["archive"]["archived"] != 5 || counts["tidy"]["repaired"] != 1 {
+		t.Errorf("dry-run counts %v", counts)
+	}
+	// The archive plan saw the arcs the arcs plan would write: it rewrites their links.
+	found := false
+	for _, it := range items {
+		if it.Action == "rewrite-link" && it.Path == "areas/arcs/person-sanju-rao-2024.html" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("dry-run archive plan does not rewrite the links of the arc the arcs plan writes")
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Fatal(err)
+	}
+}
