@@ -49,7 +49,7 @@ var ErrLockUnparseable = errors.New("unparseable lock file")
 
 // LockInfo is the metadata a lock file holds.
 type LockInfo struct {
-	PID                            int
+	PID                           int
 	Hostname, AcquiredAt, Context string
 }
 
