@@ -51,6 +51,15 @@ import (
 // directory at the same path. Nothing is changed; a person must rename one.
 var ErrPathConflict = errors.New("file and directory at the same path")
 
+// Test hooks, nil in production: they let tests stop a sync at the points
+// where a crash matters (a returned error abandons the sync right there, as
+// a SIGKILL would, leaving files and marker as they are).
+var (
+	hookBeforeRefMove  func() error
+	hookAfterRefMove   func() error
+	hookAfterWorkWrite func(rel string)
+)
+
 // mEntry is a file (blob, symlink or gitlink) in a tree.
 type mEntry struct {
 	Hash plumbing.Hash
@@ -706,6 +715,9 @@ func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []str
 		if err := r.mgWriteFile(p, data, c.To.Mode); err != nil {
 			return skipped, err
 		}
+		if hookAfterWorkWrite != nil {
+			hookAfterWorkWrite(p)
+		}
 	}
 	return skipped, nil
 }
@@ -758,6 +770,21 @@ func (r *Repo) mgWriteFile(rel string, data []byte, mode filemode.FileMode) erro
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	return nil
+}
+
+// removeTempFiles deletes the temp files a killed mgWriteFile may have left
+// in the directories of changes (they hold a copy of committed content).
+func (r *Repo) removeTempFiles(changes map[string]pathChange) {
+	dirs := map[string]bool{}
+	for p := range changes {
+		dirs[path.Dir(p)] = true
+	}
+	for d := range dirs {
+		matches, _ := filepath.Glob(filepath.Join(r.dir, filepath.FromSlash(d), ".*.memd-*.tmp"))
+		for _, m := range matches {
+			_ = os.Remove(m)
+		}
+	}
 }
 
 // mgPruneDirs removes now-empty directories from dir up to (not including)
@@ -875,6 +902,7 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("finish interrupted merge in %s: %w", r.dir, err)
 	}
+	r.removeTempFiles(changes)
 	skipped, err := r.applyWorktreeLocked(changes)
 	if err != nil {
 		return false, fmt.Errorf("finish interrupted merge in %s: %w", r.dir, err)
@@ -940,9 +968,19 @@ func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChan
 	if err := r.writeMergeMarker(old, nw); err != nil {
 		return err
 	}
+	if hookBeforeRefMove != nil {
+		if err := hookBeforeRefMove(); err != nil {
+			return err
+		}
+	}
 	if err := r.updateRef(r.BranchRef().String(), nw, old, msg); err != nil {
 		_ = r.removeMergeMarker()
 		return err
+	}
+	if hookAfterRefMove != nil {
+		if err := hookAfterRefMove(); err != nil {
+			return err
+		}
 	}
 	skipped, err := r.applyWorktreeLocked(changes)
 	// The index refresh is scheduled only now: it takes stat data from the
