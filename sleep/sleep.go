@@ -284,7 +284,7 @@ func (r *Runner) runPhase(ctx context.Context, runID, ph string, now time.Time, 
 // undoes them if anything fails.
 func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) (string, error) {
 	if !r.opts.NoLock {
-		release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+ph)
+		release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+ph, r.log)
 		if err != nil {
 			return "", fmt.Errorf("writer lock: %w", err)
 		}

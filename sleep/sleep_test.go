@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -463,3 +465,42 @@ func TestDryRunWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A writer holding the lock: the phase waits, times out, fails, and changes nothing.
+func TestHeldWriterLockBlocksApply(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	store := openStore(t, dir)
+	host, _ := os.Hostname()
+	// A live holder: another process's pid, written the way a Python writer writes it.
+	holder := exec.Command("sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	writeFile(t, dir, ".memory.lock", "pid: "+itoa(holder.Process.Pid)+"\nhostname: "+host+"\nacquired_at: 2026-11-30T02:59:00Z\ncontext: python writer\n")
+	before := treeDigest(t, dir)
+	h := head(t, dir)
+	cfg := testConfig()
+	cfg.Lock.Timeout = memd.Duration(300 * time.Millisecond)
+	rep := runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []string{"expire"} })
+	if !rep.Failed() || !errors.Is(rep.Phases[0].Err, memd.ErrLockTimeout) {
+		t.Fatalf("expire under a held lock: %+v", rep.Phases[0])
+	}
+	mustContain(t, "lock error names the holder", rep.Phases[0].Error, "python writer")
+	if treeDigest(t, dir) != before || head(t, dir) != h {
+		t.Fatal("changed under a held lock")
+	}
+	if err := os.Remove(filepath.Join(dir, ".memory.lock")); err != nil {
+		t.Fatal(err)
+	}
+	rep = runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []string{"expire"} })
+	if rep.Failed() || rep.Phases[0].Commit == "" {
+		t.Fatalf("expire after release: %+v", rep.Phases[0])
+	}
+	if exists(dir, ".memory.lock") {
+		t.Error("sleep left the lock file")
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
