@@ -56,6 +56,19 @@ func write(t testing.TB, root, rel, content string) {
 	}
 }
 
+// put creates root/rel with one event (a rename from outside the repo), so a test can
+// wait for exactly one pending path without a late Write event slipping in after.
+func put(t testing.TB, root, rel, content string) {
+	t.Helper()
+	tmp := filepath.Join(t.TempDir(), "put")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(root, filepath.FromSlash(rel))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // collector reads every batch of a running watcher.
 type collector struct {
 	mu      sync.Mutex

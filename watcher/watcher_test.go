@@ -316,7 +316,7 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 	}
 
 	// Quiet: one change, batch exactly 2s later.
-	write(t, root, "q.html", "q")
+	put(t, root, "q.html", "q")
 	waitCond(t, "pending", func() bool { return w.Stats().Pending == 1 })
 	advance(1900 * time.Millisecond)
 	noBatch("1.9s after the change")
@@ -331,7 +331,7 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 
 	// Max delay: a change every second never goes quiet; the batch still comes at 30s.
 	for i := 0; i < 30; i++ {
-		write(t, root, fmt.Sprintf("e%02d.html", i), "e")
+		put(t, root, fmt.Sprintf("e%02d.html", i), "e")
 		waitCond(t, "pending", func() bool { return w.Stats().Pending == i+1 })
 		advance(time.Second)
 		if i < 29 {
@@ -344,7 +344,7 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 	}
 
 	// Flush hands out what is pending at once.
-	write(t, root, "flush.html", "f")
+	put(t, root, "flush.html", "f")
 	waitCond(t, "pending", func() bool { return w.Stats().Pending == 1 })
 	w.Flush()
 	b = <-r
@@ -394,7 +394,7 @@ func TestShutdownHandsOutPending(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	waitCond(t, "alive", w.Alive)
-	write(t, root, "last.html", "x")
+	put(t, root, "last.html", "x")
 	waitCond(t, "pending", func() bool { return w.Stats().Pending == 1 })
 	w.Flush()
 	cancel()
