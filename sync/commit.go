@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	gosync "sync"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -117,6 +118,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		res.Duration = time.Since(start)
 		return res, nil
 	}
+	tStaged := time.Now()
 	newTree, _, err := st.rebuild(baseTree, buildTrie(st.edits), "")
 	if err != nil {
 		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
@@ -153,10 +155,12 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err != nil {
 		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
+	tBuilt := time.Now()
 	// Objects must be durable before the ref names them.
 	if err := st.objs.flush(); err != nil {
 		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
+	tFlushed := time.Now()
 	if r.testBeforeRef != nil {
 		r.testBeforeRef()
 	}
@@ -167,7 +171,9 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	res.Duration = time.Since(start)
 	r.noteCommitted(old, commit, res.Changes)
 	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
-		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration)
+		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
+		"stage", tStaged.Sub(start), "trees", tBuilt.Sub(tStaged), "fsync", tFlushed.Sub(tBuilt),
+		"ref", time.Since(tFlushed))
 	return res, nil
 }
 
@@ -726,6 +732,19 @@ func newObjectBatch(r *Repo) *objectBatch {
 	return &objectBatch{r: r, seen: make(map[plumbing.Hash]bool)}
 }
 
+// zlibPool reuses compressors: a new flate writer allocates ~1 MB, which
+// was a sixth of a small commit's CPU time.
+var zlibPool = gosync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	return zw
+}}
+
+func getZlib(w io.Writer) *zlib.Writer {
+	zw := zlibPool.Get().(*zlib.Writer)
+	zw.Reset(w)
+	return zw
+}
+
 // hashObject computes the git object id of content of type t.
 func hashObject(t plumbing.ObjectType, content []byte) plumbing.Hash {
 	h := sha1.New()
@@ -775,7 +794,7 @@ func (b *objectBatch) write(t plumbing.ObjectType, content []byte) (plumbing.Has
 	if err != nil {
 		return h, fmt.Errorf("write object %s: %w", h, err)
 	}
-	zw, _ := zlib.NewWriterLevel(f, zlib.BestSpeed)
+	zw := getZlib(f)
 	_, err = zw.Write(objectHeader(t, int64(len(content))))
 	if err == nil {
 		_, err = zw.Write(content)
@@ -783,6 +802,7 @@ func (b *objectBatch) write(t plumbing.ObjectType, content []byte) (plumbing.Has
 	if err == nil {
 		err = zw.Close()
 	}
+	zlibPool.Put(zw)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -806,7 +826,8 @@ func (b *objectBatch) writeBlobStream(src io.Reader, size int64) (plumbing.Hash,
 		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
 	}
 	hs := sha1.New()
-	zw, _ := zlib.NewWriterLevel(f, zlib.BestSpeed)
+	zw := getZlib(f)
+	defer zlibPool.Put(zw)
 	// The header carries the size; a file that grows or shrinks while we
 	// read makes a wrong object, so copy exactly size bytes and fail on
 	// a short read.
@@ -847,34 +868,23 @@ func (b *objectBatch) writeBlobStream(src io.Reader, size int64) (plumbing.Hash,
 }
 
 // flush makes every written object durable and visible: fsync the temp
-// files (in parallel), rename them into place, fsync their directories.
+// files, rename them into place, fsync their directories. The fsyncs run in
+// parallel: the filesystem folds concurrent fsyncs into few journal commits
+// (measured here: 25 sequential fsyncs 55 ms, 25 parallel 1-3 ms).
 func (b *objectBatch) flush() error {
 	if len(b.pending) == 0 {
 		return nil
 	}
-	errs := make([]error, len(b.pending))
-	work := make(chan int)
-	var wg gosync.WaitGroup
-	workers := min(8, len(b.pending))
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				errs[i] = fsyncFile(b.pending[i].tmp)
-			}
-		}()
+	tmps := make([]string, len(b.pending))
+	for i, p := range b.pending {
+		tmps[i] = p.tmp
 	}
-	for i := range b.pending {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := parallelFsync(tmps); err != nil {
 		b.discard()
 		return fmt.Errorf("fsync objects: %w", err)
 	}
-	dirs := make(map[string]bool)
+	seenDir := make(map[string]bool)
+	dirs := []string{filepath.Join(b.r.gitDir, "objects")} // new fan-out dirs
 	for _, p := range b.pending {
 		if err := os.Rename(p.tmp, p.final); err != nil {
 			// Another writer may have created the same object (a
@@ -885,17 +895,40 @@ func (b *objectBatch) flush() error {
 			}
 			_ = os.Remove(p.tmp)
 		}
-		dirs[filepath.Dir(p.final)] = true
-		dirs[filepath.Dir(p.tmp)] = true
-	}
-	b.pending = nil
-	for d := range dirs {
-		if err := syncDir(d); err != nil {
-			return err
+		for _, d := range []string{filepath.Dir(p.final), filepath.Dir(p.tmp)} {
+			if !seenDir[d] {
+				seenDir[d] = true
+				dirs = append(dirs, d)
+			}
 		}
 	}
-	// New fan-out directories must themselves be durable in objects/.
-	return syncDir(filepath.Join(b.r.gitDir, "objects"))
+	b.pending = nil
+	if err := parallelFsync(dirs); err != nil {
+		return fmt.Errorf("fsync object dirs: %w", err)
+	}
+	return nil
+}
+
+// parallelFsync fsyncs files or directories with a few workers.
+func parallelFsync(names []string) error {
+	errs := make([]error, len(names))
+	work := make(chan int)
+	var wg gosync.WaitGroup
+	for range min(16, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				errs[i] = fsyncPath(names[i])
+			}
+		}()
+	}
+	for i := range names {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // discard removes temp files that were not installed.
@@ -906,8 +939,10 @@ func (b *objectBatch) discard() {
 	b.pending = nil
 }
 
-func fsyncFile(name string) error {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
+// fsyncPath fsyncs a file or a directory. Filesystems that cannot fsync a
+// directory (EINVAL) are tolerated.
+func fsyncPath(name string) error {
+	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
@@ -915,7 +950,7 @@ func fsyncFile(name string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil

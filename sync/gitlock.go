@@ -171,9 +171,11 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 	if err := commitLock(f, path); err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		r.log.Warn("ref dir fsync failed", "ref", name, "err", err)
-	}
+	// The ref's directory is not fsynced: a crash may at worst undo this
+	// rename (the ref keeps its old, valid value; the files are still in
+	// the work tree and the start-up reconcile commits them again). The
+	// ref's content is fsynced, so it is never empty or torn, and the
+	// objects it names were made durable before (objectBatch.flush).
 	r.appendReflog(name, old, newH, logMsg)
 	return nil
 }
