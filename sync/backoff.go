@@ -63,3 +63,9 @@ func (b *Backoff) Failures() int { return b.n }
 
 // Reset starts over after a success.
 func (b *Backoff) Reset() { b.n = 0 }
+
+// NewBackoff returns a Backoff from min to max (zero = defaults) drawing
+// jitter from rnd (nil = math/rand/v2).
+func NewBackoff(min, max time.Duration, rnd func() float64) *Backoff {
+	return &Backoff{Min: min, Max: max, Rand: rnd}
+}

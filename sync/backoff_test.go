@@ -57,3 +57,14 @@ func TestBackoffJitterRange(t *testing.T) {
 		}
 	}
 }
+
+func TestNewBackoff(t *testing.T) {
+	b := NewBackoff(2*time.Second, 5*time.Second, func() float64 { return 0 })
+	got := []time.Duration{b.Next(), b.Next(), b.Next()}
+	want := []time.Duration{time.Second, 2 * time.Second, 2500 * time.Millisecond}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("step %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}

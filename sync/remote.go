@@ -105,6 +105,70 @@ func (r *Repo) SetRemote(name, url string) error {
 	return nil
 }
 
+// HasRemote reports whether the remote name (default origin) is configured
+// with a URL.
+func (r *Repo) HasRemote(name string) (bool, error) {
+	if name == "" {
+		name = DefaultRemote
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cfg, err := r.repo.Config()
+	if err != nil {
+		return false, fmt.Errorf("read config of %s: %w", r.dir, err)
+	}
+	rc, ok := cfg.Remotes[name]
+	return ok && len(rc.URLs) > 0 && rc.URLs[0] != "", nil
+}
+
+// AdoptRemote is for `memd init --remote`: when the local branch has no
+// commit yet and the remote has the branch, the local branch takes the
+// remote's history and the work tree is checked out (adopted = true). A
+// local branch with commits is left alone (the next Sync merges). Files
+// already in the work tree that differ from the remote's at the same path
+// are never overwritten: that is an error naming them.
+func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) {
+	ro = ro.withDefaults()
+	if ro.URL != "" {
+		if err := r.SetRemote(ro.Remote, ro.URL); err != nil {
+			return false, err
+		}
+	}
+	if _, err := r.FinishInterruptedMerge(); err != nil {
+		return false, err
+	}
+	remote, err := r.fetch(ctx, ro)
+	if err != nil || remote.IsZero() {
+		return false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	local, err := r.readBranch()
+	if err != nil || !local.IsZero() {
+		return false, err
+	}
+	rc, err := object.GetCommit(r.repo.Storer, remote)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", r.trackingRef(ro), err)
+	}
+	changes := map[string]pathChange{}
+	if err := mgDiffTrees(r.repo.Storer, plumbing.ZeroHash, rc.TreeHash, "", changes); err != nil {
+		return false, err
+	}
+	dirty, err := r.dirtyPaths(changes)
+	if err != nil {
+		return false, err
+	}
+	if len(dirty) > 0 {
+		return false, fmt.Errorf("adopt %s/%s into %s: local files differ from the remote's and would be overwritten: %s",
+			ro.Remote, r.opts.Branch, r.dir, strings.Join(dirty, ", "))
+	}
+	if err := r.moveHeadLocked(local, remote, changes, "memd: adopt "+ro.Remote+"/"+r.opts.Branch); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // remoteURLLocked returns the first URL of the remote.
 func (r *Repo) remoteURLLocked(name string) (string, error) {
 	rem, err := r.repo.Remote(name)

@@ -478,3 +478,48 @@ func TestSyncPushRetriesWhenRemoteMoves(t *testing.T) {
 	mustSync(t, w.b)
 	w.check(t)
 }
+
+func TestAdoptRemoteAndHasRemote(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n", "projects/p/MEMORY.md": "# p\n"})
+	dir := filepath.Join(t.TempDir(), "fresh")
+	r, err := Init(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	if ok, err := r.HasRemote(""); err != nil || ok {
+		t.Fatalf("HasRemote on a fresh repo = %v, %v", ok, err)
+	}
+	adopted, err := r.AdoptRemote(context.Background(), RemoteOptions{URL: w.bare})
+	if err != nil || !adopted {
+		t.Fatalf("AdoptRemote = %v, %v", adopted, err)
+	}
+	if ok, _ := r.HasRemote("origin"); !ok {
+		t.Error("HasRemote after AdoptRemote with URL = false")
+	}
+	if readWork(t, dir, "areas/a.html") != "a\n" || readWork(t, dir, "projects/p/MEMORY.md") != "# p\n" {
+		t.Error("work tree not checked out")
+	}
+	if revParse(t, dir, "HEAD") != revParse(t, w.bare, "main") {
+		t.Error("HEAD is not the remote's")
+	}
+	statusClean(t, r)
+	if again, err := r.AdoptRemote(context.Background(), RemoteOptions{}); err != nil || again {
+		t.Errorf("second AdoptRemote = %v, %v", again, err)
+	}
+
+	// A local file in the way is never overwritten.
+	dir2 := filepath.Join(t.TempDir(), "busy")
+	r2, err := Init(dir2, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r2.Close() })
+	writeFile(t, dir2, "areas/a.html", "mine\n")
+	if _, err := r2.AdoptRemote(context.Background(), RemoteOptions{URL: w.bare}); err == nil || !strings.Contains(err.Error(), "areas/a.html") {
+		t.Errorf("AdoptRemote over a local file: err = %v", err)
+	}
+	if readWork(t, dir2, "areas/a.html") != "mine\n" {
+		t.Error("local file overwritten")
+	}
+}

@@ -1,0 +1,237 @@
+// Command sync benchmarks memd's fetch + fast-forward and fetch + merge
+// against `git pull --no-rebase` on identical copies of a repo, and prints
+// a Markdown table with the ratios (target: memd < 2x git).
+//
+//	go run ./bench/sync -files 10000 -changes 100 -runs 5
+//
+// Each run works on fresh copies (cp -a) of the same clone, so memd and git
+// see byte-identical repos. memd's time includes waiting for its
+// background index refresh, so both sides end with an up-to-date index.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	memsync "github.com/memd-dev/memd/sync"
+)
+
+func main() {
+	files := flag.Int("files", 10000, "files in the repo")
+	changes := flag.Int("changes", 100, "files changed on each side")
+	runs := flag.Int("runs", 5, "runs per scenario (median reported)")
+	keep := flag.Bool("keep", false, "keep the work directory")
+	flag.Parse()
+	if err := run(*files, *changes, *runs, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/sync:", err)
+		os.Exit(1)
+	}
+}
+
+var gitEnv = append(os.Environ(),
+	"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+	"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.invalid",
+	"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.invalid",
+	"GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+
+func git(dir string, args ...string) error {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), dir, err, errb.String())
+	}
+	return nil
+}
+
+func cpTree(src, dst string) error {
+	out, err := exec.Command("cp", "-a", src, dst).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cp -a %s %s: %w: %s", src, dst, err, out)
+	}
+	return nil
+}
+
+// memoryPath spreads n files over PARA folders, 100 per directory.
+func memoryPath(i int) string {
+	buckets := []string{"projects", "areas", "resources", "archive/2024"}
+	return fmt.Sprintf("%s/d%03d/20240101-m%05d.html", buckets[i%4], i/100, i)
+}
+
+func writeMemory(root string, i int, body string) error {
+	p := filepath.Join(root, memoryPath(i))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(fmt.Sprintf("<!doctype html><title>m%d</title><article><p><mark>%s</mark></p></article>\n", i, body)), 0o644)
+}
+
+type scenario struct {
+	name      string
+	local     string // clone to copy for each run
+	memd, git []time.Duration
+}
+
+func run(nFiles, nChanges, runs int, keep bool) error {
+	work, err := os.MkdirTemp("", "memd-bench-sync-")
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer os.RemoveAll(work)
+	} else {
+		fmt.Fprintln(os.Stderr, "work dir:", work)
+	}
+	bare := filepath.Join(work, "remote.git")
+	seed := filepath.Join(work, "seed")
+	if err := os.MkdirAll(seed, 0o755); err != nil {
+		return err
+	}
+	if err := git(work, "init", "-q", "--bare", "-b", "main", bare); err != nil {
+		return err
+	}
+	if err := git(seed, "init", "-q", "-b", "main"); err != nil {
+		return err
+	}
+	for i := 0; i < nFiles; i++ {
+		if err := writeMemory(seed, i, "seed"); err != nil {
+			return err
+		}
+	}
+	if err := git(seed, "add", "-A"); err != nil {
+		return err
+	}
+	if err := git(seed, "commit", "-q", "-m", "seed"); err != nil {
+		return err
+	}
+	if err := git(seed, "push", "-q", bare, "main"); err != nil {
+		return err
+	}
+
+	// behind: a clone taken now; the remote then moves by nChanges files.
+	behind := filepath.Join(work, "behind")
+	if err := git(work, "clone", "-q", bare, behind); err != nil {
+		return err
+	}
+	// diverged: a clone with its own commit of nChanges other files.
+	diverged := filepath.Join(work, "diverged")
+	if err := git(work, "clone", "-q", bare, diverged); err != nil {
+		return err
+	}
+	for i := 0; i < nChanges; i++ {
+		if err := writeMemory(diverged, nFiles/2+i*7%(nFiles/2), "local change"); err != nil {
+			return err
+		}
+	}
+	if err := git(diverged, "commit", "-q", "-am", "local"); err != nil {
+		return err
+	}
+	for i := 0; i < nChanges; i++ {
+		if err := writeMemory(seed, i*7%(nFiles/2), "remote change"); err != nil {
+			return err
+		}
+	}
+	if err := git(seed, "commit", "-q", "-am", "remote"); err != nil {
+		return err
+	}
+	if err := git(seed, "push", "-q", bare, "main"); err != nil {
+		return err
+	}
+
+	scens := []*scenario{
+		{name: fmt.Sprintf("fast-forward, %d changed files", nChanges), local: behind},
+		{name: fmt.Sprintf("diverged merge, %d files each side", nChanges), local: diverged},
+	}
+	for _, sc := range scens {
+		for r := 0; r < runs; r++ {
+			gd := filepath.Join(work, fmt.Sprintf("git-%d", r))
+			md := filepath.Join(work, fmt.Sprintf("memd-%d", r))
+			if err := cpTree(sc.local, gd); err != nil {
+				return err
+			}
+			if err := cpTree(sc.local, md); err != nil {
+				return err
+			}
+			// git status once on both, so both start with a fresh stat cache.
+			_ = git(gd, "status", "-s")
+			_ = git(md, "status", "-s")
+
+			start := time.Now()
+			if err := git(gd, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main"); err != nil {
+				return err
+			}
+			sc.git = append(sc.git, time.Since(start))
+
+			start = time.Now()
+			repo, err := memsync.Open(md, memsync.Options{Author: memsync.Author{Name: "bench", Email: "bench@example.invalid"}, Hostname: "bench"})
+			if err != nil {
+				return err
+			}
+			res, err := repo.Sync(context.Background(), memsync.RemoteOptions{})
+			if err != nil {
+				return err
+			}
+			repo.WaitIndexRefresh()
+			sc.memd = append(sc.memd, time.Since(start))
+			_ = repo.Close()
+			if res.Behind != 0 || (!res.FastForward && !res.Merged) {
+				return fmt.Errorf("%s: unexpected result %+v", sc.name, res)
+			}
+			if err := sameTree(gd, md); err != nil {
+				return fmt.Errorf("%s: %w", sc.name, err)
+			}
+			_ = os.RemoveAll(gd)
+			_ = os.RemoveAll(md)
+		}
+	}
+
+	fmt.Printf("sync benchmark: %d files, %d runs each, median wall time (memd includes fetch and index refresh)\n\n", nFiles, runs)
+	fmt.Println("| scenario | memd | git pull --no-rebase | ratio memd/git |")
+	fmt.Println("| --- | ---: | ---: | ---: |")
+	for _, sc := range scens {
+		m, g := median(sc.memd), median(sc.git)
+		fmt.Printf("| %s | %s | %s | %.2fx |\n", sc.name, m.Round(time.Millisecond), g.Round(time.Millisecond), float64(m)/float64(g))
+	}
+	return nil
+}
+
+// sameTree checks that memd's result has the same tree as git's: same
+// merge outcome, so the timing compares equal work.
+func sameTree(gitDir, memdDir string) error {
+	a, err := treeOf(gitDir)
+	if err != nil {
+		return err
+	}
+	b, err := treeOf(memdDir)
+	if err != nil {
+		return err
+	}
+	if a != b {
+		return fmt.Errorf("trees differ: git %s memd %s", a, b)
+	}
+	return nil
+}
+
+func treeOf(dir string) (string, error) {
+	cmd := exec.Command("git", "rev-parse", "HEAD^{tree}")
+	cmd.Dir = dir
+	cmd.Env = gitEnv
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
