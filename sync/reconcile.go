@@ -42,9 +42,11 @@ const reconcileTimeout = 5 * time.Minute
 // (content, mode, presence) differs from HEAD, skipping ignored paths.
 func (r *Repo) Reconcile() ([]string, error) {
 	if gitBin, err := exec.LookPath("git"); err == nil {
-		paths, err := r.reconcileGit(gitBin)
+		out, err := r.gitStatus(gitBin)
 		if err == nil {
-			return paths, nil
+			r.mu.Lock() // the ignore hook may be swapped by SetIgnore
+			defer r.mu.Unlock()
+			return r.parsePorcelainZ(out), nil
 		}
 		r.log.Warn("git status failed; reconciling by walking", "repo", r.dir, "err", err)
 	}
@@ -53,7 +55,16 @@ func (r *Repo) Reconcile() ([]string, error) {
 	return r.reconcileWalkLocked()
 }
 
+// reconcileGit is Reconcile through git status; caller holds r.mu.
 func (r *Repo) reconcileGit(gitBin string) ([]string, error) {
+	out, err := r.gitStatus(gitBin)
+	if err != nil {
+		return nil, err
+	}
+	return r.parsePorcelainZ(out), nil
+}
+
+func (r *Repo) gitStatus(gitBin string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), reconcileTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gitBin, "-c", "core.quotepath=off",
@@ -68,7 +79,7 @@ func (r *Repo) reconcileGit(gitBin string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("git status in %s: %w: %s", r.dir, err, strings.TrimSpace(stderr.String()))
 	}
-	return r.parsePorcelainZ(out), nil
+	return out, nil
 }
 
 // parsePorcelainZ reads `git status --porcelain=v1 -z` records: "XY path\0",

@@ -220,6 +220,14 @@ func (r *Repo) Logger() *slog.Logger { return r.log }
 // CommitAuthor is the resolved author identity.
 func (r *Repo) CommitAuthor() Author { return r.author }
 
+// SetIgnore replaces the ignore hook (config reload). nil = only .git/ and
+// .memory.lock.
+func (r *Repo) SetIgnore(ignore func(rel string, isDir bool) bool) {
+	r.mu.Lock()
+	r.opts.Ignore = ignore
+	r.mu.Unlock()
+}
+
 // Lock and Unlock take the repo mutex (see package doc), for callers in other
 // packages that need several go-git calls to be atomic w.r.t. the refresher.
 func (r *Repo) Lock()   { r.mu.Lock() }
