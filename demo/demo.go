@@ -103,7 +103,6 @@ var services = []service{
 
 var (
 	otherEntities = []string{"project:memd", "tool:terraform", "team:platform"}
-	projects      = []string{"checkout-api", "payments", "search", "memd"}
 	areas         = []string{"oncall", "health", "hiring", "planning"}
 	topics        = []string{"deploy", "postgres", "go", "kubernetes", "writing", "security"}
 	tags          = []string{"deploy", "oncall", "postgres", "incident", "planning", "review", "perf", "security"}
