@@ -319,3 +319,7 @@ func summary(bs []watcher.Batch) string {
 	}
 	return sb.String()
 }
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
@@ -31,11 +32,12 @@ var ErrBadPattern = errors.New("bad ignore pattern")
 //
 // An Ignorer is immutable once built and safe for concurrent use; a reload builds a new one.
 type Ignorer struct {
-	base  []gitignore.Pattern            // .git/info/exclude: lowest priority
-	byDir map[string][]gitignore.Pattern // dir rel ("" = root) → its .gitignore
-	top   []gitignore.Pattern            // DefaultIgnore + extra: highest priority
-	m     gitignore.Matcher
-	files int // .gitignore files read
+	base  []entry            // .git/info/exclude: lowest priority
+	byDir map[string][]entry // dir rel ("" = root) → its .gitignore
+	top   []entry            // DefaultIgnore + extra: highest priority
+	m     matcher
+	files int      // .gitignore files read
+	dirs  sync.Map // dir rel → ignored (itself or an ancestor); valid for these rules only
 }
 
 // CheckPatterns validates gitignore-style patterns (config watch.ignore) and names the
@@ -88,15 +90,15 @@ func NewIgnorer(root string, extra []string) (*Ignorer, error) {
 // newIgnorerBase builds an Ignorer without any .gitignore; the caller's walk adds them
 // directory by directory (readGitignore) so ignored directories are never entered.
 func newIgnorerBase(root string, extra []string) (*Ignorer, error) {
-	ig := &Ignorer{byDir: map[string][]gitignore.Pattern{}}
+	ig := &Ignorer{byDir: map[string][]entry{}}
 	for _, p := range DefaultIgnore {
-		ig.top = append(ig.top, gitignore.ParsePattern(p, nil))
+		ig.top = append(ig.top, newEntry(p, nil))
 	}
 	for _, p := range extra {
 		if err := checkPattern(p); err != nil {
 			return nil, fmt.Errorf("watch.ignore: %w", err)
 		}
-		ig.top = append(ig.top, gitignore.ParsePattern(strings.TrimSpace(p), nil))
+		ig.top = append(ig.top, newEntry(strings.TrimSpace(p), nil))
 	}
 	if data, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude")); err == nil {
 		ig.base = parseIgnoreFile(data, nil)
@@ -127,7 +129,7 @@ func (ig *Ignorer) readGitignore(root, dir string) {
 
 // clone copies the rules so a walk can extend them without touching the published ones.
 func (ig *Ignorer) clone() *Ignorer {
-	c := &Ignorer{base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]gitignore.Pattern, len(ig.byDir))}
+	c := &Ignorer{base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir))}
 	for d, ps := range ig.byDir {
 		c.byDir[d] = ps
 	}
@@ -142,16 +144,16 @@ func (ig *Ignorer) rebuild() {
 	}
 	// Lexical order puts every directory after its ancestors: deeper files win, as in git.
 	sort.Strings(dirs)
-	ps := append([]gitignore.Pattern(nil), ig.base...)
+	ps := append([]entry(nil), ig.base...)
 	for _, d := range dirs {
 		ps = append(ps, ig.byDir[d]...)
 	}
-	ps = append(ps, ig.top...)
-	ig.m = gitignore.NewMatcher(ps)
+	ig.m = append(ps, ig.top...)
+	ig.dirs.Clear()
 }
 
-func parseIgnoreFile(data []byte, domain []string) []gitignore.Pattern {
-	var ps []gitignore.Pattern
+func parseIgnoreFile(data []byte, domain []string) []entry {
+	var ps []entry
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
@@ -165,7 +167,7 @@ func parseIgnoreFile(data []byte, domain []string) []gitignore.Pattern {
 		if checkPattern(line) != nil {
 			continue // git skips what it cannot parse; so do we
 		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
+		ps = append(ps, newEntry(line, domain))
 	}
 	return ps
 }
@@ -173,6 +175,7 @@ func parseIgnoreFile(data []byte, domain []string) []gitignore.Pattern {
 // Ignored reports whether the repo-relative, '/'-separated path rel is ignored. It is
 // also true for .git, anything under a .git directory and the writer lock. A path under
 // an ignored directory is ignored (git cannot re-include inside an excluded directory).
+// Directory answers are cached, so a walk pays one match per file.
 func (ig *Ignorer) Ignored(rel string, isDir bool) bool {
 	rel = strings.Trim(filepath.ToSlash(rel), "/")
 	if rel == "" || rel == "." {
@@ -182,12 +185,26 @@ func (ig *Ignorer) Ignored(rel string, isDir bool) bool {
 	if special(parts) {
 		return true
 	}
-	for n := 1; n < len(parts); n++ {
-		if ig.m.Match(parts[:n], true) {
-			return true
-		}
+	if n := len(parts); n > 1 && ig.dirIgnored(rel[:strings.LastIndexByte(rel, '/')], parts[:n-1]) {
+		return true
 	}
 	return ig.m.Match(parts, isDir)
+}
+
+// dirIgnored: is directory dir (split into parts) or one of its ancestors ignored.
+func (ig *Ignorer) dirIgnored(dir string, parts []string) bool {
+	if v, ok := ig.dirs.Load(dir); ok {
+		return v.(bool)
+	}
+	r := false
+	if n := len(parts); n > 1 {
+		r = ig.dirIgnored(dir[:strings.LastIndexByte(dir, '/')], parts[:n-1])
+	}
+	if !r {
+		r = ig.m.Match(parts, true)
+	}
+	ig.dirs.Store(dir, r)
+	return r
 }
 
 // ignoredLeaf is Ignored for a walk that only reaches rel through non-ignored parents,
@@ -282,4 +299,66 @@ func readDir(dir string) ([]fs.DirEntry, error) {
 	}
 	defer f.Close()
 	return f.ReadDir(-1)
+}
+
+// entry is one go-git pattern plus a cheap necessary condition on a path component. Most
+// patterns are "*.ext", "name" or "prefix*"; go-git matches them with filepath.Match
+// against every component, which dominates a reconcile walk. The quick test only skips a
+// pattern that cannot match; go-git still decides every match.
+type entry struct {
+	p     gitignore.Pattern
+	quick func(component string) bool // nil: no shortcut
+}
+
+func newEntry(line string, domain []string) entry {
+	e := entry{p: gitignore.ParsePattern(line, domain)}
+	// Mirror go-git's parsing just far enough to know the name pattern.
+	q := strings.TrimPrefix(line, "!")
+	if !strings.HasSuffix(q, `\ `) {
+		q = strings.TrimRight(q, " ")
+	}
+	q = strings.TrimSuffix(q, "/")
+	if q == "" || strings.Contains(q, "/") || strings.ContainsAny(q, `?[\`) {
+		return e
+	}
+	switch star := strings.Count(q, "*"); {
+	case star == 0:
+		e.quick = func(c string) bool { return c == q }
+	case star == 1 && q[0] == '*':
+		suffix := q[1:]
+		e.quick = func(c string) bool { return strings.HasSuffix(c, suffix) }
+	case star == 1 && q[len(q)-1] == '*':
+		prefix := q[:len(q)-1]
+		e.quick = func(c string) bool { return strings.HasPrefix(c, prefix) }
+	}
+	return e
+}
+
+// matcher is go-git's gitignore.Matcher loop (last pattern that matches decides) over
+// entries, so the quick tests can skip patterns.
+type matcher []entry
+
+func (m matcher) Match(path []string, isDir bool) bool {
+	for i := len(m) - 1; i >= 0; i-- {
+		e := m[i]
+		if e.quick != nil && !anyComponent(path, e.quick) {
+			continue
+		}
+		switch e.p.Match(path, isDir) {
+		case gitignore.Exclude:
+			return true
+		case gitignore.Include:
+			return false
+		}
+	}
+	return false
+}
+
+func anyComponent(path []string, f func(string) bool) bool {
+	for _, c := range path {
+		if f(c) {
+			return true
+		}
+	}
+	return false
 }

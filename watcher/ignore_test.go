@@ -1,0 +1,188 @@
+package watcher_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/memd-dev/memd/watcher"
+)
+
+// gitignoreTree is a repo with root, nested and info/exclude rules, and paths that hit
+// the interesting cases (anchoring, dir-only, negation, ** and re-including below an
+// excluded directory, which git does not allow).
+func gitignoreTree(t *testing.T) (root string, files, dirs []string) {
+	root = newRepo(t)
+	write(t, root, ".gitignore", strings.Join([]string{
+		"# comment",
+		"*.log",
+		"!important.log",
+		"build/",
+		"/rooted.html",
+		"docs/**/draft-*.html",
+		"cache",
+		"excluded/",
+		"!excluded/keep.html",
+		"   ",
+		"space.html   ",
+	}, "\n")+"\n")
+	write(t, root, "projects/p/.gitignore", "secret.html\n!debug.log\n/local/\n")
+	write(t, root, "projects/p/q/.gitignore", "!secret.html\n")
+	write(t, root, ".git/info/exclude", "mine-*\n")
+	files = []string{
+		"a.log", "important.log", "x/important.log", "x/a.log", "x/a.html",
+		"build/out.html", "x/build/out.html", "build.html",
+		"rooted.html", "x/rooted.html",
+		"docs/a/b/draft-1.html", "docs/draft-2.html", "docs/a/final.html",
+		"cache", "x/cache/y.html",
+		"excluded/keep.html", "excluded/other.html",
+		"space.html",
+		"projects/p/secret.html", "projects/p/q/secret.html", "projects/secret.html",
+		"projects/p/debug.log", "projects/p/local/l.html", "projects/p/q/local/l.html",
+		"mine-notes.html", "x/mine-too.html",
+		"areas/ok.html",
+	}
+	for _, f := range files {
+		write(t, root, f, "x")
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		for d := filepath.ToSlash(filepath.Dir(f)); d != "."; d = filepath.ToSlash(filepath.Dir(d)) {
+			if !seen[d] {
+				seen[d] = true
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	sort.Strings(dirs)
+	return root, files, dirs
+}
+
+// TestIgnorerAgreesWithGit checks every path against `git check-ignore`.
+func TestIgnorerAgreesWithGit(t *testing.T) {
+	root, files, dirs := gitignoreTree(t)
+	ig, err := watcher.NewIgnorer(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(append([]string(nil), files...), dirs...)
+	out := gitCheckIgnore(t, root, all)
+	isDir := map[string]bool{}
+	for _, d := range dirs {
+		isDir[d] = true
+	}
+	if len(out) < 10 || len(out) > len(all)-10 {
+		t.Fatalf("git ignores %d of %d paths: the tree does not test both ways", len(out), len(all))
+	}
+	for _, p := range all {
+		if got, want := ig.Ignored(p, isDir[p]), out[p]; got != want {
+			t.Errorf("Ignored(%q, dir=%v) = %v, git check-ignore says %v", p, isDir[p], got, want)
+		}
+	}
+}
+
+func gitCheckIgnore(t *testing.T, root string, paths []string) map[string]bool {
+	t.Helper()
+	res := map[string]bool{}
+	for _, p := range paths {
+		// One call a path: --stdin batches differ in how they treat excluded parents.
+		if strings.TrimSpace(gitCmd(t, root, "check-ignore", "--no-index", p)) != "" {
+			res[p] = true
+		}
+	}
+	return res
+}
+
+func TestIgnorerMemdRules(t *testing.T) {
+	root := newRepo(t)
+	write(t, root, ".gitignore", "!*.swp\n") // cannot re-include memd's own list
+	ig, err := watcher.NewIgnorer(root, []string{"*.bak", "private/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		rel   string
+		dir   bool
+		want  bool
+		cause string
+	}{
+		{".git", true, true, ".git"},
+		{".git/HEAD", false, true, ".git"},
+		{"x/.git/config", false, true, "nested .git"},
+		{".memory.lock", false, true, "writer lock"},
+		{"a.html.swp", false, true, "DefaultIgnore"},
+		{"notes.html~", false, true, "DefaultIgnore"},
+		{"areas/4913", false, true, "DefaultIgnore"},
+		{".#notes.html", false, true, "DefaultIgnore"},
+		{"x.tmp", false, true, "DefaultIgnore"},
+		{"x.bak", false, true, "extra"},
+		{"private", true, true, "extra dir"},
+		{"private/a.html", false, true, "below an extra dir"},
+		{"a/private", false, false, "dir-only pattern, a file"},
+		{"areas/notes.html", false, false, "plain memory"},
+		{".gitignore", false, false, "the rules themselves are committed"},
+		{"/areas/x.html/", false, false, "slashes trimmed"},
+		{"", true, false, "root"},
+	}
+	for _, c := range cases {
+		if got := ig.Ignored(c.rel, c.dir); got != c.want {
+			t.Errorf("Ignored(%q) = %v, want %v (%s)", c.rel, got, c.want, c.cause)
+		}
+	}
+	if len(watcher.DefaultIgnore) != 5 {
+		t.Errorf("DefaultIgnore = %q", watcher.DefaultIgnore)
+	}
+}
+
+func TestIgnorerSkipsGitignoreInIgnoredDir(t *testing.T) {
+	root := newRepo(t)
+	write(t, root, ".gitignore", "vendor/\n")
+	// git never reads rules inside an ignored directory; neither may we.
+	write(t, root, "vendor/.gitignore", "!*\n")
+	write(t, root, "vendor/x.html", "x")
+	ig, err := watcher.NewIgnorer(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ig.Ignored("vendor/x.html", false) {
+		t.Fatal("vendor/x.html not ignored")
+	}
+}
+
+func TestNewIgnorerErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	if _, err := watcher.NewIgnorer(missing, nil); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("NewIgnorer(missing) = %v, want an error naming it", err)
+	}
+	_, err := watcher.NewIgnorer(t.TempDir(), []string{"ok", "bad[", "also-ok"})
+	if !errors.Is(err, watcher.ErrBadPattern) || !strings.Contains(err.Error(), `"bad["`) {
+		t.Fatalf("NewIgnorer(bad pattern) = %v, want ErrBadPattern naming it", err)
+	}
+	if err := watcher.CheckPatterns([]string{"", "x"}); !errors.Is(err, watcher.ErrBadPattern) {
+		t.Fatalf("empty pattern: %v", err)
+	}
+	if err := watcher.CheckPatterns([]string{"*.bak", "drafts/", "**/tmp", "!keep.bak"}); err != nil {
+		t.Fatalf("good patterns refused: %v", err)
+	}
+}
+
+func TestIgnorerUnreadableGitignoreIsNoRules(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads everything")
+	}
+	root := newRepo(t)
+	write(t, root, ".gitignore", "*.html\n")
+	if err := os.Chmod(filepath.Join(root, ".gitignore"), 0); err != nil {
+		t.Fatal(err)
+	}
+	ig, err := watcher.NewIgnorer(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ig.Ignored("a.html", false) {
+		t.Fatal("rules from an unreadable .gitignore applied")
+	}
+}
