@@ -34,8 +34,8 @@ func needTool(t testing.TB, names ...string) string {
 // bigSnapshot has n MEMORY.md files and n of each count, for lint, promtool and benchmarks.
 func bigSnapshot(n int) *metrics.Snapshot {
 	s := &metrics.Snapshot{
-		Memories:      map[string]int{"projects": n, "areas": n, "resources": n, "archive": n},
-		Inbox:         n, TaskInbox: n, Arcs: n,
+		Memories: map[string]int{"projects": n, "areas": n, "resources": n, "archive": n},
+		Inbox:    n, TaskInbox: n, Arcs: n,
 		LedgerRecords: map[string]int{"rule": n, "lesson": n, "note": n},
 		LedgerNotes:   map[metrics.NoteKey]int{{Mode: "persistent", State: "live"}: n},
 		WatchedDirs:   n, Pending: 1, LastCommit: time.Unix(1764513125, 0), LastSync: time.Unix(1764513125, 0),

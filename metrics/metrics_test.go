@@ -144,8 +144,8 @@ func TestValuesAfterEvents(t *testing.T) {
 	m.NotesDrained("hard-expiry", 3)
 	m.NotesDrained("read-count", 0)
 	m.Publish(&metrics.Snapshot{
-		Memories:      map[string]int{"projects": 5, "areas": 7, "resources": 1, "archive": 40},
-		Inbox:         23, TaskInbox: 2, Arcs: 3, Invalid: 1,
+		Memories: map[string]int{"projects": 5, "areas": 7, "resources": 1, "archive": 40},
+		Inbox:    23, TaskInbox: 2, Arcs: 3, Invalid: 1,
 		LedgerRecords: map[string]int{"rule": 4, "note": 9},
 		LedgerNotes:   map[metrics.NoteKey]int{{Mode: "soft-expiry", State: "stale"}: 2},
 		MemoryMD:      []metrics.MDStat{{Path: "MEMORY.md", Lines: 120, Bytes: 9000}},

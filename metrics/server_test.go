@@ -1,0 +1,452 @@
+package metrics_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
+)
+
+func startServer(t *testing.T, hub *metrics.Hub, alive func() error, pprof bool) (*metrics.Server, string) {
+	t.Helper()
+	s := metrics.NewServer("127.0.0.1:0", metrics.New("test"), hub, alive, pprof)
+	s.KeepAlive = 50 * time.Millisecond
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return s, "http://" + s.Addr()
+}
+
+func doc(state string) metrics.Document {
+	return metrics.Compose(statusline.Fixtures()[state])
+}
+
+func get(t *testing.T, method, url string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// sseReader reads `status` events and keep-alive comments from a real HTTP stream.
+type sseReader struct {
+	r          *bufio.Reader
+	keepAlives int
+}
+
+func (s *sseReader) next(t *testing.T) (id string, data string) {
+	t.Helper()
+	var event string
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("sse read: %v", err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == ": keep-alive":
+			s.keepAlives++
+		case strings.HasPrefix(line, "id: "):
+			id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			data = line[6:]
+		case line == "" && event != "":
+			if event != "status" {
+				t.Fatalf("event %q", event)
+			}
+			return id, data
+		}
+	}
+}
+
+func TestSSE(t *testing.T) {
+	hub := metrics.NewHub()
+	hub.Publish(doc(metrics.StateBusy))
+	_, base := startServer(t, hub, nil, false)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/status/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
+	// The latest document comes first.
+	id, data := sse.next(t)
+	var d metrics.Document
+	if err := json.Unmarshal([]byte(data), &d); err != nil || d.State != metrics.StateBusy || id != "1" {
+		t.Fatalf("first event id %s state %q err %v", id, d.State, err)
+	}
+	// Then one event per Publish, in order.
+	hub.Publish(doc(metrics.StateOK))
+	hub.Publish(doc(metrics.StateWarn))
+	for _, want := range []string{metrics.StateOK, metrics.StateWarn} {
+		_, data := sse.next(t)
+		if err := json.Unmarshal([]byte(data), &d); err != nil || d.State != want {
+			t.Fatalf("event state %q, want %q (%v)", d.State, want, err)
+		}
+	}
+	// Idle: keep-alive comments arrive (50 ms in this test); read until one does.
+	deadline := time.Now().Add(10 * time.Second)
+	go func() { <-time.After(10 * time.Second); cancel() }()
+	for sse.keepAlives == 0 && time.Now().Before(deadline) {
+		line, err := sse.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == ": keep-alive\n" {
+			sse.keepAlives++
+		}
+	}
+	if sse.keepAlives == 0 {
+		t.Fatal("no keep-alive")
+	}
+}
+
+func TestSSEEndsOnShutdown(t *testing.T) {
+	hub := metrics.NewHub()
+	s := metrics.NewServer("127.0.0.1:0", nil, hub, nil, false)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + s.Addr() + "/status/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	read := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); read <- err }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown waited on the stream: %v", err)
+	}
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Errorf("stream ended with %v, want a clean EOF", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream still open after shutdown")
+	}
+	if n, _ := hub.Stats(); n != 0 {
+		t.Errorf("%d subscribers left", n)
+	}
+}
+
+func TestSlowSubscriberDoesNotBlockPublish(t *testing.T) {
+	hub := metrics.NewHub()
+	ch, cancel := hub.Subscribe() // never read
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < 10000; i++ {
+			hub.Publish(doc(metrics.StateOK))
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Publish blocked on a slow subscriber")
+	}
+	_, dropped := hub.Stats()
+	if dropped == 0 {
+		t.Error("no events dropped")
+	}
+	// What is left queued is bounded and ends with the newest event.
+	var last metrics.Event
+	n := 0
+	for len(ch) > 0 {
+		last = <-ch
+		n++
+	}
+	if n == 0 || n > 8 || last.ID != 10000 {
+		t.Errorf("queued %d, last id %d", n, last.ID)
+	}
+	// A real HTTP client that stops reading does not block Publish either.
+	_, base := startServer(t, hub, nil, false)
+	resp, err := http.Get(base + "/status/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	big := doc(metrics.StateOK)
+	big.Detail = strings.Repeat("x", 64<<10)
+	done2 := make(chan struct{})
+	go func() {
+		for i := 0; i < 500; i++ { // ~32 MB the client never reads
+			hub.Publish(big)
+		}
+		close(done2)
+	}()
+	select {
+	case <-done2:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Publish blocked on a stalled HTTP client")
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	var sick atomic.Value
+	sick.Store("")
+	alive := func() error {
+		if s := sick.Load().(string); s != "" {
+			return errors.New(s)
+		}
+		return nil
+	}
+	hub := metrics.NewHub()
+	_, base := startServer(t, hub, alive, false)
+
+	if code, _, body := get(t, "GET", base+"/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("healthz %d %q", code, body)
+	}
+	sick.Store("owner loop stuck for 2m0s")
+	if code, _, body := get(t, "GET", base+"/healthz"); code != 503 || !strings.Contains(body, "owner loop stuck") {
+		t.Errorf("sick healthz %d %q", code, body)
+	}
+	if code, _, _ := get(t, "GET", base+"/status.json"); code != 503 {
+		t.Errorf("status.json before publish: %d", code)
+	}
+	hub.Publish(doc(metrics.StateWarn))
+	code, hdr, body := get(t, "GET", base+"/status.json")
+	if code != 200 || hdr.Get("Content-Type") != "application/json" {
+		t.Fatalf("status.json %d %v", code, hdr)
+	}
+	if d, err := statusline.Parse("status.json", []byte(body)); err != nil || d.State != metrics.StateWarn {
+		t.Errorf("status.json: %v %+v", err, d)
+	}
+	if code, _, body := get(t, "GET", base+"/metrics"); code != 200 || !strings.Contains(body, "memd_build_info{goversion=") {
+		t.Errorf("metrics %d", code)
+	}
+	for _, p := range []string{"/nope", "/status", "/metrics/x", "/debug/pprof/"} {
+		if code, _, _ := get(t, "GET", base+p); code != 404 {
+			t.Errorf("GET %s = %d, want 404", p, code)
+		}
+	}
+	for _, p := range []string{"/metrics", "/status.json", "/healthz", "/status/events", "/"} {
+		code, hdr, _ := get(t, "POST", base+p)
+		if code != 405 || !strings.Contains(hdr.Get("Allow"), "GET") {
+			t.Errorf("POST %s = %d (Allow %q), want 405", p, code, hdr.Get("Allow"))
+		}
+	}
+	if code, _, _ := get(t, "HEAD", base+"/healthz"); code != 503 {
+		t.Errorf("HEAD healthz %d", code)
+	}
+	// The page holds the summary even without JavaScript.
+	code, _, page := get(t, "GET", base+"/")
+	if code != 200 || !strings.Contains(page, `<span class="k-warn">inbox 23</span>`) || !strings.Contains(page, "memory repo") {
+		t.Errorf("page %d:\n%s", code, page)
+	}
+}
+
+func TestPprofOnlyWhenEnabled(t *testing.T) {
+	_, base := startServer(t, nil, nil, true)
+	if code, _, _ := get(t, "GET", base+"/debug/pprof/"); code != 200 {
+		t.Errorf("pprof on: %d", code)
+	}
+}
+
+func TestPageEscapes(t *testing.T) {
+	hub := metrics.NewHub()
+	f := statusline.Fixtures()[metrics.StateError]
+	f.Error = `<script>alert(1)</script>`
+	hub.Publish(metrics.Compose(f))
+	_, base := startServer(t, hub, nil, false)
+	_, _, page := get(t, "GET", base+"/")
+	if strings.Contains(page, "<script>alert") || !strings.Contains(page, "&lt;script&gt;alert(1)") {
+		t.Errorf("page does not escape the error")
+	}
+}
+
+// TestPageInChromium loads the page in headless Chromium over the DevTools pipe: the DOM holds
+// the summary, and after a new Publish the page's script redraws it from the SSE stream
+// without a reload.
+func TestPageInChromium(t *testing.T) {
+	chrome := needTool(t, "chromium", "chromium-browser", "google-chrome")
+	hub := metrics.NewHub()
+	hub.Publish(doc(metrics.StateOK))
+	_, base := startServer(t, hub, nil, false)
+
+	// A --dump-dom first: the page as served, before any script (the SSE stream keeps virtual
+	// time from running out, so no --virtual-time-budget here).
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, chrome, chromeFlags(t, "--timeout=3000", "--dump-dom", base+"/")...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	if !strings.Contains(string(out), `<span class="k-ok">+2 ~1</span>`) {
+		t.Fatalf("dumped DOM lacks the summary:\n%s", out)
+	}
+
+	cdp := startCDP(t, ctx, chrome, base+"/")
+	eval := func(js string) string { return cdp.eval(t, js) }
+	waitFor := func(js, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		var got string
+		for time.Now().Before(deadline) {
+			if got = eval(js); got == want {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%s = %q, want %q", js, got, want)
+	}
+	summary := `document.getElementById("summary") ? document.getElementById("summary").textContent : ""`
+	waitFor(summary, "memd: +2 ~1 · 14:32")
+	waitFor(`document.getElementById("conn").textContent`, "live")
+	hub.Publish(doc(metrics.StateError))
+	waitFor(summary, "memd: error: push origin/main: non-fast-forward after 5 tries · 14:32")
+	waitFor(`document.querySelector("#summary .k-error").textContent`, "error:")
+	waitFor(`document.body.dataset.state`, "error")
+	waitFor(`document.querySelectorAll("#sections section p").length.toString()`, "2")
+}
+
+func chromeFlags(t *testing.T, extra ...string) []string {
+	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+		"--user-data-dir=" + filepath.Join(t.TempDir(), "profile")}, extra...)
+}
+
+// cdp is a minimal Chrome DevTools Protocol client over --remote-debugging-pipe (fd 3 in,
+// fd 4 out, messages separated by NUL).
+type cdp struct {
+	w       io.Writer
+	r       *bufio.Reader
+	id      int
+	session string
+}
+
+func startCDP(t *testing.T, ctx context.Context, chrome, url string) *cdp {
+	t.Helper()
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	cmd := exec.CommandContext(ctx, chrome, chromeFlags(t, "--remote-debugging-pipe", url)...)
+	cmd.ExtraFiles = []*os.File{inR, outW}
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	t.Cleanup(func() {
+		inW.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		outR.Close()
+	})
+	c := &cdp{w: inW, r: bufio.NewReader(outR)}
+	var targets struct {
+		TargetInfos []struct{ TargetID, Type, URL string } `json:"targetInfos"`
+	}
+	var target string
+	deadline := time.Now().Add(30 * time.Second)
+	for target == "" && time.Now().Before(deadline) {
+		c.call(t, "Target.getTargets", nil, &targets)
+		for _, ti := range targets.TargetInfos {
+			if ti.Type == "page" && strings.HasPrefix(ti.URL, url) {
+				target = ti.TargetID
+			}
+		}
+		if target == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if target == "" {
+		t.Fatalf("no page target for %s: %+v", url, targets)
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	c.call(t, "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &att)
+	c.session = att.SessionID
+	return c
+}
+
+func (c *cdp) call(t *testing.T, method string, params any, result any) {
+	t.Helper()
+	c.id++
+	msg := map[string]any{"id": c.id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if c.session != "" && !strings.HasPrefix(method, "Target.") {
+		msg["sessionId"] = c.session
+	}
+	b, _ := json.Marshal(msg)
+	if _, err := c.w.Write(append(b, 0)); err != nil {
+		t.Fatalf("cdp write: %v", err)
+	}
+	for {
+		raw, err := c.r.ReadBytes(0)
+		if err != nil {
+			t.Fatalf("cdp read: %v", err)
+		}
+		var resp struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct{ Message string }
+		}
+		if err := json.Unmarshal(raw[:len(raw)-1], &resp); err != nil {
+			t.Fatalf("cdp: %v: %s", err, raw)
+		}
+		if resp.ID != c.id {
+			continue // an event, or an older reply
+		}
+		if resp.Error != nil {
+			t.Fatalf("cdp %s: %s", method, resp.Error.Message)
+		}
+		if result != nil {
+			if err := json.Unmarshal(resp.Result, result); err != nil {
+				t.Fatalf("cdp %s result: %v", method, err)
+			}
+		}
+		return
+	}
+}
+
+func (c *cdp) eval(t *testing.T, js string) string {
+	t.Helper()
+	var r struct {
+		Result struct {
+			Value any `json:"value"`
+		} `json:"result"`
+	}
+	c.call(t, "Runtime.evaluate", map[string]any{"expression": js, "returnByValue": true}, &r)
+	s, _ := r.Result.Value.(string)
+	return s
+}
