@@ -328,3 +328,8 @@ func mustNotContain(t testing.TB, what, s, sub string) {
 }
 
 var _ = bytes.Equal
+
+func openStoreErr(dir string) (*memsync.Repo, error) {
+	return memsync.Open(dir, memsync.Options{Author: memsync.Author{Name: "memd", Email: "memd@test"},
+		Now: func() time.Time { return fixNow }, Hostname: "testhost"})
+}

@@ -156,10 +156,10 @@ func (s *Scheduler) logger() *slog.Logger {
 }
 
 // Next is the first scheduled time after t.
-func (s *Scheduler) Next(t time.Time) time.Time { return s.sched.Next(t) }
+func (s *Scheduler) Next(t time.Time) time.Time { return s.schedule().Next(t) }
 
 // Prev is the latest scheduled time at or before t (zero if none within ~4 years).
-func (s *Scheduler) Prev(t time.Time) time.Time { return prevSlot(s.sched, t) }
+func (s *Scheduler) Prev(t time.Time) time.Time { return prevSlot(s.schedule(), t) }
 
 // prevSlot finds the latest activation <= t by widening a window backwards until the window
 // holds one activation, then walking forward: a few Next calls for any schedule, instead of
@@ -199,7 +199,10 @@ func (s *Scheduler) Due(now time.Time) (slot time.Time, ok bool) {
 		}
 		return time.Time{}, false
 	}
-	for _, p := range s.Phases {
+	s.mu.Lock()
+	phases := append([]string(nil), s.Phases...)
+	s.mu.Unlock()
+	for _, p := range phases {
 		last := st.Baseline
 		if ps, found := st.Phases[p]; found && !ps.LastSuccess.IsZero() {
 			last = ps.LastSuccess
@@ -207,7 +210,7 @@ func (s *Scheduler) Due(now time.Time) (slot time.Time, ok bool) {
 		if last.IsZero() {
 			continue
 		}
-		n := s.sched.Next(last)
+		n := s.Next(last)
 		if !n.IsZero() && !n.After(now) {
 			slot = s.Prev(now)
 			if slot.IsZero() {
@@ -235,13 +238,58 @@ func (s *Scheduler) fire(slot time.Time, why string) {
 }
 
 // Check runs the catch-up check once (Start does it at start and every CheckEvery).
+// It does nothing when CatchUp is off.
 func (s *Scheduler) Check() {
-	if !s.CatchUp {
+	s.mu.Lock()
+	on := s.CatchUp
+	s.mu.Unlock()
+	if !on {
 		return
 	}
 	if slot, ok := s.Due(s.now()); ok {
 		s.fire(slot, "catch-up")
 	}
+}
+
+// CheckCatchUp is Check (the name the agent's start-up uses).
+func (s *Scheduler) CheckCatchUp() { s.Check() }
+
+// SetCatchUp turns catch-up on or off (sleep.catch_up; a config reload may change it).
+func (s *Scheduler) SetCatchUp(on bool) {
+	s.mu.Lock()
+	s.CatchUp = on
+	s.mu.Unlock()
+}
+
+// SetSpec replaces the schedule (a config reload); a running scheduler is rescheduled. A bad
+// spec is refused and the old one kept.
+func (s *Scheduler) SetSpec(spec string) error {
+	sched, err := parseSchedule(spec)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.spec, s.sched = spec, sched
+	running := s.cron != nil
+	s.mu.Unlock()
+	if running {
+		s.Stop()
+		s.Start()
+	}
+	return nil
+}
+
+// Spec is the schedule in use.
+func (s *Scheduler) Spec() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spec
+}
+
+func (s *Scheduler) schedule() cron.Schedule {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sched
 }
 
 // Start begins firing: cron at the scheduled times, and the catch-up check now and then

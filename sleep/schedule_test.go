@@ -228,3 +228,24 @@ func TestCorruptStateIsReplaced(t *testing.T) {
 		t.Fatalf("after MarkDone: %+v %v", st, err)
 	}
 }
+
+func TestSetSpec(t *testing.T) {
+	s, err := NewScheduler("0 3 * * *", t.TempDir(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer s.Stop()
+	if err := s.SetSpec("every night"); err == nil {
+		t.Fatal("bad spec accepted")
+	}
+	if s.Spec() != "0 3 * * *" {
+		t.Fatal("bad spec replaced the old one")
+	}
+	if err := s.SetSpec("30 4 * * *"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Next(mustTime(t, "2026-11-30T04:00:00Z")); !got.Equal(mustTime(t, "2026-11-30T04:30:00Z")) {
+		t.Fatalf("Next after SetSpec = %s", got)
+	}
+}

@@ -90,7 +90,7 @@ type Item struct {
 
 // PhaseResult is what one phase did.
 type PhaseResult struct {
-	Phase    string         `json:"phase"`
+	Name     string         `json:"phase"`
 	Counts   map[string]int `json:"counts"`
 	Commit   string         `json:"commit,omitempty"`
 	Skipped  bool           `json:"skipped,omitempty"` // already committed for this run id
@@ -102,10 +102,15 @@ type PhaseResult struct {
 
 // Report is the result of a run.
 type Report struct {
-	RunID   string        `json:"run"`
-	At      time.Time     `json:"at"`
-	DryRun  bool          `json:"dry_run,omitempty"`
-	Phases  []PhaseResult `json:"phases"`
+	RunID  string        `json:"run"`
+	At     time.Time     `json:"at"`
+	DryRun bool          `json:"dry_run,omitempty"`
+	Phases []PhaseResult `json:"phases"`
+	// Counts summarises the run for status last_sleep: arcs (written), archived (moved by
+	// archive and expire), expired (notes drained), plus stale, repaired, links.
+	Counts map[string]int `json:"counts"`
+	// Drained counts drained notes by lifecycle mode (memd_notes_drained_total{mode}).
+	Drained map[string]int `json:"drained,omitempty"`
 	GC      string        `json:"gc,omitempty"` // "ran", "skipped: …" or "failed: …"
 	Elapsed time.Duration `json:"elapsed_ns"`
 }
@@ -120,15 +125,36 @@ func (r Report) Failed() bool {
 	return false
 }
 
-// Counts sums the counts of all phases (for status last_sleep).
-func (r Report) Counts() map[string]int {
-	out := map[string]int{}
+// summarize fills Counts and Drained from the phases.
+func (r *Report) summarize() {
+	r.Counts, r.Drained = map[string]int{}, map[string]int{}
 	for _, p := range r.Phases {
-		for k, v := range p.Counts {
-			out[k] += v
+		c := p.Counts
+		switch p.Name {
+		case PhaseExpire:
+			r.Counts["expired"] += c["drained"]
+			r.Counts["archived"] += c["archived"]
+			r.Counts["stale"] += c["stale"]
+			for k, v := range c {
+				if mode, ok := strings.CutPrefix(k, "drained_"); ok {
+					r.Drained[mode] += v
+				}
+			}
+		case PhaseArcs:
+			r.Counts["arcs"] += c["created"] + c["updated"]
+		case PhaseArchive:
+			r.Counts["archived"] += c["archived"]
+			r.Counts["links"] += c["links"] + c["bullets"]
+		case PhaseTidy:
+			r.Counts["repaired"] += c["repaired"]
+			r.Counts["links"] += c["links"] + c["bullets"]
 		}
 	}
-	return out
+	for k, v := range r.Counts {
+		if v == 0 {
+			delete(r.Counts, k)
+		}
+	}
 }
 
 // Runner runs sleep phases over one repo.
@@ -213,7 +239,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		pr := PhaseResult{Phase: ph, Counts: map[string]int{}}
+		pr := PhaseResult{Name: ph, Counts: map[string]int{}}
 		t0 := time.Now()
 		if done[ph] {
 			pr.Skipped = true
@@ -238,6 +264,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	if !r.opts.DryRun {
 		rep.GC = r.gc(ctx)
 	}
+	rep.summarize()
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

@@ -118,9 +118,9 @@ func TestFullSleep(t *testing.T) {
 	}
 	byPhase := map[string]PhaseResult{}
 	for _, p := range rep.Phases {
-		byPhase[p.Phase] = p
+		byPhase[p.Name] = p
 		if p.Commit == "" {
-			t.Errorf("phase %s made no commit", p.Phase)
+			t.Errorf("phase %s made no commit", p.Name)
 		}
 	}
 
@@ -235,7 +235,7 @@ func TestFullSleep(t *testing.T) {
 	}
 	for _, p := range rep2.Phases {
 		if !p.Skipped {
-			t.Errorf("phase %s not skipped on the same run id", p.Phase)
+			t.Errorf("phase %s not skipped on the same run id", p.Name)
 		}
 	}
 	// A different run id (the next night at the same clock) plans again and finds nothing.
@@ -445,7 +445,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	counts := map[string]map[string]int{}
 	var items []Item
 	for _, p := range rep.Phases {
-		counts[p.Phase] = p.Counts
+		counts[p.Name] = p.Counts
 		items = append(items, p.Items...)
 	}
 	if counts["expire"]["drained"] != 3 || counts["arcs"]["created"] != 2 || counts["archive"]["archived"] != 5 || counts["tidy"]["repaired"] != 1 {
