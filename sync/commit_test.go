@@ -2,7 +2,10 @@ package sync
 
 import (
 	"errors"
+	"fmt"
+	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -454,4 +457,60 @@ func TestOpenAndInit(t *testing.T) {
 	if h, _ := r2.Head(); h != res.Hash {
 		t.Fatalf("reinit head %s", h)
 	}
+}
+
+// BenchmarkCommitPaths times memd's commit of k changed files in an n-file
+// repo, with git's `git add -A && git commit -q` on an identical copy as the
+// baseline sub-benchmark (compare ns/op: the ratio is memd/git).
+//
+//	go test -run '^$' -bench CommitPaths ./sync/       (MEMD_LONG=1 adds 100k)
+func BenchmarkCommitPaths(b *testing.B) {
+	for _, n := range benchSizes() {
+		for _, k := range []int{1, 20} {
+			b.Run(fmt.Sprintf("files=%d/changed=%d/memd", n, k), func(b *testing.B) {
+				dir, files := benchRepo(b, n)
+				r, err := Open(dir, testOptions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer r.Close()
+				rng := rand.New(rand.NewSource(1))
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					paths := pickFiles(rng, files, k)
+					appendTo(b, dir, paths, i)
+					r.WaitIndexRefresh()
+					b.StartTimer()
+					res, err := r.CommitPaths(paths)
+					if err != nil || len(res.Changes) != k {
+						b.Fatalf("commit: %v %+v", err, res)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("files=%d/changed=%d/git", n, k), func(b *testing.B) {
+				dir, files := benchRepo(b, n)
+				rng := rand.New(rand.NewSource(1))
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					paths := pickFiles(rng, files, k)
+					appendTo(b, dir, paths, i)
+					b.StartTimer()
+					cmd := exec.Command("sh", "-c", "git add -A && git commit -q -m bench")
+					cmd.Dir = dir
+					cmd.Env = gitEnv()
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("git: %v %s", err, out)
+					}
+				}
+			})
+		}
+	}
+}
+
+func pickFiles(rng *rand.Rand, files []string, k int) []string {
+	out := make([]string, k)
+	for i, j := range rng.Perm(len(files))[:k] {
+		out[i] = files[j]
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -91,5 +92,40 @@ func TestReconcileUnbornAndStaleIndex(t *testing.T) {
 	r.mu.Unlock()
 	if err != nil || !reflect.DeepEqual(got, []string{"x.html"}) {
 		t.Fatalf("walk with no index: %q %v", got, err)
+	}
+}
+
+// BenchmarkReconcile compares the two reconcile ways on a clean n-file repo
+// with 5 edited files (the decision in reconcile.go rests on this).
+func BenchmarkReconcile(b *testing.B) {
+	for _, n := range benchSizes() {
+		dir, files := benchRepo(b, n)
+		r, err := Open(dir, testOptions())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.RefreshIndex(); err != nil {
+			b.Fatal(err)
+		}
+		appendTo(b, dir, files[:5], 0)
+		b.Run(fmt.Sprintf("files=%d/git-status", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				got, err := r.reconcileGit("git")
+				if err != nil || len(got) != 5 {
+					b.Fatalf("%v %d", err, len(got))
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("files=%d/walk", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				r.mu.Lock()
+				got, err := r.reconcileWalkLocked()
+				r.mu.Unlock()
+				if err != nil || len(got) != 5 {
+					b.Fatalf("%v %d", err, len(got))
+				}
+			}
+		})
+		r.Close()
 	}
 }

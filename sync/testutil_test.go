@@ -2,6 +2,7 @@ package sync
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,5 +131,90 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// benchRepo returns a fresh copy (cp -a) of a committed and packed repo of
+// n small files spread ~100 a folder; the original is built once per test
+// binary and size. Also returns the files' paths.
+func benchRepo(b *testing.B, n int) (string, []string) {
+	b.Helper()
+	fx, ok := benchFixtures[n]
+	if !ok {
+		root, err := os.MkdirTemp("", "memd-sync-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchRoots = append(benchRoots, root)
+		dir := filepath.Join(root, "base")
+		var files []string
+		body := strings.Repeat("A remembered fact with enough words to look like a note. ", 12)
+		for i := 0; i < n; i++ {
+			folder := i / 100
+			rel := fmt.Sprintf("%s/g%03d/f%03d/m-%06d.html",
+				[]string{"projects", "areas", "resources", "archive"}[folder%4], folder/40, folder%40, i)
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			if i%100 == 0 {
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(p, []byte(fmt.Sprintf("<p>%d %s</p>\n", i, body)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			files = append(files, rel)
+		}
+		runGit(b, dir, "init", "-q", "-b", "main")
+		runGit(b, dir, "add", "-A")
+		runGit(b, dir, "commit", "-q", "-m", "initial")
+		runGit(b, dir, "repack", "-adq")
+		runGit(b, dir, "prune-packed")
+		fx = benchFixture{dir: dir, files: files}
+		benchFixtures[n] = fx
+	}
+	dst := filepath.Join(b.TempDir(), "repo")
+	if out, err := exec.Command("cp", "-a", fx.dir, dst).CombinedOutput(); err != nil {
+		b.Fatalf("cp -a: %v %s", err, out)
+	}
+	runGit(b, dst, "update-index", "-q", "--refresh") // new inodes after the copy
+	return dst, fx.files
+}
+
+type benchFixture struct {
+	dir   string
+	files []string
+}
+
+var (
+	benchFixtures = map[int]benchFixture{}
+	benchRoots    []string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, r := range benchRoots {
+		os.RemoveAll(r)
+	}
+	os.Exit(code)
+}
+
+// benchSizes: 1k and 10k; 100k only with MEMD_LONG=1.
+func benchSizes() []int {
+	if os.Getenv("MEMD_LONG") == "1" {
+		return []int{1000, 10000, 100000}
+	}
+	return []int{1000, 10000}
+}
+
+// appendTo appends a line to each path.
+func appendTo(b *testing.B, dir string, paths []string, i int) {
+	b.Helper()
+	for _, p := range paths {
+		f, err := os.OpenFile(filepath.Join(dir, filepath.FromSlash(p)), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(f, "<!-- %d -->\n", i)
+		f.Close()
 	}
 }
