@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,10 +44,29 @@ type rawField struct {
 	value  json.RawMessage
 }
 
-// recordTyped is a comparable snapshot of the typed fields.
+// recordTyped is a comparable snapshot of the typed fields (the lifecycle by value, so an
+// edit made through r.Lifecycle is noticed and no copy is allocated).
 type recordTyped struct {
 	ID, Type, Role, Text, CreatedAt, UpdatedAt string
-	Lifecycle                                  *Lifecycle
+	LC                                         lcSnap
+}
+
+type lcSnap struct {
+	set             bool
+	Mode, ExpiresAt string
+	hasReads        bool
+	reads           int
+}
+
+func snapLC(lc *Lifecycle) lcSnap {
+	if lc == nil {
+		return lcSnap{}
+	}
+	s := lcSnap{set: true, Mode: lc.Mode, ExpiresAt: lc.ExpiresAt}
+	if lc.RemainingReads != nil {
+		s.hasReads, s.reads = true, *lc.RemainingReads
+	}
+	return s
 }
 
 // The well-known keys and whether a record's typed field holds them.
@@ -68,16 +87,10 @@ var ErrNotObject = errors.New("not a JSON object")
 var ErrBadField = errors.New("bad field")
 
 func (r *Record) typed() recordTyped {
-	return recordTyped{r.ID, r.Type, r.Role, r.Text, r.CreatedAt, r.UpdatedAt, r.Lifecycle}
+	return recordTyped{r.ID, r.Type, r.Role, r.Text, r.CreatedAt, r.UpdatedAt, snapLC(r.Lifecycle)}
 }
 
-// snapshot is typed() with a private copy of the lifecycle, so that an edit made through
-// r.Lifecycle later is noticed.
-func (r *Record) snapshot() recordTyped {
-	t := r.typed()
-	t.Lifecycle = copyLifecycle(r.Lifecycle)
-	return t
-}
+func (r *Record) snapshot() recordTyped { return r.typed() }
 
 func copyLifecycle(lc *Lifecycle) *Lifecycle {
 	if lc == nil {
@@ -91,25 +104,61 @@ func copyLifecycle(lc *Lifecycle) *Lifecycle {
 	return &c
 }
 
-func lifecycleEqual(a, b *Lifecycle) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return reflect.DeepEqual(*a, *b)
-}
-
 // changed reports whether MarshalJSON would write anything but the original bytes.
 func (r *Record) changed() bool {
 	if r.raw == nil || r.dirty {
 		return true
 	}
-	t, s := r.typed(), r.seen
-	return t.ID != s.ID || t.Type != s.Type || t.Role != s.Role || t.Text != s.Text ||
-		t.CreatedAt != s.CreatedAt || t.UpdatedAt != s.UpdatedAt || !lifecycleEqual(t.Lifecycle, s.Lifecycle)
+	return r.typed() != r.seen
 }
 
 // ParseRecord reads one JSON object. The error names what is wrong; callers add the line.
 func ParseRecord(data []byte) (*Record, error) {
+	return parseRecord(data, "", nil)
+}
+
+// parseArena hands out records and field slices from shared blocks, so parsing a big
+// ledger costs a few allocations per block rather than several per line.
+type parseArena struct {
+	recs   []Record
+	fields []rawField
+}
+
+func (a *parseArena) record() *Record {
+	if a == nil {
+		return &Record{}
+	}
+	if len(a.recs) == 0 {
+		a.recs = make([]Record, 512)
+	}
+	r := &a.recs[0]
+	a.recs = a.recs[1:]
+	return r
+}
+
+func (a *parseArena) fieldBuf() []rawField {
+	if a == nil {
+		return make([]rawField, 0, 8)
+	}
+	if cap(a.fields) < 16 {
+		a.fields = make([]rawField, 0, 4096)
+	}
+	return a.fields[:0]
+}
+
+// keep takes f (built from fieldBuf) out of the arena, capped so that a later append
+// to it copies instead of overwriting the next record's fields.
+func (a *parseArena) keep(f []rawField) []rawField {
+	n := len(f)
+	if a != nil && n > 0 && cap(a.fields) > 0 && &f[0] == &a.fields[:1][0] {
+		a.fields = a.fields[n:n]
+	}
+	return f[:n:n]
+}
+
+// parseRecord is ParseRecord with, optionally, data as a string (so string values can be
+// slices of it instead of copies) and an arena.
+func parseRecord(data []byte, dataStr string, a *parseArena) (*Record, error) {
 	trimmed := bytes.TrimSpace(data)
 	if !json.Valid(trimmed) {
 		var v any
@@ -122,13 +171,24 @@ func ParseRecord(data []byte) (*Record, error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, ErrNotObject
 	}
-	fields, err := jsonSplitObject(trimmed)
+	// trimmed is a sub-slice of data: the capacities give its offset.
+	start := cap(data) - cap(trimmed)
+	var str string
+	if len(dataStr) == len(data) {
+		str = dataStr[start : start+len(trimmed)]
+	} else {
+		str = string(trimmed)
+	}
+	fields, err := jsonSplitObjectInto(a.fieldBuf(), trimmed, str)
 	if err != nil {
 		return nil, err
 	}
-	r := &Record{raw: trimmed, fields: fields}
+	fields = a.keep(fields)
+	r := a.record()
+	r.raw, r.fields = trimmed[:len(trimmed):len(trimmed)], fields
 	for _, f := range fields {
-		if err := r.setTyped(f.key, f.value); err != nil {
+		off := cap(trimmed) - cap(f.value)
+		if err := r.setTyped(f.key, f.value, str[off:off+len(f.value)]); err != nil {
 			return nil, err
 		}
 	}
@@ -136,8 +196,9 @@ func ParseRecord(data []byte) (*Record, error) {
 	return r, nil
 }
 
-// setTyped decodes a well-known key into its typed field; other keys are ignored.
-func (r *Record) setTyped(key string, value json.RawMessage) error {
+// setTyped decodes a well-known key into its typed field; other keys are ignored. vs is
+// value as a string when the caller has it (else ""), to avoid a copy.
+func (r *Record) setTyped(key string, value json.RawMessage, vs string) error {
 	var dst *string
 	switch key {
 	case keyID:
@@ -160,11 +221,11 @@ func (r *Record) setTyped(key string, value json.RawMessage) error {
 		if len(value) == 0 || value[0] != '{' {
 			return fmt.Errorf("%w: lifecycle is %s, want an object", ErrBadField, jsonShort(value))
 		}
-		var lc Lifecycle
-		if err := json.Unmarshal(value, &lc); err != nil {
+		lc, err := parseLifecycle(value, vs)
+		if err != nil {
 			return fmt.Errorf("%w: lifecycle %s: %v", ErrBadField, jsonShort(value), err)
 		}
-		r.Lifecycle = &lc
+		r.Lifecycle = lc
 		return nil
 	default:
 		return nil
@@ -173,12 +234,57 @@ func (r *Record) setTyped(key string, value json.RawMessage) error {
 		*dst = ""
 		return nil
 	}
-	s, ok := jsonDecodeString(value)
+	s, ok := jsonDecodeStringIn(value, vs)
 	if !ok {
 		return fmt.Errorf("%w: %s is %s, want a string", ErrBadField, key, jsonShort(value))
 	}
 	*dst = s
 	return nil
+}
+
+// parseLifecycle reads a lifecycle object as encoding/json would into Lifecycle (last
+// repeat wins, unknown keys ignored, null leaves a field empty), without reflection.
+func parseLifecycle(v []byte, vs string) (*Lifecycle, error) {
+	if len(vs) != len(v) {
+		vs = ""
+	}
+	var buf [8]rawField // on the stack: a lifecycle has three keys
+	fields, err := jsonSplitObjectInto(buf[:0], v, vs)
+	if err != nil {
+		return nil, err
+	}
+	lc := &Lifecycle{}
+	for _, f := range fields {
+		if jsonIsNull(f.value) {
+			continue
+		}
+		switch f.key {
+		case "mode", "expiresAt":
+			fs := ""
+			if vs != "" {
+				off := cap(v) - cap(f.value)
+				fs = vs[off : off+len(f.value)]
+			}
+			s, ok := jsonDecodeStringIn(f.value, fs)
+			if !ok {
+				return nil, fmt.Errorf("%s is %s, want a string", f.key, jsonShort(f.value))
+			}
+			if f.key == "mode" {
+				lc.Mode = s
+			} else {
+				lc.ExpiresAt = s
+			}
+		case "remainingReads":
+			n, err := strconv.Atoi(string(f.value))
+			if err != nil {
+				if err := json.Unmarshal(f.value, &n); err != nil {
+					return nil, fmt.Errorf("remainingReads is %s, want an integer", jsonShort(f.value))
+				}
+			}
+			lc.RemainingReads = &n
+		}
+	}
+	return lc, nil
 }
 
 func jsonIsNull(v []byte) bool { return string(v) == "null" }
@@ -191,13 +297,22 @@ func jsonShort(v []byte) string {
 	return string(v)
 }
 
-// decodeString decodes a raw JSON string, fast when it has no escapes.
+// jsonDecodeString decodes a raw JSON string, fast when it has no escapes.
 func jsonDecodeString(v []byte) (string, bool) {
+	return jsonDecodeStringIn(v, "")
+}
+
+// jsonDecodeStringIn is jsonDecodeString given vs, the same bytes as a string (or ""): an
+// escape-free value is then returned as a slice of vs, without allocating.
+func jsonDecodeStringIn(v []byte, vs string) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
 	inner := v[1 : len(v)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		if len(vs) == len(v) {
+			return vs[1 : len(vs)-1], true
+		}
 		return string(inner), true
 	}
 	var s string
@@ -207,17 +322,29 @@ func jsonDecodeString(v []byte) (string, bool) {
 	return s, true
 }
 
-// splitObject cuts a valid JSON object into its fields without decoding the values.
-func jsonSplitObject(obj []byte) ([]rawField, error) {
+// jsonSplitObject cuts a valid JSON object into its fields without decoding the values.
+// objStr is obj as a string or "": keys are then slices of it.
+func jsonSplitObject(obj []byte, objStr string) ([]rawField, error) {
+	return jsonSplitObjectInto(make([]rawField, 0, 8), obj, objStr)
+}
+
+// jsonSplitObjectInto is jsonSplitObject appending to fields.
+func jsonSplitObjectInto(fields []rawField, obj []byte, objStr string) ([]rawField, error) {
+	if len(objStr) != len(obj) {
+		objStr = ""
+	}
 	i := jsonSkipWS(obj, 1)
-	var fields []rawField
 	if i < len(obj) && obj[i] == '}' {
 		return fields, nil
 	}
 	for i < len(obj) {
 		kEnd := jsonScanValue(obj, i) // a string: the input is valid JSON
 		rawKey := obj[i:kEnd]
-		key, ok := jsonDecodeString(rawKey)
+		var keyStr string
+		if objStr != "" {
+			keyStr = objStr[i:kEnd]
+		}
+		key, ok := jsonDecodeStringIn(rawKey, keyStr)
 		if !ok {
 			return nil, fmt.Errorf("invalid key %s", jsonShort(rawKey))
 		}
@@ -312,7 +439,7 @@ func (r *Record) Set(key string, value any) error {
 	if err := r.flush(); err != nil {
 		return fmt.Errorf("set %s: %w", key, err)
 	}
-	if err := r.setTyped(key, raw); err != nil {
+	if err := r.setTyped(key, raw, ""); err != nil {
 		return fmt.Errorf("set %s: %w", key, err)
 	}
 	r.fields = jsonPutField(r.fields, key, raw)
@@ -336,7 +463,7 @@ func (r *Record) Delete(key string) bool {
 	found := n != len(r.fields)
 	r.fields = r.fields[:n]
 	if found {
-		_ = r.setTyped(key, json.RawMessage("null"))
+		_ = r.setTyped(key, json.RawMessage("null"), "")
 		r.seen = r.snapshot()
 		r.dirty = true
 	}
@@ -463,11 +590,11 @@ func (r *Record) currentFields() ([]rawField, error) {
 		}
 		put(f.key, v)
 	}
-	if !lifecycleEqual(t.Lifecycle, s.Lifecycle) {
-		if t.Lifecycle == nil {
+	if t.LC != s.LC {
+		if r.Lifecycle == nil {
 			del(keyLifecycle)
 		} else {
-			v, err := mergeLifecycle(r.lifecycleRaw(), t.Lifecycle)
+			v, err := mergeLifecycle(r.lifecycleRaw(), r.Lifecycle)
 			if err != nil {
 				return nil, err
 			}
@@ -491,7 +618,7 @@ func mergeLifecycle(old json.RawMessage, lc *Lifecycle) (json.RawMessage, error)
 	var fields []rawField
 	if len(old) > 0 && old[0] == '{' {
 		var err error
-		if fields, err = jsonSplitObject(old); err != nil {
+		if fields, err = jsonSplitObject(old, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -559,7 +686,6 @@ func (r *Record) Clone() *Record {
 	c := *r
 	c.fields = append([]rawField(nil), r.fields...)
 	c.Lifecycle = copyLifecycle(r.Lifecycle)
-	c.seen.Lifecycle = copyLifecycle(r.seen.Lifecycle)
 	return &c
 }
 
@@ -612,20 +738,30 @@ func ParseLedger(data []byte) *Ledger {
 	} else {
 		data = data[:len(data)-1]
 	}
-	raws := bytes.Split(data, []byte{'\n'})
-	l.Lines = make([]LedgerLine, len(raws))
-	for i, line := range raws {
-		ll := &l.Lines[i]
-		ll.Raw = line
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		rec, err := ParseRecord(line)
-		if err != nil {
-			ll.Err = fmt.Errorf("line %d: %w", i+1, err)
+	// One string copy of the whole input: keys and escape-free values of every record are
+	// slices of it.
+	dataStr := string(data)
+	arena := &parseArena{}
+	l.Lines = make([]LedgerLine, 0, bytes.Count(data, []byte{'\n'})+1)
+	for start := 0; start <= len(data); {
+		end := bytes.IndexByte(data[start:], '\n')
+		if end < 0 {
+			end = len(data)
 		} else {
-			ll.Record = rec
+			end += start
 		}
+		line := data[start:end] // capacity runs on to the end of data: parseRecord uses it
+		ll := LedgerLine{Raw: line[:len(line):len(line)]}
+		if len(bytes.TrimSpace(line)) > 0 {
+			rec, err := parseRecord(line, dataStr[start:end], arena)
+			if err != nil {
+				ll.Err = fmt.Errorf("line %d: %w", len(l.Lines)+1, err)
+			} else {
+				ll.Record = rec
+			}
+		}
+		l.Lines = append(l.Lines, ll)
+		start = end + 1
 	}
 	return l
 }
