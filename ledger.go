@@ -297,13 +297,8 @@ func jsonShort(v []byte) string {
 	return string(v)
 }
 
-// jsonDecodeString decodes a raw JSON string, fast when it has no escapes.
-func jsonDecodeString(v []byte) (string, bool) {
-	return jsonDecodeStringIn(v, "")
-}
-
-// jsonDecodeStringIn is jsonDecodeString given vs, the same bytes as a string (or ""): an
-// escape-free value is then returned as a slice of vs, without allocating.
+// jsonDecodeStringIn decodes a raw JSON string, fast when it has no escapes. vs is the
+// same bytes as a string (or ""): an escape-free value is then a slice of vs, not a copy.
 func jsonDecodeStringIn(v []byte, vs string) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
