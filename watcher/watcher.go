@@ -576,11 +576,14 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			w.markDirty(rel) // gone again already: the committer's lstat sorts it out
 		}
 	case ev.Has(fsnotify.Write):
+		if _, isDir := w.dirs[rel]; isDir {
+			break // kqueue reports a directory whose entries changed; they get their own events
+		}
 		if !ig.Ignored(rel, false) {
 			w.markDirty(rel)
 		}
 	}
-	if strings.HasSuffix(rel, ".gitignore") && filepath.Base(rel) == ".gitignore" {
+	if baseOf(rel) == ".gitignore" {
 		w.reloadIgnore(rel + " changed")
 	}
 }

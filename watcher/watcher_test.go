@@ -571,3 +571,23 @@ func TestNewErrors(t *testing.T) {
 		t.Fatalf("New(bad pattern) = %v", err)
 	}
 }
+
+func TestBufferedAndCloseWithoutRun(t *testing.T) {
+	root := newRepo(t)
+	opts := fast()
+	opts.Buffer = 4096
+	r := start(t, root, opts)
+	write(t, root, "projects/x/tasks/t.html", "t")
+	r.expectExactly(t, root, "projects/x/tasks/t.html")
+
+	w, err := watcher.New(root, watcher.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Alive() {
+		t.Fatal("Alive before Run")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
