@@ -195,17 +195,6 @@ func (r *Repo) writeCommitLocked(tree plumbing.Hash, parents []plumbing.Hash, me
 	return h, b.flush()
 }
 
-// moveBranchLocked moves the branch from old to newH with compare-and-set
-// (ErrHeadMoved on mismatch) and records the paths for the index refresh.
-// changes nil = unknown: the next index refresh is a full one.
-func (r *Repo) moveBranchLocked(old, newH plumbing.Hash, changes []Change, logMsg string) error {
-	if err := r.updateRef(r.BranchRef().String(), newH, old, logMsg); err != nil {
-		return err
-	}
-	r.noteCommitted(old, newH, changes)
-	return nil
-}
-
 func (r *Repo) encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, message string) []byte {
 	now := r.opts.Now()
 	_, off := now.Zone()
