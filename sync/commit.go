@@ -182,9 +182,10 @@ func firstLine(s string) string {
 	return l
 }
 
-// WriteCommit writes a commit object for tree with the given parents and
-// message, by the repo's author at r.Now(), durably, and returns its id. It
-// does not move any ref (see MoveBranch). For merges. Caller holds r.mu.
+// writeCommitLocked writes a commit object for tree with the given parents
+// and message, by the repo's author at r.Now(), durably, and returns its
+// id. It moves no ref (updateRef does, then noteCommitted). For merges.
+// Caller holds r.mu.
 func (r *Repo) writeCommitLocked(tree plumbing.Hash, parents []plumbing.Hash, message string) (plumbing.Hash, error) {
 	b := newObjectBatch(r)
 	defer b.discard()
