@@ -367,6 +367,20 @@ func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
 	fsck(t, dir)
 }
 
+func TestCommitAbsolutePathThroughSymlinkedRoot(t *testing.T) {
+	real := newGitDir(t)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	r := openTest(t, link, testOptions())
+	writeFile(t, real, "a.html", "a")
+	res := mustCommit(t, r, filepath.Join(link, "a.html"))
+	if res.Added != 1 {
+		t.Fatalf("%+v", res)
+	}
+}
+
 func TestCommitBadPathNamed(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())

@@ -86,7 +86,8 @@ type CommitResult struct {
 
 // Repo is a memory repo: a git work tree with its .git directory.
 type Repo struct {
-	dir    string // absolute work tree root
+	dir    string // absolute work tree root, symlinks resolved
+	given  string // absolute work tree root as the caller named it
 	gitDir string // absolute .git directory
 	repo   *git.Repository
 	opts   Options
@@ -110,6 +111,7 @@ func Open(dir string, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open repo %s: %w", dir, err)
 	}
+	given := abs
 	// Resolve symlinks so paths we compute (and /proc cwd checks) agree
 	// with what the kernel reports.
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
@@ -148,7 +150,7 @@ func Open(dir string, opts Options) (*Repo, error) {
 	if err := plumbing.NewBranchReferenceName(opts.Branch).Validate(); err != nil {
 		return nil, fmt.Errorf("open repo %s: branch %q: %w", dir, opts.Branch, err)
 	}
-	r := &Repo{dir: abs, gitDir: gitDir, repo: gr, opts: opts, log: log}
+	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log}
 	r.author = r.resolveAuthor()
 	if head, err := gr.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {
 		if want := plumbing.NewBranchReferenceName(opts.Branch); head.Target() != want {
@@ -312,9 +314,17 @@ func (r *Repo) relPath(p string) (string, error) {
 		return "", fmt.Errorf("empty path")
 	}
 	if filepath.IsAbs(p) {
+		orig := p
 		rel, err := filepath.Rel(r.dir, filepath.Clean(p))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			// Named through the path the caller opened (before
+			// symlinks were resolved, e.g. /tmp vs /private/tmp)?
+			if r2, err2 := filepath.Rel(r.given, filepath.Clean(p)); err2 == nil {
+				rel, err = r2, nil
+			}
+		}
 		if err != nil {
-			return "", fmt.Errorf("path %q: %w", p, err)
+			return "", fmt.Errorf("path %q: %w", orig, err)
 		}
 		p = rel
 	}
