@@ -316,3 +316,60 @@ func TestShellJoinRoundTrip(t *testing.T) {
 		t.Fatalf("shell read %q as %s, want %s", line, got, want)
 	}
 }
+
+// systemd-analyze security rates the sandbox from 0 (locked down) to 10; memd's unit must
+// stay at or under 7.0 (it was 8.8 before the seccomp lines). The same unit stripped of
+// its hardening goes over, which shows the check can fail.
+func TestSystemdUnitExposure(t *testing.T) {
+	bin, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("systemd-analyze not found and CI is set")
+		}
+		t.Skip("systemd-analyze not installed")
+	}
+	p := testParams(t, realExecutable(t))
+	data, err := RenderSystemd(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := func(unit []byte) (string, error) {
+		path := filepath.Join(t.TempDir(), UnitName)
+		if err := os.WriteFile(path, unit, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "--user", "--offline=yes", "--threshold=70", "security", path)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := rate(data)
+	if strings.Contains(out, "offline") && strings.Contains(out, "unrecognized") {
+		t.Skip("this systemd-analyze has no --offline (systemd < 250)")
+	}
+	if err != nil {
+		t.Fatalf("exposure over 7.0 (%v):\n%s", err, lastLines(out, 3))
+	}
+	hardening := map[string]bool{}
+	for _, k := range strings.Fields("NoNewPrivileges ProtectSystem PrivateTmp RestrictSUIDSGID RestrictRealtime LockPersonality SystemCallArchitectures SystemCallFilter RestrictNamespaces RestrictAddressFamilies") {
+		hardening[k] = true
+	}
+	var bare []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if k, _, ok := strings.Cut(l, "="); ok && hardening[k] {
+			continue
+		}
+		bare = append(bare, l)
+	}
+	if out, err := rate([]byte(strings.Join(bare, "\n"))); err == nil {
+		t.Fatalf("an unhardened unit passed the threshold:\n%s", lastLines(out, 3))
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
