@@ -90,13 +90,14 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		kind = KindChange
 	}
 	res := CommitResult{Kind: kind}
+	r.syncPacksLocked()
 	old, err := r.readBranch()
 	if err != nil {
 		return res, err
 	}
 	var baseTree plumbing.Hash
 	if !old.IsZero() {
-		c, err := object.GetCommit(r.repo.Storer, old)
+		c, err := getCommit(r.repo.Storer, old)
 		if err != nil {
 			return res, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
 		}
@@ -474,6 +475,12 @@ func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
 		return tv, nil
 	}
 	t, err := object.GetTree(s.st, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		if ri, ok := s.st.(reindexer); ok {
+			ri.Reindex() // packed behind go-git's back (see syncPacks)
+			t, err = object.GetTree(s.st, h)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}

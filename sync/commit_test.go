@@ -528,3 +528,32 @@ func pickFiles(rng *rand.Rand, files []string, k int) []string {
 	}
 	return out
 }
+
+func TestCommitAfterGitGCRepacksBehindGoGit(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "areas/a/one.html", "1")
+	writeFile(t, dir, "areas/b/two.html", "2")
+	mustCommit(t, r, "areas")
+	writeFile(t, dir, "areas/a/one.html", "1b")
+	mustCommit(t, r, "areas/a/one.html") // go-git has now indexed (no) packs
+	if _, err := r.CommitMessages(0); err != nil {
+		t.Fatal(err)
+	}
+	r.WaitIndexRefresh()
+	// Nightly gc: every loose object moves into a new pack.
+	runGit(t, dir, "gc", "-q", "--prune=now")
+	if out := runGit(t, dir, "count-objects"); !strings.HasPrefix(out, "0 objects") {
+		t.Fatalf("gc left loose objects: %s", out)
+	}
+	writeFile(t, dir, "areas/b/two.html", "2b")
+	res := mustCommit(t, r, "areas/b/two.html")
+	if res.Modified != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if msgs, err := r.CommitMessages(0); err != nil || len(msgs) != 3 {
+		t.Fatalf("messages after gc: %d %v", len(msgs), err)
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}

@@ -50,7 +50,8 @@ type indexState struct {
 	wg        gosync.WaitGroup
 	closed    bool
 
-	gr *git.Repository // the refresher's own go-git instance (under run)
+	gr    *git.Repository // the refresher's own go-git instance (under run)
+	packs packStamp       // objects/pack as gr last indexed it (under run)
 }
 
 type fileID struct {
@@ -193,9 +194,10 @@ func (r *Repo) refresh(started func()) error {
 		}
 		s.gr = gr
 	}
+	syncPacks(r.gitDir, s.gr.Storer, &s.packs)
 	var root plumbing.Hash
 	if !head.IsZero() {
-		c, err := object.GetCommit(s.gr.Storer, head)
+		c, err := getCommit(s.gr.Storer, head)
 		if err != nil {
 			restore()
 			return fmt.Errorf("refresh index of %s: read %s: %w", r.dir, head, err)

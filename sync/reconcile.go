@@ -139,8 +139,9 @@ func (r *Repo) reconcileWalkLocked() ([]string, error) {
 		hash plumbing.Hash
 	}
 	tracked := make(map[string]want)
+	r.syncPacksLocked()
 	if !head.IsZero() {
-		c, err := object.GetCommit(r.repo.Storer, head)
+		c, err := getCommit(r.repo.Storer, head)
 		if err != nil {
 			return nil, fmt.Errorf("reconcile %s: read %s: %w", r.dir, head, err)
 		}

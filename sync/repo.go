@@ -26,6 +26,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // ErrHeadMoved is returned when the branch ref changed between the start of
@@ -99,6 +100,10 @@ type Repo struct {
 
 	// index refresh state (see index.go).
 	idx indexState
+
+	// packs is what objects/pack looked like when go-git last indexed it
+	// (owner side, under mu); see syncPacks.
+	packs packStamp
 
 	// testBeforeRef, when set (tests only), runs between writing a commit's
 	// objects and moving the ref: the window a concurrent git can use.
@@ -259,6 +264,52 @@ func (r *Repo) resolveAuthor() Author {
 	return a
 }
 
+// go-git loads the list of pack indexes once and never looks again, so
+// packs that git writes behind its back (nightly `git gc`, a user's fetch
+// or repack) are invisible to a long-running Repo, and objects that moved
+// from loose into such a pack read as "not found". We stat objects/pack
+// (one stat) before each job and make go-git re-index when it changed, and
+// getCommit/treeCache retry once after a re-index on "not found".
+type packStamp struct {
+	mtime time.Time
+	size  int64
+}
+
+type reindexer interface{ Reindex() }
+
+// syncPacks re-indexes st's packs when objects/pack changed since *last.
+func syncPacks(gitDir string, st any, last *packStamp) {
+	fi, err := os.Stat(filepath.Join(gitDir, "objects", "pack"))
+	if err != nil {
+		return
+	}
+	cur := packStamp{fi.ModTime(), fi.Size()}
+	if cur == *last {
+		return
+	}
+	if ri, ok := st.(reindexer); ok {
+		ri.Reindex()
+	}
+	*last = cur
+}
+
+// syncPacksLocked refreshes the owner's go-git view of packs. Caller holds
+// r.mu. Code in this package that reads objects at the start of a job
+// (fetch, merge) should call it first.
+func (r *Repo) syncPacksLocked() { syncPacks(r.gitDir, r.repo.Storer, &r.packs) }
+
+// getCommit reads a commit, re-indexing packs once if it is not found.
+func getCommit(st storer.EncodedObjectStorer, h plumbing.Hash) (*object.Commit, error) {
+	c, err := object.GetCommit(st, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		if ri, ok := st.(reindexer); ok {
+			ri.Reindex()
+			c, err = object.GetCommit(st, h)
+		}
+	}
+	return c, err
+}
+
 // Head is the commit hash the branch points at, "" for an unborn branch.
 func (r *Repo) Head() (string, error) {
 	h, err := r.readBranch()
@@ -291,10 +342,11 @@ func (r *Repo) CommitMessages(limit int) ([]string, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.syncPacksLocked()
 	var out []string
 	h := head
 	for !h.IsZero() && (limit <= 0 || len(out) < limit) {
-		c, err := object.GetCommit(r.repo.Storer, h)
+		c, err := getCommit(r.repo.Storer, h)
 		if err != nil {
 			return out, fmt.Errorf("commit messages in %s: read %s: %w", r.dir, h, err)
 		}
