@@ -207,3 +207,58 @@ func runEnv(env []string, name string, args ...string) ([]byte, error) {
 	cmd.Env = env
 	return cmd.CombinedOutput()
 }
+
+// The real binary, started through a symlink, installs a unit whose ExecStart is the
+// resolved binary and which systemd-analyze accepts as a user unit.
+func TestInstalledUnitVerifies(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("systemd-analyze not found and CI is set")
+		}
+		t.Skip("systemd-analyze not installed")
+	}
+	bin := serviceE2EBinary(t)
+	home := t.TempDir()
+	link := filepath.Join(home, "bin", "memd")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(home, "memory")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(home, "memd.yaml")
+	if err := os.WriteFile(config, []byte("repo: "+repo+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME=", "MEMD_CONFIG="+config)
+	out, err := runEnv(env, link, "service", "install", "--systemd")
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	unit := filepath.Join(home, ".config", "systemd", "user", "memd.service")
+	data, err := os.ReadFile(unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realBin, _ := filepath.EvalSymlinks(bin)
+	if want := "ExecStart=" + realBin + " run --config " + config + "\n"; !strings.Contains(string(data), want) {
+		t.Fatalf("unit lacks %q:\n%s", want, data)
+	}
+	cmd := exec.Command(analyze, "--user", "--man=false", "verify", unit)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+	if vout, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(vout)) > 0 {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, vout)
+	}
+	out, err = runEnv(env, link, "service", "uninstall", "--systemd")
+	if err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(unit); !os.IsNotExist(err) {
+		t.Fatalf("unit still there: %v", err)
+	}
+}
