@@ -186,3 +186,26 @@ func TestIgnorerUnreadableGitignoreIsNoRules(t *testing.T) {
 		t.Fatal("rules from an unreadable .gitignore applied")
 	}
 }
+
+// FuzzIgnored: any input is answered without panicking, and leading/trailing slashes do
+// not change the answer. Seeds run in every `go test`; fuzz with -fuzz=FuzzIgnored.
+func FuzzIgnored(f *testing.F) {
+	for _, s := range []string{"", "/", "//", "a//b", "../x", "./x", ".git", "a/.git/b", "x.log",
+		"build/a", "[", "a\\b", "\x00", strings.Repeat("a/", 200) + "b.swp"} {
+		f.Add(s, false)
+	}
+	root := f.TempDir()
+	if err := os.WriteFile(filepath.Join(root, ".gitignore"), []byte("*.log\nbuild/\n!keep.log\n[\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	ig, err := watcher.NewIgnorer(root, []string{"*.bak"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, rel string, isDir bool) {
+		a := ig.Ignored(rel, isDir)
+		if b := ig.Ignored("/"+rel+"/", isDir); a != b {
+			t.Fatalf("Ignored(%q)=%v but Ignored(%q)=%v", rel, a, "/"+rel+"/", b)
+		}
+	})
+}

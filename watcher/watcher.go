@@ -239,8 +239,11 @@ func (w *Watcher) Flush() {
 	}
 }
 
-// SetIgnore replaces the extra ignore patterns (config reload). A bad pattern is logged
-// and the old rules stay; validate with CheckPatterns first to report it.
+// SetIgnore replaces the extra ignore patterns (config reload). The reader goroutine
+// applies it (it may block briefly if called many times before Run starts): files the
+// old rules hid and the new ones do not are reported, watches follow the new rules. A
+// bad pattern is logged and the old rules stay; validate with CheckPatterns first to
+// report it to the user.
 func (w *Watcher) SetIgnore(patterns []string) {
 	if err := CheckPatterns(patterns); err != nil {
 		w.log.Error("ignore patterns not applied", "err", err)
