@@ -469,3 +469,19 @@ func TestLockHelperProcess(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLockAcquireRelease: one uncontended take and give back of the writer lock (a
+// create, a write, a read-back and a remove), the cost every owner job pays.
+func BenchmarkLockAcquireRelease(b *testing.B) {
+	path := filepath.Join(b.TempDir(), ".memory.lock")
+	ctx := context.Background()
+	for b.Loop() {
+		lk, err := AcquireLock(ctx, path, LockOptions{Context: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lk.Release(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -574,6 +574,18 @@ func (m *IndexMD) Bad() []IndexLine {
 	return out
 }
 
+// Dangling returns the bullets whose path does not exist (exists is asked with the
+// normalised path), in file order.
+func (m *IndexMD) Dangling(exists func(path string) bool) []IndexBullet {
+	var out []IndexBullet
+	for _, l := range m.Lines {
+		if l.Bullet != nil && !exists(NormalizePath(l.Bullet.Path)) {
+			out = append(out, *l.Bullet)
+		}
+	}
+	return out
+}
+
 // Append adds a bullet as the last line (it is not validated: call Validate first).
 func (m *IndexMD) Append(b IndexBullet) {
 	m.appendRaw(b.String())
