@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCommitAddModifyDelete(t *testing.T) {
@@ -556,4 +558,74 @@ func TestCommitAfterGitGCRepacksBehindGoGit(t *testing.T) {
 	}
 	fsck(t, dir)
 	statusClean(t, r)
+}
+
+// TestCrashChild is the child half of TestSIGKILLLeavesRepoConsistent: it
+// commits in a loop until killed.
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv("MEMD_SYNC_CRASH_DIR")
+	if dir == "" {
+		t.Skip("child process of TestSIGKILLLeavesRepoConsistent")
+	}
+	r, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		p := fmt.Sprintf("areas/d%d/f%d.html", i%7, i%13)
+		writeFile(t, dir, p, fmt.Sprintf("version %d\n", i))
+		res, err := r.CommitPaths([]string{p})
+		if err != nil && !errors.Is(err, ErrHeadMoved) {
+			t.Fatal(err)
+		}
+		fmt.Printf("ok %s\n", res.Hash)
+	}
+}
+
+func TestSIGKILLLeavesRepoConsistent(t *testing.T) {
+	dir := newGitDir(t)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for round := 0; round < 4; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(gitEnv(), "MEMD_SYNC_CRASH_DIR="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		want := 5 + rng.Intn(20)
+		for n := 0; n < want && sc.Scan(); {
+			if strings.HasPrefix(sc.Text(), "ok ") {
+				n++
+			}
+		}
+		time.Sleep(time.Duration(rng.Intn(3000)) * time.Microsecond) // land mid-commit
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		// Whatever the moment, the ref names a complete commit.
+		fsck(t, dir)
+		runGit(t, dir, "rev-parse", "--verify", "HEAD^{tree}")
+		// Locks a killed process left: the ref lock is stale once old
+		// (backdated here instead of waiting 10 s); index.lock is cleared
+		// by ClearStaleIndexLock as the agent does at start.
+		old := time.Now().Add(-time.Minute)
+		os.Chtimes(filepath.Join(dir, ".git/refs/heads/main.lock"), old, old)
+		os.Chtimes(filepath.Join(dir, ".git/index.lock"), old, old)
+		r := openTest(t, dir, testOptions())
+		if err := r.ClearStaleIndexLock(); err != nil {
+			t.Fatal(err)
+		}
+		paths, err := r.Reconcile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.CommitPaths(append(paths, "areas")); err != nil {
+			t.Fatalf("commit after kill: %v", err)
+		}
+		statusClean(t, r)
+		r.Close()
+	}
 }

@@ -30,6 +30,9 @@ const (
 	// refLockWait bounds how long a ref update waits for another
 	// process's "<ref>.lock" (git holds it for milliseconds).
 	refLockWait = 2 * time.Second
+	// refLockStaleAge: a ref lock this old with no git process in the repo
+	// was left by a killed process.
+	refLockStaleAge = 10 * time.Second
 	// lockPoll is how often a held lock is re-checked.
 	lockPoll = 20 * time.Millisecond
 )
@@ -147,6 +150,11 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 		return fmt.Errorf("update %s: %w", name, err)
 	}
 	f, err := createLock(path, refLockWait)
+	if errors.Is(err, ErrLocked) && r.clearStaleLock(path+".lock", 0, refLockStaleAge) == nil {
+		// Left by a killed process (git holds ref locks for
+		// milliseconds): gone now, take it.
+		f, err = createLock(path, refLockWait)
+	}
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
 			// Someone (git) is moving the ref right now: it will not be
@@ -240,14 +248,20 @@ const (
 // ClearStaleIndexLock removes .git/index.lock when no live process owns it
 // (see above), waits (bounded) while a live git holds it, and returns nil
 // once no lock is left. A lock still held after the wait returns ErrLocked.
+// Call it at start (a previous memd or git may have been killed holding
+// it); the background index refresher also uses it when it keeps finding
+// the lock held.
 func (r *Repo) ClearStaleIndexLock() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.clearStaleIndexLockLocked(indexLockWait, indexLockMinAge)
+	// Our own refresher holds index.lock only inside idx.run.
+	r.idx.run.Lock()
+	defer r.idx.run.Unlock()
+	return r.clearStaleLock(filepath.Join(r.gitDir, "index.lock"), indexLockWait, indexLockMinAge)
 }
 
-func (r *Repo) clearStaleIndexLockLocked(wait, minAge time.Duration) error {
-	lock := filepath.Join(r.gitDir, "index.lock")
+// clearStaleLock removes the git lock file lock once it is stale: no live
+// git in the repo and at least minAge old (or, without /proc, older than
+// indexLockStaleAge). It waits up to wait for a live one to go away.
+func (r *Repo) clearStaleLock(lock string, wait, minAge time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		fi, err := os.Lstat(lock)
@@ -255,7 +269,7 @@ func (r *Repo) clearStaleIndexLockLocked(wait, minAge time.Duration) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("index lock %s: %w", lock, err)
+			return fmt.Errorf("lock %s: %w", lock, err)
 		}
 		age := time.Since(fi.ModTime())
 		live, canSee := r.liveGitProcess()
@@ -263,18 +277,18 @@ func (r *Repo) clearStaleIndexLockLocked(wait, minAge time.Duration) error {
 		switch {
 		case canSee && !live && age >= minAge:
 			stale = true
-		case !canSee && age >= indexLockStaleAge:
+		case !canSee && age >= max(minAge, indexLockStaleAge):
 			stale = true
 		}
 		if stale {
 			if err := os.Remove(lock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("remove stale index lock %s: %w", lock, err)
+				return fmt.Errorf("remove stale lock %s: %w", lock, err)
 			}
-			r.log.Warn("removed stale index.lock", "repo", r.dir, "age", age.Round(time.Second).String())
+			r.log.Warn("removed stale git lock", "lock", lock, "age", age.Round(time.Second).String())
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("index lock %s (age %s, live git: %v): %w", lock, age.Round(time.Millisecond), live, ErrLocked)
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("lock %s (age %s, live git: %v): %w", lock, age.Round(time.Millisecond), live, ErrLocked)
 		}
 		time.Sleep(lockPoll)
 	}

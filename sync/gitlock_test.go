@@ -62,9 +62,7 @@ func TestIndexLockOfLiveGitIsKept(t *testing.T) {
 	}
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(lock, old, old) // even an old lock is live while git runs
-	r.mu.Lock()
-	err = r.clearStaleIndexLockLocked(200*time.Millisecond, 0)
-	r.mu.Unlock()
+	err = r.clearStaleLock(lock, 200*time.Millisecond, 0)
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("want ErrLocked while git runs, got %v", err)
 	}
@@ -76,9 +74,7 @@ func TestIndexLockOfLiveGitIsKept(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	r.mu.Lock()
-	err = r.clearStaleIndexLockLocked(5*time.Second, 0)
-	r.mu.Unlock()
+	err = r.clearStaleLock(lock, 5*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +93,7 @@ func TestFreshLockWithoutGitWaitsForMinAge(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.mu.Lock()
-	err := r.clearStaleIndexLockLocked(50*time.Millisecond, time.Hour)
-	r.mu.Unlock()
+	err := r.clearStaleLock(lock, 50*time.Millisecond, time.Hour)
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("fresh lock: %v", err)
 	}

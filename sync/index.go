@@ -123,6 +123,10 @@ func (r *Repo) ScheduleIndexRefresh() {
 				r.log.Warn("index refresh failed", "repo", r.dir, "err", err)
 				return
 			}
+			// A lock left by a killed process would block us forever.
+			s.run.Lock()
+			_ = r.clearStaleLock(filepath.Join(r.gitDir, "index.lock"), 0, indexLockMinAge)
+			s.run.Unlock()
 			r.log.Debug("index locked, retrying", "repo", r.dir, "in", delay)
 			time.Sleep(delay)
 			delay = min(delay*2, indexRetryMax)
