@@ -593,3 +593,31 @@ func TestBufferedAndCloseWithoutRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLargeRepo: 100,000 files in 2,000 directories are watched, a deep change and a
+// directory rename are seen, nothing else is reported. MEMD_LONG=1 (writes 100k files).
+func TestLargeRepo(t *testing.T) {
+	if os.Getenv("MEMD_LONG") == "" {
+		t.Skip("set MEMD_LONG=1")
+	}
+	root := newRepo(t)
+	for d := 0; d < 2000; d++ {
+		for f := 0; f < 50; f++ {
+			write(t, root, fmt.Sprintf("archive/%d/m%02d/d%04d/%02d.html", 2000+d%20, d%12, d, f), "x")
+		}
+	}
+	r := start(t, root, fast())
+	if got := r.w.Stats().WatchedDirs; got < 2000 {
+		t.Fatalf("WatchedDirs = %d", got)
+	}
+	write(t, root, "archive/2007/m07/d1987/49.html", "changed")
+	r.expectExactly(t, root, "archive/2007/m07/d1987/49.html")
+	if err := os.Rename(filepath.Join(root, "archive/2000/m00/d0000"), filepath.Join(root, "archive/2000/m00/moved")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"archive/2000/m00/d0000"}
+	for f := 0; f < 50; f++ {
+		want = append(want, fmt.Sprintf("archive/2000/m00/moved/%02d.html", f))
+	}
+	r.expectExactly(t, root, want...)
+}
