@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 )
 
 // FileName is the document's name inside the state directory (<repo>/.git/memd/).
 const FileName = "status.json"
 
-// Dir is the state directory of a repo (DESIGN §6).
-func Dir(repo string) string { return filepath.Join(repo, ".git", "memd") }
+// Dir is the state directory of a repo (DESIGN §6). Paths here use package path, not
+// path/filepath: memd runs on Unix only, and path/filepath would make the fast path of
+// `memd status` wait for many other packages' inits (see internal/fastpath).
+func Dir(repo string) string { return path.Join(repo, ".git", "memd") }
 
 // Write publishes the document: status.<format> for every line format, then status.json,
 // each written atomically (temp file, fsync, rename), mode 0600, in a 0700 directory. A
@@ -37,7 +39,7 @@ func Write(stateDir string, d Document) error {
 		if s != "" && s[len(s)-1] != '\n' {
 			s += "\n"
 		}
-		if err := WriteFileAtomic(filepath.Join(stateDir, "status."+f), []byte(s)); err != nil {
+		if err := WriteFileAtomic(path.Join(stateDir, "status."+f), []byte(s)); err != nil {
 			return err
 		}
 	}
@@ -45,13 +47,13 @@ func Write(stateDir string, d Document) error {
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	return WriteFileAtomic(filepath.Join(stateDir, FileName), append(b, '\n'))
+	return WriteFileAtomic(path.Join(stateDir, FileName), append(b, '\n'))
 }
 
 // Read loads status.json from the state directory. A missing file is ErrNoDocument; one that
 // does not parse or has another version is ErrBadDocument, naming the file.
 func Read(stateDir string) (*Document, error) {
-	p := filepath.Join(stateDir, FileName)
+	p := path.Join(stateDir, FileName)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -76,11 +78,11 @@ func Parse(name string, b []byte) (*Document, error) {
 
 // WriteFileAtomic writes data to path via a temp file in the same directory: write, fsync,
 // chmod 0600, rename, then fsync the directory so the rename survives a crash.
-func WriteFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+func WriteFileAtomic(file string, data []byte) (err error) {
+	dir := path.Dir(file)
+	tmp, err := os.CreateTemp(dir, "."+path.Base(file)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", file, err)
 	}
 	defer func() {
 		if err != nil {
@@ -89,19 +91,19 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", file, err)
 	}
 	if err = tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", file, err)
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
+		return fmt.Errorf("write %s: fsync: %w", file, err)
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", file, err)
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err = os.Rename(tmp.Name(), file); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
 	}
 	if df, derr := os.Open(dir); derr == nil {
 		_ = df.Sync() // best effort: not every filesystem can sync a directory

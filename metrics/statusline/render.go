@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"html"
 	"strings"
 	"time"
 )
@@ -185,7 +184,7 @@ func waybar(e *Document) (string, error) {
 		Tooltip string `json:"tooltip"`
 		Class   string `json:"class"`
 		Alt     string `json:"alt"`
-	}{html.EscapeString(clean(e.Summary.Text)), html.EscapeString(strings.Join(nonEmpty(tip), "\n")), e.State, e.State}
+	}{pangoEscape(clean(e.Summary.Text)), pangoEscape(strings.Join(nonEmpty(tip), "\n")), e.State, e.State}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -230,3 +229,7 @@ func nonEmpty(s []string) []string {
 	}
 	return out
 }
+
+// pangoEscape escapes text for Pango markup exactly as html.EscapeString does; the html
+// package is not imported so `memd status` initialises as little as it can.
+var pangoEscape = strings.NewReplacer("&", "&amp;", "'", "&#39;", "<", "&lt;", ">", "&gt;", `"`, "&#34;").Replace

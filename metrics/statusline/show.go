@@ -2,8 +2,10 @@ package statusline
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -61,4 +63,28 @@ func DrainInput(r io.Reader, max int64, wait time.Duration) {
 	case <-done:
 	case <-time.After(wait):
 	}
+}
+
+// Command is `memd status` once the repo, format and clock are known, shared by the command
+// and its fast path so both print the same bytes: drain stdin for claude, render, print, and
+// report an unreadable document on stderr. It returns the exit code (0, or 2 for an unknown
+// format).
+func Command(repo, format string, now time.Time, stdin io.Reader, stdout, stderr io.Writer) int {
+	if !IsFormat(format) {
+		fmt.Fprintf(stderr, "memd: status: unknown --format %q (known: %s)\n", format, strings.Join(Formats, ", "))
+		return 2
+	}
+	if format == "claude" {
+		// Claude Code pipes its session JSON in; read and ignore it, never wait on a terminal.
+		DrainInput(stdin, 1<<20, 200*time.Millisecond)
+	}
+	out, err := Show(repo, format, now, nil)
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	fmt.Fprint(stdout, out)
+	if err != nil {
+		fmt.Fprintf(stderr, "memd: status: %v\n", err)
+	}
+	return 0
 }
