@@ -204,3 +204,10 @@ func (a *app) fail(format string, args ...any) int {
 	fmt.Fprintf(a.stderr, "memd: "+format+"\n", args...)
 	return exitFailed
 }
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}

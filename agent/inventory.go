@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/watcher"
+)
+
+// inventory keeps what the metrics and the status report about the tree: one entry per
+// memory file, refreshed only for the paths a job touched (or, after a reconcile, a merge or
+// a sleep, for files whose size or mtime changed), so a scrape never walks the tree.
+// Owner-goroutine only.
+type inventory struct {
+	cfg     memd.Config
+	files   map[string]invEntry
+	ledger  *memd.Ledger
+	ledgerT time.Time
+	mds     map[string]metrics.MDStat
+}
+
+type invEntry struct {
+	size    int64
+	mtime   time.Time
+	bucket  string
+	typ     string
+	valid   bool
+	inbox   bool
+	taskInb bool
+	arc     bool
+}
+
+type invSnapshot struct {
+	metrics.Snapshot
+	Inbox, TaskInbox, Invalid int
+	overCap                   []string
+}
+
+func newInventory(cfg memd.Config) *inventory {
+	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]metrics.MDStat{}}
+}
+
+// scan walks the tree, re-reading only files whose size or mtime changed.
+func (v *inventory) scan(root string, ign *watcher.Ignorer) {
+	seen := make(map[string]bool, len(v.files))
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			return nil
+		}
+		if ign != nil && ign.Ignored(rel, d.IsDir()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		seen[rel] = true
+		v.refresh(root, rel, d)
+		return nil
+	})
+	for p := range v.files {
+		if !seen[p] {
+			delete(v.files, p)
+		}
+	}
+	for p := range v.mds {
+		if !seen[p] {
+			delete(v.mds, p)
+		}
+	}
+}
+
+// update refreshes the given repo-relative paths (a commit's batch). A path may be a
+// directory that was removed: drop every entry under it.
+func (v *inventory) update(root string, paths []string) {
+	for _, rel := range paths {
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			v.dropUnder(rel)
+			continue
+		}
+		if fi.IsDir() {
+			continue // the next reconcile's scan picks up new files in new dirs
+		}
+		v.refresh(root, rel, fs.FileInfoToDirEntry(fi))
+	}
+}
+
+func (v *inventory) dropUnder(rel string) {
+	for p := range v.files {
+		if p == rel || strings.HasPrefix(p, rel+"/") {
+			delete(v.files, p)
+		}
+	}
+	for p := range v.mds {
+		if p == rel || strings.HasPrefix(p, rel+"/") {
+			delete(v.mds, p)
+		}
+	}
+	if rel == v.cfg.Expire.Ledger {
+		v.ledger = nil
+	}
+}
+
+func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
+	info, err := d.Info()
+	if err != nil || !info.Mode().IsRegular() {
+		return
+	}
+	abs := filepath.Join(root, filepath.FromSlash(rel))
+	switch {
+	case rel == v.cfg.Expire.Ledger:
+		if v.ledger == nil || !info.ModTime().Equal(v.ledgerT) {
+			if l, err := memd.ReadLedger(abs); err == nil {
+				v.ledger, v.ledgerT = l, info.ModTime()
+			}
+		}
+	case path.Base(rel) == "MEMORY.md":
+		if data, err := os.ReadFile(abs); err == nil {
+			v.mds[rel] = metrics.MDStat{Path: rel, Lines: countLines(data), Bytes: len(data),
+				Project: memd.DetectMemoryMDKind(data) == memd.MemoryMDProject}
+		}
+	case strings.HasSuffix(rel, memd.MemoryExt) && memd.BucketOf(rel) != "":
+		if old, ok := v.files[rel]; ok && old.size == info.Size() && old.mtime.Equal(info.ModTime()) {
+			return
+		}
+		e := invEntry{size: info.Size(), mtime: info.ModTime(), bucket: memd.BucketOf(rel)}
+		m, err := memd.ParseMemoryFile(abs)
+		if err == nil {
+			e.typ = m.Type
+			e.valid = m.Valid() && memd.ValidMemoryPath(rel)
+		}
+		dir := path.Dir(rel)
+		e.inbox = dir == memd.InboxDir
+		e.taskInb = dir == memd.TaskInboxDir
+		e.arc = dir == memd.ArcsDir
+		v.files[rel] = e
+	}
+}
+
+func countLines(b []byte) int {
+	n := strings.Count(string(b), "\n")
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+func (v *inventory) snapshot(now time.Time) invSnapshot {
+	var s invSnapshot
+	s.Memories = map[string]int{memd.BucketProjects: 0, memd.BucketAreas: 0, memd.BucketResources: 0, memd.BucketArchive: 0}
+	for _, e := range v.files {
+		s.Memories[e.bucket]++
+		if !e.valid {
+			s.Invalid++
+		}
+		if e.inbox {
+			s.Inbox++
+		}
+		if e.taskInb {
+			s.TaskInbox++
+		}
+		if e.arc {
+			s.Arcs++
+		}
+	}
+	s.Snapshot.Inbox, s.Snapshot.TaskInbox, s.Snapshot.Invalid = s.Inbox, s.TaskInbox, s.Invalid
+	s.LedgerRecords = map[string]int{}
+	s.LedgerNotes = map[metrics.NoteKey]int{}
+	if v.ledger != nil {
+		for _, r := range v.ledger.Records() {
+			s.LedgerRecords[r.Type]++
+			if r.Type == "note" && r.Lifecycle != nil {
+				s.LedgerNotes[metrics.NoteKey{Mode: r.Lifecycle.Mode, State: noteState(r, now, v.cfg.Expire.SoftGrace.D())}]++
+			}
+		}
+	}
+	for _, md := range v.mds {
+		s.MemoryMD = append(s.MemoryMD, md)
+		if md.Project && (md.Lines > memd.ProjectSoftLines || md.Bytes > memd.ProjectSoftChars) {
+			s.overCap = append(s.overCap, md.Path)
+		}
+	}
+	return s
+}
+
+// noteState classifies a note for memd_ledger_notes: live, stale (soft-expired, in grace)
+// or expired (due to be drained by the next sleep).
+func noteState(r *memd.Record, now time.Time, grace time.Duration) string {
+	lc := r.Lifecycle
+	switch lc.Mode {
+	case "read-count":
+		if lc.RemainingReads != nil && *lc.RemainingReads <= 0 {
+			return "expired"
+		}
+	case "hard-expiry", "soft-expiry":
+		exp, ok := r.Expiry()
+		if !ok || now.Before(exp) {
+			return "live"
+		}
+		if lc.Mode == "soft-expiry" && now.Before(exp.Add(grace)) {
+			return "stale"
+		}
+		return "expired"
+	}
+	return "live"
+}

@@ -1,0 +1,242 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/sleep"
+	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/watcher"
+)
+
+// Agent is `memd run`.
+type Agent struct {
+	opts Options
+	cfg  memd.Config // owned by the owner goroutine (reload replaces it there)
+	log  *slog.Logger
+	now  func() time.Time
+
+	repo    *memsync.Repo
+	watch   *watcher.Watcher
+	ignorer *watcher.Ignorer
+	metrics *metrics.Metrics
+	hub     *metrics.Hub
+	server  *metrics.Server
+	sched   *sleep.Scheduler
+
+	k       kicks
+	pending pendingSet
+
+	loopRunning atomic.Bool
+	current     atomic.Pointer[jobState]
+
+	st      state // owner-only
+	backoff *memsync.Backoff
+	// syncWaiting is set while a failed sync waits out its backoff; the backoff timer
+	// clears it and kicks the next attempt.
+	syncWaiting atomic.Bool
+	inv         *inventory
+}
+
+// New opens the repo and builds the parts; nothing runs until Run.
+func New(opts Options) (*Agent, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a := &Agent{opts: opts, cfg: opts.Config, log: opts.Logger, now: opts.Now, k: newKicks()}
+	a.current.Store(&jobState{})
+	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
+	if err != nil {
+		return nil, fmt.Errorf("ignore rules: %w", err)
+	}
+	a.ignorer = ign
+	repo, err := memsync.Open(a.cfg.Repo, a.repoOptions(a.cfg))
+	if err != nil {
+		return nil, err
+	}
+	a.repo = repo
+	a.metrics = metrics.New(opts.Version)
+	a.hub = metrics.NewHub()
+	a.backoff = memsync.NewBackoff(time.Second, 10*time.Minute, nil)
+	a.inv = newInventory(a.cfg)
+	return a, nil
+}
+
+func (a *Agent) repoOptions(cfg memd.Config) memsync.Options {
+	o := memsync.OptionsFromConfig(cfg)
+	o.Logger, o.Now, o.Ignore = a.log, a.now, a.ignorer.Ignored
+	return o
+}
+
+// Kick* let signal handlers and tests ask for a job; they never block.
+func (a *Agent) KickSync()      { kick(a.k.sync) }
+func (a *Agent) KickReconcile() { kick(a.k.reconcile) }
+func (a *Agent) Reload()        { kick(a.k.reload) }
+
+// Run runs the agent until ctx is done, then finishes the running job, commits what is
+// pending and returns nil (SIGTERM is a clean stop, exit 0).
+func (a *Agent) Run(ctx context.Context) error {
+	w, err := watcher.New(a.cfg.Repo, watcher.Options{
+		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignore: a.cfg.Watch.Ignore, Logger: a.log,
+	})
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", a.cfg.Repo, err)
+	}
+	a.watch = w
+	sched, err := sleep.NewScheduler(a.cfg.Sleep.Schedule, a.cfg.StateDir(), a.now, a.sleepTrigger)
+	if err != nil {
+		return &memd.ConfigError{Key: "sleep.schedule", Value: a.cfg.Sleep.Schedule, Problem: err.Error()}
+	}
+	a.sched = sched
+
+	if a.cfg.HTTP.Listen != "" {
+		a.server = newServer(a)
+		if err := a.server.Start(); err != nil {
+			return fmt.Errorf("http %s: %w", a.cfg.HTTP.Listen, err)
+		}
+		a.log.Info("http listening", "addr", a.server.Addr())
+	}
+
+	wctx, stopWatch := context.WithCancel(context.Background())
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); _ = w.Run(wctx) }()
+	batchesDone := make(chan struct{})
+	go func() { defer close(batchesDone); a.readBatches() }()
+
+	a.loopRunning.Store(true)
+	defer a.loopRunning.Store(false)
+
+	// Start-up: publish, reconcile (catches what changed while memd was down), sync.
+	a.setBusy("starting")
+	a.runJob("reconcile", a.doReconcile)
+	a.kickSyncIfRemote()
+	if a.cfg.Sleep.CatchUp {
+		a.sched.CheckCatchUp()
+	}
+	a.sched.Start()
+	pull := time.NewTicker(a.cfg.Sync.PullInterval.D())
+	reconcile := time.NewTicker(a.cfg.Watch.Reconcile.D())
+	defer func() { pull.Stop(); reconcile.Stop() }()
+
+	if n := a.opts.Notifier; n != nil {
+		n.Ready()
+		go n.RunWatchdog(ctx, func() bool { return a.alive() == nil })
+	}
+	a.log.Info("memd running", "repo", a.cfg.Repo, "version", a.opts.Version)
+
+	for {
+		select {
+		case <-ctx.Done():
+			return a.shutdown(stopWatch, watchDone, batchesDone)
+		case <-a.k.commit:
+			a.runJob("commit", a.doCommit)
+		case <-a.k.reconcile:
+			a.runJob("reconcile", a.doReconcile)
+		case <-a.k.sync:
+			a.runJob("sync", a.doSync)
+		case slot := <-a.k.sleep:
+			a.runJob("sleep", func(ctx context.Context) error { return a.doSleep(ctx, slot) })
+		case <-a.k.reload:
+			a.runJob("reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
+		case <-pull.C:
+			a.kickSyncIfRemote()
+		case <-reconcile.C:
+			kick(a.k.reconcile)
+		}
+	}
+}
+
+// readBatches is the only consumer of the watcher: it fills the pending set and kicks.
+func (a *Agent) readBatches() {
+	for b := range a.watch.Batches() {
+		if len(b.Paths) > 0 {
+			a.pending.add(b.Paths)
+			kick(a.k.commit)
+		}
+		if b.Rescan {
+			a.log.Warn("watcher asked for a full rescan", "reason", b.Reason)
+			kick(a.k.reconcile)
+		}
+	}
+}
+
+func (a *Agent) sleepTrigger(slot time.Time) {
+	select {
+	case a.k.sleep <- slot:
+	default: // a run is already queued: SkipIfStillRunning semantics
+	}
+}
+
+// runJob runs one job on the owner goroutine and publishes the state after it.
+func (a *Agent) runJob(name string, fn func(ctx context.Context) error) {
+	a.setJob(name)
+	defer a.setJob("")
+	if err := fn(context.Background()); err != nil {
+		a.log.Error(name+" failed", "err", err)
+	}
+	a.st.busy = ""
+	a.publish()
+}
+
+func (a *Agent) shutdown(stopWatch context.CancelFunc, watchDone, batchesDone chan struct{}) error {
+	if n := a.opts.Notifier; n != nil {
+		n.Stopping()
+	}
+	a.log.Info("stopping: committing what is pending")
+	a.sched.Stop()
+	a.watch.Flush()
+	stopWatch()
+	<-watchDone
+	<-batchesDone
+	a.runJob("commit", a.doCommit)
+	if a.server != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_ = a.server.Shutdown(sctx)
+		cancel()
+	}
+	a.repo.Close()
+	a.log.Info("memd stopped")
+	return nil
+}
+
+// alive is /healthz: the owner loop runs and is not stuck, and the watcher reads events.
+func (a *Agent) alive() error {
+	if err := a.ownerAlive(); err != nil {
+		return err
+	}
+	if a.watch != nil && !a.watch.Alive() {
+		return errors.New("watcher not running")
+	}
+	return nil
+}
+
+// withLock runs fn under the writer lock so a writer holding .memory.lock is never
+// committed mid-write.
+func (a *Agent) withLock(ctx context.Context, fn func() error) error {
+	lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{
+		Timeout: a.cfg.Lock.Timeout.D(), Context: "memd", Logger: a.log,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := lk.Release(); err != nil {
+			a.log.Warn("release writer lock", "err", err)
+		}
+	}()
+	return fn()
+}
+
+func newServer(a *Agent) *metrics.Server {
+	return metrics.NewServer(a.cfg.HTTP.Listen, a.metrics, a.hub, a.alive, a.cfg.HTTP.PProf)
+}

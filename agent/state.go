@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/memd-dev/memd/metrics"
+)
+
+const (
+	stateOK       = metrics.StateOK
+	stateBusy     = metrics.StateBusy
+	stateOffline  = metrics.StateOffline
+	stateConflict = metrics.StateConflict
+	stateWarn     = metrics.StateWarn
+	stateError    = metrics.StateError
+)
+
+type commitInfo struct {
+	at                       time.Time
+	added, modified, deleted int
+}
+
+type sleepInfo struct {
+	at     time.Time
+	counts map[string]int
+}
+
+// state is the owner's view of what memd is doing; only the owner goroutine touches it and
+// publish turns it into immutable snapshots for the readers.
+type state struct {
+	busy       string // what a long job is doing ("syncing"); "" when idle
+	detail     string
+	pending    int
+	ahead      int
+	behind     int
+	syncState  string // "", ok, offline, error
+	syncErr    string
+	lastErr    string
+	conflicts  int
+	lastCommit *commitInfo
+	lastPush   *time.Time
+	lastSleep  *sleepInfo
+}
+
+// publish writes the status document (and its rendered lines), feeds the SSE hub and
+// publishes the metrics snapshot. Readers never touch git or the tree.
+func (a *Agent) publish() {
+	st := &a.st
+	inv := a.inv.snapshot(a.now())
+	ws := a.watchStats()
+	f := metrics.Facts{
+		Now:       a.now(),
+		PID:       os.Getpid(),
+		Repo:      a.cfg.Repo,
+		Busy:      st.busy != "",
+		Detail:    st.detail,
+		Pending:   a.pending.len(),
+		Ahead:     st.ahead,
+		Behind:    st.behind,
+		Offline:   st.syncState == stateOffline,
+		SyncError: st.syncErr,
+		Error:     st.lastErr,
+		Inbox:     inv.Inbox,
+		TaskInbox: inv.TaskInbox,
+		Invalid:   inv.Invalid,
+		OverCapMD: inv.overCap,
+		Conflicts: st.conflicts,
+		Degraded:  ws.Degraded,
+		LastPush:  st.lastPush,
+		Remote:    fmt.Sprintf("%s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch),
+	}
+	if st.syncState == stateError {
+		f.Error = st.syncErr
+	}
+	if c := st.lastCommit; c != nil {
+		f.LastCommit = &metrics.CommitInfo{At: c.at, Added: c.added, Modified: c.modified, Deleted: c.deleted}
+	}
+	if s := st.lastSleep; s != nil {
+		f.LastSleep = &metrics.SleepInfo{At: s.at, Counts: s.counts}
+	}
+	if st.busy != "" {
+		f.Detail = st.busy
+	}
+	doc := metrics.Compose(f)
+	if err := metrics.Write(a.cfg.StateDir(), doc); err != nil {
+		a.log.Warn("write status", "err", err)
+	}
+	a.hub.Publish(doc)
+
+	snap := inv.Snapshot
+	snap.WatchedDirs = ws.WatchedDirs
+	snap.Pending = f.Pending
+	snap.WatchEvents = ws.Events
+	snap.WatchRescans = ws.Rescans
+	snap.Ahead, snap.Behind = st.ahead, st.behind
+	a.metrics.Publish(&snap)
+	if n := a.opts.Notifier; n != nil {
+		n.Status(doc.Summary.Text)
+	}
+}
+
+func (a *Agent) watchStats() (s struct {
+	WatchedDirs     int
+	Events, Rescans uint64
+	Degraded        string
+}) {
+	if a.watch == nil {
+		return
+	}
+	ws := a.watch.Stats()
+	s.WatchedDirs, s.Events, s.Rescans, s.Degraded = ws.WatchedDirs, ws.Events, ws.Rescans, ws.Degraded
+	return
+}
+
+// setBusy publishes that a long job started, so the status line says what memd is doing.
+func (a *Agent) setBusy(what string) {
+	a.st.busy = what
+	a.publish()
+}

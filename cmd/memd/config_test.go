@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/memd-dev/memd"
+)
+
+// runApp runs memd in-process and returns exit code, stdout and stderr.
+func runApp(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader("")}
+	a.now = time.Now
+	code := a.main(args)
+	return code, out.String(), errb.String()
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBadConfigExitsTwoNamingKeyAndValue(t *testing.T) {
+	repo := t.TempDir()
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown key", "watch:\n  quite: 2s\n", []string{"quite"}},
+		{"unknown top key", "repos: /x\n", []string{"repos"}},
+		{"bad duration", "watch:\n  quiet: soon\n", []string{"soon"}},
+		{"wrong type", "arcs:\n  min_episodes: many\n", []string{"many"}},
+		{"list for scalar", "sync:\n  remote: [a, b]\n", []string{"remote"}},
+		{"negative", "arcs:\n  min_episodes: 0\n", []string{"arcs.min_episodes", "0"}},
+		{"bad phase", "sleep:\n  phases: [expire, dream]\n", []string{"sleep.phases", "dream"}},
+		{"bad level", "log:\n  level: loud\n", []string{"log.level", "loud"}},
+		{"non-loopback listen", "http:\n  listen: 0.0.0.0:9\n", []string{"http.listen", "0.0.0.0:9"}},
+		{"quiet over max", "watch:\n  quiet: 1m\n  max_delay: 10s\n", []string{"watch.max_delay", "10s"}},
+		{"bad ledger", "expire:\n  ledger: ../x.jsonl\n", []string{"expire.ledger", "../x.jsonl"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := writeConfig(t, c.yaml)
+			code, _, stderr := runApp(t, "doctor", "--config", cfg, "--repo", repo)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want 2; stderr: %s", code, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not name %q", stderr, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigEnvExpansionAndDefaults(t *testing.T) {
+	t.Setenv("MEMD_TEST_BRANCH", "trunk")
+	cfg := memd.DefaultConfig()
+	if err := parseConfig([]byte("sync:\n  branch: ${MEMD_TEST_BRANCH}\n  remote: up\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sync.Branch != "trunk" || cfg.Sync.Remote != "up" {
+		t.Fatalf("got branch %q remote %q", cfg.Sync.Branch, cfg.Sync.Remote)
+	}
+	// Keys not in the file keep their defaults.
+	if cfg.Watch.Quiet.D().String() != "2s" || !cfg.Sync.Push || cfg.Arcs.MinEpisodes != 3 {
+		t.Fatalf("defaults lost: %+v", cfg)
+	}
+	if err := cfg.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMissingExplicitConfigIsAnError(t *testing.T) {
+	code, _, stderr := runApp(t, "doctor", "--config", filepath.Join(t.TempDir(), "nope.yaml"), "--repo", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, "nope.yaml") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+}
+
+func TestBadNowFlag(t *testing.T) {
+	code, _, stderr := runApp(t, "doctor", "--repo", t.TempDir(), "--now", "yesterday")
+	if code != exitUsage || !strings.Contains(stderr, "--now") || !strings.Contains(stderr, "yesterday") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	code, _, stderr := runApp(t, "frobnicate")
+	if code != exitUsage || !strings.Contains(stderr, "frobnicate") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+}
+
+// The example config in configs/ and the README's config block are real configs: they load
+// with unknown keys refused, and together with the defaults they name every key of Config.
+func TestExampleConfigsLoad(t *testing.T) {
+	for _, p := range []string{"../../configs/config.example.yaml"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("read %s: %v", p, err)
+		}
+		cfg := memd.DefaultConfig()
+		if err := parseConfig(data, &cfg); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+}
+
+// readmeConfig returns the YAML block of the README's Configuration section.
+func readmeConfig(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	i := strings.Index(s, "## Configuration")
+	if i < 0 {
+		t.Fatal("README has no Configuration section")
+	}
+	s = s[i:]
+	j := strings.Index(s, "```yaml\n")
+	k := strings.Index(s[j+8:], "```")
+	if j < 0 || k < 0 {
+		t.Fatal("README Configuration section has no yaml block")
+	}
+	return []byte(s[j+8 : j+8+k])
+}
+
+func TestReadmeConfigMatchesStruct(t *testing.T) {
+	block := readmeConfig(t)
+	cfg := memd.DefaultConfig()
+	if err := parseConfig(block, &cfg); err != nil {
+		t.Fatalf("README config block does not load: %v", err)
+	}
+	if err := cfg.Validate(nil); err != nil {
+		t.Fatalf("README config block does not validate: %v", err)
+	}
+	// Every key of the struct is documented.
+	var doc map[string]any
+	if err := yamlUnmarshal(block, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range configKeys(reflect.TypeOf(memd.Config{}), "") {
+		if !hasKey(doc, strings.Split(key, ".")) {
+			t.Errorf("README config reference lacks %s", key)
+		}
+	}
+	// And its values are the defaults, except the illustrative ones.
+	def := memd.DefaultConfig()
+	illustrative := map[string]bool{"watch.ignore": true, "sync.author": true}
+	if cfg.Watch.Quiet != def.Watch.Quiet || cfg.Sync.PullInterval != def.Sync.PullInterval ||
+		cfg.Sleep.Schedule != def.Sleep.Schedule || cfg.HTTP.Listen != def.HTTP.Listen ||
+		cfg.Expire.SoftGrace != def.Expire.SoftGrace || cfg.Archive.DoneTasksAfter != def.Archive.DoneTasksAfter {
+		t.Errorf("README shows values other than the defaults (illustrative keys allowed: %v)", illustrative)
+	}
+}
+
+func configKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		key := prefix + name
+		out = append(out, key)
+		if f.Type.Kind() == reflect.Struct && f.Type.PkgPath() != "time" {
+			out = append(out, configKeys(f.Type, key+".")...)
+		}
+	}
+	return out
+}
+
+func hasKey(m map[string]any, path []string) bool {
+	v, ok := m[path[0]]
+	if !ok {
+		return false
+	}
+	if len(path) == 1 {
+		return true
+	}
+	sub, ok := v.(map[string]any)
+	return ok && hasKey(sub, path[1:])
+}
+
+func yamlUnmarshal(b []byte, v any) error { return yaml.Unmarshal(b, v) }

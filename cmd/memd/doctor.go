@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/memd-dev/memd/doctor"
+	"github.com/memd-dev/memd/watcher"
+)
+
+func init() { register("doctor", "read-only health report; exit 1 when a problem is found", cmdDoctor) }
+
+func cmdDoctor(a *app, args []string) int {
+	fs := a.flags("doctor", "")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	if _, err := os.Stat(a.cfg.Repo); err != nil {
+		return a.fail("doctor: %v", err)
+	}
+	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
+	if err != nil {
+		return a.fail("doctor: ignore rules: %v", err)
+	}
+	var progress io.Writer
+	if !*asJSON && isTerminal(os.Stderr) {
+		progress = a.stderr
+	}
+	rep, err := doctor.Check(a.cfg.Repo, doctor.Options{
+		Ledger: a.cfg.Expire.Ledger, LockFile: a.cfg.Lock.File, Ignored: ign.Ignored, Progress: progress,
+	})
+	if err != nil {
+		return a.fail("doctor: %v", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		fmt.Fprintf(a.stdout, "memd doctor: %s\n", rep.Repo)
+		fmt.Fprintf(a.stdout, "  %d files, %d memories, inbox %d, task inbox %d (%s)\n", rep.Files, rep.Memories, rep.Inbox, rep.TaskInbox, rep.Elapsed)
+		for _, f := range rep.Findings {
+			where := f.Path
+			if where != "" {
+				where += ": "
+			}
+			fmt.Fprintf(a.stdout, "  %-7s %-9s %s%s\n", f.Severity, f.Check, where, f.Message)
+		}
+		fmt.Fprintf(a.stdout, "%d problems, %d warnings\n", rep.Problems, rep.Warnings)
+	}
+	if rep.Problems > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// isTerminal reports whether f is a character device (a terminal), for progress lines.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

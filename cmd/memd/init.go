@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/demo"
+	memsync "github.com/memd-dev/memd/sync"
+)
+
+func init() {
+	register("init", "create the PARA skeleton and git repo (+ remote, + --demo memories)", cmdInit)
+}
+
+func cmdInit(a *app, args []string) int {
+	fs := a.flags("init", "[DIR]")
+	remote := fs.String("remote", "", "git remote `URL` to sync with (empty remote: first push creates main; with history: adopted)")
+	withDemo := fs.Bool("demo", false, "add a realistic sample memory repo (a few hundred memories over several years)")
+	count := fs.Int("demo-count", 300, "how many demo memories (with --demo)")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintln(a.stderr, "memd init: at most one DIR")
+		return exitUsage
+	}
+	dir := a.cfg.Repo
+	if fs.NArg() == 1 {
+		dir = absPath(memd.ExpandHome(fs.Arg(0)))
+		a.cfg.Repo = dir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return a.fail("init %s: %v", dir, err)
+	}
+	repo, err := memsync.Init(dir, a.cfg.Sync.Branch)
+	if err != nil {
+		return a.fail("init %s: %v", dir, err)
+	}
+	opts := memsync.OptionsFromConfig(a.cfg)
+	opts.Now, opts.Logger = a.now, a.log
+	repo, err = memsync.Open(dir, opts)
+	if err != nil {
+		return a.fail("open %s: %v", dir, err)
+	}
+	defer repo.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ro := memsync.RemoteOptionsFromConfig(a.cfg)
+	ro.URL = *remote
+	if *remote != "" {
+		if err := repo.SetRemote(a.cfg.Sync.Remote, *remote); err != nil {
+			return a.fail("remote: %v", err)
+		}
+		adopted, err := repo.AdoptRemote(ctx, ro)
+		if err != nil {
+			return a.fail("remote %s: %v", memsync.RedactURL(*remote), err)
+		}
+		if adopted {
+			fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, memsync.RedactURL(*remote))
+		}
+	}
+	created, err := memd.Scaffold(dir)
+	if err != nil {
+		return a.fail("init %s: %v", dir, err)
+	}
+	if *withDemo {
+		st, err := demo.Generate(dir, demo.Options{Memories: *count, Now: a.now(), Seed: 1})
+		if err != nil {
+			return a.fail("demo: %v", err)
+		}
+		fmt.Fprintf(a.stdout, "demo: %d memories (%d episodes, %d tasks, %d in the inbox), %d ledger notes\n",
+			st.Memories, st.Episodes, st.Tasks, st.Inbox, st.Notes)
+	}
+	// An existing repo only gets what init added; demo and adopted files are all new.
+	paths := created
+	if *withDemo {
+		if paths, err = repo.Reconcile(); err != nil {
+			return a.fail("init %s: %v", dir, err)
+		}
+	}
+	res, err := repo.CommitPathsMessage(paths, initMessage(len(created), *withDemo), memsync.KindChange)
+	if err != nil {
+		return a.fail("init commit: %v", err)
+	}
+	if err := repo.RefreshIndex(); err != nil {
+		return a.fail("init index: %v", err)
+	}
+	if res.Hash != "" {
+		fmt.Fprintf(a.stdout, "committed %d files on %s\n", res.Added+res.Modified+res.Deleted, a.cfg.Sync.Branch)
+	}
+	if *remote != "" && a.cfg.Sync.Push {
+		if _, err := repo.Sync(ctx, ro); err != nil {
+			return a.fail("first sync with %s: %v (the local repo is ready; memd run retries)", memsync.RedactURL(*remote), err)
+		}
+		fmt.Fprintf(a.stdout, "pushed to %s/%s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
+	}
+	fmt.Fprintf(a.stdout, "memory repo ready: %s\n", dir)
+	return exitOK
+}
+
+func initMessage(created int, withDemo bool) string {
+	msg := "memd: init"
+	if withDemo {
+		msg += " with demo memories"
+	}
+	return fmt.Sprintf("%s\n\nPARA skeleton (%d paths created).\n", msg, created)
+}

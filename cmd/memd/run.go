@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/agent"
+	"github.com/memd-dev/memd/service"
+)
+
+func init() { register("run", "the agent, in the foreground (what the service runs)", cmdRun) }
+
+func cmdRun(a *app, args []string) int {
+	fs := a.flags("run", "")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	level := service.NewLevelVar(a.cfg.Log.Level)
+	log := service.NewLogger(a.stderr, level, a.cfg.Log.Format)
+	if _, err := os.Stat(a.cfg.Repo); err != nil {
+		log.Error("memory repo not found; create it with `memd init`", "repo", a.cfg.Repo)
+		return exitUsage
+	}
+	pid, err := agent.AcquirePIDFile(a.cfg.StateDir())
+	if err != nil {
+		log.Error("refusing to start", "err", err)
+		if errors.Is(err, agent.ErrAlreadyRunning) {
+			return exitFailed
+		}
+		return exitFailed
+	}
+	defer pid.Release()
+
+	ag, err := agent.New(agent.Options{
+		Config:  a.cfg,
+		Now:     a.now,
+		Logger:  log,
+		Version: version,
+		LoadConfig: func() (memd.Config, error) {
+			if err := a.load(); err != nil {
+				return memd.Config{}, err
+			}
+			return a.cfg, nil
+		},
+		OnReload:          func(c memd.Config) { level.Set(service.ParseLevel(c.Log.Level)) },
+		Notifier:          service.NewNotifier(log),
+		ScheduleValidator: validateSchedule,
+	})
+	if err != nil {
+		log.Error("start", "err", err)
+		return exitFailed
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			ag.Reload()
+		}
+	}()
+	if err := ag.Run(ctx); err != nil {
+		log.Error("memd run", "err", err)
+		var ce *memd.ConfigError
+		if errors.As(err, &ce) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return exitOK
+}

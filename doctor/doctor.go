@@ -1,0 +1,344 @@
+// Package doctor is memd's read-only health report over a memory repo: invalid paths and
+// memory files, inbox depth, misplaced memories, dangling links and index bullets, MEMORY.md
+// template and caps, a stale writer lock and ledger lines that do not parse.
+//
+// It never writes. Findings are either problems (doctor exits 1) or warnings (reported,
+// exit 0): a broken file or a dangling link is a problem; a deep inbox, a misplaced memory
+// or a MEMORY.md over its soft cap is a warning, because the repo is still correct.
+package doctor
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memd-dev/memd"
+)
+
+// Thresholds of FORMATS §1.
+const (
+	InboxWarn     = 20
+	TaskInboxWarn = 10
+)
+
+// Severity of a finding.
+type Severity string
+
+// Severities.
+const (
+	Problem Severity = "problem"
+	Warning Severity = "warning"
+)
+
+// Finding is one thing doctor saw.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	Check    string   `json:"check"`
+	Path     string   `json:"path,omitempty"`
+	Message  string   `json:"message"`
+}
+
+// Report is the whole result.
+type Report struct {
+	Repo      string    `json:"repo"`
+	Files     int       `json:"files"`
+	Memories  int       `json:"memories"`
+	Inbox     int       `json:"inbox"`
+	TaskInbox int       `json:"task_inbox"`
+	Findings  []Finding `json:"findings"`
+	Problems  int       `json:"problems"`
+	Warnings  int       `json:"warnings"`
+	Elapsed   string    `json:"elapsed"`
+}
+
+// Options tune a check.
+type Options struct {
+	Ledger   string // repo-relative ledger path (expire.ledger)
+	LockFile string // writer lock file name (lock.file)
+	// Ignored skips paths (the watcher's ignore rules); nil skips only .git.
+	Ignored func(rel string, isDir bool) bool
+	// Progress, when set, gets a carriage-return progress line (a terminal).
+	Progress io.Writer
+}
+
+type memInfo struct {
+	rel   string
+	mem   *memd.Memory
+	err   error
+	links []string // target paths of <link href>s
+}
+
+// Check runs every check over the repo at root.
+func Check(root string, opt Options) (*Report, error) {
+	start := time.Now()
+	if opt.Ledger == "" {
+		opt.Ledger = "memory.jsonl"
+	}
+	if opt.LockFile == "" {
+		opt.LockFile = ".memory.lock"
+	}
+	rep := &Report{Repo: root}
+	add := func(sev Severity, check, p, format string, args ...any) {
+		rep.Findings = append(rep.Findings, Finding{Severity: sev, Check: check, Path: p, Message: fmt.Sprintf(format, args...)})
+	}
+
+	// 1. Walk once: every file path, the memory files to parse, MEMORY.md files.
+	exists := map[string]bool{}
+	var htmls, mds []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			rel, _ := filepath.Rel(root, p)
+			add(Problem, "read", filepath.ToSlash(rel), "cannot read: %v", err)
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			return nil
+		}
+		if rel == ".git" || (opt.Ignored != nil && opt.Ignored(rel, d.IsDir())) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rep.Files++
+		exists[rel] = true
+		switch {
+		case path.Base(rel) == "MEMORY.md":
+			mds = append(mds, rel)
+		case strings.HasSuffix(rel, memd.MemoryExt):
+			htmls = append(htmls, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walk %s: %w", root, err)
+	}
+
+	// 2. Parse memory files on every core.
+	infos := parseAll(root, htmls, opt.Progress)
+	for _, mi := range infos {
+		rel := mi.rel
+		if v := memd.PathViolation(rel); v != "" {
+			add(Problem, "path", rel, "%s", v)
+		}
+		if mi.err != nil {
+			add(Problem, "memory", rel, "cannot read: %v", mi.err)
+			continue
+		}
+		rep.Memories++
+		for _, v := range mi.mem.Violations {
+			add(Problem, "memory", rel, "%s", v)
+		}
+		dir := path.Dir(rel)
+		switch dir {
+		case memd.InboxDir:
+			rep.Inbox++
+		case memd.TaskInboxDir:
+			rep.TaskInbox++
+		}
+		if m := misplaced(rel, mi.mem); m != "" {
+			add(Warning, "placement", rel, "%s", m)
+		}
+		for _, target := range mi.links {
+			if !exists[target] {
+				add(Problem, "link", rel, "links to %s, which does not exist", memd.PathToHref(target))
+			}
+		}
+	}
+	if rep.Inbox > InboxWarn {
+		add(Warning, "inbox", memd.InboxDir, "inbox holds %d memories (over %d): place them", rep.Inbox, InboxWarn)
+	}
+	if rep.TaskInbox > TaskInboxWarn {
+		add(Warning, "inbox", memd.TaskInboxDir, "task inbox holds %d tasks (over %d): file them under a project", rep.TaskInbox, TaskInboxWarn)
+	}
+
+	// 3. MEMORY.md files of both kinds.
+	for _, rel := range mds {
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			add(Problem, "memory_md", rel, "cannot read: %v", err)
+			continue
+		}
+		checkMemoryMD(rel, data, exists, add)
+	}
+
+	// 4. The ledger.
+	if l, err := memd.ReadLedger(filepath.Join(root, filepath.FromSlash(opt.Ledger))); err != nil {
+		add(Problem, "ledger", opt.Ledger, "cannot read: %v", err)
+	} else {
+		for i, ln := range l.Lines {
+			if ln.Err != nil {
+				add(Problem, "ledger", opt.Ledger, "line %d does not parse (%v); it is kept as it is", i+1, ln.Err)
+			}
+		}
+	}
+
+	// 5. The writer lock.
+	lockPath := filepath.Join(root, opt.LockFile)
+	if info, err := memd.ReadLockInfo(lockPath); err == nil {
+		if memd.LockIsStale(info) {
+			add(Problem, "lock", opt.LockFile, "stale writer lock: pid %d on %s (acquired %s) is not running; memd takes it over, or remove it", info.PID, info.Hostname, info.AcquiredAt)
+		} else {
+			add(Warning, "lock", opt.LockFile, "writer lock held by pid %d on %s since %s", info.PID, info.Hostname, info.AcquiredAt)
+		}
+	}
+
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i], rep.Findings[j]
+		if a.Severity != b.Severity {
+			return a.Severity == Problem
+		}
+		if a.Check != b.Check {
+			return a.Check < b.Check
+		}
+		return a.Path < b.Path
+	})
+	for _, f := range rep.Findings {
+		if f.Severity == Problem {
+			rep.Problems++
+		} else {
+			rep.Warnings++
+		}
+	}
+	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	return rep, nil
+}
+
+func parseAll(root string, rels []string, progress io.Writer) []memInfo {
+	out := make([]memInfo, len(rels))
+	workers := runtime.GOMAXPROCS(0)
+	var next, done int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		i := next
+		next++
+		return int(i)
+	}
+	report := func() {
+		mu.Lock()
+		done++
+		d := done
+		mu.Unlock()
+		if progress != nil && (d%2000 == 0 || int(d) == len(rels)) {
+			fmt.Fprintf(progress, "\rdoctor: %d/%d memory files", d, len(rels))
+			if int(d) == len(rels) {
+				fmt.Fprintln(progress)
+			}
+		}
+	}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := take(); i < len(rels); i = take() {
+				rel := rels[i]
+				m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
+				mi := memInfo{rel: rel, mem: m, err: err}
+				if m != nil {
+					for _, l := range m.Links {
+						if t, err := memd.HrefToPath(l.Href); err == nil {
+							mi.links = append(mi.links, t)
+						}
+					}
+				}
+				out[i] = mi
+				report()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// misplaced reports what placement would object to; only the rules memd can be sure of
+// (arcs, tasks, person files), since any other memory may live in any folder its writer
+// chose.
+func misplaced(rel string, m *memd.Memory) string {
+	if memd.IsArchived(rel) {
+		return ""
+	}
+	dir := path.Dir(rel)
+	inArcs := dir == memd.ArcsDir
+	inTasks := path.Base(dir) == "tasks"
+	switch {
+	case m.Type == "arc" && !inArcs:
+		return fmt.Sprintf("an arc in %s/ (arcs live in %s/)", dir, memd.ArcsDir)
+	case m.Type != "arc" && m.Type != "" && inArcs:
+		return fmt.Sprintf("a %s memory in %s/, which holds only arcs written by sleep", m.Type, memd.ArcsDir)
+	case m.Type == "task" && !inTasks:
+		return fmt.Sprintf("a task in %s/ (tasks live in projects/<slug>/tasks/ or %s/)", dir, memd.TaskInboxDir)
+	case m.Type != "task" && m.Type != "" && inTasks:
+		return fmt.Sprintf("a %s memory in a tasks folder (%s/)", m.Type, dir)
+	}
+	if m.Type == "semantic" {
+		for _, e := range m.Entities {
+			if strings.HasPrefix(e, "person:") && dir != memd.PeopleDir {
+				want := memd.Place(memd.PlacementInput{MemoryType: m.Type, Entities: m.Entities, Tags: m.Tags})
+				return fmt.Sprintf("a person file (%s) in %s/ (placement: %s/)", e, dir, want)
+			}
+		}
+	}
+	return ""
+}
+
+func checkMemoryMD(rel string, data []byte, exists map[string]bool, add func(Severity, string, string, string, ...any)) {
+	switch memd.DetectMemoryMDKind(data) {
+	case memd.MemoryMDIndex:
+		idx := memd.ParseIndexMD(data)
+		for i, l := range idx.Lines {
+			if l.Err != nil {
+				add(Problem, "index", rel, "line %d: %v", i+1, l.Err)
+				continue
+			}
+			if l.Bullet == nil {
+				continue
+			}
+			if err := l.Bullet.Validate(); err != nil {
+				add(Problem, "index", rel, "line %d: %v", i+1, err)
+				continue
+			}
+			p := memd.NormalizePath(l.Bullet.Path)
+			if !exists[p] {
+				add(Problem, "index", rel, "line %d: bullet points at %s, which does not exist", i+1, p)
+			}
+		}
+	case memd.MemoryMDProject:
+		r := memd.InspectProjectMD(data)
+		if !r.InTemplate {
+			add(Problem, "memory_md", rel, "not in the four-section template (missing %s, extra %s); `memd sleep --phase tidy` repairs it and keeps a backup",
+				listOrNone(r.Missing), listOrNone(r.Extra))
+		}
+		switch {
+		case r.OverCap:
+			add(Problem, "memory_md", rel, "%d lines, %d characters: over the cap (%d lines / %d characters)", r.Lines, r.Chars, memd.ProjectMaxLines, memd.ProjectMaxChars)
+		case r.OverSoftCap:
+			add(Warning, "memory_md", rel, "%d lines, %d characters: over the soft cap (%d lines / %d characters)", r.Lines, r.Chars, memd.ProjectSoftLines, memd.ProjectSoftChars)
+		}
+		for _, ln := range r.LongBullets {
+			add(Warning, "memory_md", rel, "line %d: bullet over %d characters", ln, memd.ProjectMaxBulletChars)
+		}
+	}
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
