@@ -66,6 +66,7 @@ type stager struct {
 	base  plumbing.Hash
 	objs  *objectBatch
 	edits map[string]edit
+	dirOK map[string]bool // ancestor directory checks (parentsAreDirs)
 }
 
 // treeCache reads and indexes tree objects from one object store.
@@ -104,7 +105,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		baseTree = c.TreeHash
 	}
 	st := &stager{treeCache: newTreeCache(r.repo.Storer), r: r, base: baseTree,
-		objs: newObjectBatch(r), edits: make(map[string]edit)}
+		objs: newObjectBatch(r), edits: make(map[string]edit), dirOK: make(map[string]bool)}
 	defer st.objs.discard()
 	for _, p := range paths {
 		rel, err := r.relPath(p)
@@ -244,6 +245,14 @@ func (s *stager) stagePath(rel string) error {
 		}
 	}
 	abs := filepath.Join(s.r.dir, filepath.FromSlash(rel))
+	if !s.parentsAreDirs(rel) {
+		// Beyond a symlink (or under a file): not a path git can track,
+		// and lstat would follow the link out of the repo.
+		if s.r.ignored(rel, false) {
+			return nil
+		}
+		return s.deleteAt(rel)
+	}
 	fi, err := os.Lstat(abs)
 	switch {
 	case err != nil && (errors.Is(err, fs.ErrNotExist) || isNotDir(err)):
@@ -279,6 +288,27 @@ func (s *stager) stagePath(rel string) error {
 		s.r.log.Debug("skipping special file", "path", rel, "mode", fi.Mode().String())
 		return s.deleteAt(rel)
 	}
+}
+
+// parentsAreDirs reports whether every ancestor of rel is a real directory
+// (not a symlink, not missing). Results are cached per commit.
+func (s *stager) parentsAreDirs(rel string) bool {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		ok, known := s.dirOK[dir]
+		if !known {
+			fi, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(dir)))
+			ok = err == nil && fi.IsDir()
+			s.dirOK[dir] = ok
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func isNotDir(err error) bool {

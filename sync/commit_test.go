@@ -216,6 +216,35 @@ func TestCommitSymlinksAreLinksNeverFollowed(t *testing.T) {
 	statusClean(t, r)
 }
 
+func TestCommitNeverThroughADirectorySymlink(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	outside := t.TempDir()
+	writeFile(t, outside, "secret.txt", "do not commit")
+	writeFile(t, dir, "areas/d/real.html", "r")
+	mustCommit(t, r, "areas")
+	// areas/d becomes a link to a directory outside the repo.
+	if err := os.RemoveAll(filepath.Join(dir, "areas/d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "areas/d")); err != nil {
+		t.Fatal(err)
+	}
+	// A watcher or caller naming a path through the link must not reach it.
+	res := mustCommit(t, r, "areas/d/secret.txt", "areas/d/real.html", "areas/d")
+	want := []Change{{"areas/d", 'A'}, {"areas/d/real.html", 'D'}}
+	if !reflect.DeepEqual(res.Changes, want) {
+		t.Fatalf("changes %+v", res.Changes)
+	}
+	for p := range lsTree(t, dir) {
+		if strings.Contains(p, "secret") {
+			t.Fatalf("followed a symlink out of the repo: %s", p)
+		}
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
+
 func containsLine(out, mode, path string) bool {
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, mode+" ") && strings.HasSuffix(l, "\t"+path) {
