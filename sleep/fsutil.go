@@ -9,6 +9,12 @@ import (
 // writeFileAtomic writes data to path through a temp file in the same directory, fsynced and
 // renamed, so a reader or a crash sees the old bytes or the new ones, never a mix.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileRename(path, data, perm, true)
+}
+
+// writeFileRename is writeFileAtomic with the fsyncs optional: an apply writes many files and
+// makes them durable with one flushFS before its commit.
+func writeFileRename(path string, data []byte, perm os.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".memd-*.tmp")
 	if err != nil {
@@ -28,8 +34,10 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := f.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("write %s: fsync: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -38,7 +46,9 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	ok = true
-	syncDir(dir)
+	if durable {
+		syncDir(dir)
+	}
 	return nil
 }
 

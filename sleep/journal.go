@@ -162,6 +162,11 @@ func (r *Runner) openJournal(runID, ph string, p *plan) (*journal, error) {
 		}
 		j.man.Entries = append(j.man.Entries, e)
 	}
+	// Backups durable before the manifest that points at them; the manifest durable before
+	// the first op.
+	if err := flushFS(j.dir); err != nil {
+		return nil, err
+	}
 	if err := j.save(); err != nil {
 		return nil, err
 	}
@@ -170,14 +175,8 @@ func (r *Runner) openJournal(runID, ph string, p *plan) (*journal, error) {
 
 func (j *journal) abs(p string) string { return filepath.Join(j.root, filepath.FromSlash(p)) }
 
-// save writes the manifest atomically (durable before the tree is touched; backups are
-// covered by the directory fsync in writeFileAtomic's rename only for the manifest, so the
-// backups are fsynced first).
+// save writes the manifest atomically and durably.
 func (j *journal) save() error {
-	if d, err := os.Open(j.dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 	data, err := json.Marshal(j.man)
 	if err != nil {
 		return fmt.Errorf("encode sleep journal: %w", err)
@@ -228,7 +227,8 @@ func (j *journal) apply(i int) error {
 		if fi, err := os.Stat(j.abs(o.path)); err == nil {
 			perm = fi.Mode().Perm()
 		}
-		if err := writeFileAtomic(j.abs(o.path), o.data, perm); err != nil {
+		// Not fsynced here: the runner flushes the filesystem once before the commit.
+		if err := writeFileRename(j.abs(o.path), o.data, perm, false); err != nil {
 			return err
 		}
 	case opMove:

@@ -100,8 +100,14 @@ func updateState(stateDir string, f func(*State)) error {
 
 // MarkDone records a successful run of phase at time at (and its run id) in sleep.json.
 func MarkDone(stateDir, phase, runID string, at time.Time) error {
+	return markDone(stateDir, []string{phase}, runID, at)
+}
+
+func markDone(stateDir string, phases []string, runID string, at time.Time) error {
 	return updateState(stateDir, func(st *State) {
-		st.Phases[phase] = PhaseState{LastSuccess: at.UTC(), Run: runID}
+		for _, ph := range phases {
+			st.Phases[ph] = PhaseState{LastSuccess: at.UTC(), Run: runID}
+		}
 	})
 }
 

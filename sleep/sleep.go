@@ -230,11 +230,13 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			return rep, err
 		}
 	}
-	snap, err := loadSnapshot(r.dir, r.opts.Progress)
+	// A dry run reads the parse cache but writes nothing, not even the cache.
+	snap, err := loadSnapshotCached(r.dir, r.opts.StateDir, !r.opts.DryRun, r.opts.Progress)
 	if err != nil {
 		return rep, err
 	}
 	snap.virtual = r.opts.DryRun
+	var succeeded []string
 	for _, ph := range phases {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -253,15 +255,16 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			r.log.Error("sleep phase failed", "phase", ph, "run", runID, "err", pr.Err)
 		} else {
 			r.log.Info("sleep phase", "phase", ph, "run", runID, "commit", pr.Commit, "counts", countsString(pr.Counts, ","))
-			if !r.opts.DryRun {
-				if err := MarkDone(r.opts.StateDir, ph, runID, now); err != nil {
-					r.log.Warn("cannot record sleep state", "err", err)
-				}
-			}
+			succeeded = append(succeeded, ph)
 		}
 		rep.Phases = append(rep.Phases, pr)
 	}
 	if !r.opts.DryRun {
+		if len(succeeded) > 0 {
+			if err := markDone(r.opts.StateDir, succeeded, runID, now); err != nil {
+				r.log.Warn("cannot record sleep state", "err", err)
+			}
+		}
 		rep.GC = r.gc(ctx)
 	}
 	rep.summarize()
@@ -347,6 +350,11 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 		progress(r.opts.Progress, ph, i+1, len(p.ops))
 	}
 	progressDone(r.opts.Progress, len(p.ops))
+	// The tree's new bytes durable before the commit names them (a power loss after the
+	// commit must not leave HEAD ahead of garbage in the tree).
+	if err := flushFS(r.dir); err != nil {
+		return "", undo(err)
+	}
 	msg := commitMessage(ph, runID, p.counts)
 	res, err := r.store.CommitPathsMessage(p.paths(), msg, memsync.KindSleep)
 	if err != nil {

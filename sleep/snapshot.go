@@ -1,6 +1,9 @@
 package sleep
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	gosync "sync"
+	"time"
 
 	"github.com/memd-dev/memd"
 )
@@ -29,10 +33,17 @@ type snapshot struct {
 	overlay map[string][]byte
 }
 
-// loadSnapshot walks root (skipping .git and symlinks) and parses the memory files.
+// loadSnapshot walks root (skipping .git and symlinks) and parses the memory files. With a
+// cache dir, a file whose size and mtime match the parse cache is not read again, so a run
+// with nothing to do costs about what `git status` costs: a walk and an lstat per file.
 func loadSnapshot(root string, progressW io.Writer) (*snapshot, error) {
+	return loadSnapshotCached(root, "", false, progressW)
+}
+
+func loadSnapshotCached(root, cacheDir string, save bool, progressW io.Writer) (*snapshot, error) {
 	s := &snapshot{root: root, files: map[string]bool{}, mems: map[string]*memd.Memory{}, overlay: map[string][]byte{}}
 	var htmls []string
+	stats := map[string]fileStat{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("walk %s: %w", p, err)
@@ -54,6 +65,11 @@ func loadSnapshot(root string, progressW io.Writer) (*snapshot, error) {
 		s.files[rel] = true
 		if isMemoryPath(rel) {
 			htmls = append(htmls, rel)
+			if cacheDir != "" {
+				if fi, err := d.Info(); err == nil {
+					stats[rel] = fileStat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+				}
+			}
 		}
 		return nil
 	})
@@ -61,10 +77,87 @@ func loadSnapshot(root string, progressW io.Writer) (*snapshot, error) {
 		return nil, fmt.Errorf("snapshot %s: %w", root, err)
 	}
 	sort.Strings(htmls)
-	if err := s.parseAll(htmls, progressW); err != nil {
+	if cacheDir == "" {
+		if err := s.parseAll(htmls, progressW); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	pc := readParseCache(cacheDir)
+	var misses []string
+	for _, p := range htmls {
+		e, ok := pc.Entries[p]
+		st, have := stats[p]
+		// Racy entries (mtime within 2 s of when the cache was written) are parsed again:
+		// a write in the same timestamp tick would otherwise go unseen.
+		if ok && have && e.Mem != nil && e.fileStat == st && st.Mtime < pc.Saved-int64(2*time.Second) {
+			s.mems[p] = e.Mem
+			continue
+		}
+		misses = append(misses, p)
+	}
+	if err := s.parseAll(misses, progressW); err != nil {
 		return nil, err
 	}
+	if save && (len(misses) > 0 || len(pc.Entries) != len(htmls)) {
+		next := parseCache{Version: parseCacheVersion, Saved: time.Now().UnixNano(), Entries: make(map[string]cacheEntry, len(htmls))}
+		for _, p := range htmls {
+			if m, ok := s.mems[p]; ok {
+				if st, have := stats[p]; have {
+					next.Entries[p] = cacheEntry{fileStat: st, Mem: m}
+				}
+			}
+		}
+		writeParseCache(cacheDir, next)
+	}
 	return s, nil
+}
+
+// fileStat is what decides whether a cached parse still holds.
+type fileStat struct {
+	Size, Mtime int64
+}
+
+type cacheEntry struct {
+	fileStat
+	Mem *memd.Memory
+}
+
+// parseCache is <state>/sleep-parse.gob: parsed memory heads by path. It is only a cache:
+// unreadable, old-version or missing means parse everything.
+type parseCache struct {
+	Version int
+	Saved   int64 // unix ns when written
+	Entries map[string]cacheEntry
+}
+
+const (
+	parseCacheVersion = 1
+	parseCacheName    = "sleep-parse.gob"
+)
+
+func readParseCache(dir string) parseCache {
+	f, err := os.Open(filepath.Join(dir, parseCacheName))
+	if err != nil {
+		return parseCache{}
+	}
+	defer f.Close()
+	var pc parseCache
+	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&pc); err != nil || pc.Version != parseCacheVersion {
+		return parseCache{}
+	}
+	return pc
+}
+
+func writeParseCache(dir string, pc parseCache) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(pc); err != nil {
+		return
+	}
+	_ = writeFileRename(filepath.Join(dir, parseCacheName), buf.Bytes(), 0o600, false)
 }
 
 func isMemoryPath(rel string) bool {

@@ -1,0 +1,238 @@
+// Command sleep benchmarks memd's sleep against git on identical copies of a demo repo and
+// prints a Markdown table of ratios:
+//
+//   - full sleep (expire, arcs, archive, tidy; archiving ~n/10 files and writing arcs) vs
+//     `git mv` of the same files + one `git commit`;
+//   - an idle sleep (nothing to do) vs one `git status`;
+//   - expire on a -ledger line memory.jsonl vs decoding and re-encoding every line with
+//     encoding/json.
+//
+// Usage: go run ./bench/sleep -n 100000 -ledger 100000
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/demo"
+	"github.com/memd-dev/memd/sleep"
+	memsync "github.com/memd-dev/memd/sync"
+)
+
+var now = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+
+func main() {
+	n := flag.Int("n", 10000, "memories in the demo repo")
+	ledgerLines := flag.Int("ledger", 100000, "lines in the expire benchmark's ledger")
+	work := flag.String("dir", "", "work directory (default: a temp dir, removed after)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here")
+	flag.Parse()
+	log.SetFlags(0)
+
+	root := *work
+	if root == "" {
+		d, err := os.MkdirTemp("", "memd-bench-sleep")
+		check(err)
+		defer os.RemoveAll(d)
+		root = d
+	}
+	src := filepath.Join(root, "src")
+	t0 := time.Now()
+	st, err := demo.Generate(src, demo.Options{Memories: *n, Now: now, Seed: 1})
+	check(err)
+	git(src, "init", "-q", "-b", "main")
+	git(src, "add", "-A")
+	git(src, "commit", "-q", "-m", "demo")
+	log.Printf("demo repo: %d memories (%d episodes) in %s", st.Memories, st.Episodes, time.Since(t0).Round(time.Millisecond))
+	memdDir, gitDir := filepath.Join(root, "memd"), filepath.Join(root, "git")
+	run("cp", "-a", src, memdDir)
+	run("cp", "-a", src, gitDir)
+
+	// Full sleep.
+	repo, err := memsync.Open(memdDir, memsync.Options{Now: func() time.Time { return now }})
+	check(err)
+	cfg := memd.DefaultConfig()
+	cfg.Repo = memdDir
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+	}
+	runtime.GC()
+	t0 = time.Now()
+	rep, err := sleep.NewRunner(memdDir, repo, sleep.Options{Config: cfg, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-1")
+	full := time.Since(t0)
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	check(err)
+	if rep.Failed() {
+		log.Fatalf("sleep failed: %+v", rep)
+	}
+	var moves []string
+	for _, p := range rep.Phases {
+		log.Printf("  %-8s %8s  %v", p.Name, p.Duration.Round(time.Millisecond), p.Counts)
+		for _, it := range p.Items {
+			if it.Action == "move" {
+				moves = append(moves, it.Path, it.To)
+			}
+		}
+	}
+	repo.WaitIndexRefresh()
+
+	// git: the same moves with git mv, then one commit.
+	t0 = time.Now()
+	for i := 0; i < len(moves); i += 2 {
+		check(os.MkdirAll(filepath.Join(gitDir, filepath.Dir(moves[i+1])), 0o755))
+	}
+	// git mv takes many sources into one directory: one call per destination directory
+	// (in chunks, to stay under the argument limit), as a careful script would.
+	byDir := map[string][]string{}
+	var dirs []string
+	for i := 0; i < len(moves); i += 2 {
+		d := filepath.Dir(moves[i+1])
+		if _, ok := byDir[d]; !ok {
+			dirs = append(dirs, d)
+		}
+		byDir[d] = append(byDir[d], moves[i])
+	}
+	for _, d := range dirs {
+		srcs := byDir[d]
+		for len(srcs) > 0 {
+			k := min(len(srcs), 1000)
+			git(gitDir, append(append([]string{"mv"}, srcs[:k]...), d+"/")...)
+			srcs = srcs[k:]
+		}
+	}
+	git(gitDir, "commit", "-q", "-m", "archive")
+	gitMv := time.Since(t0)
+
+	// Idle sleep vs git status.
+	runtime.GC()
+	t0 = time.Now()
+	rep2, err := sleep.NewRunner(memdDir, repo, sleep.Options{Config: cfg, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-2")
+	idle := time.Since(t0)
+	check(err)
+	for _, p := range rep2.Phases {
+		if p.Commit != "" {
+			log.Fatalf("idle run committed in %s", p.Name)
+		}
+	}
+	t0 = time.Now()
+	git(memdDir, "status", "--porcelain")
+	status := time.Since(t0)
+	repo.Close()
+
+	// Expire on a big ledger.
+	led := filepath.Join(root, "ledger")
+	check(os.MkdirAll(led, 0o755))
+	data := genLedger(*ledgerLines)
+	check(os.WriteFile(filepath.Join(led, "memory.jsonl"), data, 0o644))
+	git(led, "init", "-q", "-b", "main")
+	git(led, "add", "-A")
+	git(led, "commit", "-q", "-m", "ledger")
+	lrepo, err := memsync.Open(led, memsync.Options{Now: func() time.Time { return now }})
+	check(err)
+	cfg.Repo = led
+	runtime.GC()
+	t0 = time.Now()
+	rep3, err := sleep.NewRunner(led, lrepo, sleep.Options{Config: cfg, Phases: []string{"expire"}, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-3")
+	expire := time.Since(t0)
+	check(err)
+	lrepo.WaitIndexRefresh()
+	lrepo.Close()
+	runtime.GC()
+	t0 = time.Now()
+	jsonRoundTrip(data)
+	js := time.Since(t0)
+
+	archived, arcs := rep.Counts["archived"], rep.Counts["arcs"]
+	fmt.Printf("\n%d memories (%d episodes); full sleep archived %d files, wrote %d arcs; ledger %d lines, %d drained.\n\n",
+		st.Memories, st.Episodes, archived, arcs, *ledgerLines, rep3.Counts["expired"])
+	fmt.Println("| case | memd | baseline | baseline is | ratio memd/baseline |")
+	fmt.Println("| --- | ---: | ---: | --- | ---: |")
+	row := func(name string, m, b time.Duration, what string) {
+		fmt.Printf("| %s | %s | %s | %s | %.2f |\n", name, ms(m), ms(b), what, float64(m)/float64(b))
+	}
+	row("full sleep (4 phases, 4 commits)", full, gitMv, fmt.Sprintf("`git mv` x%d + `git commit`", len(moves)/2))
+	row("idle sleep (nothing to do)", idle, status, "`git status --porcelain`")
+	row("expire, ledger of "+fmt.Sprint(*ledgerLines)+" lines", expire, js, "encoding/json decode+encode per line")
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// genLedger writes n records: mostly rules/lessons/persistent notes, a tenth expiring.
+func genLedger(n int) []byte {
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	for i := 0; i < n; i++ {
+		var lc string
+		switch i % 10 {
+		case 0:
+			lc = `,"lifecycle":{"mode":"hard-expiry","expiresAt":"2025-06-01T00:00:00Z"}`
+		case 1:
+			lc = `,"lifecycle":{"mode":"soft-expiry","expiresAt":"2027-06-01T00:00:00Z"}`
+		case 2:
+			lc = `,"lifecycle":{"mode":"read-count","remainingReads":3}`
+		case 3, 4:
+			lc = `,"lifecycle":{"mode":"persistent"}`
+		}
+		typ := "note"
+		if lc == "" {
+			typ = []string{"rule", "lesson"}[i%2]
+		}
+		fmt.Fprintf(w, `{"id":"rec-%06d","type":"%s","role":"dev","text":"record number %d about the checkout service and its rollback order","createdAt":"2025-01-01T00:00:00Z","context":["projects/checkout/**"],"repos":["shop"]%s}`+"\n", i, typ, i, lc)
+	}
+	w.Flush()
+	return b.Bytes()
+}
+
+// jsonRoundTrip decodes and re-encodes every line with encoding/json (the baseline).
+func jsonRoundTrip(data []byte) {
+	var out bytes.Buffer
+	for _, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte{'\n'}) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			continue
+		}
+		b, err := json.Marshal(m)
+		check(err)
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+}
+
+func git(dir string, args ...string) string {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=b@b")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func run(name string, args ...string) {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		log.Fatalf("%s: %v\n%s", name, err, out)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
