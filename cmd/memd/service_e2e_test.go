@@ -15,31 +15,15 @@ import (
 	"time"
 )
 
-var (
-	serviceE2EOnce sync.Once
-	serviceE2EBin  string
-	serviceE2EErr  error
-)
-
-// serviceE2EBinary builds memd once for the end-to-end tests of this file.
-func serviceE2EBinary(t *testing.T) string {
-	t.Helper()
-	serviceE2EOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "memd-e2e")
-		if err != nil {
-			serviceE2EErr = err
-			return
-		}
-		serviceE2EBin = filepath.Join(dir, "memd")
-		out, err := exec.Command("go", "build", "-o", serviceE2EBin, ".").CombinedOutput()
-		if err != nil {
-			serviceE2EErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if serviceE2EErr != nil {
-		t.Fatal(serviceE2EErr)
+// TestServiceEndToEnd builds memd once, into its temp dir so nothing is left behind, and
+// runs the real binary in the subtests.
+func TestServiceEndToEnd(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "memd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return serviceE2EBin
+	t.Run("RunSpeaksSdNotify", func(t *testing.T) { testRunSpeaksSdNotify(t, bin) })
+	t.Run("InstalledUnitVerifies", func(t *testing.T) { testInstalledUnitVerifies(t, bin) })
 }
 
 // lockedBuf is a bytes.Buffer safe to read while a process writes to it.
@@ -64,8 +48,7 @@ func (l *lockedBuf) String() string {
 // stderr a pipe named by JOURNAL_STREAM. It must say READY=1, ping the watchdog, say
 // RELOADING=1 then READY=1 around SIGHUP, STOPPING=1 on SIGTERM, exit 0, and write journal
 // lines with priority prefixes.
-func TestRunSpeaksSdNotify(t *testing.T) {
-	bin := serviceE2EBinary(t)
+func testRunSpeaksSdNotify(t *testing.T, bin string) {
 	home := t.TempDir()
 	repo := filepath.Join(home, "memory")
 	config := filepath.Join(home, "memd.yaml")
@@ -210,7 +193,7 @@ func runEnv(env []string, name string, args ...string) ([]byte, error) {
 
 // The real binary, started through a symlink, installs a unit whose ExecStart is the
 // resolved binary and which systemd-analyze accepts as a user unit.
-func TestInstalledUnitVerifies(t *testing.T) {
+func testInstalledUnitVerifies(t *testing.T, bin string) {
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -218,7 +201,6 @@ func TestInstalledUnitVerifies(t *testing.T) {
 		}
 		t.Skip("systemd-analyze not installed")
 	}
-	bin := serviceE2EBinary(t)
 	home := t.TempDir()
 	link := filepath.Join(home, "bin", "memd")
 	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
