@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func isolateHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("MEMD_CONFIG", "")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, "gitconfig"))
+}
+
+func TestInitCreatesSkeletonOnce(t *testing.T) {
+	isolateHome(t)
+	dir := filepath.Join(t.TempDir(), "memory")
+	if code, _, stderr := runApp(t, "init", dir); code != 0 {
+		t.Fatalf("init: %d %s", code, stderr)
+	}
+	for _, p := range []string{"projects/.gitkeep", "areas/inbox/.gitkeep", "areas/inbox/tasks/.gitkeep", "areas/arcs/.gitkeep",
+		"resources/people/.gitkeep", "archive/.gitkeep", ".gitignore"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("missing %s", p)
+		}
+	}
+	if b := gitOut(t, dir, "symbolic-ref", "--short", "HEAD"); b != "main" {
+		t.Fatalf("branch %q", b)
+	}
+	if n := gitOut(t, dir, "rev-list", "--count", "HEAD"); n != "1" {
+		t.Fatalf("%s commits, want 1", n)
+	}
+	if gi, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); !strings.Contains(string(gi), ".memory.lock") {
+		t.Fatalf(".gitignore: %q", gi)
+	}
+	if st := gitOut(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("status not clean:\n%s", st)
+	}
+	// A user file, then init again: nothing is added, the user file is left to memd run.
+	os.WriteFile(filepath.Join(dir, "areas", "mine.html"), []byte("x"), 0o644)
+	if code, _, stderr := runApp(t, "init", dir); code != 0 {
+		t.Fatalf("second init: %d %s", code, stderr)
+	}
+	if n := gitOut(t, dir, "rev-list", "--count", "HEAD"); n != "1" {
+		t.Fatalf("second init made a commit (%s commits)", n)
+	}
+	// An existing repo that lacks a folder: only that is added.
+	os.Remove(filepath.Join(dir, "areas", "arcs", ".gitkeep"))
+	gitOut(t, dir, "rm", "-q", "--cached", "areas/arcs/.gitkeep")
+	gitOut(t, dir, "commit", "-qm", "drop arcs")
+	if code, _, stderr := runApp(t, "init", dir); code != 0 {
+		t.Fatalf("third init: %d %s", code, stderr)
+	}
+	if got := gitOut(t, dir, "show", "--name-only", "--format=", "HEAD"); got != "areas/arcs/.gitkeep" {
+		t.Fatalf("third init committed %q", got)
+	}
+}
+
+func TestInitRemoteEmptyThenWithHistory(t *testing.T) {
+	isolateHome(t)
+	tmp := t.TempDir()
+	remote := filepath.Join(tmp, "remote.git")
+	gitOut(t, tmp, "init", "-q", "--bare", remote)
+
+	a := filepath.Join(tmp, "a")
+	if code, out, stderr := runApp(t, "init", a, "--remote", remote, "--demo", "--demo-count", "40"); code != 0 {
+		t.Fatalf("init a: %d %s %s", code, out, stderr)
+	}
+	head := gitOut(t, a, "rev-parse", "HEAD")
+	if got := gitOut(t, remote, "rev-parse", "main"); got != head {
+		t.Fatalf("remote main %s, local %s", got, head)
+	}
+
+	// Machine b: a local file already there; init adopts the remote's history and keeps it.
+	b := filepath.Join(tmp, "b")
+	os.MkdirAll(filepath.Join(b, "areas"), 0o755)
+	os.WriteFile(filepath.Join(b, "areas", "local-only.html"), []byte("mine"), 0o644)
+	if code, out, stderr := runApp(t, "init", b, "--remote", remote); code != 0 {
+		t.Fatalf("init b: %d %s %s", code, out, stderr)
+	}
+	if gitOut(t, b, "merge-base", "--is-ancestor", head, "HEAD") != "" {
+		t.Fatal("unreachable")
+	}
+	if _, err := os.Stat(filepath.Join(b, "memory.jsonl")); err != nil {
+		t.Fatal("remote's files not checked out in b")
+	}
+	if data, _ := os.ReadFile(filepath.Join(b, "areas", "local-only.html")); string(data) != "mine" {
+		t.Fatalf("local file lost: %q", data)
+	}
+	if gitOut(t, b, "status", "--porcelain") != "" {
+		// The local file is left for memd run to commit; nothing else may be dirty.
+		st := gitOut(t, b, "status", "--porcelain")
+		if st != "?? areas/local-only.html" {
+			t.Fatalf("unexpected status:\n%s", st)
+		}
+	}
+	gitOut(t, b, "fsck", "--full")
+}
