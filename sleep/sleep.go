@@ -231,7 +231,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		}
 	}
 	// A dry run reads the parse cache but writes nothing, not even the cache.
-	snap, err := loadSnapshotCached(r.dir, r.opts.StateDir, !r.opts.DryRun, r.opts.Progress)
+	snap, err := loadSnapshotCached(r.dir, r.opts.StateDir, r.opts.Progress)
 	if err != nil {
 		return rep, err
 	}
@@ -260,6 +260,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		rep.Phases = append(rep.Phases, pr)
 	}
 	if !r.opts.DryRun {
+		snap.saveCache(r.opts.StateDir)
 		if len(succeeded) > 0 {
 			if err := markDone(r.opts.StateDir, succeeded, runID, now); err != nil {
 				r.log.Warn("cannot record sleep state", "err", err)

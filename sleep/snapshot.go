@@ -31,19 +31,23 @@ type snapshot struct {
 	// plans would have written.
 	virtual bool
 	overlay map[string][]byte
+	// stats are the memory files' size and mtime, for the parse cache.
+	stats      map[string]fileStat
+	cacheDirty bool
 }
 
 // loadSnapshot walks root (skipping .git and symlinks) and parses the memory files. With a
 // cache dir, a file whose size and mtime match the parse cache is not read again, so a run
 // with nothing to do costs about what `git status` costs: a walk and an lstat per file.
 func loadSnapshot(root string, progressW io.Writer) (*snapshot, error) {
-	return loadSnapshotCached(root, "", false, progressW)
+	return loadSnapshotCached(root, "", progressW)
 }
 
-func loadSnapshotCached(root, cacheDir string, save bool, progressW io.Writer) (*snapshot, error) {
-	s := &snapshot{root: root, files: map[string]bool{}, mems: map[string]*memd.Memory{}, overlay: map[string][]byte{}}
+func loadSnapshotCached(root, cacheDir string, progressW io.Writer) (*snapshot, error) {
+	s := &snapshot{root: root, files: map[string]bool{}, mems: map[string]*memd.Memory{}, overlay: map[string][]byte{},
+		stats: map[string]fileStat{}}
 	var htmls []string
-	stats := map[string]fileStat{}
+	stats := s.stats
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("walk %s: %w", p, err)
@@ -99,18 +103,24 @@ func loadSnapshotCached(root, cacheDir string, save bool, progressW io.Writer) (
 	if err := s.parseAll(misses, progressW); err != nil {
 		return nil, err
 	}
-	if save && (len(misses) > 0 || len(pc.Entries) != len(htmls)) {
-		next := parseCache{Version: parseCacheVersion, Saved: time.Now().UnixNano(), Entries: make(map[string]cacheEntry, len(htmls))}
-		for _, p := range htmls {
-			if m, ok := s.mems[p]; ok {
-				if st, have := stats[p]; have {
-					next.Entries[p] = cacheEntry{fileStat: st, Mem: m}
-				}
-			}
-		}
-		writeParseCache(cacheDir, next)
-	}
+	s.cacheDirty = len(misses) > 0 || len(pc.Entries) != len(htmls)
 	return s, nil
+}
+
+// saveCache writes the parse cache for the tree as it is now (the run's own writes and
+// moves included), when anything changed since it was read.
+func (s *snapshot) saveCache(dir string) {
+	if !s.cacheDirty || s.virtual {
+		return
+	}
+	next := parseCache{Version: parseCacheVersion, Saved: time.Now().UnixNano(), Entries: make(map[string]cacheEntry, len(s.mems))}
+	for p, m := range s.mems {
+		if st, have := s.stats[p]; have {
+			next.Entries[p] = cacheEntry{fileStat: st, Mem: m}
+		}
+	}
+	writeParseCache(dir, next)
+	s.cacheDirty = false
 }
 
 // fileStat is what decides whether a cached parse still holds.
@@ -244,6 +254,13 @@ func (s *snapshot) apply(p *plan) {
 				if m, err := memd.ParseMemory(strings.NewReader(string(o.data))); err == nil {
 					s.mems[o.path] = m
 				}
+				delete(s.stats, o.path)
+				if !s.virtual {
+					if fi, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(o.path))); err == nil {
+						s.stats[o.path] = fileStat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+					}
+				}
+				s.cacheDirty = true
 			}
 		case opMove:
 			delete(s.files, o.path)
@@ -263,6 +280,11 @@ func (s *snapshot) apply(p *plan) {
 					s.mems[o.to] = m
 				}
 			}
+			if st, ok := s.stats[o.path]; ok {
+				delete(s.stats, o.path)
+				s.stats[o.to] = st // a rename keeps size and mtime
+			}
+			s.cacheDirty = true
 		}
 	}
 }
