@@ -133,9 +133,9 @@ func run(sizes string, runs int, keep bool) error {
 	env := append(os.Environ(), "MEMD_CONFIG=", "XDG_CONFIG_HOME="+filepath.Join(work, "xdg"))
 
 	type row struct {
-		files                                   int
-		memd, slow, lite, minimal, git, initTot time.Duration
-		slowInit                                time.Duration
+		files                          int
+		memd, slow, lite, minimal, git timing
+		initTot, slowInit              time.Duration
 	}
 	var rows []row
 	var initGroups map[string]float64
@@ -175,12 +175,24 @@ func run(sizes string, runs int, keep bool) error {
 		rows = append(rows, r)
 	}
 
-	fmt.Printf("`memd status` as a process, median of %d runs (git: of %d); go run ./bench/status\n\n", runs, max(runs/10, 5))
-	fmt.Println("| files | memd status | memd status, no fast path | statusline-only program | minimal Go program | git status --porcelain | memd / minimal | no fast path / minimal | memd / git | init: fast / no fast path |")
-	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Printf("`memd status` as a process: median wall time and median CPU time (user+sys) of %d runs (git: %d runs); `go run ./bench/status`\n\n", runs, max(runs/10, 5))
+	fmt.Println("| files | command | wall | CPU | wall / minimal | CPU / minimal | wall / git |")
+	fmt.Println("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rows {
-		fmt.Printf("| %d | %s | %s | %s | %s | %s | %.2fx | %.2fx | %.3fx | %s / %s |\n", r.files, ms(r.memd), ms(r.slow), ms(r.lite), ms(r.minimal), ms(r.git),
-			float64(r.memd)/float64(r.minimal), float64(r.slow)/float64(r.minimal), float64(r.memd)/float64(r.git), ms(r.initTot), ms(r.slowInit))
+		for _, c := range []struct {
+			name string
+			t    timing
+		}{{"memd status", r.memd}, {"memd status, MEMD_NO_FASTPATH=1", r.slow}, {"statusline-only program", r.lite},
+			{"minimal Go program (read one file, print it)", r.minimal}, {"git status --porcelain", r.git}} {
+			fmt.Printf("| %d | %s | %s | %s | %.2fx | %.2fx | %.3fx |\n", r.files, c.name, ms(c.t.wall), ms(c.t.cpu),
+				float64(c.t.wall)/float64(r.minimal.wall), float64(c.t.cpu)/float64(r.minimal.cpu), float64(c.t.wall)/float64(r.git.wall))
+		}
+	}
+	fmt.Println()
+	fmt.Println("| files | package init, fast path | package init, MEMD_NO_FASTPATH=1 |")
+	fmt.Println("| ---: | ---: | ---: |")
+	for _, r := range rows {
+		fmt.Printf("| %d | %s | %s |\n", r.files, ms(r.initTot), ms(r.slowInit))
 	}
 	fmt.Println()
 	fmt.Println("Package init in `memd status` (fast path) by module (GODEBUG=inittrace=1, median of 21 runs, ms):")
@@ -248,10 +260,13 @@ func makeRepo(dir string, n int) error {
 	return nil
 }
 
-// timeIt runs the command a few times to warm the page cache, then n times, and returns the
-// median wall time.
-func timeIt(n int, env []string, name string, args ...string) time.Duration {
-	var ds []time.Duration
+// timing is the median wall time of a command and the median CPU time (user + system, from
+// rusage) it used: on a busy machine the CPU time is the steadier of the two.
+type timing struct{ wall, cpu time.Duration }
+
+// timeIt runs the command a few times to warm the page cache, then n times.
+func timeIt(n int, env []string, name string, args ...string) timing {
+	var walls, cpus []time.Duration
 	for i := 0; i < n+5; i++ {
 		cmd := exec.Command(name, args...)
 		cmd.Env = env
@@ -260,9 +275,14 @@ func timeIt(n int, env []string, name string, args ...string) time.Duration {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		}
 		if i >= 5 {
-			ds = append(ds, time.Since(start))
+			walls = append(walls, time.Since(start))
+			cpus = append(cpus, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 		}
 	}
+	return timing{median(walls), median(cpus)}
+}
+
+func median(ds []time.Duration) time.Duration {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[len(ds)/2]
 }
