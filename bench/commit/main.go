@@ -55,6 +55,7 @@ func main() {
 		open, firstCommit time.Duration
 	}
 	var rows []row
+	var roots []string
 	for _, n := range sizes {
 		root, err := os.MkdirTemp("", "memd-bench-commit-")
 		if err != nil {
@@ -152,11 +153,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "%d files, %d changed: memd %s, git %s\n", n, k,
 				median(memdTimes).Round(time.Microsecond), median(gitTimes).Round(time.Microsecond))
 		}
-		if !*keep {
-			os.RemoveAll(root)
-		} else {
-			fmt.Fprintf(os.Stderr, "kept %s\n", root)
-		}
+		roots = append(roots, root)
 	}
 	fmt.Printf("| files | changed | memd ms | git ms | ratio |\n| ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
@@ -166,6 +163,14 @@ func main() {
 	fmt.Printf("| files | changed | open ms | cold commit ms | index refresh ms |\n| ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		fmt.Printf("| %d | %d | %.2f | %.2f | %.2f |\n", r.files, r.changed, ms(r.open), ms(r.firstCommit), ms(r.idx))
+	}
+	// Removing 100k-file trees takes a while: after the table is out.
+	for _, root := range roots {
+		if *keep {
+			fmt.Fprintf(os.Stderr, "kept %s\n", root)
+		} else {
+			os.RemoveAll(root)
+		}
 	}
 }
 
