@@ -666,6 +666,15 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 // left for the next commit. Returns the paths it skipped.
 func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []string, err error) {
 	s := r.repo.Storer
+	var written []string
+	defer func() {
+		// One fsync pass after all writes instead of one per write: the
+		// first flushes the journal, the rest find little to do. Only then
+		// may the caller drop the merge marker.
+		if serr := r.mgSyncFiles(written); serr != nil && err == nil {
+			err = serr
+		}
+	}()
 	paths := sortedKeys(changes)
 	// Deletions first: a deleted file may be where a new directory goes.
 	for _, p := range paths {
@@ -694,14 +703,16 @@ func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []str
 		if c.To == nil {
 			continue
 		}
-		if done, err := r.workMatches(p, c.To); err != nil {
+		h, there, err := r.mgWorkHash(p)
+		if err != nil {
 			return skipped, err
-		} else if done {
-			continue
 		}
-		if ok, err := r.workMatches(p, c.From); err != nil {
-			return skipped, err
-		} else if !ok {
+		switch {
+		case there && h == c.To.Hash:
+			continue // already there
+		case c.From == nil && !there, c.From != nil && there && h == c.From.Hash:
+			// still the old content: ours to replace
+		default:
 			skipped = append(skipped, p)
 			continue
 		}
@@ -715,6 +726,9 @@ func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []str
 		if err := r.mgWriteFile(p, data, c.To.Mode); err != nil {
 			return skipped, err
 		}
+		if c.To.Mode != filemode.Symlink {
+			written = append(written, p)
+		}
 		if hookAfterWorkWrite != nil {
 			hookAfterWorkWrite(p)
 		}
@@ -724,7 +738,7 @@ func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []str
 
 // mgWriteFile writes a file atomically (temp file beside it, renamed over):
 // a reader never sees half a memory. Temp names end in .tmp, which the
-// watcher ignores.
+// watcher ignores. The caller fsyncs (mgSyncFiles) once all are written.
 func (r *Repo) mgWriteFile(rel string, data []byte, mode filemode.FileMode) error {
 	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
 	dir := filepath.Dir(abs)
@@ -748,9 +762,6 @@ func (r *Repo) mgWriteFile(rel string, data []byte, mode filemode.FileMode) erro
 			return fmt.Errorf("write %s: %w", rel, err)
 		}
 		_, werr := f.Write(data)
-		if werr == nil {
-			werr = f.Sync()
-		}
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
@@ -785,6 +796,22 @@ func (r *Repo) removeTempFiles(changes map[string]pathChange) {
 			_ = os.Remove(m)
 		}
 	}
+}
+
+// mgSyncFiles fsyncs the files at rels (repo-relative).
+func (r *Repo) mgSyncFiles(rels []string) error {
+	for _, rel := range rels {
+		f, err := os.Open(filepath.Join(r.dir, filepath.FromSlash(rel)))
+		if err != nil {
+			continue // replaced or removed since: nothing of ours to flush
+		}
+		err = f.Sync()
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("fsync %s: %w", rel, err)
+		}
+	}
+	return nil
 }
 
 // mgPruneDirs removes now-empty directories from dir up to (not including)

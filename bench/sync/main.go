@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -29,12 +30,27 @@ func main() {
 	changes := flag.Int("changes", 100, "files changed on each side")
 	runs := flag.Int("runs", 5, "runs per scenario (median reported)")
 	keep := flag.Bool("keep", false, "keep the work directory")
+	verbose = flag.Bool("v", false, "print per-phase times of each run")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the memd runs")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/sync:", err)
+			os.Exit(1)
+		}
+		profile = f
+	}
 	if err := run(*files, *changes, *runs, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/sync:", err)
 		os.Exit(1)
 	}
 }
+
+var verbose *bool
+
+// profile, when set, records a CPU profile around each memd run only.
+var profile *os.File
 
 var gitEnv = append(os.Environ(),
 	"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
@@ -172,17 +188,31 @@ func run(nFiles, nChanges, runs int, keep bool) error {
 			}
 			sc.git = append(sc.git, time.Since(start))
 
+			if profile != nil {
+				_ = pprof.StartCPUProfile(profile)
+			}
 			start = time.Now()
 			repo, err := memsync.Open(md, memsync.Options{Author: memsync.Author{Name: "bench", Email: "bench@example.invalid"}, Hostname: "bench"})
 			if err != nil {
 				return err
 			}
+			tOpen := time.Since(start)
 			res, err := repo.Sync(context.Background(), memsync.RemoteOptions{})
 			if err != nil {
 				return err
 			}
+			tSync := time.Since(start)
 			repo.WaitIndexRefresh()
 			sc.memd = append(sc.memd, time.Since(start))
+			if profile != nil {
+				pprof.StopCPUProfile()
+				profile = nil // one profile: the first memd run
+			}
+			if *verbose {
+				fmt.Fprintf(os.Stderr, "%s run %d: open %v, sync %v, index %v; git %v\n", sc.name, r,
+					tOpen.Round(time.Millisecond), (tSync - tOpen).Round(time.Millisecond),
+					(time.Since(start) - tSync).Round(time.Millisecond), sc.git[len(sc.git)-1].Round(time.Millisecond))
+			}
 			_ = repo.Close()
 			if res.Behind != 0 || (!res.FastForward && !res.Merged) {
 				return fmt.Errorf("%s: unexpected result %+v", sc.name, res)
