@@ -58,7 +58,7 @@ type Snapshot struct {
 // Metrics owns memd's registry. All methods are safe for concurrent use.
 type Metrics struct {
 	reg  *prometheus.Registry
-	snap atomic.Pointer[Snapshot]
+	snap atomic.Pointer[published]
 
 	commits        *prometheus.CounterVec
 	commitDuration prometheus.Histogram
@@ -119,7 +119,7 @@ func New(version string) *Metrics {
 	for _, md := range NoteModes {
 		m.notesDrained.WithLabelValues(md)
 	}
-	m.snap.Store(&Snapshot{})
+	m.snap.Store(&published{s: &Snapshot{}})
 	return m
 }
 
@@ -131,7 +131,7 @@ func (m *Metrics) Publish(s *Snapshot) {
 	if s == nil {
 		s = &Snapshot{}
 	}
-	m.snap.Store(s)
+	m.snap.Store(&published{s: s})
 }
 
 // CommitDone records one commit of kind (change, sleep, merge).
@@ -205,6 +205,14 @@ func unix(t time.Time) float64 {
 	return float64(t.UnixNano()) / 1e9
 }
 
+// published is a snapshot and, built by the first scrape that reads it, its const metrics:
+// they are immutable, so later scrapes of the same snapshot only replay them.
+type published struct {
+	s       *Snapshot
+	once    sync.Once
+	metrics []prometheus.Metric
+}
+
 // snapshotCollector exposes the published snapshot as const metrics at scrape time.
 type snapshotCollector Metrics
 
@@ -238,9 +246,39 @@ func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.snap.Load()
+	p := c.snap.Load()
+	p.once.Do(func() { p.metrics = snapshotMetrics(p.s) })
+	for _, m := range p.metrics {
+		ch <- m
+	}
+	s := p.s
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+
+	// The timestamps move with events between snapshots, so they are built per scrape.
+	c.mu.Lock()
+	lastCommit, lastSync := later(c.lastCommit, s.LastCommit), later(c.lastSync, s.LastSync)
+	success := make(map[string]time.Time, len(c.sleepSuccess)+len(s.SleepLastSuccess))
+	for ph, t := range c.sleepSuccess {
+		success[ph] = t
+	}
+	c.mu.Unlock()
+	for ph, t := range s.SleepLastSuccess {
+		success[ph] = later(success[ph], t)
+	}
+	gauge(descLastCommit, unix(lastCommit))
+	gauge(descLastSync, unix(lastSync))
+	for _, ph := range withKnown(SleepPhases, success) {
+		gauge(descSleepSuccess, unix(success[ph]), ph)
+	}
+}
+
+// snapshotMetrics turns a snapshot into its const metrics, known label values first.
+func snapshotMetrics(s *Snapshot) []prometheus.Metric {
+	out := make([]prometheus.Metric, 0, 40+2*len(s.MemoryMD))
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...))
 	}
 	for _, b := range withKnown(Buckets, s.Memories) {
 		gauge(descMemories, float64(s.Memories[b]), b)
@@ -261,26 +299,11 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descWatchedDirs, float64(s.WatchedDirs))
 	gauge(descPending, float64(s.Pending))
-	ch <- prometheus.MustNewConstMetric(descWatchEvents, prometheus.CounterValue, float64(s.WatchEvents))
-	ch <- prometheus.MustNewConstMetric(descWatchRescans, prometheus.CounterValue, float64(s.WatchRescans))
+	out = append(out, prometheus.MustNewConstMetric(descWatchEvents, prometheus.CounterValue, float64(s.WatchEvents)),
+		prometheus.MustNewConstMetric(descWatchRescans, prometheus.CounterValue, float64(s.WatchRescans)))
 	gauge(descAhead, float64(s.Ahead))
 	gauge(descBehind, float64(s.Behind))
-
-	c.mu.Lock()
-	lastCommit, lastSync := later(c.lastCommit, s.LastCommit), later(c.lastSync, s.LastSync)
-	success := make(map[string]time.Time, len(c.sleepSuccess)+len(s.SleepLastSuccess))
-	for p, t := range c.sleepSuccess {
-		success[p] = t
-	}
-	c.mu.Unlock()
-	for p, t := range s.SleepLastSuccess {
-		success[p] = later(success[p], t)
-	}
-	gauge(descLastCommit, unix(lastCommit))
-	gauge(descLastSync, unix(lastSync))
-	for _, p := range withKnown(SleepPhases, success) {
-		gauge(descSleepSuccess, unix(success[p]), p)
-	}
+	return out
 }
 
 // withKnown is the known label values followed by any others the snapshot has, sorted.

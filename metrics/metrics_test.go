@@ -298,3 +298,28 @@ func TestPromtoolCheckRules(t *testing.T) {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
 }
+
+// TestConcurrentScrapeAndPublish: scrapes read whatever snapshot is current while the owner
+// publishes and records events (run with -race).
+func TestConcurrentScrapeAndPublish(t *testing.T) {
+	m := metrics.New("dev")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			m.Publish(bigSnapshot(i % 7))
+			m.CommitDone("change", time.Millisecond, time.Unix(int64(1700000000+i), 0))
+			m.SleepPhase("tidy", time.Millisecond, nil, time.Unix(int64(1700000000+i), 0))
+		}
+	}()
+	for i := 0; i < 50; i++ {
+		if _, err := m.Registry().Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	// The snapshots carry a later commit time (bigSnapshot) than the events: the later wins.
+	if v := gaugeValue(t, m, "memd_last_commit_timestamp_seconds"); v != 1764513125 {
+		t.Errorf("last commit %v", v)
+	}
+}
