@@ -144,12 +144,17 @@ func RenderSystemd(p Params) ([]byte, error) {
 	for i, a := range args {
 		quoted[i] = systemdQuote(a, true)
 	}
-	data := struct{ Repo, ExecStart, ReadWritePaths string }{
+	data := struct {
+		Repo, ExecStart, ReadWritePaths string
+		PrivateTmp                      bool
+	}{
 		Repo:      systemdSpecifiers(p.Repo),
 		ExecStart: strings.Join(quoted, " "),
 		// "-": a repo that does not exist yet must not stop the unit from starting (memd
 		// itself then says what is missing).
 		ReadWritePaths: systemdQuote("-"+p.Repo, false),
+		// A private /tmp would hide a repo kept in /tmp or /var/tmp (demos, tests).
+		PrivateTmp: !underTmp(p.Repo),
 	}
 	var b bytes.Buffer
 	if err := systemdTmpl.Execute(&b, data); err != nil {
@@ -172,6 +177,15 @@ func RenderLaunchd(p Params) ([]byte, error) {
 		return nil, fmt.Errorf("render %s.plist: %w", p.label(), err)
 	}
 	return b.Bytes(), nil
+}
+
+func underTmp(dir string) bool {
+	for _, t := range []string{"/tmp", "/var/tmp"} {
+		if dir == t || strings.HasPrefix(dir, t+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // systemdSpecifiers escapes % so systemd does not read %h, %u… in a path as specifiers.

@@ -183,6 +183,16 @@ func TestSystemdUnitContent(t *testing.T) {
 	if got := unitSettings(data)["Service.ExecStart"]; got != "/usr/local/bin/memd run --repo /srv/mem" {
 		t.Errorf("ExecStart = %q", got)
 	}
+
+	// A repo under /tmp would vanish behind a private /tmp.
+	p.Repo = "/tmp/demo-memory"
+	data, _ = RenderSystemd(p)
+	if got, ok := unitSettings(data)["Service.PrivateTmp"]; ok {
+		t.Errorf("PrivateTmp=%s with the repo in /tmp", got)
+	}
+	if !strings.Contains(string(data), "\nReadWritePaths=-/tmp/demo-memory\n# PrivateTmp= is off") {
+		t.Errorf("unexpected layout:\n%s", data)
+	}
 }
 
 func TestSystemdQuote(t *testing.T) {
