@@ -1,8 +1,11 @@
 package metrics_test
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -296,6 +299,53 @@ func TestPromtoolCheckRules(t *testing.T) {
 	out, err = exec.Command(promtool, "check", "config", "../configs/prometheus/scrape.yml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+	// The alert rules' own unit tests: each alert fires when it should and not before.
+	out, err = exec.Command(promtool, "test", "rules", "../configs/prometheus/alerts_test.yml").CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// TestConfigsUseRealMetrics: every memd_* name in the alerts and the Grafana dashboard is one
+// the registry exports (a renamed metric must not leave a dashboard panel empty).
+func TestConfigsUseRealMetrics(t *testing.T) {
+	names := map[string]bool{}
+	m := metrics.New("dev")
+	m.Publish(bigSnapshot(1))
+	mfs, _ := m.Registry().Gather()
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+		if mf.GetType().String() == "HISTOGRAM" {
+			for _, suf := range []string{"_bucket", "_sum", "_count"} {
+				names[mf.GetName()+suf] = true
+			}
+		}
+	}
+	re := regexp.MustCompile(`\b(memd|go|process)_[a-z_]+`)
+	for _, f := range []string{"../configs/prometheus/alerts.yml", "../configs/grafana/memd.json"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := 0
+		for _, n := range re.FindAllString(string(b), -1) {
+			used++
+			if !names[n] {
+				t.Errorf("%s uses %s, which memd does not export", f, n)
+			}
+		}
+		if used < 5 {
+			t.Errorf("%s: only %d metric names found", f, used)
+		}
+	}
+	// The dashboard is valid JSON with panels.
+	var dash struct {
+		Panels []struct{ Title string } `json:"panels"`
+	}
+	b, _ := os.ReadFile("../configs/grafana/memd.json")
+	if err := json.Unmarshal(b, &dash); err != nil || len(dash.Panels) < 10 {
+		t.Errorf("dashboard: %v, %d panels", err, len(dash.Panels))
 	}
 }
 
