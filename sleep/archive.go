@@ -157,6 +157,9 @@ func planLinkRewrites(s *snapshot, p *plan, moved map[string]string, filter func
 // closing quote, a fragment or a query). Everything else stays byte-identical.
 func rewriteHrefs(data []byte, from, to string) []byte {
 	hf, ht := memd.PathToHref(from), memd.PathToHref(to)
+	if !bytes.Contains(data, []byte(hf)) {
+		return data
+	}
 	for _, q := range []string{`"`, `'`} {
 		for _, end := range []string{q, "#", "?"} {
 			old := []byte("href=" + q + hf + end)

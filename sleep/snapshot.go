@@ -34,6 +34,7 @@ type snapshot struct {
 	// stats are the memory files' size and mtime, for the parse cache.
 	stats      map[string]fileStat
 	cacheDirty bool
+	parsed     int // memory files parsed (not from the cache)
 }
 
 // loadSnapshot walks root (skipping .git and symlinks) and parses the memory files. With a
@@ -94,7 +95,7 @@ func loadSnapshotCached(root, cacheDir string, progressW io.Writer) (*snapshot, 
 		st, have := stats[p]
 		// Racy entries (mtime within 2 s of when the cache was written) are parsed again:
 		// a write in the same timestamp tick would otherwise go unseen.
-		if ok && have && e.Mem != nil && e.fileStat == st && st.Mtime < pc.Saved-int64(2*time.Second) {
+		if ok && have && e.Mem != nil && e.Stat == st && st.Mtime < pc.Saved-int64(2*time.Second) {
 			s.mems[p] = e.Mem
 			continue
 		}
@@ -104,6 +105,7 @@ func loadSnapshotCached(root, cacheDir string, progressW io.Writer) (*snapshot, 
 		return nil, err
 	}
 	s.cacheDirty = len(misses) > 0 || len(pc.Entries) != len(htmls)
+	s.parsed = len(misses)
 	return s, nil
 }
 
@@ -116,7 +118,7 @@ func (s *snapshot) saveCache(dir string) {
 	next := parseCache{Version: parseCacheVersion, Saved: time.Now().UnixNano(), Entries: make(map[string]cacheEntry, len(s.mems))}
 	for p, m := range s.mems {
 		if st, have := s.stats[p]; have {
-			next.Entries[p] = cacheEntry{fileStat: st, Mem: m}
+			next.Entries[p] = cacheEntry{Stat: st, Mem: m}
 		}
 	}
 	writeParseCache(dir, next)
@@ -129,8 +131,8 @@ type fileStat struct {
 }
 
 type cacheEntry struct {
-	fileStat
-	Mem *memd.Memory
+	Stat fileStat // a named field: gob skips embedded unexported ones
+	Mem  *memd.Memory
 }
 
 // parseCache is <state>/sleep-parse.gob: parsed memory heads by path. It is only a cache:
