@@ -39,7 +39,9 @@ func Write(stateDir string, d Document) error {
 		if s != "" && s[len(s)-1] != '\n' {
 			s += "\n"
 		}
-		if err := WriteFileAtomic(path.Join(stateDir, "status."+f), []byte(s)); err != nil {
+		// Renamed into place but not fsynced: a line file is a cache of status.json, and
+		// eight fsyncs per publish would cost the owner tens of milliseconds on a slow disk.
+		if err := writeAtomic(path.Join(stateDir, "status."+f), []byte(s), false); err != nil {
 			return err
 		}
 	}
@@ -78,7 +80,10 @@ func Parse(name string, b []byte) (*Document, error) {
 
 // WriteFileAtomic writes data to path via a temp file in the same directory: write, fsync,
 // chmod 0600, rename, then fsync the directory so the rename survives a crash.
-func WriteFileAtomic(file string, data []byte) (err error) {
+func WriteFileAtomic(file string, data []byte) error { return writeAtomic(file, data, true) }
+
+// writeAtomic is WriteFileAtomic; durable false skips both fsyncs (still atomic for readers).
+func writeAtomic(file string, data []byte, durable bool) (err error) {
 	dir := path.Dir(file)
 	tmp, err := os.CreateTemp(dir, "."+path.Base(file)+".tmp*")
 	if err != nil {
@@ -96,14 +101,19 @@ func WriteFileAtomic(file string, data []byte) (err error) {
 	if err = tmp.Chmod(0o600); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", file, err)
+	if durable {
+		if err = tmp.Sync(); err != nil {
+			return fmt.Errorf("write %s: fsync: %w", file, err)
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	if err = os.Rename(tmp.Name(), file); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if !durable {
+		return nil
 	}
 	if df, derr := os.Open(dir); derr == nil {
 		_ = df.Sync() // best effort: not every filesystem can sync a directory

@@ -258,3 +258,21 @@ func TestDrainInput(t *testing.T) {
 	}
 	DrainInput(nil, 1, time.Millisecond)
 }
+
+// TestDrainInputSkipsCharDevices: a terminal (any character device) is never read. /dev/zero
+// stands in for it: reading it to the 1 TiB bound would not finish before the wait, so
+// DrainInput returning well before that wait means it did not read.
+func TestDrainInputSkipsCharDevices(t *testing.T) {
+	f, err := os.Open("/dev/zero")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	done := make(chan struct{})
+	go func() { DrainInput(f, 1<<40, time.Hour); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("DrainInput read a character device")
+	}
+}
