@@ -212,6 +212,9 @@ func (r *Repo) refresh(started func()) error {
 
 	old, oldFile := readIndexFile(indexPath)
 	incremental := valid && old != nil && head == chainHead && oldFile == lastFile && !lastHead.IsZero()
+	if incremental && len(pending) == 0 && head == lastHead {
+		return nil // the index is already exactly HEAD's; the deferred rollback drops our lock
+	}
 	var idx *index.Index
 	if incremental {
 		idx = &index.Index{Version: 2, Entries: old.Entries}
