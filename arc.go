@@ -129,8 +129,8 @@ func RenderArc(a Arc) []byte {
 	meta(MetaCreated, created)
 	meta(MetaUpdated, updated)
 	meta(MetaContentHash, hash)
-	if strings.TrimSpace(a.Entity) != "" {
-		meta(MetaEntity, strings.TrimSpace(a.Entity))
+	if e := plain(a.Entity); e != "" {
+		meta(MetaEntity, e)
 	}
 	meta(MetaMembers, ArcMemberHash(a.Episodes))
 	for _, e := range eps {
@@ -148,8 +148,21 @@ func RenderArc(a Arc) []byte {
 	return b.Bytes()
 }
 
+// plain makes member text safe to render: valid UTF-8, no control characters, runs of
+// whitespace collapsed. Writers' files may hold anything; the arc must stay valid.
+func plain(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
 func arcTitle(a Arc) string {
-	t := strings.Join(strings.Fields(a.Entity), " ")
+	t := plain(a.Entity)
 	if t == "" {
 		t = "Unnamed entity"
 	}
@@ -160,18 +173,21 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 	esc := html.EscapeString
 	var b strings.Builder
 	b.WriteString("<article>\n")
-	claim := strings.Join(strings.Fields(ArcClaim(Arc{Entity: a.Entity, Year: a.Year, Episodes: eps})), " ")
+	claim := plain(ArcClaim(Arc{Entity: a.Entity, Year: a.Year, Episodes: eps}))
 	fmt.Fprintf(&b, "<p><mark>%s</mark></p>\n", esc(claim))
 	if len(eps) > 0 {
 		b.WriteString("<ol>\n")
 		for _, e := range eps {
 			d := dateOf(e.Date)
-			title := strings.Join(strings.Fields(e.Title), " ")
+			title := plain(e.Title)
 			if title == "" {
-				title = e.Path[strings.LastIndexByte(e.Path, '/')+1:]
+				title = plain(e.Path[strings.LastIndexByte(e.Path, '/')+1:])
+			}
+			if title == "" {
+				title = "untitled"
 			}
 			fmt.Fprintf(&b, "<li><time datetime=\"%s\">%s</time> <a href=\"%s\">%s</a>", d, d, esc(PathToHref(e.Path)), esc(title))
-			if g := strings.Join(strings.Fields(e.Gist), " "); g != "" {
+			if g := plain(e.Gist); g != "" {
 				fmt.Fprintf(&b, ": %s", esc(g))
 			}
 			b.WriteString("</li>\n")
@@ -179,12 +195,12 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 		b.WriteString("</ol>\n")
 	}
 	b.WriteString("<h2>Summary</h2>\n")
-	summary := strings.TrimSpace(strings.ReplaceAll(a.Summary, "\r\n", "\n"))
+	summary := strings.TrimSpace(strings.ReplaceAll(strings.ToValidUTF8(a.Summary, "\uFFFD"), "\r\n", "\n"))
 	if summary == "" {
 		summary = defaultArcSummary(a, eps)
 	}
 	for _, para := range strings.Split(summary, "\n\n") {
-		if para = strings.TrimSpace(para); para != "" {
+		if para = plain(para); para != "" {
 			fmt.Fprintf(&b, "<p>%s</p>\n", esc(para))
 		}
 	}
@@ -194,14 +210,14 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 
 // defaultArcSummary is the sentence an arc carries until a summarizer fills it.
 func defaultArcSummary(a Arc, eps []ArcEpisode) string {
-	name := strings.Join(strings.Fields(a.Entity), " ")
+	name := plain(a.Entity)
 	if len(eps) == 0 {
 		return fmt.Sprintf("No episodes of %s in %s.", name, yearSegment(a.Year))
 	}
 	last := eps[len(eps)-1]
-	title := strings.Join(strings.Fields(last.Title), " ")
+	title := plain(last.Title)
 	if title == "" {
-		title = last.Path
+		title = plain(last.Path)
 	}
 	return fmt.Sprintf("%s appears in %d episodic memories of %s, from %s to %s. The latest is %q.",
 		name, len(eps), yearSegment(a.Year), dateOf(eps[0].Date), dateOf(last.Date), title)

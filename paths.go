@@ -369,22 +369,30 @@ func HrefToPath(href string) (string, error) {
 }
 
 // PathToHref is the root-relative href of a repo path: "/" + path. Only the bytes an
-// href cannot carry literally ('%', '?', '#', controls) are escaped, so HrefToPath
-// inverts it.
+// href cannot carry literally ('%', '?', '#', controls, bytes that are not UTF-8) are
+// escaped, so HrefToPath inverts it.
 func PathToHref(p string) string {
 	p = NormalizePath(p)
-	if !strings.ContainsAny(p, "%?#") && !hasControl(p) {
+	if !strings.ContainsAny(p, "%?#") && !hasControl(p) && utf8.ValidString(p) {
 		return "/" + p
 	}
 	var b strings.Builder
 	b.WriteByte('/')
-	for i := 0; i < len(p); i++ {
+	for i := 0; i < len(p); {
 		c := p[i]
 		if c == '%' || c == '?' || c == '#' || c < 0x20 || c == 0x7f {
 			fmt.Fprintf(&b, "%%%02X", c)
+			i++
 			continue
 		}
-		b.WriteByte(c)
+		r, n := utf8.DecodeRuneInString(p[i:])
+		if r == utf8.RuneError && n <= 1 {
+			fmt.Fprintf(&b, "%%%02X", c) // a byte that is not UTF-8 text
+			i++
+			continue
+		}
+		b.WriteString(p[i : i+n])
+		i += n
 	}
 	return b.String()
 }
