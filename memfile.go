@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,23 +115,32 @@ func ParseMemory(r io.Reader) (*Memory, error) {
 	return ParseMemoryBytes(b), nil
 }
 
-// ParseMemoryFile stats path first, so a huge file yields a Memory with one violation
-// and is never read; otherwise it parses the file like ParseMemory.
+// ErrNotRegular is wrapped by ParseMemoryFile for a symlink, directory or device: memd
+// never follows a link out of the repo to read a memory.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ParseMemoryFile stats path first (without following a symlink), so a huge file yields
+// a Memory with one violation and is never read; otherwise it parses the file like
+// ParseMemory.
 func ParseMemoryFile(path string) (*Memory, error) {
+	li, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("stat memory file %s: %w", path, err)
+	}
+	if !li.Mode().IsRegular() {
+		return nil, fmt.Errorf("memory file %s: %w (%s)", path, ErrNotRegular, li.Mode().Type())
+	}
+	if li.Size() > MaxMemoryFileBytes {
+		return oversize(fmt.Sprintf("file is %d bytes, over the 1 MiB limit", li.Size())), nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open memory file %s: %w", path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat memory file %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("memory file %s: not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > MaxMemoryFileBytes {
-		return oversize(fmt.Sprintf("file is %d bytes, over the 1 MiB limit", fi.Size())), nil
+	// The path may have been swapped for a link between Lstat and Open.
+	if fi, err := f.Stat(); err != nil || !os.SameFile(li, fi) {
+		return nil, fmt.Errorf("memory file %s: %w (changed while opening)", path, ErrNotRegular)
 	}
 	m, err := ParseMemory(f)
 	if err != nil {

@@ -2,6 +2,7 @@ package memd
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -280,8 +281,17 @@ func TestParseMemoryFileErrors(t *testing.T) {
 	if _, err := ParseMemoryFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing file: %v", err)
 	}
-	if _, err := ParseMemoryFile(dir); err == nil || !strings.Contains(err.Error(), dir) {
+	if _, err := ParseMemoryFile(dir); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("directory: %v", err)
+	}
+	// A symlink is never followed, even to a valid memory.
+	target, _ := filepath.Abs(filepath.Join("testdata", "memfile", "memhtml-task.html"))
+	link := filepath.Join(dir, "link.html")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	if _, err := ParseMemoryFile(link); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("symlink followed: %v", err)
 	}
 }
 
