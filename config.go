@@ -71,6 +71,9 @@ type SyncConfig struct {
 	KnownHosts   string       `yaml:"known_hosts"`
 	TokenEnv     string       `yaml:"token_env"`
 	TokenFile    string       `yaml:"token_file"`
+	// Timeout bounds each fetch or push, so a remote that hangs mid-response never stalls
+	// the owner loop (added to DESIGN §7's keys).
+	Timeout Duration `yaml:"timeout"`
 }
 
 // LockConfig: the writer lock shared with memory writers (FORMATS §5).
@@ -140,7 +143,7 @@ func DefaultConfig() Config {
 		Repo:  "~/memory",
 		Watch: WatchConfig{Quiet: Duration(2 * time.Second), MaxDelay: Duration(30 * time.Second), Reconcile: Duration(10 * time.Minute)},
 		Sync: SyncConfig{Remote: "origin", Branch: "main", Push: true, PullInterval: Duration(5 * time.Minute),
-			TokenEnv: "MEMD_GIT_TOKEN"},
+			TokenEnv: "MEMD_GIT_TOKEN", Timeout: Duration(60 * time.Second)},
 		Lock:    LockConfig{File: ".memory.lock", Timeout: Duration(10 * time.Second)},
 		Sleep:   SleepConfig{Schedule: "0 3 * * *", CatchUp: true, Phases: append([]string(nil), SleepPhases...)},
 		Expire:  ExpireConfig{Ledger: "memory.jsonl", SoftGrace: Duration(336 * time.Hour)},
@@ -183,7 +186,7 @@ func (c *Config) Validate(checkSchedule ScheduleValidator) error {
 		key string
 		d   Duration
 	}{{"watch.quiet", c.Watch.Quiet}, {"watch.max_delay", c.Watch.MaxDelay}, {"watch.reconcile", c.Watch.Reconcile},
-		{"sync.pull_interval", c.Sync.PullInterval}, {"lock.timeout", c.Lock.Timeout},
+		{"sync.pull_interval", c.Sync.PullInterval}, {"sync.timeout", c.Sync.Timeout}, {"lock.timeout", c.Lock.Timeout},
 		{"arcs.summarizer.timeout", c.Arcs.Summarizer.Timeout}}
 	for _, p := range pos {
 		if p.d <= 0 {

@@ -18,6 +18,7 @@ func RemoteOptionsFromConfig(cfg memd.Config) RemoteOptions {
 		Remote: s.Remote, Push: s.Push,
 		SSHKey: memd.ExpandHome(s.SSHKey), KnownHosts: memd.ExpandHome(s.KnownHosts),
 		TokenEnv: s.TokenEnv, TokenFile: memd.ExpandHome(s.TokenFile),
-		Ledger: cfg.Expire.Ledger,
+		Ledger:  cfg.Expire.Ledger,
+		Timeout: s.Timeout.D(),
 	}
 }

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -50,7 +50,7 @@ func loadConfig(path string, explicit bool) (memd.Config, error) {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := parseConfig(data, &cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
+		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
 }
@@ -65,10 +65,77 @@ func parseConfig(data []byte, cfg *memd.Config) error {
 	if strings.TrimSpace(expanded) == "" {
 		return nil
 	}
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(expanded), &doc); err != nil {
 		return fmt.Errorf("%w: %s", memd.ErrBadConfig, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
+	if len(doc.Content) == 0 {
+		return nil
+	}
+	return decodeInto(doc.Content[0], reflect.ValueOf(cfg).Elem(), "")
+}
+
+// decodeInto walks the YAML mapping along the struct's yaml tags, so every error names the
+// full key (sync.author.name) and the value that was wrong, and unknown keys are refused.
+func decodeInto(n *yaml.Node, v reflect.Value, prefix string) error {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if v.Kind() == reflect.Struct && v.Type() != reflect.TypeOf(memd.Duration(0)) {
+		if n.Kind != yaml.MappingNode {
+			if n.Tag == "!!null" {
+				return nil
+			}
+			return &memd.ConfigError{Key: keyOr(prefix), Value: nodeText(n), Problem: "must be a mapping of keys"}
+		}
+		fields := map[string]reflect.Value{}
+		for i := 0; i < v.NumField(); i++ {
+			tag := strings.Split(v.Type().Field(i).Tag.Get("yaml"), ",")[0]
+			if tag != "" && tag != "-" {
+				fields[tag] = v.Field(i)
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			key := prefix + k.Value
+			f, ok := fields[k.Value]
+			if !ok {
+				return &memd.ConfigError{Key: key, Value: nodeText(val), Problem: fmt.Sprintf("unknown key (line %d)", k.Line)}
+			}
+			if err := decodeInto(val, f, key+"."); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := n.Decode(v.Addr().Interface()); err != nil {
+		msg := err.Error()
+		if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
+			msg = te.Errors[0]
+		}
+		if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "line ") {
+			msg = msg[i+2:]
+		}
+		return &memd.ConfigError{Key: keyOr(prefix), Value: nodeText(n), Problem: fmt.Sprintf("%s (line %d)", msg, n.Line)}
+	}
 	return nil
+}
+
+func keyOr(prefix string) string {
+	if k := strings.TrimSuffix(prefix, "."); k != "" {
+		return k
+	}
+	return "(top level)"
+}
+
+// nodeText renders a node's value for an error message.
+func nodeText(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return n.Value
+	}
+	out, err := yaml.Marshal(n)
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
 }
