@@ -357,7 +357,15 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 		return "", undo(err)
 	}
 	msg := commitMessage(ph, runID, p.counts)
-	res, err := r.store.CommitPathsMessage(p.paths(), msg, memsync.KindSleep)
+	var res memsync.CommitResult
+	for attempt := 0; ; attempt++ {
+		res, err = r.store.CommitPathsMessage(p.paths(), msg, memsync.KindSleep)
+		// Someone committed between our read of HEAD and the ref update: the retry builds
+		// on the new HEAD (our paths are still as we wrote them).
+		if !errors.Is(err, memsync.ErrHeadMoved) || attempt == 2 {
+			break
+		}
+	}
 	if err != nil {
 		return "", undo(fmt.Errorf("commit: %w", err))
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	memsync "github.com/memd-dev/memd/sync"
 )
 
 func TestJudgeNoteBoundaries(t *testing.T) {
@@ -537,5 +538,33 @@ func TestParseCacheSeesEdits(t *testing.T) {
 	}
 	if exists(dir, semOld) || !exists(dir, "archive/2020/"+semOld) {
 		t.Fatal("an edited file's new status was not seen (stale parse cache)")
+	}
+}
+
+// failingStore refuses commits whose message starts with prefix.
+type failingStore struct {
+	Store
+	prefix string
+}
+
+func (f failingStore) CommitPathsMessage(paths []string, msg string, kind memsync.CommitKind) (memsync.CommitResult, error) {
+	if strings.HasPrefix(msg, f.prefix) {
+		return memsync.CommitResult{}, errors.New("disk on fire")
+	}
+	return f.Store.CommitPathsMessage(paths, msg, kind)
+}
+
+// A commit that fails undoes the applied phase in the tree.
+func TestFailedCommitIsUndone(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	store := failingStore{Store: openStore(t, dir), prefix: "sleep(expire)"}
+	before := treeDigest(t, dir)
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"expire"} })
+	if !rep.Failed() || !strings.Contains(rep.Phases[0].Error, "disk on fire") {
+		t.Fatalf("%+v", rep.Phases[0])
+	}
+	if treeDigest(t, dir) != before {
+		t.Fatalf("tree not restored after a failed commit: %v", treeList(t, dir))
 	}
 }
