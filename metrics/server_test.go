@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -304,7 +305,9 @@ func TestPageInChromium(t *testing.T) {
 	// time from running out, so no --virtual-time-budget here).
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, chrome, chromeFlags(t, "--timeout=3000", "--dump-dom", base+"/")...).Output()
+	dumpCmd := exec.CommandContext(ctx, chrome, chromeFlags(t, "--timeout=3000", "--dump-dom", base+"/")...)
+	ownGroup(t, dumpCmd)
+	out, err := dumpCmd.Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
@@ -336,6 +339,24 @@ func TestPageInChromium(t *testing.T) {
 	waitFor(`document.querySelectorAll("#sections section p").length.toString()`, "2")
 }
 
+// ownGroup starts the browser in its own process group and, at cleanup, kills the whole group
+// (renderers and helpers too) and waits until none is left writing into the profile.
+func ownGroup(t *testing.T, cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	t.Cleanup(func() {
+		if cmd.Process == nil {
+			return
+		}
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) && syscall.Kill(-pgid, 0) == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
 func chromeFlags(t *testing.T, extra ...string) []string {
 	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
@@ -358,6 +379,7 @@ func startCDP(t *testing.T, ctx context.Context, chrome, url string) *cdp {
 	cmd := exec.CommandContext(ctx, chrome, chromeFlags(t, "--remote-debugging-pipe", url)...)
 	cmd.ExtraFiles = []*os.File{inR, outW}
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	ownGroup(t, cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +387,6 @@ func startCDP(t *testing.T, ctx context.Context, chrome, url string) *cdp {
 	outW.Close()
 	t.Cleanup(func() {
 		inW.Close()
-		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		outR.Close()
 	})

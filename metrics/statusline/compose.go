@@ -143,8 +143,10 @@ func Compose(f Facts) Document {
 			head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
 		}
 		for i, s := range short {
+			// After a change "+2 1 refused" (seed: changeParts); after "no change" a comma
+			// (seed: noChangeParts), and between warnings a comma.
 			sep := ", "
-			if i == 0 {
+			if i == 0 && d.LastCommit != nil && len(head) == 1 {
 				sep = " "
 			}
 			head = append(head, Part{Text: sep}, Part{Text: s, Kind: KindWarn})

@@ -276,3 +276,17 @@ func TestDrainInputSkipsCharDevices(t *testing.T) {
 		t.Fatal("DrainInput read a character device")
 	}
 }
+
+func TestComposeNoChangeWithWarnings(t *testing.T) {
+	f := Fixtures()[StateWarn]
+	f.LastCommit = nil
+	d := Compose(f)
+	if d.Summary.Text != "memd: no change, inbox 23, tasks 12, 1 MEMORY.md over cap · 14:32" {
+		t.Errorf("summary %q", d.Summary.Text)
+	}
+	f.LastCommit = &CommitInfo{Added: 1}
+	f.Pending = 2
+	if d := Compose(f); d.Summary.Text != "memd: +1 2 pending, inbox 23, tasks 12, 1 MEMORY.md over cap · 14:32" {
+		t.Errorf("summary %q", d.Summary.Text)
+	}
+}
