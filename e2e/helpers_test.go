@@ -204,6 +204,44 @@ func (w *world) committed(rel string) (string, bool) {
 	return out, true
 }
 
+// committedMany reads HEAD's content at many paths with one `git cat-file --batch`; a path
+// HEAD lacks is absent from the map.
+func (w *world) committedMany(paths []string) map[string]string {
+	w.t.Helper()
+	var in bytes.Buffer
+	for _, p := range paths {
+		in.WriteString("HEAD:" + p + "\n")
+	}
+	cmd := exec.Command("git", "cat-file", "--batch")
+	cmd.Dir, cmd.Env, cmd.Stdin = w.repo, w.env, &in
+	out, err := cmd.Output()
+	if err != nil {
+		w.t.Fatalf("git cat-file --batch: %v", err)
+	}
+	got := make(map[string]string, len(paths))
+	r := bufio.NewReader(bytes.NewReader(out))
+	for _, p := range paths {
+		header, err := r.ReadString('\n')
+		if err != nil {
+			w.t.Fatalf("git cat-file --batch: short output at %s", p)
+		}
+		f := strings.Fields(header)
+		if len(f) != 3 {
+			continue // "<name> missing"
+		}
+		size, err := strconv.Atoi(f[2])
+		if err != nil {
+			w.t.Fatalf("git cat-file --batch header %q", header)
+		}
+		body := make([]byte, size+1) // content and a newline
+		if _, err := io.ReadFull(r, body); err != nil {
+			w.t.Fatalf("git cat-file --batch: %v", err)
+		}
+		got[p] = string(body[:size])
+	}
+	return got
+}
+
 // commitsTouching lists the commits (newest first) whose diff names rel.
 func (w *world) commitsTouching(rel string) []string {
 	w.t.Helper()
@@ -390,7 +428,7 @@ func (w *world) spawn(extra ...string) *daemon {
 			_ = cmd.Process.Kill()
 			<-d.done
 		}
-		if w.t.Failed() {
+		if w.t.Failed() || os.Getenv("MEMD_E2E_LOGS") != "" {
 			w.t.Logf("memd run (pid %d) log:\n%s", cmd.Process.Pid, d.logs.String())
 		}
 	})
