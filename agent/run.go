@@ -118,6 +118,17 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	// Start-up: publish, reconcile (catches what changed while memd was down), sync.
 	a.setBusy("starting")
+	// A git or memd killed while holding .git/index.lock leaves it behind, and a memd killed
+	// between a commit and its index refresh leaves the index behind HEAD; either way
+	// `git status` shows committed files as changed until the next commit. Clear a stale
+	// lock (it must be a couple of seconds old, so this can wait: off the start path) and
+	// bring the index up to HEAD.
+	go func() {
+		if err := a.repo.ClearStaleIndexLock(); err != nil {
+			a.log.Warn("index lock at start", "err", err)
+		}
+		a.repo.ScheduleIndexRefresh()
+	}()
 	a.runJob("reconcile", a.doReconcile)
 	a.kickSyncIfRemote()
 	if a.cfg.Sleep.CatchUp {
