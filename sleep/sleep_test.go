@@ -568,3 +568,49 @@ func TestFailedCommitIsUndone(t *testing.T) {
 		t.Fatalf("tree not restored after a failed commit: %v", treeList(t, dir))
 	}
 }
+
+// tidy repoints what points at a path that now lives in the archive (moved by hand or by an
+// earlier run): index bullets and memory links, archived files' own links included.
+func TestTidyRepointsToArchive(t *testing.T) {
+	dir := t.TempDir()
+	gone := "areas/x/20230101-a.html"
+	writeFile(t, dir, "archive/2023/"+gone, mem{typ: "episodic", title: "A", created: "2023-01-01T00:00:00Z",
+		links: []string{"/areas/x/20230105-b.html"}}.html())
+	writeFile(t, dir, "archive/2023/areas/x/20230105-b.html", mem{typ: "episodic", title: "B", created: "2023-01-05T00:00:00Z"}.html())
+	writeFile(t, dir, "resources/r/ref.html", mem{typ: "semantic", title: "Ref", links: []string{"/" + gone, "/resources/r/missing.html"}}.html())
+	writeFile(t, dir, "MEMORY.md", "# MEMORY\n\n- [["+gone+"|A]] \u00b7 type:episodic subject:x \u00b7 a\n- [[resources/r/ref.html|Ref]] \u00b7 type:semantic subject:r \u00b7 ref\n")
+	initRepo(t, dir)
+	store := openStore(t, dir)
+	h := head(t, dir)
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"tidy"} })
+	if rep.Failed() {
+		t.Fatal(rep.Phases[0].Err)
+	}
+	if c := rep.Phases[0].Counts; c["links"] != 2 || c["bullets"] != 1 {
+		t.Errorf("tidy counts %v, want links=2 bullets=1", c)
+	}
+	mustContain(t, "index", readFile(t, dir, "MEMORY.md"), "- [[archive/2023/"+gone+"|A]] \u00b7 type:episodic subject:x \u00b7 a\n")
+	ref := readFile(t, dir, "resources/r/ref.html")
+	mustContain(t, "ref", ref, `href="/archive/2023/`+gone+`"`)
+	mustContain(t, "dangling link with no archive copy left alone", ref, `href="/resources/r/missing.html"`)
+	mustContain(t, "archived file's own link", readFile(t, dir, "archive/2023/"+gone), `href="/archive/2023/areas/x/20230105-b.html"`)
+	if n := len(commitsSince(t, dir, h)); n != 1 {
+		t.Fatalf("%d commits, want 1", n)
+	}
+}
+
+// arcs.key: tag groups by the first tag.
+func TestArcsByTag(t *testing.T) {
+	dir := t.TempDir()
+	for i, day := range []string{"01", "02", "03"} {
+		writeFile(t, dir, "areas/x/202603"+day+"-t"+strconv.Itoa(i)+".html",
+			mem{typ: "episodic", title: "T" + day, tags: []string{"incident", "db"}, created: "2026-03-" + day + "T00:00:00Z"}.html())
+	}
+	initRepo(t, dir)
+	cfg := testConfig()
+	cfg.Arcs.Key = "tag"
+	runSleep(t, dir, openStore(t, dir), cfg, func(o *Options) { o.Phases = []string{"arcs"} })
+	if !exists(dir, "areas/arcs/incident-2026.html") || exists(dir, "areas/arcs/db-2026.html") {
+		t.Fatalf("tag arcs: %v", treeList(t, dir))
+	}
+}
