@@ -55,7 +55,9 @@ func main() {
 	check(err)
 	git(src, "init", "-q", "-b", "main")
 	git(src, "add", "-A")
-	git(src, "commit", "-q", "-m", "demo")
+	// No background auto-gc racing the copies below; pack once, as a lived-in repo is.
+	git(src, "-c", "gc.auto=0", "commit", "-q", "-m", "demo")
+	git(src, "gc", "-q")
 	log.Printf("demo repo: %d memories (%d episodes) in %s", st.Memories, st.Episodes, time.Since(t0).Round(time.Millisecond))
 	memdDir, gitDir := filepath.Join(root, "memd"), filepath.Join(root, "git")
 	run("cp", "-a", src, memdDir)
