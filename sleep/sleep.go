@@ -5,6 +5,20 @@
 // tree; the phases after it still run. A killed run is resumed: phases already committed for
 // the same run id are read back from the commit trailers, and a half-applied phase is undone
 // from its journal in .git/memd before being planned again.
+//
+// Choices made here (the design leaves them open):
+//   - "Past" is strict: a note expiring exactly now is still live.
+//   - Arcs whose group fell below arcs.min_episodes (members archived or deleted) are left
+//     as they are; sleep never deletes a file people read.
+//   - A summarizer that fails, times out or prints more than 64 KiB leaves the arc's
+//     deterministic summary; the arc is not retried until its member set changes.
+//   - Archiving looks at the metas it needs even in a file with other rule violations (a
+//     pure rename cannot hurt it); files whose year is unknown are skipped and reported.
+//   - After the phases, `git gc --auto` runs when git is installed; without git it is
+//     skipped (go-git's repack rewrites every object, too slow for a nightly job).
+//   - The tree is made durable with one syncfs per apply (not an fsync per file) before the
+//     commit; parsed memory heads are cached in .git/memd/sleep-parse.gob by size and mtime,
+//     so a night with nothing to do costs about a `git status`.
 package sleep
 
 import (
