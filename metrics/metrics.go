@@ -277,8 +277,12 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 // snapshotMetrics turns a snapshot into its const metrics, known label values first.
 func snapshotMetrics(s *Snapshot) []prometheus.Metric {
 	out := make([]prometheus.Metric, 0, 40+2*len(s.MemoryMD))
+	// Label values come from the tree and the ledger (a path, a record type): one that is not
+	// valid UTF-8 is dropped rather than allowed to panic the scrape.
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...))
+		if m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...); err == nil {
+			out = append(out, m)
+		}
 	}
 	for _, b := range withKnown(Buckets, s.Memories) {
 		gauge(descMemories, float64(s.Memories[b]), b)
@@ -293,7 +297,12 @@ func snapshotMetrics(s *Snapshot) []prometheus.Metric {
 	for _, k := range noteKeys(s.LedgerNotes) {
 		gauge(descNotes, float64(s.LedgerNotes[k]), k.Mode, k.State)
 	}
+	seen := make(map[string]bool, len(s.MemoryMD))
 	for _, md := range s.MemoryMD {
+		if seen[md.Path] { // a duplicate series would fail the whole scrape
+			continue
+		}
+		seen[md.Path] = true
 		gauge(descMDLines, float64(md.Lines), md.Path)
 		gauge(descMDBytes, float64(md.Bytes), md.Path)
 	}

@@ -373,3 +373,23 @@ func TestConcurrentScrapeAndPublish(t *testing.T) {
 		t.Errorf("last commit %v", v)
 	}
 }
+
+// TestBadLabelValues: label values come from the tree and the ledger; invalid UTF-8 and
+// duplicates must not break (or panic) a scrape.
+func TestBadLabelValues(t *testing.T) {
+	m := metrics.New("dev")
+	m.Publish(&metrics.Snapshot{
+		LedgerRecords: map[string]int{"rule": 1, "bad\xff": 2, "custom": 3},
+		MemoryMD:      []metrics.MDStat{{Path: "a/MEMORY.md", Lines: 1}, {Path: "a/MEMORY.md", Lines: 2}, {Path: "b\xfe/MEMORY.md"}},
+	})
+	body := scrape(t, m)
+	if !strings.Contains(body, `memd_memory_md_lines{path="a/MEMORY.md"} 1`) || !strings.Contains(body, `memd_ledger_records{type="custom"} 3`) {
+		t.Errorf("scrape:\n%s", body)
+	}
+	if strings.Contains(body, "bad") || strings.Count(body, `path="a/MEMORY.md"`) != 2 {
+		t.Errorf("bad or duplicate series exported")
+	}
+	if _, err := m.Registry().Gather(); err != nil {
+		t.Errorf("gather: %v", err)
+	}
+}
