@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -136,7 +137,9 @@ func (m *Metrics) Publish(s *Snapshot) {
 
 // CommitDone records one commit of kind (change, sleep, merge).
 func (m *Metrics) CommitDone(kind string, d time.Duration, at time.Time) {
-	m.commits.WithLabelValues(kind).Inc()
+	if c, err := m.commits.GetMetricWithLabelValues(kind); err == nil {
+		c.Inc()
+	}
 	m.commitDuration.Observe(d.Seconds())
 	m.mu.Lock()
 	m.lastCommit = later(m.lastCommit, at)
@@ -160,6 +163,9 @@ func (m *Metrics) Conflicts(n int) { addN(m.conflicts, n) }
 
 // SleepPhase records one phase run.
 func (m *Metrics) SleepPhase(phase string, d time.Duration, err error, at time.Time) {
+	if !utf8.ValidString(phase) { // a label value that would panic client_golang
+		return
+	}
 	m.sleepRuns.WithLabelValues(phase).Inc()
 	m.sleepDuration.WithLabelValues(phase).Observe(d.Seconds())
 	if err != nil {
@@ -180,7 +186,9 @@ func (m *Metrics) ArcsWritten(n int) { addN(m.arcsWritten, n) }
 // NotesDrained adds drained notes of one lifecycle mode.
 func (m *Metrics) NotesDrained(mode string, n int) {
 	if n > 0 {
-		m.notesDrained.WithLabelValues(mode).Add(float64(n))
+		if c, err := m.notesDrained.GetMetricWithLabelValues(mode); err == nil { // mode comes from the ledger
+			c.Add(float64(n))
+		}
 	}
 }
 

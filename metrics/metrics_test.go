@@ -393,3 +393,17 @@ func TestBadLabelValues(t *testing.T) {
 		t.Errorf("gather: %v", err)
 	}
 }
+
+func TestBadEventLabels(t *testing.T) {
+	m := metrics.New("dev")
+	m.NotesDrained("mode\xff", 2)
+	m.SleepPhase("phase\xff", time.Second, nil, time.Now())
+	m.CommitDone("kind\xff", time.Second, time.Now())
+	m.NotesDrained("custom", 1)
+	if n := testutil.CollectAndCount(m.Registry(), "memd_notes_drained_total"); n != 5 {
+		t.Errorf("notes drained series %d, want the 4 known + custom", n)
+	}
+	if _, err := m.Registry().Gather(); err != nil {
+		t.Error(err)
+	}
+}
