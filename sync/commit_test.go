@@ -520,6 +520,7 @@ func BenchmarkCommitPaths(b *testing.B) {
 				}
 				defer r.Close()
 				rng := rand.New(rand.NewSource(1))
+				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
 					paths := pickFiles(rng, files, k)
@@ -535,6 +536,7 @@ func BenchmarkCommitPaths(b *testing.B) {
 			b.Run(fmt.Sprintf("files=%d/changed=%d/git", n, k), func(b *testing.B) {
 				dir, files := benchRepo(b, n)
 				rng := rand.New(rand.NewSource(1))
+				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
 					paths := pickFiles(rng, files, k)
