@@ -255,7 +255,7 @@ memd_commits_behind 2
 			names = append(names, strings.Fields(l)[2])
 		}
 	}
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), names...); err != nil {
+	if err := testutil.CollectAndCompare(m.Registry(), strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
 	if got := testutil.ToFloat64(noteGauge(t, m, "soft-expiry", "stale")); got != 2 {
