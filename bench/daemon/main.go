@@ -1,12 +1,12 @@
 // Command daemon benchmarks the running `memd run` process on demo repos (demo.Generate via
-// `memd init --demo`) and prints a Markdown table:
+// `memd init --demo`) and prints a Markdown table.
 //
-//   - write-to-commit latency: from a write in the repo to the branch ref moving, polled on
-//     .git/refs/heads/main; minus the quiet window it is memd's own overhead, compared with
-//     memd's commit time for the same change (memd_commit_duration_seconds from /metrics).
-//     Target: latency beyond quiet <= 2x commit time.
-//   - idle CPU: utime+stime of the daemon (/proc/<pid>/stat) over -idle with no changes.
-//   - RSS (VmRSS) after the changes; -rss-size adds one more (slow) repo size for it.
+// Write-to-commit latency: from a write in the repo to the branch ref moving, polled on
+// .git/refs/heads/main; minus the quiet window it is memd's own overhead, compared with
+// memd's commit time for the same change (memd_commit_duration_seconds from /metrics).
+// Target: latency beyond quiet <= 2x commit time. Idle CPU: utime+stime of the daemon
+// (/proc/<pid>/stat) over -idle with no changes. RSS: VmRSS after the changes; -rss-size
+// adds one more (slow) repo size for it.
 //
 //	go run ./bench/daemon -sizes 1000,10000 -changes 20 -idle 60s [-rss-size 100000]
 package main
