@@ -1,0 +1,424 @@
+package reliability
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestReliabilityCrash SIGKILLs memd at random (seeded) moments and restarts it: `memd run`
+// during bursts of writes, during pushes and during merges with a peer pushing to the same
+// remote; `memd sleep --phase X` during each phase; and the daemon during its own sleep.
+// After every kill: git fsck --full clean (repo and remote), every write's final content in
+// HEAD and on the remote, no conflict markers, no leftover lock that blocks the next run (the
+// restarted memd commits), and a killed sleep resumed gives the same tree as one never killed.
+func TestReliabilityCrash(t *testing.T) {
+	t.Parallel()
+	t.Run("run-burst", func(t *testing.T) { t.Parallel(); crashRun(t, "crash: memd run, write bursts", false, false) })
+	t.Run("run-push", func(t *testing.T) { t.Parallel(); crashRun(t, "crash: memd run, pushes", true, false) })
+	t.Run("run-merge", func(t *testing.T) { t.Parallel(); crashRun(t, "crash: memd run, merges", true, true) })
+	t.Run("sleep", func(t *testing.T) { t.Parallel(); crashSleep(t) })
+	t.Run("daemon-sleep", func(t *testing.T) { t.Parallel(); crashDaemonSleep(t) })
+}
+
+// expectation is what a path must hold after an iteration: content, or absent.
+type expectation struct {
+	content string
+	deleted bool
+}
+
+// burst writes, overwrites, renames and deletes files under dir with short random gaps and
+// records the final state of each path it touched.
+func burst(w *world, rng *rand.Rand, dir string, iter, n int, exp map[string]expectation, mu *sync.Mutex) int {
+	writes := 0
+	for k := 0; k < n; k++ {
+		rel := fmt.Sprintf("%s/f%03d.html", dir, rng.IntN(n*2))
+		p := w.path(rel)
+		switch op := rng.IntN(10); {
+		case op < 7: // write (new or overwrite)
+			c := fmt.Sprintf("<p>iter %d write %d %s</p>\n%s", iter, k, rel, strings.Repeat("x", rng.IntN(3000)))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil && os.WriteFile(p, []byte(c), 0o644) == nil {
+				mu.Lock()
+				exp[rel] = expectation{content: c}
+				mu.Unlock()
+				writes++
+			}
+		case op < 8: // atomic save (temp + rename), as editors and writers do
+			c := fmt.Sprintf("<p>iter %d renamed-in %d %s</p>\n", iter, k, rel)
+			tmp := p + ".tmp"
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil && os.WriteFile(tmp, []byte(c), 0o644) == nil &&
+				os.Rename(tmp, p) == nil {
+				mu.Lock()
+				exp[rel] = expectation{content: c}
+				mu.Unlock()
+				writes++
+			}
+		default: // delete
+			if os.Remove(p) == nil {
+				mu.Lock()
+				exp[rel] = expectation{deleted: true}
+				mu.Unlock()
+				writes++
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(15)) * time.Millisecond)
+	}
+	return writes
+}
+
+// peer is a second machine: a plain git clone that commits and pushes its own files.
+type peer struct {
+	w    *world
+	dir  string
+	n    int
+	last map[string]string
+}
+
+func newPeer(w *world) *peer {
+	p := &peer{w: w, dir: filepath.Join(w.home, "peer"), last: map[string]string{}}
+	w.gitIn(w.home, "clone", "-q", w.bare, p.dir)
+	return p
+}
+
+// push commits one new file and pushes, merging (no conflicts: own paths) when rejected.
+func (p *peer) push() error {
+	p.n++
+	rel := fmt.Sprintf("projects/peer/p%04d.html", p.n)
+	c := fmt.Sprintf("<p>peer write %d</p>\n", p.n)
+	full := filepath.Join(p.dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+		return err
+	}
+	id := []string{"-c", "user.name=peer", "-c", "user.email=peer@example.invalid"}
+	if _, err := p.w.gitRun(p.dir, nil, "add", "-A"); err != nil {
+		return err
+	}
+	if _, err := p.w.gitRun(p.dir, nil, append(id, "commit", "-q", "-m", "peer "+rel)...); err != nil {
+		return err
+	}
+	p.last[rel] = c
+	for try := 0; try < 10; try++ {
+		if _, err := p.w.gitRun(p.dir, nil, "push", "-q", "origin", "HEAD:main"); err == nil {
+			return nil
+		}
+		if _, err := p.w.gitRun(p.dir, nil, append(id, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")...); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("peer push kept failing")
+}
+
+// verifyRepo checks the invariants after an iteration and returns the problems found.
+func (w *world) verifyRepo(exp map[string]expectation) (found int, problems []string) {
+	if s := w.fsck(w.repo); s != "" {
+		problems = append(problems, "git fsck (repo): "+s)
+	}
+	if w.bare != "" {
+		if s := w.fsck(w.bare); s != "" {
+			problems = append(problems, "git fsck (remote): "+s)
+		}
+	}
+	if m := w.conflictMarkers(); len(m) > 0 {
+		problems = append(problems, fmt.Sprintf("conflict markers in HEAD: %v", m))
+	}
+	paths := make([]string, 0, len(exp))
+	for p := range exp {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var local, remote []string
+	for _, p := range paths {
+		local = append(local, "HEAD:"+p)
+		remote = append(remote, "refs/heads/main:"+p)
+	}
+	inHead := w.blobs(w.repo, local)
+	var inRemote map[string]string
+	if w.bare != "" {
+		inRemote = w.blobs(w.bare, remote)
+	}
+	for _, p := range paths {
+		e := exp[p]
+		h, okH := inHead["HEAD:"+p]
+		ok := true
+		switch {
+		case e.deleted && okH:
+			problems = append(problems, fmt.Sprintf("%s: deleted, still in HEAD", p))
+			ok = false
+		case !e.deleted && (!okH || h != e.content):
+			problems = append(problems, fmt.Sprintf("%s: HEAD has %.60q (present %v), want %.60q", p, h, okH, e.content))
+			ok = false
+		}
+		if w.bare != "" {
+			r, okR := inRemote["refs/heads/main:"+p]
+			if e.deleted == okR || (!e.deleted && r != e.content) {
+				problems = append(problems, fmt.Sprintf("%s: remote has %.60q (present %v)", p, r, okR))
+				ok = false
+			}
+		}
+		if ok {
+			found++
+		}
+	}
+	return found, problems
+}
+
+func crashRun(t *testing.T, name string, remote, merge bool) {
+	rng := scenarioRand(t, name)
+	n := iterations(t, 3, 200)
+	w := newWorld(t, worldOpts{remote: remote})
+	var p *peer
+	if merge {
+		p = newPeer(w)
+	}
+	start := time.Now()
+	// writes: the final state of every path an iteration touched (its last write, rename or
+	// delete, and the peer's files); ops: every write operation made.
+	var writes, ops, found, corruptions, busyKills int
+	d := w.start()
+	for i := 0; i < n; i++ {
+		exp := map[string]expectation{}
+		var mu sync.Mutex
+		wrng := rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))
+		burstN := 10 + rng.IntN(30)
+		// The kill lands anywhere from the first write to well after the last (the commit,
+		// the push, the merge of the peer's commits all happen in that window).
+		delay := time.Duration(rng.Int64N(int64(time.Duration(burstN)*8*time.Millisecond + 1500*time.Millisecond)))
+		var wg sync.WaitGroup
+		var made int
+		stopPeer := make(chan struct{})
+		var peerErr error
+		wg.Add(1)
+		go func() { defer wg.Done(); made = burst(w, wrng, "areas/crash", i, burstN, exp, &mu) }()
+		if p != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stopPeer:
+						return
+					default:
+					}
+					if err := p.push(); err != nil {
+						peerErr = err
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(delay)
+		if st := w.status(); st.State == "busy" {
+			busyKills++
+		}
+		d.kill()
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
+		close(stopPeer)
+		wg.Wait()
+		if peerErr != nil {
+			t.Fatalf("iteration %d: peer: %v", i, peerErr)
+		}
+		ops += made
+		d = w.start()
+		ok, why := w.settled(settleTimeout)
+		if !ok {
+			t.Errorf("iteration %d (kill after %s): not settled: %s%s", i, delay, why, d.describe())
+			corruptions++
+			break
+		}
+		if p != nil {
+			for rel, c := range p.last {
+				exp[rel] = expectation{content: c}
+			}
+			p.last = map[string]string{}
+		}
+		writes += len(exp)
+		f, problems := w.verifyRepo(exp)
+		found += f
+		if len(problems) > 0 {
+			corruptions += len(problems)
+			t.Errorf("iteration %d (kill after %s): %s", i, delay, strings.Join(problems, "\n"))
+		}
+	}
+	if code := d.stop(); code != 0 {
+		t.Errorf("final SIGTERM: exit %d%s", code, d.describe())
+	}
+	if _, err := os.Stat(w.path(".memory.lock")); err == nil {
+		t.Errorf(".memory.lock left behind after a clean stop")
+		corruptions++
+	}
+	record(t, row{Scenario: name, Iterations: n, Writes: writes, Found: found, Corruptions: corruptions,
+		Time: time.Since(start), Note: fmt.Sprintf("%d write ops; %d kills while busy", ops, busyKills)})
+}
+
+const sleepNow = "2026-11-30T03:00:00Z"
+
+// sleepReference runs an uninterrupted `memd sleep` on a copy of the template and returns
+// the tree it made and how long it took.
+func sleepReference(t *testing.T, tmpl *world, args []string) (tree string, took time.Duration) {
+	ref := tmpl.copyRepo(t, "ref")
+	start := time.Now()
+	if out, code := ref.memd(append([]string{"sleep", "--repo", ref.repo, "--config", ref.config}, args...)...); code != 0 {
+		t.Fatalf("reference memd sleep %v: exit %d\n%s", args, code, out)
+	}
+	return ref.rev(ref.repo, "HEAD^{tree}"), time.Since(start)
+}
+
+// copyRepo is a world sharing tmpl's home and env whose repo is a fresh copy of tmpl's.
+func (w *world) copyRepo(t *testing.T, name string) *world {
+	dir, err := os.MkdirTemp(w.home, name+"-")
+	must(t, err)
+	c := *w
+	c.t = t
+	c.repo = filepath.Join(dir, "memory")
+	cp(t, w.repo, c.repo)
+	return &c
+}
+
+// crashSleep kills `memd sleep --phase X` (and a whole run) at random moments, runs it again
+// with the same --now (the same run id: resume) and compares the result with a run never
+// killed.
+func crashSleep(t *testing.T) {
+	name := "crash: memd sleep per phase"
+	rng := scenarioRand(t, name)
+	n := iterations(t, 1, 200)
+	tmpl := newWorld(t, worldOpts{demo: true})
+	start := time.Now()
+	cases := [][]string{{"--phase", "expire"}, {"--phase", "arcs"}, {"--phase", "archive"}, {"--phase", "tidy"}, nil}
+	var runs, corruptions, afterCommit int
+	files := strings.Count(tmpl.git("ls-files"), "\n")
+	for _, phase := range cases {
+		args := append([]string{"--now", sleepNow, "--no-gc"}, phase...)
+		want, took := sleepReference(t, tmpl, args)
+		label := "all"
+		if phase != nil {
+			label = phase[1]
+		}
+		for i := 0; i < n; i++ {
+			it := tmpl.copyRepo(t, "it")
+			before := it.head()
+			cmdArgs := append([]string{"sleep", "--repo", it.repo, "--config", it.config}, args...)
+			d := it.spawnArgs(nil, cmdArgs)
+			delay := time.Duration(rng.Int64N(int64(took + took/5 + time.Millisecond)))
+			time.Sleep(delay)
+			d.kill()
+			if it.head() != before {
+				afterCommit++
+			}
+			if out, code := it.memd(cmdArgs...); code != 0 {
+				t.Errorf("%s iteration %d: memd sleep after a kill at %s: exit %d\n%s", label, i, delay, code, out)
+				corruptions++
+				continue
+			}
+			runs++
+			var problems []string
+			if got := it.rev(it.repo, "HEAD^{tree}"); got != want {
+				problems = append(problems, fmt.Sprintf("tree %s, a run never killed makes %s:\n%s", got, want,
+					it.git("diff", "--stat", want, "HEAD^{tree}")))
+			}
+			if diff, err := it.treeDiff(); err != nil || diff != "" {
+				problems = append(problems, fmt.Sprintf("work tree differs from HEAD after the resumed run: %v\n%s", err, diff))
+			}
+			if s := it.fsck(it.repo); s != "" {
+				problems = append(problems, "git fsck: "+s)
+			}
+			if m := it.conflictMarkers(); len(m) > 0 {
+				problems = append(problems, fmt.Sprintf("conflict markers: %v", m))
+			}
+			for _, lock := range []string{".memory.lock", ".git/index.lock"} {
+				if _, err := os.Stat(it.path(lock)); err == nil {
+					problems = append(problems, lock+" left behind")
+				}
+			}
+			if len(problems) > 0 {
+				corruptions += len(problems)
+				t.Errorf("sleep %s iteration %d (kill after %s of ~%s): %s", label, i, delay, took, strings.Join(problems, "\n"))
+			}
+			os.RemoveAll(filepath.Dir(it.repo))
+		}
+	}
+	record(t, row{Scenario: name, Iterations: runs, Writes: files, Found: files, Corruptions: corruptions,
+		Time: time.Since(start), Note: fmt.Sprintf("expire, arcs, archive, tidy and all; %d kills after a phase commit", afterCommit)})
+}
+
+// crashDaemonSleep kills `memd run` while its catch-up sleep runs, restarts it, and checks
+// the finished sleep gives the tree an uninterrupted daemon makes.
+func crashDaemonSleep(t *testing.T) {
+	name := "crash: memd run during its sleep"
+	rng := scenarioRand(t, name)
+	n := iterations(t, 2, 200)
+	tmpl := newWorld(t, worldOpts{demo: true, config: `watch: {quiet: 150ms, max_delay: 1s}
+http: {listen: ""}
+sleep: {catch_up: true}
+`})
+	start := time.Now()
+	const now = "2026-11-30T03:30:00Z"
+	run := func(it *world) (*daemon, time.Time) {
+		must(t, os.MkdirAll(filepath.Join(it.repo, ".git", "memd"), 0o700))
+		must(t, os.WriteFile(filepath.Join(it.repo, ".git", "memd", "sleep.json"),
+			[]byte(`{"version":1,"baseline":"2026-11-28T00:00:00Z","phases":{}}`), 0o600))
+		return it.spawn(nil, "--now", now), time.Now()
+	}
+	done := func(it *world) bool {
+		b, err := os.ReadFile(filepath.Join(it.repo, ".git", "memd", "sleep.json"))
+		return err == nil && strings.Count(string(b), `"run": "20261130T030000Z"`) == 4
+	}
+	ref := tmpl.copyRepo(t, "ref")
+	d, t0 := run(ref)
+	waitFor(t, "the reference daemon sleep", 2*time.Minute, func() bool { return done(ref) }, d.describe)
+	took := time.Since(t0)
+	if ok, why := ref.settled(settleTimeout); !ok {
+		t.Fatalf("reference: %s", why)
+	}
+	want := ref.rev(ref.repo, "HEAD^{tree}")
+	d.stop()
+	var corruptions, runs int
+	for i := 0; i < n; i++ {
+		it := tmpl.copyRepo(t, "it")
+		d, _ := run(it)
+		delay := time.Duration(rng.Int64N(int64(took + time.Millisecond)))
+		time.Sleep(delay)
+		d.kill()
+		d = it.spawn(nil, "--now", now)
+		if !poll(2*time.Minute, func() bool { return done(it) }) {
+			t.Errorf("iteration %d (kill after %s): the sleep never finished after the restart%s", i, delay, d.describe())
+			corruptions++
+			d.kill()
+			continue
+		}
+		runs++
+		var problems []string
+		if ok, why := it.settled(settleTimeout); !ok {
+			problems = append(problems, why)
+		}
+		if got := it.rev(it.repo, "HEAD^{tree}"); got != want {
+			problems = append(problems, fmt.Sprintf("tree %s, an uninterrupted daemon makes %s:\n%s", got, want,
+				it.git("diff", "--stat", want, "HEAD^{tree}")))
+		}
+		if s := it.fsck(it.repo); s != "" {
+			problems = append(problems, "git fsck: "+s)
+		}
+		if m := it.conflictMarkers(); len(m) > 0 {
+			problems = append(problems, fmt.Sprintf("conflict markers: %v", m))
+		}
+		if code := d.stop(); code != 0 {
+			problems = append(problems, fmt.Sprintf("SIGTERM: exit %d", code))
+		}
+		if len(problems) > 0 {
+			corruptions += len(problems)
+			t.Errorf("iteration %d (kill after %s of ~%s): %s%s", i, delay, took, strings.Join(problems, "\n"), d.describe())
+		}
+		os.RemoveAll(filepath.Dir(it.repo))
+	}
+	files := strings.Count(tmpl.git("ls-files"), "\n")
+	record(t, row{Scenario: name, Iterations: runs, Writes: files, Found: files, Corruptions: corruptions,
+		Time: time.Since(start), Note: "catch-up sleep at start, killed and restarted"})
+}
