@@ -58,6 +58,13 @@ func cmdSleep(a *app, args []string) int {
 		return a.fail("sleep: %v", err)
 	}
 	defer repo.Close()
+	// A sleep (or git) killed while holding .git/index.lock leaves it behind, and the index
+	// then never follows HEAD again; `memd run` clears it at start, and so does this.
+	if !*dryRun {
+		if err := repo.ClearStaleIndexLock(); err != nil {
+			a.log.Warn("index lock", "err", err)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

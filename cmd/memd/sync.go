@@ -32,6 +32,10 @@ func cmdSync(a *app, args []string) int {
 		return a.fail("sync: %v", err)
 	}
 	defer repo.Close()
+	// A git or memd killed while holding .git/index.lock leaves it behind (see memd run).
+	if err := repo.ClearStaleIndexLock(); err != nil {
+		a.log.Warn("index lock", "err", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{Timeout: a.cfg.Lock.Timeout.D(), Context: "memd sync", Logger: a.log})
