@@ -371,13 +371,12 @@ func (l *lockedBuf) String() string {
 
 // daemon is one `memd run` process.
 type daemon struct {
-	w      *world
-	cmd    *exec.Cmd
-	logs   *lockedBuf
-	done   chan struct{}
-	code   int
-	addr   string
-	exited bool
+	w    *world
+	cmd  *exec.Cmd
+	logs *lockedBuf
+	done chan struct{}
+	code int
+	addr string
 }
 
 var httpAddrRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
