@@ -475,6 +475,18 @@ func TestAuthorFallbacks(t *testing.T) {
 	}
 }
 
+func TestOpenRefusesSHA256(t *testing.T) {
+	dir := t.TempDir()
+	runGit(t, dir, "init", "-q", "--object-format=sha256")
+	_, err := Open(dir, Options{})
+	// go-git refuses it itself ("unknown extension: objectformat"); our own
+	// check covers versions that would open it.
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "objectformat") &&
+		!strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("want a clear refusal naming the dir and format, got %v", err)
+	}
+}
+
 func TestOpenAndInit(t *testing.T) {
 	if _, err := Open(t.TempDir(), Options{}); !errors.Is(err, ErrNotRepo) {
 		t.Fatalf("Open non-repo: %v", err)

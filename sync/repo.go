@@ -135,6 +135,12 @@ func Open(dir string, opts Options) (*Repo, error) {
 		// objects, refs and the index directly.
 		return nil, fmt.Errorf("open repo %s: .git is not a directory", dir)
 	}
+	if cfg, err := gr.Config(); err == nil {
+		if f := cfg.Raw.Section("extensions").Option("objectformat"); f != "" && !strings.EqualFold(f, "sha1") {
+			// We hash and write objects ourselves, in SHA-1.
+			return nil, fmt.Errorf("open repo %s: object format %q is not supported (sha1 only)", dir, f)
+		}
+	}
 	if opts.Hostname == "" {
 		h, err := os.Hostname()
 		if err != nil || h == "" {
