@@ -20,8 +20,11 @@ type Facts struct {
 	PID  int
 	Repo string
 
-	// Busy is true while a job runs; Detail then names it ("committing", "syncing", "sleeping").
-	Busy bool
+	// Busy is true while a job runs; Activity names it ("committing", "syncing", "sleeping")
+	// for the line, while Detail keeps saying what the last job did (the seed's sidebar: the
+	// state, then the last event). A non-empty Activity alone also means busy.
+	Busy     bool
+	Activity string
 	// Detail is what is happening or what the last job did, e.g. "committed 3 files".
 	Detail string
 	// Remote names where pushes go ("origin/main"), for the detail line.
@@ -112,7 +115,7 @@ func Compose(f Facts) Document {
 
 	// State: what is happening now first, then what went wrong, then what needs a look.
 	switch {
-	case f.Busy:
+	case f.Busy || f.Activity != "":
 		d.State = StateBusy
 	case d.Error != "":
 		d.State = StateError
@@ -129,7 +132,11 @@ func Compose(f Facts) Document {
 	var head []Part
 	switch d.State {
 	case StateBusy:
-		head = []Part{{Text: busyText(d.Detail), Kind: KindDim}}
+		what := clean(f.Activity)
+		if what == "" {
+			what = d.Detail
+		}
+		head = []Part{{Text: busyText(what), Kind: KindDim}}
 	case StateError:
 		head = []Part{{Text: "error:", Kind: KindError}, {Text: " " + d.Error}}
 	case StateOffline:
@@ -212,6 +219,9 @@ func offlineText(ahead int) string {
 func defaultDetail(f Facts, d Document) string {
 	switch d.State {
 	case StateBusy:
+		if f.Activity != "" {
+			return clean(f.Activity)
+		}
 		return "working"
 	case StateError:
 		return "last job failed: " + d.Error

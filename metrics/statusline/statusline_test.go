@@ -290,3 +290,15 @@ func TestComposeNoChangeWithWarnings(t *testing.T) {
 		t.Errorf("summary %q", d.Summary.Text)
 	}
 }
+
+func TestComposeActivity(t *testing.T) {
+	f := Fixtures()[StateOK]
+	f.Activity, f.Detail = "syncing", "committed 3 files"
+	d := Compose(f)
+	if d.State != StateBusy || d.Summary.Text != "memd: syncing… · 14:32" || d.Detail != "committed 3 files" {
+		t.Fatalf("activity: %q %q %q", d.State, d.Summary.Text, d.Detail)
+	}
+	if l := d.Sections[0].Lines; l[0].Text != "syncing… · 14:32" || l[1].Text != "committed 3 files" {
+		t.Errorf("sidebar %+v", l)
+	}
+}
