@@ -62,11 +62,12 @@ type edit struct {
 // stager computes the edits of one commit against a base tree.
 type stager struct {
 	*treeCache
-	r     *Repo
-	base  plumbing.Hash
-	objs  *objectBatch
-	edits map[string]edit
-	dirOK map[string]bool // ancestor directory checks (parentsAreDirs)
+	r      *Repo
+	base   plumbing.Hash
+	objs   *objectBatch
+	edits  map[string]edit
+	dirOK  map[string]bool // ancestor directory checks (parentsAreDirs)
+	nested map[string]bool // ancestor nested-repo checks (underNestedRepo)
 }
 
 // treeCache reads and indexes tree objects from one object store.
@@ -105,7 +106,8 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		baseTree = c.TreeHash
 	}
 	st := &stager{treeCache: newTreeCache(r.repo.Storer), r: r, base: baseTree,
-		objs: newObjectBatch(r), edits: make(map[string]edit), dirOK: make(map[string]bool)}
+		objs: newObjectBatch(r), edits: make(map[string]edit), dirOK: make(map[string]bool),
+		nested: make(map[string]bool)}
 	defer st.objs.discard()
 	for _, p := range paths {
 		rel, err := r.relPath(p)
@@ -245,6 +247,9 @@ func (s *stager) stagePath(rel string) error {
 		}
 	}
 	abs := filepath.Join(s.r.dir, filepath.FromSlash(rel))
+	if s.underNestedRepo(rel) {
+		return nil // another repository's file: not ours to commit
+	}
 	if !s.parentsAreDirs(rel) {
 		// Beyond a symlink (or under a file): not a path git can track,
 		// and lstat would follow the link out of the repo.
@@ -311,6 +316,27 @@ func (s *stager) parentsAreDirs(rel string) bool {
 	return true
 }
 
+// underNestedRepo reports whether an ancestor directory of rel holds a
+// .git (a nested repository). Cached per commit.
+func (s *stager) underNestedRepo(rel string) bool {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		nested, known := s.nested[dir]
+		if !known {
+			_, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(dir), ".git"))
+			nested = err == nil
+			s.nested[dir] = nested
+		}
+		if nested {
+			return true
+		}
+	}
+	return false
+}
+
 func isNotDir(err error) bool {
 	var pe *fs.PathError
 	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
@@ -354,6 +380,12 @@ func (s *stager) stageDir(rel string) error {
 	}
 	if ok && head.Mode == filemode.Submodule {
 		return nil
+	}
+	if rel != "" {
+		// A nested repository is not ours to commit.
+		if _, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(rel), ".git")); err == nil {
+			return nil
+		}
 	}
 	if ok && head.Mode != filemode.Dir && rel != "" {
 		// A file replaced by a directory.

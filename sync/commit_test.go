@@ -327,7 +327,7 @@ func TestCommitIgnoredPathsSkipped(t *testing.T) {
 	writeFile(t, dir, ".memory.lock", "pid: 1\n")
 	writeFile(t, dir, "sub/.git/config", "nested repo")
 	writeFile(t, dir, "sub/file.md", "in nested repo")
-	res := mustCommit(t, r, ".", "areas/.x.html.swp", "tmp/junk.html", ".memory.lock", ".git/config")
+	res := mustCommit(t, r, ".", "areas/.x.html.swp", "tmp/junk.html", ".memory.lock", ".git/config", "sub", "sub/file.md")
 	want := []Change{{"areas/x.html", 'A'}}
 	if !reflect.DeepEqual(res.Changes, want) {
 		t.Fatalf("changes %+v", res.Changes)

@@ -94,6 +94,9 @@ func (r *Repo) parsePorcelainZ(out []byte) []string {
 		}
 		x := rec[0]
 		p := string(rec[3:])
+		if strings.HasSuffix(p, "/") {
+			continue // an untracked nested repository: not ours
+		}
 		seen[p] = true
 		if (x == 'R' || x == 'C') && i+1 < len(recs) {
 			i++

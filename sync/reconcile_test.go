@@ -58,6 +58,8 @@ func TestReconcileFindsWhatTheWatcherMissed(t *testing.T) {
 	os.Remove(filepath.Join(dir, "areas/l"))
 	os.Symlink("b.html", filepath.Join(dir, "areas/l"))
 	writeFile(t, dir, "areas/a.html~", "backup")
+	writeFile(t, dir, "vendor/nested/x.md", "not ours")
+	runGit(t, filepath.Join(dir, "vendor/nested"), "init", "-q") // a nested repo
 	want := []string{"areas/a.html", "areas/b.html", "areas/l", "projects/p/c.html", "resources/new dir/ü.html"}
 	got := reconcileBoth(t, r)
 	if !reflect.DeepEqual(got, want) {
@@ -69,6 +71,7 @@ func TestReconcileFindsWhatTheWatcherMissed(t *testing.T) {
 		t.Fatalf("commit of reconciled paths %+v", res)
 	}
 	os.Remove(filepath.Join(dir, "areas/a.html~")) // untracked for git
+	os.RemoveAll(filepath.Join(dir, "vendor"))
 	statusClean(t, r)
 	if got := reconcileBoth(t, r); len(got) != 0 {
 		t.Fatalf("after commit: %q", got)
