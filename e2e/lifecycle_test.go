@@ -345,3 +345,30 @@ func TestMetricsAfterCommits(t *testing.T) {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
+
+// A write made just before SIGTERM (no time for the watcher to read its event) is still
+// committed: nothing written before the signal waits for the next start.
+func TestSIGTERMRightAfterWrite(t *testing.T) {
+	t.Parallel()
+	w := newWorldConfig(t, `watch: {quiet: 1m, max_delay: 5m}
+http: {listen: ""}
+sleep: {catch_up: false}
+`)
+	for i := range 12 {
+		d := w.start()
+		p := fmt.Sprintf("areas/last-words-%02d.html", i)
+		w.write(p, fmt.Sprintf("written %d\n", i))
+		if i%3 == 1 {
+			must(t, os.Remove(w.path(fmt.Sprintf("areas/last-words-%02d.html", i-1))))
+		}
+		if code := d.stop(); code != 0 {
+			t.Fatalf("SIGTERM %d: exit %d%s", i, code, d.describe())
+		}
+		if got, ok := w.committed(p); !ok || got != fmt.Sprintf("written %d\n", i) {
+			t.Fatalf("round %d: write before SIGTERM not committed at stop: %q, %v%s", i, got, ok, d.describe())
+		}
+		if diff, err := w.treeDiff(); err != nil || diff != "" {
+			t.Fatalf("round %d: HEAD differs from disk after stop: %q %v%s", i, diff, err, d.describe())
+		}
+	}
+}
