@@ -209,6 +209,14 @@ func (a *Agent) shutdown(stopWatch context.CancelFunc, watchDone, batchesDone ch
 	stopWatch()
 	<-watchDone
 	<-batchesDone
+	// Closing fsnotify drops events still in the kernel queue or in its channel: a write
+	// made a few ms before the signal is lost to the watcher. A reconcile (git status: tens
+	// of ms at 10k files) finds it on disk, so everything written before SIGTERM is committed.
+	if dirty, err := a.repo.Reconcile(); err != nil {
+		a.log.Warn("reconcile at stop", "err", err)
+	} else {
+		a.pending.add(dirty)
+	}
 	a.runJob("commit", a.doCommit)
 	if a.server != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
