@@ -32,7 +32,7 @@ import (
 
 // inMemoryLimit: files up to this size are read whole; larger ones are
 // hashed and compressed in one streaming pass.
-const inMemoryLimit = 32 << 20
+var inMemoryLimit int64 = 32 << 20
 
 // CommitPaths commits the given paths (files or directories, absolute under
 // the repo or repo-relative) as a "change" commit with memd's message.

@@ -672,3 +672,30 @@ func TestSIGKILLLeavesRepoConsistent(t *testing.T) {
 		r.Close()
 	}
 }
+
+func TestCommitLargeFileStreams(t *testing.T) {
+	old := inMemoryLimit
+	inMemoryLimit = 1 << 10 // take the streaming path with a small file
+	defer func() { inMemoryLimit = old }()
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	big := strings.Repeat("0123456789abcdef", 64<<10/16) // 64 KiB
+	writeFile(t, dir, "resources/big.txt", big)
+	res := mustCommit(t, r, "resources/big.txt")
+	if res.Added != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if got := runGit(t, dir, "cat-file", "-p", "HEAD:resources/big.txt"); got != big {
+		t.Fatalf("big file content differs (%d bytes)", len(got))
+	}
+	// Unchanged big file: no commit; the temp object is not left behind.
+	if res := mustCommit(t, r, "resources/big.txt"); res.Hash != "" {
+		t.Fatal("unchanged big file committed")
+	}
+	tmps, _ := filepath.Glob(filepath.Join(dir, ".git/objects/tmp_obj_memd_*"))
+	if len(tmps) != 0 {
+		t.Fatalf("temp objects left: %v", tmps)
+	}
+	fsck(t, dir)
+	statusClean(t, r)
+}
