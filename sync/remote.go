@@ -313,14 +313,17 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		t0 := time.Now()
 		remote, err := r.fetch(ctx, ro)
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
 		res.Fetched = true
+		t1 := time.Now()
 		if err := r.integrate(ro, remote, &res); err != nil {
 			return r.finishResult(ro, res, err)
 		}
+		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "integrate", time.Since(t1))
 		local, err := r.readBranch()
 		if err != nil {
 			return r.finishResult(ro, res, err)

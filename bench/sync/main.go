@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,9 +179,12 @@ func run(nFiles, nChanges, runs int, keep bool) error {
 			if err := cpTree(sc.local, md); err != nil {
 				return err
 			}
-			// git status once on both, so both start with a fresh stat cache.
+			// git status once on both, so both start with a fresh stat cache;
+			// then flush the copies to disk so neither side pays for cp's
+			// dirty pages in its first fsync.
 			_ = git(gd, "status", "-s")
 			_ = git(md, "status", "-s")
+			_ = exec.Command("sync").Run()
 
 			start := time.Now()
 			if err := git(gd, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main"); err != nil {
@@ -192,7 +196,11 @@ func run(nFiles, nChanges, runs int, keep bool) error {
 				_ = pprof.StartCPUProfile(profile)
 			}
 			start = time.Now()
-			repo, err := memsync.Open(md, memsync.Options{Author: memsync.Author{Name: "bench", Email: "bench@example.invalid"}, Hostname: "bench"})
+			opts := memsync.Options{Author: memsync.Author{Name: "bench", Email: "bench@example.invalid"}, Hostname: "bench"}
+			if *verbose {
+				opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			}
+			repo, err := memsync.Open(md, opts)
 			if err != nil {
 				return err
 			}
