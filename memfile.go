@@ -219,36 +219,47 @@ func (c *canon) verbatim(s []byte) {
 
 func (c *canon) boundary() { c.pending = true }
 
-// inlineAtoms are memhtml's phrasing elements: no word boundary at their edges. Every
+// isInline: memhtml's phrasing elements: no word boundary at their edges. Every
 // other element is a block and contributes a collapsible space at each edge.
-var inlineAtoms = map[atom.Atom]bool{
-	atom.Mark: true, atom.Time: true, atom.Data: true, atom.Cite: true, atom.Q: true,
-	atom.Dfn: true, atom.Abbr: true, atom.Code: true, atom.Kbd: true, atom.Samp: true,
-	atom.Var: true, atom.A: true, atom.Strong: true, atom.Em: true, atom.Span: true,
+func isInline(a atom.Atom) bool {
+	switch a {
+	case atom.Mark, atom.Time, atom.Data, atom.Cite, atom.Q, atom.Dfn, atom.Abbr, atom.Code,
+		atom.Kbd, atom.Samp, atom.Var, atom.A, atom.Strong, atom.Em, atom.Span:
+		return true
+	}
+	return false
 }
 
-var voidAtoms = map[atom.Atom]bool{
-	atom.Area: true, atom.Base: true, atom.Basefont: true, atom.Bgsound: true, atom.Br: true,
-	atom.Col: true, atom.Embed: true, atom.Frame: true, atom.Hr: true, atom.Img: true,
-	atom.Input: true, atom.Keygen: true, atom.Link: true, atom.Meta: true, atom.Param: true,
-	atom.Source: true, atom.Track: true, atom.Wbr: true,
+func isVoid(a atom.Atom) bool {
+	switch a {
+	case atom.Area, atom.Base, atom.Basefont, atom.Bgsound, atom.Br, atom.Col, atom.Embed, atom.Frame,
+		atom.Hr, atom.Img, atom.Input, atom.Keygen, atom.Link, atom.Meta, atom.Param, atom.Source,
+		atom.Track, atom.Wbr:
+		return true
+	}
+	return false
 }
 
 // closesP: a start tag of one of these closes an open <p> (HTML's implied end tag).
-var closesP = map[atom.Atom]bool{
-	atom.Address: true, atom.Article: true, atom.Aside: true, atom.Blockquote: true,
-	atom.Details: true, atom.Div: true, atom.Dl: true, atom.Fieldset: true,
-	atom.Figcaption: true, atom.Figure: true, atom.Footer: true, atom.Form: true,
-	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
-	atom.Header: true, atom.Hr: true, atom.Main: true, atom.Menu: true, atom.Nav: true,
-	atom.Ol: true, atom.P: true, atom.Pre: true, atom.Section: true, atom.Table: true,
-	atom.Ul: true, atom.Li: true, atom.Dd: true, atom.Dt: true,
+func closesP(a atom.Atom) bool {
+	switch a {
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Details, atom.Div, atom.Dl,
+		atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Form, atom.H1, atom.H2,
+		atom.H3, atom.H4, atom.H5, atom.H6, atom.Header, atom.Hr, atom.Main, atom.Menu, atom.Nav,
+		atom.Ol, atom.P, atom.Pre, atom.Section, atom.Table, atom.Ul, atom.Li, atom.Dd, atom.Dt:
+		return true
+	}
+	return false
 }
 
-// scopeAtoms bound the search for an open <p> ("button scope").
-var scopeAtoms = map[atom.Atom]bool{
-	atom.Html: true, atom.Table: true, atom.Td: true, atom.Th: true, atom.Caption: true,
-	atom.Button: true, atom.Template: true, atom.Object: true, atom.Applet: true, atom.Marquee: true,
+// isScope: these bound the search for an open <p> ("button scope").
+func isScope(a atom.Atom) bool {
+	switch a {
+	case atom.Html, atom.Table, atom.Td, atom.Th, atom.Caption, atom.Button, atom.Template,
+		atom.Object, atom.Applet, atom.Marquee:
+		return true
+	}
+	return false
 }
 
 type elem struct {
@@ -262,6 +273,7 @@ type memParser struct {
 	m          *Memory
 	z          *html.Tokenizer
 	stack      []elem
+	open       map[elem]int // how many of each element are on the stack: absent ones cost O(1)
 	seen       map[string]bool
 	dropped    int
 	articles   int
@@ -291,6 +303,7 @@ func ParseMemoryBytes(b []byte) *Memory {
 	}
 	p := &memParser{
 		m:          &Memory{Metas: map[string][]string{}},
+		open:       map[elem]int{},
 		articleAt:  -1,
 		firstBlock: -1,
 		markAt:     -1,
@@ -438,8 +451,8 @@ func (p *memParser) startTag() {
 	case atom.Link:
 		p.link(rel, href)
 	}
-	if voidAtoms[e.a] {
-		if p.inArticle() && !inlineAtoms[e.a] {
+	if isVoid(e.a) {
+		if p.inArticle() && !isInline(e.a) {
 			p.hash.boundary()
 			if p.markAt >= 0 {
 				p.gist.boundary()
@@ -448,7 +461,7 @@ func (p *memParser) startTag() {
 		return
 	}
 	// Implied end tags, so "<p>a<p>b" or "<li>a<li>b" nest the way a browser sees them.
-	if closesP[e.a] {
+	if closesP(e.a) {
 		p.closeImpliedP()
 	}
 	switch e.a {
@@ -459,6 +472,7 @@ func (p *memParser) startTag() {
 	}
 	idx := len(p.stack)
 	p.stack = append(p.stack, e)
+	p.open[e]++
 	p.opened(e, idx, datetime)
 }
 
@@ -484,7 +498,7 @@ func (p *memParser) opened(e elem, idx int, datetime string) {
 	if !p.inArticle() {
 		return
 	}
-	if !inlineAtoms[e.a] {
+	if !isInline(e.a) {
 		p.hash.boundary()
 		if p.markAt >= 0 {
 			p.gist.boundary()
@@ -516,14 +530,24 @@ func (p *memParser) opened(e elem, idx int, datetime string) {
 	}
 }
 
+// maxSearch bounds how far down the open-element stack an implied or explicit end tag
+// looks, so hostile nesting (1 MiB of unmatched tags) costs linear time, not quadratic.
+// Real memory files nest a few levels deep.
+const maxSearch = 256
+
+func (p *memParser) searchFloor() int { return max(0, len(p.stack)-maxSearch) }
+
 func (p *memParser) closeImpliedP() {
-	for i := len(p.stack) - 1; i >= 0; i-- {
+	if p.open[elem{a: atom.P}] == 0 {
+		return
+	}
+	for i := len(p.stack) - 1; i >= p.searchFloor(); i-- {
 		a := p.stack[i].a
 		if a == atom.P {
 			p.popTo(i)
 			return
 		}
-		if scopeAtoms[a] {
+		if isScope(a) {
 			return
 		}
 	}
@@ -532,32 +556,38 @@ func (p *memParser) closeImpliedP() {
 // closeImpliedItem closes an open <li> (or <dd>/<dt>) when a sibling starts, stopping
 // at any block element other than address, div and p (HTML's "special" boundary).
 func (p *memParser) closeImpliedItem(a1, a2 atom.Atom) {
-	for i := len(p.stack) - 1; i >= 0; i-- {
+	if p.open[elem{a: a1}] == 0 && (a2 == 0 || p.open[elem{a: a2}] == 0) {
+		return
+	}
+	for i := len(p.stack) - 1; i >= p.searchFloor(); i-- {
 		a := p.stack[i].a
 		if a == a1 || (a2 != 0 && a == a2) {
 			p.popTo(i)
 			return
 		}
-		if a != 0 && !inlineAtoms[a] && a != atom.Address && a != atom.Div && a != atom.P {
+		if a != 0 && !isInline(a) && a != atom.Address && a != atom.Div && a != atom.P {
 			return
 		}
 	}
 }
 
 func (p *memParser) endTag(e elem) {
+	if p.open[e] == 0 {
+		return // a stray end tag: nothing to close
+	}
 	if e.a == atom.P {
-		for i := len(p.stack) - 1; i >= 0; i-- {
+		for i := len(p.stack) - 1; i >= p.searchFloor(); i-- {
 			if p.stack[i].a == atom.P {
 				p.popTo(i)
 				return
 			}
-			if scopeAtoms[p.stack[i].a] {
+			if isScope(p.stack[i].a) {
 				return
 			}
 		}
 		return
 	}
-	for i := len(p.stack) - 1; i >= 0; i-- {
+	for i := len(p.stack) - 1; i >= p.searchFloor(); i-- {
 		if p.stack[i] == e {
 			p.popTo(i)
 			return
@@ -568,6 +598,7 @@ func (p *memParser) endTag(e elem) {
 // popTo closes the elements at stack index i and above.
 func (p *memParser) popTo(i int) {
 	for j := len(p.stack) - 1; j >= i; j-- {
+		p.open[p.stack[j]]--
 		p.closed(p.stack[j], j)
 	}
 	p.stack = p.stack[:i]
@@ -597,7 +628,7 @@ func (p *memParser) closed(e elem, idx int) {
 		p.articleAt = -1
 		return
 	}
-	if !inlineAtoms[e.a] {
+	if !isInline(e.a) {
 		p.hash.boundary()
 		if p.markAt >= 0 {
 			p.gist.boundary()
