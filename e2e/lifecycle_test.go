@@ -372,3 +372,36 @@ sleep: {catch_up: false}
 		}
 	}
 }
+
+// A change the watcher cannot see — a write through a hard link outside the repo, which
+// inotify reports to the other directory only — is committed by the periodic reconcile.
+func TestPeriodicReconcileCatchesUnseenWrite(t *testing.T) {
+	t.Parallel()
+	w := newWorldConfig(t, `watch: {quiet: 200ms, max_delay: 2s, reconcile: 1s}
+http: {listen: "127.0.0.1:0"}
+sleep: {catch_up: false}
+`)
+	d := w.start()
+	w.write("areas/linked.html", "v1\n")
+	w.checkClean(d)
+	outside := filepath.Join(w.home, "outside-link.html")
+	if err := os.Link(w.path("areas/linked.html"), outside); err != nil {
+		t.Skipf("hard links not supported here: %v", err)
+	}
+	logBefore := len(d.logs.String())
+	f, err := os.OpenFile(outside, os.O_WRONLY|os.O_TRUNC, 0)
+	must(t, err)
+	_, err = f.WriteString("v2 through the outside link\n")
+	must(t, err)
+	must(t, f.Close())
+	w.checkClean(d)
+	if got, _ := w.committed("areas/linked.html"); got != "v2 through the outside link\n" {
+		t.Fatalf("HEAD:areas/linked.html = %q", got)
+	}
+	if !strings.Contains(d.logs.String()[logBefore:], "reconcile found changes") {
+		t.Fatalf("committed without a reconcile: the watcher saw the write, so this test tests nothing%s", d.describe())
+	}
+	if code := d.stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+}
