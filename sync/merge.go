@@ -45,6 +45,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/memd-dev/memd"
 )
 
 // ErrPathConflict is returned when a merge would need a file and a
@@ -368,19 +369,12 @@ func mgRenames(changes map[string]pathChange) map[string]string {
 	return out
 }
 
-// mgUnarchive strips one archive/<YYYY>/ prefix (memd.UnarchivePath's rule,
-// private so the merge does not depend on the root package's progress).
+// mgUnarchive strips one archive/<YYYY>/ prefix; p itself when there is none.
 func mgUnarchive(p string) string {
-	rest, ok := strings.CutPrefix(p, "archive/")
-	if !ok || len(rest) < 6 || rest[4] != '/' {
-		return p
+	if orig, _, ok := memd.UnarchivePath(p); ok {
+		return orig
 	}
-	for i := 0; i < 4; i++ {
-		if rest[i] < '0' || rest[i] > '9' {
-			return p
-		}
-	}
-	return rest[5:]
+	return p
 }
 
 // treeMergeResult is what mergeTreesLocked produced.
@@ -502,7 +496,7 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 		case KindLineUnion:
 			merged = MergeLineUnion(bb, ob, tb)
 		case KindIndexMD:
-			merged = MergeIndexBullets(bb, ob, tb)
+			merged = MergeIndexMD(bb, ob, tb)
 		default:
 			cp := ConflictCopyPath(p, pol.Host, pol.Now)
 			for i := 2; mgExists(s, theirs, dO, set, cp); i++ {

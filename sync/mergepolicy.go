@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 // FileKind says which merge rule applies to a path.
@@ -51,8 +53,8 @@ func (k FileKind) String() string {
 // DefaultLedgerPath is the repo-relative ledger path when none is configured.
 const DefaultLedgerPath = "memory.jsonl"
 
-// arcsDirPrefix mirrors memd.ArcsDir; kept here so the policy stays a leaf.
-const arcsDirPrefix = "areas/arcs/"
+// arcsDirPrefix: derived arcs live under memd.ArcsDir.
+const arcsDirPrefix = memd.ArcsDir + "/"
 
 // MergePolicy holds what the per-path rules need to know beyond the bytes.
 type MergePolicy struct {
@@ -91,12 +93,20 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 	case strings.HasPrefix(name, arcsDirPrefix):
 		return KindDerived
 	case base == "MEMORY.md":
+		seen := false
 		for _, c := range contents {
-			if c != nil && !isIndexMemoryMD(c) {
+			if len(bytes.TrimSpace(c)) == 0 {
+				continue // absent or empty (a new index): no evidence either way
+			}
+			if memd.DetectMemoryMDKind(c) != memd.MemoryMDIndex {
 				return KindOther
 			}
+			seen = true
 		}
-		return KindIndexMD
+		if seen {
+			return KindIndexMD
+		}
+		return KindOther
 	}
 	return KindOther
 }
@@ -389,79 +399,10 @@ func MergeLedger(base, ours, theirs []byte) (merged []byte, losers [][]byte) {
 	return joinLines(out), losers
 }
 
-// isIndexMemoryMD reports whether a MEMORY.md is the index kind (FORMATS
-// §3A): it holds "- [[" bullets and none of the project-memory template's
-// "## " sections.
-func isIndexMemoryMD(b []byte) bool {
-	bullets := false
-	for _, l := range splitLines(b) {
-		s := strings.TrimRight(string(l), "\r")
-		if strings.HasPrefix(s, "## ") {
-			return false
-		}
-		if isIndexBullet(s) {
-			bullets = true
-		}
-	}
-	return bullets
-}
-
-func isIndexBullet(s string) bool {
-	return strings.HasPrefix(strings.TrimLeft(s, " \t"), "- [[")
-}
-
-// MergeIndexBullets merges an index-kind MEMORY.md: ours' header, then the
-// union of bullets, ours first, each bullet once. A bullet present in base
-// that one side removed (or rewrote, as tidy does when it repoints a path)
-// stays removed, so a repointed bullet is not kept twice.
-func MergeIndexBullets(base, ours, theirs []byte) []byte {
-	removed := map[string]bool{}
-	inOurs, inTheirs := map[string]bool{}, map[string]bool{}
-	ob, oh := indexParts(ours)
-	tb, th := indexParts(theirs)
-	bb, _ := indexParts(base)
-	for _, b := range ob {
-		inOurs[b] = true
-	}
-	for _, b := range tb {
-		inTheirs[b] = true
-	}
-	for _, b := range bb {
-		if !inOurs[b] || !inTheirs[b] {
-			removed[b] = true
-		}
-	}
-	header := oh
-	if len(header) == 0 {
-		header = th
-	}
-	out := make([][]byte, 0, len(header)+len(ob)+len(tb))
-	out = append(out, header...)
-	seen := map[string]bool{}
-	for _, list := range [][]string{ob, tb} {
-		for _, b := range list {
-			if seen[b] || removed[b] {
-				continue
-			}
-			seen[b] = true
-			out = append(out, []byte(b))
-		}
-	}
-	return joinLines(out)
-}
-
-// indexParts splits an index MEMORY.md into bullet lines and the other lines
-// (header and any prose, kept in order ahead of the bullets).
-func indexParts(b []byte) (bullets []string, other [][]byte) {
-	for _, l := range splitLines(b) {
-		s := string(l)
-		if isIndexBullet(s) {
-			bullets = append(bullets, s)
-		} else if len(bytes.TrimSpace(l)) > 0 || len(bullets) == 0 {
-			other = append(other, l)
-		}
-	}
-	return bullets, other
+// MergeIndexMD merges an index-kind MEMORY.md: union of bullets, ours
+// first, each path once, removals on one side kept (memd.MergeIndexMD).
+func MergeIndexMD(base, ours, theirs []byte) []byte {
+	return memd.MergeIndexMD(base, ours, theirs)
 }
 
 // sortedKeys returns a map's keys in order (deterministic merges).

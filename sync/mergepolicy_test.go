@@ -30,6 +30,8 @@ func TestKindOf(t *testing.T) {
 		{"areas/arcsx/a.html", nil, KindOther},
 		{"MEMORY.md", [][]byte{idx, idx, nil}, KindIndexMD},
 		{"MEMORY.md", [][]byte{idx, proj}, KindOther},
+		{"MEMORY.md", [][]byte{{}, idx, idx}, KindIndexMD},
+		{"MEMORY.md", [][]byte{nil, nil}, KindOther},
 		{"projects/p/MEMORY.md", [][]byte{proj}, KindOther},
 		{"areas/x.html", nil, KindOther},
 	}
@@ -200,7 +202,7 @@ func TestMergeLedgerDuplicateIDsKept(t *testing.T) {
 	}
 }
 
-func TestMergeIndexBullets(t *testing.T) {
+func TestMergeIndexMD(t *testing.T) {
 	h := "# Memory index"
 	b1 := "- [[areas/a.html|A]] · type:semantic subject:a · one"
 	b2 := "- [[areas/b.html|B]] · type:semantic subject:b · two"
@@ -215,11 +217,11 @@ func TestMergeIndexBullets(t *testing.T) {
 		{"duplicates once", lines(h), lines(h, b2, b1), lines(h, b1, b2), lines(h, b2, b1)},
 		{"repointed on theirs: old bullet gone", lines(h, b1, b2), lines(h, b1, b2, b3), lines(h, b1, b2r), lines(h, b1, b3, b2r)},
 		{"removed on ours stays removed", lines(h, b1, b2), lines(h, b1), lines(h, b1, b2, b3), lines(h, b1, b3)},
-		{"no header on ours uses theirs'", nil, lines(b1), lines(h, b2), lines(h, b1, b2)},
+		{"theirs' new header line kept after ours", nil, lines(b1), lines(h, b2), lines(b1, h, b2)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := MergeIndexBullets(c.base, c.ours, c.theirs); string(got) != string(c.want) {
+			if got := MergeIndexMD(c.base, c.ours, c.theirs); string(got) != string(c.want) {
 				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
 			}
 		})

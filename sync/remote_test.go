@@ -523,3 +523,49 @@ func TestAdoptRemoteAndHasRemote(t *testing.T) {
 		t.Error("local file overwritten")
 	}
 }
+
+func TestSyncPolicyKinds(t *testing.T) {
+	const hdr = "# MEMORY\n\n"
+	bA := "- [[areas/a.html|A]] · type:semantic subject:a · from A\n"
+	bB := "- [[areas/b.html|B]] · type:semantic subject:b · from B\n"
+	w := newSyncWorld(t, map[string]string{
+		"MEMORY.md":                          hdr,
+		"areas/arcs/person-x-2025.html":      "arc v1\n",
+		"archive/2025/memory.drained.jsonl":  "d0\n",
+		"projects/p/MEMORY.md":               "# p\n## CRITICAL RULES\n- None yet.\n",
+		"areas/a.html":                       "a\n",
+		"areas/b.html":                       "b\n",
+		"resources/people/person-x.html":     "x\n",
+		"resources/people/untouched-by.html": "u\n",
+	})
+	writeFile(t, w.aDir, "MEMORY.md", hdr+bA)
+	writeFile(t, w.aDir, "areas/arcs/person-x-2025.html", "arc from A\n")
+	writeFile(t, w.aDir, "archive/2025/memory.drained.jsonl", "d0\ndA\n")
+	writeFile(t, w.aDir, "projects/p/MEMORY.md", "# p\n## CRITICAL RULES\n- rule A\n")
+	mustCommit(t, w.a, "MEMORY.md", "areas", "archive", "projects")
+	writeFile(t, w.bDir, "MEMORY.md", hdr+bB)
+	writeFile(t, w.bDir, "areas/arcs/person-x-2025.html", "arc from B\n")
+	writeFile(t, w.bDir, "archive/2025/memory.drained.jsonl", "d0\ndB\n")
+	writeFile(t, w.bDir, "projects/p/MEMORY.md", "# p\n## CRITICAL RULES\n- rule B\n")
+	mustCommit(t, w.b, "MEMORY.md", "areas", "archive", "projects")
+	_, rb := w.syncAll(t)
+	w.check(t)
+	// Only the project MEMORY.md (not index kind) gets a conflict copy.
+	if len(rb.Conflicts) != 1 || !strings.HasPrefix(rb.Conflicts[0], "projects/p/MEMORY.conflict-hostb-") || !strings.HasSuffix(rb.Conflicts[0], ".md") {
+		t.Fatalf("conflicts %v", rb.Conflicts)
+	}
+	for _, d := range []string{w.aDir, w.bDir} {
+		if got := readWork(t, d, "MEMORY.md"); got != hdr+bB+bA {
+			t.Errorf("%s: index MEMORY.md = %q, want union, ours (B) first", d, got)
+		}
+		if got := readWork(t, d, "areas/arcs/person-x-2025.html"); got != "arc from A\n" {
+			t.Errorf("%s: arc = %q, want theirs (A)", d, got)
+		}
+		if got := readWork(t, d, "archive/2025/memory.drained.jsonl"); got != "d0\ndA\ndB\n" {
+			t.Errorf("%s: drained log = %q, want theirs then ours' new lines", d, got)
+		}
+		if got := readWork(t, d, rb.Conflicts[0]); got != "# p\n## CRITICAL RULES\n- rule B\n" {
+			t.Errorf("%s: conflict copy = %q", d, got)
+		}
+	}
+}
