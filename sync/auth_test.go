@@ -1,13 +1,23 @@
 package sync
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"errors"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -185,4 +195,162 @@ func TestSyncHTTPTimeoutIsOffline(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("timeout not honoured: %v", d)
 	}
+}
+
+// sshGitServer is a real ssh server on loopback (x/crypto/ssh) that runs
+// the git binary's upload-pack / receive-pack for exec requests.
+type sshGitServer struct {
+	addr    string
+	hostKey ssh.PublicKey
+}
+
+func newSSHGitServer(t *testing.T, accept ssh.PublicKey) *sshGitServer {
+	t.Helper()
+	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if accept != nil && bytes.Equal(k.Marshal(), accept.Marshal()) {
+			return &ssh.Permissions{}, nil
+		}
+		return nil, errors.New("key not authorized")
+	}}
+	cfg.AddHostKey(signer)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveSSHConn(c, cfg)
+		}
+	}()
+	return &sshGitServer{addr: ln.Addr().String(), hostKey: signer.PublicKey()}
+}
+
+func serveSSHConn(c net.Conn, cfg *ssh.ServerConfig) {
+	defer c.Close()
+	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, "session only")
+			continue
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		go func() {
+			for req := range creqs {
+				if req.Type != "exec" {
+					_ = req.Reply(false, nil)
+					continue
+				}
+				var p struct{ Command string }
+				if ssh.Unmarshal(req.Payload, &p) != nil {
+					_ = req.Reply(false, nil)
+					continue
+				}
+				_ = req.Reply(true, nil)
+				svc, arg, _ := strings.Cut(p.Command, " ")
+				cmd := exec.Command("git", strings.TrimPrefix(svc, "git-"), strings.Trim(arg, "'"))
+				cmd.Env = gitEnv()
+				cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
+				in, _ := cmd.StdinPipe()
+				status := uint32(0)
+				if err := cmd.Start(); err != nil {
+					status = 127
+				} else {
+					go func() { _, _ = io.Copy(in, ch); _ = in.Close() }()
+					if err := cmd.Wait(); err != nil {
+						status = 1
+					}
+				}
+				_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
+				_ = ch.Close()
+				return
+			}
+		}()
+	}
+}
+
+func writeSSHKey(t *testing.T) (path string, pub ssh.PublicKey) {
+	t.Helper()
+	pubKey, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "id_ed25519")
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pub, err = ssh.NewPublicKey(pubKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, pub
+}
+
+func writeKnownHosts(t *testing.T, addr string, key ssh.PublicKey) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(p, []byte(knownhosts.Line([]string{knownhosts.Normalize(addr)}, key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSyncSSH(t *testing.T) {
+	keyFile, pub := writeSSHKey(t)
+	srv := newSSHGitServer(t, pub)
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
+	if err := w.a.SetRemote("origin", "ssh://git@"+srv.addr+w.bare); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, w.aDir, "areas/ssh.html", "over ssh\n")
+	mustCommit(t, w.a, "areas/ssh.html")
+	good := RemoteOptions{Push: true, SSHKey: keyFile, KnownHosts: writeKnownHosts(t, srv.addr, srv.hostKey), Timeout: 30 * time.Second}
+	res, err := w.a.Sync(context.Background(), good)
+	if err != nil || !res.Pushed {
+		t.Fatalf("Sync over ssh: %+v, %v", res, err)
+	}
+	if got := runGit(t, w.bare, "show", "main:areas/ssh.html"); got != "over ssh\n" {
+		t.Errorf("remote has %q", got)
+	}
+
+	// A key the server does not accept.
+	otherKey, _ := writeSSHKey(t)
+	bad := good
+	bad.SSHKey = otherKey
+	_, err = w.a.Sync(context.Background(), bad)
+	if !errors.Is(err, ErrAuth) {
+		t.Errorf("unauthorized key: err = %v, want ErrAuth", err)
+	}
+	// A host key that does not match known_hosts.
+	_, wrongHost := writeSSHKey(t)
+	mism := good
+	mism.KnownHosts = writeKnownHosts(t, srv.addr, wrongHost)
+	_, err = w.a.Sync(context.Background(), mism)
+	if !errors.Is(err, ErrAuth) {
+		t.Errorf("host key mismatch: err = %v, want ErrAuth", err)
+	}
+	t.Logf("mismatch error: %v", err)
 }
