@@ -407,6 +407,11 @@ func printTable(rows []row, quiet, idle time.Duration) {
 		if r.idleWindow > 0 {
 			idleCell = fmt.Sprintf("%s over %s (%.3f%% of a core)", ms(r.idleCPU), r.idleWindow,
 				100*float64(r.idleCPU)/float64(r.idleWindow))
+			if r.idleCPU == 0 {
+				// /proc counts in clock ticks: zero means less than one tick in the window.
+				idleCell = fmt.Sprintf("< %s over %s (< %.3f%% of a core)", ms(time.Second/clkTck), r.idleWindow,
+					100*float64(time.Second/clkTck)/float64(r.idleWindow))
+			}
 		}
 		fmt.Printf("| %d | %.1f s | %.2f s | %d | %s | %s | %s | %s | %s | %.2fx | %s | %s | %.1f MiB |\n",
 			r.files, r.initTime.Seconds(), r.startTime.Seconds(), len(r.latency),
@@ -414,6 +419,9 @@ func printTable(rows []row, quiet, idle time.Duration) {
 			ratio, ok, idleCell, float64(r.rssKB)/1024)
 	}
 	fmt.Println()
-	fmt.Println("latency: write → .git/refs/heads/main changed; beyond quiet = latency − quiet; memd commit = Δ memd_commit_duration_seconds_sum for that change (lock + stage + commit + ref).")
-	_ = idle
+	fmt.Println("latency: write → .git/refs/heads/main changed; beyond quiet = latency − quiet; memd commit = Δ memd_commit_duration_seconds_sum for that change")
+	fmt.Println("(writer lock + stage + commit + ref + inventory update, so it also covers work done after the ref moved).")
+	if idle > 0 {
+		fmt.Printf("idle CPU: utime+stime of the daemon over %s with no changes, after the measured changes.\n", idle)
+	}
 }
