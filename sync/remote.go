@@ -423,21 +423,28 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", r.BranchRef(), err)
 		}
-		bases, err := lc.MergeBase(rc)
+		// Ahead/behind first: it walks only the divergence, so the common
+		// cases (only ahead, fast-forward) never walk the whole history
+		// the way a merge-base search does.
+		ahead, behind, err := r.aheadBehindLocked(local, remote)
 		if err != nil {
-			return nil, fmt.Errorf("merge base of %s and %s: %w", short(local), short(remote), err)
+			return nil, err
 		}
-		if len(bases) == 0 {
-			return nil, fmt.Errorf("sync %s with %s/%s (local %s, remote %s): %w",
-				r.dir, ro.Remote, r.opts.Branch, short(local), short(remote), ErrUnrelatedHistory)
-		}
-		base = bases[0]
-		switch base.Hash {
-		case remote:
+		switch {
+		case behind == 0:
 			return nil, nil // only ahead: nothing to bring in
-		case local:
+		case ahead == 0:
 			// fast-forward
 		default:
+			bases, err := lc.MergeBase(rc)
+			if err != nil {
+				return nil, fmt.Errorf("merge base of %s and %s: %w", short(local), short(remote), err)
+			}
+			if len(bases) == 0 {
+				return nil, fmt.Errorf("sync %s with %s/%s (local %s, remote %s): %w",
+					r.dir, ro.Remote, r.opts.Branch, short(local), short(remote), ErrUnrelatedHistory)
+			}
+			base = bases[0]
 			merge = true
 		}
 	}

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // syncWorld is a bare remote and two clones of it, A and B, each opened
@@ -566,6 +569,47 @@ func TestSyncPolicyKinds(t *testing.T) {
 		}
 		if got := readWork(t, d, rb.Conflicts[0]); got != "# p\n## CRITICAL RULES\n- rule B\n" {
 			t.Errorf("%s: conflict copy = %q", d, got)
+		}
+	}
+}
+
+// TestAheadBehindMatchesGit compares the paint-down walk with `git rev-list
+// --left-right --count` on a history with merges and skewed commit dates.
+func TestAheadBehindMatchesGit(t *testing.T) {
+	dir := newGitDir(t)
+	commit := func(msg string, date int) {
+		writeFile(t, dir, "f.txt", msg+"\n")
+		runGit(t, dir, "add", "f.txt")
+		cmd := []string{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg, "--date", fmt.Sprintf("@%d +0000", date)}
+		t.Setenv("GIT_COMMITTER_DATE", fmt.Sprintf("@%d +0000", date))
+		runGit(t, dir, cmd...)
+	}
+	for i := 0; i < 5; i++ {
+		commit(fmt.Sprintf("base%d", i), 1000+i*10)
+	}
+	runGit(t, dir, "branch", "other")
+	commit("a1", 2000)
+	commit("a2", 900) // skewed: older than its parent
+	commit("a3", 2100)
+	runGit(t, dir, "checkout", "-q", "other")
+	commit("b1", 1500)
+	commit("b2", 3000)
+	runGit(t, dir, "checkout", "-q", "main")
+	t.Setenv("GIT_COMMITTER_DATE", "@4000 +0000")
+	runGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "--no-ff", "-s", "ours", "-m", "m", "other~1")
+	commit("a4", 4100)
+	r := openTest(t, dir, testOptions())
+	for _, pair := range [][2]string{{"main", "other"}, {"other", "main"}, {"main", "main~3"}, {"other~1", "main"}} {
+		want := strings.Fields(runGit(t, dir, "rev-list", "--left-right", "--count", pair[0]+"..."+pair[1]))
+		l, rr := plumbing.NewHash(revParse(t, dir, pair[0])), plumbing.NewHash(revParse(t, dir, pair[1]))
+		r.Lock()
+		a, b, err := r.aheadBehindLocked(l, rr)
+		r.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(a) != want[0] || fmt.Sprint(b) != want[1] {
+			t.Errorf("%s...%s: ahead %d behind %d, git says %v", pair[0], pair[1], a, b, want)
 		}
 	}
 }
