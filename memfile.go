@@ -273,7 +273,9 @@ type memParser struct {
 	m          *Memory
 	z          *html.Tokenizer
 	stack      []elem
-	open       map[elem]int // how many of each element are on the stack: absent ones cost O(1)
+	pos        map[elem][]int // stack indexes of each open element, innermost last
+	scopes     []int          // stack indexes of open scope elements
+	specials   []int          // stack indexes of open special elements
 	seen       map[string]bool
 	dropped    int
 	articles   int
@@ -303,7 +305,7 @@ func ParseMemoryBytes(b []byte) *Memory {
 	}
 	p := &memParser{
 		m:          &Memory{Metas: map[string][]string{}},
-		open:       map[elem]int{},
+		pos:        map[elem][]int{},
 		articleAt:  -1,
 		firstBlock: -1,
 		markAt:     -1,
@@ -470,9 +472,7 @@ func (p *memParser) startTag() {
 	case atom.Dd, atom.Dt:
 		p.closeImpliedItem(atom.Dd, atom.Dt)
 	}
-	idx := len(p.stack)
-	p.stack = append(p.stack, e)
-	p.open[e]++
+	idx := p.push(e)
 	p.opened(e, idx, datetime)
 }
 
@@ -530,78 +530,81 @@ func (p *memParser) opened(e elem, idx int, datetime string) {
 	}
 }
 
-// maxSearch bounds how far down the open-element stack an implied or explicit end tag
-// looks, so hostile nesting (1 MiB of unmatched tags) costs linear time, not quadratic.
-// Real memory files nest a few levels deep.
-const maxSearch = 256
+// The stack searches HTML's tree building does ("is there a <p> in button scope?", "the
+// nearest open <li>", "the nearest open element with this name") are answered in O(1)
+// from per-element position stacks, so hostile nesting (1 MiB of unmatched or deeply
+// nested tags) costs linear time.
 
-func (p *memParser) searchFloor() int { return max(0, len(p.stack)-maxSearch) }
-
-func (p *memParser) closeImpliedP() {
-	if p.open[elem{a: atom.P}] == 0 {
-		return
+func top(s []int) int {
+	if len(s) == 0 {
+		return -1
 	}
-	for i := len(p.stack) - 1; i >= p.searchFloor(); i-- {
-		a := p.stack[i].a
-		if a == atom.P {
-			p.popTo(i)
-			return
-		}
-		if isScope(a) {
-			return
-		}
-	}
+	return s[len(s)-1]
 }
 
-// closeImpliedItem closes an open <li> (or <dd>/<dt>) when a sibling starts, stopping
-// at any block element other than address, div and p (HTML's "special" boundary).
-func (p *memParser) closeImpliedItem(a1, a2 atom.Atom) {
-	if p.open[elem{a: a1}] == 0 && (a2 == 0 || p.open[elem{a: a2}] == 0) {
-		return
-	}
-	for i := len(p.stack) - 1; i >= p.searchFloor(); i-- {
-		a := p.stack[i].a
-		if a == a1 || (a2 != 0 && a == a2) {
-			p.popTo(i)
-			return
-		}
-		if a != 0 && !isInline(a) && a != atom.Address && a != atom.Div && a != atom.P {
-			return
-		}
-	}
+// isSpecial: elements that stop the search for an open <li>, <dd> or <dt> (HTML's
+// "special" category, short of address, div and p).
+func isSpecial(a atom.Atom) bool {
+	return a != 0 && !isInline(a) && a != atom.Address && a != atom.Div && a != atom.P
 }
 
-func (p *memParser) endTag(e elem) {
-	if p.open[e] == 0 {
-		return // a stray end tag: nothing to close
+func (p *memParser) push(e elem) int {
+	idx := len(p.stack)
+	p.stack = append(p.stack, e)
+	p.pos[e] = append(p.pos[e], idx)
+	if isScope(e.a) {
+		p.scopes = append(p.scopes, idx)
 	}
-	if e.a == atom.P {
-		for i := len(p.stack) - 1; i >= p.searchFloor(); i-- {
-			if p.stack[i].a == atom.P {
-				p.popTo(i)
-				return
-			}
-			if isScope(p.stack[i].a) {
-				return
-			}
-		}
-		return
+	if isSpecial(e.a) {
+		p.specials = append(p.specials, idx)
 	}
-	for i := len(p.stack) - 1; i >= p.searchFloor(); i-- {
-		if p.stack[i] == e {
-			p.popTo(i)
-			return
-		}
-	}
+	return idx
 }
 
 // popTo closes the elements at stack index i and above.
 func (p *memParser) popTo(i int) {
 	for j := len(p.stack) - 1; j >= i; j-- {
-		p.open[p.stack[j]]--
-		p.closed(p.stack[j], j)
+		e := p.stack[j]
+		ps := p.pos[e]
+		p.pos[e] = ps[:len(ps)-1]
+		if top(p.scopes) == j {
+			p.scopes = p.scopes[:len(p.scopes)-1]
+		}
+		if top(p.specials) == j {
+			p.specials = p.specials[:len(p.specials)-1]
+		}
+		p.closed(e, j)
 	}
 	p.stack = p.stack[:i]
+}
+
+// closeImpliedP closes a <p> open in button scope (no table/td/... above it).
+func (p *memParser) closeImpliedP() {
+	if at := top(p.pos[elem{a: atom.P}]); at >= 0 && at > top(p.scopes) {
+		p.popTo(at)
+	}
+}
+
+// closeImpliedItem closes the nearest open <li> (or <dd>/<dt>) when a sibling starts,
+// unless a special element (a nested list, a section...) sits above it.
+func (p *memParser) closeImpliedItem(a1, a2 atom.Atom) {
+	at := top(p.pos[elem{a: a1}])
+	if a2 != 0 {
+		at = max(at, top(p.pos[elem{a: a2}]))
+	}
+	if at >= 0 && top(p.specials) <= at {
+		p.popTo(at)
+	}
+}
+
+func (p *memParser) endTag(e elem) {
+	if e.a == atom.P {
+		p.closeImpliedP()
+		return
+	}
+	if at := top(p.pos[e]); at >= 0 {
+		p.popTo(at)
+	} // else a stray end tag: nothing to close
 }
 
 func (p *memParser) closed(e elem, idx int) {
