@@ -16,7 +16,7 @@ func Fixtures() map[string]Facts {
 	return map[string]Facts{
 		StateOK: base,
 		StateBusy: with(func(f *Facts) {
-			f.Busy, f.Detail, f.Pending = true, "committing", 3
+			f.Activity, f.Pending = "committing", 3
 		}),
 		StateOffline: with(func(f *Facts) {
 			f.Offline, f.Ahead, f.SyncError, f.LastPush = true, 3, "dial tcp: connection refused", nil
