@@ -164,3 +164,25 @@ func stripANSI(s string) string {
 	}
 	return b.String()
 }
+
+// TestStatuslineReadme: the example lines in configs/statusline/README.md are the real output.
+func TestStatuslineReadme(t *testing.T) {
+	b, err := os.ReadFile("../configs/statusline/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, c := range []string{"ok.plain", "ok.tmux", "ok.waybar", "ok.polybar", "busy.plain", "offline.plain", "conflict.plain", "warn.plain", "error.plain", "stale.plain", "missing.plain"} {
+		g, err := os.ReadFile(filepath.Join("testdata", "golden", c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(readme, "`"+string(g)+"`") {
+			t.Errorf("README lacks the current %s: `%s`", c, g)
+		}
+	}
+	ansi, _ := os.ReadFile(filepath.Join("testdata", "golden", "ok.ansi"))
+	if !strings.Contains(readme, "`"+strings.ReplaceAll(string(ansi), "\x1b", `\e`)+"`") {
+		t.Errorf("README lacks the current ok.ansi")
+	}
+}
