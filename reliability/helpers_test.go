@@ -32,7 +32,6 @@ const (
 const fastConfig = `watch: {quiet: 150ms, max_delay: 1s}
 http: {listen: "127.0.0.1:0"}
 sync: {pull_interval: 1s, timeout: 3s}
-log: {level: debug}
 `
 
 // world is one isolated user: a HOME, a git config without identity, a config file, a
