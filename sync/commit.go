@@ -446,8 +446,10 @@ func (s *stager) stageDir(rel string) error {
 			return nil
 		}
 		// Not seen on disk. Confirm (it may sit under a skipped nested
-		// repo or have appeared since): only a missing path is deleted.
-		if _, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(p))); err == nil {
+		// repo or have appeared since): a file or link still there stays;
+		// missing, a directory now, or a special file means deleted.
+		if fi, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(p))); err == nil &&
+			(fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
 			return nil
 		}
 		s.edits[p] = edit{del: true, op: 'D'}
