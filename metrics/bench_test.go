@@ -17,7 +17,7 @@ import (
 //
 //	go test -run '^$' -bench Scrape -benchmem ./metrics/
 func BenchmarkScrape(b *testing.B) {
-	for _, n := range []int{1000, 100000} {
+	for _, n := range []int{10, 1000, 100000} {
 		b.Run(fmt.Sprintf("memory_md=%d", n), func(b *testing.B) {
 			m := metrics.New("bench")
 			m.Publish(bigSnapshot(n))
