@@ -171,19 +171,19 @@ func mgTreeEntries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.Tree
 // entry, nil = delete) to the tree root, creating and dropping directories
 // as needed, and returns its hash. Only the directories along changed paths
 // are rewritten.
-func mgPatchTree(s storer.EncodedObjectStorer, root plumbing.Hash, changes map[string]*mEntry) (plumbing.Hash, error) {
-	h, _, err := mgPatchDir(s, root, "", changes)
+func mgPatchTree(st *mgStore, root plumbing.Hash, changes map[string]*mEntry) (plumbing.Hash, error) {
+	h, _, err := mgPatchDir(st, root, "", changes)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if h.IsZero() { // everything deleted: git's empty tree
-		return mgWriteTree(s, nil)
+		return st.writeTree(nil)
 	}
 	return h, nil
 }
 
-func mgPatchDir(s storer.EncodedObjectStorer, tree plumbing.Hash, prefix string, changes map[string]*mEntry) (plumbing.Hash, bool, error) {
-	ents, err := mgTreeEntries(s, tree)
+func mgPatchDir(st *mgStore, tree plumbing.Hash, prefix string, changes map[string]*mEntry) (plumbing.Hash, bool, error) {
+	ents, err := mgTreeEntries(st.s, tree)
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
@@ -223,7 +223,7 @@ func mgPatchDir(s storer.EncodedObjectStorer, tree plumbing.Hash, prefix string,
 				delete(byName, dir) // the file is deleted in this change set
 			}
 		}
-		h, empty, err := mgPatchDir(s, child, prefix+dir+"/", sub[dir])
+		h, empty, err := mgPatchDir(st, child, prefix+dir+"/", sub[dir])
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
@@ -254,7 +254,7 @@ func mgPatchDir(s storer.EncodedObjectStorer, tree plumbing.Hash, prefix string,
 	for _, e := range byName {
 		list = append(list, e)
 	}
-	h, err := mgWriteTree(s, list)
+	h, err := st.writeTree(list)
 	return h, false, err
 }
 
@@ -267,41 +267,63 @@ func mgAllNil(m map[string]*mEntry) bool {
 	return true
 }
 
-func mgWriteTree(s storer.EncodedObjectStorer, entries []object.TreeEntry) (plumbing.Hash, error) {
+// mgStore writes the objects of a merge through objectBatch (durable once
+// flushed, git's loose format) and keeps the blobs it wrote readable before
+// the flush.
+type mgStore struct {
+	s     storer.EncodedObjectStorer
+	b     *objectBatch
+	blobs map[plumbing.Hash][]byte
+}
+
+func (r *Repo) newMgStore() *mgStore {
+	return &mgStore{s: r.repo.Storer, b: newObjectBatch(r), blobs: map[plumbing.Hash][]byte{}}
+}
+
+func (st *mgStore) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
 	sort.Sort(object.TreeEntrySorter(entries))
 	t := &object.Tree{Entries: entries}
-	obj := s.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	if err := t.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
 	}
-	h, err := s.SetEncodedObject(obj)
+	rd, err := obj.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	content, err := io.ReadAll(rd)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	h, err := st.b.write(plumbing.TreeObject, content)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("write tree: %w", err)
 	}
 	return h, nil
 }
 
-func mgWriteBlob(s storer.EncodedObjectStorer, data []byte) (plumbing.Hash, error) {
-	obj := s.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	obj.SetSize(int64(len(data)))
-	w, err := obj.Writer()
+func (st *mgStore) writeBlob(data []byte) (plumbing.Hash, error) {
+	h, err := st.b.write(plumbing.BlobObject, data)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
 	}
-	if _, err := w.Write(data); err != nil {
-		_ = w.Close()
-		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
-	}
-	h, err := s.SetEncodedObject(obj)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
-	}
+	st.blobs[h] = data
 	return h, nil
 }
+
+func (st *mgStore) readBlob(e *mEntry) ([]byte, error) {
+	if e != nil {
+		if b, ok := st.blobs[e.Hash]; ok {
+			return b, nil
+		}
+	}
+	return mgReadBlob(st.s, e)
+}
+
+// flush makes the written objects durable and visible.
+func (st *mgStore) flush() error { return st.b.flush() }
+
+func (st *mgStore) discard() { st.b.discard() }
 
 func mgReadBlob(s storer.EncodedObjectStorer, e *mEntry) ([]byte, error) {
 	if e == nil {
@@ -385,8 +407,15 @@ type treeMergeResult struct {
 
 // mergeTreesLocked merges ours' and theirs' trees against base: start from
 // theirs, replay ours' changes, per-path policy for paths both touched.
-func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolicy) (treeMergeResult, error) {
+func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolicy) (res treeMergeResult, err error) {
 	s := r.repo.Storer
+	st := r.newMgStore()
+	defer func() {
+		if err == nil {
+			err = st.flush()
+		}
+		st.discard()
+	}()
 	dO, dT := map[string]pathChange{}, map[string]pathChange{}
 	if err := mgDiffTrees(s, base, ours, "", dO); err != nil {
 		return treeMergeResult{}, fmt.Errorf("diff base..ours: %w", err)
@@ -400,7 +429,6 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 	fixed := map[string]bool{}  // paths decided by a rename rule
 	var conflicts []string
 	losers := map[string][][]byte{} // conflicts file → ledger loser lines
-	var res treeMergeResult
 
 	// theirsAt reads the entry theirs' tree holds at p.
 	theirsAt := func(p string) *mEntry {
@@ -465,15 +493,15 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 			continue
 		}
 		// Both changed p differently.
-		bb, err := mgReadBlob(s, o.From)
+		bb, err := st.readBlob(o.From)
 		if err != nil {
 			return res, err
 		}
-		ob, err := mgReadBlob(s, o.To)
+		ob, err := st.readBlob(o.To)
 		if err != nil {
 			return res, err
 		}
-		tb, err := mgReadBlob(s, t.To)
+		tb, err := st.readBlob(t.To)
 		if err != nil {
 			return res, err
 		}
@@ -506,7 +534,7 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 			conflicts = append(conflicts, cp)
 			continue
 		}
-		h, err := mgWriteBlob(s, merged)
+		h, err := st.writeBlob(merged)
 		if err != nil {
 			return res, err
 		}
@@ -518,18 +546,18 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 		if !ok {
 			cur = theirsAt(cp)
 		}
-		data, err := mgReadBlob(s, cur)
+		data, err := st.readBlob(cur)
 		if err != nil {
 			return res, err
 		}
-		h, err := mgWriteBlob(s, AppendMissingLines(data, losers[cp]))
+		h, err := st.writeBlob(AppendMissingLines(data, losers[cp]))
 		if err != nil {
 			return res, err
 		}
 		set[cp] = &mEntry{Hash: h, Mode: filemode.Regular}
 	}
 
-	tree, err := mgPatchTree(s, theirs, set)
+	tree, err := mgPatchTree(st, theirs, set)
 	if err != nil {
 		return res, err
 	}
@@ -792,18 +820,18 @@ func (r *Repo) removeTempFiles(changes map[string]pathChange) {
 	}
 }
 
-// mgSyncFiles fsyncs the files at rels (repo-relative).
+// mgSyncFiles fsyncs the files at rels (repo-relative), in parallel: the
+// filesystem folds concurrent fsyncs into few journal commits.
 func (r *Repo) mgSyncFiles(rels []string) error {
+	abs := make([]string, 0, len(rels))
 	for _, rel := range rels {
-		f, err := os.Open(filepath.Join(r.dir, filepath.FromSlash(rel)))
-		if err != nil {
-			continue // replaced or removed since: nothing of ours to flush
-		}
-		err = f.Sync()
-		_ = f.Close()
-		if err != nil {
-			return fmt.Errorf("fsync %s: %w", rel, err)
-		}
+		abs = append(abs, filepath.Join(r.dir, filepath.FromSlash(rel)))
+	}
+	if len(abs) == 0 {
+		return nil
+	}
+	if err := parallelFsync(abs); err != nil {
+		return fmt.Errorf("fsync work tree: %w", err)
 	}
 	return nil
 }

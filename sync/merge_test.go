@@ -219,9 +219,13 @@ func TestPatchTreeAndDiff(t *testing.T) {
 	r := openTest(t, dir, testOptions())
 	s := r.Git().Storer
 	root := plumbing.NewHash(revParse(t, dir, "HEAD^{tree}"))
-	blob, err := mgWriteBlob(s, []byte("new\n"))
+	st := r.newMgStore()
+	blob, err := st.writeBlob([]byte("new\n"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := st.readBlob(&mEntry{Hash: blob}); err != nil || string(b) != "new\n" {
+		t.Fatalf("blob not readable before flush: %q, %v", b, err)
 	}
 	e := &mEntry{Hash: blob, Mode: filemode.Regular}
 	cases := []struct {
@@ -240,7 +244,7 @@ func TestPatchTreeAndDiff(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h, err := mgPatchTree(s, root, c.changes)
+			h, err := mgPatchTree(st, root, c.changes)
 			if c.err != nil {
 				if !errors.Is(err, c.err) {
 					t.Fatalf("err = %v, want %v", err, c.err)
@@ -248,6 +252,9 @@ func TestPatchTreeAndDiff(t *testing.T) {
 				return
 			}
 			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.flush(); err != nil {
 				t.Fatal(err)
 			}
 			diff := map[string]pathChange{}
