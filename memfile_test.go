@@ -3,12 +3,17 @@ package memd
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // doc builds a memory file from the four required metas plus head extras and an article body.
@@ -385,5 +390,111 @@ func TestParseMemoryLinear(t *testing.T) {
 	t.Logf("8 x 4KiB %v, 32KiB %v, ratio %.2f", bestSmall, bestLarge, ratio)
 	if ratio > 3 {
 		t.Fatalf("32KiB took %v, 8 x 4KiB %v: ratio %.1f, want ~1 (linear)", bestLarge, bestSmall, ratio)
+	}
+}
+
+// treeCanonical is memhtml's canonicalText written the tree way, over the real HTML5
+// tree builder (html.Parse): an independent check of the streaming version.
+func treeCanonical(n *html.Node) string {
+	type seg struct {
+		verbatim bool
+		text     string
+	}
+	var segs []seg
+	var walk func(n *html.Node, verbatim bool)
+	walk = func(n *html.Node, verbatim bool) {
+		switch n.Type {
+		case html.TextNode:
+			segs = append(segs, seg{verbatim, n.Data})
+			return
+		case html.ElementNode:
+			block := !isInline(n.DataAtom)
+			if block {
+				segs = append(segs, seg{false, " "})
+			}
+			v := verbatim || n.DataAtom == atom.Pre
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				walk(c, v)
+			}
+			if block {
+				segs = append(segs, seg{false, " "})
+			}
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, verbatim)
+		}
+	}
+	walk(n, false)
+	var merged []seg
+	for _, s := range segs {
+		if k := len(merged) - 1; k >= 0 && merged[k].verbatim == s.verbatim {
+			merged[k].text += s.text
+		} else {
+			merged = append(merged, s)
+		}
+	}
+	var b strings.Builder
+	for i, s := range merged {
+		t := s.text
+		if !s.verbatim {
+			t = regexp.MustCompile(`[ \t\n\f\r]+`).ReplaceAllString(t, " ")
+			if i == 0 {
+				t = strings.TrimPrefix(t, " ")
+			}
+			if i == len(merged)-1 {
+				t = strings.TrimSuffix(t, " ")
+			}
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+func findArticle(n *html.Node) *html.Node {
+	if n.Type == html.ElementNode && n.DataAtom == atom.Article {
+		return n
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if a := findArticle(c); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
+// TestContentHashMatchesTreeParser: the streaming hash equals a tree-based one built on
+// the real HTML5 parser, over real-shaped files (memhtml's examples, arcs, odd markup).
+func TestContentHashMatchesTreeParser(t *testing.T) {
+	docs := map[string][]byte{"arc": RenderArc(sampleArc())}
+	for _, name := range []string{"memhtml-procedural.html", "memhtml-task.html"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "memfile", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[name] = b
+	}
+	for i, art := range []string{
+		goodArticle,
+		"<article>\n<p><mark>a</mark> b</p><ul><li>one<li>two</ul><pre>\n  x\n y </pre><p>tail</article>",
+		"<article><p><mark>a &amp; b</mark><br>c<img alt=x>d</p><dl><dt>k<dd>v<dt>k2<dd>v2</dl></article>",
+		"<article><section><h2>T</h2><p><mark>m</mark>\t\tx</p><table><tr><td>1<td>2</table></section></article>",
+		"<article><p><mark>m</mark></p><details><summary>s</summary><pre><code>a\n\tb</code></pre></details><aside>z</aside></article>",
+	} {
+		docs[fmt.Sprintf("doc%d", i)] = []byte(doc("semantic", "", art))
+	}
+	for name, b := range docs {
+		root, err := html.Parse(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := findArticle(root)
+		if a == nil {
+			t.Fatalf("%s: no article", name)
+		}
+		want := hashOf([]byte(treeCanonical(a)))
+		if got := ParseMemoryBytes(b).ComputedHash; got != want {
+			t.Errorf("%s: streaming hash %s, tree hash %s (tree text %q)", name, got, want, treeCanonical(a))
+		}
 	}
 }
