@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -400,6 +401,70 @@ sleep: {catch_up: false}
 	}
 	if !strings.Contains(d.logs.String()[logBefore:], "reconcile found changes") {
 		t.Fatalf("committed without a reconcile: the watcher saw the write, so this test tests nothing%s", d.describe())
+	}
+	if code := d.stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+}
+
+// A real inotify queue overflow: the daemon is stopped (SIGSTOP) so its reader cannot drain
+// the kernel queue (max_queued_events, 16384 by default, per inotify instance) while a writer
+// makes far more events than that; on SIGCONT the watcher learns events were lost and memd
+// reconciles. Files whose events were dropped (a new one, a deleted one) are committed right.
+func TestQueueOverflowRescan(t *testing.T) {
+	t.Parallel()
+	limit := 16384
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
+		_, _ = fmt.Sscan(string(b), &limit)
+	}
+	if limit > 1<<20 {
+		t.Skipf("max_queued_events is %d: too many events to overflow it here", limit)
+	}
+	w := newWorld(t)
+	d := w.start()
+	const nf = 4
+	for i := range nf {
+		w.write(fmt.Sprintf("resources/flood/f%d.html", i), "start\n")
+	}
+	w.write("resources/flood/doomed.html", "doomed\n")
+	w.checkClean(d)
+
+	must(t, d.cmd.Process.Signal(syscall.SIGSTOP))
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = d.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	// Round-robin over a few files: the kernel merges an event only with an identical one at
+	// the tail of the queue, so every write queues at least one event; 2x the limit overflows.
+	writes := 2 * limit
+	for i := range writes {
+		must(t, os.WriteFile(w.path(fmt.Sprintf("resources/flood/f%d.html", i%nf)), fmt.Appendf(nil, "write %d\n", i), 0o644))
+	}
+	// Their events fall off the full queue: only a reconcile can find these two.
+	w.write("resources/flood/late.html", "late\n")
+	must(t, os.Remove(w.path("resources/flood/doomed.html")))
+	logBefore := len(d.logs.String())
+	must(t, d.cmd.Process.Signal(syscall.SIGCONT))
+	stopped = false
+
+	d.waitLog("watcher asked for a full rescan")
+	w.checkClean(d)
+	if !strings.Contains(d.logs.String()[logBefore:], "inotify queue overflow") {
+		t.Fatalf("the queue did not overflow: the test tested nothing%s", d.describe())
+	}
+	if got, _ := w.committed("resources/flood/late.html"); got != "late\n" {
+		t.Fatalf("HEAD:resources/flood/late.html = %q", got)
+	}
+	if _, ok := w.committed("resources/flood/doomed.html"); ok {
+		t.Fatal("doomed.html deleted during the overflow is still in HEAD")
+	}
+	for i := range nf {
+		last := writes - nf + i
+		if got, _ := w.committed(fmt.Sprintf("resources/flood/f%d.html", i)); got != fmt.Sprintf("write %d\n", last) {
+			t.Fatalf("HEAD:f%d.html = %q, want write %d", i, got, last)
+		}
 	}
 	if code := d.stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
