@@ -66,6 +66,26 @@ func TestWatchAndCommit(t *testing.T) {
 		w.checkClean(d)
 	})
 
+	t.Run("directory moved out of and into the repo", func(t *testing.T) {
+		w.t = t
+		w.write("projects/leaving/a.html", "a\n")
+		w.write("projects/leaving/deep/b.html", "b\n")
+		w.checkClean(d)
+		outside := filepath.Join(w.home, "moved-out")
+		must(t, os.Rename(w.path("projects/leaving"), outside))
+		w.checkClean(d)
+		if _, ok := w.committed("projects/leaving/deep/b.html"); ok {
+			t.Fatal("a directory moved out of the repo is still in HEAD")
+		}
+		// Changes outside the repo are not watched any more; moved back, it is all there.
+		must(t, os.WriteFile(filepath.Join(outside, "deep", "b.html"), []byte("b changed outside\n"), 0o644))
+		must(t, os.Rename(outside, w.path("areas/returned")))
+		w.checkClean(d)
+		if got, _ := w.committed("areas/returned/deep/b.html"); got != "b changed outside\n" {
+			t.Fatalf("HEAD:areas/returned/deep/b.html = %q", got)
+		}
+	})
+
 	t.Run("atomic save", func(t *testing.T) {
 		w.t = t
 		w.write("areas/atomic.html", "v1\n")
