@@ -55,6 +55,7 @@ func (a *Agent) publish() {
 		PID:       os.Getpid(),
 		Repo:      a.cfg.Repo,
 		Busy:      st.busy != "",
+		Activity:  st.busy,
 		Detail:    st.detail,
 		Pending:   a.pending.len(),
 		Ahead:     st.ahead,
@@ -79,9 +80,6 @@ func (a *Agent) publish() {
 	}
 	if s := st.lastSleep; s != nil {
 		f.LastSleep = &metrics.SleepInfo{At: s.at, Counts: s.counts}
-	}
-	if st.busy != "" {
-		f.Detail = st.busy
 	}
 	doc := metrics.Compose(f)
 	if err := metrics.Write(a.cfg.StateDir(), doc); err != nil {
