@@ -177,6 +177,10 @@ func (a *app) load() error {
 	if a.repoFlag != "" {
 		cfg.Repo = a.repoFlag
 	}
+	// An empty repo must fail validation, not become the working directory through Abs.
+	if strings.TrimSpace(cfg.Repo) == "" {
+		return &memd.ConfigError{Key: "repo", Value: cfg.Repo, Problem: "must name the memory repo directory"}
+	}
 	cfg.Repo = memd.ExpandHome(cfg.Repo)
 	if abs, err := filepath.Abs(cfg.Repo); err == nil {
 		cfg.Repo = abs
