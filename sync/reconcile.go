@@ -26,8 +26,10 @@ import (
 // Two ways, same answer for memd's purposes:
 //   - `git status --porcelain -z -uall` when git is on PATH. git uses the
 //     index's stat cache (which RefreshIndex keeps in step with HEAD), so it
-//     only re-reads files whose stat changed. Measured faster (see
-//     BenchmarkReconcile): at 10k files git ≈ 25 ms vs walk ≈ 90 ms.
+//     only re-reads files whose stat changed. Measured faster, so it is
+//     the default (BenchmarkReconcile, clean repo + 5 edits, 2-core VM
+//     under load): 1k files git 5.6 ms vs walk 18 ms; 10k files git 71 ms
+//     vs walk 209 ms.
 //   - otherwise a walk in Go: lstat every file, reuse the index's stat
 //     cache the same way (entries whose blob id equals HEAD's and whose stat
 //     matches are clean), hash the rest and compare with HEAD's tree.
