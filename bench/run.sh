@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# make bench: every benchmark of memd against git on the same data in the same run, written
+# as Markdown to bench/RESULTS.md (with the command that made each table). Ratios, not
+# absolute times, are the targets: these machines are shared and noisy.
+# BENCH_QUICK=1 runs small sizes only (a smoke run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=bench/RESULTS.md
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+  commit_args="-sizes 1000,10000 -reps 3"; sync_args="-files 2000 -runs 3"; sleep_args="-n 5000 -ledger 20000"
+  status_args="-files 1000,10000 -runs 100"; daemon_args="-sizes 1000 -idle 10s"
+else
+  commit_args="-sizes 1000,10000,100000 -reps 5"; sync_args="-files 10000 -runs 5"; sleep_args="-n 100000 -ledger 100000"
+  status_args="-files 1000,100000 -runs 300"; daemon_args="-sizes 1000,10000 -idle 60s -rss-size 100000"
+fi
+run() { # run TITLE PKG ARGS...
+  local title=$1 pkg=$2; shift 2
+  echo "bench: $title" >&2
+  {
+    echo "## $title"
+    echo
+    echo '```'
+    echo "go run ./$pkg $*"
+    echo '```'
+    echo
+    go run "./$pkg" "$@"
+    echo
+  } >>"$tmp"
+}
+{
+  echo "# memd benchmarks"
+  echo
+  echo "Made by \`make bench\` on $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), $(git --version)."
+  echo "Load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo
+} >"$tmp"
+run "Commit: memd's commit path vs git add -A && git commit" bench/commit $commit_args
+run "Sync: fast-forward and diverged merge vs git pull --no-rebase" bench/sync $sync_args
+run "Sleep: full run, idle run and expire vs git" bench/sleep $sleep_args
+run "memd status vs git status and a minimal Go program" bench/status $status_args
+run "The daemon: write-to-commit latency, idle CPU and RSS" bench/daemon $daemon_args
+{
+  echo "## Go benchmarks"
+  echo
+  echo '```'
+  echo "go test -run '^\$' -bench . -benchtime 3x ./ ./doctor ./metrics ./watcher"
+  go test -run '^$' -bench . -benchtime 3x ./ ./doctor ./metrics ./watcher 2>&1 | grep -E '^(Benchmark|ok|PASS)' || true
+  echo '```'
+} >>"$tmp"
+mv "$tmp" "$out"
+trap - EXIT
+echo "bench: wrote $out" >&2
