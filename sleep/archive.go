@@ -3,6 +3,7 @@ package sleep
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -111,16 +112,14 @@ func planLinkRewrites(s *snapshot, p *plan, moved map[string]string, filter func
 			continue
 		}
 		m := s.mems[fp]
-		var pairs [][2]string
-		seen := map[string]bool{}
+		pairs := map[string]string{}
 		for _, l := range m.Links {
 			lp, err := memd.HrefToPath(l.Href)
-			if err != nil || seen[lp] {
+			if err != nil {
 				continue
 			}
 			if to, ok := moved[lp]; ok {
-				seen[lp] = true
-				pairs = append(pairs, [2]string{lp, to})
+				pairs[lp] = to
 			}
 		}
 		if len(pairs) == 0 {
@@ -133,17 +132,14 @@ func planLinkRewrites(s *snapshot, p *plan, moved map[string]string, filter func
 		if !exists {
 			continue
 		}
-		data := old
-		for _, pr := range pairs {
-			data = rewriteHrefs(data, pr[0], pr[1])
-		}
+		data := rewriteHrefs(old, pairs)
 		if bytes.Equal(data, old) {
 			p.item("report", fp, "", "links to moved files in a form sleep does not rewrite")
 			continue
 		}
 		p.write(fp, data, old, true)
-		for _, pr := range pairs {
-			p.item("rewrite-link", fp, pr[1], "was "+pr[0])
+		for _, from := range sortedKeys(pairs) {
+			p.item("rewrite-link", fp, pairs[from], "was "+from)
 			links++
 		}
 	}
@@ -153,20 +149,67 @@ func planLinkRewrites(s *snapshot, p *plan, moved map[string]string, filter func
 	return nil
 }
 
-// rewriteHrefs replaces href="/from…" by href="/to…" (quoted with " or ', followed by the
-// closing quote, a fragment or a query). Everything else stays byte-identical.
-func rewriteHrefs(data []byte, from, to string) []byte {
-	hf, ht := memd.PathToHref(from), memd.PathToHref(to)
-	if !bytes.Contains(data, []byte(hf)) {
+// rewriteHrefs replaces, in one pass, every href="/from…" by href="/to…" for the pairs in
+// repl (old path -> new path): quoted with " or ', the value either the whole href or
+// followed by a fragment or query. Everything else stays byte-identical. One pass matters:
+// an arc lists hundreds of members that may all move in one night.
+func rewriteHrefs(data []byte, repl map[string]string) []byte {
+	if len(repl) == 0 {
 		return data
 	}
-	for _, q := range []string{`"`, `'`} {
-		for _, end := range []string{q, "#", "?"} {
-			old := []byte("href=" + q + hf + end)
-			if bytes.Contains(data, old) {
-				data = bytes.ReplaceAll(data, old, []byte("href="+q+ht+end))
-			}
-		}
+	hrefs := make(map[string]string, len(repl))
+	for from, to := range repl {
+		hrefs[memd.PathToHref(from)] = memd.PathToHref(to)
 	}
-	return data
+	var out []byte
+	last := 0
+	for i := 0; ; {
+		k := bytes.Index(data[i:], []byte("href="))
+		if k < 0 {
+			break
+		}
+		at := i + k
+		v := at + len("href=")
+		i = v
+		if at > 0 && !isHTMLSpace(data[at-1]) { // data-href=, xhref=: not an href attribute
+			continue
+		}
+		if v >= len(data) || (data[v] != '"' && data[v] != '\'') {
+			continue
+		}
+		q := data[v]
+		end := bytes.IndexByte(data[v+1:], q)
+		if end < 0 {
+			break
+		}
+		val := data[v+1 : v+1+end]
+		base := val
+		if j := bytes.IndexAny(val, "#?"); j >= 0 {
+			base = val[:j]
+		}
+		if to, ok := hrefs[string(base)]; ok {
+			if out == nil {
+				out = make([]byte, 0, len(data)+64)
+			}
+			out = append(out, data[last:v+1]...)
+			out = append(out, to...)
+			last = v + 1 + len(base)
+		}
+		i = v + 1 + end + 1
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
 }
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func isHTMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }

@@ -614,3 +614,17 @@ func TestArcsByTag(t *testing.T) {
 		t.Fatalf("tag arcs: %v", treeList(t, dir))
 	}
 }
+
+func TestRewriteHrefs(t *testing.T) {
+	in := `<link rel="a" href="/x/a.html"><a href='/x/a.html#top'>a</a> <a href="/x/a.html?v=1">q</a>
+<a href="/x/a.html2">other</a> <a href="/y/x/a.html">other</a> <a data-href="/x/a.html">data</a> <a href="/x/b.html">b</a>`
+	want := `<link rel="a" href="/archive/2024/x/a.html"><a href='/archive/2024/x/a.html#top'>a</a> <a href="/archive/2024/x/a.html?v=1">q</a>
+<a href="/x/a.html2">other</a> <a href="/y/x/a.html">other</a> <a data-href="/x/a.html">data</a> <a href="/archive/2023/x/b.html">b</a>`
+	got := string(rewriteHrefs([]byte(in), map[string]string{"x/a.html": "archive/2024/x/a.html", "x/b.html": "archive/2023/x/b.html"}))
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if out := rewriteHrefs([]byte(in), map[string]string{"z.html": "archive/2020/z.html"}); string(out) != in {
+		t.Error("no match must leave the bytes as they were")
+	}
+}

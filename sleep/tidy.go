@@ -127,16 +127,14 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 	// Links to files that now live in the archive, from every memory file.
 	for _, fp := range s.memPaths() {
 		m := s.mems[fp]
-		var pairs [][2]string
-		seen := map[string]bool{}
+		pairs := map[string]string{}
 		for _, l := range m.Links {
 			lp, err := memd.HrefToPath(l.Href)
-			if err != nil || seen[lp] {
+			if err != nil {
 				continue
 			}
 			if to, ok := movedAway(lp); ok {
-				seen[lp] = true
-				pairs = append(pairs, [2]string{lp, to})
+				pairs[lp] = to
 			}
 		}
 		if len(pairs) == 0 {
@@ -149,16 +147,13 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 		if !exists {
 			continue
 		}
-		data := old
-		for _, pr := range pairs {
-			data = rewriteHrefs(data, pr[0], pr[1])
-		}
+		data := rewriteHrefs(old, pairs)
 		if bytes.Equal(data, old) {
 			continue
 		}
 		p.write(fp, data, old, true)
-		for _, pr := range pairs {
-			p.item("rewrite-link", fp, pr[1], "was "+pr[0])
+		for _, from := range sortedKeys(pairs) {
+			p.item("rewrite-link", fp, pairs[from], "was "+from)
 			p.counts["links"]++
 		}
 	}
