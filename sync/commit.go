@@ -62,12 +62,13 @@ type edit struct {
 // stager computes the edits of one commit against a base tree.
 type stager struct {
 	*treeCache
-	r      *Repo
-	base   plumbing.Hash
-	objs   *objectBatch
-	edits  map[string]edit
-	dirOK  map[string]bool // ancestor directory checks (parentsAreDirs)
-	nested map[string]bool // ancestor nested-repo checks (underNestedRepo)
+	r       *Repo
+	base    plumbing.Hash
+	objs    *objectBatch
+	edits   map[string]edit
+	dirOK   map[string]bool // ancestor directory checks (parentsAreDirs)
+	nested  map[string]bool // ancestor nested-repo checks (underNestedRepo)
+	skipped []string        // unreadable paths (skip)
 }
 
 // treeCache reads and indexes tree objects from one object store.
@@ -118,6 +119,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 			return res, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
+	res.Skipped = st.skipped
 	if len(st.edits) == 0 {
 		res.Duration = time.Since(start)
 		return res, nil
@@ -399,6 +401,16 @@ func (s *stager) stageDir(rel string) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // vanished while walking: a later batch sees it
 			}
+			if errors.Is(err, fs.ErrPermission) {
+				// Unreadable directory: what HEAD has under it stays
+				// (the deletion pass below cannot confirm it is gone).
+				rp, _ := filepath.Rel(s.r.dir, p)
+				_ = s.skip(filepath.ToSlash(rp), err)
+				if d != nil && d.IsDir() && p != root {
+					return filepath.SkipDir
+				}
+				return nil
+			}
 			return err
 		}
 		if p == root {
@@ -448,9 +460,12 @@ func (s *stager) stageDir(rel string) error {
 		// Not seen on disk. Confirm (it may sit under a skipped nested
 		// repo or have appeared since): a file or link still there stays;
 		// missing, a directory now, or a special file means deleted.
-		if fi, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(p))); err == nil &&
-			(fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
+		fi, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(p)))
+		switch {
+		case err == nil && (fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0):
 			return nil
+		case err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotDir(err):
+			return nil // cannot tell (e.g. permission): never delete on doubt
 		}
 		s.edits[p] = edit{del: true, op: 'D'}
 		return nil
@@ -473,7 +488,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				return s.deleteAt(rel)
 			}
-			return fmt.Errorf("readlink %s: %w", rel, err)
+			return s.skip(rel, fmt.Errorf("readlink %s: %w", rel, err))
 		}
 		content = []byte(filepath.ToSlash(target))
 		h = hashObject(plumbing.BlobObject, content)
@@ -486,7 +501,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				return s.deleteAt(rel)
 			}
-			return fmt.Errorf("open %s: %w", rel, err)
+			return s.skip(rel, fmt.Errorf("open %s: %w", rel, err))
 		}
 		defer f.Close()
 		if fi.Size() > inMemoryLimit {
@@ -498,7 +513,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 		}
 		content, err = io.ReadAll(f)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", rel, err)
+			return s.skip(rel, fmt.Errorf("read %s: %w", rel, err))
 		}
 		h = hashObject(plumbing.BlobObject, content)
 	}
@@ -514,6 +529,15 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 		return fmt.Errorf("%s: %w", rel, err)
 	}
 	return s.record(rel, mode, h)
+}
+
+// skip leaves rel as HEAD has it, because it cannot be read now; the
+// commit goes on without it and reports it in CommitResult.Skipped.
+func (s *stager) skip(rel string, err error) error {
+	delete(s.edits, rel)
+	s.skipped = append(s.skipped, rel)
+	s.r.log.Warn("cannot read path; left for a later commit", "path", rel, "err", err)
+	return nil
 }
 
 func (s *stager) record(rel string, mode filemode.FileMode, h plumbing.Hash) error {

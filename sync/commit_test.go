@@ -861,3 +861,30 @@ next:
 	}
 	return true
 }
+
+func TestCommitUnreadableFileIsSkippedNotLost(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads mode-000 files: run as a normal user")
+	}
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	writeFile(t, dir, "areas/locked.html", "v1")
+	writeFile(t, dir, "areas/d/in.html", "in")
+	mustCommit(t, r, "areas")
+	writeFile(t, dir, "areas/locked.html", "v2")
+	writeFile(t, dir, "areas/ok.html", "ok")
+	os.Chmod(filepath.Join(dir, "areas/locked.html"), 0)
+	os.Chmod(filepath.Join(dir, "areas/d"), 0)
+	defer os.Chmod(filepath.Join(dir, "areas/d"), 0o755)
+	res := mustCommit(t, r, "areas")
+	if !reflect.DeepEqual(res.Changes, []Change{{"areas/ok.html", 'A'}}) {
+		t.Fatalf("changes %+v", res.Changes)
+	}
+	if len(res.Skipped) != 2 {
+		t.Fatalf("skipped %q", res.Skipped)
+	}
+	tree := lsTree(t, dir)
+	if tree["areas/d/in.html"] == "" || tree["areas/locked.html"] == "" {
+		t.Fatalf("unreadable paths were dropped from HEAD: %v", tree)
+	}
+}

@@ -83,6 +83,10 @@ type CommitResult struct {
 	Changes                  []Change
 	Kind                     CommitKind
 	Duration                 time.Duration
+	// Skipped lists paths that could not be read (e.g. permission
+	// denied): left as they are in HEAD, for a later commit; the rest of
+	// the batch is committed.
+	Skipped []string
 }
 
 // Repo is a memory repo: a git work tree with its .git directory.
