@@ -249,7 +249,14 @@ type ledgerStamp struct {
 	CreatedAt string          `json:"createdAt"`
 }
 
-func parseLedgerLines(b []byte) []ledgerLine {
+// parsedStamp is a line's id and time, cached by line text: most lines are
+// the same in base, ours and theirs and are decoded once.
+type parsedStamp struct {
+	id   string // "" = unparseable or no id
+	when time.Time
+}
+
+func parseLedgerLines(b []byte, cache map[string]parsedStamp) []ledgerLine {
 	var out []ledgerLine
 	seen := map[string]int{}
 	for _, raw := range splitLines(b) {
@@ -257,19 +264,25 @@ func parseLedgerLines(b []byte) []ledgerLine {
 		if len(trimmed) == 0 {
 			continue // blank lines carry nothing
 		}
-		ll := ledgerLine{raw: raw}
-		var st ledgerStamp
-		if trimmed[0] == '{' && json.Unmarshal(trimmed, &st) == nil && len(st.ID) > 0 && string(st.ID) != "null" {
-			id := string(st.ID) // raw JSON: "a" and 1 stay distinct
-			n := seen[id]
-			seen[id] = n + 1
-			ll.key = id
-			if n > 0 {
-				ll.key = id + "#" + itoa(n)
+		ps, ok := cache[string(trimmed)]
+		if !ok {
+			var st ledgerStamp
+			if trimmed[0] == '{' && json.Unmarshal(trimmed, &st) == nil && len(st.ID) > 0 && string(st.ID) != "null" {
+				ps.id = string(st.ID) // raw JSON: "a" and 1 stay distinct
+				ps.when = parseStamp(st.UpdatedAt)
+				if ps.when.IsZero() {
+					ps.when = parseStamp(st.CreatedAt)
+				}
 			}
-			ll.when = parseStamp(st.UpdatedAt)
-			if ll.when.IsZero() {
-				ll.when = parseStamp(st.CreatedAt)
+			cache[string(trimmed)] = ps
+		}
+		ll := ledgerLine{raw: raw, when: ps.when}
+		if ps.id != "" {
+			n := seen[ps.id]
+			seen[ps.id] = n + 1
+			ll.key = ps.id
+			if n > 0 {
+				ll.key = ps.id + "#" + itoa(n)
 			}
 		}
 		out = append(out, ll)
@@ -316,7 +329,8 @@ func parseStamp(s string) time.Time {
 //   - lines that do not parse (or have no id) from both sides are kept
 //     verbatim (theirs in place, ours' extra ones at the end).
 func MergeLedger(base, ours, theirs []byte) (merged []byte, losers [][]byte) {
-	bl, ol, tl := parseLedgerLines(base), parseLedgerLines(ours), parseLedgerLines(theirs)
+	cache := map[string]parsedStamp{}
+	bl, ol, tl := parseLedgerLines(base, cache), parseLedgerLines(ours, cache), parseLedgerLines(theirs, cache)
 	bm := map[string]ledgerLine{}
 	for _, l := range bl {
 		if l.key != "" {

@@ -342,3 +342,30 @@ func TestMergeLineUnionNothingLost(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMergeLedger: a 10k-record ledger, 100 records changed or added
+// on each side.
+func BenchmarkMergeLedger(b *testing.B) {
+	var base, ours, theirs []string
+	for i := 0; i < 10000; i++ {
+		l := fmt.Sprintf(`{"id":"r%d","type":"note","text":"record %d","createdAt":"2026-01-01T00:00:00Z"}`, i, i)
+		base = append(base, l)
+		switch {
+		case i%100 == 0:
+			ours = append(ours, strings.Replace(l, "record", "ours", 1))
+			theirs = append(theirs, l)
+		case i%100 == 50:
+			ours = append(ours, l)
+			theirs = append(theirs, strings.Replace(l, "record", "theirs", 1))
+		default:
+			ours = append(ours, l)
+			theirs = append(theirs, l)
+		}
+	}
+	bb, ob, tb := lines(base...), lines(ours...), lines(theirs...)
+	b.SetBytes(int64(len(bb)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		MergeLedger(bb, ob, tb)
+	}
+}
