@@ -31,6 +31,10 @@ import (
 // git's way: .git/index.lock created O_EXCL (a held lock means back off and
 // retry later; we never delete a live lock), encoded, fsynced, renamed.
 //
+// memd owns the index of a memory repo: a refresh replaces whatever a user
+// staged with `git add` (the content is still in the work tree, and memd
+// commits it anyway), and conflict stages from a user's own merge.
+//
 // Incremental: we remember the HEAD we last wrote the index for, the
 // identity (inode, size, mtime) of the file we wrote, and the paths memd
 // committed since. If nothing else touched the index or the branch, only
