@@ -95,8 +95,8 @@ func loadSnapshotCached(root, cacheDir string, progressW io.Writer) (*snapshot, 
 		st, have := stats[p]
 		// Racy entries (mtime within 2 s of when the cache was written) are parsed again:
 		// a write in the same timestamp tick would otherwise go unseen.
-		if ok && have && e.Mem != nil && e.Stat == st && st.Mtime < pc.Saved-int64(2*time.Second) {
-			s.mems[p] = e.Mem
+		if ok && have && e.Stat == st && st.Mtime < pc.Saved-int64(2*time.Second) {
+			s.mems[p] = e.Mem.memory()
 			continue
 		}
 		misses = append(misses, p)
@@ -118,7 +118,7 @@ func (s *snapshot) saveCache(dir string) {
 	next := parseCache{Version: parseCacheVersion, Saved: time.Now().UnixNano(), Entries: make(map[string]cacheEntry, len(s.mems))}
 	for p, m := range s.mems {
 		if st, have := s.stats[p]; have {
-			next.Entries[p] = cacheEntry{Stat: st, Mem: m}
+			next.Entries[p] = cacheEntry{Stat: st, Mem: toCached(m)}
 		}
 	}
 	writeParseCache(dir, next)
@@ -132,7 +132,36 @@ type fileStat struct {
 
 type cacheEntry struct {
 	Stat fileStat // a named field: gob skips embedded unexported ones
-	Mem  *memd.Memory
+	Mem  cachedMem
+}
+
+// cachedMem is the part of a parsed memory file sleep plans from; the rest (violations,
+// other metas) is not kept, which keeps the cache small and quick to decode.
+type cachedMem struct {
+	Type, Status, Title, Gist, TaskStatus string
+	Updated, ValidUntil, Members          string
+	CreatedAt, UpdatedAt, EventAt         time.Time
+	ValidUntilAt                          time.Time
+	Entities, Tags                        []string
+	Links                                 []memd.Link
+}
+
+func toCached(m *memd.Memory) cachedMem {
+	return cachedMem{Type: m.Type, Status: m.Status, Title: m.Title, Gist: m.Gist, TaskStatus: m.TaskStatus,
+		Updated: m.Updated, ValidUntil: m.ValidUntil, Members: m.Meta(memd.MetaMembers),
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, EventAt: m.EventAt, ValidUntilAt: m.ValidUntilAt,
+		Entities: m.Entities, Tags: m.Tags, Links: m.Links}
+}
+
+func (c cachedMem) memory() *memd.Memory {
+	m := &memd.Memory{Type: c.Type, Status: c.Status, Title: c.Title, Gist: c.Gist, TaskStatus: c.TaskStatus,
+		Updated: c.Updated, ValidUntil: c.ValidUntil, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		EventAt: c.EventAt, ValidUntilAt: c.ValidUntilAt, Entities: c.Entities, Tags: c.Tags, Links: c.Links,
+		Metas: map[string][]string{}}
+	if c.Members != "" {
+		m.Metas[memd.MetaMembers] = []string{c.Members}
+	}
+	return m
 }
 
 // parseCache is <state>/sleep-parse.gob: parsed memory heads by path. It is only a cache:
@@ -144,7 +173,7 @@ type parseCache struct {
 }
 
 const (
-	parseCacheVersion = 1
+	parseCacheVersion = 2
 	parseCacheName    = "sleep-parse.gob"
 )
 
