@@ -68,9 +68,8 @@ type world struct {
 	env    []string
 }
 
-// newWorld makes a fresh home and repo. extraConfig is appended to baseConfig; a key given
-// there replaces the base one (later keys win is not YAML: so callers pass whole lines for
-// keys not in baseConfig, or use newWorldConfig).
+// newWorld makes a fresh home and a repo made by `memd init`, with baseConfig. Tests that
+// need other settings pass a whole config to newWorldConfig (YAML refuses a repeated key).
 func newWorld(t *testing.T) *world { return newWorldConfig(t, baseConfig) }
 
 func newWorldConfig(t *testing.T, config string) *world {

@@ -16,6 +16,8 @@ import (
 func TestWatchAndCommit(t *testing.T) {
 	w := newWorld(t)
 	d := w.start()
+	// The scenarios share the daemon and run in order; each points the world's helpers at
+	// its own *testing.T (w.t = t) so a failure is reported where it happened.
 
 	t.Run("nested mkdir", func(t *testing.T) {
 		w.t = t
