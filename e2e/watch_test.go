@@ -26,6 +26,14 @@ func TestWatchAndCommit(t *testing.T) {
 		if got, ok := w.committed("a/b/c/m.html"); !ok || got != "x\n" {
 			t.Fatalf("HEAD:a/b/c/m.html = %q, %v", got, ok)
 		}
+		host, _ := os.Hostname()
+		if msg := w.git("log", "-1", "--format=%B"); msg != "memd: +1 ~0 -0\n\nA a/b/c/m.html\n\nMemd-Host: "+host+"\n\n" {
+			t.Fatalf("commit message %q", msg)
+		}
+		// No identity in any git config here: memd signs as itself.
+		if who := strings.TrimSpace(w.git("log", "-1", "--format=%an <%ae>")); who != "memd <memd@"+host+">" {
+			t.Fatalf("author %q, want memd <memd@%s>", who, host)
+		}
 	})
 
 	t.Run("spaces and non-ASCII names", func(t *testing.T) {
@@ -55,6 +63,9 @@ func TestWatchAndCommit(t *testing.T) {
 		w.checkClean(d)
 		w.sh("mv projects/old projects/new")
 		w.checkClean(d)
+		if subj := strings.TrimSpace(w.git("log", "-1", "--format=%s")); subj != "memd: +5 ~0 -5" {
+			t.Fatalf("rename commit %q, want one commit memd: +5 ~0 -5", subj)
+		}
 		for i := range 5 {
 			if _, ok := w.committed(fmt.Sprintf("projects/old/sub/f%d.html", i)); ok {
 				t.Fatalf("old path f%d still in HEAD", i)
