@@ -34,7 +34,8 @@ type snapshot struct {
 	// stats are the memory files' size and mtime, for the parse cache.
 	stats      map[string]fileStat
 	cacheDirty bool
-	parsed     int // memory files parsed (not from the cache)
+	parsed     int      // memory files parsed (not from the cache)
+	sorted     []string // memPaths, until the next apply
 }
 
 // loadSnapshot walks root (skipping .git and symlinks) and parses the memory files. With a
@@ -274,6 +275,7 @@ func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
 
 // apply updates the snapshot with an applied (or, dry run, imagined) plan.
 func (s *snapshot) apply(p *plan) {
+	s.sorted = nil
 	for _, o := range p.ops {
 		switch o.kind {
 		case opWrite:
@@ -320,13 +322,18 @@ func (s *snapshot) apply(p *plan) {
 	}
 }
 
-// memPaths returns the parsed memory paths, sorted (plans must be deterministic).
+// memPaths returns the parsed memory paths, sorted (plans must be deterministic). The slice
+// is shared until the next apply; callers must not change it.
 func (s *snapshot) memPaths() []string {
+	if s.sorted != nil {
+		return s.sorted
+	}
 	out := make([]string, 0, len(s.mems))
 	for p := range s.mems {
 		out = append(out, p)
 	}
 	sort.Strings(out)
+	s.sorted = out
 	return out
 }
 

@@ -37,6 +37,7 @@ var now = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 func main() {
 	n := flag.Int("n", 10000, "memories in the demo repo")
 	ledgerLines := flag.Int("ledger", 100000, "lines in the expire benchmark's ledger")
+	extraArcs := flag.Int("arcs", 1000, "extra entities with 3 episodes each this year, so the full sleep writes about this many more arcs")
 	work := flag.String("dir", "", "work directory (default: a temp dir, removed after)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here")
 	flag.Parse()
@@ -53,6 +54,7 @@ func main() {
 	t0 := time.Now()
 	st, err := demo.Generate(src, demo.Options{Memories: *n, Now: now, Seed: 1})
 	check(err)
+	check(writeArcEpisodes(src, *extraArcs))
 	git(src, "init", "-q", "-b", "main")
 	git(src, "add", "-A")
 	// No background auto-gc racing the copies below; pack once, as a lived-in repo is.
@@ -191,6 +193,43 @@ func main() {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// writeArcEpisodes writes 3 episodic memories for each of k entities in the current year.
+func writeArcEpisodes(dir string, k int) error {
+	for e := 0; e < k; e++ {
+		for d := 1; d <= 3; d++ {
+			day := fmt.Sprintf("2026%02d%02d", 1+e%11, d)
+			rel := fmt.Sprintf("areas/bench/%s-team-%04d-%d.html", day, e, d)
+			created := fmt.Sprintf("%s-%s-%sT10:00:00Z", day[:4], day[4:6], day[6:])
+			html := fmt.Sprintf(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Team %04d stand-up %d</title>
+<meta name="memhtml-type" content="episodic">
+<meta name="memhtml-status" content="active">
+<meta name="memhtml-created" content="%s">
+<meta name="memhtml-updated" content="%s">
+<meta name="memhtml-entity" content="team:bench-%04d">
+</head>
+<body>
+<article>
+<p><mark>Team %04d held stand-up %d.</mark></p>
+</article>
+</body>
+</html>
+`, e, d, created, created, e, e, d)
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, []byte(html), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // genLedger writes n records: mostly rules/lessons/persistent notes, a tenth expiring.
 func genLedger(n int) []byte {
