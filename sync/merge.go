@@ -557,6 +557,12 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 		set[cp] = &mEntry{Hash: h, Mode: filemode.Regular}
 	}
 
+	moved, err := mgResolveFileDir(s, theirs, set, pol)
+	if err != nil {
+		return res, err
+	}
+	conflicts = append(conflicts, moved...)
+	sort.Strings(conflicts)
 	tree, err := mgPatchTree(st, theirs, set)
 	if err != nil {
 		return res, err
@@ -579,8 +585,18 @@ func mgExists(s storer.EncodedObjectStorer, theirs plumbing.Hash, dO map[string]
 	return e != nil
 }
 
-// mgTreeFile looks up one file path in a tree (nil when absent).
+// mgTreeFile looks up one file path in a tree (nil when absent or a
+// directory).
 func mgTreeFile(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*mEntry, error) {
+	e, err := mgTreeLookup(s, tree, p)
+	if err != nil || e == nil || e.Mode == filemode.Dir {
+		return nil, err
+	}
+	return &mEntry{e.Hash, e.Mode}, nil
+}
+
+// mgTreeLookup finds the entry (file or directory) at p; nil when absent.
+func mgTreeLookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*object.TreeEntry, error) {
 	h := tree
 	for {
 		ents, err := mgTreeEntries(s, h)
@@ -595,20 +611,92 @@ func mgTreeFile(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*mE
 				break
 			}
 		}
-		if found == nil {
-			return nil, nil
-		}
-		if !more {
-			if found.Mode == filemode.Dir {
-				return nil, nil
-			}
-			return &mEntry{found.Hash, found.Mode}, nil
+		if found == nil || !more {
+			return found, nil
 		}
 		if found.Mode != filemode.Dir {
 			return nil, nil
 		}
 		h, p = found.Hash, rest
 	}
+}
+
+// mgResolveFileDir handles ours' files that would collide with theirs'
+// tree as file against directory (one side made areas/x a file, the other
+// a directory): theirs stays, ours' file moves to a conflict copy name
+// (for a file under a path theirs holds as a file, the whole directory
+// part is renamed: areas/x.conflict-…/y.html). Nothing is dropped and the
+// merge does not get stuck on ErrPathConflict.
+func mgResolveFileDir(s storer.EncodedObjectStorer, theirs plumbing.Hash, set map[string]*mEntry, pol MergePolicy) ([]string, error) {
+	var moved []string
+	for _, p := range sortedKeys(set) {
+		e := set[p]
+		if e == nil {
+			continue
+		}
+		target := ""
+		te, err := mgTreeLookup(s, theirs, p)
+		if err != nil {
+			return nil, err
+		}
+		if te != nil && te.Mode == filemode.Dir {
+			gone, err := mgAllDeletedUnder(s, te.Hash, set, p)
+			if err != nil {
+				return nil, err
+			}
+			if !gone {
+				target = ConflictCopyPath(p, pol.Host, pol.Now)
+			}
+		} else {
+			for i := strings.IndexByte(p, '/'); i >= 0; i = mgNextSlash(p, i) {
+				anc := p[:i]
+				if del, ok := set[anc]; ok && del == nil {
+					continue // theirs' file there is deleted by ours
+				}
+				ae, err := mgTreeLookup(s, theirs, anc)
+				if err != nil {
+					return nil, err
+				}
+				if ae != nil && ae.Mode != filemode.Dir {
+					target = ConflictCopyPath(anc, pol.Host, pol.Now) + p[i:]
+					break
+				}
+				if ae == nil {
+					break // nothing deeper can collide
+				}
+			}
+		}
+		if target == "" {
+			continue
+		}
+		delete(set, p)
+		set[target] = e
+		moved = append(moved, target)
+	}
+	return moved, nil
+}
+
+func mgNextSlash(p string, i int) int {
+	j := strings.IndexByte(p[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
+// mgAllDeletedUnder: does set delete every file of theirs' directory dir
+// (ours replaced the directory by a file)? Then the file is no collision.
+func mgAllDeletedUnder(s storer.EncodedObjectStorer, dirHash plumbing.Hash, set map[string]*mEntry, dir string) (bool, error) {
+	files := map[string]pathChange{}
+	if err := mgDiffTrees(s, dirHash, plumbing.ZeroHash, dir+"/", files); err != nil {
+		return false, err
+	}
+	for f := range files {
+		if e, ok := set[f]; !ok || e != nil {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // ---- work tree ----
@@ -665,6 +753,19 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 	var dirty []string
 	for _, p := range sortedKeys(changes) {
 		c := changes[p]
+		if fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(p))); err == nil && fi.IsDir() {
+			// A directory where a file goes (one side turned a directory
+			// into a file): fine when the checkout empties it, i.e. it
+			// holds only tracked files being deleted, unchanged.
+			drains, err := r.mgDirDrains(p, changes)
+			if err != nil {
+				return nil, err
+			}
+			if !drains {
+				dirty = append(dirty, p)
+			}
+			continue
+		}
 		h, ok, err := r.mgWorkHash(p)
 		if err != nil {
 			return nil, err
@@ -680,6 +781,44 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 		dirty = append(dirty, p)
 	}
 	return dirty, nil
+}
+
+// mgDirDrains reports whether every file under the work tree directory dir
+// is a tracked file the change set deletes and still holds its old content.
+func (r *Repo) mgDirDrains(dir string, changes map[string]pathChange) (bool, error) {
+	root := filepath.Join(r.dir, filepath.FromSlash(dir))
+	drains := true
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(r.dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		c, ok := changes[rel]
+		if !ok || c.To != nil || c.From == nil {
+			drains = false
+			return filepath.SkipAll
+		}
+		h, there, err := r.mgWorkHash(rel)
+		if err != nil {
+			return err
+		}
+		if !there || h != c.From.Hash {
+			drains = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("check %s: %w", dir, err)
+	}
+	return drains, nil
 }
 
 // applyWorktreeLocked moves the work tree from the old head's tree to the new

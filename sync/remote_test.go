@@ -613,3 +613,49 @@ func TestAheadBehindMatchesGit(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncFileVersusDirectory(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/keep.html": "k\n", "areas/old/dir/f.html": "f\n"})
+	// A makes areas/x a file; B makes it a directory.
+	writeFile(t, w.aDir, "areas/x", "file on A\n")
+	mustCommit(t, w.a, "areas/x")
+	writeFile(t, w.bDir, "areas/x/y.html", "dir on B\n")
+	mustCommit(t, w.b, "areas/x/y.html")
+	// A also replaces a directory by a file: no collision on B's side.
+	removeFile(t, w.aDir, "areas/old/dir/f.html")
+	removeFile(t, w.aDir, "areas/old/dir")
+	writeFile(t, w.aDir, "areas/old/dir", "now a file\n")
+	mustCommit(t, w.a, "areas/old")
+	_, rb := w.syncAll(t)
+	w.check(t)
+	want := "areas/x.conflict-hostb-20261130T143205Z/y.html"
+	if len(rb.Conflicts) != 1 || rb.Conflicts[0] != want {
+		t.Fatalf("conflicts %v, want [%s]", rb.Conflicts, want)
+	}
+	for _, d := range []string{w.aDir, w.bDir} {
+		if readWork(t, d, "areas/x") != "file on A\n" || readWork(t, d, want) != "dir on B\n" {
+			t.Errorf("%s: file/dir contents wrong", d)
+		}
+		if readWork(t, d, "areas/old/dir") != "now a file\n" {
+			t.Errorf("%s: directory-to-file change lost", d)
+		}
+	}
+
+	// The other way round: B (merging) has the file, A (theirs) the dir.
+	w2 := newSyncWorld(t, map[string]string{"areas/keep.html": "k\n"})
+	writeFile(t, w2.aDir, "areas/z/in.html", "dir on A\n")
+	mustCommit(t, w2.a, "areas/z")
+	writeFile(t, w2.bDir, "areas/z", "file on B\n")
+	mustCommit(t, w2.b, "areas/z")
+	_, rb2 := w2.syncAll(t)
+	w2.check(t)
+	want2 := "areas/z.conflict-hostb-20261130T143205Z"
+	if len(rb2.Conflicts) != 1 || rb2.Conflicts[0] != want2 {
+		t.Fatalf("conflicts %v, want [%s]", rb2.Conflicts, want2)
+	}
+	for _, d := range []string{w2.aDir, w2.bDir} {
+		if readWork(t, d, "areas/z/in.html") != "dir on A\n" || readWork(t, d, want2) != "file on B\n" {
+			t.Errorf("%s: contents wrong", d)
+		}
+	}
+}
