@@ -396,7 +396,14 @@ func lockFile(cfg memd.Config) string {
 
 // commitMessage is `sleep(<phase>): <counts>` then the trailers.
 func commitMessage(ph, runID string, counts map[string]int) string {
-	c := countsString(counts, " ")
+	// The subject keeps the totals; breakdowns (drained_<mode>) are in the trailer only.
+	totals := map[string]int{}
+	for k, v := range counts {
+		if !strings.Contains(k, "_") {
+			totals[k] = v
+		}
+	}
+	c := countsString(totals, " ")
 	if c == "" {
 		c = "no changes"
 	}
