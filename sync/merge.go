@@ -870,7 +870,8 @@ func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []str
 		}
 		switch {
 		case there && h == c.To.Hash:
-			continue // already there
+			r.mgFixMode(p, c.To.Mode) // content there; a chmod may be the change
+			continue
 		case c.From == nil && !there, c.From != nil && there && h == c.From.Hash:
 			// still the old content: ours to replace
 		default:
@@ -955,6 +956,27 @@ func (r *Repo) removeTempFiles(changes map[string]pathChange) {
 		matches, _ := filepath.Glob(filepath.Join(r.dir, filepath.FromSlash(d), ".*.memd-*.tmp"))
 		for _, m := range matches {
 			_ = os.Remove(m)
+		}
+	}
+}
+
+// mgFixMode sets the executable bit of a regular file to what mode says.
+func (r *Repo) mgFixMode(rel string, mode filemode.FileMode) {
+	if mode != filemode.Regular && mode != filemode.Executable {
+		return
+	}
+	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
+	fi, err := os.Lstat(abs)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	want := fi.Mode().Perm() &^ 0o111
+	if mode == filemode.Executable {
+		want |= 0o111 & (fi.Mode().Perm() >> 2) // x where r is set, as git does
+	}
+	if want != fi.Mode().Perm() {
+		if err := os.Chmod(abs, want); err != nil {
+			r.log.Warn("chmod during checkout", "path", rel, "err", err)
 		}
 	}
 }

@@ -659,3 +659,20 @@ func TestSyncFileVersusDirectory(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncFastForwardModeChange(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"resources/tools/run.sh": "#!/bin/sh\n"})
+	if err := os.Chmod(filepath.Join(w.aDir, "resources/tools/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustCommit(t, w.a, "resources/tools/run.sh"); res.Hash == "" {
+		t.Skip("mode-only change not committed by CommitPaths")
+	}
+	mustSync(t, w.a)
+	mustSync(t, w.b)
+	fi, err := os.Stat(filepath.Join(w.bDir, "resources/tools/run.sh"))
+	if err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("executable bit not checked out: %v %v", fi.Mode(), err)
+	}
+	w.check(t)
+}
