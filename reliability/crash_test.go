@@ -317,7 +317,8 @@ func (w *world) copyRepo(t *testing.T, name string) *world {
 func crashSleep(t *testing.T) {
 	name := "crash: memd sleep per phase"
 	rng := scenarioRand(t, name)
-	n := iterations(t, 1, 200)
+	// Per case: 5 cases (four phases and a whole run), so the long setting is 200 kills.
+	n := iterations(t, 1, 40)
 	tmpl := newWorld(t, worldOpts{demo: true})
 	start := time.Now()
 	cases := [][]string{{"--phase", "expire"}, {"--phase", "arcs"}, {"--phase", "archive"}, {"--phase", "tidy"}, nil}

@@ -99,6 +99,16 @@ func writerMain() error {
 	if s.Pause, err = time.ParseDuration(os.Getenv("MEMD_W_PAUSE")); err != nil {
 		return fmt.Errorf("MEMD_W_PAUSE: %w", err)
 	}
+	// MEMD_W_UNTIL (unix ns, optional): stop at the first write boundary after it and say
+	// how many writes were made ("done N"), so the parent knows the final contents.
+	var until time.Time
+	if v := os.Getenv("MEMD_W_UNTIL"); v != "" {
+		ns, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("MEMD_W_UNTIL: %w", err)
+		}
+		until = time.Unix(0, ns)
+	}
 	rng := rand.New(rand.NewPCG(s.Seed, uint64(s.ID)))
 	pause := func() {
 		if s.Pause > 0 {
@@ -107,6 +117,10 @@ func writerMain() error {
 	}
 	lock := filepath.Join(s.Repo, ".memory.lock")
 	for k := 0; k < s.Count; k++ {
+		if !until.IsZero() && time.Now().After(until) {
+			fmt.Printf("done %d\n", k)
+			return nil
+		}
 		p := filepath.Join(s.Repo, filepath.FromSlash(s.rel(k)))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
@@ -141,6 +155,7 @@ func writerMain() error {
 		}
 		pause()
 	}
+	fmt.Printf("done %d\n", s.Count)
 	return nil
 }
 

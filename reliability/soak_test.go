@@ -1,0 +1,223 @@
+package reliability
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sample is one measurement of one agent.
+type sample struct {
+	at         time.Duration
+	rssKB      int
+	goroutines int
+	fds        int
+	latency    time.Duration // write → in HEAD
+}
+
+// procRSS is VmRSS in KiB from /proc/<pid>/status.
+func procRSS(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmRSS:" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return -1
+}
+
+func procFDs(pid int) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// TestSoak runs two agents on two clones of one remote with writer processes on both for
+// MEMD_SOAK (e.g. 10m), samples RSS, goroutines (/metrics go_goroutines), open files
+// (/proc/<pid>/fd) and commit latency (a probe write until HEAD has it), and asserts memory,
+// goroutines and files stay flat: the last quarter's average within 1.5x the first
+// quarter's plus a small slack. At the end every write is in both clones and the remote.
+func TestSoak(t *testing.T) {
+	v := os.Getenv("MEMD_SOAK")
+	if v == "" {
+		t.Skip("MEMD_SOAK unset (make soak DURATION=10m)")
+	}
+	dur, err := time.ParseDuration(v)
+	if err != nil || dur < 20*time.Second {
+		t.Fatalf("MEMD_SOAK=%q: want a duration of at least 20s", v)
+	}
+	rng := scenarioRand(t, "soak")
+	cfg := strings.Replace(fastConfig, "sync: {pull_interval: 1s, timeout: 3s}", "sync: {pull_interval: 2s, timeout: 10s}", 1) +
+		"sleep: {schedule: \"*/2 * * * *\", catch_up: true}\n"
+	a := newWorld(t, worldOpts{remote: true, demo: true, config: cfg})
+	b := *a
+	b.repo = filepath.Join(a.home, "memory-b")
+	if out, code := b.memd("init", "--config", b.config, b.repo, "--remote", a.bare); code != 0 {
+		t.Fatalf("memd init (second clone): exit %d\n%s", code, out)
+	}
+	worlds := []*world{a, &b}
+	var daemons []*daemon
+	for _, w := range worlds {
+		daemons = append(daemons, w.start())
+	}
+	start := time.Now()
+	until := start.Add(dur - dur/10) // writers stop before the end, so everything settles
+	type proc struct {
+		cmd  *exec.Cmd
+		out  *bytes.Buffer
+		spec writerSpec
+	}
+	var procs []proc
+	for i, m := range []string{modeLock, modeRename, modeLock, modeTruncate} {
+		w := worlds[i/2]
+		s := writerSpec{Repo: w.repo, ID: 100 + i, Mode: m, Count: 1 << 30, Files: 150, Seed: rng.Uint64(), Pause: 400 * time.Millisecond}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(append([]string(nil), w.env...), s.env()...)
+		cmd.Env = append(cmd.Env, "MEMD_W_UNTIL="+strconv.FormatInt(until.UnixNano(), 10))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		must(t, cmd.Start())
+		procs = append(procs, proc{cmd, &out, s})
+	}
+
+	every := max(2*time.Second, dur/60)
+	series := make([][]sample, len(worlds))
+	probe := 0
+	for time.Since(start) < dur-dur/10 {
+		for i, w := range worlds {
+			d := daemons[i]
+			if d.hasExited() {
+				t.Fatalf("agent %d exited%s", i, d.describe())
+			}
+			s := sample{at: time.Since(start), rssKB: procRSS(d.pid()), fds: procFDs(d.pid())}
+			if g, ok := d.metric("go_goroutines"); ok {
+				s.goroutines = int(g)
+			}
+			probe++
+			rel := fmt.Sprintf("areas/probe/p%d.html", i)
+			c := fmt.Sprintf("<p>probe %d</p>\n", probe)
+			t0 := time.Now()
+			w.write(rel, c)
+			if poll(2*time.Minute, func() bool { return w.blobs(w.repo, []string{"HEAD:" + rel})["HEAD:"+rel] == c }) {
+				s.latency = time.Since(t0)
+			} else {
+				s.latency = -1
+			}
+			series[i] = append(series[i], s)
+		}
+		time.Sleep(every)
+	}
+	exp := map[string]expectation{}
+	writes := 0
+	for _, p := range procs {
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("writer %d: %v\n%s", p.spec.ID, err, p.out.String())
+		}
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(p.out.String()), "done %d", &n); err != nil {
+			t.Fatalf("writer %d said %q", p.spec.ID, p.out.String())
+		}
+		s := p.spec
+		s.Count = n
+		writes += n
+		for rel, c := range s.finals() {
+			exp[rel] = expectation{content: c}
+		}
+	}
+	// Settle: both clones equal the remote and their work trees.
+	ok := poll(3*time.Minute, func() bool {
+		for _, w := range worlds {
+			if ok, _ := w.settled(0); !ok {
+				return false
+			}
+		}
+		return a.head() == b.head()
+	})
+	if !ok {
+		_, whyA := a.settled(0)
+		_, whyB := b.settled(0)
+		t.Fatalf("the clones did not converge: A %s; B %s", whyA, whyB)
+	}
+	var problems []string
+	found := 0
+	for _, w := range worlds {
+		f, p := w.verifyRepo(exp)
+		found += f
+		problems = append(problems, p...)
+	}
+	for i, d := range daemons {
+		if code := d.stop(); code != 0 {
+			problems = append(problems, fmt.Sprintf("agent %d SIGTERM: exit %d", i, code))
+		}
+	}
+
+	// Report and check flatness.
+	var tbl strings.Builder
+	fmt.Fprintf(&tbl, "\n| t | agent | RSS MiB | goroutines | open fds | commit latency |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for j := range series[0] {
+		for i := range series {
+			if j < len(series[i]) {
+				s := series[i][j]
+				fmt.Fprintf(&tbl, "| %s | %c | %.1f | %d | %d | %s |\n", s.at.Round(time.Second), 'A'+i, float64(s.rssKB)/1024,
+					s.goroutines, s.fds, s.latency.Round(time.Millisecond))
+			}
+		}
+	}
+	t.Log(tbl.String())
+	flat := func(name string, i int, get func(sample) float64, slack float64) string {
+		ss := series[i]
+		q := len(ss) / 4
+		if q == 0 {
+			return ""
+		}
+		avg := func(xs []sample) float64 {
+			sum := 0.0
+			for _, x := range xs {
+				sum += get(x)
+			}
+			return sum / float64(len(xs))
+		}
+		first, last := avg(ss[:q]), avg(ss[len(ss)-q:])
+		msg := fmt.Sprintf("agent %c %s: first quarter %.1f, last quarter %.1f", 'A'+i, name, first, last)
+		t.Log(msg)
+		if last > first*1.5+slack {
+			problems = append(problems, msg+" (grew more than 1.5x + slack)")
+		}
+		return fmt.Sprintf("%c %s %.0f→%.0f", 'A'+i, name, first, last)
+	}
+	var notes []string
+	for i := range series {
+		notes = append(notes,
+			flat("RSS MiB", i, func(s sample) float64 { return float64(s.rssKB) / 1024 }, 16),
+			flat("goroutines", i, func(s sample) float64 { return float64(s.goroutines) }, 10),
+			flat("fds", i, func(s sample) float64 { return float64(s.fds) }, 8),
+			flat("latency ms", i, func(s sample) float64 { return float64(s.latency.Milliseconds()) }, 3000))
+	}
+	for i := range series {
+		for _, s := range series[i] {
+			if s.latency < 0 {
+				problems = append(problems, fmt.Sprintf("agent %c: a probe write at %s was not committed in 2 minutes", 'A'+i, s.at))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		t.Errorf("%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
+	}
+	record(t, row{Scenario: "soak " + dur.String() + " (2 agents, 4 writers, 1 remote)", Iterations: len(series[0]), Writes: 2 * len(exp),
+		Found: found, Corruptions: len(problems), Time: time.Since(start),
+		Note: fmt.Sprintf("%d write ops; %s", writes, strings.Join(notes, "; "))})
+}
