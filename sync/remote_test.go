@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -675,4 +676,65 @@ func TestSyncFastForwardModeChange(t *testing.T) {
 		t.Fatalf("executable bit not checked out: %v %v", fi.Mode(), err)
 	}
 	w.check(t)
+}
+
+// TestSyncRandomNothingLost runs random edits, deletions, additions and
+// archive moves on two clones, syncs them, and checks that every content
+// either side wrote is somewhere in the final tree (at its path, at an
+// archive path or in a conflict copy), that both sides and the remote
+// agree, and that the repos are sound.
+func TestSyncRandomNothingLost(t *testing.T) {
+	iters := 6
+	if os.Getenv("MEMD_LONG") != "" {
+		iters = 60
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for iter := 0; iter < iters; iter++ {
+		files := map[string]string{}
+		for i := 0; i < 8; i++ {
+			files[fmt.Sprintf("areas/j/2024010%d-m%d.html", i%9, i)] = fmt.Sprintf("base %d\n", i)
+		}
+		w := newSyncWorld(t, files)
+		paths := sortedKeys(files)
+		written := map[string]bool{} // contents a side wrote
+		for _, side := range []struct {
+			name string
+			dir  string
+			r    *Repo
+		}{{"A", w.aDir, w.a}, {"B", w.bDir, w.b}} {
+			var touched []string
+			for _, p := range paths {
+				switch rng.IntN(5) {
+				case 0: // edit
+					c := fmt.Sprintf("%s edit %s %d\n", side.name, p, iter)
+					writeFile(t, side.dir, p, c)
+					written[c] = true
+					touched = append(touched, p)
+				case 1: // delete
+					removeFile(t, side.dir, p)
+					touched = append(touched, p)
+				case 2: // archive move
+					renameFile(t, side.dir, p, "archive/2024/"+p)
+					touched = append(touched, p, "archive/2024/"+p)
+				}
+			}
+			np := fmt.Sprintf("areas/new/%s-%d.html", side.name, rng.IntN(3))
+			c := side.name + " new\n"
+			writeFile(t, side.dir, np, c)
+			written[c] = true
+			touched = append(touched, np)
+			mustCommit(t, side.r, touched...)
+		}
+		w.syncAll(t)
+		w.check(t)
+		final := map[string]bool{}
+		for p := range lsTree(t, w.aDir) {
+			final[readWork(t, w.aDir, p)] = true
+		}
+		for c := range written {
+			if !final[c] {
+				t.Fatalf("iter %d: content %q lost; final tree %v", iter, c, lsTree(t, w.aDir))
+			}
+		}
+	}
 }
