@@ -17,6 +17,7 @@ import (
 type sample struct {
 	at         time.Duration
 	rssKB      int
+	heapMiB    float64 // go_memstats_heap_inuse_bytes
 	goroutines int
 	fds        int
 	latency    time.Duration // write → in HEAD
@@ -107,6 +108,9 @@ func TestSoak(t *testing.T) {
 			if g, ok := d.metric("go_goroutines"); ok {
 				s.goroutines = int(g)
 			}
+			if h, ok := d.metric("go_memstats_heap_inuse_bytes"); ok {
+				s.heapMiB = h / (1 << 20)
+			}
 			probe++
 			rel := fmt.Sprintf("areas/probe/p%d.html", i)
 			c := fmt.Sprintf("<p>probe %d</p>\n", probe)
@@ -167,13 +171,13 @@ func TestSoak(t *testing.T) {
 
 	// Report and check flatness.
 	var tbl strings.Builder
-	fmt.Fprintf(&tbl, "\n| t | agent | RSS MiB | goroutines | open fds | commit latency |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(&tbl, "\n| t | agent | RSS MiB | heap in use MiB | goroutines | open fds | commit latency |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for j := range series[0] {
 		for i := range series {
 			if j < len(series[i]) {
 				s := series[i][j]
-				fmt.Fprintf(&tbl, "| %s | %c | %.1f | %d | %d | %s |\n", s.at.Round(time.Second), 'A'+i, float64(s.rssKB)/1024,
-					s.goroutines, s.fds, s.latency.Round(time.Millisecond))
+				fmt.Fprintf(&tbl, "| %s | %c | %.1f | %.1f | %d | %d | %s |\n", s.at.Round(time.Second), 'A'+i, float64(s.rssKB)/1024,
+					s.heapMiB, s.goroutines, s.fds, s.latency.Round(time.Millisecond))
 			}
 		}
 	}
@@ -203,6 +207,7 @@ func TestSoak(t *testing.T) {
 	for i := range series {
 		notes = append(notes,
 			flat("RSS MiB", i, func(s sample) float64 { return float64(s.rssKB) / 1024 }, 16),
+			flat("heap MiB", i, func(s sample) float64 { return s.heapMiB }, 16),
 			flat("goroutines", i, func(s sample) float64 { return float64(s.goroutines) }, 10),
 			flat("fds", i, func(s sample) float64 { return float64(s.fds) }, 8),
 			flat("latency ms", i, func(s sample) float64 { return float64(s.latency.Milliseconds()) }, 3000))
