@@ -13,10 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/memd-dev/memd"
@@ -134,17 +132,3 @@ func (a *Agent) setJob(name string) {
 	}
 	a.current.Store(&jobState{name: name, since: time.Now()})
 }
-
-func (a *Agent) logf(level slog.Level, msg string, args ...any) {
-	a.log.Log(context.Background(), level, msg, args...)
-}
-
-func hostname() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
-	}
-	return h
-}
-
-var _ = atomic.Bool{}

@@ -5,7 +5,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memd-dev/memd"
@@ -18,6 +21,9 @@ import (
 // a sleep, for files whose size or mtime changed), so a scrape never walks the tree.
 // Owner-goroutine only.
 type inventory struct {
+	// warm is false until the first full scan is in: a cold inventory skips the per-job
+	// rescans, because the first scan runs off the owner goroutine (see buildInventory).
+	warm    bool
 	cfg     memd.Config
 	files   map[string]invEntry
 	ledger  *memd.Ledger
@@ -46,8 +52,18 @@ func newInventory(cfg memd.Config) *inventory {
 	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]metrics.MDStat{}}
 }
 
-// scan walks the tree, re-reading only files whose size or mtime changed.
+// scan walks the tree, re-reading only files whose size or mtime changed. A cold inventory
+// waits for buildInventory instead.
 func (v *inventory) scan(root string, ign *watcher.Ignorer) {
+	if !v.warm {
+		return
+	}
+	v.walk(root, ign)
+}
+
+// walk is the full scan; memory files that need parsing are parsed on every core.
+func (v *inventory) walk(root string, ign *watcher.Ignorer) {
+	var toParse []string
 	seen := make(map[string]bool, len(v.files))
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -68,9 +84,16 @@ func (v *inventory) scan(root string, ign *watcher.Ignorer) {
 			return nil
 		}
 		seen[rel] = true
+		if v.needsParse(rel, d) {
+			toParse = append(toParse, rel)
+			return nil
+		}
 		v.refresh(root, rel, d)
 		return nil
 	})
+	for i, e := range parseMemories(root, toParse) {
+		v.files[toParse[i]] = e
+	}
 	for p := range v.files {
 		if !seen[p] {
 			delete(v.files, p)
@@ -133,22 +156,74 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 			v.mds[rel] = metrics.MDStat{Path: rel, Lines: countLines(data), Bytes: len(data),
 				Project: memd.DetectMemoryMDKind(data) == memd.MemoryMDProject}
 		}
-	case strings.HasSuffix(rel, memd.MemoryExt) && memd.BucketOf(rel) != "":
+	case isMemory(rel):
 		if old, ok := v.files[rel]; ok && old.size == info.Size() && old.mtime.Equal(info.ModTime()) {
 			return
 		}
-		e := invEntry{size: info.Size(), mtime: info.ModTime(), bucket: memd.BucketOf(rel)}
-		m, err := memd.ParseMemoryFile(abs)
-		if err == nil {
-			e.typ = m.Type
-			e.valid = m.Valid() && memd.ValidMemoryPath(rel)
-		}
-		dir := path.Dir(rel)
-		e.inbox = dir == memd.InboxDir
-		e.taskInb = dir == memd.TaskInboxDir
-		e.arc = dir == memd.ArcsDir
-		v.files[rel] = e
+		v.files[rel] = parseEntry(root, rel, info)
 	}
+}
+
+func isMemory(rel string) bool {
+	return strings.HasSuffix(rel, memd.MemoryExt) && memd.BucketOf(rel) != ""
+}
+
+// needsParse is true for a memory file that is new or changed since it was last parsed.
+func (v *inventory) needsParse(rel string, d fs.DirEntry) bool {
+	if !isMemory(rel) {
+		return false
+	}
+	info, err := d.Info()
+	if err != nil || !info.Mode().IsRegular() {
+		return false
+	}
+	old, ok := v.files[rel]
+	return !ok || old.size != info.Size() || !old.mtime.Equal(info.ModTime())
+}
+
+func parseEntry(root, rel string, info fs.FileInfo) invEntry {
+	e := invEntry{size: info.Size(), mtime: info.ModTime(), bucket: memd.BucketOf(rel)}
+	if m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
+		e.typ = m.Type
+		e.valid = m.Valid() && memd.ValidMemoryPath(rel)
+	}
+	dir := path.Dir(rel)
+	e.inbox = dir == memd.InboxDir
+	e.taskInb = dir == memd.TaskInboxDir
+	e.arc = dir == memd.ArcsDir
+	return e
+}
+
+// parseMemories parses rels on every core; the result is in the order of rels.
+func parseMemories(root string, rels []string) []invEntry {
+	out := make([]invEntry, len(rels))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(rels); i = int(next.Add(1) - 1) {
+				info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rels[i])))
+				if err != nil {
+					out[i] = invEntry{bucket: memd.BucketOf(rels[i])}
+					continue
+				}
+				out[i] = parseEntry(root, rels[i], info)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// buildInventory makes the first full inventory off the owner goroutine (at 100k files it
+// parses for seconds; memd must not wait for it to be ready). The owner swaps it in.
+func buildInventory(cfg memd.Config, ign *watcher.Ignorer) *inventory {
+	v := newInventory(cfg)
+	v.walk(cfg.Repo, ign)
+	v.warm = true
+	return v
 }
 
 func countLines(b []byte) int {

@@ -113,6 +113,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	batchesDone := make(chan struct{})
 	go func() { defer close(batchesDone); a.readBatches() }()
 
+	invReady := make(chan *inventory, 1)
+	go func(cfg memd.Config, ign *watcher.Ignorer) { invReady <- buildInventory(cfg, ign) }(a.cfg, a.ignorer)
+
 	a.loopRunning.Store(true)
 	defer a.loopRunning.Store(false)
 
@@ -149,6 +152,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return a.shutdown(stopWatch, watchDone, batchesDone)
+		case inv := <-invReady:
+			a.runJob("inventory", func(context.Context) error {
+				inv.scan(a.cfg.Repo, a.ignorer) // catch up with what changed while it was built
+				a.inv = inv
+				return nil
+			})
 		case <-a.k.commit:
 			a.runJob("commit", a.doCommit)
 		case <-a.k.reconcile:
