@@ -35,13 +35,13 @@ func cmdInit(a *app, args []string) int {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return a.fail("init %s: %v", dir, err)
 	}
-	repo, err := memsync.Init(dir, a.cfg.Sync.Branch)
-	if err != nil {
+	if _, err := memsync.Init(dir, a.cfg.Sync.Branch); err != nil {
 		return a.fail("init %s: %v", dir, err)
 	}
+	// Reopen with the configured author and clock (Init only creates the repository).
 	opts := memsync.OptionsFromConfig(a.cfg)
 	opts.Now, opts.Logger = a.now, a.log
-	repo, err = memsync.Open(dir, opts)
+	repo, err := memsync.Open(dir, opts)
 	if err != nil {
 		return a.fail("open %s: %v", dir, err)
 	}
