@@ -2,6 +2,8 @@ package sleep
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -17,4 +19,22 @@ func acquireWriterLock(ctx context.Context, path string, timeout time.Duration, 
 		return nil, err
 	}
 	return lk.Release, nil
+}
+
+// clearStaleLock removes a writer lock left by a dead process on this host (a sleep killed
+// while it held the lock), even when this run has nothing to apply and so never takes the
+// lock itself. A lock held by a live process, or one from another host, is left alone.
+func clearStaleLock(ctx context.Context, path string, log *slog.Logger) {
+	info, err := memd.ReadLockInfo(path)
+	if errors.Is(err, fs.ErrNotExist) || err != nil || !memd.LockIsStale(info) {
+		return
+	}
+	// AcquireLock takes a stale lock over (atomically, one winner); release it at once.
+	release, err := acquireWriterLock(ctx, path, time.Second, "memd sleep: clearing a stale lock", log)
+	if err != nil {
+		return
+	}
+	if err := release(); err != nil {
+		log.Warn("release writer lock", "err", err)
+	}
 }

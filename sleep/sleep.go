@@ -236,6 +236,9 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	}
 	done := map[string]bool{}
 	if !r.opts.DryRun {
+		if !r.opts.NoLock {
+			clearStaleLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.log)
+		}
 		done, err = r.committedPhases(runID)
 		if err != nil {
 			return rep, err

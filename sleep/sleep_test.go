@@ -628,3 +628,22 @@ func TestRewriteHrefs(t *testing.T) {
 		t.Error("no match must leave the bytes as they were")
 	}
 }
+
+// A lock left by a sleep killed while holding it is cleared by the next run, even one that
+// has nothing to do (and so never takes the lock for an apply).
+func TestStaleLockClearedByIdleRun(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	store := openStore(t, dir)
+	runSleep(t, dir, store, testConfig(), nil)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	writeFile(t, dir, ".memory.lock", "pid: "+itoa(dead.Process.Pid)+"\nhostname: "+host+"\nacquired_at: 2026-11-30T03:00:00Z\ncontext: memd sleep archive\n")
+	runSleep(t, dir, store, testConfig(), nil) // same run id: every phase skipped
+	if exists(dir, ".memory.lock") {
+		t.Fatal("stale lock of a dead process left behind")
+	}
+}
