@@ -554,7 +554,7 @@ func BenchmarkCommitPaths(b *testing.B) {
 					paths := pickFiles(rng, files, k)
 					appendTo(b, dir, paths, i)
 					b.StartTimer()
-					cmd := exec.Command("sh", "-c", "git add -A && git commit -q -m bench")
+					cmd := exec.Command("sh", "-c", "git add -A && git -c gc.auto=0 commit -q -m bench")
 					cmd.Dir = dir
 					cmd.Env = gitEnv()
 					if out, err := cmd.CombinedOutput(); err != nil {

@@ -166,7 +166,7 @@ func benchRepo(b *testing.B, n int) (string, []string) {
 		}
 		runGit(b, dir, "init", "-q", "-b", "main")
 		runGit(b, dir, "add", "-A")
-		runGit(b, dir, "commit", "-q", "-m", "initial")
+		runGit(b, dir, "-c", "gc.auto=0", "commit", "-q", "-m", "initial") // no detached gc racing cp -a
 		runGit(b, dir, "repack", "-adq")
 		runGit(b, dir, "prune-packed")
 		fx = benchFixture{dir: dir, files: files}
