@@ -86,6 +86,13 @@ func (a *Agent) Reload()        { kick(a.k.reload) }
 // Run runs the agent until ctx is done, then finishes the running job, commits what is
 // pending and returns nil (SIGTERM is a clean stop, exit 0).
 func (a *Agent) Run(ctx context.Context) error {
+	// A merge killed mid-checkout must be finished before the start-up reconcile, or the
+	// reconcile would commit the not-yet-updated files as reverts of the merge.
+	if done, err := a.repo.FinishInterruptedMerge(); err != nil {
+		return fmt.Errorf("finish interrupted merge: %w", err)
+	} else if done {
+		a.log.Warn("finished a merge that was interrupted by a crash")
+	}
 	w, err := watcher.New(a.cfg.Repo, watcher.Options{
 		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignore: a.cfg.Watch.Ignore, Logger: a.log,
 	})
