@@ -213,6 +213,7 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	a.watch.SetIgnore(cfg.Watch.Ignore)
 	pull.Reset(cfg.Sync.PullInterval.D())
 	reconcile.Reset(cfg.Watch.Reconcile.D())
+	a.sched.SetCatchUp(cfg.Sleep.CatchUp)
 	if cfg.Sleep.Schedule != old.Sleep.Schedule {
 		if err := a.sched.SetSpec(cfg.Sleep.Schedule); err != nil {
 			a.log.Error("reload: schedule", "err", err)

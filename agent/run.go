@@ -104,6 +104,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return &memd.ConfigError{Key: "sleep.schedule", Value: a.cfg.Sleep.Schedule, Problem: err.Error()}
 	}
+	sched.SetCatchUp(a.cfg.Sleep.CatchUp)
 	a.sched = sched
 
 	if a.cfg.HTTP.Listen != "" {
@@ -141,9 +142,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	}()
 	a.runJob("reconcile", a.doReconcile)
 	a.kickSyncIfRemote()
-	if a.cfg.Sleep.CatchUp {
-		a.sched.CheckCatchUp()
-	}
 	a.sched.Start()
 	pull := time.NewTicker(a.cfg.Sync.PullInterval.D())
 	reconcile := time.NewTicker(a.cfg.Watch.Reconcile.D())
