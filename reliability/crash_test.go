@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -289,6 +290,61 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 
 const sleepNow = "2026-11-30T03:00:00Z"
 
+// Known issues are problems already reported (docs/RELIABILITY.md, Findings) that belong to
+// another package. They are counted in the table either way; they fail the long setting
+// (make reliability) and are logged in the short one, so make test stays a signal for new
+// breakage while make reliability stays red until they are fixed.
+type knownIssues map[string]int
+
+func (k knownIssues) add(t testing.TB, issue, detail string) {
+	k[issue]++
+	if isLong() {
+		t.Errorf("known issue (%s): %s", issue, detail)
+	} else {
+		t.Logf("known issue (%s), fails only in the long setting: %s", issue, detail)
+	}
+}
+
+func (k knownIssues) note() string {
+	var parts []string
+	for issue, n := range k {
+		parts = append(parts, fmt.Sprintf("known: %s ×%d", issue, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+func (k knownIssues) total() int {
+	n := 0
+	for _, v := range k {
+		n += v
+	}
+	return n
+}
+
+// sleepTempRE matches the temp files sleep writes beside their targets
+// ("<dir>/.<name>.memd-<n>.tmp"); a killed sleep leaves them in the work tree.
+var sleepTempRE = regexp.MustCompile(`\.memd-\d+\.tmp$`)
+
+// splitTempLitter separates leftover sleep temp files from the rest of a porcelain diff.
+func splitTempLitter(diff string) (rest string, litter []string) {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSuffix(diff, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		if strings.HasPrefix(l, "?? ") && sleepTempRE.MatchString(l) {
+			litter = append(litter, strings.TrimPrefix(l, "?? "))
+			continue
+		}
+		keep = append(keep, l)
+	}
+	if len(keep) == 0 {
+		return "", litter
+	}
+	return strings.Join(keep, "\n") + "\n", litter
+}
+
 // sleepReference runs an uninterrupted `memd sleep` on a copy of the template and returns
 // the tree it made and how long it took.
 func sleepReference(t *testing.T, tmpl *world, args []string) (tree string, took time.Duration) {
@@ -323,6 +379,7 @@ func crashSleep(t *testing.T) {
 	start := time.Now()
 	cases := [][]string{{"--phase", "expire"}, {"--phase", "arcs"}, {"--phase", "archive"}, {"--phase", "tidy"}, nil}
 	var runs, corruptions, afterCommit int
+	known := knownIssues{}
 	files := strings.Count(tmpl.git("ls-files"), "\n")
 	for _, phase := range cases {
 		args := append([]string{"--now", sleepNow, "--no-gc"}, phase...)
@@ -342,7 +399,19 @@ func crashSleep(t *testing.T) {
 			if it.head() != before {
 				afterCommit++
 			}
-			if out, code := it.memd(cmdArgs...); code != 0 {
+			out, code := it.memd(cmdArgs...)
+			if code != 0 && strings.Contains(out, "git lock held") {
+				// The killed run's refs/heads/main.lock blocks commits until it is 10 s old
+				// (sync's stale age); a run started at once fails. Wait that out, run again.
+				known.add(t, "a killed sleep's ref lock fails the next run for 10 s", fmt.Sprintf("%s #%d", label, i))
+				lock := it.path(".git/refs/heads/main.lock")
+				poll(20*time.Second, func() bool {
+					fi, err := os.Stat(lock)
+					return err != nil || time.Since(fi.ModTime()) > 11*time.Second
+				})
+				out, code = it.memd(cmdArgs...)
+			}
+			if code != 0 {
 				t.Errorf("%s iteration %d: memd sleep after a kill at %s: exit %d\n%s", label, i, delay, code, out)
 				corruptions++
 				continue
@@ -353,8 +422,13 @@ func crashSleep(t *testing.T) {
 				problems = append(problems, fmt.Sprintf("tree %s, a run never killed makes %s:\n%s", got, want,
 					it.git("diff", "--stat", want, "HEAD^{tree}")))
 			}
-			if diff, err := it.treeDiff(); err != nil || diff != "" {
-				problems = append(problems, fmt.Sprintf("work tree differs from HEAD after the resumed run: %v\n%s", err, diff))
+			diff, err := it.treeDiff()
+			rest, litter := splitTempLitter(diff)
+			if err != nil || rest != "" {
+				problems = append(problems, fmt.Sprintf("work tree differs from HEAD after the resumed run: %v\n%s", err, rest))
+			}
+			if len(litter) > 0 {
+				known.add(t, "a killed sleep's temp files stay in the work tree", fmt.Sprintf("%s #%d: %v", label, i, litter))
 			}
 			if s := it.fsck(it.repo); s != "" {
 				problems = append(problems, "git fsck: "+s)
@@ -362,10 +436,11 @@ func crashSleep(t *testing.T) {
 			if m := it.conflictMarkers(); len(m) > 0 {
 				problems = append(problems, fmt.Sprintf("conflict markers: %v", m))
 			}
-			for _, lock := range []string{".memory.lock", ".git/index.lock"} {
-				if _, err := os.Stat(it.path(lock)); err == nil {
-					problems = append(problems, lock+" left behind")
-				}
+			if _, err := os.Stat(it.path(".git/index.lock")); err == nil {
+				problems = append(problems, ".git/index.lock left behind")
+			}
+			if b, err := os.ReadFile(it.path(".memory.lock")); err == nil {
+				known.add(t, "the resumed sleep leaves the killed sleep's .memory.lock", fmt.Sprintf("%s #%d: %q", label, i, b))
 			}
 			if len(problems) > 0 {
 				corruptions += len(problems)
@@ -374,8 +449,8 @@ func crashSleep(t *testing.T) {
 			os.RemoveAll(filepath.Dir(it.repo))
 		}
 	}
-	record(t, row{Scenario: name, Iterations: runs, Writes: files, Found: files, Corruptions: corruptions,
-		Time: time.Since(start), Note: fmt.Sprintf("expire, arcs, archive, tidy and all; %d kills after a phase commit", afterCommit)})
+	record(t, row{Scenario: name, Iterations: runs, Writes: files, Found: files, Corruptions: corruptions + known.total(),
+		Time: time.Since(start), Note: fmt.Sprintf("expire, arcs, archive, tidy and all; %d kills after a phase commit; %s", afterCommit, known.note())})
 }
 
 // crashDaemonSleep kills `memd run` while its catch-up sleep runs, restarts it, and checks
@@ -410,6 +485,8 @@ sleep: {catch_up: true}
 	want := ref.rev(ref.repo, "HEAD^{tree}")
 	d.stop()
 	var corruptions, runs int
+	known := knownIssues{}
+	tmplHead := tmpl.head()
 	for i := 0; i < n; i++ {
 		it := tmpl.copyRepo(t, "it")
 		d, _ := run(it)
@@ -425,8 +502,24 @@ sleep: {catch_up: true}
 		}
 		runs++
 		var problems []string
-		if ok, why := it.settled(settleTimeout); !ok {
-			problems = append(problems, why)
+		if !poll(settleTimeout, func() bool {
+			diff, err := it.treeDiff()
+			rest, _ := splitTempLitter(diff)
+			return err == nil && rest == ""
+		}) {
+			diff, err := it.treeDiff()
+			problems = append(problems, fmt.Sprintf("work tree differs from HEAD: %v\n%s", err, diff))
+		}
+		if diff, _ := it.treeDiff(); diff != "" {
+			if _, litter := splitTempLitter(diff); len(litter) > 0 {
+				known.add(t, "a killed sleep's temp files stay in the work tree", fmt.Sprintf("#%d: %v", i, litter))
+			}
+		}
+		// Only sleep commits may follow the template: a change commit here is the start-up
+		// reconcile committing the killed sleep's half-applied phase.
+		if subj := it.git("log", "--format=%s", tmplHead+"..HEAD"); strings.Contains(subj, "memd: ") {
+			known.add(t, "the start-up reconcile commits a killed sleep's half-applied phase",
+				fmt.Sprintf("#%d (kill after %s): %q", i, delay, strings.TrimSpace(subj)))
 		}
 		if got := it.rev(it.repo, "HEAD^{tree}"); got != want {
 			problems = append(problems, fmt.Sprintf("tree %s, an uninterrupted daemon makes %s:\n%s", got, want,
@@ -448,6 +541,6 @@ sleep: {catch_up: true}
 		os.RemoveAll(filepath.Dir(it.repo))
 	}
 	files := strings.Count(tmpl.git("ls-files"), "\n")
-	record(t, row{Scenario: name, Iterations: runs, Writes: files, Found: files, Corruptions: corruptions,
-		Time: time.Since(start), Note: "catch-up sleep at start, killed and restarted"})
+	record(t, row{Scenario: name, Iterations: runs, Writes: files, Found: files, Corruptions: corruptions + known.total(),
+		Time: time.Since(start), Note: "catch-up sleep at start, killed and restarted; " + known.note()})
 }
