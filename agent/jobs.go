@@ -161,10 +161,7 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		return err
 	}
 	a.setBusy("sleeping")
-	r := sleep.NewRunner(a.cfg.Repo, a.repo, sleep.Options{
-		Config: a.cfg, Now: a.now, Logger: a.log, Phases: a.cfg.Sleep.Phases,
-	})
-	rep, err := r.Run(ctx, sleep.RunID(slot))
+	rep, err := a.sleepRunner().Run(ctx, sleep.RunID(slot))
 	for _, ph := range rep.Phases {
 		a.metrics.SleepPhase(ph.Name, ph.Duration, ph.Err, a.now())
 		if ph.Err == nil {
@@ -263,4 +260,10 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func (a *Agent) sleepRunner() *sleep.Runner {
+	return sleep.NewRunner(a.cfg.Repo, a.repo, sleep.Options{
+		Config: a.cfg, Now: a.now, Logger: a.log, Phases: a.cfg.Sleep.Phases,
+	})
 }

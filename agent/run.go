@@ -93,6 +93,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	} else if done {
 		a.log.Warn("finished a merge that was interrupted by a crash")
 	}
+	// Likewise a sleep phase killed mid-apply: undo it from its journal first.
+	if err := a.sleepRunner().Recover(); err != nil {
+		return fmt.Errorf("recover interrupted sleep: %w", err)
+	}
 	w, err := watcher.New(a.cfg.Repo, watcher.Options{
 		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignore: a.cfg.Watch.Ignore, Logger: a.log,
 	})
