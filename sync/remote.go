@@ -202,6 +202,8 @@ func (r *Repo) Fetch(ctx context.Context, ro RemoteOptions) error {
 func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A nightly `git gc` may have packed what go-git still looks for as loose objects.
+	r.syncPacksLocked()
 	url, err := r.remoteURLLocked(ro.Remote)
 	if err != nil {
 		return plumbing.ZeroHash, err
