@@ -192,6 +192,7 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 	// writes: the final state of every path an iteration touched (its last write, rename or
 	// delete, and the peer's files); ops: every write operation made.
 	var writes, ops, found, corruptions, busyKills, liveTorn, aimed int
+	known := knownIssues{}
 	d := w.start()
 	for i := 0; i < n; i++ {
 		exp := map[string]expectation{}
@@ -246,6 +247,9 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 		ops += made
 		d = w.start()
 		ok, why := w.settled(settleTimeout)
+		if !ok && w.clearEmptyLock(t, known, fmt.Sprintf("iteration %d", i)) {
+			ok, why = w.settled(settleTimeout)
+		}
 		if !ok {
 			t.Errorf("iteration %d (kill after %s): not settled: %s%s", i, delay, why, d.describe())
 			corruptions++
@@ -283,9 +287,9 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 			d = w.start()
 		}
 	}
-	record(t, row{Scenario: name, Iterations: n, Writes: writes, Found: found, Corruptions: corruptions,
-		Time: time.Since(start), Note: fmt.Sprintf("%d write ops; %d kills aimed just after a commit (the sync); %d kills while status said busy; %d torn tracking-ref reads by a live git fsck",
-			ops, aimed, busyKills, liveTorn)})
+	record(t, row{Scenario: name, Iterations: n, Writes: writes, Found: found, Corruptions: corruptions + known.total(),
+		Time: time.Since(start), Note: fmt.Sprintf("%d write ops; %d kills aimed just after a commit (the sync); %d kills while status said busy; %d torn tracking-ref reads by a live git fsck; %s",
+			ops, aimed, busyKills, liveTorn, known.note())})
 }
 
 const sleepNow = "2026-11-30T03:00:00Z"
@@ -320,6 +324,24 @@ func (k knownIssues) total() int {
 		n += v
 	}
 	return n
+}
+
+// emptyLockIssue is the known issue of an empty .memory.lock: a SIGKILL between creating
+// the lock (O_EXCL) and writing its lines leaves an empty file, which AcquireLock treats as
+// held for LockUnreadableStaleAfter (10 minutes), blocking memd and every writer.
+const emptyLockIssue = "a kill between creating .memory.lock and writing it leaves an empty lock that blocks all writers for 10 min"
+
+// clearEmptyLock removes an empty .memory.lock (what memd's message tells a user to do) and
+// records the known issue; it reports whether it found one.
+func (w *world) clearEmptyLock(t testing.TB, known knownIssues, where string) bool {
+	p := w.path(".memory.lock")
+	fi, err := os.Stat(p)
+	if err != nil || fi.Size() != 0 {
+		return false
+	}
+	known.add(t, emptyLockIssue, where)
+	_ = os.Remove(p)
+	return true
 }
 
 // sleepTempRE matches the temp files sleep writes beside their targets
@@ -400,6 +422,9 @@ func crashSleep(t *testing.T) {
 				afterCommit++
 			}
 			out, code := it.memd(cmdArgs...)
+			if code != 0 && strings.Contains(out, "unreadable lock file") && it.clearEmptyLock(t, known, fmt.Sprintf("%s #%d", label, i)) {
+				out, code = it.memd(cmdArgs...)
+			}
 			if code != 0 && strings.Contains(out, "git lock held") {
 				// The killed run's refs/heads/main.lock blocks commits until it is 10 s old
 				// (sync's stale age); a run started at once fails. Wait that out, run again.
@@ -439,7 +464,9 @@ func crashSleep(t *testing.T) {
 			if _, err := os.Stat(it.path(".git/index.lock")); err == nil {
 				problems = append(problems, ".git/index.lock left behind")
 			}
-			if b, err := os.ReadFile(it.path(".memory.lock")); err == nil {
+			if it.clearEmptyLock(t, known, fmt.Sprintf("%s #%d, after the resumed run", label, i)) {
+				// counted above
+			} else if b, err := os.ReadFile(it.path(".memory.lock")); err == nil {
 				known.add(t, "the resumed sleep leaves the killed sleep's .memory.lock", fmt.Sprintf("%s #%d: %q", label, i, b))
 			}
 			if len(problems) > 0 {
@@ -494,7 +521,11 @@ sleep: {catch_up: true}
 		time.Sleep(delay)
 		d.kill()
 		d = it.spawn(nil, "--now", now)
-		if !poll(2*time.Minute, func() bool { return done(it) }) {
+		finished := poll(time.Minute, func() bool { return done(it) })
+		if !finished && it.clearEmptyLock(t, known, fmt.Sprintf("daemon sleep #%d", i)) {
+			finished = poll(2*time.Minute, func() bool { return done(it) })
+		}
+		if !finished {
 			t.Errorf("iteration %d (kill after %s): the sleep never finished after the restart%s", i, delay, d.describe())
 			corruptions++
 			d.kill()
