@@ -31,6 +31,8 @@ const (
 	// likely being written right now; ten minutes is far longer than any write holds the
 	// lock, and short enough that a crashed writer does not block memd for long.
 	LockUnreadableStaleAfter = 10 * time.Minute
+	// LockEmptyStaleAfter: an empty lock file (its writer died between create and write).
+	LockEmptyStaleAfter = 30 * time.Second
 )
 
 // ErrLockTimeout is wrapped by AcquireLock's error when the lock stayed held for the timeout.
@@ -186,17 +188,8 @@ func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, err
 		info := LockInfo{PID: os.Getpid(), Hostname: lockHostname(),
 			AcquiredAt: opts.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), Context: oneLine(opts.Context)}
 		content := formatLockInfo(info)
-		f, err := os.OpenFile(abs, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		err := createLockFile(abs, content)
 		if err == nil {
-			_, werr := f.Write(content)
-			cerr := f.Close()
-			if werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
-				_ = os.Remove(abs)
-				return nil, "", fmt.Errorf("writer lock %s: write: %w", abs, werr)
-			}
 			h := &heldLock{count: 1, content: content, info: info}
 			lockRegistry.held[abs] = h
 			return &Lock{path: abs, held: h}, "", nil
@@ -219,6 +212,35 @@ func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, err
 			log.Info("took over stale writer lock", "path", abs, "holder", holder)
 		}
 	}
+}
+
+// createLockFile creates the lock with its metadata already in it: the content goes to a
+// temp file that is then hard-linked to the lock path, which fails like O_EXCL when the lock
+// exists. So a memd killed at any moment never leaves an empty lock behind (an empty lock
+// reads as held for LockEmptyStaleAfter). Where hard links are not supported it falls back
+// to the writers' own O_CREAT|O_EXCL then write.
+func createLockFile(abs string, content []byte) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", abs, os.Getpid())
+	if err := os.WriteFile(tmp, content, 0o644); err == nil {
+		lerr := os.Link(tmp, abs)
+		_ = os.Remove(tmp)
+		if lerr == nil || errors.Is(lerr, os.ErrExist) {
+			return lerr
+		}
+	}
+	f, err := os.OpenFile(abs, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(content)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(abs)
+		return fmt.Errorf("write: %w", werr)
+	}
+	return nil
 }
 
 func readLockFile(path string) ([]byte, time.Time, error) {
@@ -246,6 +268,11 @@ func judgeLock(data []byte, mtime, now time.Time) (stale bool, holder string) {
 		age := now.Sub(mtime)
 		holder = fmt.Sprintf("an unreadable lock file (content %q, modified %s, %s ago)",
 			mdClip(string(data), 200), mtime.UTC().Format(time.RFC3339), age.Round(time.Second))
+		if len(bytes.TrimSpace(data)) == 0 {
+			// Writers write their metadata right after creating the file: an empty lock
+			// this old was left by a writer killed in between.
+			return age >= LockEmptyStaleAfter, holder
+		}
 		return age >= LockUnreadableStaleAfter, holder
 	}
 	holder = info.String()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -483,5 +484,33 @@ func BenchmarkLockAcquireRelease(b *testing.B) {
 		if err := lk.Release(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// An empty lock is a writer killed between create and write: held while it is young (the
+// writer may be about to write), taken over after LockEmptyStaleAfter, long before the
+// ten minutes an unreadable one waits. memd's own locks are never empty (created by link).
+func TestLockEmptyFileStaleSooner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".memory.lock")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("young empty lock: %v", err)
+	}
+	later := func() time.Time { return time.Now().Add(LockEmptyStaleAfter + time.Second) }
+	lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: time.Second, Now: later})
+	if err != nil {
+		t.Fatalf("empty lock older than %s not taken over: %v", LockEmptyStaleAfter, err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), fmt.Sprintf("pid: %d", os.Getpid())) {
+		t.Fatalf("lock content %q", data)
+	}
+	if err := lk.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(path + ".*.tmp"); len(m) != 0 {
+		t.Fatalf("temp files left: %v", m)
 	}
 }
