@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
