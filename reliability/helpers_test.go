@@ -80,6 +80,9 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	if o.remote {
 		w.bare = filepath.Join(home, "remote.git")
 		w.gitIn(home, "init", "-q", "--bare", "-b", "main", w.bare)
+		// A push runs `git gc --auto` on the remote; detached, it would pack and prune loose
+		// objects under a later `git fsck` and make it report objects missing.
+		w.gitIn(w.bare, "config", "gc.autoDetach", "false")
 		args = append(args, "--remote", w.bare)
 	}
 	if o.demo {

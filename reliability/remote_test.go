@@ -254,6 +254,7 @@ func setupFaultWorld(t *testing.T, srvRoot string) *faultWorld {
 	w.bare = filepath.Join(srvRoot, "remote.git")
 	w.gitIn(w.home, "init", "-q", "--bare", "-b", "main", w.bare)
 	w.gitIn(w.bare, "config", "http.receivepack", "true")
+	w.gitIn(w.bare, "config", "gc.autoDetach", "false") // see newWorld
 	srv := newGitServer(t, srvRoot, "good-token")
 	if out, code := w.memd("init", "--config", w.config, w.repo); code != 0 {
 		t.Fatalf("memd init: exit %d\n%s", code, out)
