@@ -31,15 +31,35 @@ type inventory struct {
 	mds     map[string]metrics.MDStat
 }
 
+// invEntry is kept small: there is one per memory file (100k in a big repo).
 type invEntry struct {
-	size    int64
-	mtime   time.Time
-	bucket  string
-	typ     string
-	valid   bool
-	inbox   bool
-	taskInb bool
-	arc     bool
+	size   int64
+	mtime  int64 // UnixNano
+	bucket uint8 // index into memd.Buckets
+	flags  uint8
+}
+
+const (
+	entValid uint8 = 1 << iota
+	entInbox
+	entTaskInbox
+	entArc
+)
+
+func (e invEntry) is(f uint8) bool { return e.flags&f != 0 }
+
+func (e invEntry) same(info fs.FileInfo) bool {
+	return e.size == info.Size() && e.mtime == info.ModTime().UnixNano()
+}
+
+func bucketIndex(rel string) uint8 {
+	b := memd.BucketOf(rel)
+	for i, name := range memd.Buckets {
+		if name == b {
+			return uint8(i)
+		}
+	}
+	return 0
 }
 
 type invSnapshot struct {
@@ -157,7 +177,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 				Project: memd.DetectMemoryMDKind(data) == memd.MemoryMDProject}
 		}
 	case isMemory(rel):
-		if old, ok := v.files[rel]; ok && old.size == info.Size() && old.mtime.Equal(info.ModTime()) {
+		if old, ok := v.files[rel]; ok && old.same(info) {
 			return
 		}
 		v.files[rel] = parseEntry(root, rel, info)
@@ -178,19 +198,22 @@ func (v *inventory) needsParse(rel string, d fs.DirEntry) bool {
 		return false
 	}
 	old, ok := v.files[rel]
-	return !ok || old.size != info.Size() || !old.mtime.Equal(info.ModTime())
+	return !ok || !old.same(info)
 }
 
 func parseEntry(root, rel string, info fs.FileInfo) invEntry {
-	e := invEntry{size: info.Size(), mtime: info.ModTime(), bucket: memd.BucketOf(rel)}
-	if m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
-		e.typ = m.Type
-		e.valid = m.Valid() && memd.ValidMemoryPath(rel)
+	e := invEntry{size: info.Size(), mtime: info.ModTime().UnixNano(), bucket: bucketIndex(rel)}
+	if m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel))); err == nil && m.Valid() && memd.ValidMemoryPath(rel) {
+		e.flags |= entValid
 	}
-	dir := path.Dir(rel)
-	e.inbox = dir == memd.InboxDir
-	e.taskInb = dir == memd.TaskInboxDir
-	e.arc = dir == memd.ArcsDir
+	switch path.Dir(rel) {
+	case memd.InboxDir:
+		e.flags |= entInbox
+	case memd.TaskInboxDir:
+		e.flags |= entTaskInbox
+	case memd.ArcsDir:
+		e.flags |= entArc
+	}
 	return e
 }
 
@@ -206,7 +229,7 @@ func parseMemories(root string, rels []string) []invEntry {
 			for i := int(next.Add(1) - 1); i < len(rels); i = int(next.Add(1) - 1) {
 				info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rels[i])))
 				if err != nil {
-					out[i] = invEntry{bucket: memd.BucketOf(rels[i])}
+					out[i] = invEntry{bucket: bucketIndex(rels[i])}
 					continue
 				}
 				out[i] = parseEntry(root, rels[i], info)
@@ -238,17 +261,17 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 	var s invSnapshot
 	s.Memories = map[string]int{memd.BucketProjects: 0, memd.BucketAreas: 0, memd.BucketResources: 0, memd.BucketArchive: 0}
 	for _, e := range v.files {
-		s.Memories[e.bucket]++
-		if !e.valid {
+		s.Memories[memd.Buckets[e.bucket]]++
+		if !e.is(entValid) {
 			s.Invalid++
 		}
-		if e.inbox {
+		if e.is(entInbox) {
 			s.Inbox++
 		}
-		if e.taskInb {
+		if e.is(entTaskInbox) {
 			s.TaskInbox++
 		}
-		if e.arc {
+		if e.is(entArc) {
 			s.Arcs++
 		}
 	}
