@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -56,12 +57,7 @@ func loadConfig(path string, explicit bool) (memd.Config, error) {
 }
 
 func parseConfig(data []byte, cfg *memd.Config) error {
-	expanded := os.Expand(string(data), func(name string) string {
-		if name == "$" { // "$$" stays a literal dollar
-			return "$"
-		}
-		return os.Getenv(name)
-	})
+	expanded := expandEnv(string(data))
 	if strings.TrimSpace(expanded) == "" {
 		return nil
 	}
@@ -108,6 +104,10 @@ func decodeInto(n *yaml.Node, v reflect.Value, prefix string) error {
 		}
 		return nil
 	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && v.Kind() >= reflect.Int && v.Kind() <= reflect.Int64 && v.Type() != reflect.TypeOf(memd.Duration(0)) {
+		// yaml.v3 would truncate 1.5 into 1 without a word.
+		return &memd.ConfigError{Key: keyOr(prefix), Value: n.Value, Problem: fmt.Sprintf("must be a whole number (line %d)", n.Line)}
+	}
 	if err := n.Decode(v.Addr().Interface()); err != nil {
 		msg := err.Error()
 		if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
@@ -138,4 +138,17 @@ func nodeText(n *yaml.Node) string {
 		return "?"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// envRef is ${NAME} (the documented form) or $$ (a literal dollar). A bare $NAME is left as
+// it is, so a dollar in a value (an argument, a name) is never silently replaced.
+var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+func expandEnv(s string) string {
+	return envRef.ReplaceAllStringFunc(s, func(m string) string {
+		if m == "$$" {
+			return "$"
+		}
+		return os.Getenv(m[2 : len(m)-1])
+	})
 }

@@ -45,6 +45,7 @@ func TestBadConfigExitsTwoNamingKeyAndValue(t *testing.T) {
 		{"wrong type", "arcs:\n  min_episodes: many\n", []string{"many"}},
 		{"list for scalar", "sync:\n  remote: [a, b]\n", []string{"remote"}},
 		{"negative", "arcs:\n  min_episodes: 0\n", []string{"arcs.min_episodes", "0"}},
+		{"float for int", "archive:\n  keep_years: 1.5\n", []string{"archive.keep_years", "1.5"}},
 		{"bad phase", "sleep:\n  phases: [expire, dream]\n", []string{"sleep.phases", "dream"}},
 		{"bad level", "log:\n  level: loud\n", []string{"log.level", "loud"}},
 		{"non-loopback listen", "http:\n  listen: 0.0.0.0:9\n", []string{"http.listen", "0.0.0.0:9"}},
@@ -72,6 +73,12 @@ func TestConfigEnvExpansionAndDefaults(t *testing.T) {
 	cfg := memd.DefaultConfig()
 	if err := parseConfig([]byte("sync:\n  branch: ${MEMD_TEST_BRANCH}\n  remote: up\n"), &cfg); err != nil {
 		t.Fatal(err)
+	}
+	if err := parseConfig([]byte("sync:\n  author: {name: \"$HOME $$x\", email: a@b}\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sync.Author.Name != "$HOME $x" {
+		t.Fatalf("a bare $NAME must stay as it is and $$ is a dollar: %q", cfg.Sync.Author.Name)
 	}
 	if cfg.Sync.Branch != "trunk" || cfg.Sync.Remote != "up" {
 		t.Fatalf("got branch %q remote %q", cfg.Sync.Branch, cfg.Sync.Remote)
