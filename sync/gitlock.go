@@ -32,7 +32,7 @@ const (
 	refLockWait = 2 * time.Second
 	// refLockStaleAge: a ref lock this old with no git process in the repo
 	// was left by a killed process.
-	refLockStaleAge = 10 * time.Second
+	refLockStaleAge = 2 * time.Second
 	// lockPoll is how often a held lock is re-checked.
 	lockPoll = 20 * time.Millisecond
 )
