@@ -379,6 +379,24 @@ func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
 	r := openTest(t, dir, testOptions())
 	writeFile(t, dir, "a.html", "a")
 	mustCommit(t, r, "a.html")
+	if _, canSee := r.liveGitProcess(); !canSee {
+		t.Skip("no /proc: ref lock liveness is by age only")
+	}
+	// The lock's holder: a real git process running in the repo (it waits on stdin).
+	git := exec.Command("git", "hash-object", "--stdin")
+	git.Dir = dir
+	git.Env = gitEnv()
+	if _, err := git.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := git.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = git.Process.Kill(); _ = git.Wait() }()
+	waitFor(t, "git process visible", 5*time.Second, func() bool {
+		live, _ := r.liveGitProcess()
+		return live
+	})
 	lock := filepath.Join(dir, ".git/refs/heads/main.lock")
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -389,7 +407,7 @@ func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
 		t.Fatalf("want ErrHeadMoved while ref locked, got %v", err)
 	}
 	if _, err := os.Stat(lock); err != nil {
-		t.Fatal("someone else's ref lock was removed")
+		t.Fatal("a live git's ref lock was removed")
 	}
 	os.Remove(lock)
 	if res := mustCommit(t, r, "a.html"); res.Modified != 1 {
