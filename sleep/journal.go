@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 type opKind string
@@ -357,6 +358,36 @@ func (r *Runner) recoverJournal(runID string, done map[string]bool) error {
 			return fmt.Errorf("undo half-applied sleep %s of run %s: %w", man.Phase, man.Run, err)
 		}
 	}
+	sweepTemps(r.dir, man.Entries)
 	j.remove()
 	return nil
+}
+
+// sweepTemps removes the temp files (writeAtomic's ".<name>.memd-*.tmp") that a killed
+// apply left beside the journal's targets: memd never commits them, but `git status` would
+// show them to the user for good.
+func sweepTemps(root string, entries []journalEntry) {
+	for _, e := range entries {
+		for _, p := range []string{e.Path, e.To} {
+			if p == "" {
+				continue
+			}
+			abs := filepath.Join(root, filepath.FromSlash(p))
+			tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), "."+globEscape(filepath.Base(abs))+".memd-*.tmp"))
+			for _, t := range tmps {
+				_ = os.Remove(t)
+			}
+		}
+	}
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
