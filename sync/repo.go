@@ -167,6 +167,7 @@ func Open(dir string, opts Options) (*Repo, error) {
 	}
 	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log}
 	r.author = r.resolveAuthor()
+	r.dropTornRemoteRefs()
 	if head, err := gr.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {
 		if want := plumbing.NewBranchReferenceName(opts.Branch); head.Target() != want {
 			// Commits go to the configured branch; git's view of the work
