@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,29 +18,13 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
 	memsync "github.com/memd-dev/memd/sync"
 )
 
 // These tests run the Agent in the test process, so `go test -race` watches the owner loop,
 // the watcher reader, the index refresher and the HTTP readers together (the e2e tests run
 // the binary, which is not built with -race).
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // isolateGit keeps the user's git config out of the git processes memd starts.
 func isolateGit(t *testing.T) {
@@ -92,7 +75,7 @@ func committed(t *testing.T, dir, rel string) (string, bool) {
 	return out, err == nil
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool, logs *lockedBuf) {
+func waitUntil(t *testing.T, what string, cond func() bool, logs *testutil.LockedBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
@@ -117,7 +100,7 @@ func TestAgentInProcess(t *testing.T) {
 	cfg.Watch.MaxDelay = memd.Duration(time.Second)
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Sleep.CatchUp = false
-	logs := &lockedBuf{}
+	logs := &testutil.LockedBuffer{}
 	reloaded := cfg
 	reloaded.Watch.Ignore = []string{"*.bak"}
 	a, err := New(Options{

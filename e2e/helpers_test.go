@@ -15,10 +15,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // memdBin is the memd binary built once in TestMain (without -race: the daemon is the thing
@@ -26,20 +27,14 @@ import (
 var memdBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "memd-e2e-bin-")
+	bin, remove, err := testutil.BuildMemd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	memdBin = filepath.Join(dir, "memd")
-	build := exec.Command("go", "build", "-o", memdBin, "github.com/memd-dev/memd/cmd/memd")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build memd: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	memdBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
@@ -350,29 +345,11 @@ func (w *world) neverCommitted(rel string) {
 	}
 }
 
-// lockedBuf is a bytes.Buffer safe to read while a process writes to it.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // daemon is one `memd run` process.
 type daemon struct {
 	w    *world
 	cmd  *exec.Cmd
-	logs *lockedBuf
+	logs *testutil.LockedBuffer
 	done chan struct{}
 	code int
 	addr string
@@ -402,7 +379,7 @@ func (w *world) spawn(extra ...string) *daemon {
 	args := append([]string{"run", "--config", w.config, "--repo", w.repo}, extra...)
 	cmd := exec.Command(memdBin, args...)
 	cmd.Env = w.env
-	d := &daemon{w: w, cmd: cmd, logs: &lockedBuf{}, done: make(chan struct{})}
+	d := &daemon{w: w, cmd: cmd, logs: &testutil.LockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = d.logs, d.logs
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)

@@ -9,39 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestServiceEndToEnd builds memd once, into its temp dir so nothing is left behind, and
 // runs the real binary in the subtests.
 func TestServiceEndToEnd(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "memd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := memdBinary(t)
 	t.Run("RunSpeaksSdNotify", func(t *testing.T) { testRunSpeaksSdNotify(t, bin) })
 	t.Run("InstalledUnitVerifies", func(t *testing.T) { testInstalledUnitVerifies(t, bin) })
-}
-
-// lockedBuf is a bytes.Buffer safe to read while a process writes to it.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // The real `memd run` under a fake systemd: a unixgram NOTIFY_SOCKET and WATCHDOG_USEC, and
@@ -97,7 +77,7 @@ func testRunSpeaksSdNotify(t *testing.T, bin string) {
 	if err := syscall.Fstat(int(pw.Fd()), &st); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuf{}
+	logs := &testutil.LockedBuffer{}
 	logsDone := make(chan struct{})
 	go func() { defer close(logsDone); _, _ = io.Copy(logs, pr) }()
 

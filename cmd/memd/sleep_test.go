@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,32 +20,6 @@ import (
 )
 
 const sleepNow = "2026-11-30T03:00:00Z"
-
-var (
-	sleepBinOnce sync.Once
-	sleepBin     string
-	sleepBinErr  error
-)
-
-// sleepBinary builds memd once for the real-process tests of this file.
-func sleepBinary(t *testing.T) string {
-	t.Helper()
-	sleepBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "memd-sleep-bin")
-		if err != nil {
-			sleepBinErr = err
-			return
-		}
-		sleepBin = filepath.Join(dir, "memd")
-		if out, err := exec.Command("go", "build", "-o", sleepBin, ".").CombinedOutput(); err != nil {
-			sleepBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if sleepBinErr != nil {
-		t.Fatal(sleepBinErr)
-	}
-	return sleepBin
-}
 
 func sleepGitEnv() []string {
 	return append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null",
@@ -206,7 +179,7 @@ func TestSleepKilledProcessResumes(t *testing.T) {
 	if os.Getenv("MEMD_LONG") == "" {
 		t.Skip("set MEMD_LONG=1 to run memd sleep as a real process and SIGKILL it")
 	}
-	bin := sleepBinary(t)
+	bin := memdBinary(t)
 	orig := demoRepo(t, 1500)
 	want, got := copyRepo(t, orig), copyRepo(t, orig)
 	env := append(sleepGitEnv(), "MEMD_CONFIG=", "XDG_CONFIG_HOME="+t.TempDir())

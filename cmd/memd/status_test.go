@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,32 +13,6 @@ import (
 	"github.com/memd-dev/memd/internal/fastpath"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
-
-var (
-	statusBinOnce sync.Once
-	statusBin     string
-	statusBinErr  error
-)
-
-// statusBinary builds memd once for the process tests of this file.
-func statusBinary(t *testing.T) string {
-	t.Helper()
-	statusBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "memd-status-test")
-		if err != nil {
-			statusBinErr = err
-			return
-		}
-		statusBin = filepath.Join(dir, "memd")
-		if out, err := exec.Command("go", "build", "-o", statusBin, ".").CombinedOutput(); err != nil {
-			statusBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if statusBinErr != nil {
-		t.Fatal(statusBinErr)
-	}
-	return statusBin
-}
 
 // isolate keeps the user's own config out of the test.
 func isolate(t *testing.T) (home string) {
@@ -141,7 +113,7 @@ func usedFastPath(t *testing.T, bin, dir string, env []string, args ...string) b
 // cases and wants the same stdout, stderr and exit code, and the fast path taken exactly
 // where it should be.
 func TestStatusFastPathSameAsFull(t *testing.T) {
-	bin := statusBinary(t)
+	bin := memdBinary(t)
 	home := isolate(t)
 	// The default repo (~/memory) with an ok document from this process (alive).
 	mem := filepath.Join(home, "memory")
@@ -231,7 +203,7 @@ func TestStatusFastPathSameAsFull(t *testing.T) {
 // TestStatusClaude: the JSON Claude Code pipes in is read and ignored; a stdin that never
 // closes does not hold the line up.
 func TestStatusClaude(t *testing.T) {
-	bin := statusBinary(t)
+	bin := memdBinary(t)
 	isolate(t)
 	repo := t.TempDir()
 	d := writeDoc(t, repo, statusline.StateOK, os.Getpid())
