@@ -344,9 +344,10 @@ func (w *world) clearEmptyLock(t testing.TB, known knownIssues, where string) bo
 	return true
 }
 
-// sleepTempRE matches the temp files sleep writes beside their targets
-// ("<dir>/.<name>.memd-<n>.tmp"); a killed sleep leaves them in the work tree.
-var sleepTempRE = regexp.MustCompile(`\.memd-\d+\.tmp$`)
+// sleepTempRE matches the temp files memd writes beside their targets and a kill leaves in
+// the work tree: sleep's "<dir>/.<name>.memd-<n>.tmp" and the writer lock's
+// ".memory.lock.<pid>.tmp" (the content it hard-links to the lock).
+var sleepTempRE = regexp.MustCompile(`(\.memd-\d+\.tmp|^\?\? \.memory\.lock\.[0-9a-z.-]+\.tmp)$`)
 
 // splitTempLitter separates leftover sleep temp files from the rest of a porcelain diff.
 func splitTempLitter(diff string) (rest string, litter []string) {
@@ -453,7 +454,7 @@ func crashSleep(t *testing.T) {
 				problems = append(problems, fmt.Sprintf("work tree differs from HEAD after the resumed run: %v\n%s", err, rest))
 			}
 			if len(litter) > 0 {
-				known.add(t, "a killed sleep's temp files stay in the work tree", fmt.Sprintf("%s #%d: %v", label, i, litter))
+				known.add(t, "a killed memd's temp files stay in the work tree", fmt.Sprintf("%s #%d: %v", label, i, litter))
 			}
 			if s := it.fsck(it.repo); s != "" {
 				problems = append(problems, "git fsck: "+s)
@@ -550,7 +551,7 @@ sleep: {catch_up: true}
 		}
 		if diff, _ := it.treeDiff(); diff != "" {
 			if _, litter := splitTempLitter(diff); len(litter) > 0 {
-				known.add(t, "a killed sleep's temp files stay in the work tree", fmt.Sprintf("#%d: %v", i, litter))
+				known.add(t, "a killed memd's temp files stay in the work tree", fmt.Sprintf("#%d: %v", i, litter))
 			}
 		}
 		// Only sleep commits may follow the template: a change commit here is the start-up
