@@ -253,6 +253,7 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 		if !ok {
 			t.Errorf("iteration %d (kill after %s): not settled: %s%s", i, delay, why, d.describe())
 			corruptions++
+			n = i + 1 // the table counts the iterations run
 			break
 		}
 		if p != nil {
