@@ -220,6 +220,7 @@ func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, err
 // reads as held for LockEmptyStaleAfter). Where hard links are not supported it falls back
 // to the writers' own O_CREAT|O_EXCL then write.
 func createLockFile(abs string, content []byte) error {
+	sweepLockTemps(abs)
 	tmp := fmt.Sprintf("%s.%d.tmp", abs, os.Getpid())
 	if err := os.WriteFile(tmp, content, 0o644); err == nil {
 		lerr := os.Link(tmp, abs)
@@ -427,4 +428,19 @@ func WithLock(ctx context.Context, path string, opts LockOptions, fn func() erro
 		}
 	}()
 	return fn()
+}
+
+// sweepLockTemps removes the temp files of createLockFile that a killed process left
+// (".memory.lock.<pid>.tmp" whose pid is gone), so they do not linger in `git status`.
+func sweepLockTemps(abs string) {
+	tmps, _ := filepath.Glob(abs + ".*.tmp")
+	for _, t := range tmps {
+		pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(t, abs+"."), ".tmp"))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			_ = os.Remove(t)
+		}
+	}
 }

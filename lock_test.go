@@ -512,4 +512,28 @@ func TestLockEmptyFileStaleSooner(t *testing.T) {
 	if m, _ := filepath.Glob(path + ".*.tmp"); len(m) != 0 {
 		t.Fatalf("temp files left: %v", m)
 	}
+	// A temp file of a killed acquirer (its pid is gone) is swept by the next acquire; one
+	// of a live process is left alone.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadTmp := fmt.Sprintf("%s.%d.tmp", path, dead.Process.Pid)
+	liveTmp := fmt.Sprintf("%s.%d.tmp", path, os.Getppid())
+	for _, p := range []string{deadTmp, liveTmp} {
+		if err := os.WriteFile(p, []byte("pid: 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lk, err = AcquireLock(context.Background(), path, LockOptions{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lk.Release()
+	if _, err := os.Stat(deadTmp); !os.IsNotExist(err) {
+		t.Errorf("dead acquirer's temp file not swept: %v", err)
+	}
+	if _, err := os.Stat(liveTmp); err != nil {
+		t.Errorf("live process's temp file removed: %v", err)
+	}
 }
