@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/watcher"
@@ -116,11 +117,11 @@ func (a *Agent) doSync(ctx context.Context) error {
 		prev := a.st.syncState
 		switch {
 		case errors.Is(err, memsync.ErrUnrelatedHistory):
-			a.st.syncState = stateError
+			a.st.syncState = metrics.StateError
 		case errors.Is(err, memsync.ErrAuth):
-			a.st.syncState = stateError
+			a.st.syncState = metrics.StateError
 		default:
-			a.st.syncState = stateOffline
+			a.st.syncState = metrics.StateOffline
 		}
 		a.st.syncErr = err.Error()
 		wait := a.backoff.Next()
@@ -132,10 +133,10 @@ func (a *Agent) doSync(ctx context.Context) error {
 		return nil
 	}
 	a.backoff.Reset()
-	if a.st.syncState != stateOK && a.st.syncState != "" {
+	if a.st.syncState != metrics.StateOK && a.st.syncState != "" {
 		a.log.Info("sync recovered", "remote", a.cfg.Sync.Remote)
 	}
-	a.st.syncState = stateOK
+	a.st.syncState = metrics.StateOK
 	a.st.syncErr = ""
 	a.metrics.SyncDone(nil, a.now())
 	if len(res.Conflicts) > 0 {

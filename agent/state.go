@@ -8,14 +8,6 @@ import (
 	"github.com/memd-dev/memd/metrics"
 )
 
-const (
-	stateOK       = metrics.StateOK
-	stateBusy     = metrics.StateBusy
-	stateOffline  = metrics.StateOffline
-	stateConflict = metrics.StateConflict
-	stateWarn     = metrics.StateWarn
-	stateError    = metrics.StateError
-)
 
 type commitInfo struct {
 	at                       time.Time
@@ -60,7 +52,7 @@ func (a *Agent) publish() {
 		Pending:   a.pending.len(),
 		Ahead:     st.ahead,
 		Behind:    st.behind,
-		Offline:   st.syncState == stateOffline,
+		Offline:   st.syncState == metrics.StateOffline,
 		SyncError: st.syncErr,
 		Error:     st.lastErr,
 		Inbox:     inv.Inbox,
@@ -72,7 +64,7 @@ func (a *Agent) publish() {
 		LastPush:  st.lastPush,
 		Remote:    fmt.Sprintf("%s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch),
 	}
-	if st.syncState == stateError {
+	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}
 	if c := st.lastCommit; c != nil {
