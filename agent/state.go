@@ -8,7 +8,6 @@ import (
 	"github.com/memd-dev/memd/metrics"
 )
 
-
 type commitInfo struct {
 	at                       time.Time
 	added, modified, deleted int
