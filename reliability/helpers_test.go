@@ -14,10 +14,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 const (
@@ -112,7 +113,7 @@ func (w *world) memdEnv(extraEnv []string, timeout time.Duration, args ...string
 	cmd := exec.Command(memdBin, args...)
 	cmd.Env = append(append([]string(nil), w.env...), extraEnv...)
 	cmd.Dir = w.home
-	var out lockedBuf
+	var out testutil.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		w.t.Fatalf("memd %v: %v", args, err)
@@ -310,29 +311,11 @@ func poll(timeout time.Duration, cond func() bool) bool {
 	return true
 }
 
-// lockedBuf is a bytes.Buffer safe to read while a process writes to it.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // daemon is one `memd run` process.
 type daemon struct {
 	w    *world
 	cmd  *exec.Cmd
-	logs *lockedBuf
+	logs *testutil.LockedBuffer
 	done chan struct{}
 	code int
 	addr string
@@ -373,7 +356,7 @@ func (w *world) spawnArgs(extraEnv []string, args []string) *daemon {
 	cmd := exec.Command(memdBin, args...)
 	cmd.Env = append(append([]string(nil), w.env...), extraEnv...)
 	cmd.Dir = w.home
-	d := &daemon{w: w, cmd: cmd, logs: &lockedBuf{}, done: make(chan struct{})}
+	d := &daemon{w: w, cmd: cmd, logs: &testutil.LockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = d.logs, d.logs
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)

@@ -20,14 +20,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // memdBin is built once, without -race: the daemon is what is under test and must run at
@@ -52,22 +52,16 @@ func TestMain(m *testing.M) {
 		seed = s
 	}
 	fmt.Printf("reliability: setting %s, seed %d (replay with MEMD_SEED=%d)\n", settingName(), seed, seed)
-	dir, err := os.MkdirTemp("", "memd-reliability-bin-")
+	bin, remove, err := testutil.BuildMemd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	memdBin = filepath.Join(dir, "memd")
-	build := exec.Command("go", "build", "-o", memdBin, "github.com/memd-dev/memd/cmd/memd")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build memd: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	memdBin = bin
 	code := m.Run()
 	printTable(os.Stdout)
 	fmt.Printf("reliability: seed %d\n", seed)
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
