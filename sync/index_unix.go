@@ -1,10 +1,11 @@
+//go:build linux || darwin
+
 package sync
 
 import (
 	"io/fs"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
@@ -14,7 +15,7 @@ func fillStat(e *index.Entry, fi fs.FileInfo) {
 	e.ModifiedAt = fi.ModTime()
 	e.Size = uint32(fi.Size())
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.CreatedAt = time.Unix(int64(st.Ctimespec.Sec), int64(st.Ctimespec.Nsec))
+		e.CreatedAt = ctime(st)
 		e.Dev = uint32(st.Dev)
 		e.Inode = uint32(st.Ino)
 		e.UID = st.Uid
