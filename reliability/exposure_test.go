@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestReliabilityExposure: non-loopback binds refused unless configured; state files 0600
@@ -124,11 +126,11 @@ func exposureCredentials(t *testing.T) {
 	w.bare = filepath.Join(srvRoot, "remote.git")
 	w.gitIn(w.home, "init", "-q", "--bare", "-b", "main", w.bare)
 	w.gitIn(w.bare, "config", "http.receivepack", "true")
-	srv := newGitServer(t, srvRoot, token)
+	srv := testutil.NewGitHTTPServer(t, srvRoot, token)
 	if out, code := w.memd("init", "--config", w.config, w.repo); code != 0 {
 		t.Fatalf("memd init: exit %d\n%s", code, out)
 	}
-	u := "http://memuser:" + urlPass + "@" + srv.addr + "/git/remote.git"
+	u := "http://memuser:" + urlPass + "@" + srv.Addr() + "/git/remote.git"
 	w.gitIn(w.repo, "remote", "add", "origin", u)
 	env := []string{"MEMD_GIT_TOKEN=" + token}
 	var outputs []string // everything memd printed or served
@@ -149,7 +151,7 @@ func exposureCredentials(t *testing.T) {
 	}
 	grab()
 	// Failing credentials: the server wants another token now; memd reports an auth error.
-	srv.setToken("another-token")
+	srv.SetToken("another-token")
 	w.write("areas/cred2.html", "<p>push refused</p>\n")
 	waitFor(t, "state error after the auth failure", settleTimeout, func() bool { return w.status().State == "error" },
 		func() string { return fmt.Sprintf("%+v%s", w.status(), d.describe()) })

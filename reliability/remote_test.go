@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,94 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
-
-// gitServer is a real smart-HTTP git server on loopback: `git http-backend` under
-// net/http/cgi, with an optional basic-auth check; it can stop and start again on the same
-// address.
-type gitServer struct {
-	t       testing.TB
-	root    string
-	addr    string
-	handler http.Handler
-
-	mu    sync.Mutex
-	token string
-	srv   *httptest.Server
-}
-
-func newGitServer(t testing.TB, root, token string) *gitServer {
-	t.Helper()
-	execPath, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Skipf("git-http-backend not available: %v", err)
-	}
-	s := &gitServer{t: t, root: root, token: token}
-	cgiH := &cgi.Handler{Path: backend, Root: "/git", Env: []string{
-		"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH"),
-	}, Stderr: io.Discard}
-	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		token := s.token
-		s.mu.Unlock()
-		if token != "" {
-			if _, pw, ok := r.BasicAuth(); !ok || pw != token {
-				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-		}
-		cgiH.ServeHTTP(w, r)
-	})
-	s.start()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *gitServer) start() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.srv != nil {
-		return
-	}
-	addr := s.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	var ln net.Listener
-	var err error
-	// The old socket may linger a moment after stop.
-	ok := poll(10*time.Second, func() bool { ln, err = net.Listen("tcp", addr); return err == nil })
-	if !ok {
-		s.t.Fatalf("listen %s: %v", addr, err)
-	}
-	srv := httptest.NewUnstartedServer(s.handler)
-	srv.Listener = ln
-	srv.Start()
-	s.addr = ln.Addr().String()
-	s.srv = srv
-}
-
-func (s *gitServer) stop() {
-	s.mu.Lock()
-	srv := s.srv
-	s.srv = nil
-	s.mu.Unlock()
-	if srv != nil {
-		srv.CloseClientConnections()
-		srv.Close()
-	}
-}
-
-func (s *gitServer) setToken(tok string) { s.mu.Lock(); s.token = tok; s.mu.Unlock() }
-
-func (s *gitServer) url(name string) string { return "http://" + s.addr + "/git/" + name }
 
 // stallProxy forwards TCP to a target; while stalled it accepts connections, reads what
 // the client sends and never answers (a server that hangs mid-response). Switching closes
@@ -168,7 +80,7 @@ func (p *stallProxy) serve() {
 // faultWorld is a world whose origin is served over HTTP.
 type faultWorld struct {
 	*world
-	srv       *gitServer
+	srv       *testutil.GitHTTPServer
 	proxy     *stallProxy // nil unless the scenario goes through it
 	tokenFile string
 }
@@ -194,8 +106,8 @@ func TestReliabilityRemoteFaults(t *testing.T) {
 	t.Parallel()
 	scenarios := []remoteScenario{
 		{name: "server stopped", states: []string{"offline"},
-			inject: func(t *testing.T, f *faultWorld) { f.srv.stop() },
-			end:    func(t *testing.T, f *faultWorld) { f.srv.start() }},
+			inject: func(t *testing.T, f *faultWorld) { f.srv.Stop() },
+			end:    func(t *testing.T, f *faultWorld) { f.srv.Start() }},
 		{name: "server hangs mid-response", states: []string{"offline"}, proxy: true, wantLog: "deadline exceeded after 3s",
 			inject: func(t *testing.T, f *faultWorld) { f.proxy.setStall(true) },
 			end:    func(t *testing.T, f *faultWorld) { f.proxy.setStall(false) }},
@@ -234,7 +146,7 @@ func TestReliabilityRemoteFaults(t *testing.T) {
 			}
 			f := setupFaultWorld(t, srvRoot)
 			if sc.proxy {
-				f.proxy = newStallProxy(t, f.srv.addr)
+				f.proxy = newStallProxy(t, f.srv.Addr())
 				f.gitIn(f.repo, "remote", "set-url", "origin", "http://"+f.proxy.addr()+"/git/remote.git")
 			}
 			runRemoteScenario(t, f, sc, diskNote)
@@ -255,11 +167,11 @@ func setupFaultWorld(t *testing.T, srvRoot string) *faultWorld {
 	w.gitIn(w.home, "init", "-q", "--bare", "-b", "main", w.bare)
 	w.gitIn(w.bare, "config", "http.receivepack", "true")
 	w.gitIn(w.bare, "config", "gc.autoDetach", "false") // see newWorld
-	srv := newGitServer(t, srvRoot, "good-token")
+	srv := testutil.NewGitHTTPServer(t, srvRoot, "good-token")
 	if out, code := w.memd("init", "--config", w.config, w.repo); code != 0 {
 		t.Fatalf("memd init: exit %d\n%s", code, out)
 	}
-	w.gitIn(w.repo, "remote", "add", "origin", srv.url("remote.git"))
+	w.gitIn(w.repo, "remote", "add", "origin", srv.URL("remote.git"))
 	return &faultWorld{world: w, srv: srv, tokenFile: tokenFile}
 }
 

@@ -110,7 +110,7 @@ func TestSyncHTTPWrongTokenIsErrAuth(t *testing.T) {
 	}
 	msg := err.Error()
 	t.Logf("auth error: %s", msg)
-	if strings.Contains(msg, "WRONG-TOKEN") || !strings.Contains(msg, "origin") || !strings.Contains(msg, srv.addr) {
+	if strings.Contains(msg, "WRONG-TOKEN") || !strings.Contains(msg, "origin") || !strings.Contains(msg, srv.Addr()) {
 		t.Errorf("error message %q: must name the remote and its URL, never the token", msg)
 	}
 	if errors.Is(err, ErrOffline) {
@@ -124,7 +124,7 @@ func TestSyncHTTPWrongTokenIsErrAuth(t *testing.T) {
 	}
 
 	// Credentials inside the URL are redacted too.
-	url := "http://x-access-token:URL-SECRET-9@" + srv.addr + "/git/remote.git"
+	url := "http://x-access-token:URL-SECRET-9@" + srv.Addr() + "/git/remote.git"
 	if err := w.a.SetRemote("origin", url); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestSyncHTTPWrongTokenIsErrAuth(t *testing.T) {
 	if err := os.WriteFile(tokFile, []byte("right-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.a.SetRemote("origin", srv.url("remote.git")); err != nil {
+	if err := w.a.SetRemote("origin", srv.URL("remote.git")); err != nil {
 		t.Fatal(err)
 	}
 	res, err := w.a.Sync(context.Background(), ro)
@@ -150,7 +150,7 @@ func TestSyncHTTPOfflineThenBack(t *testing.T) {
 	srv, w := newHTTPWorld(t, "tok", map[string]string{"areas/a.html": "a\n"})
 	t.Setenv("MEMD_TEST_TOKEN", "tok")
 	ro := RemoteOptions{Push: true, TokenEnv: "MEMD_TEST_TOKEN", Timeout: 10 * time.Second}
-	srv.stop()
+	srv.Stop()
 	for i := 0; i < 3; i++ {
 		p := "areas/offline-" + string(rune('a'+i)) + ".html"
 		writeFile(t, w.aDir, p, "written offline\n")
@@ -169,7 +169,7 @@ func TestSyncHTTPOfflineThenBack(t *testing.T) {
 			t.Errorf("offline sync %d: ahead %d, want %d", i, res.Ahead, i+1)
 		}
 	}
-	srv.start()
+	srv.Start()
 	res, err := w.a.Sync(context.Background(), ro)
 	if err != nil || !res.Pushed || res.Ahead != 0 {
 		t.Fatalf("back online: %+v, %v", res, err)
@@ -185,7 +185,7 @@ func TestSyncHTTPOfflineThenBack(t *testing.T) {
 
 func TestSyncHTTPTimeoutIsOffline(t *testing.T) {
 	srv, w := newHTTPWorld(t, "", map[string]string{"areas/a.html": "a\n"})
-	srv.setHang()
+	srv.SetHang()
 	start := time.Now()
 	_, err := w.a.Sync(context.Background(), RemoteOptions{Push: true, Timeout: 500 * time.Millisecond})
 	t.Logf("timeout error: %v", err)
