@@ -15,8 +15,10 @@ DURATION  ?= 10m
 
 all: build
 
+# Static (no cgo): nothing in memd needs libc, and a binary without the dynamic loader starts
+# about a millisecond sooner, which `memd status` in a prompt pays on every draw.
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/memd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/memd
 
 # A demo memory repo in .demo/ (never committed), then the agent in the foreground.
 # Open http://127.0.0.1:47100/ to watch it; Ctrl-C stops it.

@@ -103,8 +103,15 @@ func run(sizes string, runs int, keep bool) error {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return err
 	}
+	// memd as `make build` and `make install` build it (static, CGO_ENABLED=0), and as a plain
+	// `go install` on a machine with a C compiler does (linked to libc through cgo, so every
+	// start also runs the dynamic loader).
 	memd := filepath.Join(bin, "memd")
-	if err := sh(root, os.Environ(), "go", "build", "-o", memd, "./cmd/memd"); err != nil {
+	if err := sh(root, append(os.Environ(), "CGO_ENABLED=0"), "go", "build", "-trimpath", "-o", memd, "./cmd/memd"); err != nil {
+		return err
+	}
+	memdCgo := filepath.Join(bin, "memd-cgo")
+	if err := sh(root, append(os.Environ(), "CGO_ENABLED=1"), "go", "build", "-trimpath", "-o", memdCgo, "./cmd/memd"); err != nil {
 		return err
 	}
 	// The minimal program, as its own module.
@@ -133,9 +140,9 @@ func run(sizes string, runs int, keep bool) error {
 	env := append(os.Environ(), "MEMD_CONFIG=", "XDG_CONFIG_HOME="+filepath.Join(work, "xdg"))
 
 	type row struct {
-		files                          int
-		memd, slow, lite, minimal, git timing
-		initTot, slowInit              time.Duration
+		files                               int
+		memd, cgo, slow, lite, minimal, git timing
+		initTot, slowInit                   time.Duration
 	}
 	var rows []row
 	var initGroups map[string]float64
@@ -158,7 +165,7 @@ func run(sizes string, runs int, keep bool) error {
 		plainFile := filepath.Join(statusline.Dir(repo), "status.plain")
 		// Sanity: all print the same line.
 		want, _ := statusline.Render(&d, "plain", time.Now(), nil)
-		for _, c := range [][]string{{memd, "status", "--repo", repo}, {lite, repo}, {minimal, plainFile}} {
+		for _, c := range [][]string{{memd, "status", "--repo", repo}, {memdCgo, "status", "--repo", repo}, {lite, repo}, {minimal, plainFile}} {
 			out, err := exec.Command(c[0], c[1:]...).Output()
 			if err != nil || strings.TrimSpace(string(out)) != want {
 				return fmt.Errorf("%v printed %q (%v), want %q", c, out, err, want)
@@ -166,6 +173,7 @@ func run(sizes string, runs int, keep bool) error {
 		}
 		r := row{files: n}
 		r.memd = timeIt(runs, env, memd, "status", "--repo", repo)
+		r.cgo = timeIt(runs, env, memdCgo, "status", "--repo", repo)
 		r.slow = timeIt(runs, append(env[:len(env):len(env)], "MEMD_NO_FASTPATH=1"), memd, "status", "--repo", repo)
 		r.lite = timeIt(runs, env, lite, repo)
 		r.minimal = timeIt(runs, env, minimal, plainFile)
@@ -182,7 +190,8 @@ func run(sizes string, runs int, keep bool) error {
 		for _, c := range []struct {
 			name string
 			t    timing
-		}{{"memd status", r.memd}, {"memd status, MEMD_NO_FASTPATH=1", r.slow}, {"statusline-only program", r.lite},
+		}{{"memd status (static build: make build, make install)", r.memd}, {"memd status, cgo-linked build (plain go install)", r.cgo},
+			{"memd status, MEMD_NO_FASTPATH=1", r.slow}, {"statusline-only program (decodes status.json)", r.lite},
 			{"minimal Go program (read one file, print it)", r.minimal}, {"git status --porcelain", r.git}} {
 			fmt.Printf("| %d | %s | %s | %s | %.2fx | %.2fx | %.3fx |\n", r.files, c.name, ms(c.t.wall), ms(c.t.cpu),
 				float64(c.t.wall)/float64(r.minimal.wall), float64(c.t.cpu)/float64(r.minimal.cpu), float64(c.t.wall)/float64(r.git.wall))

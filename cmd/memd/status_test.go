@@ -139,16 +139,23 @@ func TestStatusFastPathSameAsFull(t *testing.T) {
 	}
 	var cases []tc
 	for _, f := range statusline.Formats {
+		line := f != "json" && f != "sidebar" // the line formats the daemon writes beside the document
 		cases = append(cases,
-			tc{[]string{"status", "--format", f}, true},
-			tc{[]string{"status", "--repo", stale, "--now", later, "-format=" + f}, true},
-			tc{[]string{"status", "-format", f, "--repo", bad}, true},
-			tc{[]string{"status", "--repo", none, "--format", f}, true},
+			tc{[]string{"status", "--format", f}, line},
+			tc{[]string{"status", "--repo", stale, "--now", later, "-format=" + f}, false}, // not running
+			tc{[]string{"status", "-format", f, "--repo", bad}, false},
+			tc{[]string{"status", "--repo", none, "--format", f}, false}, // not started
 		)
 	}
+	relMem, err := filepath.Rel(parent, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases = append(cases,
-		tc{[]string{"status", "--repo", filepath.Base(stale), "--now", later}, true}, // relative to the working dir
+		tc{[]string{"status", "--repo", relMem}, true}, // relative to the working dir
+		tc{[]string{"status", "--repo", filepath.Base(stale), "--now", later}, false},
 		tc{[]string{"status", "--repo", "~/memory"}, true},
+		tc{[]string{"status", "--repo", mem + "/"}, false}, // cleaned by the full command
 		tc{[]string{"status", "--format", "nope"}, false},
 		tc{[]string{"status", "--now", "yesterday"}, false},
 		tc{[]string{"status", "extra"}, false},
@@ -197,6 +204,36 @@ func TestStatusFastPathSameAsFull(t *testing.T) {
 	os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("bogus: 1\n"), 0o644)
 	if r := runBin(t, bin, parent, nil, "", "status"); r.code != 2 || !strings.Contains(r.stderr, "bogus") {
 		t.Errorf("bad config: %+v", r)
+	}
+}
+
+// TestStatusFastPathInitsLittle: answering from the fast path, the binary initialises none of
+// the packages that make a full start slow (GODEBUG=inittrace=1 lists each package's init as
+// it runs), while the full command does initialise them, so the check can fail.
+func TestStatusFastPathInitsLittle(t *testing.T) {
+	bin := memdBinary(t)
+	isolate(t)
+	repo := t.TempDir()
+	writeDoc(t, repo, statusline.StateOK, os.Getpid())
+	heavy := []string{"init encoding/json ", "init encoding/gob ", "init net/http ", "init unicode ",
+		"init github.com/", "init google.golang.org/", "init gopkg.in/", "init howett.net/"}
+	inits := func(env ...string) (found []string) {
+		r := runBin(t, bin, repo, append(env, "GODEBUG=inittrace=1"), "", "status", "--repo", repo)
+		if r.code != 0 || r.stdout != "memd: +2 ~1 · 14:32\n" {
+			t.Fatalf("memd status %v: %+v", env, r)
+		}
+		for _, h := range heavy {
+			if strings.Contains(r.stderr, h) {
+				found = append(found, strings.TrimSpace(h))
+			}
+		}
+		return found
+	}
+	if found := inits(); len(found) > 0 {
+		t.Errorf("the fast path let these initialise first: %v (keep internal/fastpath's imports to what os imports)", found)
+	}
+	if found := inits("MEMD_NO_FASTPATH=1"); len(found) < 4 {
+		t.Errorf("the full command initialised only %v of %v: the check no longer sees them", found, heavy)
 	}
 }
 

@@ -38,7 +38,10 @@ func BuildMemd() (bin string, remove func(), err error) {
 	}
 	remove = func() { _ = os.RemoveAll(dir) }
 	bin = filepath.Join(dir, "memd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/memd-dev/memd/cmd/memd").CombinedOutput()
+	// Built as `make build` builds it (static), so the tests run the binary users install.
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/memd-dev/memd/cmd/memd")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		remove()
 		return "", func() {}, fmt.Errorf("go build memd: %v\n%s", err, out)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"time"
 )
 
 // FileName is the document's name inside the state directory (<repo>/.git/memd/).
@@ -20,6 +21,12 @@ func Dir(repo string) string { return path.Join(repo, ".git", "memd") }
 // Write publishes the document: status.<format> for every line format, then status.json,
 // each written atomically (temp file, fsync, rename), mode 0600, in a 0700 directory. A
 // reader sees the old file or the new one, never a torn one.
+//
+// Every file's modification time is set to the document's updated_at before it is renamed
+// into place. That ties the line files to the status.json of the same publish: a reader that
+// finds status.<format>, status.json and updated_at all agreeing knows the line is what
+// rendering that document gives (the fast path of `memd status`, internal/fastpath, relies
+// on it), while a status.json written by anything else will not carry its own time.
 func Write(stateDir string, d Document) error {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("status dir %s: %w", stateDir, err)
@@ -41,7 +48,7 @@ func Write(stateDir string, d Document) error {
 		}
 		// Renamed into place but not fsynced: a line file is a cache of status.json, and
 		// eight fsyncs per publish would cost the owner tens of milliseconds on a slow disk.
-		if err := writeAtomic(path.Join(stateDir, "status."+f), []byte(s), false); err != nil {
+		if err := writeAtomic(path.Join(stateDir, "status."+f), []byte(s), false, d.UpdatedAt); err != nil {
 			return err
 		}
 	}
@@ -49,7 +56,7 @@ func Write(stateDir string, d Document) error {
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	return WriteFileAtomic(path.Join(stateDir, FileName), append(b, '\n'))
+	return writeAtomic(path.Join(stateDir, FileName), append(b, '\n'), true, d.UpdatedAt)
 }
 
 // Read loads status.json from the state directory. A missing file is ErrNoDocument; one that
@@ -80,10 +87,13 @@ func Parse(name string, b []byte) (*Document, error) {
 
 // WriteFileAtomic writes data to path via a temp file in the same directory: write, fsync,
 // chmod 0600, rename, then fsync the directory so the rename survives a crash.
-func WriteFileAtomic(file string, data []byte) error { return writeAtomic(file, data, true) }
+func WriteFileAtomic(file string, data []byte) error {
+	return writeAtomic(file, data, true, time.Time{})
+}
 
-// writeAtomic is WriteFileAtomic; durable false skips both fsyncs (still atomic for readers).
-func writeAtomic(file string, data []byte, durable bool) (err error) {
+// writeAtomic is WriteFileAtomic; durable false skips both fsyncs (still atomic for readers),
+// and a non-zero mtime is set on the file before it appears under its name.
+func writeAtomic(file string, data []byte, durable bool, mtime time.Time) (err error) {
 	dir := path.Dir(file)
 	tmp, err := os.CreateTemp(dir, "."+path.Base(file)+".tmp*")
 	if err != nil {
@@ -108,6 +118,11 @@ func writeAtomic(file string, data []byte, durable bool) (err error) {
 	}
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if !mtime.IsZero() {
+		if err = os.Chtimes(tmp.Name(), mtime, mtime); err != nil {
+			return fmt.Errorf("write %s: %w", file, err)
+		}
 	}
 	if err = os.Rename(tmp.Name(), file); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)

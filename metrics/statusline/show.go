@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/memd-dev/memd/internal/drain"
 )
 
 // Show is all `memd status` does: read the repo's document (never git, never the daemon) and
@@ -41,29 +42,8 @@ func Show(repo, format string, now time.Time, pidAlive func(int) bool) (string, 
 	return out, err
 }
 
-// DrainInput reads and discards what a caller pipes in (Claude Code sends a JSON object on
-// stdin), so the writer never sees a broken pipe, without ever waiting on a terminal: a TTY is
-// not read at all, and anything else is read for at most wait and max bytes.
-func DrainInput(r io.Reader, max int64, wait time.Duration) {
-	if r == nil {
-		return
-	}
-	if f, ok := r.(*os.File); ok {
-		fi, err := f.Stat()
-		if err != nil || fi.Mode()&os.ModeCharDevice != 0 {
-			return
-		}
-	}
-	done := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(r, max))
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(wait):
-	}
-}
+// ClaudeInputWait bounds how long `memd status --format claude` reads the JSON piped in.
+const ClaudeInputWait = 200 * time.Millisecond
 
 // Command is `memd status` once the repo, format and clock are known, shared by the command
 // and its fast path so both print the same bytes: drain stdin for claude, render, print, and
@@ -76,7 +56,7 @@ func Command(repo, format string, now time.Time, stdin io.Reader, stdout, stderr
 	}
 	if format == "claude" {
 		// Claude Code pipes its session JSON in; read and ignore it, never wait on a terminal.
-		DrainInput(stdin, 1<<20, 200*time.Millisecond)
+		drain.Input(stdin, 1<<20, ClaudeInputWait)
 	}
 	out, err := Show(repo, format, now, nil)
 	if out != "" && !strings.HasSuffix(out, "\n") {
