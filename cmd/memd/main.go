@@ -177,15 +177,7 @@ func (a *app) load() error {
 	if a.repoFlag != "" {
 		cfg.Repo = a.repoFlag
 	}
-	// An empty repo must fail validation, not become the working directory through Abs.
-	if strings.TrimSpace(cfg.Repo) == "" {
-		return &memd.ConfigError{Key: "repo", Value: cfg.Repo, Problem: "must name the memory repo directory"}
-	}
-	cfg.Repo = memd.ExpandHome(cfg.Repo)
-	if abs, err := filepath.Abs(cfg.Repo); err == nil {
-		cfg.Repo = abs
-	}
-	if err := cfg.Validate(validateSchedule); err != nil {
+	if err := resolve(&cfg); err != nil {
 		return err
 	}
 	if a.nowFlag != "" {
@@ -198,6 +190,19 @@ func (a *app) load() error {
 	a.cfg = cfg
 	a.log = newLogger(a.stderr, cfg.Log)
 	return nil
+}
+
+// resolve makes the repo an absolute path (~ expanded) and validates the config.
+func resolve(cfg *memd.Config) error {
+	// An empty repo must fail validation, not become the working directory through Abs.
+	if strings.TrimSpace(cfg.Repo) == "" {
+		return &memd.ConfigError{Key: "repo", Value: cfg.Repo, Problem: "must name the memory repo directory"}
+	}
+	cfg.Repo = memd.ExpandHome(cfg.Repo)
+	if abs, err := filepath.Abs(cfg.Repo); err == nil {
+		cfg.Repo = abs
+	}
+	return cfg.Validate(validateSchedule)
 }
 
 // validateSchedule is replaced by the sleep wiring once the scheduler exists.

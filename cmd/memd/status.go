@@ -1,9 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/fastpath"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
 
@@ -11,8 +19,9 @@ func init() { register("status", "one status line for prompts, bars and agents",
 
 // cmdStatus prints the status line from .git/memd/status.json: it never touches git or the
 // daemon, and exits 0 whatever the document says so a prompt or bar keeps drawing. The common
-// case (no config file) is answered earlier by internal/fastpath, with the same code after
-// the config is known (statusline.Command).
+// case is answered earlier by internal/fastpath from the line the daemon rendered; this is
+// the full command, which also vouches for the config file it read so that the fast path
+// can take it next time.
 func cmdStatus(a *app, args []string) int {
 	fs := a.flags("status", "")
 	format := fs.String("format", "plain", "output `format`: "+strings.Join(statusline.Formats, ", "))
@@ -23,5 +32,46 @@ func cmdStatus(a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "memd: status: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	if a.configFile != "" {
+		if err := rememberConfig(a.configFile); err != nil {
+			a.log.Debug("status: config not remembered for the fast path", "config", a.configFile, "err", err)
+		}
+	}
 	return statusline.Command(a.cfg.Repo, *format, a.now(), a.stdin, a.stdout, a.stderr)
+}
+
+// rememberConfig vouches for a config file so the next `memd status` can take the fast path
+// (internal/fastpath/config.go): only one whose meaning is its bytes and $HOME alone, no
+// ${VAR} and a repo that is absolute once ~ is expanded, and only once it validates.
+func rememberConfig(path string) error {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return errors.New("not an absolute, clean path")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat() // before the read: an edit after it changes the identity recorded
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return err
+	}
+	if bytes.IndexByte(data, '$') >= 0 {
+		return errors.New("uses ${VAR}: its meaning depends on the environment")
+	}
+	cfg := memd.DefaultConfig()
+	if err := parseConfig(data, &cfg); err != nil {
+		return err
+	}
+	if r := memd.ExpandHome(cfg.Repo); !filepath.IsAbs(r) {
+		return errors.New("relative repo: its meaning depends on the working directory")
+	}
+	if err := resolve(&cfg); err != nil {
+		return err
+	}
+	return fastpath.RememberConfig(path, fi, cfg.Repo, time.Now())
 }

@@ -19,6 +19,7 @@ func isolate(t *testing.T) (home string) {
 	home = t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
 	t.Setenv("MEMD_CONFIG", "")
 	t.Setenv("MEMD_NO_FASTPATH", "")
 	return home
@@ -191,19 +192,66 @@ func TestStatusFastPathSameAsFull(t *testing.T) {
 		t.Errorf("unknown format: %+v", r)
 	}
 
-	// With a config file the fast path steps aside and the full command reads it.
+	// A config file: the first run is the full command, which reads it and vouches for it;
+	// from then on the fast path answers with the same bytes, until the file changes.
 	cfgDir := filepath.Join(home, ".config", "memd")
+	cfgFile := filepath.Join(cfgDir, "config.yaml")
 	os.MkdirAll(cfgDir, 0o755)
-	os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("repo: "+stale+"\n"), 0o644)
-	if usedFastPath(t, bin, parent, nil, "status") {
-		t.Error("fast path taken with a config file")
+	writeConfig := func(text string, age time.Duration) {
+		t.Helper()
+		if err := os.WriteFile(cfgFile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-age)
+		os.Chtimes(cfgFile, old, old)
+	}
+	alive := t.TempDir()
+	writeDoc(t, alive, statusline.StateWarn, os.Getpid())
+	writeConfig("repo: "+alive+"\n", time.Hour)
+	if usedFastPath(t, bin, parent, nil, "status", "--format", "tmux") {
+		t.Error("fast path taken for a config file no full run has read")
+	}
+	if !usedFastPath(t, bin, parent, nil, "status", "--format", "tmux") {
+		t.Error("fast path not taken for a config file the full command vouched for")
+	}
+	full := runBin(t, bin, parent, []string{"MEMD_NO_FASTPATH=1"}, "", "status", "--format", "tmux")
+	if r := runBin(t, bin, parent, nil, "", "status", "--format", "tmux"); r != full || !strings.Contains(r.stdout, "inbox 23") {
+		t.Errorf("config repo, fast path: %+v, full command: %+v", r, full)
+	}
+	// --repo still wins over the config's repo on the fast path.
+	if r := runBin(t, bin, parent, nil, "", "status", "--repo", mem); r.stdout != "memd: +2 ~1 · 14:32\n" {
+		t.Errorf("--repo with a config: %+v", r)
+	}
+	// An edit sends the next run through the full command, which reads the new repo.
+	writeConfig("repo: "+stale+"\n", time.Hour/2)
+	if usedFastPath(t, bin, parent, nil, "status", "--now", later) {
+		t.Error("fast path taken after the config changed")
 	}
 	if r := runBin(t, bin, parent, nil, "", "status", "--now", later); r.stdout != "memd: not running\n" {
-		t.Errorf("config repo: %+v", r)
+		t.Errorf("config repo after an edit: %+v", r)
 	}
-	os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("bogus: 1\n"), 0o644)
-	if r := runBin(t, bin, parent, nil, "", "status"); r.code != 2 || !strings.Contains(r.stderr, "bogus") {
-		t.Errorf("bad config: %+v", r)
+	// A bad config is exit 2 every time, never a line from a remembered good one.
+	writeConfig("repo: "+alive+"\n", time.Hour)
+	runBin(t, bin, parent, nil, "", "status")
+	writeConfig("bogus: 1\n", time.Hour)
+	for i := 0; i < 2; i++ {
+		if r := runBin(t, bin, parent, nil, "", "status"); r.code != 2 || !strings.Contains(r.stderr, "bogus") {
+			t.Errorf("bad config, run %d: %+v", i, r)
+		}
+	}
+	// Configs whose meaning depends on more than their bytes and $HOME are never vouched for;
+	// one edited a moment ago is not either, yet.
+	for _, text := range []string{"repo: ${HOME}/x\n", "repo: relative/dir\n"} {
+		writeConfig(text, time.Hour)
+		runBin(t, bin, parent, nil, "", "status")
+		if usedFastPath(t, bin, parent, nil, "status") {
+			t.Errorf("fast path taken for config %q", text)
+		}
+	}
+	writeConfig("repo: "+alive+"\n", 0)
+	runBin(t, bin, parent, nil, "", "status")
+	if usedFastPath(t, bin, parent, nil, "status") {
+		t.Error("fast path taken for a config written a moment ago")
 	}
 }
 

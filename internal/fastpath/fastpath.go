@@ -12,22 +12,22 @@
 // It prints the line the daemon already rendered beside the document (.git/memd/status.<format>)
 // when that is provably what the full command would print:
 //
-//   - the arguments are only --repo, --format (a line format) and --now, and no config file
-//     or $MEMD_CONFIG is in play, so the repo is known without reading YAML;
+//   - the arguments are only --repo, --format (a line format), --now and --config, and
+//     either no config file is in play or the full command has vouched for the one that is
+//     (config.go), so the repo is known without reading YAML;
 //   - status.json carries version, updated_at and pid at its top level, and its modification
 //     time and the line file's both equal updated_at (statusline.Write sets them so; a file
 //     from anywhere else does not);
 //   - the document is not stale: it is younger than statusline.StaleAfter or its pid lives.
 //
-// Anything else (no document, a stale one, json or sidebar output, a config file, a bad flag,
+// Anything else (no document, a stale one, json or sidebar output, a config file not yet
+// vouched for, a bad flag,
 // -h, an argument, an unclean path) returns and lets the full command answer, with its own
 // messages and exit codes. MEMD_NO_FASTPATH=1 turns it off.
 package fastpath
 
 import (
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
@@ -62,7 +62,11 @@ func init() {
 // false when it did nothing and the full command must run.
 func Status(args []string, stdin io.Reader, stdout io.Writer) (code int, ok bool) {
 	opt, ok := parseArgs(args)
-	if !ok || os.Getenv("MEMD_CONFIG") != "" || configFileMayExist() {
+	if !ok {
+		return 0, false
+	}
+	configured, haveConfig, ok := configRepo(opt.config)
+	if !ok {
 		return 0, false
 	}
 	now := time.Now()
@@ -73,8 +77,10 @@ func Status(args []string, stdin io.Reader, stdout io.Writer) (code int, ok bool
 		}
 		now = t
 	}
-	repo, ok := resolveRepo(opt.repo)
-	if !ok {
+	var repo string
+	if haveConfig && opt.repo == "" {
+		repo = configured
+	} else if repo, ok = resolveRepo(opt.repo); !ok {
 		return 0, false
 	}
 	line, ok := renderedLine(repo+"/.git/memd", opt.format, now)
@@ -84,17 +90,14 @@ func Status(args []string, stdin io.Reader, stdout io.Writer) (code int, ok bool
 	if opt.format == "claude" {
 		drain.Input(stdin, 1<<20, ClaudeInputWait)
 	}
-	if _, err := stdout.Write(line); err != nil {
-		// The full command ignores a failed write to stdout too: a bar that went away.
-		return 0, true
-	}
+	_, _ = stdout.Write(line) // as the full command, a bar that went away is not an error
 	return 0, true
 }
 
-type options struct{ repo, format, now string }
+type options struct{ repo, format, now, config string }
 
 // parseArgs accepts what package flag would for the status FlagSet, restricted to --repo,
-// --format and --now: -name or --name, with =value or the next argument as value, the last
+// --format, --now and --config: -name or --name, with =value or the next argument as value, the last
 // occurrence winning. Anything else (another flag, -h, --, an argument) is not ours.
 func parseArgs(args []string) (options, bool) {
 	o := options{format: "plain"}
@@ -131,6 +134,8 @@ func parseArgs(args []string) (options, bool) {
 			o.format = value
 		case "now":
 			o.now = value
+		case "config":
+			o.config = value
 		default:
 			return o, false
 		}
@@ -141,21 +146,6 @@ func parseArgs(args []string) (options, bool) {
 		}
 	}
 	return o, false
-}
-
-// configFileMayExist reports whether the full command could find a config file to read
-// ($XDG_CONFIG_HOME/memd/config.yaml, else ~/.config/memd/config.yaml); when in doubt, yes.
-func configFileMayExist() bool {
-	dir := os.Getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home := os.Getenv("HOME")
-		if home == "" {
-			return true
-		}
-		dir = home + "/.config"
-	}
-	_, err := os.Stat(dir + "/memd/config.yaml")
-	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // resolveRepo is the full command's ExpandHome then filepath.Abs, for the paths where that is

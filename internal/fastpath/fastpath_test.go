@@ -235,3 +235,86 @@ func FuzzScanHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigRepo: the cache vouches for a config file only while its identity and $HOME are
+// what the full command saw.
+func TestConfigRepo(t *testing.T) {
+	home := env(t)
+	t.Setenv("XDG_CACHE_HOME", "")
+	if _, found, ok := configRepo(""); found || !ok {
+		t.Fatalf("no config: found=%v ok=%v", found, ok)
+	}
+	cfg := filepath.Join(home, ".config", "memd", "config.yaml")
+	os.MkdirAll(filepath.Dir(cfg), 0o755)
+	old := time.Now().Add(-time.Hour)
+	write := func(text string, mtime time.Time) os.FileInfo {
+		t.Helper()
+		os.WriteFile(cfg, []byte(text), 0o644)
+		os.Chtimes(cfg, mtime, mtime)
+		fi, err := os.Stat(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	fi := write("repo: /srv/memory\n", old)
+	if _, found, ok := configRepo(""); !found || ok {
+		t.Fatalf("config not yet vouched for: found=%v ok=%v", found, ok)
+	}
+	if err := RememberConfig(cfg, fi, "/srv/memory", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".cache", "memd", "status-config")); err != nil || !strings.HasPrefix(string(b), configCacheHeader) {
+		t.Fatalf("cache file: %q %v", b, err)
+	}
+	if repo, found, ok := configRepo(""); !found || !ok || repo != "/srv/memory" {
+		t.Fatalf("vouched for: %q found=%v ok=%v", repo, found, ok)
+	}
+	if repo, _, ok := configRepo(cfg); !ok || repo != "/srv/memory" {
+		t.Errorf("--config naming the same file: %q %v", repo, ok)
+	}
+	t.Setenv("MEMD_CONFIG", cfg)
+	if repo, _, ok := configRepo(""); !ok || repo != "/srv/memory" {
+		t.Errorf("MEMD_CONFIG naming the same file: %q %v", repo, ok)
+	}
+	t.Setenv("MEMD_CONFIG", "")
+	for name, check := range map[string]func() (restore func()){
+		"another $HOME": func() func() {
+			t.Setenv("HOME", "/elsewhere")
+			t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+			t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+			return func() { t.Setenv("HOME", home); t.Setenv("XDG_CACHE_HOME", "") }
+		},
+		"an edit of the same size": func() func() {
+			write("repo: /srv/memorx\n", old.Add(time.Second))
+			return func() { write("repo: /srv/memory\n", old) }
+		},
+		"the same mtime, another size": func() func() {
+			write("repo: /srv/memory/\n", old)
+			return func() { write("repo: /srv/memory\n", old) }
+		},
+		"a missing --config": func() func() {
+			t.Setenv("MEMD_CONFIG", filepath.Join(home, "missing.yaml"))
+			return func() { t.Setenv("MEMD_CONFIG", "") }
+		},
+		"a relative MEMD_CONFIG": func() func() {
+			t.Setenv("MEMD_CONFIG", "config.yaml")
+			return func() { t.Setenv("MEMD_CONFIG", "") }
+		},
+	} {
+		restore := check()
+		if repo, _, ok := configRepo(""); ok {
+			t.Errorf("%s: vouched for (%q)", name, repo)
+		}
+		restore()
+		if _, _, ok := configRepo(""); !ok {
+			t.Fatalf("after %s: no longer vouched for", name)
+		}
+	}
+	if err := RememberConfig(cfg, write("repo: /srv/memory\n", time.Now()), "/srv/memory", time.Now()); err == nil {
+		t.Error("a config modified a moment ago was remembered")
+	}
+	if err := RememberConfig("relative.yaml", fi, "/srv/memory", time.Now()); err == nil {
+		t.Error("a relative config path was remembered")
+	}
+}

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package fastpath
-
-func pidAlive(pid int) bool { return pid > 0 }
