@@ -41,6 +41,30 @@ run "Sync: fast-forward and diverged merge vs git pull --no-rebase" bench/sync $
 run "Sleep: full run, idle run and expire vs git" bench/sleep $sleep_args
 run "memd status vs git status and a minimal Go program" bench/status $status_args
 run "The daemon: write-to-commit latency, idle CPU and RSS" bench/daemon $daemon_args
+scrape() { # a /metrics scrape of the real inventory of demo repos of each size, through the real handler
+  local long=1 res
+  [ "${BENCH_QUICK:-}" = 1 ] && long=
+  echo "bench: /metrics scrape by repo size" >&2
+  res=$(MEMD_LONG=$long go test -run '^$' -bench ScrapeByRepoSize -benchtime 200x -count 5 ./agent/ 2>&1 | grep -E '^Benchmark')
+  {
+    echo "## /metrics scrape by repo size"
+    echo
+    echo '```'
+    echo "MEMD_LONG=$long go test -run '^\$' -bench ScrapeByRepoSize -benchtime 200x -count 5 ./agent/"
+    echo "$res"
+    echo '```'
+    echo
+    # The median of each size against the 1000-file repo's; the target is at most 1.2x.
+    echo "$res" | awk '{ split($1, a, "="); sub(/-[0-9]+$/, "", a[2]); n = a[2] + 0; c[n]++; v[n, c[n]] = $3 + 0 }
+      END {
+        for (n in c) { k = c[n]; for (i = 1; i <= k; i++) s[i] = v[n, i]
+          for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
+          med[n] = s[int((k + 1) / 2)] }
+        for (n in med) if (n != 1000 && (1000 in med))
+          printf "files=%d: median %.0f ns per scrape, %.2fx the 1000-file repo (target at most 1.2x)\n\n", n, med[n], med[n] / med[1000] }'
+  } >>"$tmp"
+}
+scrape
 {
   echo "## Go benchmarks"
   echo
