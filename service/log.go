@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -73,20 +74,7 @@ func UnderJournald(w io.Writer) bool {
 	if len(want) != 2 {
 		return false
 	}
-	return want[0] == uitoa(dev) && want[1] == uitoa(ino)
-}
-
-func uitoa(v uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			return string(b[i:])
-		}
-	}
+	return want[0] == strconv.FormatUint(dev, 10) && want[1] == strconv.FormatUint(ino, 10)
 }
 
 // JournalPriority maps a slog level to the syslog priority journald reads from a "<N>"
@@ -157,7 +145,7 @@ func (h *journalHandler) Handle(ctx context.Context, r slog.Record) error {
 	line := &h.out.line
 	line.Reset()
 	line.WriteByte('<')
-	line.WriteString(uitoa(uint64(JournalPriority(r.Level))))
+	line.WriteString(strconv.Itoa(int(JournalPriority(r.Level))))
 	line.WriteByte('>')
 	// journald splits the stream at newlines: a message with one would lose its priority on
 	// the second line, so newlines are written as the two characters \n.

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/internal/drain"
+	"github.com/memd-dev/memd/internal/proc"
 )
 
 // These repeat values of packages this one must not import; cmd/memd's tests check they agree.
@@ -221,7 +222,7 @@ func renderedLine(stateDir, format string, now time.Time) ([]byte, bool) {
 	if !ok || h.version != DocVersion || !docTime.Equal(h.updatedAt) {
 		return nil, false
 	}
-	if now.Sub(h.updatedAt) > StaleAfter && !pidAlive(h.pid) {
+	if now.Sub(h.updatedAt) > StaleAfter && !proc.Alive(h.pid) {
 		return nil, false // "not running": the full command renders the stand-in
 	}
 	line, lineTime, ok := readWithMtime(stateDir + "/status." + format)
