@@ -1,5 +1,8 @@
-// Package testutil holds what the tests that drive the real memd binary share: building it
-// once, and a buffer a process writes to while the test reads it. Test code only.
+// Package testutil holds what the tests that drive the real memd binary share (e2e/,
+// reliability/ and a few package tests): building it once, a buffer a process writes to
+// while the test reads it, memd processes with captured logs (Daemon, Run), polling with a
+// deadline (Poll, WaitFor), git run with an isolated environment (IsolatedEnv, Git) and a
+// smart-HTTP git server (GitHTTPServer). Test code only: nothing else imports it.
 package testutil
 
 import (
