@@ -3,19 +3,13 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +37,7 @@ const (
 	startTimeout  = 20 * time.Second
 	commitTimeout = 20 * time.Second
 	exitTimeout   = 30 * time.Second
-	pollEvery     = 20 * time.Millisecond
+	memdTimeout   = 2 * time.Minute // a one-shot memd command
 )
 
 // baseConfig is what every test runs with unless it says otherwise: fast debounce, an
@@ -79,16 +73,7 @@ func newWorldConfig(t *testing.T, config string) *world {
 	if err := os.WriteFile(w.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "MEMD_") || strings.HasPrefix(k, "XDG_") ||
-			k == "HOME" || k == "NOTIFY_SOCKET" || k == "WATCHDOG_USEC" || k == "WATCHDOG_PID" || k == "JOURNAL_STREAM" {
-			continue
-		}
-		w.env = append(w.env, kv)
-	}
-	w.env = append(w.env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"GIT_CONFIG_GLOBAL="+gitconfig, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
+	w.env = testutil.IsolatedEnv(home, gitconfig)
 	out, code := w.memd("init", "--config", w.config, w.repo)
 	if code != 0 {
 		t.Fatalf("memd init: exit %d\n%s", code, out)
@@ -96,22 +81,18 @@ func newWorldConfig(t *testing.T, config string) *world {
 	return w
 }
 
-// memd runs a short memd command to completion and returns its combined output and exit code.
+// memd runs a short memd command to completion and returns its combined output and exit
+// code; a hang fails the test.
 func (w *world) memd(args ...string) (string, int) {
 	w.t.Helper()
-	cmd := exec.Command(memdBin, args...)
-	cmd.Env = w.env
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
-	default:
-		w.t.Fatalf("memd %v: %v", args, err)
-		return "", -1
-	}
+	return testutil.Run(w.t, memdBin, w.procOptions(), memdTimeout, args...)
+}
+
+// procOptions is how this world runs memd: its environment, e2e's deadlines, and the whole
+// log of every process at cleanup when the test failed (always with MEMD_E2E_LOGS set).
+func (w *world) procOptions() testutil.Options {
+	return testutil.Options{Env: w.env, StartTimeout: startTimeout, ExitTimeout: exitTimeout,
+		LogOnFailure: true, LogAlways: os.Getenv("MEMD_E2E_LOGS") != ""}
 }
 
 // path is the absolute path of a repo-relative one.
@@ -149,16 +130,7 @@ func (w *world) sh(script string) {
 
 // gitRun runs git in the repo with extra environment.
 func (w *world) gitRun(extraEnv []string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = w.repo
-	cmd.Env = append(append([]string(nil), w.env...), extraEnv...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		return stdout.String(), fmt.Errorf("git %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
+	return testutil.Git{Env: w.env}.Run(w.repo, extraEnv, args...)
 }
 
 // git runs git and fails the test on error.
@@ -171,14 +143,8 @@ func (w *world) git(args ...string) string {
 	return out
 }
 
-func (w *world) head() string {
-	w.t.Helper()
-	out, err := w.gitRun(nil, "rev-parse", "-q", "--verify", "HEAD")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(out)
-}
+// head is HEAD's commit, "" before the first one.
+func (w *world) head() string { return testutil.Git{Env: w.env}.Rev(w.repo, "HEAD") }
 
 func (w *world) commitCount() int {
 	w.t.Helper()
@@ -202,36 +168,19 @@ func (w *world) committed(rel string) (string, bool) {
 // HEAD lacks is absent from the map.
 func (w *world) committedMany(paths []string) map[string]string {
 	w.t.Helper()
-	var in bytes.Buffer
-	for _, p := range paths {
-		in.WriteString("HEAD:" + p + "\n")
+	specs := make([]string, len(paths))
+	for i, p := range paths {
+		specs[i] = "HEAD:" + p
 	}
-	cmd := exec.Command("git", "cat-file", "--batch")
-	cmd.Dir, cmd.Env, cmd.Stdin = w.repo, w.env, &in
-	out, err := cmd.Output()
+	objs, err := testutil.Git{Env: w.env}.Objects(w.repo, specs)
 	if err != nil {
-		w.t.Fatalf("git cat-file --batch: %v", err)
+		w.t.Fatal(err)
 	}
-	got := make(map[string]string, len(paths))
-	r := bufio.NewReader(bytes.NewReader(out))
-	for _, p := range paths {
-		header, err := r.ReadString('\n')
-		if err != nil {
-			w.t.Fatalf("git cat-file --batch: short output at %s", p)
+	got := make(map[string]string, len(objs))
+	for i, p := range paths {
+		if c, ok := objs[specs[i]]; ok {
+			got[p] = c
 		}
-		f := strings.Fields(header)
-		if len(f) != 3 {
-			continue // "<name> missing"
-		}
-		size, err := strconv.Atoi(f[2])
-		if err != nil {
-			w.t.Fatalf("git cat-file --batch header %q", header)
-		}
-		body := make([]byte, size+1) // content and a newline
-		if _, err := io.ReadFull(r, body); err != nil {
-			w.t.Fatalf("git cat-file --batch: %v", err)
-		}
-		got[p] = string(body[:size])
 	}
 	return got
 }
@@ -259,42 +208,17 @@ func (w *world) namesInCommit(h string) []string {
 	return names
 }
 
-// treeDiff is git's own answer to "does HEAD hold exactly what is on disk?": a throwaway
-// index read from HEAD (no stat cache, so git hashes every file) and `git status` against
-// it. Empty means every file's content, mode and symlink target on disk equals HEAD, and
-// HEAD has nothing the disk lacks. It does not depend on memd's own .git/index.
+// treeDiff is git's own answer to "does HEAD hold exactly what is on disk?" (see
+// testutil.Git.TreeDiff); empty means yes.
 func (w *world) treeDiff() (string, error) {
-	idx := filepath.Join(w.home, fmt.Sprintf("probe-index-%d", time.Now().UnixNano()))
-	defer os.Remove(idx)
-	env := []string{"GIT_INDEX_FILE=" + idx}
-	if _, err := w.gitRun(env, "read-tree", "HEAD"); err != nil {
-		return "", err
-	}
-	out, err := w.gitRun(env, "-c", "core.quotepath=false", "status", "--porcelain", "--untracked-files=all")
-	return out, err
-}
-
-// waitFor polls cond until it holds or the deadline passes; describe says what was seen.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool, describe func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			msg := ""
-			if describe != nil {
-				msg = describe()
-			}
-			t.Fatalf("timed out after %s waiting for %s\n%s", timeout, what, msg)
-		}
-		time.Sleep(pollEvery)
-	}
+	return testutil.Git{Env: w.env}.TreeDiff(w.repo, w.home)
 }
 
 // waitCommitted waits until HEAD holds exactly the tree on disk.
-func (w *world) waitCommitted(d *daemon) {
+func (w *world) waitCommitted(d *testutil.Daemon) {
 	w.t.Helper()
 	var last string
-	waitFor(w.t, "HEAD to equal the work tree", commitTimeout, func() bool {
+	testutil.WaitFor(w.t, "HEAD to equal the work tree", commitTimeout, func() bool {
 		out, err := w.treeDiff()
 		if err != nil {
 			last = err.Error()
@@ -302,35 +226,35 @@ func (w *world) waitCommitted(d *daemon) {
 		}
 		last = out
 		return out == ""
-	}, func() string { return "differences:\n" + last + d.describe() })
+	}, func() string { return "differences:\n" + last + d.Describe() })
 }
 
 // waitHeadMoves waits until HEAD is no longer from.
-func (w *world) waitHeadMoves(d *daemon, from string) string {
+func (w *world) waitHeadMoves(d *testutil.Daemon, from string) string {
 	w.t.Helper()
 	var h string
-	waitFor(w.t, "a new commit", commitTimeout, func() bool {
+	testutil.WaitFor(w.t, "a new commit", commitTimeout, func() bool {
 		h = w.head()
 		return h != "" && h != from
-	}, d.describe)
+	}, d.Describe)
 	return h
 }
 
 // checkClean is the invariant after every scenario: HEAD equals the disk (by git, not by
 // memd's index), memd's .git/index has caught up (`git status --porcelain` empty), and the
 // object store is sound (`git fsck --full`).
-func (w *world) checkClean(d *daemon) {
+func (w *world) checkClean(d *testutil.Daemon) {
 	w.t.Helper()
 	w.waitCommitted(d)
 	var st string
-	waitFor(w.t, "git status --porcelain to be empty", commitTimeout, func() bool {
+	testutil.WaitFor(w.t, "git status --porcelain to be empty", commitTimeout, func() bool {
 		out, err := w.gitRun(nil, "status", "--porcelain", "--untracked-files=all")
 		st = out
 		if err != nil {
 			st = err.Error()
 		}
 		return err == nil && out == ""
-	}, func() string { return "git status:\n" + st + d.describe() })
+	}, func() string { return "git status:\n" + st + d.Describe() })
 	out, err := w.gitRun(nil, "fsck", "--full", "--no-dangling")
 	if err != nil || strings.TrimSpace(out) != "" {
 		w.t.Fatalf("git fsck --full: %v\n%s", err, out)
@@ -345,159 +269,28 @@ func (w *world) neverCommitted(rel string) {
 	}
 }
 
-// daemon is one `memd run` process.
-type daemon struct {
-	w    *world
-	cmd  *exec.Cmd
-	logs *testutil.LockedBuffer
-	done chan struct{}
-	code int
-	addr string
-}
-
-var httpAddrRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
-
 // start runs `memd run` and waits until it says it is running (start-up reconcile done).
-func (w *world) start(extra ...string) *daemon {
+func (w *world) start(extra ...string) *testutil.Daemon {
 	w.t.Helper()
-	d := w.spawn(extra...)
-	waitFor(w.t, "memd run to start", startTimeout, func() bool {
-		return d.hasExited() || strings.Contains(d.logs.String(), `msg="memd running"`)
-	}, d.describe)
-	if d.hasExited() {
-		w.t.Fatalf("memd run exited with %d at start\n%s", d.code, d.logs.String())
-	}
-	if m := httpAddrRE.FindStringSubmatch(d.logs.String()); m != nil {
-		d.addr = m[1]
-	}
-	return d
+	return testutil.Start(w.t, memdBin, w.procOptions(), w.runArgs(extra)...)
 }
 
 // spawn starts `memd run` without waiting for anything.
-func (w *world) spawn(extra ...string) *daemon {
+func (w *world) spawn(extra ...string) *testutil.Daemon {
 	w.t.Helper()
-	args := append([]string{"run", "--config", w.config, "--repo", w.repo}, extra...)
-	cmd := exec.Command(memdBin, args...)
-	cmd.Env = w.env
-	d := &daemon{w: w, cmd: cmd, logs: &testutil.LockedBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.logs, d.logs
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	go func() {
-		err := cmd.Wait()
-		d.code = 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			d.code = ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				d.code = 128 + int(ws.Signal())
-			}
-		} else if err != nil {
-			d.code = -1
-		}
-		close(d.done)
-	}()
-	w.t.Cleanup(func() {
-		if !d.hasExited() {
-			_ = cmd.Process.Kill()
-			<-d.done
-		}
-		if w.t.Failed() || os.Getenv("MEMD_E2E_LOGS") != "" {
-			w.t.Logf("memd run (pid %d) log:\n%s", cmd.Process.Pid, d.logs.String())
-		}
-	})
-	return d
+	return testutil.Spawn(w.t, memdBin, w.procOptions(), w.runArgs(extra)...)
 }
 
-func (d *daemon) hasExited() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (d *daemon) pid() int { return d.cmd.Process.Pid }
-
-func (d *daemon) describe() string {
-	state := "running"
-	if d.hasExited() {
-		state = fmt.Sprintf("exited %d", d.code)
-	}
-	return fmt.Sprintf("\nmemd run (pid %d, %s) log:\n%s", d.pid(), state, d.logs.String())
-}
-
-// waitExit waits for the process to end and returns its exit code.
-func (d *daemon) waitExit() int {
-	d.w.t.Helper()
-	select {
-	case <-d.done:
-		return d.code
-	case <-time.After(exitTimeout):
-		d.w.t.Fatalf("memd run did not exit within %s%s", exitTimeout, d.describe())
-		return -1
-	}
-}
-
-// stop sends SIGTERM and returns the exit code.
-func (d *daemon) stop() int {
-	d.w.t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		d.w.t.Fatal(err)
-	}
-	return d.waitExit()
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (d *daemon) kill() {
-	d.w.t.Helper()
-	_ = d.cmd.Process.Signal(syscall.SIGKILL)
-	d.waitExit()
+func (w *world) runArgs(extra []string) []string {
+	return append([]string{"run", "--config", w.config, "--repo", w.repo}, extra...)
 }
 
 // waitLog waits until the daemon's log contains s.
-func (d *daemon) waitLog(s string) {
-	d.w.t.Helper()
-	waitFor(d.w.t, "log line "+strconv.Quote(s), commitTimeout, func() bool {
-		return strings.Contains(d.logs.String(), s)
-	}, d.describe)
-}
-
-// get fetches a path from the daemon's HTTP server.
-func (d *daemon) get(path string) (int, string) {
-	d.w.t.Helper()
-	if d.addr == "" {
-		d.w.t.Fatalf("daemon has no http address%s", d.describe())
-	}
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + d.addr + path)
-	if err != nil {
-		d.w.t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-// metric reads one sample (name with its label set, as exposition text writes it) from
-// /metrics; ok=false when absent.
-func (d *daemon) metric(series string) (float64, bool) {
-	d.w.t.Helper()
-	_, body := d.get("/metrics")
-	sc := bufio.NewScanner(strings.NewReader(body))
-	for sc.Scan() {
-		l := sc.Text()
-		if strings.HasPrefix(l, series+" ") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(l[len(series):]), 64)
-			if err != nil {
-				d.w.t.Fatalf("metric %s: %v", l, err)
-			}
-			return v, true
-		}
-	}
-	return 0, false
+func waitLog(t *testing.T, d *testutil.Daemon, s string) {
+	t.Helper()
+	testutil.WaitFor(t, "log line "+strconv.Quote(s), commitTimeout, func() bool {
+		return strings.Contains(d.Logs(), s)
+	}, d.Describe)
 }
 
 // inotifyWatches counts the inotify watches a process holds (from /proc/<pid>/fdinfo), so a

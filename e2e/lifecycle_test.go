@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // Changes made while memd is stopped (the watcher cannot see them: the same situation as
@@ -21,8 +23,8 @@ func TestReconcileAtStart(t *testing.T) {
 	w.write("areas/drop.html", "drop\n")
 	w.write("areas/dir/a.html", "a\n")
 	w.checkClean(d)
-	if code := d.stop(); code != 0 {
-		t.Fatalf("SIGTERM: exit %d%s", code, d.describe())
+	if code := d.Stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d%s", code, d.Describe())
 	}
 
 	w.write("areas/keep.html", "keep v2\n")
@@ -36,13 +38,13 @@ func TestReconcileAtStart(t *testing.T) {
 
 	d = w.start()
 	w.checkClean(d)
-	if !strings.Contains(d.logs.String(), "reconcile found changes") {
-		t.Fatalf("no reconcile at start%s", d.describe())
+	if !strings.Contains(d.Logs(), "reconcile found changes") {
+		t.Fatalf("no reconcile at start%s", d.Describe())
 	}
 	if got, _ := w.committed("areas/keep.html"); got != "keep v2\n" {
 		t.Fatalf("HEAD:areas/keep.html = %q", got)
 	}
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
@@ -53,30 +55,30 @@ func TestSecondRunRefuses(t *testing.T) {
 	w := newWorld(t)
 	d := w.start()
 	second := w.spawn()
-	code := second.waitExit()
+	code := second.WaitExit()
 	if code != 1 {
-		t.Fatalf("second memd run: exit %d, want 1%s", code, second.describe())
+		t.Fatalf("second memd run: exit %d, want 1%s", code, second.Describe())
 	}
-	if !strings.Contains(second.logs.String(), "already running") {
-		t.Fatalf("second memd run does not say it is already running:\n%s", second.logs.String())
+	if !strings.Contains(second.Logs(), "already running") {
+		t.Fatalf("second memd run does not say it is already running:\n%s", second.Logs())
 	}
-	if !strings.Contains(second.logs.String(), fmt.Sprint(d.pid())) {
-		t.Fatalf("second memd run does not name the running pid %d:\n%s", d.pid(), second.logs.String())
+	if !strings.Contains(second.Logs(), fmt.Sprint(d.PID())) {
+		t.Fatalf("second memd run does not name the running pid %d:\n%s", d.PID(), second.Logs())
 	}
-	if d.hasExited() {
-		t.Fatalf("the first memd stopped%s", d.describe())
+	if d.HasExited() {
+		t.Fatalf("the first memd stopped%s", d.Describe())
 	}
-	if code, body := d.get("/healthz"); code != 200 {
-		t.Fatalf("/healthz of the first memd: %d %s", code, body)
+	if code, body, err := d.Get("/healthz"); err != nil || code != 200 {
+		t.Fatalf("/healthz of the first memd: %d %v %s%s", code, err, body, d.Describe())
 	}
 	w.write("areas/after.html", "still committing\n")
 	w.checkClean(d)
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 	// The claim dies with the process: a new run starts.
 	d = w.start()
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
@@ -91,9 +93,9 @@ sleep: {catch_up: false}
 `)
 	d := w.start()
 	before := w.head()
-	watches := inotifyWatches(d.pid())
+	watches := inotifyWatches(d.PID())
 	if watches <= 0 {
-		t.Skipf("cannot count inotify watches of pid %d", d.pid())
+		t.Skipf("cannot count inotify watches of pid %d", d.PID())
 	}
 	// A directory made elsewhere and moved in: one event, and the watcher's new watch on it
 	// (visible in /proc) shows the reader has taken the event in, so SIGTERM cannot beat it.
@@ -102,17 +104,17 @@ sleep: {catch_up: false}
 	must(t, os.WriteFile(filepath.Join(staging, "deep", "pending.html"), []byte("pending\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(staging, "top.html"), []byte("top\n"), 0o644))
 	must(t, os.Rename(staging, w.path("areas/moved-in")))
-	waitFor(t, "the watcher to watch the moved-in directory", commitTimeout, func() bool {
-		return inotifyWatches(d.pid()) >= watches+2
-	}, d.describe)
+	testutil.WaitFor(t, "the watcher to watch the moved-in directory", commitTimeout, func() bool {
+		return inotifyWatches(d.PID()) >= watches+2
+	}, d.Describe)
 	if h := w.head(); h != before {
 		t.Fatalf("committed before SIGTERM with a 1m quiet window: %s", h)
 	}
-	if code := d.stop(); code != 0 {
-		t.Fatalf("SIGTERM: exit %d, want 0%s", code, d.describe())
+	if code := d.Stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d, want 0%s", code, d.Describe())
 	}
 	if got, ok := w.committed("areas/moved-in/deep/pending.html"); !ok || got != "pending\n" {
-		t.Fatalf("pending change not committed at SIGTERM: %q, %v%s", got, ok, d.describe())
+		t.Fatalf("pending change not committed at SIGTERM: %q, %v%s", got, ok, d.Describe())
 	}
 	w.checkClean(d)
 	if _, err := os.Stat(filepath.Join(w.repo, ".git", "memd", "memd.pid")); !os.IsNotExist(err) {
@@ -170,15 +172,14 @@ func TestSIGKILLMidBurstThenRestart(t *testing.T) {
 		// past k/4 of it (or, on a very slow machine, once the writer is done).
 		from := w.head()
 		mark := total * int64(k) / 4
-		waitFor(t, fmt.Sprintf("kill point %d", k), commitTimeout, func() bool {
+		testutil.WaitFor(t, fmt.Sprintf("kill point %d", k), commitTimeout, func() bool {
 			return finished.Load() || (written.Load() >= mark && w.head() != from)
-		}, d.describe)
+		}, d.Describe)
 		if !finished.Load() {
 			midBurst++
 		}
-		d.kill()
-		if d.code != 128+9 {
-			t.Fatalf("kill %d: exit %d, want SIGKILL", k, d.code)
+		if code := d.Kill(); code != 128+9 {
+			t.Fatalf("kill %d: exit %d, want SIGKILL", k, code)
 		}
 		d = w.start()
 	}
@@ -223,7 +224,7 @@ func TestSIGKILLMidBurstThenRestart(t *testing.T) {
 	if out := strings.TrimSpace(w.git("ls-tree", "-r", "--name-only", "HEAD", "--", "areas/kill/d07/")); out != "" {
 		t.Fatalf("the removed directory is still in HEAD: %q", out)
 	}
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
@@ -241,7 +242,7 @@ func TestWriterLockDelaysCommit(t *testing.T) {
 	release := w.writerLock()
 	w.write("areas/locked.html", "draft 1\n")
 	// memd has tried to commit and is waiting for the writer.
-	d.waitLog("writer lock held, waiting")
+	waitLog(t, d, "writer lock held, waiting")
 	w.write("areas/locked.html", "draft 2\n")
 	w.write("areas/other.html", "also under the lock\n")
 	w.write("areas/locked.html", "final\n")
@@ -263,7 +264,7 @@ func TestWriterLockDelaysCommit(t *testing.T) {
 		t.Fatalf("memd left the writer lock behind: %v", err)
 	}
 	w.neverCommitted(".memory.lock")
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
@@ -277,7 +278,7 @@ func TestWriterLockOutlastsTimeout(t *testing.T) {
 	before := w.head()
 	release := w.writerLock()
 	w.write("areas/slow-writer.html", "under a long lock\n")
-	d.waitLog("commit failed")
+	waitLog(t, d, "commit failed")
 	if h := w.head(); h != before {
 		t.Fatalf("committed while the writer held the lock: %s", h)
 	}
@@ -286,7 +287,7 @@ func TestWriterLockOutlastsTimeout(t *testing.T) {
 	if got, _ := w.committed("areas/slow-writer.html"); got != "under a long lock\n" {
 		t.Fatalf("HEAD:areas/slow-writer.html = %q", got)
 	}
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
@@ -302,13 +303,13 @@ func TestStaleIndexLockClearedAtStart(t *testing.T) {
 	must(t, os.Chtimes(lock, old, old))
 
 	d := w.start()
-	waitFor(t, ".git/index.lock to be removed", commitTimeout, func() bool {
+	testutil.WaitFor(t, ".git/index.lock to be removed", commitTimeout, func() bool {
 		_, err := os.Stat(lock)
 		return os.IsNotExist(err)
-	}, d.describe)
+	}, d.Describe)
 	w.write("areas/after-lock.html", "after\n")
 	w.checkClean(d)
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
@@ -318,8 +319,8 @@ func TestMetricsAfterCommits(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	d := w.start()
-	if code, body := d.get("/healthz"); code != 200 {
-		t.Fatalf("/healthz: %d %s", code, body)
+	if code, body, err := d.Get("/healthz"); err != nil || code != 200 {
+		t.Fatalf("/healthz: %d %v %s%s", code, err, body, d.Describe())
 	}
 	for i := range 3 {
 		from := w.head()
@@ -329,20 +330,20 @@ func TestMetricsAfterCommits(t *testing.T) {
 	w.checkClean(d)
 	// The metrics snapshot is published after each job: wait for it to count all three.
 	var n float64
-	waitFor(t, "memd_commits_total{kind=\"change\"} >= 3", commitTimeout, func() bool {
-		n, _ = d.metric(`memd_commits_total{kind="change"}`)
+	testutil.WaitFor(t, "memd_commits_total{kind=\"change\"} >= 3", commitTimeout, func() bool {
+		n, _ = d.Metric(`memd_commits_total{kind="change"}`)
 		return n >= 3
 	}, func() string { return fmt.Sprintf("got %v", n) })
 	if n != 3 {
 		t.Fatalf("memd_commits_total{kind=\"change\"} = %v, want 3", n)
 	}
-	if c, ok := d.metric("memd_commit_duration_seconds_count"); !ok || c != 3 {
+	if c, ok := d.Metric("memd_commit_duration_seconds_count"); !ok || c != 3 {
 		t.Fatalf("memd_commit_duration_seconds_count = %v, %v", c, ok)
 	}
-	if code, body := d.get("/status.json"); code != 200 || !strings.Contains(body, `"last_commit":{`) || !strings.Contains(body, `"pending":0`) {
-		t.Fatalf("/status.json: %d %s", code, body)
+	if code, body, err := d.Get("/status.json"); err != nil || code != 200 || !strings.Contains(body, `"last_commit":{`) || !strings.Contains(body, `"pending":0`) {
+		t.Fatalf("/status.json: %d %v %s%s", code, err, body, d.Describe())
 	}
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
@@ -362,14 +363,14 @@ sleep: {catch_up: false}
 		if i%3 == 1 {
 			must(t, os.Remove(w.path(fmt.Sprintf("areas/last-words-%02d.html", i-1))))
 		}
-		if code := d.stop(); code != 0 {
-			t.Fatalf("SIGTERM %d: exit %d%s", i, code, d.describe())
+		if code := d.Stop(); code != 0 {
+			t.Fatalf("SIGTERM %d: exit %d%s", i, code, d.Describe())
 		}
 		if got, ok := w.committed(p); !ok || got != fmt.Sprintf("written %d\n", i) {
-			t.Fatalf("round %d: write before SIGTERM not committed at stop: %q, %v%s", i, got, ok, d.describe())
+			t.Fatalf("round %d: write before SIGTERM not committed at stop: %q, %v%s", i, got, ok, d.Describe())
 		}
 		if diff, err := w.treeDiff(); err != nil || diff != "" {
-			t.Fatalf("round %d: HEAD differs from disk after stop: %q %v%s", i, diff, err, d.describe())
+			t.Fatalf("round %d: HEAD differs from disk after stop: %q %v%s", i, diff, err, d.Describe())
 		}
 	}
 }
@@ -389,7 +390,7 @@ sleep: {catch_up: false}
 	if err := os.Link(w.path("areas/linked.html"), outside); err != nil {
 		t.Skipf("hard links not supported here: %v", err)
 	}
-	logBefore := len(d.logs.String())
+	logBefore := len(d.Logs())
 	f, err := os.OpenFile(outside, os.O_WRONLY|os.O_TRUNC, 0)
 	must(t, err)
 	_, err = f.WriteString("v2 through the outside link\n")
@@ -399,10 +400,10 @@ sleep: {catch_up: false}
 	if got, _ := w.committed("areas/linked.html"); got != "v2 through the outside link\n" {
 		t.Fatalf("HEAD:areas/linked.html = %q", got)
 	}
-	if !strings.Contains(d.logs.String()[logBefore:], "reconcile found changes") {
-		t.Fatalf("committed without a reconcile: the watcher saw the write, so this test tests nothing%s", d.describe())
+	if !strings.Contains(d.Logs()[logBefore:], "reconcile found changes") {
+		t.Fatalf("committed without a reconcile: the watcher saw the write, so this test tests nothing%s", d.Describe())
 	}
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
@@ -429,11 +430,11 @@ func TestQueueOverflowRescan(t *testing.T) {
 	w.write("resources/flood/doomed.html", "doomed\n")
 	w.checkClean(d)
 
-	must(t, d.cmd.Process.Signal(syscall.SIGSTOP))
+	must(t, d.Signal(syscall.SIGSTOP))
 	stopped := true
 	defer func() {
 		if stopped {
-			_ = d.cmd.Process.Signal(syscall.SIGCONT)
+			_ = d.Signal(syscall.SIGCONT)
 		}
 	}()
 	// Round-robin over a few files: the kernel merges an event only with an identical one at
@@ -445,14 +446,14 @@ func TestQueueOverflowRescan(t *testing.T) {
 	// Their events fall off the full queue: only a reconcile can find these two.
 	w.write("resources/flood/late.html", "late\n")
 	must(t, os.Remove(w.path("resources/flood/doomed.html")))
-	logBefore := len(d.logs.String())
-	must(t, d.cmd.Process.Signal(syscall.SIGCONT))
+	logBefore := len(d.Logs())
+	must(t, d.Signal(syscall.SIGCONT))
 	stopped = false
 
-	d.waitLog("watcher asked for a full rescan")
+	waitLog(t, d, "watcher asked for a full rescan")
 	w.checkClean(d)
-	if !strings.Contains(d.logs.String()[logBefore:], "inotify queue overflow") {
-		t.Fatalf("the queue did not overflow: the test tested nothing%s", d.describe())
+	if !strings.Contains(d.Logs()[logBefore:], "inotify queue overflow") {
+		t.Fatalf("the queue did not overflow: the test tested nothing%s", d.Describe())
 	}
 	if got, _ := w.committed("resources/flood/late.html"); got != "late\n" {
 		t.Fatalf("HEAD:resources/flood/late.html = %q", got)
@@ -466,7 +467,7 @@ func TestQueueOverflowRescan(t *testing.T) {
 			t.Fatalf("HEAD:f%d.html = %q, want write %d", i, got, last)
 		}
 	}
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // One `memd run` watches one repo while scenarios change it the way writers, editors and
@@ -153,10 +155,10 @@ func TestWatchAndCommit(t *testing.T) {
 		must(t, os.WriteFile(w.path("areas/.open.html.swp"), []byte("swap"), 0o644))
 		w.write("areas/open.html", "editing\n")
 		// treeDiff would list the swap file as untracked; wait on the real file instead.
-		waitFor(t, "areas/open.html committed", commitTimeout, func() bool {
+		testutil.WaitFor(t, "areas/open.html committed", commitTimeout, func() bool {
 			got, ok := w.committed("areas/open.html")
 			return ok && got == "editing\n"
-		}, d.describe)
+		}, d.Describe)
 		must(t, os.Remove(w.path("areas/.open.html.swp")))
 		w.checkClean(d)
 		w.neverCommitted("areas/.open.html.swp")
@@ -283,7 +285,7 @@ func TestWatchAndCommit(t *testing.T) {
 			}
 		}
 		if !sawCommit {
-			t.Fatalf("no commit during %d edits over 6s with max_delay 2s%s", i, d.describe())
+			t.Fatalf("no commit during %d edits over 6s with max_delay 2s%s", i, d.Describe())
 		}
 		// Keep editing a little after the first commit so the final state comes later.
 		for j := 0; j < 5; j++ {
@@ -298,8 +300,8 @@ func TestWatchAndCommit(t *testing.T) {
 	})
 
 	w.t = t
-	if code := d.stop(); code != 0 {
-		t.Fatalf("SIGTERM: exit %d%s", code, d.describe())
+	if code := d.Stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d%s", code, d.Describe())
 	}
 	w.checkClean(d)
 	// Every commit memd made says what it changed the documented way.
