@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestReliabilityCrash SIGKILLs memd at random (seeded) moments and restarts it: `memd run`
@@ -228,8 +230,8 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 		if remote && i%2 == 1 {
 			// Odd iterations aim at the sync that follows a commit: wait for the next
 			// commit, then kill within the next 150 ms (the fetch, merge and push).
-			commits := strings.Count(d.logs.String(), "msg=committed")
-			poll(5*time.Second, func() bool { return strings.Count(d.logs.String(), "msg=committed") > commits })
+			commits := strings.Count(d.Logs(), "msg=committed")
+			testutil.Poll(5*time.Second, func() bool { return strings.Count(d.Logs(), "msg=committed") > commits })
 			delay = time.Duration(rng.Int64N(int64(150 * time.Millisecond)))
 			aimed++
 		}
@@ -237,7 +239,7 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 		if st := w.status(); st.State == "busy" {
 			busyKills++
 		}
-		d.kill()
+		d.Kill()
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		close(stopPeer)
 		wg.Wait()
@@ -251,7 +253,7 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 			ok, why = w.settled(settleTimeout)
 		}
 		if !ok {
-			t.Errorf("iteration %d (kill after %s): not settled: %s%s", i, delay, why, d.describe())
+			t.Errorf("iteration %d (kill after %s): not settled: %s%s", i, delay, why, d.Describe())
 			corruptions++
 			n = i + 1 // the table counts the iterations run
 			break
@@ -269,8 +271,8 @@ func crashRun(t *testing.T, name string, remote, merge bool) {
 			t.Logf("iteration %d: fsck beside the running memd: %s", i, s)
 		}
 		// Stop cleanly, then check: a SIGTERM must exit 0 and leave no writer lock.
-		if code := d.stop(); code != 0 {
-			t.Errorf("iteration %d: SIGTERM: exit %d%s", i, code, d.describe())
+		if code := d.Stop(); code != 0 {
+			t.Errorf("iteration %d: SIGTERM: exit %d%s", i, code, d.Describe())
 			corruptions++
 		}
 		if _, err := os.Stat(w.path(".memory.lock")); err == nil {
@@ -419,7 +421,7 @@ func crashSleep(t *testing.T) {
 			d := it.spawnArgs(nil, cmdArgs)
 			delay := time.Duration(rng.Int64N(int64(took + took/5 + time.Millisecond)))
 			time.Sleep(delay)
-			d.kill()
+			d.Kill()
 			if it.head() != before {
 				afterCommit++
 			}
@@ -432,7 +434,7 @@ func crashSleep(t *testing.T) {
 				// (sync's stale age); a run started at once fails. Wait that out, run again.
 				known.add(t, "a killed sleep's ref lock fails the next run for 10 s", fmt.Sprintf("%s #%d", label, i))
 				lock := it.path(".git/refs/heads/main.lock")
-				poll(20*time.Second, func() bool {
+				testutil.Poll(20*time.Second, func() bool {
 					fi, err := os.Stat(lock)
 					return err != nil || time.Since(fi.ModTime()) > 11*time.Second
 				})
@@ -494,7 +496,7 @@ sleep: {catch_up: true}
 `})
 	start := time.Now()
 	const now = "2026-11-30T03:30:00Z"
-	run := func(it *world) (*daemon, time.Time) {
+	run := func(it *world) (*testutil.Daemon, time.Time) {
 		must(t, os.MkdirAll(filepath.Join(it.repo, ".git", "memd"), 0o700))
 		must(t, os.WriteFile(filepath.Join(it.repo, ".git", "memd", "sleep.json"),
 			[]byte(`{"version":1,"baseline":"2026-11-28T00:00:00Z","phases":{}}`), 0o600))
@@ -506,13 +508,13 @@ sleep: {catch_up: true}
 	}
 	ref := tmpl.copyRepo(t, "ref")
 	d, t0 := run(ref)
-	waitFor(t, "the reference daemon sleep", 2*time.Minute, func() bool { return done(ref) }, d.describe)
+	testutil.WaitFor(t, "the reference daemon sleep", 2*time.Minute, func() bool { return done(ref) }, d.Describe)
 	took := time.Since(t0)
 	if ok, why := ref.settled(settleTimeout); !ok {
 		t.Fatalf("reference: %s", why)
 	}
 	want := ref.rev(ref.repo, "HEAD^{tree}")
-	d.stop()
+	d.Stop()
 	var corruptions, runs int
 	known := knownIssues{}
 	tmplHead := tmpl.head()
@@ -521,28 +523,28 @@ sleep: {catch_up: true}
 		d, _ := run(it)
 		delay := time.Duration(rng.Int64N(int64(took + time.Millisecond)))
 		time.Sleep(delay)
-		d.kill()
+		d.Kill()
 		d = it.spawn(nil, "--now", now)
-		finished := poll(time.Minute, func() bool { return done(it) })
+		finished := testutil.Poll(time.Minute, func() bool { return done(it) })
 		if !finished && it.clearEmptyLock(t, known, fmt.Sprintf("daemon sleep #%d", i)) {
-			finished = poll(2*time.Minute, func() bool { return done(it) })
+			finished = testutil.Poll(2*time.Minute, func() bool { return done(it) })
 		}
-		if !finished && strings.Contains(d.logs.String(), "git lock held") {
+		if !finished && strings.Contains(d.Logs(), "git lock held") {
 			// The killed daemon's refs/heads/main.lock failed a phase (see the sleep case);
 			// the scheduler fires a slot once, so that phase waits for the next night.
 			known.add(t, "a killed sleep's ref lock fails the next run for 10 s", fmt.Sprintf("daemon sleep #%d: a phase failed and waits for the next night", i))
-			d.kill()
+			d.Kill()
 			continue
 		}
 		if !finished {
-			t.Errorf("iteration %d (kill after %s): the sleep never finished after the restart%s", i, delay, d.describe())
+			t.Errorf("iteration %d (kill after %s): the sleep never finished after the restart%s", i, delay, d.Describe())
 			corruptions++
-			d.kill()
+			d.Kill()
 			continue
 		}
 		runs++
 		var problems []string
-		if !poll(settleTimeout, func() bool {
+		if !testutil.Poll(settleTimeout, func() bool {
 			diff, err := it.treeDiff()
 			rest, _ := splitTempLitter(diff)
 			return err == nil && rest == ""
@@ -571,12 +573,12 @@ sleep: {catch_up: true}
 		if m := it.conflictMarkers(); len(m) > 0 {
 			problems = append(problems, fmt.Sprintf("conflict markers: %v", m))
 		}
-		if code := d.stop(); code != 0 {
+		if code := d.Stop(); code != 0 {
 			problems = append(problems, fmt.Sprintf("SIGTERM: exit %d", code))
 		}
 		if len(problems) > 0 {
 			corruptions += len(problems)
-			t.Errorf("iteration %d (kill after %s of ~%s): %s%s", i, delay, took, strings.Join(problems, "\n"), d.describe())
+			t.Errorf("iteration %d (kill after %s of ~%s): %s%s", i, delay, took, strings.Join(problems, "\n"), d.Describe())
 		}
 		os.RemoveAll(filepath.Dir(it.repo))
 	}

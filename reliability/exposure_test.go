@@ -41,11 +41,11 @@ func exposureListen(t *testing.T) {
 	cfg := filepath.Join(w.home, "allow.yaml")
 	must(t, os.WriteFile(cfg, []byte("http: {listen: \"0.0.0.0:0\", allow_remote: true}\n"), 0o600))
 	d := w.spawnArgs(nil, []string{"run", "--config", cfg, "--repo", w.repo})
-	d.waitRunning()
-	if !strings.Contains(d.logs.String(), "http listening") {
+	d.WaitRunning()
+	if !strings.Contains(d.Logs(), "http listening") {
 		problems = append(problems, "with allow_remote: true the server did not listen")
 	}
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		problems = append(problems, fmt.Sprintf("SIGTERM: exit %d", code))
 	}
 	if len(problems) > 0 {
@@ -62,7 +62,7 @@ func exposureStateFiles(t *testing.T) {
 	d := w.start()
 	w.write("areas/state.html", "<p>state</p>\n")
 	if ok, why := w.settled(settleTimeout); !ok {
-		t.Fatalf("%s%s", why, d.describe())
+		t.Fatalf("%s%s", why, d.Describe())
 	}
 	// Run a sleep too, so sleep.json and its caches exist.
 	if out, code := w.memd("sleep", "--config", w.config, "--repo", w.repo, "--now", sleepNow); code != 0 {
@@ -104,7 +104,7 @@ func exposureStateFiles(t *testing.T) {
 		return problems
 	}
 	problems := check() // while running (memd.pid, status.json, status.<format>)
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		problems = append(problems, fmt.Sprintf("SIGTERM: exit %d", code))
 	}
 	problems = append(problems, check()...)
@@ -137,27 +137,30 @@ func exposureCredentials(t *testing.T) {
 
 	// Working credentials: commits are pushed.
 	d := w.spawn(env)
-	d.waitRunning()
+	d.WaitRunning()
 	w.write("areas/cred.html", "<p>pushed with a token</p>\n")
 	if ok, why := w.settled(settleTimeout); !ok {
-		t.Fatalf("%s%s", why, d.describe())
+		t.Fatalf("%s%s", why, d.Describe())
 	}
 	grab := func() {
 		for _, p := range []string{"/metrics", "/status.json", "/healthz", "/"} {
-			if _, body, err := d.get(p); err == nil {
-				outputs = append(outputs, "GET "+p+":\n"+body)
+			// A page that cannot be fetched would go unchecked: that fails the test.
+			_, body, err := d.Get(p)
+			if err != nil {
+				t.Fatalf("%v%s", err, d.Describe())
 			}
+			outputs = append(outputs, "GET "+p+":\n"+body)
 		}
 	}
 	grab()
 	// Failing credentials: the server wants another token now; memd reports an auth error.
 	srv.SetToken("another-token")
 	w.write("areas/cred2.html", "<p>push refused</p>\n")
-	waitFor(t, "state error after the auth failure", settleTimeout, func() bool { return w.status().State == "error" },
-		func() string { return fmt.Sprintf("%+v%s", w.status(), d.describe()) })
+	testutil.WaitFor(t, "state error after the auth failure", settleTimeout, func() bool { return w.status().State == "error" },
+		func() string { return fmt.Sprintf("%+v%s", w.status(), d.Describe()) })
 	grab()
-	d.stop()
-	outputs = append(outputs, "memd run log:\n"+d.logs.String())
+	d.Stop()
+	outputs = append(outputs, "memd run log:\n"+d.Logs())
 	// One-shot commands with the failing credentials, and the status renderers.
 	for _, args := range [][]string{
 		{"sync", "--config", w.config, "--repo", w.repo},

@@ -177,10 +177,10 @@ sleep: {catch_up: false}
 	if ok, why := w.settled(2 * settleTimeout); !ok {
 		problems = append(problems, "memd run over the hostile tree never settled: "+why)
 	}
-	if code, body, err := d.get("/healthz"); err != nil || code != 200 {
+	if code, body, err := d.Get("/healthz"); err != nil || code != 200 {
 		problems = append(problems, fmt.Sprintf("/healthz: %d %v %s", code, err, body))
 	}
-	check("memd run (SIGTERM)", d.logs.String(), d.stop(), 0)
+	check("memd run (SIGTERM)", d.Logs(), d.Stop(), 0)
 
 	out, code := w.memdEnv(nil, 3*time.Minute, "doctor", "--config", w.config, "--repo", w.repo)
 	check("memd doctor", out, code, 0, 1)
@@ -197,7 +197,7 @@ sleep: {catch_up: false}
 	if ok, why := w.settled(2 * settleTimeout); !ok {
 		problems = append(problems, "memd run after the sleep never settled: "+why)
 	}
-	check("memd run after sleep (SIGTERM)", d.logs.String(), d.stop(), 0)
+	check("memd run after sleep (SIGTERM)", d.Logs(), d.Stop(), 0)
 
 	// Nothing outside the repo was written.
 	after := snapshotDir(t, outside)

@@ -186,24 +186,24 @@ func runRemoteScenario(t *testing.T, f *faultWorld, sc remoteScenario, note stri
 	d := f.start()
 	write("areas/before.html")
 	if ok, why := f.settled(settleTimeout); !ok {
-		t.Fatalf("before the fault: %s%s", why, d.describe())
+		t.Fatalf("before the fault: %s%s", why, d.Describe())
 	}
 	// warn is healthy too: the test's memories are not valid memhtml (doctor's "invalid").
 	healthy := func() bool { s := f.status().State; return s == "ok" || s == "warn" }
-	waitFor(t, "state ok before the fault", settleTimeout, healthy,
-		func() string { return fmt.Sprintf("%+v%s", f.status(), d.describe()) })
+	testutil.WaitFor(t, "state ok before the fault", settleTimeout, healthy,
+		func() string { return fmt.Sprintf("%+v%s", f.status(), d.Describe()) })
 
 	sc.inject(t, f)
 	for i := 0; i < 5; i++ {
 		write(fmt.Sprintf("areas/during-%d.html", i))
 	}
 	// memd keeps committing locally while the remote fails.
-	waitFor(t, "the writes made during the fault to be committed locally", settleTimeout, func() bool {
+	testutil.WaitFor(t, "the writes made during the fault to be committed locally", settleTimeout, func() bool {
 		diff, err := f.treeDiff()
 		return err == nil && diff == ""
-	}, d.describe)
+	}, d.Describe)
 	var seen statusDoc
-	waitFor(t, fmt.Sprintf("status.json state in %v", sc.states), settleTimeout, func() bool {
+	testutil.WaitFor(t, fmt.Sprintf("status.json state in %v", sc.states), settleTimeout, func() bool {
 		seen = f.status()
 		for _, s := range sc.states {
 			if seen.State == s {
@@ -211,12 +211,12 @@ func runRemoteScenario(t *testing.T, f *faultWorld, sc remoteScenario, note stri
 			}
 		}
 		return false
-	}, func() string { return fmt.Sprintf("last status: %+v%s", seen, d.describe()) })
+	}, func() string { return fmt.Sprintf("last status: %+v%s", seen, d.Describe()) })
 	var problems []string
 	if sc.during != nil {
 		problems = append(problems, sc.during(t, f)...)
 	}
-	if sc.wantLog != "" && !poll(settleTimeout, func() bool { return strings.Contains(d.logs.String(), sc.wantLog) }) {
+	if sc.wantLog != "" && !testutil.Poll(settleTimeout, func() bool { return strings.Contains(d.Logs(), sc.wantLog) }) {
 		problems = append(problems, fmt.Sprintf("memd's log never says %q", sc.wantLog))
 	}
 	if f.remoteHead() == f.head() {
@@ -225,17 +225,17 @@ func runRemoteScenario(t *testing.T, f *faultWorld, sc remoteScenario, note stri
 	sc.end(t, f)
 	write("areas/after.html")
 	if ok, why := f.settled(2 * settleTimeout); !ok {
-		t.Fatalf("after the fault ended: %s%s", why, d.describe())
+		t.Fatalf("after the fault ended: %s%s", why, d.Describe())
 	}
-	waitFor(t, "state ok after the fault", settleTimeout, healthy,
-		func() string { return fmt.Sprintf("%+v%s", f.status(), d.describe()) })
+	testutil.WaitFor(t, "state ok after the fault", settleTimeout, healthy,
+		func() string { return fmt.Sprintf("%+v%s", f.status(), d.Describe()) })
 	found, p := f.verifyRepo(exp)
 	problems = append(problems, p...)
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		problems = append(problems, fmt.Sprintf("SIGTERM: exit %d", code))
 	}
 	if len(problems) > 0 {
-		t.Errorf("%s:\n%s%s", sc.name, strings.Join(problems, "\n"), d.describe())
+		t.Errorf("%s:\n%s%s", sc.name, strings.Join(problems, "\n"), d.Describe())
 	}
 	msg := seen.Error
 	if msg == "" {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // sample is one measurement of one agent.
@@ -71,7 +73,7 @@ func TestSoak(t *testing.T) {
 		t.Fatalf("memd init (second clone): exit %d\n%s", code, out)
 	}
 	worlds := []*world{a, &b}
-	var daemons []*daemon
+	var daemons []*testutil.Daemon
 	for _, w := range worlds {
 		daemons = append(daemons, w.start())
 	}
@@ -101,14 +103,14 @@ func TestSoak(t *testing.T) {
 	for time.Since(start) < dur-dur/10 {
 		for i, w := range worlds {
 			d := daemons[i]
-			if d.hasExited() {
-				t.Fatalf("agent %d exited%s", i, d.describe())
+			if d.HasExited() {
+				t.Fatalf("agent %d exited%s", i, d.Describe())
 			}
-			s := sample{at: time.Since(start), rssKB: procRSS(d.pid()), fds: procFDs(d.pid())}
-			if g, ok := d.metric("go_goroutines"); ok {
+			s := sample{at: time.Since(start), rssKB: procRSS(d.PID()), fds: procFDs(d.PID())}
+			if g, ok := d.Metric("go_goroutines"); ok {
 				s.goroutines = int(g)
 			}
-			if h, ok := d.metric("go_memstats_heap_inuse_bytes"); ok {
+			if h, ok := d.Metric("go_memstats_heap_inuse_bytes"); ok {
 				s.heapMiB = h / (1 << 20)
 			}
 			probe++
@@ -116,7 +118,7 @@ func TestSoak(t *testing.T) {
 			c := fmt.Sprintf("<p>probe %d</p>\n", probe)
 			t0 := time.Now()
 			w.write(rel, c)
-			if poll(2*time.Minute, func() bool { return w.blobs(w.repo, []string{"HEAD:" + rel})["HEAD:"+rel] == c }) {
+			if testutil.Poll(2*time.Minute, func() bool { return w.blobs(w.repo, []string{"HEAD:" + rel})["HEAD:"+rel] == c }) {
 				s.latency = time.Since(t0)
 			} else {
 				s.latency = -1
@@ -143,7 +145,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	// Settle: both clones equal the remote and their work trees.
-	ok := poll(3*time.Minute, func() bool {
+	ok := testutil.Poll(3*time.Minute, func() bool {
 		for _, w := range worlds {
 			if ok, _ := w.settled(0); !ok {
 				return false
@@ -164,7 +166,7 @@ func TestSoak(t *testing.T) {
 		problems = append(problems, p...)
 	}
 	for i, d := range daemons {
-		if code := d.stop(); code != 0 {
+		if code := d.Stop(); code != 0 {
 			problems = append(problems, fmt.Sprintf("agent %d SIGTERM: exit %d", i, code))
 		}
 	}

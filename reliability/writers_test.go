@@ -52,7 +52,7 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 	}
 	for i, p := range procs {
 		if err := p.cmd.Wait(); err != nil {
-			t.Fatalf("writer %d (%s): %v\n%s%s", i, modes[i], err, p.out.String(), d.describe())
+			t.Fatalf("writer %d (%s): %v\n%s%s", i, modes[i], err, p.out.String(), d.Describe())
 		}
 	}
 	writersDone := time.Since(start)
@@ -61,7 +61,7 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 		timeout = 10 * time.Minute
 	}
 	if ok, why := w.settled(timeout); !ok {
-		t.Fatalf("not settled %s after the writers: %s%s", timeout, why, d.describe())
+		t.Fatalf("not settled %s after the writers: %s%s", timeout, why, d.Describe())
 	}
 	exp := map[string]expectation{}
 	for _, s := range specs {
@@ -72,7 +72,7 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 	found, problems := w.verifyRepo(exp)
 	half, versions := w.halfWritten(specs)
 	problems = append(problems, half...)
-	if code := d.stop(); code != 0 {
+	if code := d.Stop(); code != 0 {
 		problems = append(problems, fmt.Sprintf("SIGTERM: exit %d", code))
 	}
 	if _, err := os.Stat(w.path(".memory.lock")); err == nil {
@@ -81,10 +81,10 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 	sleeps := strings.Count(w.git("log", "--format=%s"), "sleep(")
 	commits := strings.Count(w.git("log", "--format=%s"), "\n")
 	if len(problems) > 0 {
-		t.Errorf("%d problems:\n%s%s", len(problems), strings.Join(problems, "\n"), d.describe())
+		t.Errorf("%d problems:\n%s%s", len(problems), strings.Join(problems, "\n"), d.Describe())
 	}
 	if sleeps == 0 {
-		t.Errorf("memd made no sleep commit while the writers wrote%s", d.describe())
+		t.Errorf("memd made no sleep commit while the writers wrote%s", d.Describe())
 	}
 	record(t, row{Scenario: name, Iterations: 1, Writes: len(exp), Found: found, Corruptions: len(problems),
 		Time: time.Since(start), Note: fmt.Sprintf("%d write ops (writers done in %s); %d commits, %d sleep commits; %d historical versions of lock/rename files checked whole",
