@@ -379,7 +379,12 @@ func sleepReference(t *testing.T, tmpl *world, args []string) (tree string, took
 	if out, code := ref.memd(append([]string{"sleep", "--repo", ref.repo, "--config", ref.config}, args...)...); code != 0 {
 		t.Fatalf("reference memd sleep %v: exit %d\n%s", args, code, out)
 	}
-	return ref.rev(ref.repo, "HEAD^{tree}"), time.Since(start)
+	took = time.Since(start)
+	// An empty tree id would make every comparison with it pass.
+	if tree = ref.rev(ref.repo, "HEAD^{tree}"); tree == "" {
+		t.Fatalf("reference memd sleep %v: no HEAD tree", args)
+	}
+	return tree, took
 }
 
 // copyRepo is a world sharing tmpl's home and env whose repo is a fresh copy of tmpl's.
@@ -514,6 +519,9 @@ sleep: {catch_up: true}
 		t.Fatalf("reference: %s", why)
 	}
 	want := ref.rev(ref.repo, "HEAD^{tree}")
+	if want == "" { // it would compare equal to a failed read of a resumed run's tree
+		t.Fatal("reference daemon sleep: no HEAD tree")
+	}
 	d.Stop()
 	var corruptions, runs int
 	known := knownIssues{}
