@@ -195,7 +195,7 @@ func (r *Repo) refresh(started func()) error {
 		return err
 	}
 	if s.gr == nil {
-		gr, err := git.PlainOpen(r.dir)
+		gr, err := openGit(r.dir)
 		if err != nil {
 			restore()
 			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
