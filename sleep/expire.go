@@ -80,6 +80,29 @@ func JudgeNote(r *memd.Record, now time.Time, softGrace time.Duration) NoteVerdi
 	return v
 }
 
+// noteChangesAt is the earliest time after now at which JudgeNote's verdict on r can
+// change: its expiry (stale, or drained for hard-expiry) and, for soft-expiry, the end of
+// the grace. ok is false when no clock change can change it.
+func noteChangesAt(r *memd.Record, now time.Time, softGrace time.Duration) (time.Time, bool) {
+	if r == nil || r.Type != "note" || r.Lifecycle == nil {
+		return time.Time{}, false
+	}
+	switch r.Lifecycle.Mode {
+	case "hard-expiry", "soft-expiry":
+		exp, ok := r.Expiry()
+		if !ok {
+			return time.Time{}, false
+		}
+		if !now.After(exp) {
+			return exp, true
+		}
+		if r.Lifecycle.Mode == "soft-expiry" && !now.After(exp.Add(softGrace)) {
+			return exp.Add(softGrace), true
+		}
+	}
+	return time.Time{}, false
+}
+
 // planExpire drains ledger notes and archives memory files whose valid-until has passed by
 // more than the soft grace.
 func planExpire(s *snapshot, env *planEnv) (*plan, error) {
@@ -108,6 +131,7 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 			continue
 		}
 		if !env.now.After(m.ValidUntilAt.Add(grace)) {
+			p.changesAt(m.ValidUntilAt.Add(grace))
 			continue
 		}
 		year := m.Year(mp)
@@ -133,6 +157,9 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			p.counts["unparseable"]++
 		}
 		v := JudgeNote(ln.Record, env.now, grace)
+		if t, ok := noteChangesAt(ln.Record, env.now, grace); ok {
+			p.changesAt(t)
+		}
 		if v.Bad != "" {
 			p.counts["invalid"]++
 			p.item("report", ledgerPath, "", "note "+ln.Record.ID+": "+v.Bad)

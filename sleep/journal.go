@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 type opKind string
@@ -39,6 +40,17 @@ type plan struct {
 	ops    []op
 	items  []Item
 	counts map[string]int
+	// until is the earliest clock time from which the same snapshot could plan differently
+	// (a note expiring, a grace or a done-task age passing); zero = none. The idle
+	// fingerprint trusts an empty plan only before it.
+	until time.Time
+}
+
+// changesAt records that a clock past t could change the plan.
+func (p *plan) changesAt(t time.Time) {
+	if p.until.IsZero() || t.Before(p.until) {
+		p.until = t
+	}
 }
 
 func newPlan() *plan { return &plan{counts: map[string]int{}} }
