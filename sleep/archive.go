@@ -60,7 +60,7 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 			// A done task ages into the archive by the clock alone. (The year rule turns
 			// with now.Year(), which the idle fingerprint compares itself.)
 			if m.Type == "task" && m.TaskStatus == "done" && !m.UpdatedAt.IsZero() && !(env.now.Sub(m.UpdatedAt) > doneAfter) {
-				p.changesAt(m.UpdatedAt.Add(doneAfter))
+				p.changesAfter(m.UpdatedAt.Add(doneAfter))
 			}
 			continue
 		}

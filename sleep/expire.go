@@ -80,10 +80,10 @@ func JudgeNote(r *memd.Record, now time.Time, softGrace time.Duration) NoteVerdi
 	return v
 }
 
-// noteChangesAt is the earliest time after now at which JudgeNote's verdict on r can
-// change: its expiry (stale, or drained for hard-expiry) and, for soft-expiry, the end of
-// the grace. ok is false when no clock change can change it.
-func noteChangesAt(r *memd.Record, now time.Time, softGrace time.Duration) (time.Time, bool) {
+// noteChangesAfter is the time past which JudgeNote's verdict on r can next change: its
+// expiry (stale, or drained for hard-expiry) and, for soft-expiry, the end of the grace.
+// ok is false when no later clock changes it.
+func noteChangesAfter(r *memd.Record, now time.Time, softGrace time.Duration) (time.Time, bool) {
 	if r == nil || r.Type != "note" || r.Lifecycle == nil {
 		return time.Time{}, false
 	}
@@ -103,14 +103,19 @@ func noteChangesAt(r *memd.Record, now time.Time, softGrace time.Duration) (time
 	return time.Time{}, false
 }
 
+// ledgerPath is the configured ledger, repo-relative.
+func ledgerPath(cfg memd.Config) string {
+	if cfg.Expire.Ledger == "" {
+		return "memory.jsonl"
+	}
+	return cfg.Expire.Ledger
+}
+
 // planExpire drains ledger notes and archives memory files whose valid-until has passed by
 // more than the soft grace.
 func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 	p := newPlan()
-	ledgerPath := env.cfg.Expire.Ledger
-	if ledgerPath == "" {
-		ledgerPath = "memory.jsonl"
-	}
+	ledgerPath := ledgerPath(env.cfg)
 	grace := env.cfg.Expire.SoftGrace.D()
 	raw, exists, err := s.read(ledgerPath)
 	if err != nil {
@@ -131,7 +136,7 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 			continue
 		}
 		if !env.now.After(m.ValidUntilAt.Add(grace)) {
-			p.changesAt(m.ValidUntilAt.Add(grace))
+			p.changesAfter(m.ValidUntilAt.Add(grace))
 			continue
 		}
 		year := m.Year(mp)
@@ -157,8 +162,8 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			p.counts["unparseable"]++
 		}
 		v := JudgeNote(ln.Record, env.now, grace)
-		if t, ok := noteChangesAt(ln.Record, env.now, grace); ok {
-			p.changesAt(t)
+		if t, ok := noteChangesAfter(ln.Record, env.now, grace); ok {
+			p.changesAfter(t)
 		}
 		if v.Bad != "" {
 			p.counts["invalid"]++

@@ -70,10 +70,7 @@ func idleKey(root string, t *tree, cfg memd.Config) idleInputs {
 	fp := t.fingerprint()
 	h.Write(fp[:])
 
-	ledger := cfg.Expire.Ledger
-	if ledger == "" {
-		ledger = "memory.jsonl"
-	}
+	ledger := ledgerPath(cfg)
 	// The ledger is read with os.ReadFile (through a symlink too): stat it the same way.
 	switch st, err := statFollow(filepath.Join(root, filepath.FromSlash(ledger))); {
 	case err == nil:

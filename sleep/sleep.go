@@ -179,6 +179,8 @@ type Runner struct {
 	opts  Options
 	log   *slog.Logger
 	now   func() time.Time
+	// idleHit: the last Run's results came from the idle record (tests).
+	idleHit bool
 }
 
 // NewRunner returns a runner for the repo at repoDir committing through store.
@@ -268,6 +270,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	if !rec.holds(idle, now, toPlan) {
 		rec = nil
 	}
+	r.idleHit = rec != nil
 	// Nothing changed since a run whose plans were all empty: its results, no parse.
 	var snap *snapshot
 	if rec == nil {
@@ -277,6 +280,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			return rep, err
 		}
 		snap.virtual = r.opts.DryRun
+		snap.ledger = ledgerPath(r.opts.Config)
 	} else {
 		r.log.Debug("sleep: nothing changed since an idle run", "since", rec.From, "until", rec.Until)
 	}
@@ -317,6 +321,9 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		rep.Phases = append(rep.Phases, pr)
 	}
 	if !r.opts.DryRun {
+		if snap != nil && snap.uncovered {
+			allEmpty = false
+		}
 		if snap != nil {
 			if err := snap.saveCache(r.opts.StateDir); err != nil {
 				r.log.Warn("cannot write the sleep parse cache", "err", err)

@@ -35,6 +35,11 @@ type snapshot struct {
 	parsed     int      // memory files parsed (not from the cache)
 	checked    int      // memory files read to compare with the cache's content hash
 	sorted     []string // memPaths, until the next apply
+	// ledger is the ledger's path; uncovered is set when a planner read a file the idle
+	// fingerprint does not stat (anything but the ledger, memory files and MEMORY.md
+	// files of the walk, e.g. through a symlink): such a run records no fingerprint.
+	ledger    string
+	uncovered bool
 }
 
 // loadSnapshot walks root (skipping .git and symlinks) and parses every memory file.
@@ -246,6 +251,9 @@ func readMemoryBytes(abs string) ([]byte, bool) {
 // read returns a file's current bytes (the dry-run overlay first). exists is false for a
 // missing file.
 func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
+	if rel != s.ledger && !(s.files[rel] && (isMemoryPath(rel) || isMemoryMD(rel))) {
+		s.uncovered = true
+	}
 	if b, ok := s.overlay[rel]; ok {
 		return b, true, nil
 	}
