@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	gosync "sync"
@@ -65,26 +66,23 @@ func snapshotOf(root string, t *tree, saved int64, cacheDir string, progressW io
 	}
 	s := &snapshot{root: root, files: make(map[string]bool, len(t.files)), mems: make(map[string]*memd.Memory, nmem),
 		overlay: map[string][]byte{}, keys: make(map[string]cacheKey, nmem), saved: saved}
-	htmls := make([]string, 0, nmem)
-	stats := make(map[string]fileStat, nmem)
+	htmls := make([]treeFile, 0, nmem)
 	for _, f := range t.files {
 		s.files[f.rel] = true
 		if f.mem {
-			htmls = append(htmls, f.rel)
-			if f.statted {
-				stats[f.rel] = f.st
-			}
+			htmls = append(htmls, f)
 		}
 	}
-	sort.Strings(htmls) // the cache is sorted the same way: the lookup is a merge
+	// The cache is sorted the same way: the lookup is a merge.
+	slices.SortFunc(htmls, func(a, b treeFile) int { return strings.Compare(a.rel, b.rel) })
 	var pc *cacheReader
 	if cacheDir != "" {
 		pc = openParseCache(cacheDir)
 	}
 	var slab memSlab
 	var work []readJob
-	for _, p := range htmls {
-		st, have := stats[p]
+	for _, f := range htmls {
+		p, st, have := f.rel, f.st, f.statted
 		var e cacheEntry
 		var cached bool
 		if pc != nil {
@@ -229,21 +227,28 @@ func (s *snapshot) readOne(j readJob) (res readResult) {
 // readMemoryBytes returns a regular file's bytes when they are within the memory file size
 // limit, read as ParseMemoryFile reads them (never through a symlink); ok false otherwise.
 func readMemoryBytes(abs string) ([]byte, bool) {
-	li, err := os.Lstat(abs)
-	if err != nil || !li.Mode().IsRegular() || li.Size() > memd.MaxMemoryFileBytes {
-		return nil, false
-	}
-	f, err := os.Open(abs)
-	if err != nil {
+	f, size, ok := openRegular(abs)
+	if !ok {
 		return nil, false
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !os.SameFile(li, fi) {
+	if size > memd.MaxMemoryFileBytes {
 		return nil, false
 	}
-	b, err := io.ReadAll(io.LimitReader(f, memd.MaxMemoryFileBytes+1))
-	if err != nil || len(b) > memd.MaxMemoryFileBytes {
-		return nil, false
+	// Sized from the stat (plus one byte to see a file that grew): no regrowing.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil || len(b) > memd.MaxMemoryFileBytes {
+			return nil, false
+		}
+		if len(b) == cap(b) {
+			b = slices.Grow(b, 4096)
+		}
 	}
 	return b, true
 }

@@ -51,3 +51,21 @@ func statFollow(abs string) (fileStat, error) {
 	}
 	return st, nil
 }
+
+// openRegular opens a regular file for reading, never through a symlink, and returns its
+// size (lstat, open, then a check that the open file is the one lstat saw).
+func openRegular(abs string) (*os.File, int64, bool) {
+	li, err := os.Lstat(abs)
+	if err != nil || !li.Mode().IsRegular() {
+		return nil, 0, false
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, 0, false
+	}
+	if fi, err := f.Stat(); err != nil || !os.SameFile(li, fi) {
+		f.Close()
+		return nil, 0, false
+	}
+	return f, li.Size(), true
+}

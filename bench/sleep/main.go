@@ -39,7 +39,7 @@ func main() {
 	ledgerLines := flag.Int("ledger", 100000, "lines in the expire benchmark's ledger")
 	extraArcs := flag.Int("arcs", 1000, "extra entities with 3 episodes each this year, so the full sleep writes about this many more arcs")
 	work := flag.String("dir", "", "work directory (default: a temp dir, removed after)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here (and of the idle runs to <file>.idle1, <file>.idle)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -139,17 +139,19 @@ func main() {
 		}
 		return d
 	}
-	time.Sleep(2100 * time.Millisecond) // past the parse cache's racy window
-	idle1 := idleRun("bench-2")
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile + ".idle")
+	profiled := func(suffix string, f func() time.Duration) time.Duration {
+		if *cpuprofile == "" {
+			return f()
+		}
+		out, err := os.Create(*cpuprofile + suffix)
 		check(err)
-		check(pprof.StartCPUProfile(f))
+		check(pprof.StartCPUProfile(out))
+		defer pprof.StopCPUProfile()
+		return f()
 	}
-	idle := idleRun("bench-3")
-	if *cpuprofile != "" {
-		pprof.StopCPUProfile()
-	}
+	time.Sleep(2100 * time.Millisecond) // past the racy window of the files the full run wrote
+	idle1 := profiled(".idle1", func() time.Duration { return idleRun("bench-2") })
+	idle := profiled(".idle", func() time.Duration { return idleRun("bench-3") })
 	t0 = time.Now()
 	git(memdDir, "status", "--porcelain")
 	status := time.Since(t0)
