@@ -17,8 +17,12 @@
 //   - After the phases, `git gc --auto` runs when git is installed; without git it is
 //     skipped (go-git's repack rewrites every object, too slow for a nightly job).
 //   - The tree is made durable with one syncfs per apply (not an fsync per file) before the
-//     commit; parsed memory heads are cached in .git/memd/sleep-parse.gob by size and mtime,
-//     so a night with nothing to do costs about a `git status`.
+//     commit.
+//   - Parsed memory heads are cached in .git/memd/sleep-parse.bin by stat (size, mtime,
+//     ctime, inode) and content hash; a night whose plans all come out empty records a
+//     fingerprint of everything the planners read (.git/memd/sleep-idle.json, see idle.go),
+//     so the next night with nothing changed costs one walk and an lstat per memory file,
+//     less than a `git status`.
 package sleep
 
 import (
