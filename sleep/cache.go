@@ -1,6 +1,7 @@
 package sleep
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -298,12 +299,25 @@ func appendMem(b []byte, m *memd.Memory) ([]byte, error) {
 }
 
 // writeParseCache writes the entries for paths (sorted) from mems and keys. saved is the
-// wall-clock time the stats were taken at (the racy rule's reference).
-func writeParseCache(dir string, saved int64, paths []string, mems map[string]*memd.Memory, keys map[string]cacheKey) error {
+// wall-clock time the stats were taken at (the racy rule's reference). Streamed through a
+// temp file renamed into place: at 100k files the cache is tens of MB (arcs list every
+// member's link), and building it in one growing slice copied it several times.
+func writeParseCache(dir string, saved int64, paths []string, mems map[string]*memd.Memory, keys map[string]cacheKey) (err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("parse cache: %w", err)
 	}
-	b := make([]byte, 0, 160*len(paths))
+	f, err := os.CreateTemp(dir, "."+parseCacheName+".memd-*.tmp")
+	if err != nil {
+		return fmt.Errorf("parse cache: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	var b []byte
 	b = append(b, parseCacheMagic...)
 	b = binary.AppendUvarint(b, parseCacheVersion)
 	b = binary.AppendVarint(b, saved)
@@ -320,7 +334,10 @@ func writeParseCache(dir string, saved int64, paths []string, mems map[string]*m
 		if !k.statted {
 			continue
 		}
-		var err error
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("parse cache: %w", err)
+		}
+		b = b[:0]
 		if payload, err = appendMem(payload[:0], mems[p]); err != nil {
 			return fmt.Errorf("parse cache: %s: %w", p, err)
 		}
@@ -337,9 +354,25 @@ func writeParseCache(dir string, saved int64, paths []string, mems map[string]*m
 			b = append(b, 0)
 		}
 		b = binary.AppendUvarint(b, uint64(len(payload)))
-		b = append(b, payload...)
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("parse cache: %w", err)
+		}
+		if _, err := w.Write(payload); err != nil {
+			return fmt.Errorf("parse cache: %w", err)
+		}
+		b = b[:0]
 	}
-	if err := writeFileRename(filepath.Join(dir, parseCacheName), b, 0o600, false); err != nil {
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("parse cache: %w", err)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("parse cache: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("parse cache: %w", err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, parseCacheName)); err != nil {
+		os.Remove(f.Name())
 		return fmt.Errorf("parse cache: %w", err)
 	}
 	_ = os.Remove(filepath.Join(dir, oldParseCacheName))
