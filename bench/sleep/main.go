@@ -3,7 +3,8 @@
 //
 //   - full sleep (expire, arcs, archive, tidy; archiving ~n/10 files and writing arcs) vs
 //     `git mv` of the same files + one `git commit`;
-//   - an idle sleep (nothing to do) vs one `git status`;
+//   - an idle sleep (nothing to do: the first after the full run, the steady one, and one
+//     after 100 new memories that need nothing) vs one `git status`;
 //   - expire on a -ledger line memory.jsonl vs decoding and re-encoding every line with
 //     encoding/json.
 //
@@ -39,7 +40,7 @@ func main() {
 	ledgerLines := flag.Int("ledger", 100000, "lines in the expire benchmark's ledger")
 	extraArcs := flag.Int("arcs", 1000, "extra entities with 3 episodes each this year, so the full sleep writes about this many more arcs")
 	work := flag.String("dir", "", "work directory (default: a temp dir, removed after)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here (and of the idle runs to <file>.idle1, <file>.idle)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here (and of the idle runs to <file>.idle1, <file>.idle, <file>.idle-writes)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -155,6 +156,12 @@ func main() {
 	t0 = time.Now()
 	git(memdDir, "status", "--porcelain")
 	status := time.Since(t0)
+	// A night after a day of writes with nothing for sleep to do: the idle record no
+	// longer matches, so the phases plan for real from the parse cache.
+	const written = 100
+	check(writeSemantic(memdDir, written))
+	time.Sleep(2100 * time.Millisecond) // past the racy window of those writes
+	idleWrites := profiled(".idle-writes", func() time.Duration { return idleRun("bench-3b") })
 	repo.Close()
 
 	// Expire on a big ledger.
@@ -191,6 +198,7 @@ func main() {
 	row("full sleep (4 phases, 4 commits)", full, gitMv, fmt.Sprintf("`git mv` x%d + `git commit`", len(moves)/2))
 	row("idle sleep, first after the full run", idle1, status, "`git status --porcelain`")
 	row("idle sleep (nothing to do), steady", idle, status, "`git status --porcelain`")
+	row(fmt.Sprintf("idle sleep after %d new memories (nothing to do; plans from the parse cache)", written), idleWrites, status, "`git status --porcelain`")
 	row("expire phase (plan, apply, commit), ledger of "+fmt.Sprint(*ledgerLines)+" lines", expire, js, "encoding/json decode+encode per line")
 }
 
@@ -228,6 +236,37 @@ func writeArcEpisodes(dir string, k int) error {
 			if err := os.WriteFile(p, []byte(html), 0o644); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// writeSemantic writes k semantic memories that no phase acts on (no date, no expiry).
+func writeSemantic(dir string, k int) error {
+	for i := 0; i < k; i++ {
+		html := fmt.Sprintf(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Fact %04d</title>
+<meta name="memhtml-type" content="semantic">
+<meta name="memhtml-status" content="active">
+<meta name="memhtml-created" content="2026-11-29T10:00:00Z">
+<meta name="memhtml-updated" content="2026-11-29T10:00:00Z">
+</head>
+<body>
+<article>
+<p><mark>Fact %04d holds.</mark></p>
+</article>
+</body>
+</html>
+`, i, i)
+		p := filepath.Join(dir, "resources", "bench-facts", fmt.Sprintf("fact-%04d.html", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(html), 0o644); err != nil {
+			return err
 		}
 	}
 	return nil
