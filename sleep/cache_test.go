@@ -325,3 +325,25 @@ func TestPlanUntilIsExact(t *testing.T) {
 		}
 	}
 }
+
+// After a run that wrote and moved files, the cache it saved covers them: the next load
+// parses nothing (the run's own writes are checked by content hash, being racy) and
+// gives the parses a fresh parse gives.
+func TestParseCacheAfterApply(t *testing.T) {
+	dir := t.TempDir()
+	buildFixture(t, dir)
+	store := openStore(t, dir)
+	rep := runSleep(t, dir, store, testConfig(), nil)
+	if rep.Counts["archived"] == 0 || rep.Counts["arcs"] == 0 || rep.Counts["links"] == 0 {
+		t.Fatalf("the fixture run should move, write arcs and rewrite links: %v", rep.Counts)
+	}
+	fresh, err := loadSnapshot(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := loadCached(t, dir, filepath.Join(dir, ".git", "memd"), later())
+	if s.parsed != 0 || s.checked == 0 {
+		t.Fatalf("after the run: parsed %d, checked %d; want 0 parsed, the run's own files checked", s.parsed, s.checked)
+	}
+	sameParses(t, s, fresh)
+}
