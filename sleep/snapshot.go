@@ -104,6 +104,13 @@ func snapshotOf(root string, t *tree, saved int64, cacheDir string, progressW io
 	if err := s.readAll(work, &slab, progressW); err != nil {
 		return nil, err
 	}
+	// memPaths, already in order (sorting 100k paths again cost more than this).
+	s.sorted = make([]string, 0, len(s.mems))
+	for _, f := range htmls {
+		if _, ok := s.mems[f.rel]; ok {
+			s.sorted = append(s.sorted, f.rel)
+		}
+	}
 	// Every file a stat hit and as many entries as files: the cache is exactly current.
 	s.cacheDirty = cacheDir != "" && (pc == nil || len(work) > 0 || pc.count != len(htmls))
 	return s, nil
