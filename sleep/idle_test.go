@@ -99,6 +99,13 @@ func TestIdleRecordAnswersUnchangedTree(t *testing.T) {
 	if !hit || !reflect.DeepEqual(phaseView(planned), phaseView(dry)) {
 		t.Fatalf("dry run: hit %v, %+v", hit, phaseView(dry))
 	}
+	// A dry run that plans for real records nothing either.
+	if err := os.Remove(filepath.Join(dir, ".git", "memd", idleName)); err != nil {
+		t.Fatal(err)
+	}
+	if _, hit := sleepAt(t, dir, store, testConfig(), fixNow, later, func(o *Options) { o.DryRun = true }); hit || exists(dir, ".git/memd/"+idleName) {
+		t.Fatalf("dry run without a record: hit %v, record written %v", hit, exists(dir, ".git/memd/"+idleName))
+	}
 }
 
 // Each change the planners could see makes the next run plan for real, and the change is
