@@ -321,19 +321,20 @@ func writeParseCache(dir string, saved int64, paths []string, mems map[string]*m
 	b = append(b, parseCacheMagic...)
 	b = binary.AppendUvarint(b, parseCacheVersion)
 	b = binary.AppendVarint(b, saved)
-	n := 0
+	type entry struct {
+		path string
+		key  cacheKey
+	}
+	entries := make([]entry, 0, len(paths))
 	for _, p := range paths {
-		if keys[p].statted {
-			n++
+		if k := keys[p]; k.statted {
+			entries = append(entries, entry{p, k})
 		}
 	}
-	b = binary.AppendUvarint(b, uint64(n))
+	b = binary.AppendUvarint(b, uint64(len(entries)))
 	var payload []byte
-	for _, p := range paths {
-		k := keys[p]
-		if !k.statted {
-			continue
-		}
+	for _, e := range entries {
+		p, k := e.path, e.key
 		if _, err := w.Write(b); err != nil {
 			return fmt.Errorf("parse cache: %w", err)
 		}
