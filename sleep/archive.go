@@ -54,8 +54,14 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 	var moves []move
 	for _, mp := range s.memPaths() {
 		m := s.mems[mp]
-		why := ArchiveReason(mp, m, env.now, env.cfg.Archive.KeepYears, env.cfg.Archive.DoneTasksAfter.D())
+		doneAfter := env.cfg.Archive.DoneTasksAfter.D()
+		why := ArchiveReason(mp, m, env.now, env.cfg.Archive.KeepYears, doneAfter)
 		if why == "" {
+			// A done task ages into the archive by the clock alone. (The year rule turns
+			// with now.Year(), which the idle fingerprint compares itself.)
+			if m.Type == "task" && m.TaskStatus == "done" && !m.UpdatedAt.IsZero() && !(env.now.Sub(m.UpdatedAt) > doneAfter) {
+				p.changesAfter(m.UpdatedAt.Add(doneAfter))
+			}
 			continue
 		}
 		y := archiveYear(mp, m)

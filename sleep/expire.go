@@ -80,14 +80,42 @@ func JudgeNote(r *memd.Record, now time.Time, softGrace time.Duration) NoteVerdi
 	return v
 }
 
+// noteChangesAfter is the time past which JudgeNote's verdict on r can next change: its
+// expiry (stale, or drained for hard-expiry) and, for soft-expiry, the end of the grace.
+// ok is false when no later clock changes it.
+func noteChangesAfter(r *memd.Record, now time.Time, softGrace time.Duration) (time.Time, bool) {
+	if r == nil || r.Type != "note" || r.Lifecycle == nil {
+		return time.Time{}, false
+	}
+	switch r.Lifecycle.Mode {
+	case "hard-expiry", "soft-expiry":
+		exp, ok := r.Expiry()
+		if !ok {
+			return time.Time{}, false
+		}
+		if !now.After(exp) {
+			return exp, true
+		}
+		if r.Lifecycle.Mode == "soft-expiry" && !now.After(exp.Add(softGrace)) {
+			return exp.Add(softGrace), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// ledgerPath is the configured ledger, repo-relative.
+func ledgerPath(cfg memd.Config) string {
+	if cfg.Expire.Ledger == "" {
+		return "memory.jsonl"
+	}
+	return cfg.Expire.Ledger
+}
+
 // planExpire drains ledger notes and archives memory files whose valid-until has passed by
 // more than the soft grace.
 func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 	p := newPlan()
-	ledgerPath := env.cfg.Expire.Ledger
-	if ledgerPath == "" {
-		ledgerPath = "memory.jsonl"
-	}
+	ledgerPath := ledgerPath(env.cfg)
 	grace := env.cfg.Expire.SoftGrace.D()
 	raw, exists, err := s.read(ledgerPath)
 	if err != nil {
@@ -108,6 +136,7 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 			continue
 		}
 		if !env.now.After(m.ValidUntilAt.Add(grace)) {
+			p.changesAfter(m.ValidUntilAt.Add(grace))
 			continue
 		}
 		year := m.Year(mp)
@@ -133,6 +162,9 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			p.counts["unparseable"]++
 		}
 		v := JudgeNote(ln.Record, env.now, grace)
+		if t, ok := noteChangesAfter(ln.Record, env.now, grace); ok {
+			p.changesAfter(t)
+		}
 		if v.Bad != "" {
 			p.counts["invalid"]++
 			p.item("report", ledgerPath, "", "note "+ln.Record.ID+": "+v.Bad)

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 type opKind string
@@ -39,6 +40,19 @@ type plan struct {
 	ops    []op
 	items  []Item
 	counts map[string]int
+	// until is the earliest clock time at which the same snapshot could plan differently
+	// (a note expiring, a grace or a done-task age passing); zero = none. The idle
+	// fingerprint trusts an empty plan only before it.
+	until time.Time
+}
+
+// changesAfter records that a clock past t could change the plan ("past" is strict in
+// every rule, so the plan holds up to t itself).
+func (p *plan) changesAfter(t time.Time) {
+	t = t.Add(time.Nanosecond)
+	if p.until.IsZero() || t.Before(p.until) {
+		p.until = t
+	}
 }
 
 func newPlan() *plan { return &plan{counts: map[string]int{}} }

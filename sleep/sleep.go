@@ -17,8 +17,12 @@
 //   - After the phases, `git gc --auto` runs when git is installed; without git it is
 //     skipped (go-git's repack rewrites every object, too slow for a nightly job).
 //   - The tree is made durable with one syncfs per apply (not an fsync per file) before the
-//     commit; parsed memory heads are cached in .git/memd/sleep-parse.gob by size and mtime,
-//     so a night with nothing to do costs about a `git status`.
+//     commit.
+//   - Parsed memory heads are cached in .git/memd/sleep-parse.bin by stat (size, mtime,
+//     ctime, inode) and content hash; a night whose plans all come out empty records a
+//     fingerprint of everything the planners read (.git/memd/sleep-idle.json, see idle.go),
+//     so the next night with nothing changed costs one walk and an lstat per memory file,
+//     less than a `git status`.
 package sleep
 
 import (
@@ -92,6 +96,7 @@ type Options struct {
 
 	// test hooks
 	afterOp func(phase string, i int) error // called after each applied op; an error fails the phase
+	wallNow func() time.Time                // the wall clock for the racy rule; nil = time.Now
 }
 
 // Item is one planned action, for --dry-run and --json.
@@ -178,6 +183,8 @@ type Runner struct {
 	opts  Options
 	log   *slog.Logger
 	now   func() time.Time
+	// idleHit: the last Run's results came from the idle record (tests).
+	idleHit bool
 }
 
 // NewRunner returns a runner for the repo at repoDir committing through store.
@@ -247,13 +254,44 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			return rep, err
 		}
 	}
-	// A dry run reads the parse cache but writes nothing, not even the cache.
-	snap, err := loadSnapshotCached(r.dir, r.opts.StateDir, r.opts.Progress)
+	wall := time.Now
+	if r.opts.wallNow != nil {
+		wall = r.opts.wallNow
+	}
+	saved := wall().UnixNano() // before the walk: anything touched after it is racy
+	walk, err := walkTree(r.dir)
 	if err != nil {
 		return rep, err
 	}
-	snap.virtual = r.opts.DryRun
+	var toPlan []string
+	for _, ph := range phases {
+		if !done[ph] {
+			toPlan = append(toPlan, ph)
+		}
+	}
+	idle := idleKey(r.dir, walk, r.opts.Config)
+	rec := readIdle(r.opts.StateDir)
+	if !rec.holds(idle, now, toPlan) {
+		rec = nil
+	}
+	r.idleHit = rec != nil
+	// Nothing changed since a run whose plans were all empty: its results, no parse.
+	var snap *snapshot
+	if rec == nil {
+		// A dry run reads the parse cache but writes nothing, not even the cache.
+		snap, err = snapshotOf(r.dir, walk, saved, r.opts.StateDir, r.opts.Progress)
+		if err != nil {
+			return rep, err
+		}
+		snap.virtual = r.opts.DryRun
+		snap.ledger = ledgerPath(r.opts.Config)
+	} else {
+		r.log.Debug("sleep: nothing changed since an idle run", "since", rec.From, "until", rec.Until)
+	}
 	var succeeded []string
+	var planned []PhaseResult
+	var until time.Time
+	allEmpty := true
 	for _, ph := range phases {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -265,7 +303,17 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			rep.Phases = append(rep.Phases, pr)
 			continue
 		}
-		r.runPhase(ctx, runID, ph, now, snap, &pr)
+		if rec != nil {
+			pr = rec.replay(ph)
+		} else {
+			p := r.runPhase(ctx, runID, ph, now, snap, &pr)
+			if p == nil || len(p.ops) > 0 || pr.Err != nil || pr.Counts["summarized"]+pr.Counts["summarizer_failed"] > 0 {
+				allEmpty = false // (a summarizer ran: its output may differ next time)
+			} else if !p.until.IsZero() && (until.IsZero() || p.until.Before(until)) {
+				until = p.until
+			}
+			planned = append(planned, pr)
+		}
 		pr.Duration = time.Since(t0)
 		if pr.Err != nil {
 			pr.Error = pr.Err.Error()
@@ -277,7 +325,23 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		rep.Phases = append(rep.Phases, pr)
 	}
 	if !r.opts.DryRun {
-		snap.saveCache(r.opts.StateDir)
+		if snap != nil && snap.uncovered {
+			allEmpty = false
+		}
+		if snap != nil {
+			if err := snap.saveCache(r.opts.StateDir); err != nil {
+				r.log.Warn("cannot write the sleep parse cache", "err", err)
+			}
+			var err error
+			if allEmpty && len(planned) > 0 {
+				err = writeIdle(r.opts.StateDir, idle, saved, now, until, planned)
+			} else {
+				err = removeIdle(r.opts.StateDir)
+			}
+			if err != nil {
+				r.log.Warn("cannot write the sleep idle record", "err", err)
+			}
+		}
 		if len(succeeded) > 0 {
 			if err := markDone(r.opts.StateDir, succeeded, runID, now); err != nil {
 				r.log.Warn("cannot record sleep state", "err", err)
@@ -290,8 +354,9 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	return rep, nil
 }
 
-// runPhase plans, applies and commits one phase, filling pr.
-func (r *Runner) runPhase(ctx context.Context, runID, ph string, now time.Time, snap *snapshot, pr *PhaseResult) {
+// runPhase plans, applies and commits one phase, filling pr. It returns the plan (nil when
+// planning failed).
+func (r *Runner) runPhase(ctx context.Context, runID, ph string, now time.Time, snap *snapshot, pr *PhaseResult) *plan {
 	env := &planEnv{cfg: r.opts.Config, now: now, log: r.log, progress: r.opts.Progress, dryRun: r.opts.DryRun, ctx: ctx}
 	var p *plan
 	var err error
@@ -307,25 +372,26 @@ func (r *Runner) runPhase(ctx context.Context, runID, ph string, now time.Time, 
 	}
 	if err != nil {
 		pr.Err = fmt.Errorf("sleep %s: plan: %w", ph, err)
-		return
+		return nil
 	}
 	pr.Counts = p.counts
 	pr.Items = p.items
 	if len(p.ops) == 0 {
-		return
+		return p
 	}
 	if r.opts.DryRun {
 		snap.apply(p)
-		return
+		return p
 	}
 	hash, err := r.applyAndCommit(ctx, runID, ph, p)
 	if err != nil {
 		pr.Err = fmt.Errorf("sleep %s: %w", ph, err)
 		// The tree is as before; forget the plan's file contents from the snapshot too.
-		return
+		return p
 	}
 	pr.Commit = hash
 	snap.apply(p)
+	return p
 }
 
 // applyAndCommit takes the writer lock, applies p's ops (journalled), commits them, and

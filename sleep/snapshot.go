@@ -1,9 +1,6 @@
 package sleep
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	gosync "sync"
@@ -31,232 +29,243 @@ type snapshot struct {
 	// plans would have written.
 	virtual bool
 	overlay map[string][]byte
-	// stats are the memory files' size and mtime, for the parse cache.
-	stats      map[string]fileStat
+	// keys say where each parse came from (stat, content hash), for the parse cache.
+	keys       map[string]cacheKey
+	saved      int64 // wall clock (unix ns) just before the walk: the racy rule's reference
 	cacheDirty bool
 	parsed     int      // memory files parsed (not from the cache)
+	checked    int      // memory files read to compare with the cache's content hash
 	sorted     []string // memPaths, until the next apply
+	// ledger is the ledger's path; uncovered is set when a planner read a file the idle
+	// fingerprint does not stat (anything but the ledger, memory files and MEMORY.md
+	// files of the walk, e.g. through a symlink): such a run records no fingerprint.
+	ledger    string
+	uncovered bool
 }
 
-// loadSnapshot walks root (skipping .git and symlinks) and parses the memory files. With a
-// cache dir, a file whose size and mtime match the parse cache is not read again, so a run
-// with nothing to do costs about what `git status` costs: a walk and an lstat per file.
+// loadSnapshot walks root (skipping .git and symlinks) and parses every memory file.
 func loadSnapshot(root string, progressW io.Writer) (*snapshot, error) {
-	return loadSnapshotCached(root, "", progressW)
-}
-
-func loadSnapshotCached(root, cacheDir string, progressW io.Writer) (*snapshot, error) {
-	s := &snapshot{root: root, files: map[string]bool{}, mems: map[string]*memd.Memory{}, overlay: map[string][]byte{},
-		stats: map[string]fileStat{}}
-	var htmls []string
-	stats := s.stats
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("walk %s: %w", p, err)
-		}
-		if d.IsDir() {
-			if p != root && d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil // symlinks are committed as links, never followed or rewritten
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		s.files[rel] = true
-		if isMemoryPath(rel) {
-			htmls = append(htmls, rel)
-			if cacheDir != "" {
-				if fi, err := d.Info(); err == nil {
-					stats[rel] = fileStat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
-				}
-			}
-		}
-		return nil
-	})
+	saved := time.Now().UnixNano()
+	t, err := walkTree(root)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", root, err)
-	}
-	sort.Strings(htmls)
-	if cacheDir == "" {
-		if err := s.parseAll(htmls, progressW); err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-	pc := readParseCache(cacheDir)
-	var misses []string
-	for _, p := range htmls {
-		e, ok := pc.Entries[p]
-		st, have := stats[p]
-		// Racy entries (mtime within 2 s of when the cache was written) are parsed again:
-		// a write in the same timestamp tick would otherwise go unseen.
-		if ok && have && e.Stat == st && st.Mtime < pc.Saved-int64(2*time.Second) {
-			s.mems[p] = e.Mem.memory()
-			continue
-		}
-		misses = append(misses, p)
-	}
-	if err := s.parseAll(misses, progressW); err != nil {
 		return nil, err
 	}
-	s.cacheDirty = len(misses) > 0 || len(pc.Entries) != len(htmls)
-	s.parsed = len(misses)
+	return snapshotOf(root, t, saved, "", progressW)
+}
+
+// snapshotOf builds the snapshot of a walk taken at saved. With a cache dir, a memory
+// file whose stat matches the parse cache, and is not racy, is not read again; a file
+// whose stat changed (or is racy) is read and, when its bytes hash as cached, not parsed
+// again (a rename or a touch costs a read, not a parse).
+func snapshotOf(root string, t *tree, saved int64, cacheDir string, progressW io.Writer) (*snapshot, error) {
+	nmem := 0
+	for _, f := range t.files {
+		if f.mem {
+			nmem++
+		}
+	}
+	s := &snapshot{root: root, files: make(map[string]bool, len(t.files)), mems: make(map[string]*memd.Memory, nmem),
+		overlay: map[string][]byte{}, keys: make(map[string]cacheKey, nmem), saved: saved}
+	htmls := make([]treeFile, 0, nmem)
+	for _, f := range t.files {
+		s.files[f.rel] = true
+		if f.mem {
+			htmls = append(htmls, f)
+		}
+	}
+	// The cache is sorted the same way: the lookup is a merge.
+	slices.SortFunc(htmls, func(a, b treeFile) int { return strings.Compare(a.rel, b.rel) })
+	var pc *cacheReader
+	if cacheDir != "" {
+		pc = openParseCache(cacheDir)
+	}
+	var slab memSlab
+	var work []readJob
+	for _, f := range htmls {
+		p, st, have := f.rel, f.st, f.statted
+		var e cacheEntry
+		var cached bool
+		if pc != nil {
+			e, cached = pc.seek(p)
+		}
+		if cached && have && e.st == st && st.stamp() < pc.saved-racyWindow {
+			if m, err := decodeMem(e.payload, &slab); err == nil {
+				s.mems[p] = m
+				s.keys[p] = cacheKey{st: st, statted: true, hash: e.hash, hashed: e.hashed}
+				continue
+			}
+		}
+		j := readJob{path: p, st: st, statted: have}
+		if cached && e.hashed {
+			j.cached, j.hash, j.payload = true, e.hash, e.payload
+		}
+		work = append(work, j)
+	}
+	if err := s.readAll(work, &slab, progressW); err != nil {
+		return nil, err
+	}
+	// memPaths, already in order (sorting 100k paths again cost more than this).
+	s.sorted = make([]string, 0, len(s.mems))
+	for _, f := range htmls {
+		if _, ok := s.mems[f.rel]; ok {
+			s.sorted = append(s.sorted, f.rel)
+		}
+	}
+	// Every file a stat hit and as many entries as files: the cache is exactly current.
+	s.cacheDirty = cacheDir != "" && (pc == nil || len(work) > 0 || pc.count != len(htmls))
 	return s, nil
 }
 
 // saveCache writes the parse cache for the tree as it is now (the run's own writes and
 // moves included), when anything changed since it was read.
-func (s *snapshot) saveCache(dir string) {
+func (s *snapshot) saveCache(dir string) error {
 	if !s.cacheDirty || s.virtual {
-		return
+		return nil
 	}
-	next := parseCache{Version: parseCacheVersion, Saved: time.Now().UnixNano(), Entries: make(map[string]cacheEntry, len(s.mems))}
-	for p, m := range s.mems {
-		if st, have := s.stats[p]; have {
-			next.Entries[p] = cacheEntry{Stat: st, Mem: toCached(m)}
-		}
+	if err := writeParseCache(dir, s.saved, s.memPaths(), s.mems, s.keys); err != nil {
+		return err
 	}
-	writeParseCache(dir, next)
 	s.cacheDirty = false
+	return nil
 }
 
-// fileStat is what decides whether a cached parse still holds.
-type fileStat struct {
-	Size, Mtime int64
+// readJob is one memory file to read: parsed, or, when the cache has an entry with a
+// content hash, compared with it first.
+type readJob struct {
+	path    string
+	st      fileStat // from the walk
+	statted bool
+	cached  bool
+	hash    contentHash
+	payload string
 }
 
-type cacheEntry struct {
-	Stat fileStat // a named field: gob skips embedded unexported ones
-	Mem  cachedMem
+type readResult struct {
+	path    string
+	m       *memd.Memory
+	key     cacheKey
+	fromHit bool   // bytes hashed as cached: payload is the cached parse to use
+	payload string // the cache entry's payload, when fromHit
 }
 
-// cachedMem is the part of a parsed memory file sleep plans from; the rest (violations,
-// other metas) is not kept, which keeps the cache small and quick to decode.
-type cachedMem struct {
-	Type, Status, Title, Gist, TaskStatus string
-	Updated, ValidUntil, Members          string
-	CreatedAt, UpdatedAt, EventAt         time.Time
-	ValidUntilAt                          time.Time
-	Entities, Tags                        []string
-	Links                                 []memd.Link
-}
-
-func toCached(m *memd.Memory) cachedMem {
-	return cachedMem{Type: m.Type, Status: m.Status, Title: m.Title, Gist: m.Gist, TaskStatus: m.TaskStatus,
-		Updated: m.Updated, ValidUntil: m.ValidUntil, Members: m.Meta(memd.MetaMembers),
-		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, EventAt: m.EventAt, ValidUntilAt: m.ValidUntilAt,
-		Entities: m.Entities, Tags: m.Tags, Links: m.Links}
-}
-
-func (c cachedMem) memory() *memd.Memory {
-	m := &memd.Memory{Type: c.Type, Status: c.Status, Title: c.Title, Gist: c.Gist, TaskStatus: c.TaskStatus,
-		Updated: c.Updated, ValidUntil: c.ValidUntil, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-		EventAt: c.EventAt, ValidUntilAt: c.ValidUntilAt, Entities: c.Entities, Tags: c.Tags, Links: c.Links,
-		Metas: map[string][]string{}}
-	if c.Members != "" {
-		m.Metas[memd.MetaMembers] = []string{c.Members}
-	}
-	return m
-}
-
-// parseCache is <state>/sleep-parse.gob: parsed memory heads by path. It is only a cache:
-// unreadable, old-version or missing means parse everything.
-type parseCache struct {
-	Version int
-	Saved   int64 // unix ns when written
-	Entries map[string]cacheEntry
-}
-
-const (
-	parseCacheVersion = 2
-	parseCacheName    = "sleep-parse.gob"
-)
-
-func readParseCache(dir string) parseCache {
-	f, err := os.Open(filepath.Join(dir, parseCacheName))
-	if err != nil {
-		return parseCache{}
-	}
-	defer f.Close()
-	var pc parseCache
-	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&pc); err != nil || pc.Version != parseCacheVersion {
-		return parseCache{}
-	}
-	return pc
-}
-
-func writeParseCache(dir string, pc parseCache) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return
-	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(pc); err != nil {
-		return
-	}
-	_ = writeFileRename(filepath.Join(dir, parseCacheName), buf.Bytes(), 0o600, false)
-}
-
-func isMemoryPath(rel string) bool {
-	return strings.HasSuffix(rel, memd.MemoryExt) && memd.ValidMemoryPath(rel)
-}
-
-// parseAll parses the files on all cores; an unreadable file is left out (reported by doctor,
+// readAll reads the files on all cores; an unreadable file is left out (reported by doctor,
 // never touched by sleep).
-func (s *snapshot) parseAll(paths []string, progressW io.Writer) error {
-	type res struct {
-		p string
-		m *memd.Memory
-	}
+func (s *snapshot) readAll(jobs []readJob, slab *memSlab, progressW io.Writer) error {
 	workers := runtime.GOMAXPROCS(0)
-	jobs := make(chan string, 256)
-	out := make(chan res, 256)
+	in := make(chan readJob, 256)
+	out := make(chan readResult, 256)
 	var wg gosync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range jobs {
-				m, err := memd.ParseMemoryFile(filepath.Join(s.root, filepath.FromSlash(p)))
-				if err != nil {
-					m = nil
-				}
-				out <- res{p, m}
+		wg.Go(func() {
+			for j := range in {
+				out <- s.readOne(j)
 			}
-		}()
+		})
 	}
 	go func() {
-		for _, p := range paths {
-			jobs <- p
+		for _, j := range jobs {
+			in <- j
 		}
-		close(jobs)
+		close(in)
 		wg.Wait()
 		close(out)
 	}()
 	n := 0
 	for r := range out {
-		if r.m != nil {
-			s.mems[r.p] = r.m
+		if r.fromHit {
+			// Decoded here, on one goroutine: the slab is not shared.
+			m, err := decodeMem(r.payload, slab)
+			if err == nil {
+				s.mems[r.path] = m
+				s.keys[r.path] = r.key
+				s.checked++
+			} else {
+				// A cache entry that does not decode: parse the file after all.
+				rr := s.readOne(readJob{path: r.path, st: r.key.st, statted: r.key.statted})
+				if rr.m != nil {
+					s.mems[r.path] = rr.m
+					s.keys[r.path] = rr.key
+				}
+				s.parsed++
+			}
+		} else {
+			if r.m != nil {
+				s.mems[r.path] = r.m
+				s.keys[r.path] = r.key
+			}
+			s.parsed++
 		}
 		n++
 		if n%5000 == 0 {
-			progress(progressW, "read", n, len(paths))
+			progress(progressW, "read", n, len(jobs))
 		}
 	}
-	if len(paths) >= 5000 {
-		progressDone(progressW, len(paths))
+	if len(jobs) >= 5000 {
+		progressDone(progressW, len(jobs))
 	}
 	return nil
+}
+
+// readOne reads one memory file the way memd.ParseMemoryFile does (lstat, no symlink, the
+// 1 MiB limit), hashing the bytes it parses.
+func (s *snapshot) readOne(j readJob) (res readResult) {
+	res.path = j.path
+	res.key.st, res.key.statted = j.st, j.statted
+	abs := filepath.Join(s.root, filepath.FromSlash(j.path))
+	b, ok := readMemoryBytes(abs)
+	if !ok {
+		// Oversize, not a regular file, or gone: ParseMemoryFile decides (no hash kept).
+		if m, err := memd.ParseMemoryFile(abs); err == nil {
+			res.m = m
+		}
+		return res
+	}
+	h := hashContent(b)
+	res.key.hash, res.key.hashed = h, true
+	if j.cached && h == j.hash {
+		res.fromHit = true
+		res.payload = j.payload
+		return res
+	}
+	res.m = memd.ParseMemoryBytes(b)
+	return res
+}
+
+// readMemoryBytes returns a regular file's bytes when they are within the memory file size
+// limit, read as ParseMemoryFile reads them (never through a symlink); ok false otherwise.
+func readMemoryBytes(abs string) ([]byte, bool) {
+	f, size, ok := openRegular(abs)
+	if !ok {
+		return nil, false
+	}
+	defer f.Close()
+	if size > memd.MaxMemoryFileBytes {
+		return nil, false
+	}
+	// Sized from the stat (plus one byte to see a file that grew): no regrowing.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil || len(b) > memd.MaxMemoryFileBytes {
+			return nil, false
+		}
+		if len(b) == cap(b) {
+			b = slices.Grow(b, 4096)
+		}
+	}
+	return b, true
 }
 
 // read returns a file's current bytes (the dry-run overlay first). exists is false for a
 // missing file.
 func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
+	if rel != s.ledger && !(s.files[rel] && (isMemoryPath(rel) || isMemoryMD(rel))) {
+		s.uncovered = true
+	}
 	if b, ok := s.overlay[rel]; ok {
 		return b, true, nil
 	}
@@ -287,10 +296,13 @@ func (s *snapshot) apply(p *plan) {
 				if m, err := memd.ParseMemory(strings.NewReader(string(o.data))); err == nil {
 					s.mems[o.path] = m
 				}
-				delete(s.stats, o.path)
-				if !s.virtual {
-					if fi, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(o.path))); err == nil {
-						s.stats[o.path] = fileStat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+				delete(s.keys, o.path)
+				if len(o.data) <= memd.MaxMemoryFileBytes {
+					// The stat is taken after the write, so it is racy: the next load
+					// reads the file and trusts this parse only if the bytes still hash
+					// as what was written.
+					if st, ok := s.lstatReal(o.path); ok {
+						s.keys[o.path] = cacheKey{st: st, statted: true, hash: hashContent(o.data), hashed: true}
 					}
 				}
 				s.cacheDirty = true
@@ -313,13 +325,26 @@ func (s *snapshot) apply(p *plan) {
 					s.mems[o.to] = m
 				}
 			}
-			if st, ok := s.stats[o.path]; ok {
-				delete(s.stats, o.path)
-				s.stats[o.to] = st // a rename keeps size and mtime
+			if k, ok := s.keys[o.path]; ok {
+				delete(s.keys, o.path)
+				// A rename keeps size, mtime and inode but not ctime; the content hash
+				// carries over (a pure rename).
+				if st, ok := s.lstatReal(o.to); ok && st.Size == k.st.Size && st.Mtime == k.st.Mtime && st.Ino == k.st.Ino {
+					k.st = st
+					s.keys[o.to] = k
+				}
 			}
 			s.cacheDirty = true
 		}
 	}
+}
+
+// lstatReal is the stat of a file on disk; none in a dry run.
+func (s *snapshot) lstatReal(rel string) (fileStat, bool) {
+	if s.virtual {
+		return fileStat{}, false
+	}
+	return lstatFile(filepath.Join(s.root, filepath.FromSlash(rel)))
 }
 
 // memPaths returns the parsed memory paths, sorted (plans must be deterministic). The slice

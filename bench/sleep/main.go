@@ -3,7 +3,9 @@
 //
 //   - full sleep (expire, arcs, archive, tidy; archiving ~n/10 files and writing arcs) vs
 //     `git mv` of the same files + one `git commit`;
-//   - an idle sleep (nothing to do) vs one `git status`;
+//   - an idle sleep (nothing to do) vs `git status --porcelain`: the first of each after the
+//     full run, then the steady state (interleaved, medians of 3), then one after 100 new
+//     memories that need nothing;
 //   - expire on a -ledger line memory.jsonl vs decoding and re-encoding every line with
 //     encoding/json.
 //
@@ -23,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +42,7 @@ func main() {
 	ledgerLines := flag.Int("ledger", 100000, "lines in the expire benchmark's ledger")
 	extraArcs := flag.Int("arcs", 1000, "extra entities with 3 episodes each this year, so the full sleep writes about this many more arcs")
 	work := flag.String("dir", "", "work directory (default: a temp dir, removed after)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here (and of the idle runs to <file>.idle1, <file>.idle, <file>.idle-writes)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -139,20 +142,40 @@ func main() {
 		}
 		return d
 	}
-	time.Sleep(2100 * time.Millisecond) // past the parse cache's racy window
-	idle1 := idleRun("bench-2")
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile + ".idle")
+	profiled := func(suffix string, f func() time.Duration) time.Duration {
+		if *cpuprofile == "" {
+			return f()
+		}
+		out, err := os.Create(*cpuprofile + suffix)
 		check(err)
-		check(pprof.StartCPUProfile(f))
+		check(pprof.StartCPUProfile(out))
+		defer pprof.StopCPUProfile()
+		return f()
 	}
-	idle := idleRun("bench-3")
-	if *cpuprofile != "" {
-		pprof.StopCPUProfile()
+	gitStatus := func() time.Duration {
+		t0 := time.Now()
+		git(memdDir, "status", "--porcelain")
+		return time.Since(t0)
 	}
-	t0 = time.Now()
-	git(memdDir, "status", "--porcelain")
-	status := time.Since(t0)
+	time.Sleep(2100 * time.Millisecond) // past the racy window of the files the full run wrote
+	// Each "first after the full run": memd's first idle run re-reads what the full run
+	// wrote or moved; git's first status refreshes the index for the same files.
+	idle1 := profiled(".idle1", func() time.Duration { return idleRun("bench-2") })
+	status1 := gitStatus()
+	// Steady state: idle sleep and git status interleaved, medians of 3.
+	var idles, statuses []time.Duration
+	for i := range 3 {
+		idles = append(idles, profiled(".idle", func() time.Duration { return idleRun(fmt.Sprintf("bench-3-%d", i)) }))
+		statuses = append(statuses, gitStatus())
+	}
+	idle, status := median(idles), median(statuses)
+	// A night after a day of writes with nothing for sleep to do: the idle record no
+	// longer matches, so the phases plan for real from the parse cache.
+	const written = 100
+	check(writeSemantic(memdDir, written))
+	time.Sleep(2100 * time.Millisecond) // past the racy window of those writes
+	idleWrites := profiled(".idle-writes", func() time.Duration { return idleRun("bench-4") })
+	statusWrites := gitStatus()
 	repo.Close()
 
 	// Expire on a big ledger.
@@ -168,7 +191,7 @@ func main() {
 	cfg.Repo = led
 	runtime.GC()
 	t0 = time.Now()
-	rep3, err := sleep.NewRunner(led, lrepo, sleep.Options{Config: cfg, Phases: []string{"expire"}, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-4")
+	rep3, err := sleep.NewRunner(led, lrepo, sleep.Options{Config: cfg, Phases: []string{"expire"}, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-5")
 	expire := time.Since(t0)
 	check(err)
 	lrepo.WaitIndexRefresh()
@@ -187,9 +210,16 @@ func main() {
 		fmt.Printf("| %s | %s | %s | %s | %.2f |\n", name, ms(m), ms(b), what, float64(m)/float64(b))
 	}
 	row("full sleep (4 phases, 4 commits)", full, gitMv, fmt.Sprintf("`git mv` x%d + `git commit`", len(moves)/2))
-	row("idle sleep, first after the full run", idle1, status, "`git status --porcelain`")
-	row("idle sleep (nothing to do), steady", idle, status, "`git status --porcelain`")
+	row("idle sleep, first after the full run", idle1, status1, "`git status --porcelain`, first after the full run (refreshes the index)")
+	row("idle sleep (nothing to do), steady, median of 3", idle, status, "`git status --porcelain`, median of 3, interleaved")
+	row(fmt.Sprintf("idle sleep after %d new memories (nothing to do; plans from the parse cache)", written), idleWrites, statusWrites, "`git status --porcelain` right after")
 	row("expire phase (plan, apply, commit), ledger of "+fmt.Sprint(*ledgerLines)+" lines", expire, js, "encoding/json decode+encode per line")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
@@ -226,6 +256,37 @@ func writeArcEpisodes(dir string, k int) error {
 			if err := os.WriteFile(p, []byte(html), 0o644); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// writeSemantic writes k semantic memories that no phase acts on (no date, no expiry).
+func writeSemantic(dir string, k int) error {
+	for i := 0; i < k; i++ {
+		html := fmt.Sprintf(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Fact %04d</title>
+<meta name="memhtml-type" content="semantic">
+<meta name="memhtml-status" content="active">
+<meta name="memhtml-created" content="2026-11-29T10:00:00Z">
+<meta name="memhtml-updated" content="2026-11-29T10:00:00Z">
+</head>
+<body>
+<article>
+<p><mark>Fact %04d holds.</mark></p>
+</article>
+</body>
+</html>
+`, i, i)
+		p := filepath.Join(dir, "resources", "bench-facts", fmt.Sprintf("fact-%04d.html", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(html), 0o644); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,0 +1,213 @@
+package sleep
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/memd-dev/memd"
+)
+
+// The idle record, <state>/sleep-idle.json, makes a night with nothing to do cost one walk.
+// When every planned phase comes out empty, the run records a fingerprint of all it planned
+// from and the results (counts and report items) it got; a later run whose walk gives the
+// same fingerprint, at a clock the plans cannot tell apart from the recorded one, reports
+// those results without parsing or planning. The fingerprint covers:
+//   - every regular file's path, and the stat (size, mtime, ctime, inode) of every file the
+//     planners read: memory files and MEMORY.md files (the walk), and the ledger;
+//   - the whole config, HEAD, and the memd executable (a new build may plan differently).
+//
+// The clock: the plans depend on it only through thresholds (a note's expiry, expiry plus
+// the soft grace, a memory's valid-until plus the grace, a done task's age) and through
+// now.Year() (archive's keep_years). The record holds the earliest threshold after its
+// clock (until) and that year: it holds for a clock in [from, until) with the same year.
+//
+// A walk in which any of those files was touched within racyWindow of the walk's start
+// records nothing: a write within the same timestamp tick could leave its stat unchanged.
+const (
+	idleName    = "sleep-idle.json"
+	idleVersion = 1
+)
+
+type idleRecord struct {
+	Version int         `json:"version"`
+	Key     string      `json:"key"`
+	Saved   int64       `json:"saved"` // wall clock (unix ns) just before the walk
+	From    time.Time   `json:"from"`
+	Year    int         `json:"year"` // From.Year() in From's location, as the planners see it
+	Until   time.Time   `json:"until,omitzero"`
+	Phases  []idlePhase `json:"phases"`
+}
+
+type idlePhase struct {
+	Name   string         `json:"name"`
+	Counts map[string]int `json:"counts,omitempty"`
+	Items  []Item         `json:"items,omitempty"`
+}
+
+// idleInputs is what a run's fingerprint is made of besides the walk.
+type idleInputs struct {
+	key      string
+	maxStamp int64 // the latest mtime/ctime among the stat'ed files
+	ok       bool  // false: something could not be stat'ed; never trust or record
+}
+
+// idleKey fingerprints the walk, the ledger, the config, HEAD and the executable.
+func idleKey(root string, t *tree, cfg memd.Config) idleInputs {
+	in := idleInputs{maxStamp: t.maxStamp, ok: t.complete}
+	h := sha256.New()
+	fmt.Fprintf(h, "memd sleep idle %d\n", idleVersion)
+	fp := t.fingerprint()
+	h.Write(fp[:])
+
+	ledger := ledgerPath(cfg)
+	// The ledger is read with os.ReadFile (through a symlink too): stat it the same way.
+	switch st, err := statFollow(filepath.Join(root, filepath.FromSlash(ledger))); {
+	case err == nil:
+		fmt.Fprintf(h, "ledger %q %d %d %d %d\n", ledger, st.Size, st.Mtime, st.Ctime, st.Ino)
+		in.maxStamp = max(in.maxStamp, st.stamp())
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(h, "ledger %q absent\n", ledger)
+	default:
+		in.ok = false
+	}
+
+	c, err := json.Marshal(cfg)
+	if err != nil {
+		in.ok = false
+	}
+	h.Write(binary.AppendUvarint(nil, uint64(len(c))))
+	h.Write(c)
+	fmt.Fprintf(h, "head %q\n", headState(root))
+	fmt.Fprintf(h, "exe %q\n", exeIdentity())
+	in.key = hex.EncodeToString(h.Sum(nil))
+	return in
+}
+
+// headState is HEAD as files: .git/HEAD, the loose ref it names, else packed-refs' stat.
+// Not read by the planners; a cheap guard that costs a replan after every commit.
+func headState(root string) string {
+	gd := filepath.Join(root, ".git")
+	head, err := os.ReadFile(filepath.Join(gd, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	out := string(head)
+	if ref, ok := strings.CutPrefix(strings.TrimSpace(out), "ref: "); ok && !strings.Contains(ref, "..") {
+		if v, err := os.ReadFile(filepath.Join(gd, filepath.FromSlash(ref))); err == nil {
+			return out + string(v)
+		}
+		if st, err := statFollow(filepath.Join(gd, "packed-refs")); err == nil {
+			return out + fmt.Sprintf("packed-refs %d %d %d %d", st.Size, st.Mtime, st.Ctime, st.Ino)
+		}
+	}
+	return out
+}
+
+// exeIdentity names the running binary by path and stat: a rebuilt memd may plan
+// differently, so its records are not trusted.
+var exeIdentity = gosync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "unknown " + time.Now().String() // never matches another process
+	}
+	st, err := statFollow(exe)
+	if err != nil {
+		return "unknown " + time.Now().String()
+	}
+	return fmt.Sprintf("%s %d %d %d %d", exe, st.Size, st.Mtime, st.Ctime, st.Ino)
+})
+
+// readIdle returns the record, or nil when there is none usable.
+func readIdle(dir string) *idleRecord {
+	b, err := os.ReadFile(filepath.Join(dir, idleName))
+	if err != nil {
+		return nil
+	}
+	var rec idleRecord
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Version != idleVersion {
+		return nil
+	}
+	return &rec
+}
+
+// holds reports whether rec describes what planning phases now would give.
+func (rec *idleRecord) holds(in idleInputs, now time.Time, phases []string) bool {
+	if rec == nil || !in.ok || rec.Key != in.key {
+		return false
+	}
+	// The stats match the recorded ones; they prove nothing if the files were touched
+	// within the racy window before that walk.
+	if in.maxStamp >= rec.Saved-racyWindow {
+		return false
+	}
+	if now.Before(rec.From) || now.Year() != rec.Year || (!rec.Until.IsZero() && !now.Before(rec.Until)) {
+		return false
+	}
+	for _, ph := range phases {
+		if rec.phase(ph) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (rec *idleRecord) phase(name string) *idlePhase {
+	for i := range rec.Phases {
+		if rec.Phases[i].Name == name {
+			return &rec.Phases[i]
+		}
+	}
+	return nil
+}
+
+// writeIdle records an all-empty run; a racy or incomplete walk records nothing (and
+// removes an older record, which no longer describes the tree).
+func writeIdle(dir string, in idleInputs, saved int64, now time.Time, until time.Time, results []PhaseResult) error {
+	if !in.ok || in.maxStamp >= saved-racyWindow {
+		return removeIdle(dir)
+	}
+	rec := idleRecord{Version: idleVersion, Key: in.key, Saved: saved, From: now, Year: now.Year(), Until: until}
+	for _, pr := range results {
+		rec.Phases = append(rec.Phases, idlePhase{Name: pr.Name, Counts: pr.Counts, Items: pr.Items})
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("idle record: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("idle record: %w", err)
+	}
+	if err := writeFileRename(filepath.Join(dir, idleName), b, 0o600, false); err != nil {
+		return fmt.Errorf("idle record: %w", err)
+	}
+	return nil
+}
+
+func removeIdle(dir string) error {
+	if err := os.Remove(filepath.Join(dir, idleName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("idle record: %w", err)
+	}
+	return nil
+}
+
+// replayIdle is the recorded result of phase name, as runPhase would have filled it.
+func (rec *idleRecord) replay(name string) PhaseResult {
+	ip := rec.phase(name)
+	pr := PhaseResult{Name: name, Counts: map[string]int{}}
+	for k, v := range ip.Counts {
+		pr.Counts[k] = v
+	}
+	pr.Items = slices.Clone(ip.Items)
+	return pr
+}
