@@ -27,8 +27,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -116,6 +116,9 @@ type Repo struct {
 	// testBeforeRef, when set (tests only), runs between writing a commit's
 	// objects and moving the ref: the window a concurrent git can use.
 	testBeforeRef func()
+	// testPushStats, when set (tests only), receives each push's
+	// enumeration statistics (push.go).
+	testPushStats func(pushStats)
 }
 
 // objectCacheSize bounds go-git's cache of decoded objects. git.PlainOpen gives every
