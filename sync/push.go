@@ -58,8 +58,8 @@ type pushStats struct {
 	Fallback   string // why go-git's PushContext was used; "" = ours
 	Walked     int    // commits popped by the new-commit walk
 	NewCommits int
-	Trees      int // trees read by the tree walk (new commits' and boundary)
-	Objects    int // objects in the pack
+	Trees      int             // trees read by the tree walk (new commits' and boundary)
+	Objects    int             // objects in the pack
 	Old, New   plumbing.Hash   // remote head before, pushed head
 	Sent       []plumbing.Hash // the pack's objects (our path only)
 }

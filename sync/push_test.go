@@ -203,16 +203,20 @@ func TestPushSendsWhatIsNew(t *testing.T) {
 				t.Errorf("new commits %d, want 3", st.NewCommits)
 			}
 		}},
-		{"clock skew", func(t *testing.T, w *syncWorld, p *pushProbe) {
+		{"clock skew", func(t *testing.T, w *syncWorld, _ *pushProbe) {
 			// B's clock is years ahead, A's runs backwards years behind.
 			var nb, na atomic.Int64
 			ob := hostOptions("hostb")
-			ob.Now = func() time.Time { return time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(nb.Add(1)) * time.Minute) }
+			ob.Now = func() time.Time {
+				return time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(nb.Add(1)) * time.Minute)
+			}
 			oa := hostOptions("hosta")
-			oa.Now = func() time.Time { return time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Duration(na.Add(1)) * time.Hour) }
+			oa.Now = func() time.Time {
+				return time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Duration(na.Add(1)) * time.Hour)
+			}
 			b := openTest(t, w.bDir, ob)
 			a := openTest(t, w.aDir, oa)
-			p = probePushes(a)
+			p := probePushes(a)
 			writeFile(t, w.bDir, "areas/future.html", "f\n")
 			mustCommit(t, b, "areas/future.html")
 			mustSync(t, b)
