@@ -46,9 +46,11 @@ import (
 )
 
 // pushWalkLimit bounds the commits the new-commit walk pops; beyond it (a
-// pathological history, e.g. a remote far behind) the push goes through
-// go-git's own enumeration rather than an unbounded walk of ours.
-const pushWalkLimit = 100000
+// pathological history: a remote far behind, or a remote side whose
+// commits are dated far in the future, which the newest-first walk pops
+// first) the push goes through go-git's own enumeration rather than an
+// unbounded walk of ours. A variable for tests.
+var pushWalkLimit = 100000
 
 // errPushWalkTooLong says the commit walk hit pushWalkLimit.
 var errPushWalkTooLong = errors.New("push: commit walk exceeded its limit")
@@ -81,13 +83,17 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 		r.log.Debug("push through go-git's object walk", "why", why)
 		return rem.PushContext(ctx, &git.PushOptions{
 			RemoteName: rem.Config().Name,
-			RemoteURL:  url,
 			RefSpecs:   []config.RefSpec{config.RefSpec(br.String() + ":" + br.String())},
 			Auth:       auth,
 			Force:      false,
 		})
 	}
 
+	// Same target as go-git's PushContext: the remote's last URL (memd's
+	// SetRemote writes exactly one; url, the first, names it in errors).
+	if urls := rem.Config().URLs; len(urls) > 0 {
+		url = urls[len(urls)-1]
+	}
 	ep, err := transport.NewEndpoint(url)
 	if err != nil {
 		return err

@@ -15,6 +15,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // pushProbe records the enumeration statistics of every push a Repo makes.
@@ -279,6 +281,66 @@ func TestPushFirstToEmptyRemoteFallsBack(t *testing.T) {
 	}
 }
 
+// TestPushWalkLimitFallsBack: a walk longer than pushWalkLimit hands the
+// push to go-git, and it still lands.
+func TestPushWalkLimitFallsBack(t *testing.T) {
+	defer func(n int) { pushWalkLimit = n }(pushWalkLimit)
+	pushWalkLimit = 2
+	w := pushWorld(t, "file", pushSeed)
+	p := probePushes(w.a)
+	for i := 0; i < 4; i++ {
+		writeFile(t, w.aDir, "areas/a.html", fmt.Sprintf("a %d\n", i))
+		mustCommit(t, w.a, "areas/a.html")
+	}
+	if res := mustSync(t, w.a); !res.Pushed {
+		t.Fatalf("A: %+v", res)
+	}
+	if st := p.last(t); !strings.Contains(st.Fallback, "limit") {
+		t.Fatalf("fallback %q, want the walk limit", st.Fallback)
+	}
+	fsck(t, w.bare)
+	if got, want := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main")),
+		strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD")); got != want {
+		t.Fatalf("remote main %s, A HEAD %s", got, want)
+	}
+}
+
+// TestPushRemoteMovedIsRejectedThenRetried: a push to a remote head we
+// have not fetched (it moved after our fetch) is refused without sending
+// anything and without touching the remote; the next Sync fetches, merges
+// and pushes through memd's enumeration.
+func TestPushRemoteMovedIsRejectedThenRetried(t *testing.T) {
+	for _, tr := range []string{"file", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			w := pushWorld(t, tr, pushSeed)
+			p := probePushes(w.a)
+			writeFile(t, w.aDir, "areas/from-a.html", "from a\n")
+			local := plumbing.NewHash(mustCommit(t, w.a, "areas/from-a.html").Hash)
+			writeFile(t, w.bDir, "areas/from-b.html", "from b\n")
+			mustCommit(t, w.b, "areas/from-b.html")
+			mustSync(t, w.b)
+			remoteBefore := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+			// What Sync does after its fetch, when B pushed in between.
+			err := w.a.push(context.Background(), pushOpts().withDefaults(), local)
+			if err == nil || !strings.Contains(err.Error(), "non-fast-forward") {
+				t.Fatalf("push over an unfetched remote head: %v, want non-fast-forward", err)
+			}
+			if st := p.last(t); !strings.Contains(st.Fallback, "rejected") || len(st.Sent) != 0 {
+				t.Fatalf("push stats %+v, want a rejection that sent nothing", st)
+			}
+			if got := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main")); got != remoteBefore {
+				t.Fatalf("remote moved %s → %s on a rejected push", remoteBefore, got)
+			}
+			if res := mustSync(t, w.a); !res.Merged || !res.Pushed {
+				t.Fatalf("A: %+v", res)
+			}
+			checkPushed(t, w, p, 0)
+			mustSync(t, w.b)
+			w.check(t)
+		})
+	}
+}
+
 // TestPushObjectsNotFastForward: a remote head that is known locally but
 // not an ancestor of the local head is refused before anything is sent.
 func TestPushObjectsNotFastForward(t *testing.T) {
@@ -382,37 +444,51 @@ func TestPushCostFlatInHistory(t *testing.T) {
 	}
 }
 
-// BenchmarkPushAfterHistory: one new commit pushed to a local bare remote
-// after 100 or 2,000 commits of history, through memd's enumeration
-// (sendPack) and through go-git's PushContext.
+// BenchmarkPushAfterHistory: one new commit pushed after 100 or 2,000
+// commits of history, to a bare remote by path (file) or through git
+// http-backend (http), through memd's enumeration (sendPack) and through
+// go-git's PushContext (gogit).
 func BenchmarkPushAfterHistory(b *testing.B) {
-	for _, n := range []int{100, 2000} {
-		for _, path := range []string{"memd", "gogit"} {
-			b.Run(fmt.Sprintf("history=%d/%s", n, path), func(b *testing.B) {
-				r, dir, _ := cloneHistory(b, n)
-				ro := pushOpts().withDefaults()
-				ctx := context.Background()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					writeFile(b, dir, "areas/d0/f00.html", fmt.Sprintf("<p>bench %d</p>\n", i))
-					res, err := r.CommitPaths([]string{"areas/d0/f00.html"})
-					if err != nil || res.Hash == "" {
-						b.Fatalf("commit: %+v %v", res, err)
-					}
-					local := plumbing.NewHash(res.Hash)
-					b.StartTimer()
-					if path == "memd" {
-						err = r.push(ctx, ro, local)
-					} else {
-						err = r.pushGoGitForBench(ctx, ro)
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+	for _, tr := range []string{"file", "http"} {
+		for _, n := range []int{100, 2000} {
+			for _, path := range []string{"memd", "gogit"} {
+				b.Run(fmt.Sprintf("%s/history=%d/%s", tr, n, path), func(b *testing.B) {
+					benchPush(b, tr, n, path)
+				})
+			}
+		}
+	}
+}
+
+func benchPush(b *testing.B, tr string, n int, path string) {
+	r, dir, bare := cloneHistory(b, n)
+	if tr == "http" {
+		runGit(b, bare, "config", "http.receivepack", "true")
+		srv := testutil.NewGitHTTPServer(b, filepath.Dir(bare), "")
+		if err := r.SetRemote("origin", srv.URL(filepath.Base(bare))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ro := pushOpts().withDefaults()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		writeFile(b, dir, "areas/d0/f00.html", fmt.Sprintf("<p>bench %d</p>\n", i))
+		res, err := r.CommitPaths([]string{"areas/d0/f00.html"})
+		if err != nil || res.Hash == "" {
+			b.Fatalf("commit: %+v %v", res, err)
+		}
+		local := plumbing.NewHash(res.Hash)
+		b.StartTimer()
+		if path == "memd" {
+			err = r.push(ctx, ro, local)
+		} else {
+			err = r.pushGoGitForBench(ctx, ro)
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 }
