@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -511,4 +513,102 @@ func (r *Repo) pushGoGitForBench(ctx context.Context, ro RemoteOptions) error {
 		return err
 	}
 	return nil
+}
+
+// TestPushRandomHistories: random edits, additions (some duplicating
+// another file's content), deletions, moves and whole-folder deletions and
+// re-creations on two clones with skewed clocks, merged and pushed in turn;
+// every push of A goes through memd's enumeration and sends every object
+// the remote lacked.
+func TestPushRandomHistories(t *testing.T) {
+	w := pushWorld(t, "file", pushSeed)
+	var nb, na atomic.Int64
+	ob := hostOptions("hostb")
+	ob.Now = func() time.Time { return testNow.Add(time.Duration(nb.Add(1)) * time.Hour) }
+	oa := hostOptions("hosta")
+	oa.Now = func() time.Time { return testNow.Add(-time.Duration(na.Add(1)) * time.Minute) }
+	a, b := openTest(t, w.aDir, oa), openTest(t, w.bDir, ob)
+	p := probePushes(a)
+	rng := rand.New(rand.NewPCG(11, 12))
+	dirs := []string{"areas", "projects/p/notes", "projects/q", "resources/deep/x", "archive/y"}
+	pushes := 0
+	for round := 0; round < 30; round++ {
+		r, dir := a, w.aDir
+		if rng.IntN(3) == 0 {
+			r, dir = b, w.bDir
+		}
+		var files []string
+		for _, line := range strings.Split(runGit(t, dir, "ls-files"), "\n") {
+			if line != "" {
+				files = append(files, line)
+			}
+		}
+		var touched []string
+		for op := 0; op < 1+rng.IntN(3); op++ {
+			pick := func() string {
+				if len(files) == 0 {
+					return ""
+				}
+				f := files[rng.IntN(len(files))]
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					return ""
+				}
+				return f
+			}
+			switch rng.IntN(5) {
+			case 0: // edit
+				if f := pick(); f != "" {
+					writeFile(t, dir, f, fmt.Sprintf("edit %d %d\n", round, op))
+					touched = append(touched, f)
+				}
+			case 1: // add, sometimes a copy of another file's content
+				f := fmt.Sprintf("%s/r%d-%d.html", dirs[rng.IntN(len(dirs))], round, op)
+				content := fmt.Sprintf("new %d %d\n", round, op)
+				if g := pick(); g != "" && rng.IntN(2) == 0 {
+					content = readWork(t, dir, g)
+				}
+				writeFile(t, dir, f, content)
+				touched = append(touched, f)
+			case 2: // delete
+				if f := pick(); f != "" {
+					removeFile(t, dir, f)
+					touched = append(touched, f)
+				}
+			case 3: // move to another folder
+				if f := pick(); f != "" {
+					to := fmt.Sprintf("%s/m%d-%d-%s", dirs[rng.IntN(len(dirs))], round, op, filepath.Base(f))
+					renameFile(t, dir, f, to)
+					touched = append(touched, f, to)
+				}
+			case 4: // delete a whole folder (re-created by later adds)
+				d := dirs[rng.IntN(len(dirs))]
+				for _, f := range files {
+					if strings.HasPrefix(f, d+"/") && !strings.Contains(strings.TrimPrefix(f, d+"/"), "/") {
+						if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+							removeFile(t, dir, f)
+							touched = append(touched, f)
+						}
+					}
+				}
+			}
+		}
+		if len(touched) > 0 {
+			mustCommit(t, r, touched...)
+		}
+		before := len(p.stats)
+		res := mustSync(t, r)
+		if r == a && res.Pushed {
+			if len(p.stats) != before+1 {
+				t.Fatalf("round %d: %d pushes recorded, want 1", round, len(p.stats)-before)
+			}
+			checkPushed(t, w, p, 1<<20) // extras (moved or copied blobs) are allowed
+			pushes++
+		}
+	}
+	if pushes < 10 {
+		t.Fatalf("only %d pushes of A checked", pushes)
+	}
+	mustSync(t, b)
+	mustSync(t, a)
+	fsck(t, w.bare)
 }
