@@ -269,14 +269,9 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	if local.IsZero() {
 		return nil
 	}
-	br := r.BranchRef()
-	spec := config.RefSpec(br.String() + ":" + br.String())
-	err = rem.PushContext(cctx, &git.PushOptions{
-		RemoteName: ro.Remote,
-		RefSpecs:   []config.RefSpec{spec},
-		Auth:       auth,
-		Force:      false,
-	})
+	// sendPack enumerates only what is new (push.go); it falls back to
+	// go-git's PushContext for a first push.
+	err = r.sendPack(cctx, rem, url, auth, r.BranchRef(), local)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)

@@ -116,6 +116,9 @@ type Repo struct {
 	// testBeforeRef, when set (tests only), runs between writing a commit's
 	// objects and moving the ref: the window a concurrent git can use.
 	testBeforeRef func()
+	// testPushStats, when set (tests only), receives each push's
+	// enumeration statistics (push.go).
+	testPushStats func(pushStats)
 }
 
 // objectCacheSize bounds go-git's cache of decoded objects. git.PlainOpen gives every
