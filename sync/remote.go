@@ -241,6 +241,9 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 		}
 		return plumbing.ZeroHash, classifyRemoteErr("fetch", ro.Remote, url, err)
 	}
+	if err == nil {
+		r.consolidatePacksLocked(ctx)
+	}
 	h, err := readRef(r.gitDir, track.String())
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", ro.Remote, err)
