@@ -22,7 +22,9 @@
 //     ctime, inode) and content hash; a night whose plans all come out empty records a
 //     fingerprint of everything the planners read (.git/memd/sleep-idle.json, see idle.go),
 //     so the next night with nothing changed costs one walk and an lstat per memory file,
-//     less than a `git status`.
+//     less than a `git status`. A night after a day of new or edited memory files that
+//     change no plan is answered from that record too, after judging only those files
+//     (the delta plan, delta.go); anything it cannot prove plans the whole tree.
 package sleep
 
 import (
@@ -183,8 +185,9 @@ type Runner struct {
 	opts  Options
 	log   *slog.Logger
 	now   func() time.Time
-	// idleHit: the last Run's results came from the idle record (tests).
-	idleHit bool
+	// idleHit: the last Run's results came from the idle record; deltaHit: from the record
+	// after a delta plan (tests).
+	idleHit, deltaHit bool
 }
 
 // NewRunner returns a runner for the repo at repoDir committing through store.
@@ -271,10 +274,19 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	}
 	idle := idleKey(r.dir, walk, r.opts.Config)
 	rec := readIdle(r.opts.StateDir)
+	var delta *deltaPlan
 	if !rec.holds(idle, now, toPlan) {
-		rec = nil
+		// Not the record's tree: maybe only a few memory files that change no plan.
+		var why string
+		if delta, why = r.planDelta(rec, idle, walk, now, toPlan); delta == nil {
+			rec = nil
+			r.log.Debug("sleep: planning the whole tree", "why", why)
+		} else {
+			r.log.Debug("sleep: only new or edited memory files that change no plan", "read", delta.read)
+		}
 	}
-	r.idleHit = rec != nil
+	r.idleHit = rec != nil && delta == nil
+	r.deltaHit = delta != nil
 	// Nothing changed since a run whose plans were all empty: its results, no parse.
 	var snap *snapshot
 	if rec == nil {
@@ -291,6 +303,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	var succeeded []string
 	var planned []PhaseResult
 	var until time.Time
+	var groups map[arcKey]int
 	allEmpty := true
 	for _, ph := range phases {
 		if err := ctx.Err(); err != nil {
@@ -305,12 +318,18 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		}
 		if rec != nil {
 			pr = rec.replay(ph)
+			if delta != nil {
+				planned = append(planned, rec.replay(ph))
+			}
 		} else {
 			p := r.runPhase(ctx, runID, ph, now, snap, &pr)
 			if p == nil || len(p.ops) > 0 || pr.Err != nil || pr.Counts["summarized"]+pr.Counts["summarizer_failed"] > 0 {
 				allEmpty = false // (a summarizer ran: its output may differ next time)
 			} else if !p.until.IsZero() && (until.IsZero() || p.until.Before(until)) {
 				until = p.until
+			}
+			if p != nil && ph == PhaseArcs {
+				groups = p.arcGroups
 			}
 			planned = append(planned, pr)
 		}
@@ -334,11 +353,16 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			}
 			var err error
 			if allEmpty && len(planned) > 0 {
-				err = writeIdle(r.opts.StateDir, idle, saved, now, until, planned)
+				err = writeIdle(r.opts.StateDir, idle, saved, now, until, planned, walk, groups)
 			} else {
 				err = removeIdle(r.opts.StateDir)
 			}
 			if err != nil {
+				r.log.Warn("cannot write the sleep idle record", "err", err)
+			}
+		} else if delta != nil {
+			// The record, moved on to this tree: tomorrow compares with today.
+			if err := writeIdle(r.opts.StateDir, idle, saved, now, delta.until, planned, walk, delta.groups); err != nil {
 				r.log.Warn("cannot write the sleep idle record", "err", err)
 			}
 		}

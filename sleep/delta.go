@@ -1,0 +1,324 @@
+package sleep
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memd-dev/memd"
+)
+
+// The delta plan: the usual night after a day of writes. Agents added or edited a few
+// memory files, so the idle record's key no longer matches, but the plans would still come
+// out empty. Rather than parse and plan the whole tree, the run diffs its walk with the
+// walk the record was made from (<state>/sleep-idle.walk) and judges only the files that
+// differ. It answers with the record's results only when it can show that planning the
+// whole tree would give exactly them:
+//
+//   - The base (config, ledger stat, executable) is the record's, the clock is in the
+//     record's window, and the record has every phase to plan.
+//   - Every difference is a memory file added, or changed in place, outside archive/ and
+//     areas/arcs/; a changed file is not an episode path (it may have been an arc member).
+//     Any other difference (a file deleted, a MEMORY.md, the ledger or any other file
+//     added or changed, an incomplete walk) means a full plan.
+//   - Each of those files, read and parsed now, makes no phase act: expire and archive
+//     judge a file by itself alone (expireFile, archiveFile); arcs groups by the file alone
+//     (arcKeysOf) and no group it joins reaches arcs.min_episodes (the record keeps every
+//     group's size); tidy rewrites a file's links only to paths that no longer exist, and
+//     every link of the file names an existing file.
+//   - Nothing a file that did not change contributes can change: its parse is the same
+//     (same stat, the racy rule held when the record was made), and added memory files
+//     outside archive/ only take paths out of what tidy would repoint.
+//
+// HEAD is left out: no planner reads git, and memd commits the day's writes, so HEAD moves
+// every day. The new record (the walked tree, the record's results, the earlier of its
+// window's end and the new files' own thresholds) is written like any idle record, so the
+// next night compares with today.
+const (
+	idleWalkName  = "sleep-idle.walk"
+	idleWalkMagic = "memd sleep idle walk\n"
+	// maxDeltaFiles bounds the files a delta plan reads: beyond it a full plan (which also
+	// brings the parse cache up to date) costs about as much.
+	maxDeltaFiles = 2000
+)
+
+// walkCompare orders paths as walkTree lists them: in each directory its files by name,
+// then its subdirectories by name, each depth first.
+func walkCompare(a, b string) int {
+	for {
+		ia, ib := strings.IndexByte(a, '/'), strings.IndexByte(b, '/')
+		switch {
+		case ia < 0 && ib < 0:
+			return strings.Compare(a, b)
+		case ia < 0:
+			return -1 // a file of this directory before anything in a subdirectory
+		case ib < 0:
+			return 1
+		}
+		if c := strings.Compare(a[:ia], b[:ib]); c != 0 {
+			return c
+		}
+		a, b = a[ia+1:], b[ib+1:]
+	}
+}
+
+// writeIdleWalk writes the walk (every path, its kind and stat) and the arc group sizes
+// (nil: arcs not planned), tagged with the record's key.
+func writeIdleWalk(dir, key string, t *tree, groups map[arcKey]int) error {
+	b := make([]byte, 0, 64+len(t.files)*96)
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = append(b, idleWalkMagic...)
+	b = binary.AppendUvarint(b, idleVersion)
+	str(key)
+	b = binary.AppendUvarint(b, uint64(len(t.files)))
+	for _, f := range t.files {
+		str(f.rel)
+		b = append(b, walkFlags(f))
+		if f.statted {
+			b = binary.AppendVarint(b, f.st.Size)
+			b = binary.AppendVarint(b, f.st.Mtime)
+			b = binary.AppendVarint(b, f.st.Ctime)
+			b = binary.AppendUvarint(b, f.st.Ino)
+		}
+	}
+	if groups == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = binary.AppendUvarint(b, uint64(len(groups)))
+		for k, n := range groups {
+			str(k.entity)
+			b = binary.AppendVarint(b, int64(k.year))
+			b = binary.AppendUvarint(b, uint64(n))
+		}
+	}
+	if err := writeFileRename(filepath.Join(dir, idleWalkName), b, 0o600, false); err != nil {
+		return fmt.Errorf("idle walk: %w", err)
+	}
+	return nil
+}
+
+func walkFlags(f treeFile) byte {
+	var fl byte
+	if f.mem {
+		fl |= 1
+	}
+	if f.statted {
+		fl |= 2
+	}
+	return fl
+}
+
+// idleWalk is a loaded walk file, read entry by entry (paths share the file's one string).
+type idleWalk struct {
+	r     cacheReader
+	count int
+}
+
+// readIdleWalk opens the walk recorded with key; nil when there is none or it is another's.
+func readIdleWalk(dir, key string) *idleWalk {
+	b, err := os.ReadFile(filepath.Join(dir, idleWalkName))
+	if err != nil || !strings.HasPrefix(string(b[:min(len(b), len(idleWalkMagic))]), idleWalkMagic) {
+		return nil
+	}
+	w := &idleWalk{r: cacheReader{data: string(b), pos: len(idleWalkMagic)}}
+	if w.r.uvarint() != idleVersion || w.r.str() != key {
+		return nil
+	}
+	w.count = int(min(w.r.uvarint(), uint64(len(b))))
+	if w.r.err != nil {
+		return nil
+	}
+	return w
+}
+
+// next reads the next entry.
+func (w *idleWalk) next() (f treeFile, ok bool) {
+	f.rel = w.r.str()
+	fl := w.r.byte()
+	f.mem, f.statted = fl&1 != 0, fl&2 != 0
+	if f.statted {
+		f.st.Size, f.st.Mtime, f.st.Ctime, f.st.Ino = w.r.varint(), w.r.varint(), w.r.varint(), w.r.uvarint()
+	}
+	return f, w.r.err == nil
+}
+
+// groups reads the arc group sizes after the entries (nil, true when none were recorded).
+func (w *idleWalk) groups() (map[arcKey]int, bool) {
+	if w.r.byte() == 0 {
+		return nil, w.r.err == nil && w.r.pos == len(w.r.data)
+	}
+	n := int(min(w.r.uvarint(), uint64(len(w.r.data))))
+	out := make(map[arcKey]int, n)
+	for range n {
+		k := arcKey{entity: w.r.str(), year: int(w.r.varint())}
+		out[k] = int(w.r.uvarint())
+	}
+	return out, w.r.err == nil && w.r.pos == len(w.r.data)
+}
+
+// diffWalk compares the recorded walk with t: the memory files added and changed (stat),
+// ok false when anything else differs or the record is unreadable.
+func diffWalk(w *idleWalk, t *tree) (added, changed []string, ok bool) {
+	i := 0
+	for range w.count {
+		old, ok := w.next()
+		if !ok {
+			return nil, nil, false
+		}
+		for i < len(t.files) && t.files[i].rel != old.rel && walkCompare(t.files[i].rel, old.rel) < 0 {
+			if !t.files[i].mem {
+				return nil, nil, false // a new file that is not a memory file
+			}
+			added = append(added, t.files[i].rel)
+			i++
+		}
+		if i == len(t.files) || t.files[i].rel != old.rel {
+			return nil, nil, false // deleted
+		}
+		f := t.files[i]
+		i++
+		if walkFlags(f) != walkFlags(old) {
+			return nil, nil, false
+		}
+		// (A file without a stat is one the planners only see exist.)
+		if f.statted && f.st != old.st {
+			if !f.mem {
+				return nil, nil, false // a MEMORY.md
+			}
+			changed = append(changed, f.rel)
+		}
+	}
+	for ; i < len(t.files); i++ {
+		if !t.files[i].mem {
+			return nil, nil, false
+		}
+		added = append(added, t.files[i].rel)
+	}
+	return added, changed, true
+}
+
+// deltaPlan is a delta plan that holds: the record's results hold for the walked tree,
+// up to until.
+type deltaPlan struct {
+	until  time.Time
+	groups map[arcKey]int // nil when the record had none
+	read   int            // memory files read
+}
+
+// planDelta returns the delta plan for the walk t at now, or nil and why not.
+func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Time, phases []string) (*deltaPlan, string) {
+	switch {
+	case rec == nil:
+		return nil, "no idle record"
+	case !in.ok || !t.complete:
+		return nil, "incomplete walk"
+	case rec.Base == "" || rec.Base != in.base:
+		return nil, "config, ledger or executable changed"
+	case now.Before(rec.From) || now.Year() != rec.Year || (!rec.Until.IsZero() && !now.Before(rec.Until)):
+		return nil, "clock outside the record's window"
+	}
+	for _, ph := range phases {
+		if rec.phase(ph) == nil {
+			return nil, "phase " + ph + " not recorded"
+		}
+	}
+	w := readIdleWalk(r.opts.StateDir, rec.Key)
+	if w == nil {
+		return nil, "no walk for the record"
+	}
+	added, changed, ok := diffWalk(w, t)
+	if !ok {
+		return nil, "a file other than a memory file was added, changed or deleted"
+	}
+	groups, ok := w.groups()
+	if !ok {
+		return nil, "damaged walk record"
+	}
+	if groups == nil && slices.Contains(phases, PhaseArcs) {
+		return nil, "no arc groups recorded"
+	}
+	if len(added)+len(changed) > maxDeltaFiles {
+		return nil, "too many changed files"
+	}
+	isNew := make(map[string]bool, len(added))
+	for _, p := range added {
+		isNew[p] = true
+	}
+	env := &planEnv{cfg: r.opts.Config, now: now}
+	grace := env.cfg.Expire.SoftGrace.D()
+	thresholds := newPlan() // only its until: the same "past is strict" rule as the planners
+	joined := map[arcKey]int{}
+	targets := map[string]bool{} // link targets that must exist
+	rd := &snapshot{root: r.dir}
+	var keys []arcKey
+	for _, p := range slices.Concat(added, changed) {
+		if strings.HasPrefix(p, memd.BucketArchive+"/") || strings.HasPrefix(p, memd.ArcsDir+"/") {
+			return nil, p + ": in archive/ or the arcs directory"
+		}
+		if _, dated := memd.EpisodeDate(p); dated && !isNew[p] {
+			return nil, p + ": a changed episode (it may be an arc member)"
+		}
+		res := rd.readOne(readJob{path: p})
+		m := res.m
+		if m == nil || !res.key.hashed {
+			return nil, p + ": unreadable or oversize"
+		}
+		if _, moves, until := expireFile(p, m, now, grace); moves {
+			return nil, p + ": expire would archive it"
+		} else if !until.IsZero() {
+			thresholds.changesAfter(until)
+		}
+		if why, until := archiveFile(p, m, env); why != "" {
+			return nil, p + ": archive would move it"
+		} else if !until.IsZero() {
+			thresholds.changesAfter(until)
+		}
+		keys, _ = arcKeysOf(p, m, r.opts.Config.Arcs.Key, keys[:0])
+		for _, k := range keys {
+			joined[k]++
+		}
+		for _, l := range m.Links {
+			if lp, err := memd.HrefToPath(l.Href); err == nil {
+				targets[lp] = true
+			}
+		}
+	}
+	if len(targets) > 0 {
+		found := 0
+		for _, f := range t.files {
+			if targets[f.rel] {
+				found++
+			}
+		}
+		if found != len(targets) {
+			return nil, "a link to a file that does not exist (tidy may repoint it)"
+		}
+	}
+	if len(joined) > 0 {
+		if groups == nil {
+			return nil, "no arc groups recorded"
+		}
+		min := arcsMin(r.opts.Config)
+		for k, n := range joined {
+			if groups[k]+n >= min {
+				return nil, "group " + k.entity + " reaches arcs.min_episodes"
+			}
+		}
+		for k, n := range joined {
+			groups[k] += n
+		}
+	}
+	until := rec.Until
+	if !thresholds.until.IsZero() && (until.IsZero() || thresholds.until.Before(until)) {
+		until = thresholds.until
+	}
+	return &deltaPlan{until: until, groups: groups, read: len(added) + len(changed)}, ""
+}
