@@ -25,7 +25,9 @@ import (
 //     areas/arcs/; a changed file is not an episode path (it may have been an arc member).
 //     Any other difference (a file deleted, a MEMORY.md, the ledger or any other file
 //     added or changed, an incomplete walk) means a full plan.
-//   - Each of those files, read and parsed now, makes no phase act: expire and archive
+//   - No item of the record's results names one of those files (every per-file count comes
+//     with such an item: a move skipped because its destination exists, a file with no
+//     year), and each of them, read and parsed now, makes no phase act or report: expire and archive
 //     judge a file by itself alone (expireFile, archiveFile); arcs groups by the file alone
 //     (arcKeysOf) and no group it joins reaches arcs.min_episodes (the record keeps every
 //     group's size); tidy rewrites a file's links only to paths that no longer exist, and
@@ -252,6 +254,14 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 	for _, p := range added {
 		isNew[p] = true
 	}
+	// What a file contributes to an empty plan's results (a skipped move, a file with no
+	// year) is an item naming it: a file named there may report differently now.
+	named := map[string]bool{}
+	for _, ph := range rec.Phases {
+		for _, it := range ph.Items {
+			named[it.Path], named[it.To] = true, true
+		}
+	}
 	env := &planEnv{cfg: r.opts.Config, now: now}
 	grace := env.cfg.Expire.SoftGrace.D()
 	thresholds := newPlan() // only its until: the same "past is strict" rule as the planners
@@ -262,6 +272,9 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 	for _, p := range slices.Concat(added, changed) {
 		if strings.HasPrefix(p, memd.BucketArchive+"/") || strings.HasPrefix(p, memd.ArcsDir+"/") {
 			return nil, p + ": in archive/ or the arcs directory"
+		}
+		if named[p] {
+			return nil, p + ": named in the recorded results"
 		}
 		if _, dated := memd.EpisodeDate(p); dated && !isNew[p] {
 			return nil, p + ": a changed episode (it may be an arc member)"

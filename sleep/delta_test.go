@@ -238,6 +238,35 @@ func TestDeltaPlanInvalidation(t *testing.T) {
 	}
 }
 
+// A file whose move was skipped (its archive destination exists) is reported in the
+// record's results; once edited so it no longer expires, a full plan no longer reports
+// it, and neither may the answer.
+func TestDeltaPlanEditedReportedFile(t *testing.T) {
+	dir, store := settledFixture(t)
+	cfg := testConfig()
+	dup := "areas/inbox/dup.html"
+	expired := mem{typ: "semantic", title: "Dup", created: "2026-01-01T00:00:00Z", validUntil: "2026-10-01T00:00:00Z"}
+	writeFile(t, dir, dup, expired.html())
+	writeFile(t, dir, "archive/2026/"+dup, expired.html())
+	rep, _, _ := sleepDelta(t, dir, store, cfg, fixNow, nil)
+	if phaseCounts(rep, PhaseExpire)["skipped"] != 1 {
+		t.Fatalf("expire: %v, want the move skipped", phaseCounts(rep, PhaseExpire))
+	}
+	if _, idle, _ := sleepDelta(t, dir, store, cfg, fixNow, nil); !idle {
+		t.Fatal("not settled")
+	}
+	expired.validUntil = "2027-10-01T00:00:00Z"
+	writeFile(t, dir, dup, expired.html())
+	want := fullPlan(t, dir, store, cfg, fixNow)
+	rep, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
+	if idle || delta {
+		t.Fatalf("a shortcut answered for a file the record reports (idle %v, delta %v)", idle, delta)
+	}
+	if got := phaseView(rep); !reflect.DeepEqual(got, want) || phaseCounts(rep, PhaseExpire)["skipped"] != 0 {
+		t.Fatalf("results differ from a full plan:\n got %+v\nwant %+v", got, want)
+	}
+}
+
 // fourMembers gives Sanju's 2025 arc a fourth member and settles the tree: one member
 // leaving still leaves an arc to rewrite.
 func fourMembers(t *testing.T, dir string, store Store, cfg memd.Config) {
