@@ -21,17 +21,19 @@ import (
 //
 //   - The base (config, ledger stat, executable) is the record's, the clock is in the
 //     record's window, and the record has every phase to plan.
-//   - Every difference is a memory file added, or changed in place, outside archive/ and
-//     areas/arcs/; a changed file is not an episode path (it may have been an arc member).
-//     Any other difference (a file deleted, a MEMORY.md, the ledger or any other file
-//     added or changed, an incomplete walk) means a full plan.
+//   - Every difference is a memory file or a MEMORY.md added, or changed in place, outside
+//     archive/ and areas/arcs/; a changed memory file is not an episode path (it may have
+//     been an arc member). Any other difference (a file deleted, the ledger or any other
+//     file added or changed, an incomplete walk) means a full plan.
 //   - No item of the record's results names one of those files (every per-file count comes
 //     with such an item: a move skipped because its destination exists, a file with no
 //     year), and each of them, read and parsed now, makes no phase act or report: expire and archive
 //     judge a file by itself alone (expireFile, archiveFile); arcs groups by the file alone
 //     (arcKeysOf) and no group it joins reaches arcs.min_episodes (the record keeps every
 //     group's size); tidy rewrites a file's links only to paths that no longer exist, and
-//     every link of the file names an existing file.
+//     every link of the file names an existing file. A MEMORY.md is planned by tidy's own
+//     code (tidyMD) with every bullet target taken as staying, which must come out empty,
+//     and every bullet target must exist.
 //   - Nothing a file that did not change contributes can change: its parse is the same
 //     (same stat, the racy rule held when the record was made), and added memory files
 //     outside archive/ only take paths out of what tidy would repoint.
@@ -166,8 +168,10 @@ func (w *idleWalk) groups() (map[arcKey]int, bool) {
 	return out, w.r.err == nil && w.r.pos == len(w.r.data)
 }
 
-// diffWalk compares the recorded walk with t: the memory files added and changed (stat),
-// ok false when anything else differs or the record is unreadable.
+// diffWalk compares the recorded walk with t: the memory files and MEMORY.md files (the
+// stat'ed ones) added and changed, ok false when anything else differs (a file deleted, any
+// other file added) or the record is unreadable. A walk whose memory files and MEMORY.md
+// files all have a stat is complete (checked by the caller).
 func diffWalk(w *idleWalk, t *tree) (added, changed []string, ok bool) {
 	i := 0
 	for range w.count {
@@ -176,8 +180,8 @@ func diffWalk(w *idleWalk, t *tree) (added, changed []string, ok bool) {
 			return nil, nil, false
 		}
 		for i < len(t.files) && t.files[i].rel != old.rel && walkCompare(t.files[i].rel, old.rel) < 0 {
-			if !t.files[i].mem {
-				return nil, nil, false // a new file that is not a memory file
+			if !t.files[i].statted {
+				return nil, nil, false // a new file the planners do not judge by itself
 			}
 			added = append(added, t.files[i].rel)
 			i++
@@ -192,14 +196,11 @@ func diffWalk(w *idleWalk, t *tree) (added, changed []string, ok bool) {
 		}
 		// (A file without a stat is one the planners only see exist.)
 		if f.statted && f.st != old.st {
-			if !f.mem {
-				return nil, nil, false // a MEMORY.md
-			}
 			changed = append(changed, f.rel)
 		}
 	}
 	for ; i < len(t.files); i++ {
-		if !t.files[i].mem {
+		if !t.files[i].statted {
 			return nil, nil, false
 		}
 		added = append(added, t.files[i].rel)
@@ -276,6 +277,23 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 		if named[p] {
 			return nil, p + ": named in the recorded results"
 		}
+		if isMemoryMD(p) {
+			// Tidy alone reads it: planned on its own, with every bullet's target taken
+			// as moved away unless it exists (checked below).
+			data, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(p)))
+			if err != nil {
+				return nil, p + ": unreadable"
+			}
+			tp := newPlan()
+			tidyMD(rd, env, tp, p, data, func(q string) (string, bool) {
+				targets[q] = true
+				return "", false
+			})
+			if len(tp.ops) > 0 || len(tp.items) > 0 || len(tp.counts) > 0 {
+				return nil, p + ": tidy would act on it or report it"
+			}
+			continue
+		}
 		if _, dated := memd.EpisodeDate(p); dated && !isNew[p] {
 			return nil, p + ": a changed episode (it may be an arc member)"
 		}
@@ -312,7 +330,7 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 			}
 		}
 		if found != len(targets) {
-			return nil, "a link to a file that does not exist (tidy may repoint it)"
+			return nil, "a link or index bullet to a file that does not exist (tidy may repoint it)"
 		}
 	}
 	if len(joined) > 0 {

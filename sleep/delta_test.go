@@ -194,6 +194,14 @@ func TestDeltaPlanInvalidation(t *testing.T) {
 			writeFile(t, dir, "archive/2025/resources/go/later.html", mem{typ: "semantic", title: "Later"}.html())
 			return fixNow
 		}, committed(PhaseTidy, "links", 1)},
+		{"new non-memory file in the archive that a link now points at", func(t *testing.T, dir string, store Store, cfg *memd.Config) time.Time {
+			writeFile(t, dir, "resources/go/pointer.html", mem{typ: "semantic", title: "Pointer", links: []string{"/resources/go/later.txt"}}.html())
+			if _, idle, delta := sleepDelta(t, dir, store, *cfg, fixNow, nil); idle || delta {
+				t.Fatal("a link to a missing file was answered by a shortcut")
+			}
+			writeFile(t, dir, "archive/2025/resources/go/later.txt", "later\n")
+			return fixNow
+		}, committed(PhaseTidy, "links", 1)},
 		{"edited MEMORY.md", func(t *testing.T, dir string, _ Store, _ *memd.Config) time.Time {
 			writeFile(t, dir, projectMD, "# shop\n\n## Active Warnings\n- cart is flaky\n\n## Notes\n- misc\n")
 			return fixNow
@@ -265,6 +273,47 @@ func TestDeltaPlanEditedReportedFile(t *testing.T) {
 	if got := phaseView(rep); !reflect.DeepEqual(got, want) || phaseCounts(rep, PhaseExpire)["skipped"] != 0 {
 		t.Fatalf("results differ from a full plan:\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// MEMORY.md files are planned by tidy alone: an index bullet to an existing file and a new
+// index are answered by the delta plan, exactly as a full plan reports; a bullet to an
+// archived path (repointed) or a project MEMORY.md tidy reports on is planned in full.
+func TestDeltaPlanMemoryMD(t *testing.T) {
+	dir, store := settledFixture(t)
+	cfg := testConfig()
+	writeFile(t, dir, indexMD, readFile(t, dir, indexMD)+"- [["+taskOpen+"|Write docs]] \u00b7 type:task subject:shop \u00b7 docs\n")
+	writeFile(t, dir, "areas/oncall/MEMORY.md", "# MEMORY\n\n- [["+epThis+"|Drill]] \u00b7 type:episodic subject:oncall \u00b7 drill\n")
+	want := fullPlan(t, dir, store, cfg, fixNow)
+	rep, _, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
+	if !delta {
+		t.Fatal("index bullets to existing files: the delta plan did not answer")
+	}
+	if got := phaseView(rep); !reflect.DeepEqual(got, want) {
+		t.Fatalf("delta results differ from a full plan:\n got %+v\nwant %+v", got, want)
+	}
+
+	t.Run("bullet to an archived path", func(t *testing.T) {
+		writeFile(t, dir, indexMD, readFile(t, dir, indexMD)+"- [["+epOld2+"|Pager storm]] \u00b7 type:episodic subject:oncall \u00b7 storm\n")
+		rep, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
+		if idle || delta {
+			t.Fatalf("a shortcut answered (idle %v, delta %v)", idle, delta)
+		}
+		if c := phaseCounts(rep, PhaseTidy); c["bullets"] != 1 || !strings.Contains(readFile(t, dir, indexMD), "archive/2024/"+epOld2) {
+			t.Fatalf("tidy %v: the bullet was not repointed", c)
+		}
+	})
+	t.Run("project MEMORY.md with a long bullet", func(t *testing.T) {
+		sleepDelta(t, dir, store, cfg, fixNow, nil) // settle after the tidy commit
+		writeFile(t, dir, projectMD, readFile(t, dir, projectMD)+"- "+strings.Repeat("very long ", 70)+"\n")
+		want := fullPlan(t, dir, store, cfg, fixNow)
+		rep, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
+		if idle || delta {
+			t.Fatalf("a shortcut answered (idle %v, delta %v)", idle, delta)
+		}
+		if got := phaseView(rep); !reflect.DeepEqual(got, want) || phaseCounts(rep, PhaseTidy)["long_bullets"] != 1 {
+			t.Fatalf("results: got %+v\nwant %+v (with long_bullets=1)", got, want)
+		}
+	})
 }
 
 // fourMembers gives Sanju's 2025 arc a fourth member and settles the tree: one member
