@@ -169,43 +169,46 @@ func (w *idleWalk) groups() (map[arcKey]int, bool) {
 }
 
 // diffWalk compares the recorded walk with t: the memory files and MEMORY.md files (the
-// stat'ed ones) added and changed, ok false when anything else differs (a file deleted, any
-// other file added) or the record is unreadable. A walk whose memory files and MEMORY.md
-// files all have a stat is complete (checked by the caller).
-func diffWalk(w *idleWalk, t *tree) (added, changed []string, ok bool) {
+// stat'ed ones) added and changed, and the latest stamp of the unchanged ones; ok false
+// when anything else differs (a file deleted, any other file added) or the record is
+// unreadable. A walk whose memory files and MEMORY.md files all have a stat is complete
+// (checked by the caller).
+func diffWalk(w *idleWalk, t *tree) (added, changed []string, sameStamp int64, ok bool) {
 	i := 0
 	for range w.count {
 		old, ok := w.next()
 		if !ok {
-			return nil, nil, false
+			return nil, nil, 0, false
 		}
 		for i < len(t.files) && t.files[i].rel != old.rel && walkCompare(t.files[i].rel, old.rel) < 0 {
 			if !t.files[i].statted {
-				return nil, nil, false // a new file the planners do not judge by itself
+				return nil, nil, 0, false // a new file the planners do not judge by itself
 			}
 			added = append(added, t.files[i].rel)
 			i++
 		}
 		if i == len(t.files) || t.files[i].rel != old.rel {
-			return nil, nil, false // deleted
+			return nil, nil, 0, false // deleted
 		}
 		f := t.files[i]
 		i++
 		if walkFlags(f) != walkFlags(old) {
-			return nil, nil, false
+			return nil, nil, 0, false
 		}
 		// (A file without a stat is one the planners only see exist.)
 		if f.statted && f.st != old.st {
 			changed = append(changed, f.rel)
+		} else if f.statted {
+			sameStamp = max(sameStamp, f.st.stamp())
 		}
 	}
 	for ; i < len(t.files); i++ {
 		if !t.files[i].statted {
-			return nil, nil, false
+			return nil, nil, 0, false
 		}
 		added = append(added, t.files[i].rel)
 	}
-	return added, changed, true
+	return added, changed, sameStamp, true
 }
 
 // deltaPlan is a delta plan that holds: the record's results hold for the walked tree,
@@ -237,9 +240,14 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 	if w == nil {
 		return nil, "no walk for the record"
 	}
-	added, changed, ok := diffWalk(w, t)
+	added, changed, sameStamp, ok := diffWalk(w, t)
 	if !ok {
-		return nil, "a file other than a memory file was added, changed or deleted"
+		return nil, "a file other than a memory file or MEMORY.md was added or changed, or a file was deleted"
+	}
+	// An unchanged stat proves unchanged bytes only outside the racy window of the walk
+	// the record was made from (as for the idle record itself).
+	if max(sameStamp, in.ledger) >= rec.Saved-racyWindow {
+		return nil, "files touched within the racy window of the record's walk"
 	}
 	groups, ok := w.groups()
 	if !ok {

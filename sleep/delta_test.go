@@ -2,6 +2,7 @@ package sleep
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -314,6 +315,45 @@ func TestDeltaPlanMemoryMD(t *testing.T) {
 			t.Fatalf("results: got %+v\nwant %+v (with long_bullets=1)", got, want)
 		}
 	})
+}
+
+// A record whose walk was taken within the racy window of an unchanged file proves
+// nothing about that file's bytes: no delta plan from it.
+func TestDeltaPlanRacyRecord(t *testing.T) {
+	dir, store := settledFixture(t)
+	cfg := testConfig()
+	walk, err := walkTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	touched := time.Unix(0, idleKey(dir, walk, cfg).maxStamp) // the latest touch of a file it vouches for
+	recPath := filepath.Join(dir, ".git", "memd", idleName)
+	rec := readIdle(filepath.Dir(recPath))
+	if rec == nil {
+		t.Fatal("no idle record")
+	}
+	rec.Saved = touched.Add(time.Second).UnixNano() // a file touched 1s before that walk
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fact(t, dir, "a")
+	if _, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, func(o *Options) { o.DryRun = true }); idle || delta {
+		t.Fatalf("racy record: idle %v delta %v", idle, delta)
+	}
+	rec.Saved = touched.Add(3 * time.Second).UnixNano()
+	if b, err = json.Marshal(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, delta := sleepDelta(t, dir, store, cfg, fixNow, nil); !delta {
+		t.Fatal("a settled record: the delta plan did not answer")
+	}
 }
 
 // fourMembers gives Sanju's 2025 arc a fourth member and settles the tree: one member

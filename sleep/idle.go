@@ -64,6 +64,7 @@ type idleInputs struct {
 	key      string
 	base     string // the key without the walk and HEAD
 	maxStamp int64  // the latest mtime/ctime among the stat'ed files
+	ledger   int64  // the ledger's stamp (0: none)
 	ok       bool   // false: something could not be stat'ed; never trust or record
 }
 
@@ -79,6 +80,7 @@ func idleKey(root string, t *tree, cfg memd.Config) idleInputs {
 	case err == nil:
 		fmt.Fprintf(b, "ledger %q %d %d %d %d\n", ledger, st.Size, st.Mtime, st.Ctime, st.Ino)
 		in.maxStamp = max(in.maxStamp, st.stamp())
+		in.ledger = st.stamp()
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintf(b, "ledger %q absent\n", ledger)
 	default:

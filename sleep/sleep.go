@@ -297,7 +297,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		}
 		snap.virtual = r.opts.DryRun
 		snap.ledger = ledgerPath(r.opts.Config)
-	} else {
+	} else if delta == nil {
 		r.log.Debug("sleep: nothing changed since an idle run", "since", rec.From, "until", rec.Until)
 	}
 	var succeeded []string
