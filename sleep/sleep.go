@@ -348,7 +348,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			allEmpty = false
 		}
 		if snap != nil {
-			if err := snap.saveCache(r.opts.StateDir); err != nil {
+			if err := snap.saveCacheIfWorth(r.opts.StateDir); err != nil {
 				r.log.Warn("cannot write the sleep parse cache", "err", err)
 			}
 			var err error
