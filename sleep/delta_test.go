@@ -456,3 +456,91 @@ func TestWalkCompareMatchesWalk(t *testing.T) {
 		t.Fatalf("sorted by walkCompare %v, walked %v", shuffled, got)
 	}
 }
+
+// diffWalk finds exactly the memory files and MEMORY.md files added and changed wherever
+// they sort in the walk (new directories before, between and after old ones, names that
+// order differently by byte and by directory), and refuses any other difference.
+func TestDiffWalk(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := []string{"areas/b/x.html", "areas/b-c/y.html", "areas/b/z/w.html", "projects/p/MEMORY.md", "projects/p/q.html", "notes.txt"}
+	for _, p := range old {
+		writeFile(t, dir, p, "old "+p)
+	}
+	t0, err := walkTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeIdleWalk(state, "k", t0, map[arcKey]int{{"e", 2026}: 2}); err != nil {
+		t.Fatal(err)
+	}
+	diff := func() (added, changed []string, ok bool) {
+		t.Helper()
+		t1, err := walkTree(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := readIdleWalk(state, "k")
+		if w == nil {
+			t.Fatal("walk record not readable")
+		}
+		added, changed, _, ok = diffWalk(w, t1)
+		if g, gok := w.groups(); ok && (!gok || g[arcKey{"e", 2026}] != 2) {
+			t.Fatalf("groups %v %v", g, gok)
+		}
+		slices.Sort(added)
+		slices.Sort(changed)
+		return added, changed, ok
+	}
+	if a, c, ok := diff(); !ok || len(a)+len(c) != 0 {
+		t.Fatalf("unchanged tree: added %v changed %v ok %v", a, c, ok)
+	}
+	if readIdleWalk(state, "other key") != nil {
+		t.Fatal("a walk record was read for another record's key")
+	}
+	newFiles := []string{"areas/a/n.html", "areas/b-a/n.html", "areas/b/a.html", "areas/b/z/a/n.html", "areas/b/zz.html",
+		"areas/c/n.html", "projects/p/MEMORY.md.d/n.html", "projects/r/MEMORY.md", "resources/n.html", "areas/b.html"}
+	for _, p := range newFiles {
+		writeFile(t, dir, p, "new "+p)
+	}
+	writeFile(t, dir, "areas/b-c/y.html", "edited, a longer file")
+	writeFile(t, dir, "projects/p/MEMORY.md", "edited, a longer file")
+	writeFile(t, dir, "notes.txt", "edited, a longer file") // only its existence is seen
+	wantAdded := slices.Sorted(slices.Values(newFiles))
+	a, c, ok := diff()
+	if !ok || !reflect.DeepEqual(a, wantAdded) || !reflect.DeepEqual(c, []string{"areas/b-c/y.html", "projects/p/MEMORY.md"}) {
+		t.Fatalf("added %v\nwant  %v\nchanged %v ok %v", a, wantAdded, c, ok)
+	}
+	add := func(p string) (func(), func()) {
+		return func() { writeFile(t, dir, p, "x") }, func() { _ = os.Remove(filepath.Join(dir, p)) }
+	}
+	del := func(p string) (func(), func()) {
+		return func() { _ = os.Remove(filepath.Join(dir, p)) }, func() { writeFile(t, dir, p, "back") }
+	}
+	type change struct {
+		name     string
+		do, undo func()
+	}
+	mk := func(name string, f func(string) (func(), func()), p string) change {
+		do, undo := f(p)
+		return change{name, do, undo}
+	}
+	for _, tc := range []change{
+		mk("another kind of file added", add, "areas/b/new.txt"),
+		mk("memory file deleted", del, "areas/b/z/w.html"),
+		mk("non-memory file deleted", del, "notes.txt"),
+		mk("file added after every other", add, "zzz/last.txt"),
+	} {
+		tc.do()
+		if a, c, ok := diff(); ok {
+			t.Fatalf("%s: accepted (added %v, changed %v)", tc.name, a, c)
+		}
+		tc.undo()
+		if _, _, ok := diff(); !ok {
+			t.Fatalf("%s, undone: refused", tc.name)
+		}
+	}
+}
