@@ -13,35 +13,39 @@ import (
 )
 
 // The delta plan: the usual night after a day of writes. Agents added or edited a few
-// memory files, so the idle record's key no longer matches, but the plans would still come
-// out empty. Rather than parse and plan the whole tree, the run diffs its walk with the
-// walk the record was made from (<state>/sleep-idle.walk) and judges only the files that
-// differ. It answers with the record's results only when it can show that planning the
-// whole tree would give exactly them:
+// memory files, MEMORY.md files and ledger notes, so the idle record's key no longer
+// matches, but the plans would still come out empty. Rather than parse and plan the whole
+// tree, the run diffs its walk with the walk the record was made from
+// (<state>/sleep-idle.walk) and judges only what differs. It answers with the record's
+// results only when it can show that planning the whole tree would give exactly them:
 //
-//   - The base (config, ledger stat, executable) is the record's, the clock is in the
-//     record's window, and the record has every phase to plan.
+//   - The base (config, executable) is the record's, the clock is in the record's window,
+//     and the record has every phase to plan.
 //   - Every difference is a memory file or a MEMORY.md added, or changed in place, outside
 //     archive/ and areas/arcs/; a changed memory file is not an episode path (it may have
-//     been an arc member). Any other difference (a file deleted, the ledger or any other
-//     file added or changed, an incomplete walk) means a full plan.
+//     been an arc member). Any other difference (a file deleted, any other file added, an
+//     incomplete walk) means a full plan. Unchanged stats vouch for unchanged bytes only
+//     outside the racy window of the record's walk.
 //   - No item of the record's results names one of those files (every per-file count comes
 //     with such an item: a move skipped because its destination exists, a file with no
-//     year), and each of them, read and parsed now, makes no phase act or report: expire and archive
-//     judge a file by itself alone (expireFile, archiveFile); arcs groups by the file alone
-//     (arcKeysOf) and no group it joins reaches arcs.min_episodes (the record keeps every
-//     group's size); tidy rewrites a file's links only to paths that no longer exist, and
-//     every link of the file names an existing file. A MEMORY.md is planned by tidy's own
-//     code (tidyMD) with every bullet target taken as staying, which must come out empty,
-//     and every bullet target must exist.
-//   - Nothing a file that did not change contributes can change: its parse is the same
-//     (same stat, the racy rule held when the record was made), and added memory files
-//     outside archive/ only take paths out of what tidy would repoint.
+//     year), and each of them, read and parsed now, makes no phase act or report: expire
+//     and archive judge a file by itself alone (expireFile, archiveFile); arcs groups by
+//     the file alone (arcKeysOf) and no group it joins reaches arcs.min_episodes (the
+//     record keeps every group's size); tidy rewrites a file's links only to paths that no
+//     longer exist, and every link of the file names an existing file. A MEMORY.md is
+//     planned by tidy's own code (tidyMD) with every bullet target taken as staying, which
+//     must come out empty, and every bullet target must exist.
+//   - A changed ledger is planned by expire's own code (planLedger), which reads nothing
+//     else unless it drains: it must drain nothing, and its counts and items replace the
+//     ledger's part of the recorded expire result.
+//   - Nothing a file that did not change contributes can change: its parse is the same,
+//     and added memory files outside archive/ only take paths out of what tidy would
+//     repoint.
 //
 // HEAD is left out: no planner reads git, and memd commits the day's writes, so HEAD moves
-// every day. The new record (the walked tree, the record's results, the earlier of its
-// window's end and the new files' own thresholds) is written like any idle record, so the
-// next night compares with today.
+// every day. The new record (the walked tree, the results, the earliest of its window's
+// end and the new files' and notes' own thresholds) is written like any idle record, so
+// the next night compares with today.
 const (
 	idleWalkName  = "sleep-idle.walk"
 	idleWalkMagic = "memd sleep idle walk\n"
@@ -217,6 +221,8 @@ type deltaPlan struct {
 	until  time.Time
 	groups map[arcKey]int // nil when the record had none
 	read   int            // memory files read
+	// phases replaces recorded results that changed (expire, after a changed ledger).
+	phases map[string]*idlePhase
 }
 
 // planDelta returns the delta plan for the walk t at now, or nil and why not.
@@ -227,7 +233,7 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 	case !in.ok || !t.complete:
 		return nil, "incomplete walk"
 	case rec.Base == "" || rec.Base != in.base:
-		return nil, "config, ledger or executable changed"
+		return nil, "config or executable changed"
 	case now.Before(rec.From) || now.Year() != rec.Year || (!rec.Until.IsZero() && !now.Before(rec.Until)):
 		return nil, "clock outside the record's window"
 	}
@@ -246,7 +252,11 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 	}
 	// An unchanged stat proves unchanged bytes only outside the racy window of the walk
 	// the record was made from (as for the idle record itself).
-	if max(sameStamp, in.ledger) >= rec.Saved-racyWindow {
+	ledgerSame := in.ledgerState == rec.Ledger
+	if ledgerSame {
+		sameStamp = max(sameStamp, in.ledger)
+	}
+	if sameStamp >= rec.Saved-racyWindow {
 		return nil, "files touched within the racy window of the record's walk"
 	}
 	groups, ok := w.groups()
@@ -355,9 +365,60 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 			groups[k] += n
 		}
 	}
-	until := rec.Until
-	if !thresholds.until.IsZero() && (until.IsZero() || thresholds.until.Before(until)) {
-		until = thresholds.until
+	d := &deltaPlan{groups: groups, read: len(added) + len(changed)}
+	if !ledgerSame && slices.Contains(phases, PhaseExpire) {
+		ip, why := r.deltaLedger(rec, in, env, thresholds)
+		if ip == nil {
+			return nil, why
+		}
+		d.phases = map[string]*idlePhase{PhaseExpire: ip}
 	}
-	return &deltaPlan{until: until, groups: groups, read: len(added) + len(changed)}, ""
+	d.until = rec.Until
+	if !thresholds.until.IsZero() && (d.until.IsZero() || thresholds.until.Before(d.until)) {
+		d.until = thresholds.until
+	}
+	return d, ""
+}
+
+// deltaLedger plans a changed ledger the way expire does (planLedger reads nothing else
+// unless it drains a note): it must drain nothing. The expire result is then the ledger's
+// counts and items followed by what the record has from memory files (their skipped
+// moves: expire plans the ledger first), and its clock thresholds go to thresholds.
+func (r *Runner) deltaLedger(rec *idleRecord, in idleInputs, env *planEnv, thresholds *plan) (*idlePhase, string) {
+	if !in.ledgerExists || rec.Ledger == "" || strings.HasSuffix(rec.Ledger, " absent\n") {
+		return nil, "the ledger appeared or went away"
+	}
+	lpath := ledgerPath(r.opts.Config)
+	raw, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(lpath)))
+	if err != nil {
+		return nil, "ledger unreadable"
+	}
+	lp := newPlan()
+	if err := planLedger(&snapshot{root: r.dir}, env, lp, lpath, raw, env.cfg.Expire.SoftGrace.D()); err != nil {
+		return nil, "ledger: " + err.Error()
+	}
+	if len(lp.ops) > 0 {
+		return nil, "expire would drain notes"
+	}
+	ip := &idlePhase{Name: PhaseExpire, Counts: lp.counts, Items: lp.items}
+	old := rec.phase(PhaseExpire)
+	for k, v := range old.Counts {
+		switch {
+		case k == "unparseable" || k == "invalid" || k == "stale" || k == "drained" || strings.HasPrefix(k, "drained_"):
+			// the ledger's: replaced
+		case k == "skipped":
+			ip.Counts[k] += v
+		default:
+			return nil, "expire recorded " + k
+		}
+	}
+	for _, it := range old.Items {
+		if it.Path != lpath {
+			ip.Items = append(ip.Items, it)
+		}
+	}
+	if !lp.until.IsZero() && (thresholds.until.IsZero() || lp.until.Before(thresholds.until)) {
+		thresholds.until = lp.until // (already past-strict: planLedger used changesAfter)
+	}
+	return ip, ""
 }

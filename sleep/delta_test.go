@@ -356,6 +356,113 @@ func TestDeltaPlanRacyRecord(t *testing.T) {
 	}
 }
 
+// A changed ledger is planned by expire's own ledger code: notes that drain nothing
+// are answered with the ledger's new counts and items, exactly as a full plan reports.
+func TestDeltaPlanLedger(t *testing.T) {
+	dir, store := settledFixture(t)
+	cfg := testConfig()
+	// A memory file whose move expire skips: its item comes after the ledger's.
+	dup := "areas/inbox/dup.html"
+	expired := mem{typ: "semantic", title: "Dup", created: "2026-01-01T00:00:00Z", validUntil: "2026-10-01T00:00:00Z"}.html()
+	writeFile(t, dir, dup, expired)
+	writeFile(t, dir, "archive/2026/"+dup, expired)
+	sleepDelta(t, dir, store, cfg, fixNow, nil)
+	appendLedger := func(line string) {
+		writeFile(t, dir, "memory.jsonl", readFile(t, dir, "memory.jsonl")+line+"\n")
+	}
+	for _, tc := range []struct{ name, line string }{
+		{"live note", `{"id":"live","type":"note","role":"dev","text":"live","createdAt":"2026-11-29T00:00:00Z","lifecycle":{"mode":"hard-expiry","expiresAt":"2027-01-01T00:00:00Z"}}`},
+		{"stale note within the grace", `{"id":"s-new","type":"note","role":"dev","text":"soft","createdAt":"2026-11-01T00:00:00Z","lifecycle":{"mode":"soft-expiry","expiresAt":"2026-11-25T00:00:00Z"}}`},
+		{"unparseable line", `{broken`},
+		{"invalid expiry", `{"id":"bad","type":"note","role":"dev","text":"bad","createdAt":"2026-11-01T00:00:00Z","lifecycle":{"mode":"hard-expiry","expiresAt":"soon"}}`},
+	} {
+		appendLedger(tc.line)
+		fact(t, dir, "f-"+strings.ReplaceAll(tc.name, " ", "-"))
+		want := fullPlan(t, dir, store, cfg, fixNow)
+		rep, _, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
+		if !delta {
+			t.Fatalf("%s: the delta plan did not answer", tc.name)
+		}
+		if got := phaseView(rep); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: delta results differ from a full plan:\n got %+v\nwant %+v", tc.name, got, want)
+		}
+	}
+	if c := phaseCounts(fullPlanRep(t, dir, store, cfg), PhaseExpire); c["stale"] != 2 || c["unparseable"] != 2 || c["invalid"] != 1 || c["skipped"] != 1 {
+		t.Fatalf("expire counts %v: the ledger's new lines are not all counted", c)
+	}
+}
+
+func fullPlanRep(t *testing.T, dir string, store Store, cfg memd.Config) Report {
+	t.Helper()
+	return Report{Phases: fullPlan(t, dir, store, cfg, fixNow)}
+}
+
+// A note added to the ledger bounds the record a delta run leaves: past its expiry the
+// next run plans in full and drains it.
+func TestDeltaPlanLedgerThreshold(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "resources/go/gc.html", mem{typ: "semantic", title: "GC"}.html())
+	writeFile(t, dir, "memory.jsonl", "")
+	initRepo(t, dir)
+	store := openStore(t, dir)
+	cfg := testConfig()
+	if _, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil); idle || delta {
+		t.Fatal("first run used a shortcut")
+	}
+	expires := fixNow.Add(time.Hour)
+	writeFile(t, dir, "memory.jsonl", `{"id":"n","type":"note","role":"dev","text":"n","createdAt":"2026-11-29T00:00:00Z","lifecycle":{"mode":"hard-expiry","expiresAt":"`+expires.Format(time.RFC3339)+`"}}`+"\n")
+	if _, _, delta := sleepDelta(t, dir, store, cfg, fixNow, nil); !delta {
+		t.Fatal("a live note: the delta plan did not answer")
+	}
+	fact(t, dir, "unrelated")
+	if _, _, delta := sleepDelta(t, dir, store, cfg, expires, func(o *Options) { o.DryRun = true }); !delta {
+		t.Fatal("at exactly its expiry the note is live (past is strict), but the delta plan did not answer")
+	}
+	rep, idle, delta := sleepDelta(t, dir, store, cfg, expires.Add(time.Nanosecond), nil)
+	if idle || delta || rep.Counts["expired"] != 1 {
+		t.Fatalf("past the new note's expiry: idle %v delta %v counts %v", idle, delta, rep.Counts)
+	}
+}
+
+// An unchanged ledger vouches for its bytes only outside the racy window of the record's
+// walk, like any file: here it is the only file touched late enough to matter.
+func TestDeltaPlanRacyLedger(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "resources/go/gc.html", mem{typ: "semantic", title: "GC"}.html())
+	writeFile(t, dir, "memory.jsonl", "")
+	initRepo(t, dir)
+	store := openStore(t, dir)
+	cfg := testConfig()
+	future := time.Now().Add(time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(filepath.Join(dir, "memory.jsonl"), future, future); err != nil {
+		t.Fatal(err)
+	}
+	wall := func() time.Time { return future.Add(time.Hour) }
+	sleepDelta(t, dir, store, cfg, fixNow, func(o *Options) { o.wallNow = wall })
+	recPath := filepath.Join(dir, ".git", "memd", idleName)
+	rec := readIdle(filepath.Dir(recPath))
+	if rec == nil {
+		t.Fatal("no idle record")
+	}
+	for _, tc := range []struct {
+		saved time.Time
+		delta bool
+	}{{future.Add(time.Second), false}, {future.Add(3 * time.Second), true}} {
+		rec.Saved = tc.saved.UnixNano()
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(recPath, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fact(t, dir, fmt.Sprint("f", tc.delta))
+		if _, _, delta := sleepDelta(t, dir, store, cfg, fixNow, func(o *Options) { o.DryRun = true; o.wallNow = wall }); delta != tc.delta {
+			t.Fatalf("record saved %v after the ledger's stamp: delta %v, want %v", tc.saved.Sub(future), delta, tc.delta)
+		}
+	}
+}
+
 // fourMembers gives Sanju's 2025 arc a fourth member and settles the tree: one member
 // leaving still leaves an arc to rewrite.
 func fourMembers(t *testing.T, dir string, store Store, cfg memd.Config) {

@@ -45,8 +45,9 @@ const (
 type idleRecord struct {
 	Version int         `json:"version"`
 	Key     string      `json:"key"`
-	Base    string      `json:"base"`  // idleInputs.base: what a delta plan must find unchanged
-	Saved   int64       `json:"saved"` // wall clock (unix ns) just before the walk
+	Base    string      `json:"base"`   // idleInputs.base: what a delta plan must find unchanged
+	Ledger  string      `json:"ledger"` // idleInputs.ledgerState
+	Saved   int64       `json:"saved"`  // wall clock (unix ns) just before the walk
 	From    time.Time   `json:"from"`
 	Year    int         `json:"year"` // From.Year() in From's location, as the planners see it
 	Until   time.Time   `json:"until,omitzero"`
@@ -65,11 +66,16 @@ type idleInputs struct {
 	base     string // the key without the walk and HEAD
 	maxStamp int64  // the latest mtime/ctime among the stat'ed files
 	ledger   int64  // the ledger's stamp (0: none)
-	ok       bool   // false: something could not be stat'ed; never trust or record
+	// ledgerState is the ledger's path and stat ("... absent" without one): part of the key,
+	// not of the base (a delta plan judges a changed ledger itself).
+	ledgerState  string
+	ledgerExists bool
+	ok           bool // false: something could not be stat'ed; never trust or record
 }
 
 // idleKey fingerprints the walk, the ledger, the config, HEAD and the executable. The
-// base leaves out the walk and HEAD: what a delta plan (delta.go) must find unchanged.
+// base leaves out the walk, the ledger and HEAD: what a delta plan (delta.go) must find
+// unchanged.
 func idleKey(root string, t *tree, cfg memd.Config) idleInputs {
 	in := idleInputs{maxStamp: t.maxStamp, ok: t.complete}
 	b := sha256.New()
@@ -78,11 +84,11 @@ func idleKey(root string, t *tree, cfg memd.Config) idleInputs {
 	// The ledger is read with os.ReadFile (through a symlink too): stat it the same way.
 	switch st, err := statFollow(filepath.Join(root, filepath.FromSlash(ledger))); {
 	case err == nil:
-		fmt.Fprintf(b, "ledger %q %d %d %d %d\n", ledger, st.Size, st.Mtime, st.Ctime, st.Ino)
+		in.ledgerState = fmt.Sprintf("ledger %q %d %d %d %d\n", ledger, st.Size, st.Mtime, st.Ctime, st.Ino)
 		in.maxStamp = max(in.maxStamp, st.stamp())
-		in.ledger = st.stamp()
+		in.ledger, in.ledgerExists = st.stamp(), true
 	case errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(b, "ledger %q absent\n", ledger)
+		in.ledgerState = fmt.Sprintf("ledger %q absent\n", ledger)
 	default:
 		in.ok = false
 	}
@@ -97,6 +103,7 @@ func idleKey(root string, t *tree, cfg memd.Config) idleInputs {
 
 	h := sha256.New()
 	fmt.Fprintf(h, "base %s\n", in.base)
+	h.Write([]byte(in.ledgerState))
 	fp := t.fingerprint()
 	h.Write(fp[:])
 	fmt.Fprintf(h, "head %q\n", headState(root))
@@ -188,7 +195,7 @@ func writeIdle(dir string, in idleInputs, saved int64, now time.Time, until time
 	if !in.ok || in.maxStamp >= saved-racyWindow {
 		return removeIdle(dir)
 	}
-	rec := idleRecord{Version: idleVersion, Key: in.key, Base: in.base, Saved: saved, From: now, Year: now.Year(), Until: until}
+	rec := idleRecord{Version: idleVersion, Key: in.key, Base: in.base, Ledger: in.ledgerState, Saved: saved, From: now, Year: now.Year(), Until: until}
 	for _, pr := range results {
 		rec.Phases = append(rec.Phases, idlePhase{Name: pr.Name, Counts: pr.Counts, Items: pr.Items})
 	}
@@ -219,10 +226,11 @@ func removeIdle(dir string) error {
 	return nil
 }
 
-// replayIdle is the recorded result of phase name, as runPhase would have filled it.
-func (rec *idleRecord) replay(name string) PhaseResult {
-	ip := rec.phase(name)
-	pr := PhaseResult{Name: name, Counts: map[string]int{}}
+// replay is the recorded result of phase name, as runPhase would have filled it.
+func (rec *idleRecord) replay(name string) PhaseResult { return rec.phase(name).result() }
+
+func (ip *idlePhase) result() PhaseResult {
+	pr := PhaseResult{Name: ip.Name, Counts: map[string]int{}}
 	for k, v := range ip.Counts {
 		pr.Counts[k] = v
 	}

@@ -22,9 +22,10 @@
 //     ctime, inode) and content hash; a night whose plans all come out empty records a
 //     fingerprint of everything the planners read (.git/memd/sleep-idle.json, see idle.go),
 //     so the next night with nothing changed costs one walk and an lstat per memory file,
-//     less than a `git status`. A night after a day of new or edited memory files that
-//     change no plan is answered from that record too, after judging only those files
-//     (the delta plan, delta.go); anything it cannot prove plans the whole tree.
+//     less than a `git status`. A night after a day of new or edited memory files,
+//     MEMORY.md files and ledger notes that change no plan is answered from that record
+//     too, after judging only what changed (the delta plan, delta.go); anything it cannot
+//     prove harmless plans the whole tree.
 package sleep
 
 import (
@@ -319,7 +320,10 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		if rec != nil {
 			pr = rec.replay(ph)
 			if delta != nil {
-				planned = append(planned, rec.replay(ph))
+				if ip := delta.phases[ph]; ip != nil {
+					pr = ip.result()
+				}
+				planned = append(planned, pr)
 			}
 		} else {
 			p := r.runPhase(ctx, runID, ph, now, snap, &pr)
