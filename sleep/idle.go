@@ -63,7 +63,7 @@ type idlePhase struct {
 // idleInputs is what a run's fingerprint is made of besides the walk.
 type idleInputs struct {
 	key      string
-	base     string // the key without the walk and HEAD
+	base     string // the key without the walk, the ledger and HEAD
 	maxStamp int64  // the latest mtime/ctime among the stat'ed files
 	ledger   int64  // the ledger's stamp (0: none)
 	// ledgerState is the ledger's path and stat ("... absent" without one): part of the key,
@@ -112,7 +112,8 @@ func idleKey(root string, t *tree, cfg memd.Config) idleInputs {
 }
 
 // headState is HEAD as files: .git/HEAD, the loose ref it names, else packed-refs' stat.
-// Not read by the planners; a cheap guard that costs a replan after every commit.
+// Not read by the planners: a cheap guard in the key only. After a commit the record no
+// longer answers as is, but the delta plan (which leaves HEAD out) still can.
 func headState(root string) string {
 	gd := filepath.Join(root, ".git")
 	head, err := os.ReadFile(filepath.Join(gd, "HEAD"))
