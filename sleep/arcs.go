@@ -1,8 +1,10 @@
 package sleep
 
 import (
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/memd-dev/memd"
 )
@@ -16,35 +18,55 @@ type arcKey struct {
 // (each entity, or the first tag) and year.
 func groupArcs(s *snapshot, key string) map[arcKey][]memd.ArcEpisode {
 	groups := map[arcKey][]memd.ArcEpisode{}
+	var keys []arcKey
 	for _, mp := range s.memPaths() {
 		m := s.mems[mp]
-		if m.Type != "episodic" || m.Status == "archived" || memd.IsArchived(mp) {
-			continue
-		}
-		date, ok := memd.EpisodeDate(mp)
-		if !ok {
-			continue
-		}
-		var keys []string
-		if key == "tag" {
-			if len(m.Tags) > 0 {
-				keys = m.Tags[:1]
-			}
-		} else {
-			keys = m.Entities
-		}
-		seen := map[string]bool{}
-		for _, k := range keys {
-			k = strings.TrimSpace(k)
-			if k == "" || seen[k] {
-				continue
-			}
-			seen[k] = true
-			ak := arcKey{k, date.Year()}
+		var date time.Time
+		keys, date = arcKeysOf(mp, m, key, keys[:0])
+		for _, ak := range keys {
 			groups[ak] = append(groups[ak], memd.ArcEpisode{Path: mp, Date: date, Title: m.Title, Gist: m.Gist})
 		}
 	}
 	return groups
+}
+
+// arcKeysOf appends to out the groups the memory file at mp is a member of (each key once)
+// and returns them with its date: none unless it is an active episodic memory outside
+// archive/ with a date prefix. Membership depends on the file alone (the delta plan
+// relies on that).
+func arcKeysOf(mp string, m *memd.Memory, key string, out []arcKey) ([]arcKey, time.Time) {
+	if m.Type != "episodic" || m.Status == "archived" || memd.IsArchived(mp) {
+		return out, time.Time{}
+	}
+	date, ok := memd.EpisodeDate(mp)
+	if !ok {
+		return out, time.Time{}
+	}
+	var keys []string
+	if key == "tag" {
+		if len(m.Tags) > 0 {
+			keys = m.Tags[:1]
+		}
+	} else {
+		keys = m.Entities
+	}
+	first := len(out)
+	for _, k := range keys {
+		k = strings.TrimSpace(k)
+		if k == "" || slices.Contains(out[first:], arcKey{k, date.Year()}) {
+			continue
+		}
+		out = append(out, arcKey{k, date.Year()})
+	}
+	return out, date
+}
+
+// arcsMin is arcs.min_episodes, 3 when unset.
+func arcsMin(cfg memd.Config) int {
+	if cfg.Arcs.MinEpisodes < 1 {
+		return 3
+	}
+	return cfg.Arcs.MinEpisodes
 }
 
 // planArcs writes an arc for every group of at least arcs.min_episodes whose member set
@@ -52,13 +74,12 @@ func groupArcs(s *snapshot, key string) map[arcKey][]memd.ArcEpisode {
 // or deleted) are left as they are: they are files people read, and sleep never deletes.
 func planArcs(s *snapshot, env *planEnv) (*plan, error) {
 	p := newPlan()
-	min := env.cfg.Arcs.MinEpisodes
-	if min < 1 {
-		min = 3
-	}
+	min := arcsMin(env.cfg)
 	groups := groupArcs(s, env.cfg.Arcs.Key)
 	keys := make([]arcKey, 0, len(groups))
+	p.arcGroups = make(map[arcKey]int, len(groups))
 	for k, eps := range groups {
+		p.arcGroups[k] = len(eps)
 		if len(eps) >= min {
 			keys = append(keys, k)
 		}

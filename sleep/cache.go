@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/memd-dev/memd"
@@ -74,11 +75,11 @@ var errBadCache = errors.New("parse cache is corrupt")
 
 // openParseCache reads the cache file; nil when there is none or it is unusable.
 func openParseCache(dir string) *cacheReader {
-	b, err := os.ReadFile(filepath.Join(dir, parseCacheName))
-	if err != nil || len(b) < len(parseCacheMagic) || string(b[:len(parseCacheMagic)]) != parseCacheMagic {
+	b, err := readFileString(filepath.Join(dir, parseCacheName))
+	if err != nil || !strings.HasPrefix(b, parseCacheMagic) {
 		return nil
 	}
-	r := &cacheReader{data: string(b), pos: len(parseCacheMagic)}
+	r := &cacheReader{data: b, pos: len(parseCacheMagic)}
 	if v := r.uvarint(); v != parseCacheVersion {
 		return nil
 	}

@@ -2,6 +2,7 @@ package sleep
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -346,4 +347,47 @@ func TestParseCacheAfterApply(t *testing.T) {
 		t.Fatalf("after the run: parsed %d, checked %d; want 0 parsed, the run's own files checked", s.parsed, s.checked)
 	}
 	sameParses(t, s, fresh)
+}
+
+// A full plan that applies nothing and reads only a few files past the parse cache leaves
+// the cache as it is (those files are read again next time, and parsed right); once they
+// add up past minCacheRewrite, it is rewritten.
+func TestParseCacheRewriteThreshold(t *testing.T) {
+	dir, store := settledFixture(t)
+	cfg := testConfig()
+	cachePath := filepath.Join(dir, ".git", "memd", parseCacheName)
+	before := readFile(t, dir, ".git/memd/"+parseCacheName)
+	// A new non-memory file: the delta plan cannot answer, the phases plan in full.
+	writeFile(t, dir, "areas/inbox/readme.txt", "hello\n")
+	fact(t, dir, "one")
+	want := fullPlan(t, dir, store, cfg, fixNow)
+	rep, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
+	if idle || delta {
+		t.Fatal("a shortcut answered")
+	}
+	if got := phaseView(rep); !reflect.DeepEqual(got, want) {
+		t.Fatalf("results differ:\n got %+v\nwant %+v", got, want)
+	}
+	if readFile(t, dir, ".git/memd/"+parseCacheName) != before {
+		t.Fatal("one file read past the cache: the cache was rewritten")
+	}
+	tr, err := walkTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshotOf(dir, tr, later().UnixNano(), filepath.Dir(cachePath), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.parsed != 1 || s.mems["resources/facts/one.html"] == nil {
+		t.Fatalf("next load: parsed %d (want the one new file)", s.parsed)
+	}
+	for i := range minCacheRewrite {
+		fact(t, dir, fmt.Sprint("many-", i))
+	}
+	writeFile(t, dir, "areas/inbox/readme2.txt", "hello\n")
+	sleepDelta(t, dir, store, cfg, fixNow, nil)
+	if readFile(t, dir, ".git/memd/"+parseCacheName) == before {
+		t.Fatal("more than minCacheRewrite files read past the cache: not rewritten")
+	}
 }

@@ -131,24 +131,34 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 	// (the writer's own date wins over the type rules there), arcs excepted.
 	var moves []move
 	for _, mp := range s.memPaths() {
-		m := s.mems[mp]
-		if memd.IsArchived(mp) || m.Type == "arc" || m.ValidUntilAt.IsZero() {
-			continue
+		mv, ok, until := expireFile(mp, s.mems[mp], env.now, grace)
+		if ok {
+			moves = append(moves, mv)
+		} else if !until.IsZero() {
+			p.changesAfter(until)
 		}
-		if !env.now.After(m.ValidUntilAt.Add(grace)) {
-			p.changesAfter(m.ValidUntilAt.Add(grace))
-			continue
-		}
-		year := m.Year(mp)
-		if year == 0 {
-			year = m.ValidUntilAt.UTC().Year()
-		}
-		moves = append(moves, move{from: mp, to: memd.ArchivePath(mp, year), reason: "valid-until " + m.ValidUntil + " passed"})
 	}
 	if err := planMoves(s, env, p, moves, "archived"); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// expireFile is expire's rule for one memory file (a file's verdict depends on nothing
+// else, which the delta plan relies on): the move when it is past its valid-until plus the
+// grace, else the clock past which it would be (zero: none).
+func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (mv move, ok bool, until time.Time) {
+	if memd.IsArchived(mp) || m.Type == "arc" || m.ValidUntilAt.IsZero() {
+		return move{}, false, time.Time{}
+	}
+	if !now.After(m.ValidUntilAt.Add(grace)) {
+		return move{}, false, m.ValidUntilAt.Add(grace)
+	}
+	year := m.Year(mp)
+	if year == 0 {
+		year = m.ValidUntilAt.UTC().Year()
+	}
+	return move{from: mp, to: memd.ArchivePath(mp, year), reason: "valid-until " + m.ValidUntil + " passed"}, true, time.Time{}
 }
 
 func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byte, grace time.Duration) error {

@@ -34,15 +34,20 @@ import (
 //
 // A walk in which any of those files was touched within racyWindow of the walk's start
 // records nothing: a write within the same timestamp tick could leave its stat unchanged.
+//
+// Beside the record, <state>/sleep-idle.walk keeps the walk itself and the arc group
+// sizes, so a night after a few new memories can be answered by a delta plan (delta.go).
 const (
 	idleName    = "sleep-idle.json"
-	idleVersion = 1
+	idleVersion = 2
 )
 
 type idleRecord struct {
 	Version int         `json:"version"`
 	Key     string      `json:"key"`
-	Saved   int64       `json:"saved"` // wall clock (unix ns) just before the walk
+	Base    string      `json:"base"`   // idleInputs.base: what a delta plan must find unchanged
+	Ledger  string      `json:"ledger"` // idleInputs.ledgerState
+	Saved   int64       `json:"saved"`  // wall clock (unix ns) just before the walk
 	From    time.Time   `json:"from"`
 	Year    int         `json:"year"` // From.Year() in From's location, as the planners see it
 	Until   time.Time   `json:"until,omitzero"`
@@ -58,44 +63,57 @@ type idlePhase struct {
 // idleInputs is what a run's fingerprint is made of besides the walk.
 type idleInputs struct {
 	key      string
-	maxStamp int64 // the latest mtime/ctime among the stat'ed files
-	ok       bool  // false: something could not be stat'ed; never trust or record
+	base     string // the key without the walk, the ledger and HEAD
+	maxStamp int64  // the latest mtime/ctime among the stat'ed files
+	ledger   int64  // the ledger's stamp (0: none)
+	// ledgerState is the ledger's path and stat ("... absent" without one): part of the key,
+	// not of the base (a delta plan judges a changed ledger itself).
+	ledgerState  string
+	ledgerExists bool
+	ok           bool // false: something could not be stat'ed; never trust or record
 }
 
-// idleKey fingerprints the walk, the ledger, the config, HEAD and the executable.
+// idleKey fingerprints the walk, the ledger, the config, HEAD and the executable. The
+// base leaves out the walk, the ledger and HEAD: what a delta plan (delta.go) must find
+// unchanged.
 func idleKey(root string, t *tree, cfg memd.Config) idleInputs {
 	in := idleInputs{maxStamp: t.maxStamp, ok: t.complete}
-	h := sha256.New()
-	fmt.Fprintf(h, "memd sleep idle %d\n", idleVersion)
-	fp := t.fingerprint()
-	h.Write(fp[:])
-
+	b := sha256.New()
+	fmt.Fprintf(b, "memd sleep idle %d\n", idleVersion)
 	ledger := ledgerPath(cfg)
 	// The ledger is read with os.ReadFile (through a symlink too): stat it the same way.
 	switch st, err := statFollow(filepath.Join(root, filepath.FromSlash(ledger))); {
 	case err == nil:
-		fmt.Fprintf(h, "ledger %q %d %d %d %d\n", ledger, st.Size, st.Mtime, st.Ctime, st.Ino)
+		in.ledgerState = fmt.Sprintf("ledger %q %d %d %d %d\n", ledger, st.Size, st.Mtime, st.Ctime, st.Ino)
 		in.maxStamp = max(in.maxStamp, st.stamp())
+		in.ledger, in.ledgerExists = st.stamp(), true
 	case errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(h, "ledger %q absent\n", ledger)
+		in.ledgerState = fmt.Sprintf("ledger %q absent\n", ledger)
 	default:
 		in.ok = false
 	}
-
 	c, err := json.Marshal(cfg)
 	if err != nil {
 		in.ok = false
 	}
-	h.Write(binary.AppendUvarint(nil, uint64(len(c))))
-	h.Write(c)
+	b.Write(binary.AppendUvarint(nil, uint64(len(c))))
+	b.Write(c)
+	fmt.Fprintf(b, "exe %q\n", exeIdentity())
+	in.base = hex.EncodeToString(b.Sum(nil))
+
+	h := sha256.New()
+	fmt.Fprintf(h, "base %s\n", in.base)
+	h.Write([]byte(in.ledgerState))
+	fp := t.fingerprint()
+	h.Write(fp[:])
 	fmt.Fprintf(h, "head %q\n", headState(root))
-	fmt.Fprintf(h, "exe %q\n", exeIdentity())
 	in.key = hex.EncodeToString(h.Sum(nil))
 	return in
 }
 
 // headState is HEAD as files: .git/HEAD, the loose ref it names, else packed-refs' stat.
-// Not read by the planners; a cheap guard that costs a replan after every commit.
+// Not read by the planners: a cheap guard in the key only. After a commit the record no
+// longer answers as is, but the delta plan (which leaves HEAD out) still can.
 func headState(root string) string {
 	gd := filepath.Join(root, ".git")
 	head, err := os.ReadFile(filepath.Join(gd, "HEAD"))
@@ -171,13 +189,14 @@ func (rec *idleRecord) phase(name string) *idlePhase {
 	return nil
 }
 
-// writeIdle records an all-empty run; a racy or incomplete walk records nothing (and
-// removes an older record, which no longer describes the tree).
-func writeIdle(dir string, in idleInputs, saved int64, now time.Time, until time.Time, results []PhaseResult) error {
+// writeIdle records an all-empty run, with its walk and arc group sizes for the delta
+// plan; a racy or incomplete walk records nothing (and removes an older record, which no
+// longer describes the tree). groups is nil when arcs was not planned.
+func writeIdle(dir string, in idleInputs, saved int64, now time.Time, until time.Time, results []PhaseResult, t *tree, groups map[arcKey]int) error {
 	if !in.ok || in.maxStamp >= saved-racyWindow {
 		return removeIdle(dir)
 	}
-	rec := idleRecord{Version: idleVersion, Key: in.key, Saved: saved, From: now, Year: now.Year(), Until: until}
+	rec := idleRecord{Version: idleVersion, Key: in.key, Base: in.base, Ledger: in.ledgerState, Saved: saved, From: now, Year: now.Year(), Until: until}
 	for _, pr := range results {
 		rec.Phases = append(rec.Phases, idlePhase{Name: pr.Name, Counts: pr.Counts, Items: pr.Items})
 	}
@@ -188,6 +207,11 @@ func writeIdle(dir string, in idleInputs, saved int64, now time.Time, until time
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("idle record: %w", err)
 	}
+	// The walk first: it names the record's key, so a record never pairs with another
+	// record's walk.
+	if err := writeIdleWalk(dir, in.key, t, groups); err != nil {
+		return err
+	}
 	if err := writeFileRename(filepath.Join(dir, idleName), b, 0o600, false); err != nil {
 		return fmt.Errorf("idle record: %w", err)
 	}
@@ -195,16 +219,19 @@ func writeIdle(dir string, in idleInputs, saved int64, now time.Time, until time
 }
 
 func removeIdle(dir string) error {
-	if err := os.Remove(filepath.Join(dir, idleName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("idle record: %w", err)
+	for _, name := range []string{idleName, idleWalkName} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("idle record: %w", err)
+		}
 	}
 	return nil
 }
 
-// replayIdle is the recorded result of phase name, as runPhase would have filled it.
-func (rec *idleRecord) replay(name string) PhaseResult {
-	ip := rec.phase(name)
-	pr := PhaseResult{Name: name, Counts: map[string]int{}}
+// replay is the recorded result of phase name, as runPhase would have filled it.
+func (rec *idleRecord) replay(name string) PhaseResult { return rec.phase(name).result() }
+
+func (ip *idlePhase) result() PhaseResult {
+	pr := PhaseResult{Name: ip.Name, Counts: map[string]int{}}
 	for k, v := range ip.Counts {
 		pr.Counts[k] = v
 	}

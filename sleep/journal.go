@@ -44,6 +44,9 @@ type plan struct {
 	// (a note expiring, a grace or a done-task age passing); zero = none. The idle
 	// fingerprint trusts an empty plan only before it.
 	until time.Time
+	// arcGroups (arcs only) is the size of every group, for the delta plan: an episode
+	// added later brings its group to the threshold or not.
+	arcGroups map[arcKey]int
 }
 
 // changesAfter records that a clock past t could change the plan ("past" is strict in

@@ -22,7 +22,10 @@
 //     ctime, inode) and content hash; a night whose plans all come out empty records a
 //     fingerprint of everything the planners read (.git/memd/sleep-idle.json, see idle.go),
 //     so the next night with nothing changed costs one walk and an lstat per memory file,
-//     less than a `git status`.
+//     less than a `git status`. A night after a day of new or edited memory files,
+//     MEMORY.md files and ledger notes that change no plan is answered from that record
+//     too, after judging only what changed (the delta plan, delta.go); anything it cannot
+//     prove harmless plans the whole tree.
 package sleep
 
 import (
@@ -183,8 +186,9 @@ type Runner struct {
 	opts  Options
 	log   *slog.Logger
 	now   func() time.Time
-	// idleHit: the last Run's results came from the idle record (tests).
-	idleHit bool
+	// idleHit: the last Run's results came from the idle record; deltaHit: from the record
+	// after a delta plan (tests).
+	idleHit, deltaHit bool
 }
 
 // NewRunner returns a runner for the repo at repoDir committing through store.
@@ -271,10 +275,19 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	}
 	idle := idleKey(r.dir, walk, r.opts.Config)
 	rec := readIdle(r.opts.StateDir)
+	var delta *deltaPlan
 	if !rec.holds(idle, now, toPlan) {
-		rec = nil
+		// Not the record's tree: maybe only a few memory files that change no plan.
+		var why string
+		if delta, why = r.planDelta(rec, idle, walk, now, toPlan); delta == nil {
+			rec = nil
+			r.log.Debug("sleep: planning the whole tree", "why", why)
+		} else {
+			r.log.Debug("sleep: only new or edited memory files that change no plan", "read", delta.read)
+		}
 	}
-	r.idleHit = rec != nil
+	r.idleHit = rec != nil && delta == nil
+	r.deltaHit = delta != nil
 	// Nothing changed since a run whose plans were all empty: its results, no parse.
 	var snap *snapshot
 	if rec == nil {
@@ -285,12 +298,13 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		}
 		snap.virtual = r.opts.DryRun
 		snap.ledger = ledgerPath(r.opts.Config)
-	} else {
+	} else if delta == nil {
 		r.log.Debug("sleep: nothing changed since an idle run", "since", rec.From, "until", rec.Until)
 	}
 	var succeeded []string
 	var planned []PhaseResult
 	var until time.Time
+	var groups map[arcKey]int
 	allEmpty := true
 	for _, ph := range phases {
 		if err := ctx.Err(); err != nil {
@@ -305,12 +319,21 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		}
 		if rec != nil {
 			pr = rec.replay(ph)
+			if delta != nil {
+				if ip := delta.phases[ph]; ip != nil {
+					pr = ip.result()
+				}
+				planned = append(planned, pr)
+			}
 		} else {
 			p := r.runPhase(ctx, runID, ph, now, snap, &pr)
 			if p == nil || len(p.ops) > 0 || pr.Err != nil || pr.Counts["summarized"]+pr.Counts["summarizer_failed"] > 0 {
 				allEmpty = false // (a summarizer ran: its output may differ next time)
 			} else if !p.until.IsZero() && (until.IsZero() || p.until.Before(until)) {
 				until = p.until
+			}
+			if p != nil && ph == PhaseArcs {
+				groups = p.arcGroups
 			}
 			planned = append(planned, pr)
 		}
@@ -329,16 +352,21 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			allEmpty = false
 		}
 		if snap != nil {
-			if err := snap.saveCache(r.opts.StateDir); err != nil {
+			if err := snap.saveCacheIfWorth(r.opts.StateDir); err != nil {
 				r.log.Warn("cannot write the sleep parse cache", "err", err)
 			}
 			var err error
 			if allEmpty && len(planned) > 0 {
-				err = writeIdle(r.opts.StateDir, idle, saved, now, until, planned)
+				err = writeIdle(r.opts.StateDir, idle, saved, now, until, planned, walk, groups)
 			} else {
 				err = removeIdle(r.opts.StateDir)
 			}
 			if err != nil {
+				r.log.Warn("cannot write the sleep idle record", "err", err)
+			}
+		} else if delta != nil {
+			// The record, moved on to this tree: tomorrow compares with today.
+			if err := writeIdle(r.opts.StateDir, idle, saved, now, delta.until, planned, walk, delta.groups); err != nil {
 				r.log.Warn("cannot write the sleep idle record", "err", err)
 			}
 		}

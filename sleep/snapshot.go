@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -41,6 +42,10 @@ type snapshot struct {
 	// files of the walk, e.g. through a symlink): such a run records no fingerprint.
 	ledger    string
 	uncovered bool
+	// stale counts the files read past the cache (and entries for files gone); applied
+	// says a plan was applied. Few stale and none applied: not worth rewriting the cache.
+	stale   int
+	applied bool
 }
 
 // loadSnapshot walks root (skipping .git and symlinks) and parses every memory file.
@@ -113,7 +118,28 @@ func snapshotOf(root string, t *tree, saved int64, cacheDir string, progressW io
 	}
 	// Every file a stat hit and as many entries as files: the cache is exactly current.
 	s.cacheDirty = cacheDir != "" && (pc == nil || len(work) > 0 || pc.count != len(htmls))
+	if pc == nil {
+		s.stale = math.MaxInt // no cache at all: always write one
+	} else {
+		s.stale = len(work) + max(pc.count-len(htmls), 0)
+	}
 	return s, nil
+}
+
+// minCacheRewrite is how many stale entries always justify rewriting the parse cache; above
+// it, a hundredth of the files does.
+const minCacheRewrite = 256
+
+// saveCacheIfWorth saves the cache unless the run applied nothing and only a few files
+// were read past it (a day's writes): reading those again next time costs less than
+// rewriting every entry (tens of MB at 100k files). The cache is only a cache: every entry
+// is checked by stat (and content hash) when used, so a stale one costs a read, never a
+// wrong parse.
+func (s *snapshot) saveCacheIfWorth(dir string) error {
+	if !s.applied && s.stale > 0 && s.stale <= max(minCacheRewrite, len(s.mems)/100) {
+		return nil
+	}
+	return s.saveCache(dir)
 }
 
 // saveCache writes the parse cache for the tree as it is now (the run's own writes and
@@ -285,6 +311,7 @@ func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
 // apply updates the snapshot with an applied (or, dry run, imagined) plan.
 func (s *snapshot) apply(p *plan) {
 	s.sorted = nil
+	s.applied = true
 	for _, o := range p.ops {
 		switch o.kind {
 		case opWrite:

@@ -110,19 +110,7 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 		if !exists {
 			continue
 		}
-		switch memd.DetectMemoryMDKind(data) {
-		case memd.MemoryMDIndex:
-			if out, n := repointIndex(data, movedAway); n > 0 {
-				p.write(md, out, data, true)
-				p.counts["bullets"] += n
-				p.item("repoint-bullets", md, "", fmt.Sprintf("%d bullets to archived files", n))
-			}
-		case memd.MemoryMDProject:
-			if !matchesAny(env.cfg.Tidy.MemoryMD, md) {
-				continue
-			}
-			planProjectMD(s, p, md, data)
-		}
+		tidyMD(s, env, p, md, data, movedAway)
 	}
 	// Links to files that now live in the archive, from every memory file.
 	for _, fp := range s.memPaths() {
@@ -158,6 +146,23 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// tidyMD plans one MEMORY.md (not archived) with the bytes data: it depends on nothing but
+// the file and, for index bullets, movedAway (the delta plan relies on that).
+func tidyMD(s *snapshot, env *planEnv, p *plan, md string, data []byte, movedAway func(string) (string, bool)) {
+	switch memd.DetectMemoryMDKind(data) {
+	case memd.MemoryMDIndex:
+		if out, n := repointIndex(data, movedAway); n > 0 {
+			p.write(md, out, data, true)
+			p.counts["bullets"] += n
+			p.item("repoint-bullets", md, "", fmt.Sprintf("%d bullets to archived files", n))
+		}
+	case memd.MemoryMDProject:
+		if matchesAny(env.cfg.Tidy.MemoryMD, md) {
+			planProjectMD(s, p, md, data)
+		}
+	}
 }
 
 func matchesAny(globs []string, p string) bool {

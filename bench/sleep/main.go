@@ -5,7 +5,8 @@
 //     `git mv` of the same files + one `git commit`;
 //   - an idle sleep (nothing to do) vs `git status --porcelain`: the first of each after the
 //     full run, then the steady state (interleaved, medians of 3), then one after 100 new
-//     memories that need nothing;
+//     memories that need nothing (the delta plan), then the same without the idle record
+//     (a full plan from the parse cache);
 //   - expire on a -ledger line memory.jsonl vs decoding and re-encoding every line with
 //     encoding/json.
 //
@@ -20,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +44,7 @@ func main() {
 	ledgerLines := flag.Int("ledger", 100000, "lines in the expire benchmark's ledger")
 	extraArcs := flag.Int("arcs", 1000, "extra entities with 3 episodes each this year, so the full sleep writes about this many more arcs")
 	work := flag.String("dir", "", "work directory (default: a temp dir, removed after)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here (and of the idle runs to <file>.idle1, <file>.idle, <file>.idle-writes)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the full sleep here (and of the idle runs to <file>.idle1, <file>.idle, <file>.idle-writes, <file>.full-plan)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -129,16 +131,28 @@ func main() {
 
 	// Idle sleep vs git status: the first idle run after the full one re-reads the files the
 	// full run wrote (parse cache misses); the second is the steady nightly state.
-	idleRun := func(id string) time.Duration {
+	// Each idle run checks, from sleep's debug log, that the path it measures is the one
+	// that answered.
+	const (
+		viaRecord = "nothing changed since an idle run"
+		viaDelta  = "only new or edited memory files that change no plan"
+		viaFull   = "planning the whole tree"
+	)
+	idleRun := func(id, via string) time.Duration {
+		var logBuf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		runtime.GC()
 		t0 := time.Now()
-		rep, err := sleep.NewRunner(memdDir, repo, sleep.Options{Config: cfg, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), id)
+		rep, err := sleep.NewRunner(memdDir, repo, sleep.Options{Config: cfg, Now: func() time.Time { return now }, NoGC: true, Logger: logger}).Run(context.Background(), id)
 		d := time.Since(t0)
 		check(err)
 		for _, p := range rep.Phases {
 			if p.Commit != "" {
 				log.Fatalf("idle run committed in %s", p.Name)
 			}
+		}
+		if via != "" && !strings.Contains(logBuf.String(), via) {
+			log.Fatalf("idle run %s was not answered by %q:\n%s", id, via, logBuf.String())
 		}
 		return d
 	}
@@ -160,22 +174,31 @@ func main() {
 	time.Sleep(2100 * time.Millisecond) // past the racy window of the files the full run wrote
 	// Each "first after the full run": memd's first idle run re-reads what the full run
 	// wrote or moved; git's first status refreshes the index for the same files.
-	idle1 := profiled(".idle1", func() time.Duration { return idleRun("bench-2") })
+	idle1 := profiled(".idle1", func() time.Duration { return idleRun("bench-2", viaFull) })
 	status1 := gitStatus()
 	// Steady state: idle sleep and git status interleaved, medians of 3.
 	var idles, statuses []time.Duration
 	for i := range 3 {
-		idles = append(idles, profiled(".idle", func() time.Duration { return idleRun(fmt.Sprintf("bench-3-%d", i)) }))
+		idles = append(idles, profiled(".idle", func() time.Duration { return idleRun(fmt.Sprintf("bench-3-%d", i), viaRecord) }))
 		statuses = append(statuses, gitStatus())
 	}
 	idle, status := median(idles), median(statuses)
 	// A night after a day of writes with nothing for sleep to do: the idle record no
-	// longer matches, so the phases plan for real from the parse cache.
+	// longer matches; the delta plan judges the new files and answers from the record.
 	const written = 100
-	check(writeSemantic(memdDir, written))
+	check(writeSemantic(memdDir, "bench-facts", written))
 	time.Sleep(2100 * time.Millisecond) // past the racy window of those writes
-	idleWrites := profiled(".idle-writes", func() time.Duration { return idleRun("bench-4") })
+	idleWrites := profiled(".idle-writes", func() time.Duration { return idleRun("bench-4", viaDelta) })
 	statusWrites := gitStatus()
+	// The same night without the idle record (as after any change the delta plan cannot
+	// prove harmless): the phases plan the whole tree from the parse cache.
+	check(writeSemantic(memdDir, "bench-facts-2", written))
+	for _, name := range []string{"sleep-idle.json", "sleep-idle.walk"} {
+		check(os.Remove(filepath.Join(memdDir, ".git", "memd", name)))
+	}
+	time.Sleep(2100 * time.Millisecond)
+	fullPlan := profiled(".full-plan", func() time.Duration { return idleRun("bench-5", viaFull) })
+	statusFull := gitStatus()
 	repo.Close()
 
 	// Expire on a big ledger.
@@ -191,7 +214,7 @@ func main() {
 	cfg.Repo = led
 	runtime.GC()
 	t0 = time.Now()
-	rep3, err := sleep.NewRunner(led, lrepo, sleep.Options{Config: cfg, Phases: []string{"expire"}, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-5")
+	rep3, err := sleep.NewRunner(led, lrepo, sleep.Options{Config: cfg, Phases: []string{"expire"}, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-6")
 	expire := time.Since(t0)
 	check(err)
 	lrepo.WaitIndexRefresh()
@@ -212,7 +235,8 @@ func main() {
 	row("full sleep (4 phases, 4 commits)", full, gitMv, fmt.Sprintf("`git mv` x%d + `git commit`", len(moves)/2))
 	row("idle sleep, first after the full run", idle1, status1, "`git status --porcelain`, first after the full run (refreshes the index)")
 	row("idle sleep (nothing to do), steady, median of 3", idle, status, "`git status --porcelain`, median of 3, interleaved")
-	row(fmt.Sprintf("idle sleep after %d new memories (nothing to do; plans from the parse cache)", written), idleWrites, statusWrites, "`git status --porcelain` right after")
+	row(fmt.Sprintf("idle sleep after %d new memories (nothing to do; delta plan)", written), idleWrites, statusWrites, "`git status --porcelain` right after")
+	row(fmt.Sprintf("idle sleep after %d more new memories, no idle record (nothing to do; full plan from the parse cache)", written), fullPlan, statusFull, "`git status --porcelain` right after")
 	row("expire phase (plan, apply, commit), ledger of "+fmt.Sprint(*ledgerLines)+" lines", expire, js, "encoding/json decode+encode per line")
 }
 
@@ -261,8 +285,9 @@ func writeArcEpisodes(dir string, k int) error {
 	return nil
 }
 
-// writeSemantic writes k semantic memories that no phase acts on (no date, no expiry).
-func writeSemantic(dir string, k int) error {
+// writeSemantic writes k semantic memories that no phase acts on (no date, no expiry)
+// into resources/<sub>.
+func writeSemantic(dir, sub string, k int) error {
 	for i := 0; i < k; i++ {
 		html := fmt.Sprintf(`<!doctype html>
 <html lang="en">
@@ -281,7 +306,7 @@ func writeSemantic(dir string, k int) error {
 </body>
 </html>
 `, i, i)
-		p := filepath.Join(dir, "resources", "bench-facts", fmt.Sprintf("fact-%04d.html", i))
+		p := filepath.Join(dir, "resources", sub, fmt.Sprintf("fact-%04d.html", i))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
