@@ -66,6 +66,15 @@ scrape() { # a /metrics scrape of the real inventory of demo repos of each size,
 }
 scrape
 {
+  echo "## Push after a long history: memd's push vs go-git's PushContext"
+  echo
+  echo '```'
+  echo "go test -run '^\$' -bench BenchmarkPushAfterHistory -benchtime 20x ./sync/"
+  go test -run '^$' -bench BenchmarkPushAfterHistory -benchtime 20x ./sync/ 2>&1 | grep -E '^Benchmark' || true
+  echo '```'
+  echo
+} >>"$tmp"
+{
   echo "## Go benchmarks"
   echo
   echo '```'
