@@ -57,6 +57,24 @@ func fact(t *testing.T, dir, name string) string {
 
 // fullPlan is what planning the whole tree reports at now: a dry run without the idle
 // record and its walk (which are put back after).
+// planAgainstFull runs sleep after computing what a full plan gives and wants the same
+// results; wantDelta says whether the delta plan must answer (true) or no shortcut may.
+func planAgainstFull(t *testing.T, what, dir string, store Store, cfg memd.Config, wantDelta bool) Report {
+	t.Helper()
+	want := fullPlan(t, dir, store, cfg, fixNow)
+	rep, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
+	if wantDelta && (idle || !delta) {
+		t.Fatalf("%s: idle %v delta %v, want the delta plan to answer", what, idle, delta)
+	}
+	if !wantDelta && (idle || delta) {
+		t.Fatalf("%s: a shortcut answered (idle %v, delta %v)", what, idle, delta)
+	}
+	if got := phaseView(rep); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: results differ from a full plan:\n got %+v\nwant %+v", what, got, want)
+	}
+	return rep
+}
+
 func fullPlan(t *testing.T, dir string, store Store, cfg memd.Config, now time.Time) []PhaseResult {
 	t.Helper()
 	state := filepath.Join(dir, ".git", "memd")
@@ -97,16 +115,8 @@ func TestDeltaPlanAnswersNewMemories(t *testing.T) {
 		created: "2026-11-01T00:00:00Z", updated: "2026-11-29T00:00:00Z"}.html())
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-q", "-m", "the day's writes")
-	want := fullPlan(t, dir, store, cfg, fixNow)
 	h, digest := head(t, dir), treeDigest(t, dir)
-
-	rep, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
-	if idle || !delta {
-		t.Fatalf("idle %v delta %v: want the delta plan to answer", idle, delta)
-	}
-	if got := phaseView(rep); !reflect.DeepEqual(got, want) {
-		t.Fatalf("delta results differ from a full plan:\n got %+v\nwant %+v", got, want)
-	}
+	planAgainstFull(t, "the day's writes", dir, store, cfg, true)
 	if head(t, dir) != h || treeDigest(t, dir) != digest {
 		t.Fatal("a delta run changed the repo")
 	}
@@ -266,13 +276,9 @@ func TestDeltaPlanEditedReportedFile(t *testing.T) {
 	}
 	expired.validUntil = "2027-10-01T00:00:00Z"
 	writeFile(t, dir, dup, expired.html())
-	want := fullPlan(t, dir, store, cfg, fixNow)
-	rep, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
-	if idle || delta {
-		t.Fatalf("a shortcut answered for a file the record reports (idle %v, delta %v)", idle, delta)
-	}
-	if got := phaseView(rep); !reflect.DeepEqual(got, want) || phaseCounts(rep, PhaseExpire)["skipped"] != 0 {
-		t.Fatalf("results differ from a full plan:\n got %+v\nwant %+v", got, want)
+	rep = planAgainstFull(t, "a file the record reports", dir, store, cfg, false)
+	if phaseCounts(rep, PhaseExpire)["skipped"] != 0 {
+		t.Fatalf("expire: %v, want nothing skipped", phaseCounts(rep, PhaseExpire))
 	}
 }
 
@@ -284,14 +290,7 @@ func TestDeltaPlanMemoryMD(t *testing.T) {
 	cfg := testConfig()
 	writeFile(t, dir, indexMD, readFile(t, dir, indexMD)+"- [["+taskOpen+"|Write docs]] \u00b7 type:task subject:shop \u00b7 docs\n")
 	writeFile(t, dir, "areas/oncall/MEMORY.md", "# MEMORY\n\n- [["+epThis+"|Drill]] \u00b7 type:episodic subject:oncall \u00b7 drill\n")
-	want := fullPlan(t, dir, store, cfg, fixNow)
-	rep, _, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
-	if !delta {
-		t.Fatal("index bullets to existing files: the delta plan did not answer")
-	}
-	if got := phaseView(rep); !reflect.DeepEqual(got, want) {
-		t.Fatalf("delta results differ from a full plan:\n got %+v\nwant %+v", got, want)
-	}
+	planAgainstFull(t, "index bullets to existing files", dir, store, cfg, true)
 
 	t.Run("bullet to an archived path", func(t *testing.T) {
 		writeFile(t, dir, indexMD, readFile(t, dir, indexMD)+"- [["+epOld2+"|Pager storm]] \u00b7 type:episodic subject:oncall \u00b7 storm\n")
@@ -306,13 +305,9 @@ func TestDeltaPlanMemoryMD(t *testing.T) {
 	t.Run("project MEMORY.md with a long bullet", func(t *testing.T) {
 		sleepDelta(t, dir, store, cfg, fixNow, nil) // settle after the tidy commit
 		writeFile(t, dir, projectMD, readFile(t, dir, projectMD)+"- "+strings.Repeat("very long ", 70)+"\n")
-		want := fullPlan(t, dir, store, cfg, fixNow)
-		rep, idle, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
-		if idle || delta {
-			t.Fatalf("a shortcut answered (idle %v, delta %v)", idle, delta)
-		}
-		if got := phaseView(rep); !reflect.DeepEqual(got, want) || phaseCounts(rep, PhaseTidy)["long_bullets"] != 1 {
-			t.Fatalf("results: got %+v\nwant %+v (with long_bullets=1)", got, want)
+		rep := planAgainstFull(t, "a long bullet", dir, store, cfg, false)
+		if c := phaseCounts(rep, PhaseTidy); c["long_bullets"] != 1 {
+			t.Fatalf("tidy %v, want long_bullets=1", c)
 		}
 	})
 }
@@ -378,14 +373,7 @@ func TestDeltaPlanLedger(t *testing.T) {
 	} {
 		appendLedger(tc.line)
 		fact(t, dir, "f-"+strings.ReplaceAll(tc.name, " ", "-"))
-		want := fullPlan(t, dir, store, cfg, fixNow)
-		rep, _, delta := sleepDelta(t, dir, store, cfg, fixNow, nil)
-		if !delta {
-			t.Fatalf("%s: the delta plan did not answer", tc.name)
-		}
-		if got := phaseView(rep); !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s: delta results differ from a full plan:\n got %+v\nwant %+v", tc.name, got, want)
-		}
+		planAgainstFull(t, tc.name, dir, store, cfg, true)
 	}
 	if c := phaseCounts(fullPlanRep(t, dir, store, cfg), PhaseExpire); c["stale"] != 2 || c["unparseable"] != 2 || c["invalid"] != 1 || c["skipped"] != 1 {
 		t.Fatalf("expire counts %v: the ledger's new lines are not all counted", c)
