@@ -145,18 +145,7 @@ func TestDeltaPlanAnswersNewMemories(t *testing.T) {
 func TestDeltaPlanInvalidation(t *testing.T) {
 	type check func(t *testing.T, rep Report)
 	committed := func(phase, key string, n int) check {
-		return func(t *testing.T, rep Report) {
-			t.Helper()
-			for _, p := range rep.Phases {
-				if p.Name == phase {
-					if p.Commit == "" || p.Counts[key] != n {
-						t.Fatalf("%s: commit %q counts %v, want %s=%d", phase, p.Commit, p.Counts, key, n)
-					}
-					return
-				}
-			}
-			t.Fatalf("no %s phase", phase)
-		}
+		return func(t *testing.T, rep Report) { wantCommitted(t, rep, phase, key, n) }
 	}
 	cases := []struct {
 		name   string

@@ -113,17 +113,7 @@ func TestIdleRecordAnswersUnchangedTree(t *testing.T) {
 func TestIdleRecordInvalidation(t *testing.T) {
 	type check func(t *testing.T, dir string, rep Report)
 	committed := func(phase, key string, n int) check {
-		return func(t *testing.T, dir string, rep Report) {
-			for _, p := range rep.Phases {
-				if p.Name == phase {
-					if p.Commit == "" || p.Counts[key] != n {
-						t.Fatalf("%s: commit %q counts %v, want %s=%d", phase, p.Commit, p.Counts, key, n)
-					}
-					return
-				}
-			}
-			t.Fatalf("no %s phase", phase)
-		}
+		return func(t *testing.T, _ string, rep Report) { wantCommitted(t, rep, phase, key, n) }
 	}
 	cases := []struct {
 		name   string
@@ -317,4 +307,18 @@ func TestSnapshotReadOutsideFingerprint(t *testing.T) {
 	if _, found, err := s.read("areas/x/20260102-b.html"); err != nil || !found || !s.uncovered {
 		t.Fatalf("read through a symlink: found %v, err %v, uncovered %v", found, err, s.uncovered)
 	}
+}
+
+// wantCommitted fails unless the run committed phase with counts[key] == n.
+func wantCommitted(t *testing.T, rep Report, phase, key string, n int) {
+	t.Helper()
+	for _, p := range rep.Phases {
+		if p.Name == phase {
+			if p.Commit == "" || p.Counts[key] != n {
+				t.Fatalf("%s: commit %q counts %v, want %s=%d", phase, p.Commit, p.Counts, key, n)
+			}
+			return
+		}
+	}
+	t.Fatalf("no %s phase", phase)
 }
