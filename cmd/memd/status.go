@@ -56,6 +56,9 @@ func rememberConfig(path string) error {
 	if err != nil {
 		return err
 	}
+	if fastpath.Vouched(path, fi) {
+		return nil // recorded as it is: no second parse, no rewrite on every slow-path run
+	}
 	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	if err != nil {
 		return err

@@ -104,17 +104,30 @@ func configRepo(flagValue string) (repo string, found, ok bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", true, false // a named file that is missing, or unreadable: the full command says so
 	}
+	repo, ok = vouchedRepo(path, fi)
+	return repo, true, ok
+}
+
+// Vouched reports whether the cache already vouches for the config file at path as it is
+// (fi), so the full command need not read and record it again.
+func Vouched(path string, fi fs.FileInfo) bool {
+	_, ok := vouchedRepo(path, fi)
+	return ok
+}
+
+// vouchedRepo is the repo the cache records for the config file at path with this identity.
+func vouchedRepo(path string, fi fs.FileInfo) (string, bool) {
 	key := configKey(path, fi, os.Getenv("HOME"))
 	cache, _, ok := readWithMtime(ConfigCachePath())
 	if key == "" || !ok {
-		return "", true, false
+		return "", false
 	}
 	want := configCacheHeader + key + "repo "
 	if len(cache) <= len(want)+1 || string(cache[:len(want)]) != want || cache[len(cache)-1] != '\n' {
-		return "", true, false
+		return "", false
 	}
-	repo = string(cache[len(want) : len(cache)-1])
-	return repo, true, repo[0] == '/' && clean(repo)
+	repo := string(cache[len(want) : len(cache)-1])
+	return repo, repo[0] == '/' && clean(repo)
 }
 
 // itoa formats a non-negative integer (strconv would delay this package's init).

@@ -270,6 +270,13 @@ func TestConfigRepo(t *testing.T) {
 	if repo, found, ok := configRepo(""); !found || !ok || repo != "/srv/memory" {
 		t.Fatalf("vouched for: %q found=%v ok=%v", repo, found, ok)
 	}
+	if !Vouched(cfg, fi) {
+		t.Error("Vouched: false for the file just remembered")
+	}
+	if edited := write("repo: /srv/other\n", old.Add(time.Minute)); Vouched(cfg, edited) {
+		t.Error("Vouched: true for an edited file")
+	}
+	write("repo: /srv/memory\n", old)
 	if repo, _, ok := configRepo(cfg); !ok || repo != "/srv/memory" {
 		t.Errorf("--config naming the same file: %q %v", repo, ok)
 	}
