@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -321,4 +322,103 @@ func countKept(base, side []string) int {
 		}
 	}
 	return n
+}
+
+// TestMergeProjectMemoryMDRandomEdits plays random edits of a writer on both sides of one
+// base (bullets added, removed, changed, subsections added, a section repeated or left out,
+// CRLF) and checks the properties of FuzzMergeProjectMemoryMD on structured input.
+func TestMergeProjectMemoryMDRandomEdits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 3))
+	for iter := 0; iter < 400; iter++ {
+		base := randomDoc(rng)
+		ours, theirs := randomEdit(rng, base, "o"), randomEdit(rng, base, "t")
+		got, err := MergeProjectMemoryMD("proj", []byte(base), []byte(ours), []byte(theirs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := InspectProjectMD(got); !r.InTemplate {
+			t.Fatalf("iter %d: out of the template\nbase:\n%s\nours:\n%s\ntheirs:\n%s\ngot:\n%s", iter, base, ours, theirs, got)
+		}
+		have := map[string]int{}
+		for _, l := range splitMergeText(got).lines {
+			have[l]++
+		}
+		for _, side := range []string{ours, theirs} {
+			for _, l := range splitMergeText([]byte(side)).lines {
+				if isRule(l) && !strings.Contains(base, l+"\n") && have[l] == 0 {
+					t.Fatalf("iter %d: added bullet %q lost\nbase:\n%s\nours:\n%s\ntheirs:\n%s\ngot:\n%s", iter, l, base, ours, theirs, got)
+				}
+			}
+		}
+		// Bullets are unique in these docs: each added one is present once.
+		for l, n := range have {
+			if isRule(l) && n > 1 {
+				t.Fatalf("iter %d: %q %d times\ngot:\n%s", iter, l, n, got)
+			}
+		}
+	}
+}
+
+func randomDoc(rng *rand.Rand) string {
+	var secs [4][]string
+	for i := range secs {
+		for j := rng.IntN(4); j > 0; j-- {
+			secs[i] = append(secs[i], fmt.Sprintf("- base %d.%d", i, j))
+		}
+		if i == 1 && rng.IntN(2) == 0 {
+			secs[i] = append(secs[i], "", "### Sub", "", "- base sub")
+		}
+	}
+	return pmd(lns(secs[0]...), lns(secs[1]...), lns(secs[2]...), lns(secs[3]...))
+}
+
+var editSeq int
+
+func randomEdit(rng *rand.Rand, doc, side string) string {
+	lines := strings.Split(strings.TrimSuffix(doc, "\n"), "\n")
+	for n := 1 + rng.IntN(4); n > 0; n-- {
+		editSeq++
+		var bullets []int
+		for i, l := range lines {
+			if isRule(l) {
+				bullets = append(bullets, i)
+			}
+		}
+		switch op := rng.IntN(7); {
+		case op <= 2: // add a bullet after a heading or a bullet
+			var at []int
+			for i, l := range lines {
+				if strings.HasPrefix(l, "## ") || strings.HasPrefix(l, "### ") || isRule(l) {
+					at = append(at, i)
+				}
+			}
+			i := at[rng.IntN(len(at))] + 1
+			lines = append(lines[:i], append([]string{fmt.Sprintf("- %s added %d", side, editSeq)}, lines[i:]...)...)
+		case op == 3 && len(bullets) > 0: // remove
+			i := bullets[rng.IntN(len(bullets))]
+			lines = append(lines[:i], lines[i+1:]...)
+		case op == 4 && len(bullets) > 0: // change
+			i := bullets[rng.IntN(len(bullets))]
+			lines[i] = fmt.Sprintf("%s (%s edit %d)", lines[i], side, editSeq)
+		case op == 5: // a new subsection at the end of Active Warnings or an extra section
+			if rng.IntN(2) == 0 {
+				lines = append(lines, "", "## Extra "+side, "", fmt.Sprintf("- %s extra %d", side, editSeq))
+			} else {
+				for i, l := range lines {
+					if l == "## Topic Files" {
+						sub := []string{"### New " + side, "", fmt.Sprintf("- %s sub %d", side, editSeq), ""}
+						lines = append(lines[:i], append(sub, lines[i:]...)...)
+						break
+					}
+				}
+			}
+		case op == 6: // a repeated section
+			lines = append(lines, "", "## CRITICAL RULES", "", fmt.Sprintf("- %s repeated %d", side, editSeq))
+		}
+	}
+	out := strings.Join(lines, "\n") + "\n"
+	if rng.IntN(8) == 0 {
+		out = crlf(out)
+	}
+	return out
 }
