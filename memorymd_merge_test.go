@@ -33,10 +33,10 @@ func TestMergeProjectMemoryMD(t *testing.T) {
 	base := pmd(lns("- rule one", "- rule two"), lns("- fact a", "- fact b"), "- warn x", "- `history.md`.")
 	cases := []mdMergeCase{
 		{name: "additions in different sections both kept",
-			base: base,
-			ours: pmd(lns("- rule one", "- rule two", "- rule ours"), lns("- fact a", "- fact b"), "- warn x", "- `history.md`."),
+			base:   base,
+			ours:   pmd(lns("- rule one", "- rule two", "- rule ours"), lns("- fact a", "- fact b"), "- warn x", "- `history.md`."),
 			theirs: pmd(lns("- rule one", "- rule two"), lns("- fact a", "- fact b"), lns("- warn x", "- warn theirs"), "- `history.md`."),
-			want: pmd(lns("- rule one", "- rule two", "- rule ours"), lns("- fact a", "- fact b"), lns("- warn x", "- warn theirs"), "- `history.md`.")},
+			want:   pmd(lns("- rule one", "- rule two", "- rule ours"), lns("- fact a", "- fact b"), lns("- warn x", "- warn theirs"), "- `history.md`.")},
 		{name: "additions at the same place: ours first, then theirs, each in its order",
 			base:   base,
 			ours:   pmd(lns("- rule one", "- rule two"), lns("- fact a", "- fact b", "- o1", "- o2"), "- warn x", "- `history.md`."),

@@ -63,6 +63,7 @@ func (a *Agent) publish() {
 		LastPush:  st.lastPush,
 		Remote:    fmt.Sprintf("%s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch),
 	}
+	f.UntemplatedMD = inv.untemplated
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}
