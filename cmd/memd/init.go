@@ -39,14 +39,7 @@ func cmdInit(a *app, args []string) int {
 		dir = absPath(memd.ExpandHome(fs.Arg(0)))
 		a.cfg.Repo = dir
 	}
-	if *layout == "" {
-		detected, err := memd.DetectLayout(dir)
-		if err != nil {
-			return a.fail("init %s: %v", dir, err)
-		}
-		*layout = detected
-	}
-	if *withDemo && *layout != memd.LayoutPARA {
+	if *withDemo && *layout == memd.LayoutProjectMemory {
 		fmt.Fprintf(a.stderr, "memd init: --demo writes PARA memories; it needs --layout %s\n", memd.LayoutPARA)
 		return exitUsage
 	}
@@ -78,6 +71,17 @@ func cmdInit(a *app, args []string) int {
 		}
 		if adopted {
 			fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, memsync.RedactURL(*remote))
+		}
+	}
+	// The layout is told after an adopted remote is checked out: a new machine's empty
+	// directory takes the layout of the repo it joins.
+	switch {
+	case *layout != "":
+	case *withDemo:
+		*layout = memd.LayoutPARA
+	default:
+		if *layout, err = memd.DetectLayout(dir); err != nil {
+			return a.fail("init %s: %v", dir, err)
 		}
 	}
 	created, err := memd.ScaffoldLayout(dir, *layout)

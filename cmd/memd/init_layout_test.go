@@ -113,3 +113,35 @@ func TestInitLayoutFlag(t *testing.T) {
 		t.Errorf("--demo with project-memory: %d %s", code, stderr)
 	}
 }
+
+// A new machine joining a remote of project memories takes that layout: the adopted files
+// are checked out before the layout is told, so no PARA bucket is added.
+func TestInitRemoteProjectMemoryLayout(t *testing.T) {
+	isolateHome(t)
+	tmp := t.TempDir()
+	remote := filepath.Join(tmp, "remote.git")
+	gitOut(t, tmp, "init", "-q", "--bare", remote)
+	a := seed003Dir(t)
+	if code, out, stderr := runApp(t, "init", a, "--remote", remote); code != 0 {
+		t.Fatalf("init a: %d %s %s", code, out, stderr)
+	}
+	gitOut(t, a, "add", "-A")
+	gitOut(t, a, "commit", "-qm", "the memories")
+	gitOut(t, a, "push", "-q", remote, "HEAD:main")
+	b := filepath.Join(tmp, "b")
+	code, out, stderr := runApp(t, "init", b, "--remote", remote)
+	if code != 0 || !strings.Contains(out, "layout: project-memory") {
+		t.Fatalf("init b: %d %s %s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(b, "alpha", "MEMORY.md")); err != nil {
+		t.Fatalf("remote not adopted: %v", err)
+	}
+	for _, d := range memd.SkeletonDirs {
+		if _, err := os.Stat(filepath.Join(b, d)); !os.IsNotExist(err) {
+			t.Errorf("init b added %s", d)
+		}
+	}
+	if st := gitOut(t, b, "status", "--porcelain"); st != "" {
+		t.Errorf("status after init b:\n%s", st)
+	}
+}
