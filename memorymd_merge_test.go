@@ -422,3 +422,53 @@ func randomEdit(rng *rand.Rand, doc, side string) string {
 	}
 	return out
 }
+
+// FuzzMergeTopicFile: every line either side added to a topic file is in the merge, and a
+// line both sides kept as it was is there too.
+func FuzzMergeTopicFile(f *testing.F) {
+	head := "# proj: history\n\n- one\n- two\n"
+	f.Add(head, head+"\n- ours\n", head+"\n- theirs\n")
+	f.Add(head, strings.Replace(head, "- one\n", "", 1), crlf(head+"- t\n"))
+	f.Add("", "a\nb", "b\nc\n")
+	f.Fuzz(func(t *testing.T, b, o, th string) {
+		got, err := MergeTopicFile([]byte(b), []byte(o), []byte(th))
+		if err != nil {
+			if errors.Is(err, ErrMergeInput) {
+				return
+			}
+			t.Fatal(err)
+		}
+		bl, ol, tl := splitMergeText([]byte(b)).lines, splitMergeText([]byte(o)).lines, splitMergeText([]byte(th)).lines
+		have := map[string]bool{}
+		for _, l := range splitMergeText(got).lines {
+			have[l] = true
+		}
+		inBase := map[string]bool{}
+		for _, l := range bl {
+			inBase[l] = true
+		}
+		inOurs, inTheirs := map[string]bool{}, map[string]bool{}
+		for _, l := range ol {
+			inOurs[l] = true
+		}
+		for _, l := range tl {
+			inTheirs[l] = true
+		}
+		for _, side := range [][]string{ol, tl} {
+			for _, l := range side {
+				if !inBase[l] && !have[l] && strings.TrimSpace(l) != "" {
+					t.Fatalf("added line %q lost: %q", l, got)
+				}
+			}
+		}
+		for _, l := range bl {
+			if inOurs[l] && inTheirs[l] && strings.TrimSpace(l) != "" && !have[l] {
+				// Kept on both sides (as a line somewhere): a merge drops it only where one
+				// side removed that copy, so some copy stays unless both removed one each.
+				if strings.Count(b, l) == 1 && strings.Count(o, l) >= 1 && strings.Count(th, l) >= 1 {
+					t.Fatalf("line %q both sides kept is lost: %q", l, got)
+				}
+			}
+		}
+	})
+}
