@@ -164,6 +164,19 @@ func matchLines(base, side []string) []int {
 	for i := range m {
 		m[i] = -1
 	}
+	// The common head and tail match as they are (a log that was only appended to is all
+	// head); only the middle goes to the diff.
+	pre := 0
+	for pre < len(base) && pre < len(side) && base[pre] == side[pre] {
+		m[pre] = pre
+		pre++
+	}
+	suf := 0
+	for suf < len(base)-pre && suf < len(side)-pre && base[len(base)-1-suf] == side[len(side)-1-suf] {
+		m[len(base)-1-suf] = len(side) - 1 - suf
+		suf++
+	}
+	base, side = base[pre:len(base)-suf], side[pre:len(side)-suf]
 	if len(base) == 0 || len(side) == 0 {
 		return m
 	}
@@ -187,7 +200,7 @@ func matchLines(base, side []string) []int {
 		switch d.Type {
 		case diffmatchpatch.DiffEqual:
 			for k := 0; k < n; k++ {
-				m[i+k] = j + k
+				m[pre+i+k] = pre + j + k
 			}
 			i, j = i+n, j+n
 		case diffmatchpatch.DiffDelete:

@@ -472,3 +472,37 @@ func FuzzMergeTopicFile(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMergeProjectMemoryMD: a MEMORY.md at the soft cap, both sides adding to two
+// sections and editing one bullet.
+func BenchmarkMergeProjectMemoryMD(b *testing.B) {
+	var facts []string
+	for i := 0; i < ProjectSoftLines-20; i++ {
+		facts = append(facts, fmt.Sprintf("- fact %d: %s", i, strings.Repeat("detail ", 20)))
+	}
+	base := pmd("- rule one\n- rule two", lns(facts...), "- warn", "- `history.md`.")
+	ours := strings.Replace(strings.Replace(base, "- fact 10:", "- fact 10 (ours):", 1), "- warn\n", "- warn\n- ours\n", 1)
+	theirs := strings.Replace(strings.Replace(base, "- fact 10:", "- fact 10 (theirs):", 1), "- rule two\n", "- rule two\n- theirs\n", 1)
+	b.SetBytes(int64(len(base)))
+	for b.Loop() {
+		if _, err := MergeProjectMemoryMD("proj", []byte(base), []byte(ours), []byte(theirs)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMergeTopicFile: a 1 MiB history.md both sides appended an entry to.
+func BenchmarkMergeTopicFile(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < MaxStructuredMergeBytes-4096; i++ {
+		fmt.Fprintf(&sb, "\n- session %d: %s\n", i, strings.Repeat("did things ", 5))
+	}
+	base := sb.String()
+	ours, theirs := base+"\n- ours: today\n", base+"\n- theirs: today\n"
+	b.SetBytes(int64(len(base)))
+	for b.Loop() {
+		if _, err := MergeTopicFile([]byte(base), []byte(ours), []byte(theirs)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -22,7 +22,7 @@ func cmdInit(a *app, args []string) int {
 	count := fs.Int("demo-count", 300, "how many demo memories (with --demo)")
 	layout := fs.String("layout", "", "repo `LAYOUT`: "+memd.LayoutPARA+" (the four PARA buckets) or "+memd.LayoutProjectMemory+
 		" (<project>/MEMORY.md and topic files, no buckets); default: "+memd.LayoutProjectMemory+
-		" when DIR already holds a project MEMORY.md and no PARA bucket, else "+memd.LayoutPARA)
+		" when DIR (with the adopted --remote checked out) holds a project MEMORY.md and no PARA bucket, else "+memd.LayoutPARA)
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
