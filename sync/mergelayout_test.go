@@ -141,3 +141,26 @@ func TestSyncProjectMemoryBadInputConflictCopy(t *testing.T) {
 		}
 	}
 }
+
+// A merged MEMORY.md over the hard cap is written whole and reported (the note the tree
+// merge logs), never cut.
+func TestMergeProjectLayoutOverCapNote(t *testing.T) {
+	base := strings.Replace(layoutMD, "- fact a\n", strings.Repeat("- fact\n", 190), 1)
+	side := func(who string) []byte {
+		return []byte(strings.Replace(base, "- rule one\n", "- rule one\n"+strings.Repeat("- rule from "+who+"\n", 6), 1))
+	}
+	got, note, err := MergePolicy{}.MergeProjectLayout(KindProjectMD, "proj/MEMORY.md", []byte(base), side("a"), side("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(got), "\n"); n != strings.Count(base, "\n")+12 {
+		t.Errorf("%d lines, want base + 12", n)
+	}
+	if !strings.Contains(note, "merged proj/MEMORY.md is over the cap") || !strings.Contains(note, "not cut") {
+		t.Errorf("note %q", note)
+	}
+	if _, note, _ := (MergePolicy{}).MergeProjectLayout(KindProjectMD, "proj/MEMORY.md", []byte(layoutMD),
+		[]byte(layoutMD+"- more\n"), []byte(strings.Replace(layoutMD, "- fact a\n", "- fact b\n", 1))); note != "" {
+		t.Errorf("note under the cap: %q", note)
+	}
+}
