@@ -562,9 +562,9 @@ func mergeSec(b, o, t mdSec) mdSec {
 //     either side kept, ours first; a one-sided removal or change taken; a bullet both
 //     changed differently kept in both versions, ours first, with nothing marking them),
 //     and its `### ` subsections merge as items by heading the same way (mergeSubs);
-//   - `## CRITICAL RULES` is never emptied by a merge: when the merged section holds no
-//     rule but a side still does, it becomes the union of both sides' sections (every rule
-//     either side kept stays).
+//   - `## CRITICAL RULES` is never emptied by a merge: when the merged section holds no rule
+//     while each side still holds one, every rule either side kept stays (the section is
+//     merged again against a base without its rules).
 //
 // The result is always in the template. It is never cut to fit the caps: it holds no line
 // that is not in base or added by one side, so it exceeds a cap by at most what the two
@@ -584,9 +584,10 @@ func MergeProjectMemoryMD(project string, base, ours, theirs []byte) ([]byte, er
 	for i := range m.secs {
 		m.secs[i] = mergeSec(bd.secs[i], od.secs[i], td.secs[i])
 	}
-	if crit := &m.secs[0]; crit.rules() == 0 && (od.secs[0].rules() > 0 || td.secs[0].rules() > 0) {
-		// Both sides' removals together would empty the rules: merge again against a base
-		// without its rules, so every rule either side kept stays.
+	if crit := &m.secs[0]; crit.rules() == 0 && od.secs[0].rules() > 0 && td.secs[0].rules() > 0 {
+		// Each side still has rules, but their removals together would empty the section:
+		// merge again against a base without its rules, so every rule either side kept
+		// stays. (A side that emptied it alone retired its last rule on purpose.)
 		*crit = mergeSec(withoutRules(bd.secs[0]), od.secs[0], td.secs[0])
 	}
 	return renderMergeText(m.lines(), b, o, t, len(base) == 0), nil
