@@ -355,6 +355,13 @@ func TestMergeProjectMemoryMDRandomEdits(t *testing.T) {
 				}
 			}
 		}
+		// CRITICAL RULES is never emptied while both sides hold a rule.
+		crit := func(doc []byte) int {
+			return parseTemplated(templatedLines(splitMergeText(doc), "proj", false)).secs[0].rules()
+		}
+		if crit([]byte(ours)) > 0 && crit([]byte(theirs)) > 0 && crit(got) == 0 {
+			t.Fatalf("iter %d: CRITICAL RULES emptied\nours:\n%s\ntheirs:\n%s\ngot:\n%s", iter, ours, theirs, got)
+		}
 		// Bullets are unique in these docs: each added one is present once.
 		for l, n := range have {
 			if isRule(l) && n > 1 {
