@@ -13,9 +13,15 @@ var SkeletonDirs = []string{
 	InboxDir, TaskInboxDir, ArcsDir, PeopleDir,
 }
 
+// MemhtmlIgnoreLines are memhtml's own .gitignore lines (its store's GITIGNORE): its
+// SQLite databases and their side files (-wal, -shm, -journal) are rebuilt or re-imported,
+// never committed. The rest of .memhtml/ (state/ JSONL, sleep/ reports) is committed.
+var MemhtmlIgnoreLines = []string{".memhtml/index.db", ".memhtml/state.db", ".memhtml/index.db-*", ".memhtml/state.db-*"}
+
 // IgnoreLines are what `memd init` makes sure .gitignore holds: the writer lock is never
-// committed, nor are the temp files of the atomic writes memd does itself.
-var IgnoreLines = []string{".memory.lock", ".memd-tmp-*"}
+// committed, nor are the temp files of the atomic writes memd does itself, nor memhtml's
+// databases.
+var IgnoreLines = append([]string{".memory.lock", ".memd-tmp-*"}, MemhtmlIgnoreLines...)
 
 // Scaffold creates what is missing of the PARA skeleton and .gitignore in dir and returns
 // the repo-relative paths it created. Existing files are never changed, except that missing
@@ -59,7 +65,7 @@ func Scaffold(dir string) ([]string, error) {
 			out += "\n"
 		}
 		if out == "" {
-			out = "# memd: never commit the writer lock or memd's temp files\n"
+			out = "# memd: never commit the writer lock, memd's temp files or memhtml's databases\n"
 		}
 		out += strings.Join(add, "\n") + "\n"
 		if err := os.WriteFile(gi, []byte(out), 0o644); err != nil {

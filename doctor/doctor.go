@@ -118,7 +118,7 @@ func Check(root string, opt Options) (*Report, error) {
 		switch {
 		case path.Base(rel) == "MEMORY.md":
 			mds = append(mds, rel)
-		case strings.HasSuffix(rel, memd.MemoryExt):
+		case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsNonMemory(rel):
 			htmls = append(htmls, rel)
 		}
 		return nil
