@@ -72,6 +72,9 @@ type Memory struct {
 	Due              string
 	Title            string
 	Links            []Link
+	// Refs are the root-relative hrefs the file names that archive repoints when their
+	// target moves: head links, <a href>s (an arc's member list) and memhtml-superseded-by.
+	Refs []string
 	EventTime        string              // datetime of the first <time> in the article
 	EventAt          time.Time           // EventTime parsed (zero if bad)
 	Gist             string              // the <mark> text, whitespace-normalised, code excluded
@@ -496,6 +499,10 @@ func (p *memParser) startTag() {
 			case string(k) == "href" && !hasHref:
 				href, hasHref = string(v), true
 			}
+		case atom.A:
+			if string(k) == "href" && !hasHref {
+				href, hasHref = string(v), true
+			}
 		case atom.Time:
 			if string(k) == "datetime" && !hasDatetime {
 				datetime, hasDatetime = string(v), true
@@ -518,6 +525,10 @@ func (p *memParser) startTag() {
 	case atom.Link:
 		if inHead && hasRel {
 			p.link(rel, href, hasHref)
+		}
+	case atom.A:
+		if strings.HasPrefix(strings.TrimSpace(href), "/") {
+			p.m.Refs = append(p.m.Refs, strings.TrimSpace(href))
 		}
 	case atom.Time:
 		p.timeElem(datetime, hasDatetime)
@@ -756,6 +767,7 @@ func (p *memParser) link(rel, href string, hasHref bool) {
 		return
 	}
 	p.m.Links = append(p.m.Links, Link{Rel: rel, Href: strings.TrimSpace(href)})
+	p.m.Refs = append(p.m.Refs, strings.TrimSpace(href))
 	if RelOfToken(rel) == "" {
 		p.violate(fmt.Sprintf("<link rel=%s> is outside the closed edge vocabulary (one of memhtml-%s)", quoteInput(rel), strings.ReplaceAll(strings.Join(Rels, ", memhtml-"), "_", "-")))
 	}
@@ -983,6 +995,9 @@ func (p *memParser) head() {
 	m.TaskStatus = m.Meta(MetaTaskStatus)
 	m.Due = m.Meta(MetaDue)
 	m.ContentHash = m.Meta(MetaContentHash)
+	if v := strings.TrimSpace(m.Meta(MetaSuperseded)); strings.HasPrefix(v, "/") {
+		m.Refs = append(m.Refs, v)
+	}
 	m.Entities = nonEmpty(m.Metas[MetaEntity])
 	m.Tags = nonEmpty(m.Metas[MetaTag])
 	m.Aliases = nonEmpty(m.Metas[MetaAlias])

@@ -330,6 +330,11 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 		if m == nil || !res.key.hashed {
 			return nil, p + ": unreadable or oversize"
 		}
+		// An episode is one by its type, whatever its name: a changed one may be an arc
+		// member (what the arc shows of it changes).
+		if m.IsEpisode() && !isNew[p] {
+			return nil, p + ": a changed episode (it may be an arc member)"
+		}
 		if _, moves, until := expireFile(p, m, now, grace); moves {
 			return nil, p + ": expire would archive it"
 		} else if !until.IsZero() {
