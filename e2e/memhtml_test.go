@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
+)
+
+// mhRun runs the real memhtml CLI against repo and decodes its one JSON envelope into data.
+// It fails the test on a non-zero exit unless allowFail, and returns the exit code.
+func mhRun(t *testing.T, mh testutil.Memhtml, repo string, data any, args ...string) int {
+	t.Helper()
+	cmd := mh.Command(repo, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("memhtml %s: %v", strings.Join(args, " "), err)
+	}
+	if data != nil {
+		env := struct {
+			Data  json.RawMessage `json:"data"`
+			Error string          `json:"error"`
+			Code  string          `json:"code"`
+		}{}
+		if err := json.Unmarshal(out, &env); err != nil {
+			t.Fatalf("memhtml %s: not a JSON envelope (%v):\n%s\n%s", strings.Join(args, " "), err, out, stderr.String())
+		}
+		if code == 0 {
+			if err := json.Unmarshal(env.Data, data); err != nil {
+				t.Fatalf("memhtml %s: data: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+	}
+	if code != 0 {
+		t.Logf("memhtml %s: exit %d\n%s\n%s", strings.Join(args, " "), code, out, lastLines(stderr.String(), 10))
+	}
+	return code
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
+}
+
+// rebuildReport is what `memhtml index rebuild` answers.
+type rebuildReport struct {
+	FilesIndexed int `json:"filesIndexed"`
+	Skipped      []struct {
+		Path   string `json:"path"`
+		Reason string `json:"reason"`
+	} `json:"skipped"`
+}
+
+// TestMemhtmlConformance runs the real memhtml (npm memhtml 0.15.1 on Node 24) over what
+// the real memd writes: `memd init --demo` + `memd sleep` must give a repo memhtml indexes
+// whole (no file skipped, the arcs listed and readable as arcs), and memhtml's databases
+// are never committed by `memd sync`, even with a .gitignore that predates memd init.
+func TestMemhtmlConformance(t *testing.T) {
+	mh := testutil.InstallMemhtml(t)
+	home := t.TempDir()
+	remote := filepath.Join(home, "remote.git")
+	w := &world{t: t, home: home, repo: filepath.Join(home, "memory"), config: filepath.Join(home, "memd.yaml")}
+	gitconfig := filepath.Join(home, "gitconfig")
+	if err := os.WriteFile(gitconfig, []byte("[core]\n\tquotepath = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w.config, []byte(baseConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.env = testutil.IsolatedEnv(home, gitconfig)
+	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
+		t.Fatalf("git init --bare: %v\n%s", err, out)
+	}
+	if out, code := w.memd("init", "--demo", "--remote", remote, "--config", w.config, w.repo); code != 0 {
+		t.Fatalf("memd init --demo: exit %d\n%s", code, out)
+	}
+	if out, code := w.memd("sleep", "--config", w.config); code != 0 {
+		t.Fatalf("memd sleep: exit %d\n%s", code, out)
+	}
+	arcs, _ := filepath.Glob(w.path(memd.ArcsDir + "/*.html"))
+	if len(arcs) == 0 {
+		t.Fatal("memd sleep wrote no arcs on the demo")
+	}
+	archived := w.git("ls-tree", "-r", "--name-only", "HEAD", "archive/")
+	if !strings.Contains(archived, ".html") {
+		t.Fatal("memd sleep archived nothing on the demo (the test would not cover moved files)")
+	}
+
+	var rep rebuildReport
+	if code := mhRun(t, mh, w.repo, &rep, "index", "rebuild"); code != 0 {
+		t.Fatalf("memhtml index rebuild failed on a repo memd wrote (exit %d)", code)
+	}
+	for _, s := range rep.Skipped {
+		t.Errorf("memhtml skipped %s: %s", s.Path, s.Reason)
+	}
+	memories := 0
+	for _, p := range strings.Split(w.git("ls-tree", "-r", "--name-only", "HEAD"), "\n") {
+		if strings.HasSuffix(p, memd.MemoryExt) && !memd.IsNonMemory(p) {
+			memories++
+		}
+	}
+	if rep.FilesIndexed != memories {
+		t.Errorf("memhtml indexed %d files, the tree holds %d memories", rep.FilesIndexed, memories)
+	}
+
+	var list struct {
+		Files []struct {
+			Path       string `json:"path"`
+			MemoryType string `json:"memoryType"`
+		} `json:"files"`
+	}
+	if code := mhRun(t, mh, w.repo, &list, "list", "--type", "arc", "--limit", "1000"); code != 0 {
+		t.Fatalf("memhtml list --type arc: exit %d", code)
+	}
+	var listed []string
+	for _, f := range list.Files {
+		listed = append(listed, f.Path)
+	}
+	for _, a := range arcs {
+		rel := memd.ArcsDir + "/" + filepath.Base(a)
+		if !slices.Contains(listed, rel) {
+			t.Errorf("memhtml list --type arc lacks %s (listed %d: %v)", rel, len(listed), listed)
+		}
+		var detail struct {
+			Metas    struct{ MemoryType string } `json:"metas"`
+			Warnings []string                    `json:"warnings"`
+		}
+		if code := mhRun(t, mh, w.repo, &detail, "read", rel); code != 0 {
+			t.Errorf("memhtml read %s: exit %d", rel, code)
+			continue
+		}
+		if detail.Metas.MemoryType != "arc" || len(detail.Warnings) > 0 {
+			t.Errorf("memhtml read %s: type %q, warnings %q", rel, detail.Metas.MemoryType, detail.Warnings)
+		}
+	}
+
+	// A .gitignore from before memd init (no memhtml lines): memd's built-in list still
+	// keeps memhtml's databases out.
+	var kept []string
+	for _, l := range strings.Split(w.read(".gitignore"), "\n") {
+		if !strings.HasPrefix(l, ".memhtml/") {
+			kept = append(kept, l)
+		}
+	}
+	w.write(".gitignore", strings.Join(kept, "\n"))
+	if _, err := os.Stat(w.path(".memhtml/index.db")); err != nil {
+		t.Fatalf("memhtml made no index database: %v", err)
+	}
+	if out, code := w.memd("sync", "--config", w.config); code != 0 {
+		t.Fatalf("memd sync: exit %d\n%s", code, out)
+	}
+	if got := w.git("ls-tree", "-r", "--name-only", "HEAD", ".memhtml/"); got != "" {
+		t.Errorf("memd sync committed memhtml's files:\n%s", got)
+	}
+	if c, ok := w.committed(".gitignore"); !ok || strings.Contains(c, ".memhtml/") {
+		t.Fatalf("the edited .gitignore was not committed: %q", c)
+	}
+}
