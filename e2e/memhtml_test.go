@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/memd-dev/memd"
@@ -14,7 +15,8 @@ import (
 )
 
 // mhRun runs the real memhtml CLI against repo and decodes its one JSON envelope into data.
-// It fails the test on a non-zero exit unless allowFail, and returns the exit code.
+// It returns the exit code (-1 when memhtml could not run or answered no envelope, an
+// error of the test). Safe to call from several goroutines.
 func mhRun(t *testing.T, mh testutil.Memhtml, repo string, data any, args ...string) int {
 	t.Helper()
 	cmd := mh.Command(repo, args...)
@@ -25,7 +27,8 @@ func mhRun(t *testing.T, mh testutil.Memhtml, repo string, data any, args ...str
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("memhtml %s: %v", strings.Join(args, " "), err)
+		t.Errorf("memhtml %s: %v", strings.Join(args, " "), err)
+		return -1
 	}
 	if data != nil {
 		env := struct {
@@ -34,11 +37,13 @@ func mhRun(t *testing.T, mh testutil.Memhtml, repo string, data any, args ...str
 			Code  string          `json:"code"`
 		}{}
 		if err := json.Unmarshal(out, &env); err != nil {
-			t.Fatalf("memhtml %s: not a JSON envelope (%v):\n%s\n%s", strings.Join(args, " "), err, out, stderr.String())
+			t.Errorf("memhtml %s: not a JSON envelope (%v):\n%s\n%s", strings.Join(args, " "), err, out, stderr.String())
+			return -1
 		}
 		if code == 0 {
 			if err := json.Unmarshal(env.Data, data); err != nil {
-				t.Fatalf("memhtml %s: data: %v\n%s", strings.Join(args, " "), err, out)
+				t.Errorf("memhtml %s: data: %v\n%s", strings.Join(args, " "), err, out)
+				return -1
 			}
 		}
 	}
@@ -128,22 +133,33 @@ func TestMemhtmlConformance(t *testing.T) {
 		listed = append(listed, f.Path)
 	}
 	for _, a := range arcs {
-		rel := memd.ArcsDir + "/" + filepath.Base(a)
-		if !slices.Contains(listed, rel) {
+		if rel := memd.ArcsDir + "/" + filepath.Base(a); !slices.Contains(listed, rel) {
 			t.Errorf("memhtml list --type arc lacks %s (listed %d: %v)", rel, len(listed), listed)
 		}
-		var detail struct {
-			Metas    struct{ MemoryType string } `json:"metas"`
-			Warnings []string                    `json:"warnings"`
-		}
-		if code := mhRun(t, mh, w.repo, &detail, "read", rel); code != 0 {
-			t.Errorf("memhtml read %s: exit %d", rel, code)
-			continue
-		}
-		if detail.Metas.MemoryType != "arc" || len(detail.Warnings) > 0 {
-			t.Errorf("memhtml read %s: type %q, warnings %q", rel, detail.Metas.MemoryType, detail.Warnings)
-		}
 	}
+	// memhtml read, a few at a time (each is a Node process start: ~1 s).
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, a := range arcs {
+		rel := memd.ArcsDir + "/" + filepath.Base(a)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var detail struct {
+				Metas    struct{ MemoryType string } `json:"metas"`
+				Warnings []string                    `json:"warnings"`
+			}
+			if code := mhRun(t, mh, w.repo, &detail, "read", rel); code != 0 {
+				t.Errorf("memhtml read %s: exit %d", rel, code)
+				return
+			}
+			if detail.Metas.MemoryType != "arc" || len(detail.Warnings) > 0 {
+				t.Errorf("memhtml read %s: type %q, warnings %q", rel, detail.Metas.MemoryType, detail.Warnings)
+			}
+		}()
+	}
+	wg.Wait()
 
 	// A .gitignore from before memd init (no memhtml lines): memd's built-in list still
 	// keeps memhtml's databases out.
