@@ -183,3 +183,72 @@ func TestMemhtmlConformance(t *testing.T) {
 		t.Fatalf("the edited .gitignore was not committed: %q", c)
 	}
 }
+
+// TestMemhtmlWrittenRepo: a repo made and written by the real memhtml CLI (its init, its
+// write path naming files by the WRITE date, its publish generating index.html and
+// sitemap.xml listings). memd doctor finds no problem in it, and memd sleep makes the arc
+// of the events' year with their dates, which memhtml then indexes as an arc.
+func TestMemhtmlWrittenRepo(t *testing.T) {
+	mh := testutil.InstallMemhtml(t)
+	home := t.TempDir()
+	w := &world{t: t, home: home, repo: filepath.Join(home, "memory"), config: filepath.Join(home, "memd.yaml")}
+	gitconfig := filepath.Join(home, "gitconfig")
+	if err := os.WriteFile(gitconfig, []byte("[core]\n\tquotepath = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w.config, []byte(baseConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.env = testutil.IsolatedEnv(home, gitconfig)
+	if err := os.MkdirAll(w.repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	memhtml := func(args ...string) {
+		t.Helper()
+		cmd := mh.Command(w.repo, args...)
+		cmd.Env = append(cmd.Env, "GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=agent@example.com",
+			"GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=agent@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("memhtml %s: %v\n%s", strings.Join(args, " "), err, lastLines(string(out), 20))
+		}
+	}
+	memhtml("init")
+	events := []string{"2025-03-03", "2025-04-10", "2025-06-01"}
+	for _, d := range events {
+		memhtml("write", "--type", "episodic", "--title", "Checkout deploy "+d, "--entity", "service:checkout-api",
+			"--article-html", `<p><mark>The checkout-api deploy of `+d+` went out.</mark> It shipped on <time datetime="`+d+`">`+d+`</time>.</p>`)
+	}
+	memhtml("publish")
+	if _, err := os.Stat(w.path("areas/inbox/index.html")); err != nil {
+		t.Fatalf("memhtml publish made no inbox listing: %v", err)
+	}
+
+	out, code := w.memd("doctor", "--config", w.config)
+	if code != 0 || !strings.Contains(out, "0 problems") || !strings.Contains(out, "3 memories, inbox 3") {
+		t.Fatalf("memd doctor on a memhtml repo: exit %d\n%s", code, out)
+	}
+	if out, code := w.memd("sleep", "--config", w.config); code != 0 {
+		t.Fatalf("memd sleep: exit %d\n%s", code, out)
+	}
+	arc := memd.ArcsDir + "/service-checkout-api-2025.html"
+	data, err := os.ReadFile(w.path(arc))
+	if err != nil {
+		t.Fatalf("no arc for the events' year: %v", err)
+	}
+	if want := "service:checkout-api in 2025: 3 episodes, 2025-03-03 to 2025-06-01."; !strings.Contains(string(data), want) {
+		t.Errorf("arc claim: want %q in\n%s", want, data)
+	}
+	var rep rebuildReport
+	if code := mhRun(t, mh, w.repo, &rep, "index", "rebuild"); code != 0 {
+		t.Fatalf("memhtml index rebuild: exit %d", code)
+	}
+	for _, s := range rep.Skipped {
+		t.Errorf("memhtml skipped %s: %s", s.Path, s.Reason)
+	}
+	var list struct {
+		Files []struct{ Path string } `json:"files"`
+	}
+	if code := mhRun(t, mh, w.repo, &list, "list", "--type", "arc"); code != 0 || len(list.Files) != 1 || list.Files[0].Path != arc {
+		t.Errorf("memhtml list --type arc: exit %d, %+v", code, list.Files)
+	}
+}
