@@ -25,6 +25,9 @@ func TestEventDateDecidesArcAndArchiveYear(t *testing.T) {
 	writeFile(t, dir, "areas/x/old-runbook.html", sup)
 	// A task past its valid-until: tasks are never expired by it (memhtml exempts them).
 	writeFile(t, dir, "projects/p/tasks/renew-cert.html", mem{typ: "task", title: "Renew the cert", taskSts: "todo", validUntil: "2025-01-01"}.html())
+	// memhtml's generated listings are never memories, even one shaped like an episode.
+	writeFile(t, dir, "areas/x/index.html", ep("Listing", "2023-03-03", "2026-11-20T09:00:00Z"))
+	writeFile(t, dir, ".memhtml/sleep/run.html", ep("Report", "2023-03-04", "2026-11-20T09:00:00Z"))
 	initRepo(t, dir)
 	store := openStore(t, dir)
 	runSleep(t, dir, store, testConfig(), nil)
@@ -60,6 +63,11 @@ func TestEventDateDecidesArcAndArchiveYear(t *testing.T) {
 	}
 	mustContain(t, "superseded memory", readFile(t, dir, "areas/x/old-runbook.html"),
 		`<meta name="memhtml-superseded-by" content="/archive/2023/areas/x/20261120-kickoff.html">`)
+	for _, p := range []string{"areas/x/index.html", ".memhtml/sleep/run.html"} {
+		if !exists(dir, p) || strings.Contains(arc, p) {
+			t.Errorf("%s, not a memory, was moved or counted", p)
+		}
+	}
 	if !exists(dir, "projects/p/tasks/renew-cert.html") {
 		t.Error("a task was expired by its valid-until")
 	}
