@@ -513,3 +513,33 @@ func TestContentHashMatchesTreeParser(t *testing.T) {
 		}
 	}
 }
+
+func TestValidDatetime(t *testing.T) {
+	for s, want := range map[string]bool{
+		"2026-03-04": true, "2026-03-04T05:06:07Z": true, "2016-12-31T23:59:60Z": true, "2024-02-29": true,
+		"2026-02-29": false, "2026-13-01": false, "2026-13-45": false, "2026-00-10": false, "2026-04-31": false,
+		"2026-08": false, "2026-W32": false, "2026-03-04T05:06Z": false, "2026-03-04T05:06:07": false,
+		"2026-03-04T05:06:07+02:00": false, "2026-03-04T05:06:07.5Z": false, "2026-03-04T24:00:00Z": false,
+		"2026-03-04T05:60:00Z": false, "2026-03-04T05:06:61Z": false, "0099-01-01": false, "0100-01-01": true,
+		"": false, " 2026-03-04": false, "2026-03-04 ": false, "2026-3-04": false, "２０２６-03-04": false,
+	} {
+		if got := ValidDatetime(s); got != want {
+			t.Errorf("ValidDatetime(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestRelOfToken(t *testing.T) {
+	for tok, want := range map[string]string{
+		"memhtml-supersedes": "supersedes", "memhtml-part-of": "part_of", "memhtml-part_of": "part_of",
+		"memhtml-subtask-of": "subtask_of", "memhtml-arc-member": "", "memhtml-related": "",
+		"memhtml-supports memhtml-relates-to": "", "MEMHTML-SUPPORTS": "", "supports": "", "memhtml-": "",
+	} {
+		if got := RelOfToken(tok); got != want {
+			t.Errorf("RelOfToken(%q) = %q, want %q", tok, got, want)
+		}
+	}
+	if len(Rels) != 14 {
+		t.Errorf("%d rels, memhtml has 14", len(Rels))
+	}
+}

@@ -63,7 +63,7 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 		}
 		y := archiveYear(mp, m)
 		if y == 0 {
-			p.item("skip", mp, "", "no year known (no date prefix, <time> or memhtml-created)")
+			p.item("skip", mp, "", "no year known (no <time>, date prefix or memhtml-created)")
 			p.counts["skipped"]++
 			continue
 		}

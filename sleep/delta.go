@@ -349,8 +349,8 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 		for _, k := range keys {
 			joined[k]++
 		}
-		for _, l := range m.Links {
-			if lp, err := memd.HrefToPath(l.Href); err == nil {
+		for _, ref := range m.Refs {
+			if lp, err := memd.HrefToPath(ref); err == nil {
 				targets[lp] = true
 			}
 		}
