@@ -74,14 +74,14 @@ type Memory struct {
 	Links            []Link
 	// Refs are the root-relative hrefs the file names that archive repoints when their
 	// target moves: head links, <a href>s (an arc's member list) and memhtml-superseded-by.
-	Refs []string
-	EventTime        string              // datetime of the first <time> in the article
-	EventAt          time.Time           // EventTime parsed (zero if bad)
-	Gist             string              // the <mark> text, whitespace-normalised, code excluded
-	ContentHash      string              // memhtml-content-hash as written
-	ComputedHash     string              // ComputeContentHash over the article, as found
-	Metas            map[string][]string // head metas by exact (case-sensitive) name, content as written
-	Violations       []string            // empty = valid
+	Refs         []string
+	EventTime    string              // datetime of the first <time> in the article
+	EventAt      time.Time           // EventTime parsed (zero if bad)
+	Gist         string              // the <mark> text, whitespace-normalised, code excluded
+	ContentHash  string              // memhtml-content-hash as written
+	ComputedHash string              // ComputeContentHash over the article, as found
+	Metas        map[string][]string // head metas by exact (case-sensitive) name, content as written
+	Violations   []string            // empty = valid
 	// Warnings are what memhtml's checker warns about and indexes anyway: an element
 	// outside the closed vocabulary, a malformed optional value memhtml drops.
 	Warnings []string

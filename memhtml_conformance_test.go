@@ -236,4 +236,3 @@ func runJSON(t *testing.T, mh testutil.Memhtml, repo string, v any, args ...stri
 		t.Fatalf("memhtml %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
-
