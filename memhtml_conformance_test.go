@@ -123,6 +123,14 @@ func TestCheckerAgreesWithMemhtml(t *testing.T) {
 		// <template> content is not the document.
 		{name: "template-article", article: `<article><p><mark>CLAIM</mark> text.</p></article><template><article><p>second</p></article></template>`, valid: true, warned: true},
 		{name: "template-only", article: `<template><article><p><mark>CLAIM</mark></p></article></template>`},
+		// Where HTML's tree building puts things.
+		{name: "meta-after-head", replace: [2]string{"</head>\n<body>", "</head>\n<meta name=\"memhtml-vibe\" content=\"x\">\n<body>"}},
+		{name: "text-in-head", replace: [2]string{"<meta name=\"memhtml-type\"", "stray text <meta name=\"memhtml-type\""}},
+		{name: "noscript-article", article: `<article><p><mark>CLAIM</mark> text.</p></article><noscript><article><p>two</p></article></noscript>`, valid: true, warned: true},
+		{name: "time-duplicate-attr", article: `<article><p><mark>CLAIM</mark> <time datetime="2026-03-04" datetime="bad">then</time>.</p></article>`, valid: true},
+		{name: "href-leading-space", head: `<link rel="memhtml-supports" href=" /areas/x/a.html">` + "\n"},
+		{name: "title-nbsp", replace: [2]string{"<title>Case title-nbsp</title>", "<title>&nbsp;</title>"}},
+		{name: "two-titles", head: "<title>Another</title>\n"},
 		// Structure.
 		{name: "no-article", article: `<p><mark>CLAIM</mark></p>`},
 		{name: "two-articles", article: `<article><p><mark>CLAIM</mark></p></article><article><p><mark>two</mark></p></article>`},
