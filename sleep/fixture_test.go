@@ -31,7 +31,7 @@ type mem struct {
 	title, gist         string
 	event               string // <time datetime>, optional
 	entities, tags      []string
-	links               []string // hrefs (memhtml-related)
+	links               []string // hrefs (memhtml-relates-to)
 	validUntil, taskSts string
 }
 
