@@ -119,6 +119,21 @@ func TestMemhtmlConformance(t *testing.T) {
 		t.Errorf("memhtml indexed %d files, the tree holds %d memories", rep.FilesIndexed, memories)
 	}
 
+	// memhtml's own doctor: nothing unparseable, no format warning on any file.
+	var doc struct {
+		Unparseable []any `json:"unparseable"`
+		Warnings    []struct {
+			Path     string   `json:"path"`
+			Warnings []string `json:"warnings"`
+		} `json:"warnings"`
+	}
+	if code := mhRun(t, mh, w.repo, &doc, "doctor"); code != 0 {
+		t.Errorf("memhtml doctor: exit %d", code)
+	}
+	if len(doc.Unparseable) > 0 || len(doc.Warnings) > 0 {
+		t.Errorf("memhtml doctor: unparseable %v, warnings %+v", doc.Unparseable, doc.Warnings)
+	}
+
 	var list struct {
 		Files []struct {
 			Path       string `json:"path"`
