@@ -441,7 +441,9 @@ func (p *memParser) text(t []byte, afterPre bool) {
 		p.title.Write(t)
 		return
 	}
-	if !p.inBody && len(bytes.TrimLeft(t, " \t\n\f\r")) > 0 {
+	// Text begins the body, except the raw text of a head element (<noscript>, <style>...).
+	if !p.inBody && len(bytes.TrimLeft(t, " \t\n\f\r")) > 0 &&
+		(len(p.stack) == 0 || !rawTextHead(p.stack[len(p.stack)-1].a)) {
 		p.inBody = true
 	}
 	if !p.inArticle() {
@@ -881,6 +883,11 @@ func headElement(a atom.Atom) bool {
 		return true
 	}
 	return false
+}
+
+// rawTextHead: head elements whose content is raw text (scripting on, as parse5 parses).
+func rawTextHead(a atom.Atom) bool {
+	return a == atom.Noscript || a == atom.Noframes || a == atom.Style || a == atom.Script
 }
 
 // langToken is memhtml's data-lang grammar: [A-Za-z0-9][A-Za-z0-9_+#.-]*.

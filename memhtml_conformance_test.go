@@ -126,6 +126,7 @@ func TestCheckerAgreesWithMemhtml(t *testing.T) {
 		// Where HTML's tree building puts things.
 		{name: "meta-after-head", replace: [2]string{"</head>\n<body>", "</head>\n<meta name=\"memhtml-vibe\" content=\"x\">\n<body>"}},
 		{name: "text-in-head", replace: [2]string{"<meta name=\"memhtml-type\"", "stray text <meta name=\"memhtml-type\""}},
+		{name: "noscript-in-head", replace: [2]string{"<meta name=\"memhtml-type\"", "<noscript>no script here</noscript>\n<meta name=\"memhtml-type\""}, valid: true, warned: true},
 		{name: "noscript-article", article: `<article><p><mark>CLAIM</mark> text.</p></article><noscript><article><p>two</p></article></noscript>`, valid: true, warned: true},
 		{name: "time-duplicate-attr", article: `<article><p><mark>CLAIM</mark> <time datetime="2026-03-04" datetime="bad">then</time>.</p></article>`, valid: true},
 		{name: "href-leading-space", head: `<link rel="memhtml-supports" href=" /areas/x/a.html">` + "\n"},
