@@ -530,6 +530,7 @@ func TestParseCacheSeesEdits(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, semOld), future, future); err != nil {
 		t.Fatal(err)
 	}
+	store.WaitIndexRefresh() // the store's background .git/index write, before git's own
 	git(t, dir, "commit", "-qam", "writer archives gc-tuning")
 	rep, err := NewRunner(dir, store, Options{Config: testConfig(), Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "next")
 	if err != nil || rep.Failed() {
