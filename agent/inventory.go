@@ -199,7 +199,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 }
 
 func isMemory(rel string) bool {
-	return strings.HasSuffix(rel, memd.MemoryExt) && memd.BucketOf(rel) != ""
+	return strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsNonMemory(rel)
 }
 
 // needsParse is true for a memory file that is new or changed since it was last parsed.

@@ -30,8 +30,8 @@ const (
 	KindLineUnion
 	// KindIndexMD is an index-kind MEMORY.md: union of bullets.
 	KindIndexMD
-	// KindDerived is a file sleep renders again (arcs): theirs wins, never
-	// conflict-copied.
+	// KindDerived is a file sleep or memhtml renders again (arcs, memhtml's
+	// index.html / sitemap.xml listings): theirs wins, never conflict-copied.
 	KindDerived
 	// KindProjectMD is a project-kind MEMORY.md: merged by section and
 	// bullet (memd.MergeProjectMemoryMD).
@@ -116,7 +116,9 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindLedger
 	case strings.HasSuffix(base, ".drained.jsonl"), strings.HasSuffix(base, ".conflicts.jsonl"):
 		return KindLineUnion
-	case strings.HasPrefix(name, arcsDirPrefix):
+	case strings.HasPrefix(name, arcsDirPrefix), memd.IsGenerated(name):
+		// memhtml's index.html / sitemap.xml listings are regenerated (its .gitattributes
+		// merges them merge=ours): derived like arcs.
 		return KindDerived
 	case memd.IsProjectLayoutDerived(name):
 		return KindNewer
