@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
+	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -29,6 +31,9 @@ type inventory struct {
 	ledger  *memd.Ledger
 	ledgerT time.Time
 	mds     map[string]metrics.MDStat
+	// copies are the conflict copies in the tree, waiting to be merged by hand (status
+	// conflict_copies).
+	copies map[string]struct{}
 }
 
 // invEntry is kept small: there is one per memory file (100k in a big repo).
@@ -66,10 +71,11 @@ type invSnapshot struct {
 	metrics.Snapshot
 	Inbox, TaskInbox, Invalid int
 	overCap                   []string
+	copies                    []string // conflict copies waiting, sorted
 }
 
 func newInventory(cfg memd.Config) *inventory {
-	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]metrics.MDStat{}}
+	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]metrics.MDStat{}, copies: map[string]struct{}{}}
 }
 
 // scan walks the tree, re-reading only files whose size or mtime changed. A cold inventory
@@ -104,6 +110,7 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 			return nil
 		}
 		seen[rel] = true
+		v.noteCopy(rel)
 		if v.needsParse(rel, d) {
 			toParse = append(toParse, rel)
 			return nil
@@ -124,6 +131,18 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 			delete(v.mds, p)
 		}
 	}
+	for p := range v.copies {
+		if !seen[p] {
+			delete(v.copies, p)
+		}
+	}
+}
+
+// noteCopy remembers rel when it is a conflict copy (a regular file the walk or a commit saw).
+func (v *inventory) noteCopy(rel string) {
+	if _, ok := memsync.ConflictCopyOriginal(rel); ok {
+		v.copies[rel] = struct{}{}
+	}
 }
 
 // update refreshes the given repo-relative paths (a commit's batch). A path may be a
@@ -138,6 +157,9 @@ func (v *inventory) update(root string, paths []string) {
 		if fi.IsDir() {
 			continue // the next reconcile's scan picks up new files in new dirs
 		}
+		if fi.Mode().IsRegular() {
+			v.noteCopy(rel)
+		}
 		v.refresh(root, rel, fs.FileInfoToDirEntry(fi))
 	}
 }
@@ -151,6 +173,11 @@ func (v *inventory) dropUnder(rel string) {
 	for p := range v.mds {
 		if p == rel || strings.HasPrefix(p, rel+"/") {
 			delete(v.mds, p)
+		}
+	}
+	for p := range v.copies {
+		if p == rel || strings.HasPrefix(p, rel+"/") {
+			delete(v.copies, p)
 		}
 	}
 	if rel == v.cfg.Expire.Ledger {
@@ -286,6 +313,10 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 			}
 		}
 	}
+	for p := range v.copies {
+		s.copies = append(s.copies, p)
+	}
+	sort.Strings(s.copies)
 	for _, md := range v.mds {
 		s.MemoryMD = append(s.MemoryMD, md)
 		if md.Project && (md.Lines > memd.ProjectSoftLines || md.Bytes > memd.ProjectSoftChars) {

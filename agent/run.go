@@ -70,6 +70,12 @@ func New(opts Options) (*Agent, error) {
 	a.hub = metrics.NewHub()
 	a.backoff = memsync.NewBackoff(time.Second, 10*time.Minute, nil)
 	a.inv = newInventory(a.cfg)
+	// The last document carries the events and commit hours of the previous run: ids go on
+	// from there (a reader shows each event once across restarts).
+	if prev, err := metrics.Read(a.cfg.StateDir()); err == nil {
+		a.st.events.restore(prev)
+		a.st.hours.restore(prev)
+	}
 	return a, nil
 }
 

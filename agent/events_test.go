@@ -1,0 +1,53 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd/metrics"
+)
+
+// TestEventLogAcrossRestarts: ids go on from the last document's events, the ring keeps the
+// newest MaxEvents, and a long text is cut.
+func TestEventLogAcrossRestarts(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	var l eventLog
+	for i := 0; i < metrics.MaxEvents+7; i++ {
+		l.add(t0, metrics.KindInfo, metrics.Part{Text: "e"})
+	}
+	if n, first, last := len(l.list()), l.list()[0].ID, l.list()[len(l.list())-1].ID; n != metrics.MaxEvents || first != 8 || last != 57 {
+		t.Fatalf("ring: %d events, ids %d..%d", n, first, last)
+	}
+	doc := metrics.Compose(metrics.Facts{Now: t0, Events: l.list()})
+	var next eventLog // a restarted memd reads the last status.json
+	next.restore(&doc)
+	next.add(t0, metrics.KindWarn, metrics.Part{Text: strings.Repeat("x", 2*maxEventText)})
+	evs := next.list()
+	if e := evs[len(evs)-1]; e.ID != 58 || len(evs) != metrics.MaxEvents || len(e.Text) > maxEventText+len("…") || e.Parts != nil {
+		t.Fatalf("after restart: last %+v, %d events", e.ID, len(evs))
+	}
+}
+
+// TestCommitHours: commits land in their clock hour; the window moves with the clock and
+// survives a restart through the document.
+func TestCommitHours(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 14, 10, 0, 0, time.UTC)
+	var h commitHours
+	h.add(t0, 1)
+	h.add(t0.Add(20*time.Minute), 2) // 14:30, same hour
+	h.add(t0.Add(time.Hour), 1)      // 15:10
+	got := h.list(t0.Add(2 * time.Hour))
+	if got[metrics.HoursKept-3] != 3 || got[metrics.HoursKept-2] != 1 || got[metrics.HoursKept-1] != 0 {
+		t.Fatalf("hours = %v", got)
+	}
+	doc := metrics.Compose(metrics.Facts{Now: t0.Add(2 * time.Hour), CommitsPerHour: got})
+	var r commitHours
+	r.restore(&doc)
+	if again := r.list(t0.Add(3 * time.Hour)); again[metrics.HoursKept-4] != 3 || again[metrics.HoursKept-3] != 1 {
+		t.Fatalf("restored and moved an hour = %v", again)
+	}
+	if far := r.list(t0.Add(48 * time.Hour)); far[metrics.HoursKept-4] != 0 {
+		t.Fatalf("two days later = %v", far)
+	}
+}
