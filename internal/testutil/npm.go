@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -136,10 +137,10 @@ func InstallClaude(t testing.TB) Claude {
 	return c
 }
 
-// Command runs the engine with args in dir. env is the base environment (nil: the test's);
-// the engine's own settings are appended so they win.
-func (c Claude) Command(dir string, env []string, args ...string) *exec.Cmd {
-	cmd := exec.Command(c.Bin, args...)
+// Command runs the engine with args in dir, killed when ctx ends. env is the base environment
+// (nil: the test's); the engine's offline settings are appended so they win.
+func (c Claude) Command(ctx context.Context, dir string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.Bin, args...)
 	cmd.Dir = dir
 	if env == nil {
 		env = os.Environ()
