@@ -209,3 +209,23 @@ func ChromeCommand(t testing.TB, ctx context.Context, chrome string, extra ...st
 	ownGroup(t, cmd)
 	return cmd
 }
+
+// Screenshot writes the page, laid out width CSS pixels wide and as tall as its content, as a
+// PNG to file (for a person to look at: MEMD_PAGE_SCREENSHOT in the page tests).
+func (c *CDP) Screenshot(t testing.TB, width int, file string) {
+	t.Helper()
+	c.Call(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": 800, "deviceScaleFactor": 1, "mobile": true}, nil)
+	var m struct {
+		CSSContentSize struct{ Height float64 } `json:"cssContentSize"`
+	}
+	c.Call(t, "Page.getLayoutMetrics", nil, &m)
+	h := int(m.CSSContentSize.Height) + 1
+	c.Call(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": h, "deviceScaleFactor": 1, "mobile": true}, nil)
+	var shot struct {
+		Data []byte `json:"data"` // base64 in the protocol; encoding/json decodes it
+	}
+	c.Call(t, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
+	if err := os.WriteFile(file, shot.Data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
