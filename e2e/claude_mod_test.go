@@ -152,6 +152,29 @@ func TestClaudeModLive(t *testing.T) {
 	}
 }
 
+// TestClaudeModMarketplaceInstall: the README's other way, a local marketplace: `claude plugin
+// marketplace add integrations` and `claude plugin install memd@memd-local` in a private config
+// dir, then a session without --plugin-dir has /memd.
+func TestClaudeModMarketplaceInstall(t *testing.T) {
+	t.Parallel()
+	c := testutil.InstallClaude(t)
+	market := filepath.Dir(modDir(t))
+	dir := t.TempDir()
+	if out, code := claude(t, c, dir, nil, "plugin", "validate", "--strict", market); code != 0 {
+		t.Fatalf("claude plugin validate --strict %s: exit %d\n%s", market, code, out)
+	}
+	for _, args := range [][]string{{"plugin", "marketplace", "add", market}, {"plugin", "install", "memd@memd-local"}} {
+		if out, code := claude(t, c, dir, nil, args...); code != 0 {
+			t.Fatalf("claude %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	env := append(os.Environ(), "PATH=/usr/bin:/bin") // no memd: the mod says so
+	out, code := claude(t, c, dir, env, "-p", "/memd status")
+	if code != 0 || strings.TrimSpace(out) != "memd: not installed: no memd on PATH" {
+		t.Fatalf("installed mod, claude -p /memd status: exit %d\n%s", code, out)
+	}
+}
+
 // copyTree copies the regular files under src to dst.
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()

@@ -124,13 +124,14 @@ func (m Memhtml) Command(root string, args ...string) *exec.Cmd {
 type Claude struct {
 	Bin       string // node_modules/.bin/claude
 	ConfigDir string // CLAUDE_CONFIG_DIR, a temp dir of the test
+	Home      string // HOME, another: nothing the engine writes can reach the user's
 }
 
 // InstallClaude installs ClaudePackage (see NPMInstall) and gives it a private config dir.
 func InstallClaude(t testing.TB) Claude {
 	t.Helper()
 	prefix := NPMInstall(t, ClaudePackage)
-	c := Claude{Bin: filepath.Join(prefix, "node_modules", ".bin", "claude"), ConfigDir: t.TempDir()}
+	c := Claude{Bin: filepath.Join(prefix, "node_modules", ".bin", "claude"), ConfigDir: t.TempDir(), Home: t.TempDir()}
 	if _, err := os.Stat(c.Bin); err != nil {
 		t.Fatalf("claude install incomplete: %v", err)
 	}
@@ -146,6 +147,7 @@ func (c Claude) Command(ctx context.Context, dir string, env []string, args ...s
 		env = os.Environ()
 	}
 	cmd.Env = append(append([]string(nil), env...),
+		"HOME="+c.Home,
 		"CLAUDE_CONFIG_DIR="+c.ConfigDir,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"CLAUDE_CODE_ENABLE_FUNCTION_HOOKS=1",
