@@ -51,3 +51,35 @@ func TestCommitHours(t *testing.T) {
 		t.Fatalf("two days later = %v", far)
 	}
 }
+
+// TestEventTexts: what a conflict, a sleep run and a failed sleep say, whole and in parts.
+func TestEventTexts(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	a := &Agent{now: func() time.Time { return t0 }}
+	a.conflictEvents([]string{"areas/x.conflict-laptop-20261130T030000Z.html", "memory.conflicts.jsonl", "odd"})
+	a.sleepEvent(map[string]int{"expired": 3, "arcs": 2, "archived": 0}, nil)
+	a.sleepEvent(map[string]int{}, nil)
+	a.sleepEvent(map[string]int{"arcs": 1}, []string{"archive: disk full"})
+	want := []struct{ kind, text string }{
+		{metrics.KindWarn, "conflict areas/x.html changed on both sides; ours kept as areas/x.conflict-laptop-20261130T030000Z.html"},
+		{metrics.KindWarn, "conflict memory.jsonl changed on both sides; ours kept as memory.conflicts.jsonl"},
+		{metrics.KindWarn, "conflict ? changed on both sides; ours kept as odd"},
+		{metrics.KindInfo, "sleep: arcs 2, expired 3"},
+		{metrics.KindInfo, "sleep: nothing to do"},
+		{metrics.KindError, "sleep failed: archive: disk full (arcs 1)"},
+	}
+	evs := a.st.events.list()
+	if len(evs) != len(want) {
+		t.Fatalf("%d events: %+v", len(evs), evs)
+	}
+	for i, w := range want {
+		e := evs[i]
+		var joined strings.Builder
+		for _, p := range e.Parts {
+			joined.WriteString(p.Text)
+		}
+		if e.Kind != w.kind || e.Text != w.text || joined.String() != e.Text || e.ID != uint64(i+1) || !e.At.Equal(t0) {
+			t.Errorf("event %d = %+v, want %s %q", i, e, w.kind, w.text)
+		}
+	}
+}
