@@ -83,13 +83,17 @@ async function toSidebar($: EngineInterface, state: State, r: Reading): Promise<
       if (!keys.has(key)) await $.sidebar.clear({ consumer: 'memd', key })
     }
     state.shown = keys
-    await stream($, r)
-    return true
   } catch {
     // The sidebar mod is not installed, so $.sidebar is missing and the call throws.
     state.shown.clear()
     return false
   }
+  try {
+    await stream($, r)
+  } catch {
+    // The store or the stream failed: the sections stand, and the next refresh tries again.
+  }
+  return true
 }
 
 /** Reads memd and shows it on the one channel that takes it. */
@@ -144,7 +148,11 @@ export const register: Register = on => {
 
   on('session.start', async ($, e, next) => {
     const r = await next(e)
-    await $.command.register({ name: 'memd', description: 'memd, the memory repo agent: status, sync or doctor (memd)', immediate: true })
+    try {
+      await $.command.register({ name: 'memd', description: 'memd, the memory repo agent: status, sync or doctor (memd)', immediate: true })
+    } catch {
+      // A surface without commands: the feed still draws.
+    }
     if (e.isInteractive) $.clock.every(TICK_MS, () => void refresh($, state))
     await refresh($, state)
     return r
