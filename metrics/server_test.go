@@ -335,6 +335,24 @@ func TestPageInChromium(t *testing.T) {
 	waitFor(text("#copies li"), "resources/notes/x.conflict-laptop-20261130T143135Z.html")
 	waitFor(text("#summary"), "memd: +2 ~1 1 conflict · 14:32")
 
+	// Hostile text from a document is text on the page, never markup.
+	bad := doc(metrics.StateConflict)
+	bad.Events = append(bad.Events, metrics.StatusEvent{ID: 43, Kind: "<b>", Text: `<img src=x onerror="document.title='owned'">`})
+	bad.ConflictCopies = []string{`<script>document.title='owned'</script>`}
+	hub.Publish(bad)
+	waitFor(text("#events li span"), `<img src=x onerror="document.title='owned'">`)
+	waitFor(text("#copies li"), `<script>document.title='owned'</script>`)
+	waitFor(`String(document.querySelectorAll("#events img, #copies script").length)`, "0")
+	waitFor(`document.title`, "memd")
+
+	// Usable at 400 px: nothing wider than the screen, a long path without a break in it wrapped.
+	long := doc(metrics.StateConflict)
+	long.ConflictCopies = []string{"resources/" + strings.Repeat("deep", 30) + "/notes.conflict-laptop-20261130T143135Z.html"}
+	hub.Publish(long)
+	waitFor(text("#copies li"), long.ConflictCopies[0])
+	cdp.Call(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 400, "height": 900, "deviceScaleFactor": 1, "mobile": true}, nil)
+	waitFor(`String(document.documentElement.scrollWidth <= 400)`, "true")
+
 	hub.Publish(doc(metrics.StateError))
 	waitFor(text("#summary"), "memd: error: push origin/main: non-fast-forward after 5 tries · 14:32")
 	waitFor(text("#summary .k-error"), "error:")
