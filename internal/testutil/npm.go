@@ -150,7 +150,6 @@ func (c Claude) Command(ctx context.Context, dir string, env []string, args ...s
 		"HOME="+c.Home,
 		"CLAUDE_CONFIG_DIR="+c.ConfigDir,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"CLAUDE_CODE_ENABLE_FUNCTION_HOOKS=1",
 		"DISABLE_AUTOUPDATER=1",
 		"NO_COLOR=1",
 	)
