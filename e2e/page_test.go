@@ -86,8 +86,9 @@ func TestPageShowsChangeAndConflict(t *testing.T) {
 		t.Fatalf("the page names %s, which is not on disk: %v", cp, err)
 	}
 	page.WaitEvalContains(t, text("#summary"), "1 conflict", commitTimeout)
-	if f := os.Getenv("MEMD_PAGE_SCREENSHOT"); f != "" { // a PNG at 400 px wide, for a person to look at
-		page.Screenshot(t, 400, f)
+	if f := os.Getenv("MEMD_PAGE_SCREENSHOT"); f != "" { // PNGs for a person to look at: f-400.png, f-1000.png
+		page.Screenshot(t, 400, f+"-400.png")
+		page.Screenshot(t, 1000, f+"-1000.png")
 	}
 	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
