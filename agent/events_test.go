@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
 )
 
@@ -81,5 +82,38 @@ func TestEventTexts(t *testing.T) {
 		if e.Kind != w.kind || e.Text != w.text || joined.String() != e.Text || e.ID != uint64(i+1) || !e.At.Equal(t0) {
 			t.Errorf("event %d = %+v, want %s %q", i, e, w.kind, w.text)
 		}
+	}
+}
+
+// TestNewRestoresFromLastDocument: a new Agent goes on from the status.json the last run
+// wrote: its events (ids), commit hours and last sleep.
+func TestNewRestoresFromLastDocument(t *testing.T) {
+	isolateGit(t)
+	cfg := memd.DefaultConfig()
+	cfg.Repo = newRepo(t)
+	t0 := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	hours := make([]int, metrics.HoursKept)
+	hours[metrics.HoursKept-1] = 5
+	prev := metrics.Compose(metrics.Facts{Now: t0, CommitsPerHour: hours,
+		LastSleep: &metrics.SleepInfo{At: t0.Add(-11 * time.Hour), Counts: map[string]int{"arcs": 2}},
+		Events:    []metrics.StatusEvent{{ID: 7, At: t0, Kind: metrics.KindInfo, Text: "sleep: arcs 2"}}})
+	if err := metrics.Write(cfg.StateDir(), prev); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{Config: cfg, Now: func() time.Time { return t0.Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.repo.Close()
+	a.event(metrics.KindOK, metrics.Part{Text: "next"})
+	evs := a.st.events.list()
+	if len(evs) != 2 || evs[0].ID != 7 || evs[1].ID != 8 {
+		t.Fatalf("events = %+v", evs)
+	}
+	if h := a.st.hours.list(t0.Add(time.Hour)); h[metrics.HoursKept-2] != 5 {
+		t.Fatalf("hours = %v", h)
+	}
+	if s := a.st.lastSleep; s == nil || s.counts["arcs"] != 2 || !s.at.Equal(t0.Add(-11*time.Hour)) {
+		t.Fatalf("last sleep = %+v", s)
 	}
 }
