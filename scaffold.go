@@ -17,6 +17,57 @@ var SkeletonDirs = []string{
 // committed, nor are the temp files of the atomic writes memd does itself.
 var IgnoreLines = []string{".memory.lock", ".memd-tmp-*"}
 
+// The layouts a memory repo can have. LayoutPARA is the four buckets memhtml writes
+// (FORMATS §1). LayoutProjectMemory is the coding-agent memory of seed 003: one directory
+// per project holding its MEMORY.md (FORMATS §3B) and topic files, and no buckets.
+const (
+	LayoutPARA          = "para"
+	LayoutProjectMemory = "project-memory"
+)
+
+// DetectLayout tells the layout of an existing directory: LayoutProjectMemory when it holds a
+// project-kind MEMORY.md (at its top or in a directory of its own, `<project>/MEMORY.md`)
+// and none of the four PARA buckets, else LayoutPARA (an empty or new directory included).
+func DetectLayout(dir string) (string, error) {
+	for _, b := range Buckets {
+		if st, err := os.Stat(filepath.Join(dir, b)); err == nil && st.IsDir() {
+			return LayoutPARA, nil
+		}
+	}
+	isProjectMD := func(p string) bool {
+		data, err := os.ReadFile(p)
+		return err == nil && DetectMemoryMDKind(data) == MemoryMDProject
+	}
+	if isProjectMD(filepath.Join(dir, "MEMORY.md")) {
+		return LayoutProjectMemory, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return LayoutPARA, nil
+		}
+		return "", fmt.Errorf("detect layout of %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != ".git" && isProjectMD(filepath.Join(dir, e.Name(), "MEMORY.md")) {
+			return LayoutProjectMemory, nil
+		}
+	}
+	return LayoutPARA, nil
+}
+
+// ScaffoldLayout is Scaffold for a layout: the PARA skeleton for LayoutPARA, only the
+// .gitignore lines for LayoutProjectMemory (whose projects are the writer's to make).
+func ScaffoldLayout(dir, layout string) ([]string, error) {
+	switch layout {
+	case LayoutPARA:
+		return Scaffold(dir)
+	case LayoutProjectMemory:
+		return scaffoldIgnore(dir, nil)
+	}
+	return nil, fmt.Errorf("unknown layout %q (want %s or %s)", layout, LayoutPARA, LayoutProjectMemory)
+}
+
 // Scaffold creates what is missing of the PARA skeleton and .gitignore in dir and returns
 // the repo-relative paths it created. Existing files are never changed, except that missing
 // lines are appended to .gitignore.
@@ -38,6 +89,12 @@ func Scaffold(dir string) ([]string, error) {
 			created = append(created, d+"/.gitkeep")
 		}
 	}
+	return scaffoldIgnore(dir, created)
+}
+
+// scaffoldIgnore appends the IgnoreLines .gitignore lacks (creating it) and adds
+// ".gitignore" to created when it wrote it.
+func scaffoldIgnore(dir string, created []string) ([]string, error) {
 	gi := filepath.Join(dir, ".gitignore")
 	data, err := os.ReadFile(gi)
 	if err != nil && !os.IsNotExist(err) {

@@ -30,10 +30,17 @@ type inventory struct {
 	files   map[string]invEntry
 	ledger  *memd.Ledger
 	ledgerT time.Time
-	mds     map[string]metrics.MDStat
+	mds     map[string]mdInfo
 	// copies are the conflict copies in the tree, waiting to be merged by hand (status
 	// conflict_copies).
 	copies map[string]struct{}
+}
+
+// mdInfo is one MEMORY.md: its size for the metrics and, for the project kind, what the
+// status warns about (FORMATS §3B: the soft caps and the template).
+type mdInfo struct {
+	metrics.MDStat
+	overSoftCap, untemplated bool
 }
 
 // invEntry is kept small: there is one per memory file (100k in a big repo).
@@ -71,11 +78,12 @@ type invSnapshot struct {
 	metrics.Snapshot
 	Inbox, TaskInbox, Invalid int
 	overCap                   []string
+	untemplated               []string // project MEMORY.md files out of the four-section template
 	copies                    []string // conflict copies waiting, sorted
 }
 
 func newInventory(cfg memd.Config) *inventory {
-	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]metrics.MDStat{}, copies: map[string]struct{}{}}
+	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]mdInfo{}, copies: map[string]struct{}{}}
 }
 
 // scan walks the tree, re-reading only files whose size or mtime changed. A cold inventory
@@ -200,8 +208,13 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 		}
 	case path.Base(rel) == "MEMORY.md":
 		if data, err := os.ReadFile(abs); err == nil {
-			v.mds[rel] = metrics.MDStat{Path: rel, Lines: countLines(data), Bytes: len(data),
-				Project: memd.DetectMemoryMDKind(data) == memd.MemoryMDProject}
+			md := mdInfo{MDStat: metrics.MDStat{Path: rel, Lines: countLines(data), Bytes: len(data),
+				Project: memd.DetectMemoryMDKind(data) == memd.MemoryMDProject}}
+			if md.Project {
+				r := memd.InspectProjectMD(data)
+				md.overSoftCap, md.untemplated = r.OverSoftCap, !r.InTemplate
+			}
+			v.mds[rel] = md
 		}
 	case isMemory(rel):
 		if old, ok := v.files[rel]; ok && old.same(info) {
@@ -318,11 +331,16 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 	}
 	sort.Strings(s.copies)
 	for _, md := range v.mds {
-		s.MemoryMD = append(s.MemoryMD, md)
-		if md.Project && (md.Lines > memd.ProjectSoftLines || md.Bytes > memd.ProjectSoftChars) {
+		s.MemoryMD = append(s.MemoryMD, md.MDStat)
+		if md.overSoftCap {
 			s.overCap = append(s.overCap, md.Path)
 		}
+		if md.untemplated {
+			s.untemplated = append(s.untemplated, md.Path)
+		}
 	}
+	sort.Strings(s.overCap)
+	sort.Strings(s.untemplated)
 	return s
 }
 

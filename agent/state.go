@@ -72,6 +72,7 @@ func (a *Agent) publish() {
 		CommitsPerHour: st.hours.list(a.now()),
 		Events:         st.events.list(),
 	}
+	f.UntemplatedMD = inv.untemplated
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

@@ -190,11 +190,7 @@ func planProjectMD(s *snapshot, p *plan, md string, data []byte) {
 		p.counts["long_bullets"] += n
 		p.item("report", md, "", fmt.Sprintf("%d bullets over %d characters (lines %v)", n, memd.ProjectMaxBulletChars, rep.LongBullets))
 	}
-	project := path.Base(path.Dir(md))
-	if project == "." || project == "" {
-		project = "memory"
-	}
-	fixed := memd.RepairProjectMD(data, project)
+	fixed := memd.RepairProjectMD(data, memd.ProjectNameOf(md))
 	if bytes.Equal(fixed, data) {
 		return
 	}

@@ -429,6 +429,7 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 	fixed := map[string]bool{}  // paths decided by a rename rule
 	var conflicts []string
 	losers := map[string][][]byte{} // conflicts file → ledger loser lines
+	pol.memoryMDAt = memoryMDReader(st, ours, theirs)
 
 	// theirsAt reads the entry theirs' tree holds at p.
 	theirsAt := func(p string) *mEntry {
@@ -511,7 +512,20 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 			kind = pol.KindOf(p, bb, ob, tb)
 		}
 		var merged []byte
+		if kind.projectLayout() {
+			m, note, err := pol.MergeProjectLayout(kind, p, bb, ob, tb)
+			switch {
+			case err != nil:
+				r.log.Warn("structured merge refused, keeping a conflict copy", "err", err)
+				kind = KindOther
+			case note != "":
+				r.log.Warn(note)
+			}
+			merged = m
+		}
 		switch kind {
+		case KindProjectMD, KindTopicFile, KindNewer:
+			// merged above
 		case KindDerived:
 			continue // theirs; the next sleep renders it again
 		case KindLedger:

@@ -34,6 +34,16 @@ const (
 	// KindDerived is a file sleep renders again (arcs): theirs wins, never
 	// conflict-copied.
 	KindDerived
+	// KindProjectMD is a project-kind MEMORY.md: merged by section and
+	// bullet (memd.MergeProjectMemoryMD).
+	KindProjectMD
+	// KindTopicFile is a *.md beside a project-kind MEMORY.md (history.md,
+	// …): merged by line (memd.MergeTopicFile).
+	KindTopicFile
+	// KindNewer is a derived file of the project-memory layout
+	// (MEMORY.pre-migration.md, memory-save.failed-reply.txt): the newer
+	// side wins, never conflict-copied.
+	KindNewer
 )
 
 func (k FileKind) String() string {
@@ -46,6 +56,12 @@ func (k FileKind) String() string {
 		return "index-md"
 	case KindDerived:
 		return "derived"
+	case KindProjectMD:
+		return "project-md"
+	case KindTopicFile:
+		return "topic-file"
+	case KindNewer:
+		return "newer"
 	default:
 		return "other"
 	}
@@ -66,6 +82,14 @@ type MergePolicy struct {
 	Host string
 	// Now stamps conflict copy names (UTC, second precision).
 	Now time.Time
+	// OursTime and TheirsTime are the commit times of the two sides' heads:
+	// a KindNewer path takes the side whose head is later (theirs on a tie).
+	OursTime, TheirsTime time.Time
+
+	// memoryMDAt returns the versions of a MEMORY.md in the two trees being
+	// merged (ours, theirs; nil where absent), so a topic file is told by the
+	// MEMORY.md in its directory. The tree merge sets it.
+	memoryMDAt func(mdPath string) [][]byte
 }
 
 func (p MergePolicy) isLedger(name string) bool {
@@ -81,9 +105,11 @@ func (p MergePolicy) isLedger(name string) bool {
 }
 
 // KindOf classifies a path. contents are the versions at hand (base, ours,
-// theirs; nil for an absent side): an index-kind MEMORY.md is only merged as
-// one when every present version is index-kind, otherwise it is treated as
-// an ordinary file so a project-memory MEMORY.md is never bullet-merged.
+// theirs; nil for an absent side): a MEMORY.md is merged as the index kind
+// (or the project kind) only when every present version is of that kind,
+// otherwise it is treated as an ordinary file, so neither kind is ever
+// merged by the other's rule. A *.md is a topic file when the MEMORY.md in
+// its directory is project-kind in ours' or theirs' tree (memoryMDAt).
 func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 	base := path.Base(name)
 	switch {
@@ -93,23 +119,54 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindLineUnion
 	case strings.HasPrefix(name, arcsDirPrefix):
 		return KindDerived
+	case memd.IsProjectLayoutDerived(name):
+		return KindNewer
 	case base == "MEMORY.md":
-		seen := false
-		for _, c := range contents {
-			if len(bytes.TrimSpace(c)) == 0 {
-				continue // absent or empty (a new index): no evidence either way
-			}
-			if memd.DetectMemoryMDKind(c) != memd.MemoryMDIndex {
-				return KindOther
-			}
-			seen = true
-		}
-		if seen {
-			return KindIndexMD
-		}
-		return KindOther
+		return memoryMDKind(contents)
+	case memd.IsTopicFileName(base) && p.besideProjectMD(name):
+		return KindTopicFile
 	}
 	return KindOther
+}
+
+// memoryMDKind: index-kind (or project-kind) only when every present version
+// is, so a file that might be the other kind is never merged as this one.
+func memoryMDKind(contents [][]byte) FileKind {
+	index, project := 0, 0
+	for _, c := range contents {
+		if len(bytes.TrimSpace(c)) == 0 {
+			continue // absent or empty (a new file): no evidence either way
+		}
+		switch memd.DetectMemoryMDKind(c) {
+		case memd.MemoryMDIndex:
+			index++
+		case memd.MemoryMDProject:
+			project++
+		default:
+			return KindOther
+		}
+	}
+	switch {
+	case index > 0 && project == 0:
+		return KindIndexMD
+	case project > 0 && index == 0:
+		return KindProjectMD
+	}
+	return KindOther
+}
+
+// besideProjectMD says whether the MEMORY.md in name's directory is
+// project-kind on either side of the merge.
+func (p MergePolicy) besideProjectMD(name string) bool {
+	if p.memoryMDAt == nil {
+		return false
+	}
+	for _, v := range p.memoryMDAt(path.Join(path.Dir(name), "MEMORY.md")) {
+		if memd.DetectMemoryMDKind(v) == memd.MemoryMDProject {
+			return true
+		}
+	}
+	return false
 }
 
 // ConflictsPathFor is where the losers of a ledger merge go:

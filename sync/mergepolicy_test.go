@@ -34,7 +34,8 @@ func TestKindOf(t *testing.T) {
 		{"MEMORY.md", [][]byte{idx, proj}, KindOther},
 		{"MEMORY.md", [][]byte{{}, idx, idx}, KindIndexMD},
 		{"MEMORY.md", [][]byte{nil, nil}, KindOther},
-		{"projects/p/MEMORY.md", [][]byte{proj}, KindOther},
+		{"projects/p/MEMORY.md", [][]byte{proj}, KindProjectMD},
+		{"projects/p/MEMORY.md", [][]byte{proj, []byte("## Notes\n")}, KindOther},
 		{"areas/x.html", nil, KindOther},
 	}
 	for _, c := range cases {

@@ -456,7 +456,8 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 	targetTree := rc.TreeHash
 	var conflicts []string
 	if merge {
-		pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now()}
+		pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
+			OursTime: lc.Committer.When, TheirsTime: rc.Committer.When}
 		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
 		if err != nil {
 			return nil, fmt.Errorf("merge %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)

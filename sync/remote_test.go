@@ -554,8 +554,8 @@ func TestSyncPolicyKinds(t *testing.T) {
 	mustCommit(t, w.b, "MEMORY.md", "areas", "archive", "projects")
 	_, rb := w.syncAll(t)
 	w.check(t)
-	// Only the project MEMORY.md (not index kind) gets a conflict copy.
-	if len(rb.Conflicts) != 1 || !strings.HasPrefix(rb.Conflicts[0], "projects/p/MEMORY.conflict-hostb-") || !strings.HasSuffix(rb.Conflicts[0], ".md") {
+	// The project MEMORY.md merges by section too (put into the template first).
+	if len(rb.Conflicts) != 0 {
 		t.Fatalf("conflicts %v", rb.Conflicts)
 	}
 	for _, d := range []string{w.aDir, w.bDir} {
@@ -568,8 +568,8 @@ func TestSyncPolicyKinds(t *testing.T) {
 		if got := readWork(t, d, "archive/2025/memory.drained.jsonl"); got != "d0\ndA\ndB\n" {
 			t.Errorf("%s: drained log = %q, want theirs then ours' new lines", d, got)
 		}
-		if got := readWork(t, d, rb.Conflicts[0]); got != "# p\n## CRITICAL RULES\n- rule B\n" {
-			t.Errorf("%s: conflict copy = %q", d, got)
+		if got := readWork(t, d, "projects/p/MEMORY.md"); !strings.HasPrefix(got, "# p\n\n## CRITICAL RULES\n\n- rule B\n- rule A\n\n## Architecture") {
+			t.Errorf("%s: project MEMORY.md = %q, want both rules, ours (B) first, in the template", d, got)
 		}
 	}
 }

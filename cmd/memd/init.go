@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register("init", "create the PARA skeleton and git repo (+ remote, + --demo memories)", cmdInit)
+	register("init", "create the git repo and the PARA skeleton, or adopt a directory of project memories (+ remote, + --demo memories)", cmdInit)
 }
 
 func cmdInit(a *app, args []string) int {
@@ -20,8 +20,15 @@ func cmdInit(a *app, args []string) int {
 	remote := fs.String("remote", "", "git remote `URL` to sync with (empty remote: first push creates main; with history: adopted)")
 	withDemo := fs.Bool("demo", false, "add a realistic sample memory repo (a few hundred memories over several years)")
 	count := fs.Int("demo-count", 300, "how many demo memories (with --demo)")
+	layout := fs.String("layout", "", "repo `LAYOUT`: "+memd.LayoutPARA+" (the four PARA buckets) or "+memd.LayoutProjectMemory+
+		" (<project>/MEMORY.md and topic files, no buckets); default: "+memd.LayoutProjectMemory+
+		" when DIR (with the adopted --remote checked out) holds a project MEMORY.md and no PARA bucket, else "+memd.LayoutPARA)
 	if code, ok := a.parse(fs, args); !ok {
 		return code
+	}
+	if *layout != "" && *layout != memd.LayoutPARA && *layout != memd.LayoutProjectMemory {
+		fmt.Fprintf(a.stderr, "memd init: --layout %q: want %s or %s\n", *layout, memd.LayoutPARA, memd.LayoutProjectMemory)
+		return exitUsage
 	}
 	if fs.NArg() > 1 {
 		fmt.Fprintln(a.stderr, "memd init: at most one DIR")
@@ -31,6 +38,10 @@ func cmdInit(a *app, args []string) int {
 	if fs.NArg() == 1 {
 		dir = absPath(memd.ExpandHome(fs.Arg(0)))
 		a.cfg.Repo = dir
+	}
+	if *withDemo && *layout == memd.LayoutProjectMemory {
+		fmt.Fprintf(a.stderr, "memd init: --demo writes PARA memories; it needs --layout %s\n", memd.LayoutPARA)
+		return exitUsage
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return a.fail("init %s: %v", dir, err)
@@ -62,7 +73,18 @@ func cmdInit(a *app, args []string) int {
 			fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, memsync.RedactURL(*remote))
 		}
 	}
-	created, err := memd.Scaffold(dir)
+	// The layout is told after an adopted remote is checked out: a new machine's empty
+	// directory takes the layout of the repo it joins.
+	switch {
+	case *layout != "":
+	case *withDemo:
+		*layout = memd.LayoutPARA
+	default:
+		if *layout, err = memd.DetectLayout(dir); err != nil {
+			return a.fail("init %s: %v", dir, err)
+		}
+	}
+	created, err := memd.ScaffoldLayout(dir, *layout)
 	if err != nil {
 		return a.fail("init %s: %v", dir, err)
 	}
@@ -81,7 +103,7 @@ func cmdInit(a *app, args []string) int {
 			return a.fail("init %s: %v", dir, err)
 		}
 	}
-	res, err := repo.CommitPathsMessage(paths, initMessage(len(created), *withDemo), memsync.KindChange)
+	res, err := repo.CommitPathsMessage(paths, initMessage(*layout, len(created), *withDemo), memsync.KindChange)
 	if err != nil {
 		return a.fail("init commit: %v", err)
 	}
@@ -97,14 +119,21 @@ func cmdInit(a *app, args []string) int {
 		}
 		fmt.Fprintf(a.stdout, "pushed to %s/%s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}
+	if *layout == memd.LayoutProjectMemory {
+		fmt.Fprintf(a.stdout, "layout: %s (project MEMORY.md files and topic files, no PARA buckets)\n", *layout)
+	}
 	fmt.Fprintf(a.stdout, "memory repo ready: %s\n", dir)
 	return exitOK
 }
 
-func initMessage(created int, withDemo bool) string {
+func initMessage(layout string, created int, withDemo bool) string {
 	msg := "memd: init"
 	if withDemo {
 		msg += " with demo memories"
 	}
-	return fmt.Sprintf("%s\n\nPARA skeleton (%d paths created).\n", msg, created)
+	what := "PARA skeleton"
+	if layout == memd.LayoutProjectMemory {
+		what = "project-memory layout, no PARA buckets"
+	}
+	return fmt.Sprintf("%s\n\n%s (%d paths created).\n", msg, what, created)
 }

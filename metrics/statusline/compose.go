@@ -40,6 +40,7 @@ type Facts struct {
 	Invalid                int      // memory files that break the format
 	Conflicts              int      // conflict copies the last merge kept beside the originals
 	OverCapMD              []string // MEMORY.md files over their caps (repo-relative paths)
+	UntemplatedMD          []string // project MEMORY.md files out of the four-section template
 	Degraded               string   // the watcher's own warning (watches exhausted: scanning)
 	Extra                  []string // any further warnings, verbatim
 
@@ -121,6 +122,10 @@ func Compose(f Facts) Document {
 	if n := len(f.OverCapMD); n > 0 {
 		warn(fmt.Sprintf("%d MEMORY.md over the soft cap: %s", n, strings.Join(firstN(f.OverCapMD, 3), ", ")+more(n, 3)),
 			fmt.Sprintf("%d MEMORY.md over cap", n))
+	}
+	if n := len(f.UntemplatedMD); n > 0 {
+		warn(fmt.Sprintf("%d MEMORY.md out of the four-section template (tidy repairs it): %s", n, strings.Join(firstN(f.UntemplatedMD, 3), ", ")+more(n, 3)),
+			fmt.Sprintf("%d MEMORY.md out of template", n))
 	}
 	if f.Degraded != "" {
 		warn(clean(f.Degraded), "degraded")

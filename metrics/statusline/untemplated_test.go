@@ -1,0 +1,18 @@
+package statusline
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestComposeUntemplatedMD(t *testing.T) {
+	f := Fixtures()[StateOK]
+	f.UntemplatedMD = []string{"proj/MEMORY.md"}
+	d := Compose(f)
+	if d.State != StateWarn || !strings.Contains(d.Summary.Text, "1 MEMORY.md out of template") {
+		t.Errorf("state %s, summary %q", d.State, d.Summary.Text)
+	}
+	if len(d.Warnings) != 1 || d.Warnings[0] != "1 MEMORY.md out of the four-section template (tidy repairs it): proj/MEMORY.md" {
+		t.Errorf("warnings %q", d.Warnings)
+	}
+}
