@@ -56,11 +56,15 @@ async function stream($: EngineInterface, r: Reading): Promise<void> {
   if (fresh.length === 0) return
   const t = await now($)
   let done = last
-  for (const ev of fresh) {
-    if (!(await $.sidebar.set({ consumer: 'memd', key: 'events', title: 'memory repo', lines: entryLines(ev, t), until: 'stream' }))) break
-    done = ev.id
+  try {
+    for (const ev of fresh) {
+      if (!(await $.sidebar.set({ consumer: 'memd', key: 'events', title: 'memory repo', lines: entryLines(ev, t), until: 'stream' }))) break
+      done = ev.id
+    }
+  } finally {
+    // What went in stays marked, even when a later entry failed: never streamed twice.
+    if (done !== last) await $.store.set(lastKey(r.repo), done)
   }
-  if (done !== last) await $.store.set(lastKey(r.repo), done)
 }
 
 /**

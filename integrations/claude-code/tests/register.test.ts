@@ -30,6 +30,8 @@ type World = {
   argv: string[]
   store: Record<string, unknown>
   open: boolean
+  /** A stream entry the sidebar refuses (its set throws), by the text of its first line. */
+  refuse?: string
   sets: Set[]
   clears: { consumer: string; key: string }[]
   statuses: (string | undefined)[]
@@ -65,7 +67,9 @@ function world(on: On, status: string, store: Record<string, unknown> = {}): Wor
 /** Answers `$.sidebar.*`; only a test that loads the sidebar plugin may seat it. */
 function seatSidebar(on: On, w: World): void {
   on('sidebar.set', (_, e) => {
-    if (w.open) w.sets.push(e as unknown as Set)
+    const s = e as unknown as Set
+    if (s.until === 'stream' && w.refuse !== undefined && (s.lines[0] as { text: string }).text.startsWith(w.refuse)) throw new Error('refused')
+    if (w.open) w.sets.push(s)
     return { value: w.open }
   })
   on('sidebar.clear', (_, e) => { w.clears.push(e as unknown as { consumer: string; key: string }); return { value: undefined } })
@@ -163,6 +167,21 @@ describe('memd in the sidebar', () => {
     seatSidebar(on, w)
     await started($)
     expect(w.sets).toEqual([{ ...OK_SECTION, lines: nth(w, 0).lines }, CONFLICT_ENTRY])
+  })
+
+  withSidebar('an entry the sidebar refuses: those before it stay marked streamed, it comes again', async ($, on) => {
+    const w = world(on, STATUS.conflict)
+    seatSidebar(on, w)
+    w.refuse = 'conflict'
+    await started($)
+    expect(w.sets.map(s => s.until)).toEqual(['session', 'stream'])
+    expect(w.store[`last-event:${REPO}`]).toBe(41)
+    expect(w.statuses).toEqual([undefined]) // the sections stand: no status line
+    w.refuse = undefined
+    w.sets = []
+    await $.turn.complete(turn())
+    expect(w.sets.slice(1)).toEqual([CONFLICT_ENTRY])
+    expect(w.store[`last-event:${REPO}`]).toBe(42)
   })
 
   withSidebar('memd started afresh (ids below the stored one) streams its events again', async ($, on) => {
