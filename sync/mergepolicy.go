@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -486,4 +487,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// conflictCopyName matches what ConflictCopyPath makes of a base name: stem, host (with an
+// optional -N when the name was taken), UTC time, extension.
+var conflictCopyName = regexp.MustCompile(`^(.+)\.conflict-[a-z0-9-]+-\d{8}T\d{6}Z(\.[^.]*)?$`)
+
+// ConflictCopyOriginal is the path a conflict copy was kept beside: the inverse of
+// ConflictCopyPath for a file, ok false when p is not a conflict copy's name. A copy made for
+// a file-against-directory collision (areas/x.conflict-…/y.html) names its directory part.
+func ConflictCopyOriginal(p string) (string, bool) {
+	dir, base := path.Split(p)
+	m := conflictCopyName.FindStringSubmatch(base)
+	if m == nil {
+		return "", false
+	}
+	return dir + m[1] + m[2], true
 }
