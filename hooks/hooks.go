@@ -57,9 +57,9 @@ var ErrTimeout = errors.New("timed out; killed with its process group")
 type Result struct {
 	Hook     string // after_sync, after_sleep, after_commit
 	Argv     []string
-	Old, New string   // the HEAD range the run covered
-	Changed  int      // paths listed in MEMD_CHANGED_FILE
-	Output   string   // stdout and stderr as they came, at most MaxOutputBytes
+	Old, New string // the HEAD range the run covered
+	Changed  int    // paths listed in MEMD_CHANGED_FILE
+	Output   string // stdout and stderr as they came, at most MaxOutputBytes
 	Duration time.Duration
 	Status   string // ResultOK, ResultError, ResultTimeout
 	Err      error  // names the hook key (hooks.after_sync) and the command
