@@ -40,6 +40,7 @@ func (a *Agent) doCommit(ctx context.Context) error {
 // commitPaths commits under the writer lock with HEAD compare-and-set retries.
 func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) error {
 	start := time.Now()
+	hook := a.hookStart(memd.HookAfterCommit)
 	var res memsync.CommitResult
 	err := a.withLock(ctx, func() error {
 		var err error
@@ -64,6 +65,7 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) er
 	a.st.detail = "committed " + plural(res.Added+res.Modified+res.Deleted, "file")
 	a.repo.ScheduleIndexRefresh()
 	a.log.Info("committed", "hash", short(res.Hash), "added", res.Added, "modified", res.Modified, "deleted", res.Deleted)
+	a.hookEnd(hook)
 	return nil
 }
 
@@ -105,12 +107,15 @@ func (a *Agent) doSync(ctx context.Context) error {
 		return err
 	}
 	a.setBusy("syncing")
+	hook := a.hookStart(memd.HookAfterSync)
 	var res memsync.SyncResult
 	err := a.withLock(ctx, func() error {
 		var err error
 		res, err = a.repo.Sync(ctx, memsync.RemoteOptionsFromConfig(a.cfg))
 		return err
 	})
+	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
+	a.hookEnd(hook)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind
 	if err != nil {
 		a.metrics.SyncDone(err, a.now())
@@ -162,7 +167,9 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		return err
 	}
 	a.setBusy("sleeping")
+	hook := a.hookStart(memd.HookAfterSleep)
 	rep, err := a.sleepRunner().Run(ctx, sleep.RunID(slot))
+	a.hookEnd(hook)
 	for _, ph := range rep.Phases {
 		a.metrics.SleepPhase(ph.Name, ph.Duration, ph.Err, a.now())
 		if ph.Err == nil {
@@ -209,6 +216,7 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 		a.repo.SetIgnore(ign.Ignored)
 	}
 	a.watch.SetIgnore(cfg.Watch.Ignore)
+	a.hooks.SetConfig(cfg.Hooks)
 	pull.Reset(cfg.Sync.PullInterval.D())
 	reconcile.Reset(cfg.Watch.Reconcile.D())
 	a.sched.SetCatchUp(cfg.Sleep.CatchUp)
@@ -253,8 +261,6 @@ func short(h string) string {
 	}
 	return h
 }
-
-var _ = memd.ErrLockTimeout
 
 func plural(n int, word string) string {
 	if n == 1 {
