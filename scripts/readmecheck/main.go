@@ -42,6 +42,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -156,7 +157,7 @@ func steps(b Block) []step {
 		s := step{line: b.Line + i, text: b.Lines[i]}
 		for strings.HasSuffix(s.text, `\`) && i+1 < len(b.Lines) {
 			i++
-			s.text = strings.TrimSuffix(s.text, `\`) + "\n" + b.Lines[i]
+			s.text += "\n" + b.Lines[i] // bash joins the continuation itself
 		}
 		if strings.TrimSpace(s.text) == "" || strings.HasPrefix(strings.TrimSpace(s.text), "#") {
 			continue
@@ -231,6 +232,7 @@ type Options struct {
 
 // Run runs the marked blocks in order; background blocks keep running until the end.
 func Run(blocks []Block, o Options) (err error) {
+	o.Stdout = &lockedWriter{w: o.Stdout} // a block's stdout and stderr both go there
 	var bg []*exec.Cmd
 	defer func() {
 		for _, c := range bg {
@@ -288,6 +290,17 @@ func Run(blocks []Block, o Options) (err error) {
 		go func() { <-exited }() // stop() waits through the process state
 	}
 	return nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // failure is the block's error: the README line the script named, else the block.
