@@ -74,7 +74,7 @@ func New(opts Options) (*Agent, error) {
 	a.hub = metrics.NewHub()
 	a.backoff = memsync.NewBackoff(time.Second, 10*time.Minute, nil)
 	a.inv = newInventory(a.cfg)
-	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, Config: a.cfg.Hooks, Changed: repo.ChangedPaths,
+	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: repo.ChangedPaths,
 		Logger: a.log, Done: a.hookDone})
 	return a, nil
 }

@@ -71,6 +71,7 @@ type ChangedFunc func(oldHead, newHead string) ([]string, error)
 // Options wires a Runner.
 type Options struct {
 	Dir     string // the repo: the hooks' working directory and MEMD_REPO
+	TempDir string // where MEMD_CHANGED_FILE is written ("" = os.TempDir()); memd: .git/memd
 	Config  memd.HooksConfig
 	Changed ChangedFunc // nil: MEMD_CHANGED_FILE lists nothing
 	Logger  *slog.Logger
@@ -209,7 +210,7 @@ func (r *Runner) run(ctx context.Context, cfg memd.HooksConfig, hook, oldHead, n
 			changed = nil
 		}
 	}
-	res := Exec(ctx, Spec{Hook: hook, Argv: argv, Dir: r.opts.Dir, Timeout: cfg.Timeout.D(),
+	res := Exec(ctx, Spec{Hook: hook, Argv: argv, Dir: r.opts.Dir, TempDir: r.opts.TempDir, Timeout: cfg.Timeout.D(),
 		OldHead: oldHead, NewHead: newHead, Changed: changed})
 	r.logResult(res)
 	return res, true
@@ -274,6 +275,7 @@ type Spec struct {
 	Hook             string
 	Argv             []string
 	Dir              string
+	TempDir          string // for MEMD_CHANGED_FILE; "" = os.TempDir()
 	Timeout          time.Duration
 	OldHead, NewHead string
 	Changed          []string
@@ -294,7 +296,7 @@ func Exec(ctx context.Context, s Spec) Result {
 	if len(s.Argv) == 0 || strings.TrimSpace(s.Argv[0]) == "" {
 		return fail(ResultError, errors.New("no command"))
 	}
-	list, err := writeChanged(s.Hook, s.Changed)
+	list, err := writeChanged(s.TempDir, s.Hook, s.Changed)
 	if err != nil {
 		return fail(ResultError, err)
 	}
@@ -349,10 +351,16 @@ func killGroup(cmd *exec.Cmd) error {
 	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
-// writeChanged writes the changed paths, one per line, to a temporary file outside the repo
-// (inside it the file would be a change to commit).
-func writeChanged(hook string, paths []string) (string, error) {
-	f, err := os.CreateTemp("", "memd-"+hook+"-*.paths")
+// writeChanged writes the changed paths, one per line, to a temporary file in dir, which is
+// never in the work tree (there the file would be a change to commit). memd uses .git/memd:
+// writable under the hardened service unit, where /tmp may not be.
+func writeChanged(dir, hook string, paths []string) (string, error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("changed-paths file: %w", err)
+		}
+	}
+	f, err := os.CreateTemp(dir, "hook-"+hook+"-*.paths")
 	if err != nil {
 		return "", fmt.Errorf("changed-paths file: %w", err)
 	}

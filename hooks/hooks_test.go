@@ -55,6 +55,7 @@ func TestEnvironmentAndChangedFile(t *testing.T) {
 		`printf '%s\n' "$MEMD_HOOK" "$MEMD_REPO" "$MEMD_OLD_HEAD" "$MEMD_NEW_HEAD" "$MEMD_CHANGED_FILE" "$MEMD_HOOK_TEST_KEEP" "$(pwd -P)"; `+
 			`env | grep -c '^MEMD_OLD_HEAD='; cat "$MEMD_CHANGED_FILE"`)
 	s.Changed = []string{"areas/a b.html", "areas/arcs/x-2026.html", "memory.jsonl"}
+	s.TempDir = filepath.Join(s.Dir, ".git", "memd") // created as needed, as memd's state dir
 	res := Exec(context.Background(), s)
 	if res.Err != nil {
 		t.Fatal(res.Err, res.Output)
@@ -71,8 +72,8 @@ func TestEnvironmentAndChangedFile(t *testing.T) {
 	if !reflect.DeepEqual(lines[8:], s.Changed) || res.Changed != 3 {
 		t.Errorf("changed file lists %q (%d), want %q", lines[8:], res.Changed, s.Changed)
 	}
-	if strings.HasPrefix(lines[4], s.Dir) {
-		t.Errorf("changed file %s is inside the repo", lines[4])
+	if filepath.Dir(lines[4]) != s.TempDir {
+		t.Errorf("changed file %s is not in %s", lines[4], s.TempDir)
 	}
 	if _, err := os.Stat(lines[4]); !os.IsNotExist(err) {
 		t.Errorf("changed file %s left behind: %v", lines[4], err)
