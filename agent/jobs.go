@@ -217,6 +217,11 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	}
 	a.watch.SetIgnore(cfg.Watch.Ignore)
 	a.hooks.SetConfig(cfg.Hooks)
+	for _, h := range memd.HookNames {
+		if len(cfg.Hooks.Argv(h)) == 0 {
+			a.hookFails.set(h, "") // a hook taken out of the config no longer warns
+		}
+	}
 	pull.Reset(cfg.Sync.PullInterval.D())
 	reconcile.Reset(cfg.Watch.Reconcile.D())
 	a.sched.SetCatchUp(cfg.Sleep.CatchUp)
