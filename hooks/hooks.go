@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -107,7 +108,7 @@ type span struct{ old, new string }
 // NewRunner builds a Runner; nothing runs until Notify.
 func NewRunner(opts Options) *Runner {
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(discard{}, nil))
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	r := &Runner{opts: opts, log: opts.Logger, cfg: opts.Config, slots: map[string]*slot{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -438,7 +439,3 @@ func short(h string) string {
 	}
 	return h
 }
-
-type discard struct{}
-
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
