@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/demo"
 	tu "github.com/memd-dev/memd/internal/testutil"
 )
 
@@ -70,8 +71,13 @@ func (r hookRig) push(t *testing.T, rel string) string {
 
 func startAgent(t *testing.T, cfg memd.Config) (*Agent, *tu.LockedBuffer, func()) {
 	t.Helper()
+	return startAgentAt(t, cfg, nil)
+}
+
+func startAgentAt(t *testing.T, cfg memd.Config, now func() time.Time) (*Agent, *tu.LockedBuffer, func()) {
+	t.Helper()
 	logs := &tu.LockedBuffer{}
-	a, err := New(Options{Config: cfg, Version: "test",
+	a, err := New(Options{Config: cfg, Version: "test", Now: now,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -202,5 +208,37 @@ memd_hook_runs_total{hook="after_sync",result="timeout"} 0
 	}
 	if !strings.Contains(logs.String(), `msg="hook failed" hook=after_sync`) || !strings.Contains(logs.String(), "broken") {
 		t.Errorf("no log line for the failed hook with its output\n%s", logs.String())
+	}
+}
+
+// A scheduled sleep that commits runs after_sleep once, over the whole run's commits.
+func TestHookAfterSleep(t *testing.T) {
+	isolateGit(t)
+	dir := filepath.Join(t.TempDir(), "memory")
+	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	if _, err := demo.Generate(dir, demo.Options{Memories: 60, Now: now, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "demo"}} {
+		if out, err := gitOut(dir, c...); err != nil {
+			t.Fatalf("git %v: %v\n%s", c, err, out)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "runs")
+	cfg := hookConfig(dir)
+	cfg.Hooks.AfterSleep = []string{"sh", "-c", `echo "$MEMD_OLD_HEAD $MEMD_NEW_HEAD" >> "$1"`, "hook", out}
+	start := head(t, dir)
+	a, logs, stop := startAgentAt(t, cfg, func() time.Time { return now })
+	defer stop()
+	a.sleepTrigger(now)
+	var end string
+	waitUntil(t, "after_sleep to run", func() bool {
+		b, _ := os.ReadFile(out)
+		end = head(t, dir)
+		return string(b) != ""
+	}, logs)
+	b, _ := os.ReadFile(out)
+	if end == start || string(b) != start+" "+end+"\n" {
+		t.Errorf("after_sleep ran %q; HEAD went %s..%s", b, start, end)
 	}
 }
