@@ -15,8 +15,9 @@ var hookStopGrace = 5 * time.Second
 // hookFailures is each hook's last failure, cleared by its next success; the status shows
 // them as warnings (state warn) until then.
 type hookFailures struct {
-	mu   sync.Mutex
-	last map[string]string
+	mu    sync.Mutex
+	last  map[string]string
+	fresh []string // failures not yet shown as events (a repeat of the same failure is not new)
 }
 
 func (h *hookFailures) set(hook, msg string) {
@@ -29,7 +30,20 @@ func (h *hookFailures) set(hook, msg string) {
 		delete(h.last, hook)
 		return
 	}
+	if h.last[hook] != msg {
+		h.fresh = append(h.fresh, msg)
+	}
 	h.last[hook] = msg
+}
+
+// takeFresh returns the failures that became new since the last call, for the owner to
+// record as events (the owner alone writes the event log).
+func (h *hookFailures) takeFresh() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.fresh
+	h.fresh = nil
+	return out
 }
 
 // warnings are the failures as status warnings, in a stable order.

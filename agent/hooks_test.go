@@ -182,11 +182,23 @@ func TestHooksAfterCommitAndFailingSync(t *testing.T) {
 	var doc struct {
 		State    string   `json:"state"`
 		Warnings []string `json:"warnings"`
+		Events   []struct {
+			Kind, Text string
+		} `json:"events"`
 	}
-	tu.WaitFor(t, "status warn naming the hook", 20*time.Second, func() bool {
+	failedEvent := func() bool {
+		for _, e := range doc.Events {
+			if e.Kind == "warn" && e.Text == "hooks.after_sync failed: exit status 7" {
+				return true
+			}
+		}
+		return false
+	}
+	// The failure is a warning while it lasts and one event in the log (the mod's stream).
+	tu.WaitFor(t, "status warn and an event naming the hook", 20*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(cfg.StateDir(), "status.json"))
 		_ = json.Unmarshal(b, &doc)
-		return doc.State == "warn" && len(doc.Warnings) == 1 && doc.Warnings[0] == "hooks.after_sync failed: exit status 7"
+		return doc.State == "warn" && len(doc.Warnings) == 1 && doc.Warnings[0] == "hooks.after_sync failed: exit status 7" && failedEvent()
 	}, func() string { return fmt.Sprintf("%+v", doc) })
 	if got := read("sync"); got != "notes/theirs.txt\n" {
 		t.Errorf("after_sync listed %q", got)

@@ -200,6 +200,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-a.k.reload:
 			a.runJob("reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
 		case <-a.k.hooks:
+			for _, msg := range a.hookFails.takeFresh() {
+				a.event(metrics.KindWarn, metrics.Part{Text: msg, Kind: metrics.KindWarn})
+			}
 			a.publish() // a hook finished: its warning appears or clears
 			continue
 		case <-pull.C:
