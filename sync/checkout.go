@@ -79,6 +79,9 @@ const lockFileName = ".memory.lock"
 // ref moves: a writer's edit there must surface as ErrWorktreeChanged.
 var hookBeforeVerify func()
 
+// hookApplyErr (tests) fails the rename of a path, as a full disk would.
+var hookApplyErr func(rel string) error
+
 type coKind uint8
 
 const (
@@ -435,6 +438,11 @@ func (co *checkout) apply() (late []string, err error) {
 		}
 		if it.tmp == nil {
 			continue
+		}
+		if hookApplyErr != nil {
+			if err := hookApplyErr(it.path); err != nil {
+				return late, fmt.Errorf("check out %s: %w", it.path, err)
+			}
 		}
 		want := it.want
 		var err error

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 func rec(id string) string {
@@ -118,4 +119,56 @@ func TestCheckoutAllOrNothing(t *testing.T) {
 
 func mustHash(t *testing.T, dir, rev string) plumbing.Hash {
 	return plumbing.NewHash(revParse(t, dir, rev))
+}
+
+// A checkout interrupted after the ref moved that cannot be finished (a rename fails) is
+// undone: HEAD back at the old head, the work tree as it was, the marker gone, commits
+// possible; the next sync merges again.
+func TestInterruptedMergeUndoneWhenUnfinishable(t *testing.T) {
+	w := divergedWorld(t)
+	oldHead := revParse(t, w.bDir, "HEAD")
+	hookAfterRefMove = func() error { return errSimulatedCrash }
+	_, err := w.b.Sync(t.Context(), RemoteOptions{})
+	hookAfterRefMove = nil
+	if !errors.Is(err, errSimulatedCrash) {
+		t.Fatalf("Sync err = %v", err)
+	}
+	if revParse(t, w.bDir, "HEAD") == oldHead {
+		t.Fatal("ref did not move")
+	}
+	hookApplyErr = func(rel string) error {
+		if rel == "projects/new/one.html" {
+			return errors.New("simulated ENOSPC")
+		}
+		return nil
+	}
+	b2 := openTest(t, w.bDir, hostOptions("hostb"))
+	done, err := b2.FinishInterruptedMerge()
+	hookApplyErr = nil
+	if err != nil || !done {
+		t.Fatalf("FinishInterruptedMerge = %v, %v; want undone", done, err)
+	}
+	if revParse(t, w.bDir, "HEAD") != oldHead {
+		t.Fatal("not undone: HEAD is not the old head")
+	}
+	if _, err := os.Stat(filepath.Join(w.bDir, ".git/memd/merge-in-progress")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("marker left: %v", err)
+	}
+	statusClean(t, b2)
+	writeFile(t, w.bDir, "areas/after.html", "after\n")
+	mustCommit(t, b2, "areas/after.html")
+	w.b = b2
+	checkDivergedResult(t, w)
+}
+
+// A name longer than NAME_MAX is refused before the branch moves.
+func TestCheckTreeNameMax(t *testing.T) {
+	s := memory.NewStorage()
+	long := strings.Repeat("x", 256)
+	if err := checkTreeLocked(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nf"+long), plumbing.ZeroHash); !errors.Is(err, ErrUnsafeTree) {
+		t.Fatalf("256-byte name: %v", err)
+	}
+	if err := checkTreeLocked(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nf"+long[:255]), plumbing.ZeroHash); err != nil {
+		t.Fatalf("255-byte name: %v", err)
+	}
 }
