@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -170,5 +171,43 @@ func TestCheckTreeNameMax(t *testing.T) {
 	}
 	if err := checkTreeLocked(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nf"+long[:255]), plumbing.ZeroHash); err != nil {
 		t.Fatalf("255-byte name: %v", err)
+	}
+}
+
+// A large blob is streamed from the object store to its file: the checkout allocates a
+// small fraction of its size (the fetch itself, in go-git, holds the object once).
+func TestCheckoutStreamsBlobs(t *testing.T) {
+	const size = 40 << 20
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(w.aDir, "resources"), 0o755))
+	f, err := os.Create(filepath.Join(w.aDir, "resources", "big.html"))
+	must(err)
+	chunk := []byte(strings.Repeat("0123456789abcdef", 4096))
+	for n := 0; n < size; n += len(chunk) {
+		_, err := f.Write(chunk)
+		must(err)
+	}
+	must(f.Close())
+	mustCommit(t, w.a, "resources")
+	mustSync(t, w.a)
+	must(w.b.Fetch(t.Context(), pushOpts()))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	mustSync(t, w.b)
+	runtime.ReadMemStats(&m1)
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > size/4 {
+		t.Fatalf("checkout of a %d MiB blob allocated %d MiB: not streamed", size>>20, alloc>>20)
+	} else {
+		t.Logf("checkout of a %d MiB blob allocated %d KiB", size>>20, alloc>>10)
+	}
+	fi, err := os.Stat(filepath.Join(w.bDir, "resources", "big.html"))
+	if err != nil || fi.Size() != size {
+		t.Fatalf("big.html: %v %v", fi, err)
 	}
 }
