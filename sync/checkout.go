@@ -137,6 +137,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		}
 	}()
 	s := r.repo.Storer
+	var open []*safefs.Temp // written, not yet fsynced and closed
 	for _, p := range sortedKeys(changes) {
 		if p == lockFileName {
 			continue
@@ -197,13 +198,22 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 				}
 				return co, err
 			}
+			open = append(open, it.tmp)
 		}
 		co.items = append(co.items, it)
+		if len(open) >= maxOpenTemps {
+			// fsync and close in batches: a checkout of 100,000 files
+			// must not hold 100,000 descriptors.
+			if err := closeTemps(open); err != nil {
+				return co, err
+			}
+			open = open[:0]
+		}
 	}
 	if strict && len(co.dirty) > 0 {
 		return co, &WorktreeChangedError{Paths: co.dirty}
 	}
-	if err := co.closeTemps(); err != nil {
+	if err := closeTemps(open); err != nil {
 		return co, err
 	}
 	if strict {
@@ -344,15 +354,12 @@ func kindOf(fi fs.FileInfo) string {
 	return "file"
 }
 
-// closeTemps fsyncs and closes every temp file, in parallel (the filesystem
+// maxOpenTemps bounds the temp files a checkout holds open at once.
+const maxOpenTemps = 64
+
+// closeTemps fsyncs and closes temp files, in parallel (the filesystem
 // folds concurrent fsyncs into few journal commits).
-func (co *checkout) closeTemps() error {
-	var tmps []*safefs.Temp
-	for _, it := range co.items {
-		if it.tmp != nil {
-			tmps = append(tmps, it.tmp)
-		}
-	}
+func closeTemps(tmps []*safefs.Temp) error {
 	errs := make([]error, len(tmps))
 	work := make(chan int)
 	var wg gosync.WaitGroup

@@ -438,8 +438,10 @@ func (t *Tree) Symlink(target, rel string) error {
 
 // Temp is a new file (or symlink) under a temp name beside its target, to be
 // renamed over the target by Commit or CommitIf, or removed by Abort. The
-// parent directory handle is held until then, so the rename lands in the
-// directory that was verified.
+// verified parent directory handle is held while the file is open; Close
+// releases it (a checkout may hold thousands of closed temps), and Commit
+// verifies the parent chain again, so the rename lands in a directory
+// verified just before it.
 type Temp struct {
 	t      *Tree
 	rel    string // target
@@ -489,7 +491,9 @@ func (t *Tree) CreateTempSymlink(target, rel string) (*Temp, error) {
 			done()
 			return nil, perr("symlink", rel, err)
 		}
-		return &Temp{t: t, rel: rel, name: name, parent: p, done: done}, nil
+		tm := &Temp{t: t, rel: rel, name: name, parent: p, done: done}
+		tm.release()
+		return tm, nil
 	}
 	done()
 	return nil, perr("symlink", rel, fs.ErrExist)
@@ -544,9 +548,30 @@ func (tm *Temp) Close() error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	tm.release()
 	if err != nil {
 		return perr("write", tm.rel, err)
 	}
+	return nil
+}
+
+// release closes the parent handle; acquire opens (and verifies) it again.
+func (tm *Temp) release() {
+	if tm.parent != nil {
+		tm.done()
+		tm.parent, tm.done = nil, nil
+	}
+}
+
+func (tm *Temp) acquire(op string) error {
+	if tm.parent != nil {
+		return nil
+	}
+	p, _, done, err := tm.t.parent(op, tm.rel, 0)
+	if err != nil {
+		return err
+	}
+	tm.parent, tm.done = p, done
 	return nil
 }
 
@@ -570,10 +595,13 @@ func (tm *Temp) commit(want *Stamp) (err error) {
 			tm.Abort()
 		} else {
 			tm.ended = true
-			tm.done()
+			tm.release()
 		}
 	}()
 	if err := tm.Close(); err != nil {
+		return err
+	}
+	if err := tm.acquire("rename"); err != nil {
 		return err
 	}
 	_, base := split(tm.rel)
@@ -609,8 +637,10 @@ func (tm *Temp) Abort() {
 		tm.f.Close()
 		tm.f = nil
 	}
-	_ = tm.parent.Remove(tm.name)
-	tm.done()
+	if tm.acquire("remove") == nil {
+		_ = tm.parent.Remove(tm.name)
+	}
+	tm.release()
 }
 
 // Stamp identifies one version of a file: device, inode, size, mode, mtime
@@ -666,7 +696,7 @@ func (tm *Temp) CommitAt(rel string, want Stamp, check bool) (err error) {
 			tm.Abort()
 		} else {
 			tm.ended = true
-			tm.done()
+			tm.release()
 		}
 	}()
 	if err := tm.Close(); err != nil {
