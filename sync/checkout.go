@@ -355,7 +355,7 @@ func kindOf(fi fs.FileInfo) string {
 }
 
 // maxOpenTemps bounds the temp files a checkout holds open at once.
-const maxOpenTemps = 64
+const maxOpenTemps = 32
 
 // closeTemps fsyncs and closes temp files, in parallel (the filesystem
 // folds concurrent fsyncs into few journal commits).

@@ -438,10 +438,10 @@ func (t *Tree) Symlink(target, rel string) error {
 
 // Temp is a new file (or symlink) under a temp name beside its target, to be
 // renamed over the target by Commit or CommitIf, or removed by Abort. The
-// verified parent directory handle is held while the file is open; Close
-// releases it (a checkout may hold thousands of closed temps), and Commit
-// verifies the parent chain again, so the rename lands in a directory
-// verified just before it.
+// verified parent directory handle is released once the file is created (a
+// checkout may hold thousands of temps), and Commit and Abort verify the
+// parent chain again, so the rename lands in a directory verified just
+// before it.
 type Temp struct {
 	t      *Tree
 	rel    string // target
@@ -469,7 +469,9 @@ func (t *Tree) CreateTemp(rel string, perm fs.FileMode) (*Temp, error) {
 			done()
 			return nil, perr("create", rel, err)
 		}
-		return &Temp{t: t, rel: rel, name: name, parent: p, done: done, f: f}, nil
+		tm := &Temp{t: t, rel: rel, name: name, parent: p, done: done, f: f}
+		tm.release() // the open file needs no directory handle
+		return tm, nil
 	}
 	done()
 	return nil, perr("create", rel, fs.ErrExist)
