@@ -75,6 +75,10 @@ func (e *WorktreeChangedError) Unwrap() error { return ErrWorktreeChanged }
 // it, whatever the tree holds (the lock protocol owns that file).
 const lockFileName = ".memory.lock"
 
+// isLockFile: p is the lock file, in any case (a case-insensitive file
+// system, as macOS has by default, maps ".MEMORY.LOCK" onto it).
+func isLockFile(p string) bool { return strings.EqualFold(p, lockFileName) }
+
 // hookBeforeVerify (tests) runs between prepare and the re-stat before the
 // ref moves: a writer's edit there must surface as ErrWorktreeChanged.
 var hookBeforeVerify func()
@@ -139,7 +143,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 	s := r.repo.Storer
 	var open []*safefs.Temp // written, not yet fsynced and closed
 	for _, p := range sortedKeys(changes) {
-		if p == lockFileName {
+		if isLockFile(p) {
 			continue
 		}
 		c := changes[p]
