@@ -740,3 +740,45 @@ func (t *Tree) ReadDirNames(rel string) ([]string, error) {
 	}
 	return names, nil
 }
+
+// Link makes a hard link to from at to (both parents verified). It fails
+// when to exists, and never follows a symlink at from (the link is to the
+// symlink itself): the writer lock is taken this way.
+func (t *Tree) Link(from, to string) error {
+	if _, _, done, err := t.parent("link", from, 0); err != nil {
+		return err
+	} else {
+		done()
+	}
+	if _, _, done, err := t.parent("link", to, 0); err != nil {
+		return err
+	} else {
+		done()
+	}
+	if err := t.root.Link(from, to); err != nil {
+		return perr("link", from, err)
+	}
+	return nil
+}
+
+// OpenFile opens rel with flag and perm in its verified parent, never
+// following a symlink at rel (O_NOFOLLOW is always added; a final symlink is
+// ErrSymlink). For what the atomic writers do not cover (an append-only log).
+func (t *Tree) OpenFile(rel string, flag int, perm fs.FileMode) (*os.File, error) {
+	p, base, done, err := t.parent("open", rel, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if fi, err := p.Lstat(base); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, perr("open", rel, ErrSymlink)
+	}
+	f, err := p.OpenFile(base, flag|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			err = ErrSymlink
+		}
+		return nil, perr("open", rel, err)
+	}
+	return f, nil
+}
