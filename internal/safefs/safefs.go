@@ -13,12 +13,12 @@
 // sub-root whose identity (device and inode) is compared with what lstat
 // saw, so a directory swapped for a symlink between the check and the open is
 // caught. Every operation then happens on a single name inside that verified
-// parent handle. Rename between two directories and Chmod are the two
-// exceptions (os.Root has no renameat between two handles, and Chmod follows
-// a final symlink): both parent chains (or the final name) are checked first
-// and the operation then runs through the root, so a local process racing
-// memd can at worst redirect it to another place inside the tree, never
-// outside.
+// parent handle. Rename and Link between two directories, and Chmod and
+// OpenFile of a final name, are the exceptions (os.Root has no renameat
+// between two handles, and resolves a final symlink itself): both parent
+// chains (or the final name) are checked first and the operation then runs
+// through the root, so a local process racing memd can at worst redirect it
+// to another place inside the tree, never outside.
 //
 // Paths are slash-separated and relative to the root ("a/b.md"); "." is the
 // root itself. Errors are *fs.PathError naming the relative path and wrap
