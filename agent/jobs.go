@@ -129,6 +129,10 @@ func (a *Agent) doSync(ctx context.Context) error {
 			a.st.syncState = metrics.StateError
 		case errors.Is(err, memsync.ErrAuth):
 			a.st.syncState = metrics.StateError
+		case errors.Is(err, memsync.ErrUnsafeTree):
+			// The remote's commit names a path memd will not write; the
+			// error names the commit and path. A later good commit recovers.
+			a.st.syncState = metrics.StateError
 		default:
 			a.st.syncState = metrics.StateOffline
 		}
@@ -137,6 +141,11 @@ func (a *Agent) doSync(ctx context.Context) error {
 		}
 		a.st.syncErr = err.Error()
 		wait := a.backoff.Next()
+		if errors.Is(err, memsync.ErrUnsafeTree) {
+			// The remote answers: look for the fix at the normal pace, not
+			// after a backoff grown to ten minutes.
+			wait = min(wait, a.cfg.Sync.PullInterval.D())
+		}
 		if prev != a.st.syncState {
 			a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
 		}
