@@ -4,7 +4,9 @@ package memd
 // `<repo>/.memory.lock`, a file created with O_CREAT|O_EXCL (0644) holding `pid:`,
 // `hostname:`, `acquired_at:` and an optional `context:` line, polled every 50 ms, removed on
 // release. It is the same protocol as the Python memory writer's lock (c-daly/memory
-// lib/lock.py), so memd and that writer exclude each other.
+// lib/lock.py), so memd and that writer exclude each other. memd adds a `pid_ns:` line (the
+// inode of /proc/self/ns/pid) that the Python writer ignores: a pid means nothing outside its
+// PID namespace, so a holder in another namespace is never called dead by a pid probe.
 
 import (
 	"bytes"
@@ -53,6 +55,9 @@ var ErrLockUnparseable = errors.New("unparseable lock file")
 type LockInfo struct {
 	PID                           int
 	Hostname, AcquiredAt, Context string
+	// PIDNamespace is the holder's PID namespace (the inode of /proc/self/ns/pid); empty
+	// when the writer did not say (the Python writer) or the OS has none.
+	PIDNamespace string
 }
 
 func (i LockInfo) String() string {
@@ -102,7 +107,27 @@ var lockRegistry = struct {
 var (
 	hostnameOnce sync.Once
 	hostnameVal  string
+	pidNSOnce    sync.Once
+	pidNSVal     string
 )
+
+// lockPIDNamespace is this process's PID namespace: the inode of /proc/self/ns/pid, "" where
+// there is none (not Linux, /proc not mounted).
+func lockPIDNamespace() string {
+	pidNSOnce.Do(func() {
+		var st syscall.Stat_t
+		if err := syscall.Stat("/proc/self/ns/pid", &st); err == nil {
+			pidNSVal = strconv.FormatUint(uint64(st.Ino), 10)
+		}
+	})
+	return pidNSVal
+}
+
+// samePIDNamespace: whether a holder's pid can be probed from here. A lock that names no
+// namespace (the Python writer's) is taken as ours, as before namespaces were recorded.
+func samePIDNamespace(info LockInfo) bool {
+	return info.PIDNamespace == "" || lockPIDNamespace() == "" || info.PIDNamespace == lockPIDNamespace()
+}
 
 func lockHostname() string {
 	hostnameOnce.Do(func() {
@@ -186,7 +211,8 @@ func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, err
 	}
 	for attempt := 0; ; attempt++ {
 		info := LockInfo{PID: os.Getpid(), Hostname: lockHostname(),
-			AcquiredAt: opts.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), Context: oneLine(opts.Context)}
+			AcquiredAt: opts.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), Context: oneLine(opts.Context),
+			PIDNamespace: lockPIDNamespace()}
 		content := formatLockInfo(info)
 		err := createLockFile(abs, content)
 		if err == nil {
@@ -277,8 +303,11 @@ func judgeLock(data []byte, mtime, now time.Time) (stale bool, holder string) {
 		return age >= LockUnreadableStaleAfter, holder
 	}
 	holder = info.String()
-	if info.Hostname == lockHostname() && info.PID == os.Getpid() {
+	if info.Hostname == lockHostname() && info.PID == os.Getpid() && samePIDNamespace(info) {
 		return true, holder + " (this process's pid, not held by it: left from an earlier run)"
+	}
+	if !samePIDNamespace(info) {
+		holder += fmt.Sprintf(" (PID namespace %s, not ours %s: its pid cannot be probed from here)", info.PIDNamespace, lockPIDNamespace())
 	}
 	return LockIsStale(info), holder
 }
@@ -312,6 +341,9 @@ func formatLockInfo(i LockInfo) []byte {
 	if i.Context != "" {
 		fmt.Fprintf(&b, "context: %s\n", i.Context)
 	}
+	if i.PIDNamespace != "" {
+		fmt.Fprintf(&b, "pid_ns: %s\n", i.PIDNamespace)
+	}
 	return b.Bytes()
 }
 
@@ -339,6 +371,8 @@ func parseLockInfo(data []byte) (LockInfo, error) {
 			info.AcquiredAt = value
 		case "context":
 			info.Context = value
+		case "pid_ns":
+			info.PIDNamespace = value
 		}
 	}
 	if !hasPID {
@@ -363,10 +397,11 @@ func ReadLockInfo(path string) (LockInfo, error) {
 	return info, nil
 }
 
-// LockIsStale reports whether a lock's holder is certainly gone: it ran on this host and
-// its pid is not running. A lock from another host is never stale (memd cannot see there).
+// LockIsStale reports whether a lock's holder is certainly gone: it ran on this host, in
+// this PID namespace, and its pid is not running. A lock from another host or another PID
+// namespace (a container sharing the hostname) is never stale: memd cannot see its processes.
 func LockIsStale(info LockInfo) bool {
-	if info.PID <= 0 || info.Hostname != lockHostname() {
+	if info.PID <= 0 || info.Hostname != lockHostname() || !samePIDNamespace(info) {
 		return false
 	}
 	return errors.Is(syscall.Kill(info.PID, 0), syscall.ESRCH)
