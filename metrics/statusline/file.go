@@ -8,6 +8,8 @@ import (
 	"os"
 	"path"
 	"time"
+
+	"github.com/memd-dev/memd/internal/boundedfile"
 )
 
 // FileName is the document's name inside the state directory (<repo>/.git/memd/).
@@ -59,11 +61,16 @@ func Write(stateDir string, d Document) error {
 	return writeAtomic(path.Join(stateDir, FileName), append(b, '\n'), true, d.UpdatedAt)
 }
 
+// MaxDocument bounds what Read reads of status.json; the daemon's is a few KiB.
+const MaxDocument = 1 << 20
+
 // Read loads status.json from the state directory. A missing file is ErrNoDocument; one that
-// does not parse or has another version is ErrBadDocument, naming the file.
+// does not parse or has another version is ErrBadDocument, naming the file. A status.json
+// that is not a regular file (a FIFO, a symlink to /dev/zero) or is over MaxDocument is an
+// error at once: it is opened without blocking or following a link, and read up to the cap.
 func Read(stateDir string) (*Document, error) {
 	p := path.Join(stateDir, FileName)
-	b, err := os.ReadFile(p)
+	b, _, err := boundedfile.Read(p, MaxDocument, "1 MiB")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w", p, ErrNoDocument)
