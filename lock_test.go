@@ -644,3 +644,54 @@ func TestLockHoldHelper(t *testing.T) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	_ = lk.Release()
 }
+
+// A remote can commit symlinks under the lock's names (`*.tmp` is ignored, so nobody sees
+// them): the lock, its temp file and the take-over aside never write or read through one.
+func TestLockNeverFollowsSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(repo, ".memory.lock")
+	// The old predictable temp name, for this pid and a few around it.
+	for pid := os.Getpid() - 3; pid <= os.Getpid()+3; pid++ {
+		if err := os.Symlink(victim, fmt.Sprintf("%s.%d.tmp", path, pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(victim, path); err != nil { // the lock itself: nobody's lock
+		t.Fatal(err)
+	}
+	rec := &logRecorder{}
+	lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 2 * time.Second, Logger: slog.New(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("lock is not a regular file of ours: %v %v", fi, err)
+	}
+	if rec.find("no writer made") == "" {
+		t.Error("removing the symlinked lock was not logged")
+	}
+	if err := lk.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
+		t.Fatalf("victim changed: %q %v", b, err)
+	}
+	if fi, _ := os.Stat(victim); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("victim mode changed: %v", fi.Mode())
+	}
+	// ReadLockInfo of a symlinked lock reads nothing through it.
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadLockInfo(path); err == nil {
+		t.Fatal("ReadLockInfo followed a symlinked lock")
+	}
+}
