@@ -440,6 +440,7 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 	if err != nil {
 		return "", err
 	}
+	defer j.close()
 	undo := func(cause error) error {
 		if uerr := j.undo(r.log); uerr != nil {
 			return fmt.Errorf("%w (and undo: %v)", cause, uerr)
