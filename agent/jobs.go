@@ -120,6 +120,10 @@ func (a *Agent) doSync(ctx context.Context) error {
 			a.st.syncState = metrics.StateError
 		case errors.Is(err, memsync.ErrAuth):
 			a.st.syncState = metrics.StateError
+		case errors.Is(err, memsync.ErrUnsafeTree):
+			// The remote's commit names a path memd will not write; the
+			// error names the commit and path. A later good commit recovers.
+			a.st.syncState = metrics.StateError
 		default:
 			a.st.syncState = metrics.StateOffline
 		}

@@ -93,6 +93,9 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		kind = KindChange
 	}
 	res := CommitResult{Kind: kind}
+	if err := r.requireNoMergeLocked(); err != nil {
+		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+	}
 	r.syncPacksLocked()
 	old, err := r.readBranch()
 	if err != nil {

@@ -151,6 +151,9 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", r.trackingRef(ro), err)
 	}
+	if err := checkTreeLocked(r.repo.Storer, remote, rc.TreeHash, plumbing.ZeroHash); err != nil {
+		return false, fmt.Errorf("adopt %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
+	}
 	changes := map[string]pathChange{}
 	if err := mgDiffTrees(r.repo.Storer, plumbing.ZeroHash, rc.TreeHash, "", changes); err != nil {
 		return false, err
@@ -453,6 +456,11 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 	if lc != nil {
 		localTree = lc.TreeHash
 	}
+	// The remote is not trusted (DESIGN §4): its tree is vetted before
+	// anything reads it for a merge or writes it to disk.
+	if err := checkTreeLocked(s, remote, rc.TreeHash, localTree); err != nil {
+		return nil, fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)
+	}
 	targetTree := rc.TreeHash
 	var conflicts []string
 	if merge {
@@ -483,7 +491,18 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 		}
 	}
 	if err := r.moveHeadLocked(local, target, changes, firstLine(msg)); err != nil {
-		return nil, err
+		var wc *WorktreeChangedError
+		switch {
+		case errors.As(err, &wc) && !wc.Moved:
+			return wc.Paths, nil // edited meanwhile: commit them on the old HEAD first
+		case errors.As(err, &wc):
+			pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now()}
+			if err := r.remergeLateLocked(local, target, wc.Paths, pol); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
 	}
 	if merge {
 		res.Merged = true

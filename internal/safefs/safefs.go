@@ -652,3 +652,59 @@ func (t *Tree) Stamp(rel string) (Stamp, error) {
 	}
 	return stampOf(fi), nil
 }
+
+// CommitAt renames the temp to rel rather than to the target it was created
+// for (a checkout stages a temp in an existing directory when rel's
+// directory can only be made later). With check, only when rel still has
+// the stamp want (else ErrChanged). On any error the temp file is removed.
+func (tm *Temp) CommitAt(rel string, want Stamp, check bool) (err error) {
+	if tm.ended {
+		return perr("rename", rel, fs.ErrClosed)
+	}
+	defer func() {
+		if err != nil {
+			tm.Abort()
+		} else {
+			tm.ended = true
+			tm.done()
+		}
+	}()
+	if err := tm.Close(); err != nil {
+		return err
+	}
+	got, err := tm.t.Stamp(rel)
+	if err != nil {
+		return err
+	}
+	if got.Exists && got.Mode.IsDir() {
+		return perr("rename", rel, syscall.EISDIR)
+	}
+	if check && got != want {
+		return perr("rename", rel, ErrChanged)
+	}
+	return tm.t.Rename(tm.Path(), rel)
+}
+
+// ReadDirNames lists the names in directory rel (unsorted).
+func (t *Tree) ReadDirNames(rel string) ([]string, error) {
+	if err := CheckRel(rel); err != nil {
+		return nil, perr("readdir", rel, err)
+	}
+	d, err := t.openDir(rel, 0)
+	if err != nil {
+		return nil, err
+	}
+	if d != t.root {
+		defer d.Close()
+	}
+	f, err := d.Open(".")
+	if err != nil {
+		return nil, perr("readdir", rel, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, perr("readdir", rel, err)
+	}
+	return names, nil
+}
