@@ -538,14 +538,18 @@ func removeLockName(abs string) error {
 }
 
 // sweepLockTemps removes the temp files that a killed process of an earlier memd left
-// (".memory.lock.<pid>.tmp" whose pid is gone), so they do not linger in `git status`; the
-// name only, never a link's target. (Today's temps are safefs's random names, removed at
-// once after the link.)
+// (".memory.lock.<pid>.tmp" whose pid is gone), so they do not linger in `git status`. Only
+// regular files: a symlink under that name was committed by someone (a remote), and memd
+// neither follows nor deletes it. (Today's temps are safefs's random names, removed at once
+// after the link.)
 func sweepLockTemps(t *safefs.Tree, abs string) {
 	tmps, _ := filepath.Glob(abs + ".*.tmp")
 	for _, p := range tmps {
 		pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(p, abs+"."), ".tmp"))
 		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if fi, err := t.Lstat(filepath.Base(p)); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
 		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {

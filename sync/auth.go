@@ -265,7 +265,12 @@ func (ro RemoteOptions) readToken() (string, error) {
 func (ro RemoteOptions) authFor(rawURL string) (transport.AuthMethod, error) {
 	ep, err := transport.NewEndpoint(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("remote URL %s: %w", RedactURL(rawURL), err)
+		// The parse error quotes the URL (or a piece of its password, "invalid URL escape
+		// %rd"): with credentials in it, say only that it does not parse.
+		if red := RedactURL(rawURL); red != rawURL {
+			return nil, &remoteError{msg: fmt.Sprintf("remote URL %s: not a valid URL (its credentials are not shown)", red)}
+		}
+		return nil, fmt.Errorf("remote URL %s: %w", rawURL, err)
 	}
 	switch ep.Protocol {
 	case "http", "https":

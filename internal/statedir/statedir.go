@@ -125,7 +125,8 @@ func (d *Dir) MkdirAll(name string) error {
 // OpenInPlace opens name read-write, creating it (perm) if missing, in place: for a file
 // whose inode must stay (memd.pid carries a flock). The directory is opened as an os.Root
 // whose identity is checked against what safefs lstat'ed, and the name with O_NOFOLLOW, so
-// neither the directory nor the file can be a symlink.
+// neither the directory nor the file can be a symlink. A symlink (or FIFO, socket) at name
+// is not memd's file: it is removed, never followed, and a regular file made in its place.
 func (d *Dir) OpenInPlace(name string, perm fs.FileMode) (*os.File, error) {
 	p := filepath.Join(d.abs, name)
 	fi, err := d.tree.Lstat(d.rel)
@@ -142,6 +143,11 @@ func (d *Dir) OpenInPlace(name string, perm fs.FileMode) (*os.File, error) {
 	defer r.Close()
 	if st, err := r.Stat("."); err != nil || !os.SameFile(fi, st) {
 		return nil, fmt.Errorf("open %s: state dir swapped while opened: %w", p, safefs.ErrSymlink)
+	}
+	if st, err := r.Lstat(name); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		if err := r.Remove(name); err != nil {
+			return nil, fmt.Errorf("open %s: remove the %s there: %w", p, st.Mode().Type(), err)
+		}
 	}
 	f, err := r.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
 	if errors.Is(err, syscall.ELOOP) {

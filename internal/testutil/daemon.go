@@ -130,6 +130,9 @@ func (d *Daemon) HasExited() bool {
 // PID is the process id.
 func (d *Daemon) PID() int { return d.cmd.Process.Pid }
 
+// Addr is the daemon's HTTP address (host:port, known after WaitRunning; "" without one).
+func (d *Daemon) Addr() string { return d.addr }
+
 // Logs is everything the process has written to stdout and stderr so far.
 func (d *Daemon) Logs() string { return d.logs.String() }
 
