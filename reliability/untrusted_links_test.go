@@ -416,7 +416,9 @@ func TestUntrustedStatusFile(t *testing.T) {
 	}{
 		{"a FIFO", func() { must(t, syscall.Mkfifo(doc, 0o600)) }},
 		{"a symlink to /dev/zero", func() { must(t, os.Symlink("/dev/zero", doc)) }},
-		{"2 MiB", func() { must(t, os.WriteFile(doc, []byte(`{"version":1,"pad":"`+strings.Repeat("x", 2<<20)+`"}`), 0o600)) }},
+		{"2 MiB", func() {
+			must(t, os.WriteFile(doc, []byte(`{"version":1,"pad":"`+strings.Repeat("x", 2<<20)+`"}`), 0o600))
+		}},
 	}
 	checks := 0
 	for _, c := range cases {
