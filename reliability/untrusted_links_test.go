@@ -160,7 +160,7 @@ func ulReport(t *testing.T, scenario string, start time.Time, checks int, proble
 	for _, p := range problems {
 		t.Error(p)
 	}
-	record(t, row{Scenario: scenario, Iterations: 1, Writes: checks, Found: checks - len(problems), Corruptions: len(problems),
+	record(t, row{Scenario: scenario, Iterations: 1, Writes: checks, Found: max(0, checks-len(problems)), Corruptions: len(problems),
 		Time: time.Since(start), Note: note})
 }
 
