@@ -501,9 +501,8 @@ func sweepTemps(t *safefs.Tree, entries []journalEntry) {
 		if fi, err := t.Lstat(dir); dir != "." && (err != nil || !fi.IsDir()) {
 			continue
 		}
-		ents, _ := os.ReadDir(filepath.Join(t.Root(), filepath.FromSlash(dir)))
-		for _, de := range ents {
-			n := de.Name()
+		names, _ := t.ReadDirNames(dir)
+		for _, n := range names {
 			drop := safefs.IsTempName(n)
 			for _, pre := range legacy[dir] {
 				drop = drop || strings.HasPrefix(n, pre) && strings.HasSuffix(n, ".tmp")
