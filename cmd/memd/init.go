@@ -32,6 +32,8 @@ func cmdInit(a *app, args []string) int {
 		dir = absPath(memd.ExpandHome(fs.Arg(0)))
 		a.cfg.Repo = dir
 	}
+	// DIR is the user's choice (a plain path); inside it everything goes through safefs
+	// (Scaffold, demo.Generate, the checkout).
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return a.fail("init %s: %v", dir, err)
 	}
