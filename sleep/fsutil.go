@@ -7,8 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/memd-dev/memd/internal/statedir"
 )
@@ -46,32 +46,30 @@ func openState(stateDir string) (*statedir.Dir, error) {
 	return sd, nil
 }
 
-// writeStateStream writes name in the state dir through a temp file renamed into place,
-// streaming what write puts out instead of building it whole (the caches run to tens of MB).
+// writeStateStream writes name in the state dir through a temp file renamed into place (not
+// fsynced: the state files it writes are caches), streaming what write puts out instead of
+// building it whole (the caches run to tens of MB).
 func writeStateStream(stateDir, name string, perm os.FileMode, write func(w *bufio.Writer) error) error {
 	sd, err := openState(stateDir)
 	if err != nil {
 		return err
 	}
 	defer sd.Close()
-	tmp, err := sd.CreateTemp(name, perm)
-	if err != nil {
+	return sd.WriteCache(name, perm, time.Time{}, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := write(w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+}
+
+// writeStateCache writes a small cache file in the state dir (atomic for readers, no fsync).
+func writeStateCache(stateDir, name string, data []byte, perm os.FileMode) error {
+	return writeStateStream(stateDir, name, perm, func(w *bufio.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	err = write(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Commit()
-	} else {
-		tmp.Abort()
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(stateDir, name), err)
-	}
-	return nil
+	})
 }
 
 // writeStateFile writes name in the state dir atomically and durably (temp file, fsync,

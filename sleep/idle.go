@@ -209,7 +209,7 @@ func writeIdle(dir string, in idleInputs, saved int64, now time.Time, until time
 	if err := writeIdleWalk(dir, in.key, t, groups); err != nil {
 		return err
 	}
-	if err := writeStateFile(dir, idleName, b, 0o600); err != nil {
+	if err := writeStateCache(dir, idleName, b, 0o600); err != nil {
 		return fmt.Errorf("idle record: %w", err)
 	}
 	return nil

@@ -5,12 +5,16 @@
 package statedir
 
 import (
+	"crypto/rand"
+	"encoding/base32"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/memd-dev/memd/internal/safefs"
 )
@@ -20,6 +24,7 @@ type Dir struct {
 	tree *safefs.Tree
 	rel  string // the state dir relative to tree ("." never: it has a parent in the tree)
 	abs  string
+	r    *os.Root // the state dir itself, verified (openRoot); nil until needed
 }
 
 // Open opens stateDir for safe writes. The default <repo>/.git/memd is opened from the repo,
@@ -49,8 +54,99 @@ func Open(stateDir string) (*Dir, error) {
 	return &Dir{tree: t, rel: rel, abs: abs}, nil
 }
 
-// Close releases the directory handle.
-func (d *Dir) Close() error { return d.tree.Close() }
+// Close releases the directory handles.
+func (d *Dir) Close() error {
+	if d.r != nil {
+		d.r.Close()
+	}
+	return d.tree.Close()
+}
+
+// openRoot opens the state dir itself as an os.Root whose identity is checked against what
+// safefs lstat'ed through a parent chain without symlinks: a handle on the verified
+// directory, for the few operations safefs has no form of (an in-place open, a write that
+// need not be fsynced).
+func (d *Dir) openRoot() (*os.Root, error) {
+	if d.r != nil {
+		return d.r, nil
+	}
+	fi, err := d.tree.Lstat(d.rel)
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", d.abs, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("state dir %s: %w", d.abs, safefs.ErrSymlink)
+	}
+	r, err := os.OpenRoot(d.abs)
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", d.abs, err)
+	}
+	if st, err := r.Stat("."); err != nil || !os.SameFile(fi, st) {
+		r.Close()
+		return nil, fmt.Errorf("state dir %s: swapped while opened: %w", d.abs, safefs.ErrSymlink)
+	}
+	d.r = r
+	return r, nil
+}
+
+// WriteCache writes name atomically for readers (a safefs-named temp file created
+// O_CREAT|O_EXCL|O_NOFOLLOW in the verified directory, renamed over name) but without the
+// fsyncs: for caches of what can be rebuilt (status lines, sleep's parse cache and idle
+// record), where eight fsyncs per publish would cost the owner tens of milliseconds on a
+// slow disk. write streams the content; a non-zero mtime is set before the rename.
+// (safefs.Temp always fsyncs; this goes once it has a form that does not.)
+func (d *Dir) WriteCache(name string, perm fs.FileMode, mtime time.Time, write func(w io.Writer) error) (err error) {
+	p := filepath.Join(d.abs, name)
+	r, err := d.openRoot()
+	if err != nil {
+		return err
+	}
+	var f *os.File
+	var tmp string
+	for range 8 {
+		tmp = tempName()
+		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			_ = r.Remove(tmp)
+		}
+	}()
+	if err = write(f); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if !mtime.IsZero() {
+		if err = r.Chtimes(tmp, mtime, mtime); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+	}
+	if fi, lerr := r.Lstat(name); lerr == nil && fi.IsDir() {
+		err = fmt.Errorf("write %s: %w", p, syscall.EISDIR)
+		return err
+	}
+	if err = r.Rename(tmp, name); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
+
+// tempName is a name safefs.IsTempName accepts: sweepers and ignore rules treat it as
+// theirs.
+func tempName() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return safefs.TempPrefix + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(b[:]) + safefs.TempSuffix
+}
 
 // Path is the state directory's absolute path.
 func (d *Dir) Path() string { return d.abs }
@@ -129,20 +225,9 @@ func (d *Dir) MkdirAll(name string) error {
 // is not memd's file: it is removed, never followed, and a regular file made in its place.
 func (d *Dir) OpenInPlace(name string, perm fs.FileMode) (*os.File, error) {
 	p := filepath.Join(d.abs, name)
-	fi, err := d.tree.Lstat(d.rel)
+	r, err := d.openRoot()
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", p, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("open %s: %w", p, safefs.ErrSymlink)
-	}
-	r, err := os.OpenRoot(d.abs)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", p, err)
-	}
-	defer r.Close()
-	if st, err := r.Stat("."); err != nil || !os.SameFile(fi, st) {
-		return nil, fmt.Errorf("open %s: state dir swapped while opened: %w", p, safefs.ErrSymlink)
 	}
 	if st, err := r.Lstat(name); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
 		if err := r.Remove(name); err != nil {

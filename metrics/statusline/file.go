@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -53,7 +54,12 @@ func Write(stateDir string, d Document) error {
 		if s != "" && s[len(s)-1] != '\n' {
 			s += "\n"
 		}
-		if err := writeAtomic(sd, "status."+f, []byte(s), d.UpdatedAt); err != nil {
+		// Renamed into place but not fsynced: a line file is a cache of status.json, and
+		// eight fsyncs per publish would cost the owner tens of milliseconds on a slow disk.
+		if err := sd.WriteCache("status."+f, 0o600, d.UpdatedAt, func(w io.Writer) error {
+			_, err := io.WriteString(w, s)
+			return err
+		}); err != nil {
 			return err
 		}
 	}
