@@ -163,11 +163,6 @@ func nodeText(n *yaml.Node) string {
 // it is, so a dollar in a value (an argument, a name) is never silently replaced.
 var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-func expandEnv(s string) string {
-	out, _ := expandEnvSpans(s)
-	return out
-}
-
 // envValues remembers where ${VAR} put text into the expanded config, so that no error
 // ever prints what came from the environment: only the key and the variable's name.
 type envValues struct {
