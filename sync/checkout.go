@@ -75,6 +75,13 @@ func (e *WorktreeChangedError) Unwrap() error { return ErrWorktreeChanged }
 // it, whatever the tree holds (the lock protocol owns that file).
 const lockFileName = ".memory.lock"
 
+// hookBeforeVerify (tests) runs between prepare and the re-stat before the
+// ref moves: a writer's edit there must surface as ErrWorktreeChanged.
+var hookBeforeVerify func()
+
+// hookApplyErr (tests) fails the rename of a path, as a full disk would.
+var hookApplyErr func(rel string) error
+
 type coKind uint8
 
 const (
@@ -200,6 +207,9 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		return co, err
 	}
 	if strict {
+		if hookBeforeVerify != nil {
+			hookBeforeVerify()
+		}
 		if changed := co.changedSince(); len(changed) > 0 {
 			return co, &WorktreeChangedError{Paths: changed}
 		}
@@ -308,7 +318,9 @@ func (co *checkout) mkParents(dir string, changes map[string]pathChange) (blocke
 			if err := co.t.MkdirAll(dir, 0o755); err != nil {
 				return false, err
 			}
-			co.created = append(co.created, pre)
+			for j := i; j < len(comps); j++ {
+				co.created = append(co.created, strings.Join(comps[:j+1], "/"))
+			}
 			return false, nil
 		}
 		if err != nil {
@@ -426,6 +438,11 @@ func (co *checkout) apply() (late []string, err error) {
 		}
 		if it.tmp == nil {
 			continue
+		}
+		if hookApplyErr != nil {
+			if err := hookApplyErr(it.path); err != nil {
+				return late, fmt.Errorf("check out %s: %w", it.path, err)
+			}
 		}
 		want := it.want
 		var err error
@@ -583,7 +600,7 @@ func (r *Repo) remergeLateLocked(old, head plumbing.Hash, paths []string, pol Me
 		if err != nil {
 			return fmt.Errorf("merge paths edited during checkout: %w", err)
 		}
-		msg := mergeMessage("local", "edits made during checkout", r.opts.Hostname, mr.Conflicts)
+		msg := "memd: merge edits made during checkout" + strings.TrimPrefix(mergeMessage("", "", r.opts.Hostname, mr.Conflicts), "memd: merge /")
 		m, err := r.writeCommitLocked(mr.Tree, []plumbing.Hash{head, y}, msg)
 		if err != nil {
 			return err
