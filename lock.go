@@ -309,6 +309,10 @@ func readLockFile(path string) ([]byte, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	defer t.Close()
+	return readLockIn(t, base)
+}
+
+func readLockIn(t *safefs.Tree, base string) ([]byte, time.Time, error) {
 	if fi, err := t.Lstat(base); err == nil && !fi.Mode().IsRegular() {
 		return nil, fi.ModTime(), fmt.Errorf("%w (%s)", errLockNotFile, fi.Mode().Type())
 	}
@@ -493,7 +497,12 @@ func (l *Lock) Release() error {
 	if lockRegistry.held[l.path] == l.held {
 		delete(lockRegistry.held, l.path)
 	}
-	data, _, err := readLockFile(l.path)
+	t, base, err := lockTree(l.path)
+	if err != nil {
+		return fmt.Errorf("writer lock %s: release: %w", l.path, err)
+	}
+	defer t.Close()
+	data, _, err := readLockIn(t, base)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: %s was removed while held", ErrLockLost, l.path)
 	}
@@ -507,7 +516,7 @@ func (l *Lock) Release() error {
 		}
 		return fmt.Errorf("%w: %s now belongs to %s; left in place", ErrLockLost, l.path, holder)
 	}
-	if err := removeLockName(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := t.Remove(base); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("writer lock %s: release: %w", l.path, err)
 	}
 	return nil
@@ -525,16 +534,6 @@ func WithLock(ctx context.Context, path string, opts LockOptions, fn func() erro
 		}
 	}()
 	return fn()
-}
-
-// removeLockName removes the lock file's name (a symlink there is removed, not followed).
-func removeLockName(abs string) error {
-	t, base, err := lockTree(abs)
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	return t.Remove(base)
 }
 
 // sweepLockTemps removes the temp files that a killed process of an earlier memd left
