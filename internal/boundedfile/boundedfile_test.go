@@ -29,8 +29,9 @@ func TestReadRefuses(t *testing.T) {
 	start := time.Now()
 	for name, want := range map[string]error{fifo: ErrNotRegular, link: ErrNotRegular, "/dev/zero": ErrNotRegular, big: ErrTooLarge} {
 		_, _, err := Read(name, 1024, "1 KiB")
-		if !errors.Is(err, want) || !strings.Contains(err.Error(), name) {
-			t.Errorf("Read(%s): %v, want %v naming it", name, err, want)
+		var be *Error
+		if !errors.Is(err, want) || !errors.As(err, &be) || be.Path != name || !strings.Contains(err.Error(), "(") {
+			t.Errorf("Read(%s): %v, want %v saying what is there", name, err, want)
 		}
 	}
 	if d := time.Since(start); d > 2*time.Second {
