@@ -2,10 +2,13 @@ package sync
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -210,4 +213,45 @@ func TestCheckoutStreamsBlobs(t *testing.T) {
 	if err != nil || fi.Size() != size {
 		t.Fatalf("big.html: %v %v", fi, err)
 	}
+}
+
+// A checkout of many new files holds few descriptors: run in a child process whose
+// RLIMIT_NOFILE is 128, it checks out 1,000 files.
+func TestCheckoutFewDescriptors(t *testing.T) {
+	if dir := os.Getenv("MEMD_FD_HELPER_DIR"); dir != "" {
+		lim := syscall.Rlimit{Cur: 128, Max: 128}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Skip("cannot lower RLIMIT_NOFILE:", err)
+		}
+		r, err := Open(dir, hostOptions("hostb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Sync(t.Context(), RemoteOptions{}); err != nil {
+			t.Fatalf("sync under RLIMIT_NOFILE 128: %v", err)
+		}
+		r.Close() // the index refresh finishes
+		return
+	}
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
+	paths := make([]string, 0, 1000)
+	for i := range 1000 {
+		p := fmt.Sprintf("resources/many/m%04d.html", i)
+		writeFile(t, w.aDir, p, p+"\n")
+		paths = append(paths, p)
+	}
+	mustCommit(t, w.a, "resources")
+	mustSync(t, w.a)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCheckoutFewDescriptors$", "-test.count=1", "-test.v")
+	cmd.Env = append(gitEnv(), "MEMD_FD_HELPER_DIR="+w.bDir)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "SKIP") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, p := range paths[:3] {
+		if readWork(t, w.bDir, p) != p+"\n" {
+			t.Fatalf("%s not checked out", p)
+		}
+	}
+	statusClean(t, openTest(t, w.bDir, hostOptions("hostb")))
 }

@@ -715,7 +715,7 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 	defer t.Close()
 	var dirty []string
 	for _, p := range sortedKeys(changes) {
-		if p == lockFileName || r.ignoredPath(p) {
+		if isLockFile(p) || r.ignoredPath(p) {
 			continue
 		}
 		c := changes[p]
