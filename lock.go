@@ -275,15 +275,15 @@ func createLockFile(abs string, content []byte) error {
 		_, werr := tmp.Write(content)
 		lerr := werr
 		if werr == nil {
-			lerr = os.Link(filepath.Join(t.Root(), tmp.Path()), abs)
+			lerr = t.Link(tmp.Path(), base)
 		}
 		tmp.Abort() // removes the temp name; the lock keeps the inode
 		if lerr == nil || errors.Is(lerr, os.ErrExist) {
 			return lerr
 		}
 	}
-	// O_EXCL with O_CREAT never follows a symlink at the name; O_NOFOLLOW says so twice.
-	f, err := os.OpenFile(abs, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
+	// O_EXCL with O_CREAT never follows a symlink at the name; safefs adds O_NOFOLLOW too.
+	f, err := t.OpenFile(base, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -391,7 +391,7 @@ func takeOver(abs string, judged []byte, log *slog.Logger) bool {
 	if err == nil && bytes.Equal(got, judged) {
 		return true
 	}
-	if err := os.Link(filepath.Join(t.Root(), aside), abs); err != nil {
+	if err := t.Link(aside, base); err != nil {
 		log.Warn("writer lock changed during stale take-over and could not be put back", "path", abs, "err", err)
 	}
 	return false
