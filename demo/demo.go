@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/memd-dev/memd"
@@ -688,7 +687,7 @@ func (g *gen) startWriters() {
 				if g.failed() != nil {
 					continue // drain
 				}
-				if err := writeNew(j); err != nil {
+				if err := g.writeNew(j); err != nil {
 					g.fail(err)
 				}
 			}
@@ -717,9 +716,9 @@ func (g *gen) failed() error {
 	return g.err
 }
 
-func writeNew(j writeJob) error {
-	// O_EXCL never follows a symlink at the name; its folder was made through safefs.
-	f, err := os.OpenFile(j.abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+func (g *gen) writeNew(j writeJob) error {
+	// Through safefs: no folder on the way is a symlink, O_EXCL|O_NOFOLLOW at the name.
+	f, err := g.tree.OpenFile(j.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("demo: %s: %w; refusing to overwrite", j.rel, ErrExists)
