@@ -195,9 +195,15 @@ var ErrBadConfig = errors.New("bad config")
 // ConfigError names the key and the value that is wrong.
 type ConfigError struct {
 	Key, Value, Problem string
+	// FromEnv names the ${VAR} references the value came from; then the value is never
+	// shown (it may be a secret from the environment), only the key and its source.
+	FromEnv string
 }
 
 func (e *ConfigError) Error() string {
+	if e.FromEnv != "" {
+		return fmt.Sprintf("config %s: the value from %s (not shown): %s", e.Key, e.FromEnv, e.Problem)
+	}
 	return fmt.Sprintf("config %s: %q: %s", e.Key, e.Value, e.Problem)
 }
 

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // Lifecycle is a note's lifecycle: mode persistent, read-count, hard-expiry or soft-expiry.
@@ -956,43 +958,24 @@ func (l *Ledger) AppendRaw(line []byte) {
 }
 
 // WriteFileAtomic writes data to path so that a reader sees the old file or the new one,
-// never a part: a temp file in the same directory (named like `.<name>.*.tmp`, which memd's
-// watcher ignores), fsync, chmod perm, rename over path, fsync the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+// never a part: through internal/safefs in path's directory (a temp file named
+// `.memd-<random>.tmp`, which memd's watcher ignores, created O_EXCL|O_NOFOLLOW, fsynced,
+// renamed over path: a symlink at path is replaced, never written through).
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	t, err := safefs.Open(dir)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
+	defer t.Close()
+	if err := t.WriteFileAtomic(base, data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: chmod: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: rename: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		// A failed directory fsync is not worth failing the write over: the rename is done.
-		_ = d.Sync()
-		_ = d.Close()
+	if err := t.SyncDir("."); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -4,13 +4,16 @@ package memd
 // `<repo>/.memory.lock`, a file created with O_CREAT|O_EXCL (0644) holding `pid:`,
 // `hostname:`, `acquired_at:` and an optional `context:` line, polled every 50 ms, removed on
 // release. It is the same protocol as the Python memory writer's lock (c-daly/memory
-// lib/lock.py), so memd and that writer exclude each other.
+// lib/lock.py), so memd and that writer exclude each other. memd adds a `pid_ns:` line (the
+// inode of /proc/self/ns/pid) that the Python writer ignores: a pid means nothing outside its
+// PID namespace, so a holder in another namespace is never called dead by a pid probe.
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // Defaults of LockOptions.
@@ -53,6 +58,9 @@ var ErrLockUnparseable = errors.New("unparseable lock file")
 type LockInfo struct {
 	PID                           int
 	Hostname, AcquiredAt, Context string
+	// PIDNamespace is the holder's PID namespace (the inode of /proc/self/ns/pid); empty
+	// when the writer did not say (the Python writer) or the OS has none.
+	PIDNamespace string
 }
 
 func (i LockInfo) String() string {
@@ -102,7 +110,27 @@ var lockRegistry = struct {
 var (
 	hostnameOnce sync.Once
 	hostnameVal  string
+	pidNSOnce    sync.Once
+	pidNSVal     string
 )
+
+// lockPIDNamespace is this process's PID namespace: the inode of /proc/self/ns/pid, "" where
+// there is none (not Linux, /proc not mounted).
+func lockPIDNamespace() string {
+	pidNSOnce.Do(func() {
+		var st syscall.Stat_t
+		if err := syscall.Stat("/proc/self/ns/pid", &st); err == nil {
+			pidNSVal = strconv.FormatUint(uint64(st.Ino), 10)
+		}
+	})
+	return pidNSVal
+}
+
+// samePIDNamespace: whether a holder's pid can be probed from here. A lock that names no
+// namespace (the Python writer's) is taken as ours, as before namespaces were recorded.
+func samePIDNamespace(info LockInfo) bool {
+	return info.PIDNamespace == "" || lockPIDNamespace() == "" || info.PIDNamespace == lockPIDNamespace()
+}
 
 func lockHostname() string {
 	hostnameOnce.Do(func() {
@@ -186,7 +214,8 @@ func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, err
 	}
 	for attempt := 0; ; attempt++ {
 		info := LockInfo{PID: os.Getpid(), Hostname: lockHostname(),
-			AcquiredAt: opts.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), Context: oneLine(opts.Context)}
+			AcquiredAt: opts.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), Context: oneLine(opts.Context),
+			PIDNamespace: lockPIDNamespace()}
 		content := formatLockInfo(info)
 		err := createLockFile(abs, content)
 		if err == nil {
@@ -201,6 +230,10 @@ func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, err
 		if errors.Is(rerr, os.ErrNotExist) {
 			continue // released between our create and our read: try again
 		}
+		if errors.Is(rerr, errLockNotFile) && attempt < 3 {
+			removeForeignLock(abs, log, rerr)
+			continue
+		}
 		if rerr != nil {
 			return nil, "", fmt.Errorf("writer lock %s: %w", abs, rerr)
 		}
@@ -214,22 +247,43 @@ func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, err
 	}
 }
 
+// lockTree opens the lock's directory (the repo root) through safefs: the lock, its temp
+// file and the take-over aside are all names in that directory, never followed if a
+// symlink (a remote can commit one under any name).
+func lockTree(abs string) (*safefs.Tree, string, error) {
+	t, err := safefs.Open(filepath.Dir(abs))
+	if err != nil {
+		return nil, "", err
+	}
+	return t, filepath.Base(abs), nil
+}
+
 // createLockFile creates the lock with its metadata already in it: the content goes to a
-// temp file that is then hard-linked to the lock path, which fails like O_EXCL when the lock
-// exists. So a memd killed at any moment never leaves an empty lock behind (an empty lock
-// reads as held for LockEmptyStaleAfter). Where hard links are not supported it falls back
-// to the writers' own O_CREAT|O_EXCL then write.
+// temp file (safefs: O_CREAT|O_EXCL|O_NOFOLLOW, an unpredictable name) that is then
+// hard-linked to the lock path, which fails like O_EXCL when the lock exists (a symlink
+// there included: link(2) never follows the new name). So a memd killed at any moment never
+// leaves an empty lock behind (an empty lock reads as held for LockEmptyStaleAfter). Where
+// hard links are not supported it falls back to the writers' own O_CREAT|O_EXCL then write.
 func createLockFile(abs string, content []byte) error {
-	sweepLockTemps(abs)
-	tmp := fmt.Sprintf("%s.%d.tmp", abs, os.Getpid())
-	if err := os.WriteFile(tmp, content, 0o644); err == nil {
-		lerr := os.Link(tmp, abs)
-		_ = os.Remove(tmp)
+	t, base, err := lockTree(abs)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	sweepLockTemps(t, abs)
+	if tmp, err := t.CreateTemp(base, 0o644); err == nil {
+		_, werr := tmp.Write(content)
+		lerr := werr
+		if werr == nil {
+			lerr = t.Link(tmp.Path(), base)
+		}
+		tmp.Abort() // removes the temp name; the lock keeps the inode
 		if lerr == nil || errors.Is(lerr, os.ErrExist) {
 			return lerr
 		}
 	}
-	f, err := os.OpenFile(abs, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	// O_EXCL with O_CREAT never follows a symlink at the name; safefs adds O_NOFOLLOW too.
+	f, err := t.OpenFile(base, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -238,15 +292,35 @@ func createLockFile(abs string, content []byte) error {
 		werr = cerr
 	}
 	if werr != nil {
-		_ = os.Remove(abs)
+		_ = t.Remove(base)
 		return fmt.Errorf("write: %w", werr)
 	}
 	return nil
 }
 
+// errLockNotFile: the lock path is a symlink, FIFO, directory...: no writer made it (they
+// all create a regular file), so it is nobody's lock.
+var errLockNotFile = errors.New("not a regular file")
+
+// readLockFile reads the lock without following a symlink or blocking on a FIFO.
 func readLockFile(path string) ([]byte, time.Time, error) {
-	f, err := os.Open(path)
+	t, base, err := lockTree(path)
 	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer t.Close()
+	return readLockIn(t, base)
+}
+
+func readLockIn(t *safefs.Tree, base string) ([]byte, time.Time, error) {
+	if fi, err := t.Lstat(base); err == nil && !fi.Mode().IsRegular() {
+		return nil, fi.ModTime(), fmt.Errorf("%w (%s)", errLockNotFile, fi.Mode().Type())
+	}
+	f, err := t.OpenRead(base)
+	if err != nil {
+		if errors.Is(err, safefs.ErrSymlink) {
+			return nil, time.Time{}, fmt.Errorf("%w: %w", errLockNotFile, err)
+		}
 		return nil, time.Time{}, err
 	}
 	defer func() { _ = f.Close() }()
@@ -255,10 +329,23 @@ func readLockFile(path string) ([]byte, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(f); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(f, 64<<10)); err != nil {
 		return nil, time.Time{}, err
 	}
 	return buf.Bytes(), st.ModTime(), nil
+}
+
+// removeForeignLock removes a lock path that is not a regular file (a committed symlink, a
+// FIFO): the name only, never what a link points at.
+func removeForeignLock(abs string, log *slog.Logger, why error) {
+	t, base, err := lockTree(abs)
+	if err != nil {
+		return
+	}
+	defer t.Close()
+	if err := t.Remove(base); err == nil {
+		log.Warn("removed a writer lock path that no writer made", "path", abs, "was", why)
+	}
 }
 
 // judgeLock decides whether a lock file found on disk is stale and describes its holder.
@@ -277,8 +364,11 @@ func judgeLock(data []byte, mtime, now time.Time) (stale bool, holder string) {
 		return age >= LockUnreadableStaleAfter, holder
 	}
 	holder = info.String()
-	if info.Hostname == lockHostname() && info.PID == os.Getpid() {
+	if info.Hostname == lockHostname() && info.PID == os.Getpid() && samePIDNamespace(info) {
 		return true, holder + " (this process's pid, not held by it: left from an earlier run)"
+	}
+	if !samePIDNamespace(info) {
+		holder += fmt.Sprintf(" (PID namespace %s, not ours %s: its pid cannot be probed from here)", info.PIDNamespace, lockPIDNamespace())
 	}
 	return LockIsStale(info), holder
 }
@@ -287,16 +377,21 @@ func judgeLock(data []byte, mtime, now time.Time) (stale bool, holder string) {
 // first (atomic, one winner) and compared; a file that changed meanwhile (another writer
 // took over and locked) is linked back. The aside name ends in .tmp so watchers ignore it.
 func takeOver(abs string, judged []byte, log *slog.Logger) bool {
-	aside := fmt.Sprintf("%s.stale-%d-%d.tmp", abs, os.Getpid(), time.Now().UnixNano())
-	if err := os.Rename(abs, aside); err != nil {
+	t, base, err := lockTree(abs)
+	if err != nil {
+		return false
+	}
+	defer t.Close()
+	aside := fmt.Sprintf("%s.stale-%d-%d.tmp", base, os.Getpid(), time.Now().UnixNano())
+	if err := t.Rename(base, aside); err != nil {
 		return false // gone already, or not ours to move: the next attempt looks again
 	}
-	defer func() { _ = os.Remove(aside) }()
-	got, err := os.ReadFile(aside)
+	defer func() { _ = t.Remove(aside) }()
+	got, err := t.ReadFile(aside)
 	if err == nil && bytes.Equal(got, judged) {
 		return true
 	}
-	if err := os.Link(aside, abs); err != nil {
+	if err := t.Link(aside, base); err != nil {
 		log.Warn("writer lock changed during stale take-over and could not be put back", "path", abs, "err", err)
 	}
 	return false
@@ -311,6 +406,9 @@ func formatLockInfo(i LockInfo) []byte {
 	fmt.Fprintf(&b, "pid: %d\nhostname: %s\nacquired_at: %s\n", i.PID, i.Hostname, i.AcquiredAt)
 	if i.Context != "" {
 		fmt.Fprintf(&b, "context: %s\n", i.Context)
+	}
+	if i.PIDNamespace != "" {
+		fmt.Fprintf(&b, "pid_ns: %s\n", i.PIDNamespace)
 	}
 	return b.Bytes()
 }
@@ -339,6 +437,8 @@ func parseLockInfo(data []byte) (LockInfo, error) {
 			info.AcquiredAt = value
 		case "context":
 			info.Context = value
+		case "pid_ns":
+			info.PIDNamespace = value
 		}
 	}
 	if !hasPID {
@@ -352,7 +452,7 @@ func parseLockInfo(data []byte) (LockInfo, error) {
 
 // ReadLockInfo reads the metadata of the lock file at path.
 func ReadLockInfo(path string) (LockInfo, error) {
-	data, err := os.ReadFile(path)
+	data, _, err := readLockFile(path)
 	if err != nil {
 		return LockInfo{}, fmt.Errorf("writer lock %s: %w", path, err)
 	}
@@ -363,10 +463,11 @@ func ReadLockInfo(path string) (LockInfo, error) {
 	return info, nil
 }
 
-// LockIsStale reports whether a lock's holder is certainly gone: it ran on this host and
-// its pid is not running. A lock from another host is never stale (memd cannot see there).
+// LockIsStale reports whether a lock's holder is certainly gone: it ran on this host, in
+// this PID namespace, and its pid is not running. A lock from another host or another PID
+// namespace (a container sharing the hostname) is never stale: memd cannot see its processes.
 func LockIsStale(info LockInfo) bool {
-	if info.PID <= 0 || info.Hostname != lockHostname() {
+	if info.PID <= 0 || info.Hostname != lockHostname() || !samePIDNamespace(info) {
 		return false
 	}
 	return errors.Is(syscall.Kill(info.PID, 0), syscall.ESRCH)
@@ -396,7 +497,12 @@ func (l *Lock) Release() error {
 	if lockRegistry.held[l.path] == l.held {
 		delete(lockRegistry.held, l.path)
 	}
-	data, err := os.ReadFile(l.path)
+	t, base, err := lockTree(l.path)
+	if err != nil {
+		return fmt.Errorf("writer lock %s: release: %w", l.path, err)
+	}
+	defer t.Close()
+	data, _, err := readLockIn(t, base)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: %s was removed while held", ErrLockLost, l.path)
 	}
@@ -410,7 +516,7 @@ func (l *Lock) Release() error {
 		}
 		return fmt.Errorf("%w: %s now belongs to %s; left in place", ErrLockLost, l.path, holder)
 	}
-	if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := t.Remove(base); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("writer lock %s: release: %w", l.path, err)
 	}
 	return nil
@@ -430,17 +536,23 @@ func WithLock(ctx context.Context, path string, opts LockOptions, fn func() erro
 	return fn()
 }
 
-// sweepLockTemps removes the temp files of createLockFile that a killed process left
-// (".memory.lock.<pid>.tmp" whose pid is gone), so they do not linger in `git status`.
-func sweepLockTemps(abs string) {
+// sweepLockTemps removes the temp files that a killed process of an earlier memd left
+// (".memory.lock.<pid>.tmp" whose pid is gone), so they do not linger in `git status`. Only
+// regular files: a symlink under that name was committed by someone (a remote), and memd
+// neither follows nor deletes it. (Today's temps are safefs's random names, removed at once
+// after the link.)
+func sweepLockTemps(t *safefs.Tree, abs string) {
 	tmps, _ := filepath.Glob(abs + ".*.tmp")
-	for _, t := range tmps {
-		pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(t, abs+"."), ".tmp"))
+	for _, p := range tmps {
+		pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(p, abs+"."), ".tmp"))
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
+		if fi, err := t.Lstat(filepath.Base(p)); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
 		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			_ = os.Remove(t)
+			_ = t.Remove(filepath.Base(p))
 		}
 	}
 }

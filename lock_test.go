@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -535,5 +536,162 @@ func TestLockEmptyFileStaleSooner(t *testing.T) {
 	}
 	if _, err := os.Stat(liveTmp); err != nil {
 		t.Errorf("live process's temp file removed: %v", err)
+	}
+}
+
+// A holder in another PID namespace with our hostname (a container, `unshare --pid`) is
+// never taken over by a pid probe: its pid names another process here, or none. A lock
+// without a pid_ns line (the Python writer's) is probed as before.
+func TestLockOtherPIDNamespaceNotStale(t *testing.T) {
+	if lockPIDNamespace() == "" {
+		t.Skip("no /proc/self/ns/pid here")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".memory.lock")
+	other := LockInfo{PID: deadPID(t), Hostname: lockHostname(), AcquiredAt: "2026-11-29T03:00:00Z", Context: "container writer", PIDNamespace: "4026500001"}
+	writeLockFile(t, path, other)
+	if got, err := ReadLockInfo(path); err != nil || got.PIDNamespace != other.PIDNamespace {
+		t.Fatalf("pid_ns line not read back: %+v %v", got, err)
+	}
+	if LockIsStale(other) {
+		t.Fatal("a holder in another PID namespace judged stale by a pid probe")
+	}
+	_, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 150 * time.Millisecond, Poll: 10 * time.Millisecond})
+	if !errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), "PID namespace 4026500001") {
+		t.Fatalf("lock of another PID namespace: %v", err)
+	}
+	// Our own pid in another namespace is another process, not a leftover of ours.
+	other.PID = os.Getpid()
+	writeLockFile(t, path, other)
+	if _, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("our pid in another namespace taken over: %v", err)
+	}
+	// Same namespace, or none named: the dead pid is stale.
+	for _, ns := range []string{lockPIDNamespace(), ""} {
+		other.PID, other.PIDNamespace = deadPID(t), ns
+		if !LockIsStale(other) {
+			t.Errorf("dead pid with pid_ns %q not stale", ns)
+		}
+	}
+	lk, err := AcquireLock(context.Background(), filepath.Join(dir, "own.lock"), LockOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(lk.Path())
+	if !strings.Contains(string(data), "pid_ns: "+lockPIDNamespace()+"\n") {
+		t.Errorf("memd's lock lacks its pid_ns line: %q", data)
+	}
+	_ = lk.Release()
+}
+
+// The real thing: a memd lock holder started with `unshare --pid --fork` (a small pid in its
+// namespace, a pid that is dead or someone else here) keeps its lock.
+func TestLockUnsharePIDNamespace(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs unshare and root")
+	}
+	path := filepath.Join(t.TempDir(), ".memory.lock")
+	// Throwaway processes first, so the holder's pid inside (sh is 1, the trues 2..n+1) is
+	// one that no process has here: without the namespace check it would be taken over.
+	want := 20
+	for ; want < 30000 && !errors.Is(syscall.Kill(want, 0), syscall.ESRCH); want++ {
+	}
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "sh", "-c",
+		`i=0; while [ $i -lt `+strconv.Itoa(want-2)+` ]; do /bin/true; i=$((i+1)); done; "$0" -test.run='^TestLockHoldHelper$' -test.count=1`, os.Args[0])
+	cmd.Env = append(os.Environ(), "MEMD_LOCK_HOLD="+path)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Skipf("unshare: %v", err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "held") {
+		t.Skipf("holder in a new PID namespace did not start (%q): unshare not permitted here?", sc.Text())
+	}
+	info, err := ReadLockInfo(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.PIDNamespace == "" || info.PIDNamespace == lockPIDNamespace() {
+		t.Fatalf("holder's pid_ns %q, ours %q: not another namespace", info.PIDNamespace, lockPIDNamespace())
+	}
+	if info.PID != want {
+		t.Logf("holder has pid %d in its namespace, not %d", info.PID, want)
+	}
+	t.Logf("holder: %s; its pid probed here: %v", info, syscall.Kill(info.PID, 0))
+	if _, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 200 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("the lock of a live holder in another PID namespace was taken: %v", err)
+	}
+	if got, _ := ReadLockInfo(path); got != info {
+		t.Fatalf("lock changed: %+v, was %+v", got, info)
+	}
+}
+
+// TestLockHoldHelper holds the lock at $MEMD_LOCK_HOLD until stdin closes.
+func TestLockHoldHelper(t *testing.T) {
+	path := os.Getenv("MEMD_LOCK_HOLD")
+	if path == "" {
+		t.Skip("helper process only")
+	}
+	lk, err := AcquireLock(context.Background(), path, LockOptions{Context: "namespaced holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("held")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = lk.Release()
+}
+
+// A remote can commit symlinks under the lock's names (`*.tmp` is ignored, so nobody sees
+// them): the lock, its temp file and the take-over aside never write or read through one.
+func TestLockNeverFollowsSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(repo, ".memory.lock")
+	// The old predictable temp name, for this pid and a few around it.
+	for pid := os.Getpid() - 3; pid <= os.Getpid()+3; pid++ {
+		if err := os.Symlink(victim, fmt.Sprintf("%s.%d.tmp", path, pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(victim, path); err != nil { // the lock itself: nobody's lock
+		t.Fatal(err)
+	}
+	rec := &logRecorder{}
+	lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 2 * time.Second, Logger: slog.New(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("lock is not a regular file of ours: %v %v", fi, err)
+	}
+	if rec.find("no writer made") == "" {
+		t.Error("removing the symlinked lock was not logged")
+	}
+	if err := lk.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
+		t.Fatalf("victim changed: %q %v", b, err)
+	}
+	if fi, _ := os.Stat(victim); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("victim mode changed: %v", fi.Mode())
+	}
+	// ReadLockInfo of a symlinked lock reads nothing through it.
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadLockInfo(path); err == nil {
+		t.Fatal("ReadLockInfo followed a symlinked lock")
 	}
 }

@@ -1,10 +1,14 @@
 package memd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // SkeletonDirs are the folders `memd init` creates, each holding a .gitkeep so git keeps it.
@@ -19,9 +23,10 @@ var SkeletonDirs = []string{
 var MemhtmlIgnoreLines = []string{".memhtml/index.db", ".memhtml/state.db", ".memhtml/index.db-*", ".memhtml/state.db-*"}
 
 // IgnoreLines are what `memd init` makes sure .gitignore holds: the writer lock is never
-// committed, nor are the temp files of the atomic writes memd does itself, nor memhtml's
-// databases.
-var IgnoreLines = append([]string{".memory.lock", ".memd-tmp-*"}, MemhtmlIgnoreLines...)
+// committed, nor are the temp files of the atomic writes memd does itself (safefs's
+// ".memd-<random>.tmp"; ".memd-tmp-*" is an older name kept for repos that have it), nor
+// memhtml's databases.
+var IgnoreLines = append([]string{".memory.lock", ".memd-tmp-*", safefs.TempPrefix + "*" + safefs.TempSuffix}, MemhtmlIgnoreLines...)
 
 // The layouts a memory repo can have. LayoutPARA is the four buckets memhtml writes
 // (FORMATS §1). LayoutProjectMemory is the coding-agent memory of seed 003: one directory
@@ -69,41 +74,51 @@ func ScaffoldLayout(dir, layout string) ([]string, error) {
 	case LayoutPARA:
 		return Scaffold(dir)
 	case LayoutProjectMemory:
-		return scaffoldIgnore(dir, nil)
+		t, err := safefs.Open(dir)
+		if err != nil {
+			return nil, fmt.Errorf("scaffold %s: %w", dir, err)
+		}
+		defer t.Close()
+		return scaffoldIgnore(t, nil)
 	}
 	return nil, fmt.Errorf("unknown layout %q (want %s or %s)", layout, LayoutPARA, LayoutProjectMemory)
 }
 
 // Scaffold creates what is missing of the PARA skeleton and .gitignore in dir and returns
 // the repo-relative paths it created. Existing files are never changed, except that missing
-// lines are appended to .gitignore.
+// lines are appended to .gitignore. It runs on a tree a remote may have just written (`memd
+// init --remote`), so it goes through internal/safefs: a skeleton folder or .gitignore that
+// is a symlink is refused, naming it, never created or written through.
 func Scaffold(dir string) ([]string, error) {
+	t, err := safefs.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("scaffold %s: %w", dir, err)
+	}
+	defer t.Close()
 	var created []string
 	for _, d := range SkeletonDirs {
-		abs := filepath.Join(dir, filepath.FromSlash(d))
-		if err := os.MkdirAll(abs, 0o755); err != nil {
+		if err := t.MkdirAll(d, 0o755); err != nil {
 			return created, fmt.Errorf("create %s: %w", d, err)
 		}
-		entries, err := os.ReadDir(abs)
+		entries, err := t.ReadDirNames(d)
 		if err != nil {
 			return created, fmt.Errorf("read %s: %w", d, err)
 		}
 		if len(entries) == 0 {
-			if err := os.WriteFile(filepath.Join(abs, ".gitkeep"), nil, 0o644); err != nil {
+			if err := t.WriteFileAtomic(d+"/.gitkeep", nil, 0o644); err != nil {
 				return created, fmt.Errorf("create %s/.gitkeep: %w", d, err)
 			}
 			created = append(created, d+"/.gitkeep")
 		}
 	}
-	return scaffoldIgnore(dir, created)
+	return scaffoldIgnore(t, created)
 }
 
 // scaffoldIgnore appends the IgnoreLines .gitignore lacks (creating it) and adds
 // ".gitignore" to created when it wrote it.
-func scaffoldIgnore(dir string, created []string) ([]string, error) {
-	gi := filepath.Join(dir, ".gitignore")
-	data, err := os.ReadFile(gi)
-	if err != nil && !os.IsNotExist(err) {
+func scaffoldIgnore(t *safefs.Tree, created []string) ([]string, error) {
+	data, err := t.ReadFile(".gitignore")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return created, fmt.Errorf("read .gitignore: %w", err)
 	}
 	have := map[string]bool{}
@@ -125,7 +140,7 @@ func scaffoldIgnore(dir string, created []string) ([]string, error) {
 			out = "# memd: never commit the writer lock, memd's temp files or memhtml's databases\n"
 		}
 		out += strings.Join(add, "\n") + "\n"
-		if err := os.WriteFile(gi, []byte(out), 0o644); err != nil {
+		if err := t.WriteFileAtomic(".gitignore", []byte(out), 0o644); err != nil {
 			return created, fmt.Errorf("write .gitignore: %w", err)
 		}
 		created = append(created, ".gitignore")

@@ -308,7 +308,7 @@ func plural(n int, word string) string {
 
 func (a *Agent) sleepRunner() *sleep.Runner {
 	return sleep.NewRunner(a.cfg.Repo, a.repo, sleep.Options{
-		Config: a.cfg, Now: a.now, Logger: a.log, Phases: a.cfg.Sleep.Phases,
+		Config: a.cfg, Now: a.now, Logger: a.log, Phases: a.cfg.Sleep.Phases, Ignore: a.ignorer.Ignored,
 	})
 }
 

@@ -321,5 +321,7 @@ func (a *Agent) withLock(ctx context.Context, fn func() error) error {
 const idleTrimAfter = 15 * time.Second
 
 func newServer(a *Agent) *metrics.Server {
-	return metrics.NewServer(a.cfg.HTTP.Listen, a.metrics, a.hub, a.alive, a.cfg.HTTP.PProf)
+	s := metrics.NewServer(a.cfg.HTTP.Listen, a.metrics, a.hub, a.alive, a.cfg.HTTP.PProf)
+	s.AllowRemote = a.cfg.HTTP.AllowRemote
+	return s
 }

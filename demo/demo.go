@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // DefaultMemories is the number of memories written when Options.Memories is 0.
@@ -67,10 +69,20 @@ func Generate(dir string, opts Options) (Stats, error) {
 		hashes: make(map[[32]byte]bool, opts.Memories),
 		next:   map[string]int{},
 		dirs:   map[string]bool{},
+		queued: map[string]bool{},
 	}
+	// dir is the user's choice; below it everything goes through safefs (a remote adopted by
+	// `memd init --demo --remote` may have put links in the tree): no folder is made, and no
+	// file created, beyond a symlink.
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Stats{}, fmt.Errorf("demo: create %s: %w", dir, err)
 	}
+	tree, err := safefs.Open(dir)
+	if err != nil {
+		return Stats{}, fmt.Errorf("demo: %w", err)
+	}
+	defer tree.Close()
+	g.tree = tree
 	// The fixed files first: refuse before writing anything rather than halfway.
 	for _, rel := range fixedFiles {
 		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil {
@@ -78,7 +90,7 @@ func Generate(dir string, opts Options) (Stats, error) {
 		}
 	}
 	g.startWriters()
-	err := g.run()
+	err = g.run()
 	if werr := g.finish(); err == nil {
 		err = werr
 	}
@@ -113,11 +125,13 @@ var (
 var anchors = []string{"person:Sanju Rao", "service:checkout-api"}
 
 type gen struct {
-	dir  string
-	now  time.Time
-	n    int
-	rng  *rand.Rand
-	used map[string]bool
+	tree   *safefs.Tree
+	queued map[string]bool // folders (and their parents) a file was queued for
+	dir    string
+	now    time.Time
+	n      int
+	rng    *rand.Rand
+	used   map[string]bool
 	// hashes are the content hashes of the active memories written so far.
 	hashes map[[32]byte]bool
 	next   map[string]int // per base path: how many repeats were numbered
@@ -652,10 +666,15 @@ func (g *gen) create(rel string, data []byte) error {
 		return err
 	}
 	abs := filepath.Join(g.dir, filepath.FromSlash(rel))
-	d := filepath.Dir(abs)
+	d := path.Dir(rel)
+	for q := d; q != "."; q = path.Dir(q) {
+		g.queued[q] = true
+	}
 	if !g.dirs[d] {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("demo: create %s: %w", filepath.Dir(rel), err)
+		if d != "." {
+			if err := g.tree.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("demo: create %s: %w", d, err)
+			}
 		}
 		g.dirs[d] = true
 	}
@@ -680,7 +699,7 @@ func (g *gen) startWriters() {
 				if g.failed() != nil {
 					continue // drain
 				}
-				if err := writeNew(j); err != nil {
+				if err := g.writeNew(j); err != nil {
 					g.fail(err)
 				}
 			}
@@ -709,8 +728,9 @@ func (g *gen) failed() error {
 	return g.err
 }
 
-func writeNew(j writeJob) error {
-	f, err := os.OpenFile(j.abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+func (g *gen) writeNew(j writeJob) error {
+	// Through safefs: no folder on the way is a symlink, O_EXCL|O_NOFOLLOW at the name.
+	f, err := g.tree.OpenFile(j.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("demo: %s: %w; refusing to overwrite", j.rel, ErrExists)
@@ -839,11 +859,15 @@ func (g *gen) gitkeeps() error {
 		memd.BucketProjects, memd.BucketAreas, memd.BucketResources, memd.BucketArchive,
 		memd.InboxDir, memd.TaskInboxDir, memd.ArcsDir, memd.PeopleDir,
 	} {
-		abs := filepath.Join(g.dir, filepath.FromSlash(d))
-		if err := os.MkdirAll(abs, 0o755); err != nil {
+		if err := g.tree.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("demo: create %s: %w", d, err)
 		}
-		entries, err := os.ReadDir(abs)
+		// A file queued for the writers but not yet written counts: the folder is not empty
+		// (reading the folder alone raced with them and made the output vary).
+		if g.queued[d] {
+			continue
+		}
+		entries, err := g.tree.ReadDirNames(d)
 		if err != nil {
 			return fmt.Errorf("demo: read %s: %w", d, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +30,9 @@ const DefaultKeepAlive = 15 * time.Second
 type Server struct {
 	// KeepAlive is the SSE comment interval; set it before Start (tests use a short one).
 	KeepAlive time.Duration
+	// AllowRemote (http.allow_remote) answers requests for any Host name. Off, only loopback
+	// names and the listen host are answered, so a DNS-rebinding page cannot read memd.
+	AllowRemote bool
 
 	addr  string
 	m     *Metrics
@@ -72,7 +77,45 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	return mux
+	if s.AllowRemote {
+		return mux
+	}
+	listenHost, _, _ := net.SplitHostPort(s.addr)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostAllowed(r.Host, listenHost) {
+			// 421: this server is not the one the name points at. A page on another origin
+			// that rebinds its name to 127.0.0.1 sends its own name here, and reads nothing.
+			http.Error(w, fmt.Sprintf("misdirected request: Host %q is not a loopback name; memd answers localhost, 127.0.0.0/8 and [::1] (set http.allow_remote to answer other names)", r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed: a request's Host header names localhost, a loopback address or the host the
+// server was configured to listen on.
+func hostAllowed(hostHeader, listenHost string) bool {
+	h := hostHeader
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	} else if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		h = h[1 : len(h)-1]
+	}
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if h == "" {
+		return false
+	}
+	if h == "localhost" {
+		return true
+	}
+	if ip, err := netip.ParseAddr(h); err == nil && ip.Unmap().IsLoopback() {
+		return true
+	}
+	lh := strings.TrimSuffix(strings.ToLower(listenHost), ".")
+	if ip, err := netip.ParseAddr(lh); err == nil && ip.IsUnspecified() {
+		return false // 0.0.0.0 names no host; only allow_remote serves every name
+	}
+	return lh != "" && h == lh
 }
 
 // Start listens and serves in the background.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -359,4 +360,80 @@ func TestPageInChromium(t *testing.T) {
 	waitFor(`document.body.dataset.state`, "error")
 	waitFor(`document.querySelectorAll("#sections section p").length.toString()`, "2")
 	waitFor(text("#copies"), "none")
+}
+
+// A DNS-rebinding page on evil.example reaches 127.0.0.1 with its own name in Host: every
+// route answers 421 and nothing of the status; loopback names and addresses are answered.
+// With AllowRemote (http.allow_remote) every name is answered.
+func TestServerHostHeader(t *testing.T) {
+	hub := metrics.NewHub()
+	hub.Publish(doc("synced"))
+	_, base := startServer(t, hub, nil, true)
+	port := base[strings.LastIndex(base, ":")+1:]
+	do := func(host, path string) (int, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+path, nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s Host %s: %v", path, host, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && path == "/status/events" {
+			return resp.StatusCode, "" // a stream: the status line is enough
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	paths := []string{"/status.json", "/status/events", "/metrics", "/", "/healthz", "/debug/pprof/"}
+	for _, host := range []string{"evil.example", "evil.example:" + port, "127.0.0.1.evil.example", "localhost.evil.example:" + port, "10.0.0.1:" + port, "[::2]:" + port, "0.0.0.0:" + port} {
+		for _, p := range paths {
+			code, body := do(host, p)
+			if code != http.StatusMisdirectedRequest {
+				t.Errorf("Host %s %s: %d, want 421", host, p, code)
+			}
+			if strings.Contains(body, `"state"`) || strings.Contains(body, "memd_") {
+				t.Errorf("Host %s %s leaked: %.200s", host, p, body)
+			}
+		}
+	}
+	for _, host := range []string{"localhost", "localhost:" + port, "LOCALHOST.:" + port, "127.0.0.1:" + port, "127.1.2.3", "[::1]:" + port, "[::1]"} {
+		for _, p := range paths {
+			if code, _ := do(host, p); code != http.StatusOK {
+				t.Errorf("Host %s %s: %d, want 200", host, p, code)
+			}
+		}
+	}
+
+	remote := metrics.NewServer("127.0.0.1:0", metrics.New("test"), hub, nil, false)
+	remote.AllowRemote = true
+	srv := httptest.NewServer(remote.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/status.json", nil)
+	req.Host = "memd.lan"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("allow_remote, Host memd.lan: %d, want 200", resp.StatusCode)
+	}
+	named := metrics.NewServer("memd.lan:0", metrics.New("test"), hub, nil, false)
+	srv2 := httptest.NewServer(named.Handler())
+	defer srv2.Close()
+	for host, want := range map[string]int{"memd.lan": 200, "MEMD.LAN:47100": 200, "other.lan": 421} {
+		req, _ := http.NewRequest("GET", srv2.URL+"/status.json", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("listen host memd.lan, Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
 }

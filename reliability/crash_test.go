@@ -348,9 +348,9 @@ func (w *world) clearEmptyLock(t testing.TB, known knownIssues, where string) bo
 }
 
 // sleepTempRE matches the temp files memd writes beside their targets and a kill leaves in
-// the work tree: sleep's "<dir>/.<name>.memd-<n>.tmp" and the writer lock's
-// ".memory.lock.<pid>.tmp" (the content it hard-links to the lock).
-var sleepTempRE = regexp.MustCompile(`(\.memd-\d+\.tmp|^\?\? \.memory\.lock\.[0-9a-z.-]+\.tmp)$`)
+// the work tree: safefs's "<dir>/.memd-<16 base32>.tmp" (sleep's apply, the writer lock's
+// temp), an older memd's "<dir>/.<name>.memd-<n>.tmp" and ".memory.lock.<pid>.tmp".
+var sleepTempRE = regexp.MustCompile(`(\.memd-(\d+|[a-z2-7]{16})\.tmp|^\?\? \.memory\.lock\.[0-9a-z.-]+\.tmp)$`)
 
 // splitTempLitter separates leftover sleep temp files from the rest of a porcelain diff.
 func splitTempLitter(diff string) (rest string, litter []string) {

@@ -11,6 +11,10 @@ import (
 	"strings"
 )
 
+// The files here (systemd unit, launchd plist, their backups and log folder) live in the
+// user's own config and home directories, never in the memory repo: nothing a remote sends
+// can name or reach them, so they are written with plain os calls, not internal/safefs.
+
 // ErrForeign is returned when the file at the unit path was not written by memd service
 // install; Options.Force replaces or removes it, keeping it as a backup.
 var ErrForeign = errors.New("not written by memd service install")

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -304,21 +303,18 @@ func appendMem(b []byte, m *memd.Memory) ([]byte, error) {
 // wall-clock time the stats were taken at (the racy rule's reference). Streamed through a
 // temp file renamed into place: at 100k files the cache is tens of MB (arcs list every
 // member's link), and building it in one growing slice copied it several times.
-func writeParseCache(dir string, saved int64, paths []string, mems map[string]*memd.Memory, keys map[string]cacheKey) (err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("parse cache: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+parseCacheName+".memd-*.tmp")
+func writeParseCache(dir string, saved int64, paths []string, mems map[string]*memd.Memory, keys map[string]cacheKey) error {
+	err := writeStateStream(dir, parseCacheName, 0o600, func(w *bufio.Writer) error {
+		return encodeParseCache(w, saved, paths, mems, keys)
+	})
 	if err != nil {
 		return fmt.Errorf("parse cache: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<20)
+	_ = removeStateFiles(dir, oldParseCacheName)
+	return nil
+}
+
+func encodeParseCache(w *bufio.Writer, saved int64, paths []string, mems map[string]*memd.Memory, keys map[string]cacheKey) (err error) {
 	var b []byte
 	b = append(b, parseCacheMagic...)
 	b = binary.AppendUvarint(b, parseCacheVersion)
@@ -368,16 +364,5 @@ func writeParseCache(dir string, saved int64, paths []string, mems map[string]*m
 	if _, err := w.Write(b); err != nil {
 		return fmt.Errorf("parse cache: %w", err)
 	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("parse cache: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("parse cache: %w", err)
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, parseCacheName)); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("parse cache: %w", err)
-	}
-	_ = os.Remove(filepath.Join(dir, oldParseCacheName))
 	return nil
 }

@@ -47,7 +47,7 @@ func sameParses(t *testing.T, got, want *snapshot) {
 // wall (the racy rule's reference), then saves the cache as a run would.
 func loadCached(t *testing.T, dir, state string, wall time.Time) *snapshot {
 	t.Helper()
-	tr, err := walkTree(dir)
+	tr, err := walkTree(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestParseCacheDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := walkTree(dir)
+	tr, err := walkTree(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestWalkTreeMatchesWalkDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := walkTree(dir)
+	tr, err := walkTree(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestWalkTreeMatchesWalkDir(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("walk:\n got %v\nwant %v", got, want)
 	}
-	again, err := walkTree(dir)
+	again, err := walkTree(dir, nil)
 	if err != nil || again.fingerprint() != tr.fingerprint() {
 		t.Fatal("two walks of one tree fingerprint differently")
 	}
@@ -371,7 +371,7 @@ func TestParseCacheRewriteThreshold(t *testing.T) {
 	if readFile(t, dir, ".git/memd/"+parseCacheName) != before {
 		t.Fatal("one file read past the cache: the cache was rewritten")
 	}
-	tr, err := walkTree(dir)
+	tr, err := walkTree(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func walkCompare(a, b string) int {
 // writeIdleWalk writes the walk (every path, its kind and stat) and the arc group sizes
 // (nil: arcs not planned), tagged with the record's key.
 func writeIdleWalk(dir, key string, t *tree, groups map[arcKey]int) error {
-	err := writeStreamRename(filepath.Join(dir, idleWalkName), 0o600, func(w *bufio.Writer) error {
+	err := writeStateStream(dir, idleWalkName, 0o600, func(w *bufio.Writer) error {
 		// Streamed entry by entry: the whole record is ~11 MB at 100k files.
 		b := make([]byte, 0, 512)
 		str := func(s string) {

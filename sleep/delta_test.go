@@ -324,7 +324,7 @@ func TestDeltaPlanMemoryMD(t *testing.T) {
 func TestDeltaPlanRacyRecord(t *testing.T) {
 	dir, store := settledFixture(t)
 	cfg := testConfig()
-	walk, err := walkTree(dir)
+	walk, err := walkTree(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +540,7 @@ func TestWalkCompareMatchesWalk(t *testing.T) {
 	for _, p := range []string{"a-b", "a.b", "a/b", "a/a-b/c", "a/a/c", "a/a.b", "a/z", "b", "a-/x", "aa/b", "a0"} {
 		writeFile(t, dir, p, "x")
 	}
-	tr, err := walkTree(dir)
+	tr, err := walkTree(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +572,7 @@ func TestDiffWalk(t *testing.T) {
 	for _, p := range old {
 		writeFile(t, dir, p, "old "+p)
 	}
-	t0, err := walkTree(dir)
+	t0, err := walkTree(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +581,7 @@ func TestDiffWalk(t *testing.T) {
 	}
 	diff := func() (added, changed []string, ok bool) {
 		t.Helper()
-		t1, err := walkTree(dir)
+		t1, err := walkTree(dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,11 +2,15 @@ package sleep
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/memd-dev/memd/internal/statedir"
 )
 
 // readFileString reads a whole file into a string without the copy that
@@ -28,86 +32,68 @@ func readFileString(path string) (string, error) {
 	return b.String(), nil
 }
 
-// writeStreamRename writes path through a temp file renamed into place (not fsynced: the
-// state files are caches), streaming what write puts out instead of building it whole.
-func writeStreamRename(path string, perm os.FileMode, write func(w *bufio.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".memd-*.tmp")
+// openState opens sleep's state dir (sleep.json, the caches, the journal) through
+// internal/statedir, created 0700 if missing: nothing in it is written through a symlink.
+func openState(stateDir string) (*statedir.Dir, error) {
+	sd, err := statedir.Open(stateDir)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, err
 	}
-	tmp := f.Name()
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = write(w)
-	if err == nil {
-		err = w.Flush()
+	if err := sd.Ensure(); err != nil {
+		sd.Close()
+		return nil, err
 	}
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
+	return sd, nil
+}
+
+// writeStateStream writes name in the state dir through a temp file renamed into place (not
+// fsynced: the state files it writes are caches), streaming what write puts out instead of
+// building it whole (the caches run to tens of MB).
+func writeStateStream(stateDir, name string, perm os.FileMode, write func(w *bufio.Writer) error) error {
+	sd, err := openState(stateDir)
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
+	}
+	defer sd.Close()
+	return sd.WriteCache(name, perm, time.Time{}, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := write(w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+}
+
+// writeStateCache writes a small cache file in the state dir (atomic for readers, no fsync).
+func writeStateCache(stateDir, name string, data []byte, perm os.FileMode) error {
+	return writeStateStream(stateDir, name, perm, func(w *bufio.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeStateFile writes name in the state dir atomically and durably (temp file, fsync,
+// rename), so a reader or a crash sees the old bytes or the new ones, never a mix.
+func writeStateFile(stateDir, name string, data []byte, perm os.FileMode) error {
+	sd, err := openState(stateDir)
+	if err != nil {
+		return err
+	}
+	defer sd.Close()
+	return sd.WriteFile(name, data, perm)
+}
+
+// removeStateFiles removes names from the state dir (missing ones are no error).
+func removeStateFiles(stateDir string, names ...string) error {
+	sd, err := statedir.Open(stateDir)
+	if err != nil {
+		return err
+	}
+	defer sd.Close()
+	for _, n := range names {
+		if err := sd.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to path through a temp file in the same directory, fsynced and
-// renamed, so a reader or a crash sees the old bytes or the new ones, never a mix.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return writeFileRename(path, data, perm, true)
-}
-
-// writeFileRename is writeFileAtomic with the fsyncs optional: an apply writes many files and
-// makes them durable with one flushFS before its commit.
-func writeFileRename(path string, data []byte, perm os.FileMode, durable bool) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".memd-*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if durable {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("write %s: fsync: %w", path, err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	ok = true
-	if durable {
-		syncDir(dir)
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory so a rename in it is durable; best effort (not all
-// filesystems allow it).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }

@@ -204,25 +204,20 @@ func writeIdle(dir string, in idleInputs, saved int64, now time.Time, until time
 	if err != nil {
 		return fmt.Errorf("idle record: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("idle record: %w", err)
-	}
 	// The walk first: it names the record's key, so a record never pairs with another
 	// record's walk.
 	if err := writeIdleWalk(dir, in.key, t, groups); err != nil {
 		return err
 	}
-	if err := writeFileRename(filepath.Join(dir, idleName), b, 0o600, false); err != nil {
+	if err := writeStateCache(dir, idleName, b, 0o600); err != nil {
 		return fmt.Errorf("idle record: %w", err)
 	}
 	return nil
 }
 
 func removeIdle(dir string) error {
-	for _, name := range []string{idleName, idleWalkName} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("idle record: %w", err)
-		}
+	if err := removeStateFiles(dir, idleName, idleWalkName); err != nil {
+		return fmt.Errorf("idle record: %w", err)
 	}
 	return nil
 }

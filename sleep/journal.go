@@ -2,19 +2,27 @@ package sleep
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/memd-dev/memd/internal/safefs"
+	"github.com/memd-dev/memd/internal/statedir"
 )
 
 type opKind string
@@ -115,8 +123,11 @@ type journalManifest struct {
 }
 
 type journal struct {
-	root    string // repo dir
-	dir     string // journal dir
+	root    string       // repo dir
+	dir     string       // journal dir (absolute, for messages)
+	tree    *safefs.Tree // the repo: every op goes through it, never beyond a symlink
+	sd      *statedir.Dir
+	repoFS  *os.Root // the repo as an os.Root, for writeNoSync; opened when first needed
 	man     journalManifest
 	ops     []op
 	applied int
@@ -130,40 +141,179 @@ func sum(b []byte) string {
 
 func (r *Runner) journalDir() string { return filepath.Join(r.opts.StateDir, journalDirName) }
 
+// ErrThroughSymlink: a plan would write, move or read beyond a symbolic link (a folder such
+// as archive/2024 replaced by a link to elsewhere). The phase is refused before it changes
+// anything, naming the path; nothing is committed for it.
+var ErrThroughSymlink = errors.New("refusing to write through a symbolic link")
+
+// openTrees opens the repo and the state dir through safefs for one apply or recovery.
+func (r *Runner) openTrees() (*safefs.Tree, *statedir.Dir, error) {
+	t, err := safefs.Open(r.dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("repo %s: %w", r.dir, err)
+	}
+	sd, err := statedir.Open(r.opts.StateDir)
+	if err != nil {
+		t.Close()
+		return nil, nil, err
+	}
+	return t, sd, nil
+}
+
+// close releases the journal's directory handles.
+func (j *journal) close() {
+	if j.repoFS != nil {
+		j.repoFS.Close()
+	}
+	j.tree.Close()
+	j.sd.Close()
+}
+
+// writeNoSync is safefs.Tree.WriteFileAtomic without its fsync, for the apply: a phase writes
+// hundreds of files and makes them durable with one flushFS before its commit (a fsync each
+// made a night's sleep twice as slow). safefs checks the parent chain (no symlink on the
+// way, the parent itself a real directory); the temp file (a safefs temp name, created
+// O_CREAT|O_EXCL|O_NOFOLLOW) and the rename then go through an os.Root of the repo, which
+// refuses to leave it, so a process racing the check could at worst redirect the write
+// inside the tree. (To go once safefs has a commit without fsync.)
+func (j *journal) writeNoSync(rel string, data []byte, perm os.FileMode) (err error) {
+	if dir := path.Dir(rel); dir != "." {
+		fi, err := j.tree.Lstat(dir)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "write", Path: rel, Err: safefs.ErrSymlink}
+		}
+	}
+	if j.repoFS == nil {
+		if j.repoFS, err = os.OpenRoot(j.tree.Root()); err != nil {
+			return err
+		}
+	}
+	var f *os.File
+	var tmp string
+	for range 8 {
+		tmp = path.Join(path.Dir(rel), safeTempName())
+		f, err = j.repoFS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			_ = j.repoFS.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if fi, lerr := j.repoFS.Lstat(rel); lerr == nil && fi.IsDir() {
+		err = &fs.PathError{Op: "write", Path: rel, Err: syscall.EISDIR}
+		return err
+	}
+	return j.repoFS.Rename(tmp, rel)
+}
+
+// safeTempName is a temp name safefs.IsTempName accepts (sweepers and ignore rules know it).
+func safeTempName() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return safefs.TempPrefix + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(b[:]) + safefs.TempSuffix
+}
+
+// symlinkErr restates a safefs refusal of rel as ErrThroughSymlink naming the path.
+func symlinkErr(what, rel string, err error) error {
+	if errors.Is(err, safefs.ErrSymlink) || errors.Is(err, safefs.ErrEscape) {
+		return fmt.Errorf("%s %s: %w (%w)", what, rel, ErrThroughSymlink, err)
+	}
+	return fmt.Errorf("%s %s: %w", what, rel, err)
+}
+
+// checkParents refuses rel when a directory on its way exists and is not a real directory
+// (a symlink, a file); missing ones are fine (the apply creates them).
+func (j *journal) checkParents(rel string) error {
+	for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+		fi, err := j.tree.Lstat(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return symlinkErr("sleep: plan for", rel, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return symlinkErr("sleep: plan for", rel, &fs.PathError{Op: "lstat", Path: d, Err: safefs.ErrSymlink})
+		}
+		break // a real directory: safefs checked everything above it
+	}
+	return nil
+}
+
 // openJournal checks every op's guard against the tree, saves the old bytes and writes the
 // manifest. Nothing in the tree has changed when it returns.
-func (r *Runner) openJournal(runID, ph string, p *plan) (*journal, error) {
-	j := &journal{root: r.dir, dir: r.journalDir(), ops: p.ops,
+func (r *Runner) openJournal(runID, ph string, p *plan) (_ *journal, err error) {
+	t, sd, err := r.openTrees()
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{root: r.dir, dir: r.journalDir(), tree: t, sd: sd, ops: p.ops,
 		man: journalManifest{Run: runID, Phase: ph}}
+	defer func() {
+		if err != nil {
+			j.close()
+		}
+	}()
 	for _, o := range p.ops {
-		abs := j.abs(o.path)
+		for _, rel := range []string{o.path, o.to} {
+			if rel == "" {
+				continue
+			}
+			if err := safefs.CheckRel(rel); err != nil {
+				return nil, symlinkErr("sleep: plan for", rel, err)
+			}
+			if err := j.checkParents(rel); err != nil {
+				return nil, err
+			}
+		}
 		switch o.kind {
 		case opWrite:
-			cur, err := os.ReadFile(abs)
+			cur, err := t.ReadFile(o.path)
 			exists := err == nil
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("read %s: %w", o.path, err)
+				return nil, symlinkErr("read", o.path, err)
 			}
 			if exists != o.exists || (exists && !bytes.Equal(cur, o.expect)) {
 				return nil, fmt.Errorf("%s: %w", o.path, ErrConflict)
 			}
 		case opMove:
-			fi, err := os.Lstat(abs)
+			fi, err := t.Lstat(o.path)
 			if err != nil {
-				return nil, fmt.Errorf("move %s: %w", o.path, err)
+				return nil, symlinkErr("move", o.path, err)
 			}
 			if !fi.Mode().IsRegular() {
 				return nil, fmt.Errorf("move %s: not a regular file", o.path)
 			}
-			if _, err := os.Lstat(j.abs(o.to)); err == nil {
+			if _, err := t.Lstat(o.to); err == nil {
 				return nil, fmt.Errorf("move %s: destination %s exists: %w", o.path, o.to, ErrConflict)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, symlinkErr("move "+o.path+" to", o.to, err)
 			}
 		}
 	}
-	if err := os.RemoveAll(j.dir); err != nil {
+	if err := sd.Ensure(); err != nil {
+		return nil, err
+	}
+	if err := sd.RemoveAll(journalDirName); err != nil {
 		return nil, fmt.Errorf("clear sleep journal %s: %w", j.dir, err)
 	}
-	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+	if err := sd.MkdirAll(journalDirName); err != nil {
 		return nil, fmt.Errorf("sleep journal %s: %w", j.dir, err)
 	}
 	for i, o := range p.ops {
@@ -173,7 +323,12 @@ func (r *Runner) openJournal(runID, ph string, p *plan) (*journal, error) {
 			if o.exists {
 				e.Existed = true
 				e.Backup = strconv.Itoa(i)
-				if err := os.WriteFile(filepath.Join(j.dir, e.Backup), o.expect, 0o600); err != nil {
+				// Not fsynced one by one: flushFS below makes them all durable at once.
+				data := o.expect
+				if err := sd.WriteCache(journalDirName+"/"+e.Backup, 0o600, time.Time{}, func(w io.Writer) error {
+					_, err := w.Write(data)
+					return err
+				}); err != nil {
 					return nil, fmt.Errorf("sleep journal backup of %s: %w", o.path, err)
 				}
 			}
@@ -191,36 +346,42 @@ func (r *Runner) openJournal(runID, ph string, p *plan) (*journal, error) {
 	return j, nil
 }
 
-func (j *journal) abs(p string) string { return filepath.Join(j.root, filepath.FromSlash(p)) }
-
 // save writes the manifest atomically and durably.
 func (j *journal) save() error {
 	data, err := json.Marshal(j.man)
 	if err != nil {
 		return fmt.Errorf("encode sleep journal: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(j.dir, "journal.json"), data, 0o600); err != nil {
+	if err := j.sd.WriteFile(journalDirName+"/journal.json", data, 0o600); err != nil {
 		return fmt.Errorf("sleep journal: %w", err)
 	}
 	return nil
 }
 
-// mkdirs creates the parents of rel that are missing and returns them, deepest last.
+// mkdirs creates the parents of rel that are missing and returns them, deepest last. An
+// existing parent that is a symlink is refused (ErrThroughSymlink), never created through.
 func (j *journal) mkdirs(rel string) ([]string, error) {
 	var missing []string
-	for d := filepath.Dir(filepath.FromSlash(rel)); d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(j.root, d)); err == nil {
+	for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+		fi, err := j.tree.Lstat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return nil, symlinkErr("mkdir", d, &fs.PathError{Op: "lstat", Path: d, Err: safefs.ErrSymlink})
+			}
 			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, symlinkErr("mkdir", d, err)
 		}
 		missing = append(missing, d)
 	}
 	// missing is deepest first; create shallowest first.
 	var made []string
 	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(filepath.Join(j.root, missing[i]), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return made, fmt.Errorf("mkdir %s: %w", filepath.ToSlash(missing[i]), err)
+		if err := j.tree.MkdirAll(missing[i], 0o755); err != nil {
+			return made, symlinkErr("mkdir", missing[i], err)
 		}
-		made = append(made, filepath.ToSlash(missing[i]))
+		made = append(made, missing[i])
 	}
 	return made, nil
 }
@@ -242,16 +403,16 @@ func (j *journal) apply(i int) error {
 	switch o.kind {
 	case opWrite:
 		perm := os.FileMode(0o644)
-		if fi, err := os.Stat(j.abs(o.path)); err == nil {
+		if fi, err := j.tree.Lstat(o.path); err == nil && fi.Mode().IsRegular() {
 			perm = fi.Mode().Perm()
 		}
 		// Not fsynced here: the runner flushes the filesystem once before the commit.
-		if err := writeFileRename(j.abs(o.path), o.data, perm, false); err != nil {
-			return err
+		if err := j.writeNoSync(o.path, o.data, perm); err != nil {
+			return symlinkErr("write", o.path, err)
 		}
 	case opMove:
-		if err := os.Rename(j.abs(o.path), j.abs(o.to)); err != nil {
-			return fmt.Errorf("move %s to %s: %w", o.path, o.to, err)
+		if err := j.tree.Rename(o.path, o.to); err != nil {
+			return symlinkErr("move "+o.path+" to", o.to, err)
 		}
 	}
 	return nil
@@ -271,8 +432,7 @@ func (j *journal) undo(log *slog.Logger) error {
 func (j *journal) undoEntry(e journalEntry, log *slog.Logger) error {
 	switch e.Kind {
 	case opWrite:
-		abs := j.abs(e.Path)
-		cur, err := os.ReadFile(abs)
+		cur, err := j.tree.ReadFile(e.Path)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && !e.Existed {
 				break // never written
@@ -289,33 +449,31 @@ func (j *journal) undoEntry(e journalEntry, log *slog.Logger) error {
 			break // not applied, or a writer changed it since: leave it
 		}
 		if !e.Existed {
-			if err := os.Remove(abs); err != nil {
+			if err := j.tree.Remove(e.Path); err != nil {
 				return fmt.Errorf("undo %s: %w", e.Path, err)
 			}
 			break
 		}
-		old, err := os.ReadFile(filepath.Join(j.dir, e.Backup))
+		old, err := j.sd.ReadFile(journalDirName + "/" + e.Backup)
 		if err != nil {
 			return fmt.Errorf("undo %s: backup: %w", e.Path, err)
 		}
-		fi, _ := os.Stat(abs)
 		perm := os.FileMode(0o644)
-		if fi != nil {
+		if fi, err := j.tree.Lstat(e.Path); err == nil {
 			perm = fi.Mode().Perm()
 		}
-		if err := writeFileAtomic(abs, old, perm); err != nil {
+		if err := j.tree.WriteFileAtomic(e.Path, old, perm); err != nil {
 			return fmt.Errorf("undo %s: %w", e.Path, err)
 		}
 	case opMove:
-		from, to := j.abs(e.Path), j.abs(e.To)
-		if _, err := os.Lstat(to); err != nil {
+		if _, err := j.tree.Lstat(e.To); err != nil {
 			break // not moved
 		}
-		if _, err := os.Lstat(from); err == nil {
+		if _, err := j.tree.Lstat(e.Path); err == nil {
 			log.Warn("sleep undo: old path taken again, leaving the moved file", "path", e.Path, "at", e.To)
 			break
 		}
-		if err := os.Rename(to, from); err != nil {
+		if err := j.tree.Rename(e.To, e.Path); err != nil {
 			return fmt.Errorf("undo move %s: %w", e.Path, err)
 		}
 	}
@@ -327,12 +485,12 @@ func (j *journal) undoEntry(e journalEntry, log *slog.Logger) error {
 		if e.Kind == opMove {
 			t = e.To
 		}
-		for d := filepath.Dir(filepath.FromSlash(t)); d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
-			dirs = append([]string{filepath.ToSlash(d)}, dirs...)
+		for d := path.Dir(t); d != "." && d != "/"; d = path.Dir(d) {
+			dirs = append([]string{d}, dirs...)
 		}
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if os.Remove(j.abs(dirs[i])) != nil {
+		if j.tree.Remove(dirs[i]) != nil {
 			break // not empty (or gone): stop climbing
 		}
 	}
@@ -340,17 +498,31 @@ func (j *journal) undoEntry(e journalEntry, log *slog.Logger) error {
 }
 
 func (j *journal) remove() {
-	_ = os.RemoveAll(j.dir)
+	_ = j.sd.RemoveAll(journalDirName)
 }
 
 // recoverJournal undoes a phase that a killed run left half applied. If that phase was in
 // fact committed (killed after the commit), the journal is only removed.
 func (r *Runner) recoverJournal(runID string, done map[string]bool) error {
 	dir := r.journalDir()
-	data, err := os.ReadFile(filepath.Join(dir, "journal.json"))
+	t, sd, err := r.openTrees()
+	if err != nil {
+		return err
+	}
+	defer func() { t.Close(); sd.Close() }()
+	data, err := sd.ReadFile(journalDirName + "/journal.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		// No manifest: a crash before it was written touched nothing.
-		_ = os.RemoveAll(dir)
+		_ = sd.RemoveAll(journalDirName)
+		return nil
+	}
+	if errors.Is(err, safefs.ErrSymlink) {
+		// memd writes its journal as a real folder of real files: a link there is not its
+		// journal, and nothing is undone from it. The link goes (not what it points at).
+		r.log.Warn("sleep: dropping a journal memd did not write", "path", dir, "err", err)
+		if err := sd.RemoveAll(journalDirName); err != nil {
+			return fmt.Errorf("sleep journal %s: %w", dir, err)
+		}
 		return nil
 	}
 	if err != nil {
@@ -368,43 +540,50 @@ func (r *Runner) recoverJournal(runID string, done map[string]bool) error {
 		}
 		committed = d[man.Phase]
 	}
-	j := &journal{root: r.dir, dir: dir, man: man, applied: len(man.Entries), crashed: true}
+	j := &journal{root: r.dir, dir: dir, tree: t, sd: sd, man: man, applied: len(man.Entries), crashed: true}
 	if !committed {
 		r.log.Warn("sleep: undoing a phase a previous run left half applied", "run", man.Run, "phase", man.Phase)
 		if err := j.undo(r.log); err != nil {
 			return fmt.Errorf("undo half-applied sleep %s of run %s: %w", man.Phase, man.Run, err)
 		}
 	}
-	sweepTemps(r.dir, man.Entries)
+	sweepTemps(t, man.Entries)
 	j.remove()
 	return nil
 }
 
-// sweepTemps removes the temp files (writeAtomic's ".<name>.memd-*.tmp") that a killed
-// apply left beside the journal's targets: memd never commits them, but `git status` would
-// show them to the user for good.
-func sweepTemps(root string, entries []journalEntry) {
+// sweepTemps removes the temp files that a killed apply left beside the journal's targets
+// (safefs's ".memd-<random>.tmp", and an older memd's ".<name>.memd-*.tmp"): memd never
+// commits them, but `git status` would show them to the user for good. Names only, through
+// the tree: nothing beyond a symlink.
+func sweepTemps(t *safefs.Tree, entries []journalEntry) {
+	legacy := map[string][]string{} // dir -> the ".<name>.memd-" prefixes of its targets
+	var dirs []string
 	for _, e := range entries {
 		for _, p := range []string{e.Path, e.To} {
 			if p == "" {
 				continue
 			}
-			abs := filepath.Join(root, filepath.FromSlash(p))
-			tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), "."+globEscape(filepath.Base(abs))+".memd-*.tmp"))
-			for _, t := range tmps {
-				_ = os.Remove(t)
+			dir := path.Dir(p)
+			if _, ok := legacy[dir]; !ok {
+				dirs = append(dirs, dir)
+			}
+			legacy[dir] = append(legacy[dir], "."+path.Base(p)+".memd-")
+		}
+	}
+	for _, dir := range dirs {
+		if fi, err := t.Lstat(dir); dir != "." && (err != nil || !fi.IsDir()) {
+			continue
+		}
+		names, _ := t.ReadDirNames(dir)
+		for _, n := range names {
+			drop := safefs.IsTempName(n)
+			for _, pre := range legacy[dir] {
+				drop = drop || strings.HasPrefix(n, pre) && strings.HasSuffix(n, ".tmp")
+			}
+			if drop {
+				_ = t.Remove(path.Join(dir, n))
 			}
 		}
 	}
-}
-
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[\\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

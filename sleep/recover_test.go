@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // A killed apply leaves writeAtomic's temp files beside its targets; recovery removes them
@@ -15,15 +17,23 @@ func TestSweepTempsRemovesOnlyApplyTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	temp := filepath.Join(dir, ".x[1].html.memd-123.tmp")
+	safeTemp := filepath.Join(dir, ".memd-abcdefghijklmnop.tmp")
 	keep := []string{filepath.Join(dir, "x[1].html"), filepath.Join(dir, ".other.html.memd-9.tmp"), filepath.Join(dir, "user.tmp")}
-	for _, p := range append([]string{temp}, keep...) {
+	for _, p := range append([]string{temp, safeTemp}, keep...) {
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sweepTemps(root, []journalEntry{{Kind: "write", Path: "areas/arcs/x[1].html"}})
-	if _, err := os.Stat(temp); !os.IsNotExist(err) {
-		t.Fatalf("temp file left: %v", err)
+	tree, err := safefs.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	sweepTemps(tree, []journalEntry{{Kind: "write", Path: "areas/arcs/x[1].html"}})
+	for _, p := range []string{temp, safeTemp} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("temp file %s left: %v", p, err)
+		}
 	}
 	for _, p := range keep {
 		if _, err := os.Stat(p); err != nil {

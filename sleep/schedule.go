@@ -89,10 +89,7 @@ func updateState(stateDir string, f func(*State)) error {
 	if err != nil {
 		return fmt.Errorf("encode sleep state: %w", err)
 	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return fmt.Errorf("sleep state dir %s: %w", stateDir, err)
-	}
-	if err := writeFileAtomic(filepath.Join(stateDir, StateFile), append(data, '\n'), 0o600); err != nil {
+	if err := writeStateFile(stateDir, StateFile, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write sleep state: %w", err)
 	}
 	return nil

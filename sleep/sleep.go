@@ -93,6 +93,9 @@ type Options struct {
 	StateDir string
 	// NoGC skips `git gc --auto` after the phases.
 	NoGC bool
+	// Ignore is the committer's ignore rule (watcher.Ignorer.Ignored); sleep never plans a
+	// path it ignores. nil ignores only .git.
+	Ignore Ignore
 	// NoLock skips taking the writer lock (the caller already holds it, e.g. an owner job
 	// that took it for the whole run; the lock is re-entrant anyway, so this is rarely needed).
 	NoLock bool
@@ -263,7 +266,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 		wall = r.opts.wallNow
 	}
 	saved := wall().UnixNano() // before the walk: anything touched after it is racy
-	walk, err := walkTree(r.dir)
+	walk, err := walkTree(r.dir, r.opts.Ignore)
 	if err != nil {
 		return rep, err
 	}
@@ -445,6 +448,7 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 	if err != nil {
 		return "", err
 	}
+	defer j.close()
 	undo := func(cause error) error {
 		if uerr := j.undo(r.log); uerr != nil {
 			return fmt.Errorf("%w (and undo: %v)", cause, uerr)

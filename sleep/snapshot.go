@@ -51,7 +51,7 @@ type snapshot struct {
 // loadSnapshot walks root (skipping .git and symlinks) and parses every memory file.
 func loadSnapshot(root string, progressW io.Writer) (*snapshot, error) {
 	saved := time.Now().UnixNano()
-	t, err := walkTree(root)
+	t, err := walkTree(root, nil)
 	if err != nil {
 		return nil, err
 	}

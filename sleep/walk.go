@@ -43,12 +43,18 @@ type tree struct {
 	maxStamp int64 // the latest stamp of a stat'ed file
 }
 
-// walkTree lists root like filepath.WalkDir would (skipping .git directories and
-// non-regular files), on GOMAXPROCS goroutines: at 100k files the walk is mostly
+// Ignore is the committer's ignore rule (watcher.Ignorer.Ignored: .gitignore files, memd's
+// list and watch.ignore) for a repo-relative, '/'-separated path. The walk never lists an
+// ignored file or enters an ignored directory, so sleep never plans, writes or commits a
+// path the committer would not; nil ignores only .git.
+type Ignore func(rel string, isDir bool) bool
+
+// walkTree lists root like filepath.WalkDir would (skipping .git directories, non-regular
+// files and whatever ignore says), on GOMAXPROCS goroutines: at 100k files the walk is mostly
 // getdents and lstat system calls, which run in parallel as git's preload-index does.
 // Only memory files and MEMORY.md files are lstat'ed; for every other file the planners
 // only ask whether it exists, which the directory listing answers.
-func walkTree(root string) (*tree, error) {
+func walkTree(root string, ignore Ignore) (*tree, error) {
 	type dirNode struct {
 		abs, rel string
 		files    []treeFile
@@ -79,7 +85,7 @@ func walkTree(root string) (*tree, error) {
 			active++
 			mu.Unlock()
 
-			files, dirs, err := readTreeDir(n.abs, n.rel)
+			files, dirs, err := readTreeDir(n.abs, n.rel, ignore)
 
 			mu.Lock()
 			active--
@@ -131,7 +137,7 @@ func walkTree(root string) (*tree, error) {
 
 // readTreeDir lists one directory: its regular files (memory files and MEMORY.md
 // lstat'ed) and its subdirectories to walk, both in name order.
-func readTreeDir(abs, rel string) (files []treeFile, dirs []string, err error) {
+func readTreeDir(abs, rel string, ignore Ignore) (files []treeFile, dirs []string, err error) {
 	d, err := openDir(abs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("walk %s: %w", abs, err)
@@ -146,7 +152,7 @@ func readTreeDir(abs, rel string) (files []treeFile, dirs []string, err error) {
 		name := e.Name()
 		typ := e.Type()
 		if typ.IsDir() {
-			if name != ".git" {
+			if name != ".git" && (ignore == nil || !ignore(joinRel(rel, name), true)) {
 				dirs = append(dirs, name)
 			}
 			continue
@@ -155,6 +161,9 @@ func readTreeDir(abs, rel string) (files []treeFile, dirs []string, err error) {
 			continue // symlinks are committed as links, never followed or rewritten
 		}
 		f := treeFile{rel: joinRel(rel, name)}
+		if ignore != nil && ignore(f.rel, false) {
+			continue
+		}
 		f.mem = isMemoryPath(f.rel)
 		if f.mem || name == memoryMDName {
 			// A file gone since the listing is left unstat'ed: parsed (and found missing)

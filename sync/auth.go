@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -31,22 +30,127 @@ var ErrAuth = errors.New("remote authentication failed")
 // with the local one. memd never merges such histories silently.
 var ErrUnrelatedHistory = errors.New("remote history is unrelated to local history")
 
-// urlUserinfo matches the userinfo part of scheme://user:pass@host URLs.
-var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s"'<>]*@`)
-
-// urlSecretParam matches query parameters that commonly carry credentials.
-var urlSecretParam = regexp.MustCompile(`(?i)([?&](?:access_token|token|private_token|password|passwd|secret|key|auth|sig|signature)=)[^&\s"'<>#]*`)
+// secretParams are query parameters that commonly carry credentials; their values are
+// redacted wherever a URL's query appears.
+var secretParams = map[string]bool{"access_token": true, "token": true, "private_token": true, "password": true,
+	"passwd": true, "secret": true, "key": true, "auth": true, "sig": true, "signature": true}
 
 // RedactURL strips credentials from every URL inside s: the userinfo of
-// scheme://user:token@host URLs and the values of token-like query
-// parameters. Linear in len(s) (Go's regexp is an automaton).
+// scheme://user:token@host URLs, the password of scp-like `user:pass@host:path`
+// remotes, and the values of token-like query parameters. Each whitespace-separated
+// word is taken apart the way git and net/url take a URL apart (authority up to the
+// first '/', userinfo up to its last '@'), never by a pattern, so a password holding
+// `'`, `@`, `:`, `%`, `?` or `#` goes whole. Linear in len(s).
 func RedactURL(s string) string {
-	if !strings.Contains(s, "://") && !strings.Contains(s, "=") {
+	if !strings.ContainsAny(s, "@=") {
 		return s
 	}
-	s = urlUserinfo.ReplaceAllString(s, "$1")
-	s = urlSecretParam.ReplaceAllString(s, "${1}REDACTED")
-	return s
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && !isURLSpace(s[j]) {
+			j++
+		}
+		b.WriteString(redactWord(s[i:j]))
+		for i = j; i < len(s) && isURLSpace(s[i]); i++ {
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+func isURLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// redactWord redacts one word (no whitespace) of a message.
+func redactWord(w string) string {
+	if !strings.Contains(w, "://") {
+		return redactQuery(redactSCP(w))
+	}
+	var b strings.Builder
+	for {
+		k := strings.Index(w, "://")
+		if k < 0 {
+			b.WriteString(w)
+			break
+		}
+		b.WriteString(w[:k+3])
+		rest := w[k+3:]
+		// The authority ends at the first '/'. net/url cuts '?' and '#' first, which would
+		// leave a password holding them in the "host"; git does not, and neither does this.
+		auth := rest
+		if slash := strings.IndexByte(rest, '/'); slash >= 0 {
+			auth = rest[:slash]
+		}
+		// The next URL in the same word starts a new authority.
+		if next := strings.Index(auth, "://"); next >= 0 {
+			auth = auth[:next]
+		}
+		if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+			rest = rest[at+1:]
+		}
+		// Query parameters up to the next URL in the word.
+		upto := len(rest)
+		if next := strings.Index(rest, "://"); next >= 0 {
+			upto = next
+			for upto > 0 && isSchemeChar(rest[upto-1]) {
+				upto--
+			}
+		}
+		b.WriteString(redactQuery(rest[:upto]))
+		w = rest[upto:]
+	}
+	return b.String()
+}
+
+func isSchemeChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+// redactSCP drops the password of an scp-like remote, `user:pass@host:path` (git's rule: a
+// ':' after the host and before any '/'). The user name stays: ssh has no token users.
+func redactSCP(w string) string {
+	head := w
+	if slash := strings.IndexByte(w, '/'); slash >= 0 {
+		head = w[:slash]
+	}
+	at := strings.LastIndexByte(head, '@')
+	if at <= 0 || strings.IndexByte(head[at+1:], ':') <= 0 {
+		return w
+	}
+	colon := strings.IndexByte(head[:at], ':')
+	if colon < 0 {
+		return w // user@host:path: no secret
+	}
+	return w[:colon] + w[at:]
+}
+
+// redactQuery replaces the values of secretParams in a URL query inside w (from its '?'),
+// keys compared after URL unescaping and case folding.
+func redactQuery(w string) string {
+	q := strings.IndexByte(w, '?')
+	if q < 0 || !strings.Contains(w[q:], "=") {
+		return w
+	}
+	query, frag := w[q+1:], ""
+	if h := strings.IndexByte(query, '#'); h >= 0 {
+		query, frag = query[:h], query[h:]
+	}
+	pairs := strings.Split(query, "&")
+	for i, p := range pairs {
+		key, _, ok := strings.Cut(p, "=")
+		if !ok {
+			continue
+		}
+		k, err := url.QueryUnescape(key)
+		if err != nil {
+			k = key
+		}
+		if secretParams[strings.ToLower(k)] {
+			pairs[i] = key + "=REDACTED"
+		}
+	}
+	return w[:q+1] + strings.Join(pairs, "&") + frag
 }
 
 // remoteError is what every network operation returns: a message already
@@ -161,7 +265,12 @@ func (ro RemoteOptions) readToken() (string, error) {
 func (ro RemoteOptions) authFor(rawURL string) (transport.AuthMethod, error) {
 	ep, err := transport.NewEndpoint(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("remote URL %s: %w", RedactURL(rawURL), err)
+		// The parse error quotes the URL (or a piece of its password, "invalid URL escape
+		// %rd"): with credentials in it, say only that it does not parse.
+		if red := RedactURL(rawURL); red != rawURL {
+			return nil, &remoteError{msg: fmt.Sprintf("remote URL %s: not a valid URL (its credentials are not shown)", red)}
+		}
+		return nil, fmt.Errorf("remote URL %s: %w", rawURL, err)
 	}
 	switch ep.Protocol {
 	case "http", "https":

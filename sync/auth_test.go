@@ -35,6 +35,41 @@ func TestRedactURL(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// Hostile passwords: every one is gone whole, in any wrapping a log or status line uses.
+	for _, pw := range []string{"it's'SECRET", "p@ss@SECRET", "a:b:SECRET", "50%off%zzSECRET", "q?SECRET", "h#SECRET",
+		"'\"<>SECRET", "%40SECRET%3A", "SECRET@", "@SECRET", "SECRET'@x"} {
+		for _, form := range []string{
+			"fetch https://alice:%s@github.com/o/r.git: 401 Unauthorized",
+			"push 'https://alice:%s@127.0.0.1:8080/r' failed",
+			`remote "http://alice:%s@h"`,
+			"https://alice:%s@h?token=x,https://bob:%s@g/r",
+			"ssh://git:%s@host:22/r",
+			"set remote origin to alice:%s@host.example:o/r.git: bad",
+		} {
+			in := strings.ReplaceAll(form, "%s", pw)
+			got := RedactURL(in)
+			if strings.Contains(got, "SECRET") {
+				t.Errorf("password %q leaks: RedactURL(%q) = %q", pw, in, got)
+			}
+			if !strings.Contains(got, "h") {
+				t.Errorf("RedactURL(%q) = %q lost the host", in, got)
+			}
+		}
+	}
+	for in, want := range map[string]string{
+		"https://u:it's@h/r":                  "https://h/r",
+		"https://u:p@ss@h/r@main":             "https://h/r@main",
+		"alice:pw@host.example:o/r.git":       "alice@host.example:o/r.git",
+		"https://h/r?Token=abc&x=1#f":         "https://h/r?Token=REDACTED&x=1#f",
+		"https://h/r?%74oken=abc":             "https://h/r?%74oken=REDACTED",
+		"author a@b.c: pid 5 on host: x@y":    "author a@b.c: pid 5 on host: x@y",
+		"https://a:b@c,ssh://d:e@f/g":         "https://c,ssh://f/g",
+		"see https://h/wiki@x?sig=1 for help": "see https://h/wiki@x?sig=REDACTED for help",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
 	// Linear time on hostile input (no catastrophic backtracking).
 	big := strings.Repeat("a://", 50000) + strings.Repeat("@", 50000)
 	start := time.Now()

@@ -213,3 +213,58 @@ func hasKey(m map[string]any, path []string) bool {
 }
 
 func yamlUnmarshal(b []byte, v any) error { return yaml.Unmarshal(b, v) }
+
+// A config error never prints what ${VAR} expanded to (it may be a secret from the
+// environment): only the key and the variable's name. Without ${VAR} the value is shown.
+func TestConfigErrorHidesEnvValues(t *testing.T) {
+	const secret = "s3cr'et@:%x-SECRETVALUE`é"
+	t.Setenv("MEMD_TEST_SECRET", secret)
+	t.Setenv("MEMD_TEST_NL", "a\n  b: "+secret)
+	t.Setenv("MEMD_TEST_QUOTE", `"\`+secret)
+	repo := t.TempDir()
+	cases := []struct{ body, key string }{
+		{"sync: {timeout: ${MEMD_TEST_SECRET}}\n", "sync.timeout"},
+		{"sync:\n  timeout: \"5${MEMD_TEST_SECRET}\"\n", "sync.timeout"},
+		{"arcs: {min_episodes: ${MEMD_TEST_SECRET}}\n", "arcs.min_episodes"},
+		{"arcs: {min_episodes: \"${MEMD_TEST_SECRET}\"}\n", "arcs.min_episodes"},
+		{"sync: {remote: \"${MEMD_TEST_SECRET}\"}\n", "sync.remote"},
+		{"sync:\n  branch: \"x ${MEMD_TEST_SECRET}\"\n", "sync.branch"},
+		{"sync: {author: {name: \"${MEMD_TEST_SECRET}\"}}\n", "sync.author"},
+		{"http: {listen: \"${MEMD_TEST_SECRET}\"}\n", "http.listen"},
+		{"log: {level: \"${MEMD_TEST_SECRET}\"}\n", "log.level"},
+		{"sleep: {schedule: \"${MEMD_TEST_SECRET}\"}\n", "sleep.schedule"},
+		{"sleep: {phases: [expire, \"${MEMD_TEST_SECRET}\"]}\n", "sleep.phases"},
+		{"expire: {ledger: \"/${MEMD_TEST_SECRET}\"}\n", "expire.ledger"},
+		{"lock: {file: \"a/${MEMD_TEST_SECRET}\"}\n", "lock.file"},
+		{"watch: {quiet: 1s, max_delay: \"${MEMD_TEST_SECRET}\"}\n", "watch.max_delay"},
+		{"watch:\n  ignore: |\n    ${MEMD_TEST_SECRET}\n", "watch.ignore"},
+		{"watch: ${MEMD_TEST_NL}\n", "bad config"},                 // YAML syntax
+		{"sync: {branch: \"${MEMD_TEST_QUOTE}\"}\n", "bad config"}, // YAML syntax
+		{"\"${MEMD_TEST_SECRET}\": 1\n", "a key from ${MEMD_TEST_SECRET}"},
+		{"sync: {remote: x, timeout: \"${MEMD_TEST_SECRET}\", branch: main}\n", "sync.timeout"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runApp(t, "doctor", "--config", writeConfig(t, c.body), "--repo", repo)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want 2; stderr %s", c.body, code, stderr)
+			continue
+		}
+		for _, leak := range []string{"SECRETVALUE", "s3cr", "et@:", "-SECR"} {
+			if strings.Contains(stderr, leak) {
+				t.Errorf("%q: the expanded value leaks (%q): %s", c.body, leak, stderr)
+			}
+		}
+		if !strings.Contains(stderr, c.key) || !strings.Contains(stderr, "${MEMD_TEST_") {
+			t.Errorf("%q: error does not name the key %s and the variable: %s", c.body, c.key, stderr)
+		}
+	}
+	// Not from the environment: the value is named as before.
+	code, _, stderr := runApp(t, "doctor", "--config", writeConfig(t, "sync: {timeout: \"${MEMD_TEST_SECRET}\"}\nlog: {level: loud}\n"), "--repo", repo)
+	if code != exitUsage || strings.Contains(stderr, "SECRETVALUE") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runApp(t, "doctor", "--config", writeConfig(t, "sync: {pull_interval: 1m}\nlog: {level: loud}\n"), "--repo", repo)
+	if code != exitUsage || !strings.Contains(stderr, `"loud"`) || !strings.Contains(stderr, "log.level") {
+		t.Errorf("a plain bad value is not named: exit %d: %s", code, stderr)
+	}
+}

@@ -43,6 +43,8 @@ func cmdInit(a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "memd init: --demo writes PARA memories; it needs --layout %s\n", memd.LayoutPARA)
 		return exitUsage
 	}
+	// DIR is the user's choice (a plain path); inside it everything goes through safefs
+	// (Scaffold, demo.Generate, the checkout).
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return a.fail("init %s: %v", dir, err)
 	}

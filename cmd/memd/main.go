@@ -165,7 +165,7 @@ func interleave(fs *flag.FlagSet, args []string) []string {
 // load reads the config (file, then --repo, then --now) and validates it.
 func (a *app) load() error {
 	path, explicit := configPath(a.configFlag)
-	cfg, err := loadConfig(path, explicit)
+	cfg, ev, err := loadConfig(path, explicit)
 	if err != nil {
 		return err
 	}
@@ -176,9 +176,12 @@ func (a *app) load() error {
 	}
 	if a.repoFlag != "" {
 		cfg.Repo = a.repoFlag
+		if ev != nil {
+			delete(ev.keys, "repo") // the flag's value is the user's, not the environment's
+		}
 	}
 	if err := resolve(&cfg); err != nil {
-		return err
+		return ev.hide(err)
 	}
 	if a.nowFlag != "" {
 		t, err := time.Parse(time.RFC3339, a.nowFlag)

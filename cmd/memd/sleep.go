@@ -14,6 +14,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/watcher"
 )
 
 func init() {
@@ -59,6 +60,13 @@ func cmdSleep(a *app, args []string) int {
 		return a.fail("sleep: %v", err)
 	}
 	defer repo.Close()
+	// The committer's ignore rules, the same the daemon uses: sleep never plans, and the
+	// repo never commits, a path .gitignore or memd's list excludes.
+	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
+	if err != nil {
+		return a.fail("sleep: ignore rules: %v", err)
+	}
+	repo.SetIgnore(ign.Ignored)
 	// A sleep (or git) killed while holding .git/index.lock leaves it behind, and the index
 	// then never follows HEAD again; `memd run` clears it at start, and so does this.
 	if !*dryRun {
@@ -74,7 +82,7 @@ func cmdSleep(a *app, args []string) int {
 		progress = f
 	}
 	ro := sleep.Options{Config: a.cfg, Now: a.now, Logger: a.log, DryRun: *dryRun, Progress: progress,
-		StateDir: a.cfg.StateDir(), NoGC: *noGC}
+		StateDir: a.cfg.StateDir(), NoGC: *noGC, Ignore: ign.Ignored}
 	if len(phases) > 0 {
 		ro.Phases = phases
 	}

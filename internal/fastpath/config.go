@@ -57,6 +57,8 @@ func RememberConfig(path string, fi fs.FileInfo, repo string, now time.Time) err
 	if key == "" || cache == "" || path == "" || path[0] != '/' || !clean(path) || repo == "" || repo[0] != '/' {
 		return errors.New("config not rememberable")
 	}
+	// ~/.cache/memd is the user's, outside the memory repo (no tree reaches it), and this
+	// package may import only what os does: plain os calls, not internal/safefs.
 	if err := os.MkdirAll(cache[:len(cache)-len("/status-config")], 0o700); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/memd-dev/memd/internal/boundedfile"
 	"github.com/memd-dev/memd/internal/drain"
 	"github.com/memd-dev/memd/internal/proc"
 )
@@ -237,19 +238,11 @@ const maxFile = 1 << 20
 
 // readWithMtime reads a whole small file and the modification time of what it read.
 func readWithMtime(name string) ([]byte, time.Time, bool) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, time.Time{}, false
+	// Not a regular file (a FIFO would hang every prompt), a symlink, or too large: the
+	// full command says what is wrong.
+	b, fi, err := boundedfile.Read(name, maxFile, "1 MiB")
+	if err != nil || int64(len(b)) != fi.Size() {
+		return nil, time.Time{}, false // or grew or shrank while read: let the full command read it
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxFile {
-		return nil, time.Time{}, false
-	}
-	b := make([]byte, fi.Size()+1)
-	n, err := io.ReadFull(f, b)
-	if err != io.ErrUnexpectedEOF || int64(n) != fi.Size() {
-		return nil, time.Time{}, false // grew or shrank while read: let the full command read it
-	}
-	return b[:n], fi.ModTime(), true
+	return b, fi.ModTime(), true
 }

@@ -130,6 +130,9 @@ func (d *Daemon) HasExited() bool {
 // PID is the process id.
 func (d *Daemon) PID() int { return d.cmd.Process.Pid }
 
+// Addr is the daemon's HTTP address (host:port, known after WaitRunning; "" without one).
+func (d *Daemon) Addr() string { return d.addr }
+
 // Logs is everything the process has written to stdout and stderr so far.
 func (d *Daemon) Logs() string { return d.logs.String() }
 
@@ -179,9 +182,6 @@ func (d *Daemon) Kill() int {
 
 // Signal sends sig (SIGSTOP, SIGCONT…) and does not wait.
 func (d *Daemon) Signal(sig os.Signal) error { return d.cmd.Process.Signal(sig) }
-
-// Addr is the daemon's HTTP address (host:port) from its log, "" before WaitRunning.
-func (d *Daemon) Addr() string { return d.addr }
 
 // Get fetches path from the daemon's HTTP server (known after WaitRunning) and returns the
 // status code and body.

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"time"
+
+	"github.com/memd-dev/memd/internal/boundedfile"
+	"github.com/memd-dev/memd/internal/statedir"
 )
 
 // FileName is the document's name inside the state directory (<repo>/.git/memd/).
@@ -27,13 +31,17 @@ func Dir(repo string) string { return path.Join(repo, ".git", "memd") }
 // finds status.<format>, status.json and updated_at all agreeing knows the line is what
 // rendering that document gives (the fast path of `memd status`, internal/fastpath, relies
 // on it), while a status.json written by anything else will not carry its own time.
+//
+// Everything goes through internal/statedir: a symlinked .git/memd is refused, and a symlink
+// at a file's name is replaced by the rename, never written through.
 func Write(stateDir string, d Document) error {
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return fmt.Errorf("status dir %s: %w", stateDir, err)
+	sd, err := statedir.Open(stateDir)
+	if err != nil {
+		return err
 	}
-	// MkdirAll leaves an existing directory's mode alone; the state is private either way.
-	if err := os.Chmod(stateDir, 0o700); err != nil {
-		return fmt.Errorf("status dir %s: %w", stateDir, err)
+	defer sd.Close()
+	if err := sd.Ensure(); err != nil {
+		return err
 	}
 	// The line files are rendered as of the document's own time: a reader that cats them
 	// gets what the daemon said then.
@@ -48,7 +56,10 @@ func Write(stateDir string, d Document) error {
 		}
 		// Renamed into place but not fsynced: a line file is a cache of status.json, and
 		// eight fsyncs per publish would cost the owner tens of milliseconds on a slow disk.
-		if err := writeAtomic(path.Join(stateDir, "status."+f), []byte(s), false, d.UpdatedAt); err != nil {
+		if err := sd.WriteCache("status."+f, 0o600, d.UpdatedAt, func(w io.Writer) error {
+			_, err := io.WriteString(w, s)
+			return err
+		}); err != nil {
 			return err
 		}
 	}
@@ -56,14 +67,19 @@ func Write(stateDir string, d Document) error {
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	return writeAtomic(path.Join(stateDir, FileName), append(b, '\n'), true, d.UpdatedAt)
+	return writeAtomic(sd, FileName, append(b, '\n'), d.UpdatedAt)
 }
 
+// MaxDocument bounds what Read reads of status.json; the daemon's is a few KiB.
+const MaxDocument = 1 << 20
+
 // Read loads status.json from the state directory. A missing file is ErrNoDocument; one that
-// does not parse or has another version is ErrBadDocument, naming the file.
+// does not parse or has another version is ErrBadDocument, naming the file. A status.json
+// that is not a regular file (a FIFO, a symlink to /dev/zero) or is over MaxDocument is an
+// error at once: it is opened without blocking or following a link, and read up to the cap.
 func Read(stateDir string) (*Document, error) {
 	p := path.Join(stateDir, FileName)
-	b, err := os.ReadFile(p)
+	b, _, err := boundedfile.Read(p, MaxDocument, "1 MiB")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w", p, ErrNoDocument)
@@ -85,54 +101,28 @@ func Parse(name string, b []byte) (*Document, error) {
 	return &d, nil
 }
 
-// WriteFileAtomic writes data to path via a temp file in the same directory: write, fsync,
-// chmod 0600, rename, then fsync the directory so the rename survives a crash.
-func WriteFileAtomic(file string, data []byte) error {
-	return writeAtomic(file, data, true, time.Time{})
-}
-
-// writeAtomic is WriteFileAtomic; durable false skips both fsyncs (still atomic for readers),
-// and a non-zero mtime is set on the file before it appears under its name.
-func writeAtomic(file string, data []byte, durable bool, mtime time.Time) (err error) {
-	dir := path.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+path.Base(file)+".tmp*")
+// writeAtomic writes name in the state dir (temp file, fsync, rename), mode 0600, its
+// modification time set to mtime before it appears under its name.
+func writeAtomic(sd *statedir.Dir, name string, data []byte, mtime time.Time) error {
+	tmp, err := sd.CreateTemp(name, 0o600)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
+		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Abort()
+		return fmt.Errorf("write %s: %w", name, err)
 	}
-	if err = tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
+	if err := tmp.Close(); err != nil {
+		tmp.Abort()
+		return fmt.Errorf("write %s: %w", name, err)
 	}
-	if durable {
-		if err = tmp.Sync(); err != nil {
-			return fmt.Errorf("write %s: fsync: %w", file, err)
-		}
+	// The temp file is ours (created O_EXCL|O_NOFOLLOW under a random name just now).
+	if err := os.Chtimes(path.Join(sd.Tree().Root(), tmp.Path()), mtime, mtime); err != nil {
+		tmp.Abort()
+		return fmt.Errorf("write %s: %w", name, err)
 	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	if !mtime.IsZero() {
-		if err = os.Chtimes(tmp.Name(), mtime, mtime); err != nil {
-			return fmt.Errorf("write %s: %w", file, err)
-		}
-	}
-	if err = os.Rename(tmp.Name(), file); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	if !durable {
-		return nil
-	}
-	if df, derr := os.Open(dir); derr == nil {
-		_ = df.Sync() // best effort: not every filesystem can sync a directory
-		_ = df.Close()
+	if err := tmp.Commit(); err != nil {
+		return fmt.Errorf("write %s: %w", path.Join(sd.Path(), name), err)
 	}
 	return nil
 }

@@ -1,0 +1,249 @@
+// Package statedir is memd's state directory (<repo>/.git/memd, DESIGN §6) written through
+// internal/safefs: neither .git nor memd nor any file in it is ever a symlink memd follows.
+// A symlinked state directory is refused (safefs.ErrSymlink, naming the path); a symlink at
+// a file's name is replaced by the atomic write, never written through.
+package statedir
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/memd-dev/memd/internal/safefs"
+)
+
+// Dir is one opened state directory. Close it when done.
+type Dir struct {
+	tree *safefs.Tree
+	rel  string // the state dir relative to tree ("." never: it has a parent in the tree)
+	abs  string
+	r    *os.Root // the state dir itself, verified (openRoot); nil until needed
+}
+
+// Open opens stateDir for safe writes. The default <repo>/.git/memd is opened from the repo,
+// so .git is checked too; another directory is opened from its parent (which must exist).
+// Nothing is created: see Ensure.
+func Open(stateDir string) (*Dir, error) {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", stateDir, err)
+	}
+	base, root := filepath.Base(abs), filepath.Dir(abs)
+	rel := base
+	if filepath.Base(root) == ".git" {
+		rel, root = ".git/"+base, filepath.Dir(root)
+	}
+	t, err := safefs.Open(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The repo (or the state dir's parent) is the user's choice, not a tree's: made as a
+		// plain path, like `memd init` makes it; from there on everything is checked.
+		if err = os.MkdirAll(root, 0o755); err == nil {
+			t, err = safefs.Open(root)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", stateDir, err)
+	}
+	return &Dir{tree: t, rel: rel, abs: abs}, nil
+}
+
+// Close releases the directory handles.
+func (d *Dir) Close() error {
+	if d.r != nil {
+		d.r.Close()
+	}
+	return d.tree.Close()
+}
+
+// openRoot opens the state dir itself as an os.Root whose identity is checked against what
+// safefs lstat'ed through a parent chain without symlinks: a handle on the verified
+// directory, for the few operations safefs has no form of (an in-place open, a write that
+// need not be fsynced).
+func (d *Dir) openRoot() (*os.Root, error) {
+	if d.r != nil {
+		return d.r, nil
+	}
+	fi, err := d.tree.Lstat(d.rel)
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", d.abs, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("state dir %s: %w", d.abs, safefs.ErrSymlink)
+	}
+	r, err := os.OpenRoot(d.abs)
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", d.abs, err)
+	}
+	if st, err := r.Stat("."); err != nil || !os.SameFile(fi, st) {
+		r.Close()
+		return nil, fmt.Errorf("state dir %s: swapped while opened: %w", d.abs, safefs.ErrSymlink)
+	}
+	d.r = r
+	return r, nil
+}
+
+// WriteCache writes name atomically for readers (a safefs-named temp file created
+// O_CREAT|O_EXCL|O_NOFOLLOW in the verified directory, renamed over name) but without the
+// fsyncs: for caches of what can be rebuilt (status lines, sleep's parse cache and idle
+// record), where eight fsyncs per publish would cost the owner tens of milliseconds on a
+// slow disk. write streams the content; a non-zero mtime is set before the rename.
+// (safefs.Temp always fsyncs; this goes once it has a form that does not.)
+func (d *Dir) WriteCache(name string, perm fs.FileMode, mtime time.Time, write func(w io.Writer) error) (err error) {
+	p := filepath.Join(d.abs, name)
+	r, err := d.openRoot()
+	if err != nil {
+		return err
+	}
+	var f *os.File
+	var tmp string
+	for range 8 {
+		tmp = tempName()
+		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			_ = r.Remove(tmp)
+		}
+	}()
+	if err = write(f); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if !mtime.IsZero() {
+		if err = r.Chtimes(tmp, mtime, mtime); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+	}
+	if fi, lerr := r.Lstat(name); lerr == nil && fi.IsDir() {
+		err = fmt.Errorf("write %s: %w", p, syscall.EISDIR)
+		return err
+	}
+	if err = r.Rename(tmp, name); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
+
+// tempName is a name safefs.IsTempName accepts: sweepers and ignore rules treat it as
+// theirs.
+func tempName() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return safefs.TempPrefix + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(b[:]) + safefs.TempSuffix
+}
+
+// Path is the state directory's absolute path.
+func (d *Dir) Path() string { return d.abs }
+
+// Tree and Rel address a file of the state dir through safefs directly.
+func (d *Dir) Tree() *safefs.Tree { return d.tree }
+
+// Rel is name's path relative to Tree ("" is the directory itself).
+func (d *Dir) Rel(name string) string {
+	if name == "" {
+		return d.rel
+	}
+	return d.rel + "/" + name
+}
+
+// Ensure creates the directory (0700) if missing and makes it private (chmod 0700: an
+// existing one keeps its mode under MkdirAll). A symlink on the way is refused.
+func (d *Dir) Ensure() error {
+	if err := d.tree.MkdirAll(d.rel, 0o700); err != nil {
+		return fmt.Errorf("state dir %s: %w", d.abs, err)
+	}
+	if err := d.tree.Chmod(d.rel, 0o700); err != nil {
+		return fmt.Errorf("state dir %s: %w", d.abs, err)
+	}
+	return nil
+}
+
+// WriteFile writes name atomically and durably (temp file, fsync, rename), mode perm.
+func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if err := d.tree.WriteFileAtomic(d.Rel(name), data, perm); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
+	}
+	return nil
+}
+
+// CreateTemp starts an atomic write of name (safefs.Temp: Commit renames it into place).
+func (d *Dir) CreateTemp(name string, perm fs.FileMode) (*safefs.Temp, error) {
+	tm, err := d.tree.CreateTemp(d.Rel(name), perm)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
+	}
+	return tm, nil
+}
+
+// ReadFile reads name, never through a symlink (and a FIFO does not block).
+func (d *Dir) ReadFile(name string) ([]byte, error) { return d.tree.ReadFile(d.Rel(name)) }
+
+// Remove removes name; a missing one is no error.
+func (d *Dir) Remove(name string) error {
+	if err := d.tree.Remove(d.Rel(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", filepath.Join(d.abs, name), err)
+	}
+	return nil
+}
+
+// RemoveAll removes name and everything below it (nothing followed).
+func (d *Dir) RemoveAll(name string) error {
+	if err := d.tree.RemoveAll(d.Rel(name)); err != nil {
+		return fmt.Errorf("remove %s: %w", filepath.Join(d.abs, name), err)
+	}
+	return nil
+}
+
+// MkdirAll creates the subdirectory name (0700).
+func (d *Dir) MkdirAll(name string) error {
+	if err := d.tree.MkdirAll(d.Rel(name), 0o700); err != nil {
+		return fmt.Errorf("mkdir %s: %w", filepath.Join(d.abs, name), err)
+	}
+	return nil
+}
+
+// OpenInPlace opens name read-write, creating it (perm) if missing, in place: for a file
+// whose inode must stay (memd.pid carries a flock). The directory is opened as an os.Root
+// whose identity is checked against what safefs lstat'ed, and the name with O_NOFOLLOW, so
+// neither the directory nor the file can be a symlink. A symlink (or FIFO, socket) at name
+// is not memd's file: it is removed, never followed, and a regular file made in its place.
+func (d *Dir) OpenInPlace(name string, perm fs.FileMode) (*os.File, error) {
+	p := filepath.Join(d.abs, name)
+	r, err := d.openRoot()
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	if st, err := r.Lstat(name); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		if err := r.Remove(name); err != nil {
+			return nil, fmt.Errorf("open %s: remove the %s there: %w", p, st.Mode().Type(), err)
+		}
+	}
+	f, err := r.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		err = safefs.ErrSymlink
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: not a regular file", p)
+	}
+	return f, nil
+}

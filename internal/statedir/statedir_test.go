@@ -1,0 +1,108 @@
+package statedir
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd/internal/safefs"
+)
+
+func setup(t *testing.T) (repo, victim, outside string) {
+	t.Helper()
+	dir := t.TempDir()
+	repo, outside = filepath.Join(dir, "repo"), filepath.Join(dir, "outside")
+	for _, d := range []string{filepath.Join(repo, ".git"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim = filepath.Join(outside, "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return repo, victim, outside
+}
+
+// A link at a state file's name is replaced, never written through: by the durable write,
+// the cache write and the in-place open.
+func TestStateFilesReplaceLinks(t *testing.T) {
+	repo, victim, _ := setup(t)
+	state := filepath.Join(repo, ".git", "memd")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"durable", "cache", "inplace"} {
+		if err := os.Symlink(victim, filepath.Join(state, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sd, err := Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	if err := sd.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sd.WriteFile("durable", []byte("d"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	if err := sd.WriteCache("cache", 0o600, mt, func(w io.Writer) error { _, err := w.Write([]byte("c")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	f, err := sd.OpenInPlace("inplace", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, n := range []string{"durable", "cache", "inplace"} {
+		if fi, err := os.Lstat(filepath.Join(state, n)); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: %v %v, want a regular file", n, fi, err)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(state, "cache")); !fi.ModTime().Equal(mt) {
+		t.Errorf("cache mtime %v, want %v", fi.ModTime(), mt)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Fatalf("victim written: %q", b)
+	}
+}
+
+// A state dir (or .git) that is a symlink is refused, naming it; its target is not chmodded.
+func TestStateDirLinkRefused(t *testing.T) {
+	for _, link := range []string{".git/memd", ".git"} {
+		t.Run(link, func(t *testing.T) {
+			repo, _, outside := setup(t)
+			p := filepath.Join(repo, filepath.FromSlash(link))
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, p); err != nil {
+				t.Fatal(err)
+			}
+			sd, err := Open(filepath.Join(repo, ".git", "memd"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sd.Close()
+			err = sd.Ensure()
+			if !errors.Is(err, safefs.ErrSymlink) {
+				t.Fatalf("Ensure over a linked %s: %v, want ErrSymlink", link, err)
+			}
+			if err := sd.WriteFile("x", nil, 0o600); err == nil {
+				t.Fatal("wrote through the link")
+			}
+			if _, err := sd.OpenInPlace("memd.pid", 0o600); err == nil {
+				t.Fatal("opened memd.pid through the link")
+			}
+			if fi, _ := os.Stat(outside); fi.Mode().Perm() != 0o755 {
+				t.Fatalf("target chmodded to %v", fi.Mode().Perm())
+			}
+		})
+	}
+}
