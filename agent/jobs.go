@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/memd-dev/memd"
@@ -95,8 +96,18 @@ func (a *Agent) kickSyncIfRemote() {
 	kick(a.k.sync)
 }
 
-// doSync commits what is pending, then fetches, merges and pushes. Failures put memd
-// offline with an exponential backoff; one log line per state change, not per retry.
+// Contention retry: a sync that lost every push race (or whose checkout writers kept
+// racing) is tried again after a short random pause, not after the offline backoff.
+const (
+	contentionRetryMin    = 200 * time.Millisecond
+	contentionRetrySpread = 800 * time.Millisecond
+)
+
+// doSync commits what is pending, then fetches, merges and pushes. The writer lock is held
+// for the local part only (Sync's LocalWork), never across a fetch or a push. A remote that
+// does not answer puts memd offline with an exponential backoff; a push that kept losing
+// the race to other machines is contention, retried soon, and changes no state. One log
+// line per state change, not per retry.
 func (a *Agent) doSync(ctx context.Context) error {
 	if !a.hasRemote() {
 		return nil
@@ -105,23 +116,29 @@ func (a *Agent) doSync(ctx context.Context) error {
 		return err
 	}
 	a.setBusy("syncing")
-	var res memsync.SyncResult
-	err := a.withLock(ctx, func() error {
-		var err error
-		res, err = a.repo.Sync(ctx, memsync.RemoteOptionsFromConfig(a.cfg))
-		return err
-	})
+	ro := memsync.RemoteOptionsFromConfig(a.cfg)
+	ro.LocalWork = func(fn func() error) error { return a.withLock(ctx, fn) }
+	res, err := a.repo.Sync(ctx, ro)
+	a.metrics.PushAttempts(res.PushAttempts)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind
+	if err != nil && (errors.Is(err, memsync.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced)) {
+		a.metrics.SyncDone(err, a.now())
+		a.noteMerge(res)
+		wait := contentionRetryMin + time.Duration(rand.Float64()*float64(contentionRetrySpread))
+		a.log.Info("sync lost the race to other writers; trying again soon", "err", err, "next", wait.Round(time.Millisecond))
+		a.retryLater(a.k.sync, wait)
+		return nil
+	}
 	if err != nil {
 		a.metrics.SyncDone(err, a.now())
 		prev := a.st.syncState
 		switch {
-		case errors.Is(err, memsync.ErrUnrelatedHistory):
-			a.st.syncState = metrics.StateError
-		case errors.Is(err, memsync.ErrAuth):
-			a.st.syncState = metrics.StateError
-		default:
+		case errors.Is(err, memsync.ErrOffline):
 			a.st.syncState = metrics.StateOffline
+		default:
+			// The remote answered (auth, unrelated history, a refused push, a
+			// checkout that failed): not offline, an error until it clears.
+			a.st.syncState = metrics.StateError
 		}
 		a.st.syncErr = err.Error()
 		wait := a.backoff.Next()
@@ -139,6 +156,17 @@ func (a *Agent) doSync(ctx context.Context) error {
 	a.st.syncState = metrics.StateOK
 	a.st.syncErr = ""
 	a.metrics.SyncDone(nil, a.now())
+	a.noteMerge(res)
+	if res.Pushed {
+		t := a.now()
+		a.st.lastPush = &t
+		a.st.detail = fmt.Sprintf("pushed to %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
+	}
+	return nil
+}
+
+// noteMerge records what a sync brought in (also one that then lost its push race).
+func (a *Agent) noteMerge(res memsync.SyncResult) {
 	if len(res.Conflicts) > 0 {
 		a.metrics.Conflicts(len(res.Conflicts))
 		a.st.conflicts += len(res.Conflicts)
@@ -148,12 +176,6 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.metrics.CommitDone("merge", 0, a.now())
 		a.inv.scan(a.cfg.Repo, a.ignorer)
 	}
-	if res.Pushed {
-		t := a.now()
-		a.st.lastPush = &t
-		a.st.detail = fmt.Sprintf("pushed to %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
-	}
-	return nil
 }
 
 // doSleep runs the nightly phases for one schedule slot.

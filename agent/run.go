@@ -282,10 +282,14 @@ func (a *Agent) withLock(ctx context.Context, fn func() error) error {
 	if err != nil {
 		return err
 	}
+	held := time.Now()
 	defer func() {
 		if err := lk.Release(); err != nil {
 			a.log.Warn("release writer lock", "err", err)
 		}
+		d := time.Since(held)
+		a.metrics.LockHeld(d)
+		a.log.Debug("writer lock released", "held", d)
 	}()
 	return fn()
 }

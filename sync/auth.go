@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -30,6 +31,12 @@ var ErrAuth = errors.New("remote authentication failed")
 // ErrUnrelatedHistory is returned when the remote branch shares no history
 // with the local one. memd never merges such histories silently.
 var ErrUnrelatedHistory = errors.New("remote history is unrelated to local history")
+
+// ErrPushRejected says the remote refused a push because its branch moved
+// meanwhile (another machine pushed first): contention, not an outage. Sync
+// fetches, merges and pushes again; it returns this only when every round
+// lost the race.
+var ErrPushRejected = errors.New("push rejected: the remote branch moved meanwhile")
 
 // urlUserinfo matches the userinfo part of scheme://user:pass@host URLs.
 var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s"'<>]*@`)
@@ -73,6 +80,8 @@ func classifyRemoteErr(op, remote, rawURL string, err error) error {
 		kinds = append(kinds, ErrAuth)
 	case isOfflineErr(err):
 		kinds = append(kinds, ErrOffline)
+	case op == "push" && isRaceRejection(err):
+		kinds = append(kinds, ErrPushRejected)
 	}
 	for _, k := range []error{context.DeadlineExceeded, context.Canceled, transport.ErrRepositoryNotFound, transport.ErrEmptyRemoteRepository} {
 		if errors.Is(err, k) {
@@ -102,6 +111,25 @@ func isAuthErr(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "unable to authenticate") || strings.Contains(s, "knownhosts:") ||
 		strings.Contains(s, "key mismatch") || strings.Contains(s, "Permission denied (publickey")
+}
+
+// isRaceRejection: the remote answered and refused the update because the
+// branch is not where the push expected it (someone pushed first), as
+// opposed to a refusal that will not change by retrying (a hook, a full disk).
+func isRaceRejection(err error) bool {
+	if errors.Is(err, git.ErrForceNeeded) {
+		return true
+	}
+	s := err.Error()
+	// A ref lock refused for lack of space is not a race: only "File exists"
+	// (another push holds it) and "but expected" (it moved) are.
+	for _, frag := range []string{"non-fast-forward", "fetch first", "but expected", "File exists",
+		"reference has changed concurrently", "stale info"} {
+		if strings.Contains(s, frag) {
+			return true
+		}
+	}
+	return false
 }
 
 func isOfflineErr(err error) bool {

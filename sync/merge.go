@@ -823,8 +823,8 @@ func (r *Repo) mgDirDrains(dir string, changes map[string]pathChange) (bool, err
 
 // applyWorktreeLocked moves the work tree from the old head's tree to the new
 // one along changes. A path is only written when it still holds the old
-// content (or already the new); anything else is a writer's edit and is
-// left for the next commit. Returns the paths it skipped.
+// content (or already the new); anything else is a writer's edit made
+// meanwhile, returned for the caller to commit and merge.
 func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []string, err error) {
 	s := r.repo.Storer
 	var written []string
@@ -1117,11 +1117,13 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("finish interrupted merge in %s: %w", r.dir, err)
 	}
-	if len(skipped) > 0 {
-		r.log.Info("interrupted merge: paths edited since, left for the next commit", "repo", r.dir, "paths", skipped)
-	}
 	r.noteCommitted(old, nw, nil) // the index may be anything after a crash: full refresh
 	r.log.Info("finished interrupted merge", "repo", r.dir, "head", short(nw), "paths", len(changes))
+	if len(skipped) > 0 {
+		// Edited since: made on old's content, so committed on old and merged (remote.go).
+		_, err := r.mergeEditsLocked(old, nw, skipped)
+		return true, err
+	}
 	return true, r.removeMergeMarker()
 }
 
@@ -1173,35 +1175,54 @@ func (r *Repo) commitTreeLocked(h plumbing.Hash) (plumbing.Hash, error) {
 
 // moveHeadLocked moves the branch from old to nw (a fast-forward or a merge
 // commit already written) and brings the work tree along, in the crash-safe
-// order of the file comment. changes is the old→new tree diff.
-func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string) error {
-	if err := r.writeMergeMarker(old, nw); err != nil {
-		return err
+// order of the file comment. changes is the old→new tree diff. Paths edited
+// while it ran are committed on old and merged in (mergeEditsLocked), so the
+// branch may end past nw: the returned moved says where, and which conflict
+// copies that merge made.
+func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string) (editMerge, error) {
+	skipped, err := r.moveHeadFromLocked(old, old, nw, changes, msg)
+	if err != nil {
+		return editMerge{Head: nw}, err
+	}
+	return r.mergeEditsLocked(old, nw, skipped)
+}
+
+// moveHeadFromLocked moves the branch from cur to nw and checks out changes,
+// whose From sides are base's entries (base = cur except when edits made
+// during a checkout are merged: then the side commit holding them). The
+// marker names base, so a crash is finished against what the work tree
+// held. It returns the paths the checkout found edited meanwhile; then the
+// marker stays until they are merged.
+func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string) ([]string, error) {
+	if err := r.writeMergeMarker(base, nw); err != nil {
+		return nil, err
 	}
 	if hookBeforeRefMove != nil {
 		if err := hookBeforeRefMove(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := r.updateRef(r.BranchRef().String(), nw, old, msg); err != nil {
-		_ = r.removeMergeMarker()
-		return err
+	if cur != nw {
+		if err := r.updateRef(r.BranchRef().String(), nw, cur, msg); err != nil {
+			_ = r.removeMergeMarker()
+			return nil, err
+		}
 	}
 	if hookAfterRefMove != nil {
 		if err := hookAfterRefMove(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	skipped, err := r.applyWorktreeLocked(changes)
 	// The index refresh is scheduled only now: it takes stat data from the
 	// work tree, which must already hold the new content.
-	r.noteCommitted(old, nw, mgChangeList(changes))
+	r.noteCommitted(cur, nw, mgChangeList(changes))
 	if err != nil {
 		// The marker stays: the next Sync or start finishes the checkout.
-		return fmt.Errorf("update work tree in %s: %w", r.dir, err)
+		return nil, fmt.Errorf("update work tree in %s: %w", r.dir, err)
 	}
 	if len(skipped) > 0 {
-		r.log.Info("paths edited during sync left for the next commit", "repo", r.dir, "paths", skipped)
+		return skipped, nil
 	}
-	return r.removeMergeMarker()
+	return nil, r.removeMergeMarker()
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -26,8 +27,14 @@ const DefaultRemote = "origin"
 const DefaultNetworkTimeout = 60 * time.Second
 
 // MaxSyncAttempts bounds fetch → merge → push rounds when a push is
-// rejected because someone else pushed in between.
-const MaxSyncAttempts = 5
+// rejected because someone else pushed in between. Ten machines pushing at
+// once each win a round within a few: every round lets at least one through.
+const MaxSyncAttempts = 10
+
+// DefaultPushRetryJitter bounds the random pause before a rejected push's
+// next round (times the round number), so machines that lost the same race
+// do not fetch and push again in step.
+const DefaultPushRetryJitter = 150 * time.Millisecond
 
 // RemoteOptions say which remote to sync with and how to authenticate.
 type RemoteOptions struct {
@@ -45,6 +52,15 @@ type RemoteOptions struct {
 	// Ledger is the repo-relative ledger merged by record id; "" =
 	// memory.jsonl.
 	Ledger string
+	// LocalWork runs fn holding the writer lock (.memory.lock): Sync calls
+	// it around the local part of each round (commit, merge, checkout) and
+	// never around a fetch or a push, so writers that take the lock wait
+	// for local work only. nil = fn runs as it is.
+	LocalWork func(fn func() error) error
+	// PushRetryJitter: see DefaultPushRetryJitter; 0 = the default.
+	PushRetryJitter time.Duration
+	// Rand returns a number in [0,1) for the retry pause; nil = math/rand/v2.
+	Rand func() float64
 }
 
 func (ro RemoteOptions) withDefaults() RemoteOptions {
@@ -57,6 +73,15 @@ func (ro RemoteOptions) withDefaults() RemoteOptions {
 	if ro.Ledger == "" {
 		ro.Ledger = DefaultLedgerPath
 	}
+	if ro.LocalWork == nil {
+		ro.LocalWork = func(fn func() error) error { return fn() }
+	}
+	if ro.PushRetryJitter <= 0 {
+		ro.PushRetryJitter = DefaultPushRetryJitter
+	}
+	if ro.Rand == nil {
+		ro.Rand = rand.Float64
+	}
 	return ro
 }
 
@@ -66,6 +91,12 @@ type SyncResult struct {
 	Ahead, Behind                        int      // after the sync, vs the remote-tracking ref
 	Conflicts                            []string // conflict copies written
 	MergeHash                            string
+	// PushAttempts counts the pushes tried (rejected ones included);
+	// Rounds the fetch → merge → push rounds.
+	PushAttempts, Rounds int
+	// EditMerges counts merges of paths edited while a checkout ran
+	// (edits.go).
+	EditMerges int
 }
 
 // SetRemote creates the remote name with url, or points it at url. The
@@ -163,7 +194,7 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 		return false, fmt.Errorf("adopt %s/%s into %s: local files differ from the remote's and would be overwritten: %s",
 			ro.Remote, r.opts.Branch, r.dir, strings.Join(dirty, ", "))
 	}
-	if err := r.moveHeadLocked(local, remote, changes, "memd: adopt "+ro.Remote+"/"+r.opts.Branch); err != nil {
+	if _, err := r.moveHeadLocked(local, remote, changes, "memd: adopt "+ro.Remote+"/"+r.opts.Branch); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -290,10 +321,15 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 }
 
 // Sync fetches, fast-forwards or merges, and pushes (when ro.Push). A push
-// rejected because the remote moved meanwhile is retried (fetch → merge →
-// push) up to MaxSyncAttempts times. Errors: ErrOffline (network),
-// ErrAuth (credentials), ErrUnrelatedHistory; all with redacted URLs. Local
-// commits are never lost or rewritten.
+// rejected because the remote moved meanwhile is retried at once (fetch →
+// merge → push, after a short random pause) up to MaxSyncAttempts rounds;
+// running out of rounds returns ErrPushRejected, which is contention, not an
+// outage. Errors: ErrOffline (the remote does not answer), ErrAuth
+// (credentials), ErrUnrelatedHistory, ErrPushRejected, ErrCheckoutRaced; all
+// with redacted URLs. Local commits are never lost or rewritten.
+//
+// Only the local part of a round (commit, merge, checkout) runs inside
+// ro.LocalWork (the writer lock); fetches and pushes run outside it.
 //
 // The caller should have committed pending work; any path Sync must touch
 // that still differs from HEAD is committed first (CommitPaths).
@@ -305,42 +341,60 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			return res, err
 		}
 	}
-	if _, err := r.FinishInterruptedMerge(); err != nil {
-		return res, err
-	}
 	var pushErr error
 	for attempt := 1; attempt <= MaxSyncAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return r.finishResult(ro, res, err)
 		}
+		res.Rounds = attempt
 		t0 := time.Now()
-		remote, err := r.fetch(ctx, ro)
+		remote, err := r.fetch(ctx, ro) // no lock: a fetch touches no work tree file
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
 		res.Fetched = true
 		t1 := time.Now()
-		if err := r.integrate(ro, remote, &res); err != nil {
-			return r.finishResult(ro, res, err)
-		}
-		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "integrate", time.Since(t1))
-		local, err := r.readBranch()
+		var local plumbing.Hash
+		err = ro.LocalWork(func() error {
+			if _, err := r.FinishInterruptedMerge(); err != nil {
+				return err
+			}
+			if err := r.integrate(ro, remote, &res); err != nil {
+				return err
+			}
+			var err error
+			local, err = r.readBranch()
+			return err
+		})
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
+		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "integrate", time.Since(t1))
 		if !ro.Push || local.IsZero() || local == remote {
 			pushErr = nil
 			break
 		}
+		res.PushAttempts++
 		pushErr = r.push(ctx, ro, local)
 		if pushErr == nil {
 			res.Pushed = true
 			break
 		}
-		if errors.Is(pushErr, ErrAuth) || errors.Is(pushErr, ErrOffline) || ctx.Err() != nil {
+		if !errors.Is(pushErr, ErrPushRejected) || ctx.Err() != nil {
 			return r.finishResult(ro, res, pushErr)
 		}
-		r.log.Info("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "err", pushErr)
+		// Someone pushed first: fetch their commits, merge, try again. A
+		// short random pause, growing with the round, keeps the losers of
+		// one race from colliding again in step.
+		pause := time.Duration(ro.Rand() * float64(ro.PushRetryJitter) * float64(attempt))
+		r.log.Debug("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "pause", pause, "err", pushErr)
+		if attempt < MaxSyncAttempts {
+			select {
+			case <-ctx.Done():
+				return r.finishResult(ro, res, ctx.Err())
+			case <-time.After(pause):
+			}
+		}
 	}
 	if pushErr != nil {
 		pushErr = fmt.Errorf("push %s: still rejected after %d attempts: %w", ro.Remote, MaxSyncAttempts, pushErr)
@@ -382,7 +436,7 @@ func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, res *SyncResult
 		return nil
 	}
 	var lastDirty []string
-	for try := 0; try < 4; try++ {
+	for try := 0; try < maxEditMerges; try++ {
 		dirty, err := r.integrateOnce(ro, remote, res)
 		if err != nil || len(dirty) == 0 {
 			return err
@@ -394,7 +448,8 @@ func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, res *SyncResult
 		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(dirty), "commit", cr.Hash)
 		lastDirty = dirty
 	}
-	return fmt.Errorf("sync %s: uncommitted changes at %s could not be committed (ignored?); not overwriting them", r.dir, strings.Join(lastDirty, ", "))
+	return fmt.Errorf("sync %s: uncommitted changes at %s could not be committed (ignored, or edited all along): not overwriting them: %w",
+		r.dir, strings.Join(lastDirty, ", "), ErrCheckoutRaced)
 }
 
 // integrateOnce does the work under r.mu; it returns the dirty paths
@@ -482,12 +537,22 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 			return nil, fmt.Errorf("write merge commit in %s: %w", r.dir, err)
 		}
 	}
-	if err := r.moveHeadLocked(local, target, changes, firstLine(msg)); err != nil {
+	em, err := r.moveHeadLocked(local, target, changes, firstLine(msg))
+	if em.Rounds > 0 {
+		// Edits made during the checkout were committed and merged (edits.go).
+		res.EditMerges += em.Rounds
+		res.Merged = true
+		res.MergeHash = em.Head.String()
+		res.Conflicts = append(res.Conflicts, em.Conflicts...)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if merge {
 		res.Merged = true
-		res.MergeHash = target.String()
+		if em.Rounds == 0 {
+			res.MergeHash = target.String()
+		}
 		res.Conflicts = append(res.Conflicts, conflicts...)
 		r.log.Info("merged remote changes", "repo", r.dir, "remote", ro.Remote, "commit", short(target), "paths", len(changes), "conflicts", len(conflicts))
 	} else {

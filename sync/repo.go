@@ -61,6 +61,9 @@ type Options struct {
 	// .memory.lock are skipped (those are always skipped).
 	Ignore   func(rel string, isDir bool) bool
 	Hostname string // for messages / conflict names; default os.Hostname
+	// Ledger is the repo-relative ledger that merges of edits made during a
+	// checkout merge by record id (edits.go); "" = memory.jsonl.
+	Ledger string
 }
 
 // CommitKind labels a commit for metrics (memd_commits_total{kind}).

@@ -38,21 +38,32 @@ func cmdSync(a *app, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{Timeout: a.cfg.Lock.Timeout.D(), Context: "memd sync", Logger: a.log})
+	// The writer lock is held for local work only (DESIGN §4): this commit, and each
+	// round's merge and checkout inside Sync, never a fetch or a push.
+	locked := func(fn func() error) error {
+		lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{Timeout: a.cfg.Lock.Timeout.D(), Context: "memd sync", Logger: a.log})
+		if err != nil {
+			return err
+		}
+		defer lk.Release()
+		return fn()
+	}
+	var res memsync.CommitResult
+	err = locked(func() error {
+		if _, err := repo.FinishInterruptedMerge(); err != nil {
+			return fmt.Errorf("finish interrupted merge: %w", err)
+		}
+		dirty, err := repo.Reconcile()
+		if err != nil {
+			return err
+		}
+		if res, err = repo.CommitPaths(dirty); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return a.fail("sync: %v", err)
-	}
-	defer lk.Release()
-	if _, err := repo.FinishInterruptedMerge(); err != nil {
-		return a.fail("sync: finish interrupted merge: %v", err)
-	}
-	dirty, err := repo.Reconcile()
-	if err != nil {
-		return a.fail("sync: %v", err)
-	}
-	res, err := repo.CommitPaths(dirty)
-	if err != nil {
-		return a.fail("sync: commit: %v", err)
 	}
 	if res.Hash != "" {
 		fmt.Fprintf(a.stdout, "committed +%d ~%d -%d\n", res.Added, res.Modified, res.Deleted)
@@ -61,7 +72,9 @@ func cmdSync(a *app, args []string) int {
 	if err != nil || !ok {
 		return a.fail("sync: no remote %q in %s (set one with `git remote add` or `memd init --remote URL`)", a.cfg.Sync.Remote, a.cfg.Repo)
 	}
-	sr, err := repo.Sync(ctx, memsync.RemoteOptionsFromConfig(a.cfg))
+	ro := memsync.RemoteOptionsFromConfig(a.cfg)
+	ro.LocalWork = locked
+	sr, err := repo.Sync(ctx, ro)
 	if err != nil {
 		switch {
 		case errors.Is(err, memsync.ErrAuth):
