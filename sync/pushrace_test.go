@@ -1,0 +1,91 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// racingPeer makes A commit and push a new file every time B's sync finishes the local
+// part of a round (LocalWork), up to n times: B's push that follows finds the remote moved.
+func racingPeer(t *testing.T, w *syncWorld, n int, locked *int) RemoteOptions {
+	ro := pushOpts()
+	ro.PushRetryJitter = time.Millisecond
+	pushes := 0
+	ro.LocalWork = func(fn func() error) error {
+		*locked++
+		err := fn()
+		if pushes < n {
+			pushes++
+			writeFile(t, w.aDir, fmt.Sprintf("areas/race-%d.html", pushes), "race\n")
+			mustCommit(t, w.a, "areas")
+			mustSync(t, w.a)
+		}
+		return err
+	}
+	return ro
+}
+
+// TestPushRaceRetriesAtOnce: a push rejected because another machine pushed first is
+// retried in the same Sync after a fetch and a merge, and succeeds; the local work of
+// each round ran inside LocalWork (the writer lock), the fetches and pushes outside.
+func TestPushRaceRetriesAtOnce(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
+	writeFile(t, w.bDir, "areas/b.html", "b\n")
+	mustCommit(t, w.b, "areas")
+	locked := 0
+	res, err := w.b.Sync(t.Context(), racingPeer(t, w, 2, &locked))
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if !res.Pushed || res.PushAttempts != 3 || res.Rounds != 3 || locked != 3 {
+		t.Errorf("Pushed %v, PushAttempts %d, Rounds %d, locked rounds %d; want true, 3, 3, 3", res.Pushed, res.PushAttempts, res.Rounds, locked)
+	}
+	if got := runGit(t, w.bare, "rev-parse", "main"); got != runGit(t, w.bDir, "rev-parse", "HEAD") {
+		t.Errorf("remote main %s is not B's HEAD", got)
+	}
+	for _, p := range []string{"areas/b.html", "areas/race-1.html", "areas/race-2.html"} {
+		runGit(t, w.bare, "cat-file", "-e", "main:"+p)
+	}
+}
+
+// TestPushRaceLostEveryRoundIsNotOffline: a remote that answers but where another machine
+// wins every round is contention: ErrPushRejected, never ErrOffline.
+func TestPushRaceLostEveryRoundIsNotOffline(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
+	writeFile(t, w.bDir, "areas/b.html", "b\n")
+	mustCommit(t, w.b, "areas")
+	locked := 0
+	res, err := w.b.Sync(t.Context(), racingPeer(t, w, MaxSyncAttempts, &locked))
+	if !errors.Is(err, ErrPushRejected) || errors.Is(err, ErrOffline) || errors.Is(err, ErrAuth) {
+		t.Fatalf("Sync err = %v, want ErrPushRejected only", err)
+	}
+	if res.PushAttempts != MaxSyncAttempts || res.Ahead == 0 {
+		t.Errorf("PushAttempts %d (want %d), ahead %d (want > 0)", res.PushAttempts, MaxSyncAttempts, res.Ahead)
+	}
+	// The next sync, unraced, pushes everything.
+	mustSync(t, w.b)
+	runGit(t, w.bare, "cat-file", "-e", "main:areas/b.html")
+}
+
+// TestRaceRejectionKinds: only "someone pushed first" is contention; a refusal that
+// retrying cannot change (a hook, a full disk) is not, and neither is an outage.
+func TestRaceRejectionKinds(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"non-fast-forward update: refs/heads/main":                                                         true,
+		"refs/heads/main: cannot lock ref 'refs/heads/main': is at 1234 but expected 5678":                 true,
+		"cannot lock ref 'refs/heads/main': Unable to create '/r.git/refs/heads/main.lock': File exists.":  true,
+		"refs/heads/main: pre-receive hook declined":                                                       false,
+		"cannot lock ref 'refs/heads/main': Unable to create '/r.git/refs/heads/main.lock': No space left": false,
+		"unpack-objects abnormal exit":                                                                     false,
+	} {
+		err := classifyRemoteErr("push", "origin", "", errors.New(msg))
+		if got := errors.Is(err, ErrPushRejected); got != want {
+			t.Errorf("%q: ErrPushRejected = %v, want %v", msg, got, want)
+		}
+		if errors.Is(err, ErrOffline) {
+			t.Errorf("%q: classified offline", msg)
+		}
+	}
+}
