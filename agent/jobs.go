@@ -42,16 +42,21 @@ func (a *Agent) doCommit(ctx context.Context) error {
 func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) error {
 	start := time.Now()
 	var res memsync.CommitResult
-	err := a.withLock(ctx, func() error {
-		var err error
-		for i := 0; i < maxCASRetries; i++ {
-			res, err = a.repo.CommitPaths(paths)
-			if !errors.Is(err, memsync.ErrHeadMoved) {
-				break
-			}
+	var err error
+	for i := 0; i < maxCASRetries; i++ {
+		release, lerr := a.acquireLock(ctx)
+		if lerr != nil {
+			err = lerr
+			break
 		}
-		return err
-	})
+		// The lock is released as soon as the paths are read: the fsyncs and the ref move
+		// that follow touch nothing a writer writes.
+		res, err = a.repo.CommitPathsRead(paths, release)
+		release()
+		if !errors.Is(err, memsync.ErrHeadMoved) {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("commit %d paths: %w", len(paths), err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -276,22 +277,35 @@ func (a *Agent) alive() error {
 // withLock runs fn under the writer lock so a writer holding .memory.lock is never
 // committed mid-write.
 func (a *Agent) withLock(ctx context.Context, fn func() error) error {
+	release, err := a.acquireLock(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn()
+}
+
+// acquireLock takes the writer lock; release (idempotent) gives it back and adds the time
+// it was held to memd_writer_lock_held_seconds_total.
+func (a *Agent) acquireLock(ctx context.Context) (release func(), err error) {
 	lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{
 		Timeout: a.cfg.Lock.Timeout.D(), Context: "memd", Logger: a.log,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	held := time.Now()
-	defer func() {
-		if err := lk.Release(); err != nil {
-			a.log.Warn("release writer lock", "err", err)
-		}
-		d := time.Since(held)
-		a.metrics.LockHeld(d)
-		a.log.Debug("writer lock released", "held", d)
-	}()
-	return fn()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := lk.Release(); err != nil {
+				a.log.Warn("release writer lock", "err", err)
+			}
+			d := time.Since(held)
+			a.metrics.LockHeld(d)
+			a.log.Debug("writer lock released", "held", d)
+		})
+	}, nil
 }
 
 // idleTrimAfter is how long memd must be idle before it hands freed memory back to the OS.

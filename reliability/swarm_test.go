@@ -20,6 +20,7 @@ const swarmConfig = `watch: {quiet: 300ms, max_delay: 3s}
 http: {listen: "127.0.0.1:0"}
 sync: {pull_interval: 1s, timeout: 10s}
 sleep: {catch_up: false}
+log: {level: debug}
 `
 
 // swarmShared is how many memories every machine edits.
@@ -87,6 +88,10 @@ func TestReliabilitySwarm(t *testing.T) {
 	for _, m := range s.machines {
 		if code := m.d.Stop(); code != 0 {
 			problems = append(problems, fmt.Sprintf("machine %d: SIGTERM: exit %d", m.id, code))
+		}
+		if dir := os.Getenv("MEMD_SWARM_LOGS"); dir != "" {
+			// Each daemon's whole (debug) log, for a look at where the time went.
+			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("machine-%d.log", m.id)), []byte(m.d.Logs()), 0o644))
 		}
 	}
 	if len(problems) > 0 {

@@ -48,7 +48,25 @@ func (r *Repo) CommitPaths(paths []string) (CommitResult, error) {
 func (r *Repo) CommitPathsMessage(paths []string, message string, kind CommitKind) (CommitResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.commitPathsLocked(paths, message, kind)
+	return r.commitPathsLocked(paths, message, kind, nil)
+}
+
+// CommitPathsRead is CommitPaths that calls afterRead (once, on every path
+// that returns) as soon as every path has been read from the work tree,
+// before the objects are made durable and the branch moves: from there on
+// the commit touches nothing a writer writes, so the caller can release the
+// writer lock (.memory.lock) early rather than across the fsyncs.
+func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (CommitResult, error) {
+	var once gosync.Once
+	done := func() {
+		if afterRead != nil {
+			once.Do(afterRead)
+		}
+	}
+	defer done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.commitPathsLocked(paths, "", KindChange, done)
 }
 
 // edit is the new state of one blob path: deleted, or mode+hash.
@@ -87,7 +105,7 @@ type treeView struct {
 	byName  map[string]int
 }
 
-func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind) (CommitResult, error) {
+func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, error) {
 	start := time.Now()
 	if kind == "" {
 		kind = KindChange
@@ -103,7 +121,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err != nil {
 		return res, err
 	}
-	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind)
+	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead)
 	if err != nil || commit.IsZero() {
 		return res, err
 	}
@@ -130,7 +148,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 // a commit of the result with parent as its only parent, durably, without moving any ref
 // (commit zero: nothing changed). CommitPaths moves the branch to it; a sync commits edits
 // made during a checkout on the head they were made on (mergeEditsLocked).
-func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind) (CommitResult, plumbing.Hash, error) {
+func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, plumbing.Hash, error) {
 	start := time.Now()
 	res := CommitResult{Kind: kind}
 	var baseTree plumbing.Hash
@@ -153,6 +171,9 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 		if err := st.stagePath(rel); err != nil {
 			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
+	}
+	if afterRead != nil {
+		afterRead()
 	}
 	res.Skipped = st.skipped
 	if len(st.edits) == 0 {

@@ -60,7 +60,7 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 				r.dir, strings.Join(skipped, ", "), ErrCheckoutRaced, res.Rounds)
 		}
 		res.Rounds++
-		cr, side, err := r.writeChangeCommitLocked(base, skipped, "", KindChange)
+		cr, side, err := r.writeChangeCommitLocked(base, skipped, "", KindChange, nil)
 		if err != nil {
 			return res, fmt.Errorf("commit edits made during checkout in %s: %w", r.dir, err)
 		}

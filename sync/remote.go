@@ -354,12 +354,19 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		}
 		res.Fetched = true
 		t1 := time.Now()
+		// The merge is computed before the lock (objects only); under it,
+		// only what touches the work tree and the branch.
+		pl, err := r.planIntegrate(ro, remote)
+		if err != nil {
+			return r.finishResult(ro, res, err)
+		}
+		t2 := time.Now()
 		var local plumbing.Hash
 		err = ro.LocalWork(func() error {
 			if _, err := r.FinishInterruptedMerge(); err != nil {
 				return err
 			}
-			if err := r.integrate(ro, remote, &res); err != nil {
+			if err := r.integrate(ro, remote, pl, &res); err != nil {
 				return err
 			}
 			var err error
@@ -369,7 +376,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
-		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "integrate", time.Since(t1))
+		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "plan", t2.Sub(t1), "integrate", time.Since(t2))
 		if !ro.Push || local.IsZero() || local == remote {
 			pushErr = nil
 			break
@@ -430,14 +437,15 @@ func (r *Repo) AheadBehind(ro RemoteOptions) (ahead, behind int, err error) {
 
 // integrate brings the remote head into the local branch: nothing, a
 // fast-forward or a merge commit. Uncommitted work on a path it must touch
-// is committed first, then the decision is taken again.
-func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, res *SyncResult) error {
+// is committed first, then the decision is taken again. pl, when it was
+// planned for the current local head, saves computing the merge again.
+func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, pl *integratePlan, res *SyncResult) error {
 	if remote.IsZero() {
 		return nil
 	}
 	var lastDirty []string
 	for try := 0; try < maxEditMerges; try++ {
-		dirty, err := r.integrateOnce(ro, remote, res)
+		dirty, err := r.integrateOnce(ro, remote, pl, res)
 		if err != nil || len(dirty) == 0 {
 			return err
 		}
@@ -452,15 +460,35 @@ func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, res *SyncResult
 		r.dir, strings.Join(lastDirty, ", "), ErrCheckoutRaced)
 }
 
-// integrateOnce does the work under r.mu; it returns the dirty paths
-// instead when the work tree holds uncommitted changes it would overwrite.
-func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncResult) ([]string, error) {
+// integratePlan is what bringing remote into local takes: the target commit
+// (remote for a fast-forward, a merge commit already written), the tree diff
+// local → target, and the merge's conflict copies. Nothing on disk but
+// objects: it is computed before the writer lock is taken, so the lock
+// covers only the dirty check, the ref move and the checkout.
+type integratePlan struct {
+	local, remote, target plumbing.Hash
+	merge                 bool
+	changes               map[string]pathChange
+	conflicts             []string
+	msg                   string
+}
+
+// planIntegrate plans bringing remote into the current local head (nil:
+// nothing to do). It takes r.mu, not the writer lock.
+func (r *Repo) planIntegrate(ro RemoteOptions, remote plumbing.Hash) (*integratePlan, error) {
+	if remote.IsZero() {
+		return nil, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	local, err := r.readBranch()
 	if err != nil {
 		return nil, err
 	}
+	return r.planIntegrateLocked(ro, local, remote)
+}
+
+func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash) (*integratePlan, error) {
 	if local == remote {
 		return nil, nil
 	}
@@ -469,8 +497,7 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.trackingRef(ro), err)
 	}
-	target := remote
-	merge := false
+	pl := &integratePlan{local: local, remote: remote, target: remote}
 	var base *object.Commit
 	var lc *object.Commit
 	if !local.IsZero() {
@@ -500,7 +527,7 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 					r.dir, ro.Remote, r.opts.Branch, short(local), short(remote), ErrUnrelatedHistory)
 			}
 			base = bases[0]
-			merge = true
+			pl.merge = true
 		}
 	}
 
@@ -509,35 +536,55 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 		localTree = lc.TreeHash
 	}
 	targetTree := rc.TreeHash
-	var conflicts []string
-	if merge {
+	if pl.merge {
 		pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now()}
 		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
 		if err != nil {
 			return nil, fmt.Errorf("merge %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 		}
-		targetTree, conflicts = mr.Tree, mr.Conflicts
+		targetTree, pl.conflicts = mr.Tree, mr.Conflicts
 	}
-	changes := map[string]pathChange{}
-	if err := mgDiffTrees(s, localTree, targetTree, "", changes); err != nil {
+	pl.changes = map[string]pathChange{}
+	if err := mgDiffTrees(s, localTree, targetTree, "", pl.changes); err != nil {
 		return nil, err
 	}
-	dirty, err := r.dirtyPaths(changes)
+	pl.msg = "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
+	if pl.merge {
+		pl.msg = mergeMessage(ro.Remote, r.opts.Branch, r.opts.Hostname, pl.conflicts)
+		pl.target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{local, remote}, pl.msg)
+		if err != nil {
+			return nil, fmt.Errorf("write merge commit in %s: %w", r.dir, err)
+		}
+	}
+	return pl, nil
+}
+
+// integrateOnce does the work under r.mu; it returns the dirty paths
+// instead when the work tree holds uncommitted changes it would overwrite.
+func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, pl *integratePlan, res *SyncResult) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	local, err := r.readBranch()
+	if err != nil {
+		return nil, err
+	}
+	if pl == nil || pl.local != local || pl.remote != remote {
+		// Planned for another head (a commit came first) or not at all.
+		if pl, err = r.planIntegrateLocked(ro, local, remote); err != nil {
+			return nil, err
+		}
+	}
+	if pl == nil {
+		return nil, nil
+	}
+	dirty, err := r.dirtyPaths(pl.changes)
 	if err != nil {
 		return nil, err
 	}
 	if len(dirty) > 0 {
 		return dirty, nil
 	}
-	msg := "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
-	if merge {
-		msg = mergeMessage(ro.Remote, r.opts.Branch, r.opts.Hostname, conflicts)
-		target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{local, remote}, msg)
-		if err != nil {
-			return nil, fmt.Errorf("write merge commit in %s: %w", r.dir, err)
-		}
-	}
-	em, err := r.moveHeadLocked(local, target, changes, firstLine(msg))
+	em, err := r.moveHeadLocked(local, pl.target, pl.changes, firstLine(pl.msg))
 	if em.Rounds > 0 {
 		// Edits made during the checkout were committed and merged (edits.go).
 		res.EditMerges += em.Rounds
@@ -548,16 +595,16 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 	if err != nil {
 		return nil, err
 	}
-	if merge {
+	if pl.merge {
 		res.Merged = true
 		if em.Rounds == 0 {
-			res.MergeHash = target.String()
+			res.MergeHash = pl.target.String()
 		}
-		res.Conflicts = append(res.Conflicts, conflicts...)
-		r.log.Info("merged remote changes", "repo", r.dir, "remote", ro.Remote, "commit", short(target), "paths", len(changes), "conflicts", len(conflicts))
+		res.Conflicts = append(res.Conflicts, pl.conflicts...)
+		r.log.Info("merged remote changes", "repo", r.dir, "remote", ro.Remote, "commit", short(pl.target), "paths", len(pl.changes), "conflicts", len(pl.conflicts))
 	} else {
 		res.FastForward = true
-		r.log.Info("fast-forwarded", "repo", r.dir, "remote", ro.Remote, "commit", short(target), "paths", len(changes))
+		r.log.Info("fast-forwarded", "repo", r.dir, "remote", ro.Remote, "commit", short(pl.target), "paths", len(pl.changes))
 	}
 	return nil, nil
 }
