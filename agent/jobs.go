@@ -142,6 +142,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 			a.st.syncState = metrics.StateOffline
 		default:
 			// The remote answered (auth, unrelated history, a refused push, a
+			// commit naming a path memd will not write (ErrUnsafeTree), a
 			// checkout that failed): not offline, an error until it clears.
 			a.st.syncState = metrics.StateError
 		}

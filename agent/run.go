@@ -90,8 +90,10 @@ func (a *Agent) Reload()        { kick(a.k.reload) }
 func (a *Agent) Run(ctx context.Context) error {
 	// A merge killed mid-checkout must be finished before the start-up reconcile, or the
 	// reconcile would commit the not-yet-updated files as reverts of the merge.
+	// One that can be neither finished nor undone never blocks start-up: commits wait
+	// (sync.ErrMergeInProgress) and every sync tries again; the log says why.
 	if done, err := a.repo.FinishInterruptedMerge(); err != nil {
-		return fmt.Errorf("finish interrupted merge: %w", err)
+		a.log.Error("interrupted merge could not be finished; commits wait until it is", "err", err)
 	} else if done {
 		a.log.Warn("finished a merge that was interrupted by a crash")
 	}

@@ -111,12 +111,10 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		kind = KindChange
 	}
 	res := CommitResult{Kind: kind}
-	r.syncPacksLocked()
-	// A checkout left unfinished (a crash, or edits that kept racing it) is finished
-	// first: committing its files now would record them as edits that revert it.
-	if _, err := r.finishInterruptedMergeLocked(); err != nil {
+	if err := r.requireNoMergeLocked(); err != nil {
 		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
+	r.syncPacksLocked()
 	old, err := r.readBranch()
 	if err != nil {
 		return res, err

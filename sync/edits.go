@@ -14,7 +14,7 @@ package sync
 // commit has the new head and the side commit as parents. The checkout of that merge may
 // race a writer again; each round starts from the previous side commit, bounded by
 // maxEditMerges. While a round is unfinished the merge marker names the side commit, so
-// a crash, a later Sync or the next commit (commitPathsLocked finishes an interrupted
+// a crash, a later Sync or the next commit (requireNoMergeLocked finishes an interrupted
 // checkout first) resumes from what the work tree really holds.
 
 import (
@@ -120,15 +120,35 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 		}
 		r.log.Info("merged edits made during sync", "repo", r.dir, "paths", skipped, "round", res.Rounds,
 			"side", short(side), "commit", short(next), "conflicts", len(mr.Conflicts))
-		skipped, err = r.moveHeadFromLocked(side, head, next, changes, firstLine(msg))
+		late, err := r.moveHeadFromLocked(side, head, next, changes, firstLine(msg))
+		var wc *WorktreeChangedError
+		if errors.As(err, &wc) && !wc.Moved {
+			// Edited again before the branch moved: nothing moved, the marker
+			// still names base; commit what the tree holds now, next round.
+			skipped = unionPaths(skipped, wc.Paths)
+			continue
+		}
 		if err != nil {
 			return res, err
 		}
+		skipped = late
 		res.Head = next
 		res.Conflicts = append(res.Conflicts, mr.Conflicts...)
 		base, head = side, next
 	}
 	return res, nil
+}
+
+func unionPaths(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range append(append([]string(nil), a...), b...) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // editPolicy is the merge policy for edit merges (the sync's own ledger and host).

@@ -28,14 +28,11 @@ package sync
 // harmless). Nothing is lost either way.
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,6 +43,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // ErrPathConflict is returned when a merge would need a file and a
@@ -701,63 +699,33 @@ func mgAllDeletedUnder(s storer.EncodedObjectStorer, dirHash plumbing.Hash, set 
 
 // ---- work tree ----
 
-// mgWorkHash is the git blob hash of what the work tree holds at rel (a
-// symlink's target for a link); ok false when nothing is there.
-func (r *Repo) mgWorkHash(rel string) (h plumbing.Hash, ok bool, err error) {
-	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
-	fi, err := os.Lstat(abs)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return plumbing.ZeroHash, false, nil
-	}
-	if err != nil {
-		return plumbing.ZeroHash, false, fmt.Errorf("stat %s: %w", rel, err)
-	}
-	var data []byte
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := os.Readlink(abs)
-		if err != nil {
-			return plumbing.ZeroHash, false, fmt.Errorf("readlink %s: %w", rel, err)
-		}
-		data = []byte(t)
-	case fi.Mode().IsRegular():
-		data, err = os.ReadFile(abs)
-		if err != nil {
-			return plumbing.ZeroHash, false, fmt.Errorf("read %s: %w", rel, err)
-		}
-	case fi.IsDir():
-		return plumbing.ZeroHash, true, nil // a directory where a file was: never equal
-	default:
-		return plumbing.ZeroHash, true, nil
-	}
-	return plumbing.ComputeHash(plumbing.BlobObject, data), true, nil
-}
-
-// workMatches says whether the work tree holds exactly e at rel (e nil =
-// nothing there).
-func (r *Repo) workMatches(rel string, e *mEntry) (bool, error) {
-	h, ok, err := r.mgWorkHash(rel)
-	if err != nil {
-		return false, err
-	}
-	if e == nil {
-		return !ok, nil
-	}
-	return ok && h == e.Hash, nil
-}
-
 // dirtyPaths lists the paths of changes whose work tree content is neither
 // the old side's (From) nor already the new side's (To): uncommitted edits
-// that moving HEAD would overwrite.
+// that moving HEAD would overwrite. Ignored paths are never dirty (they are
+// never committed, so the remote's version wins, as in git), nor is memd's
+// lock file (the checkout leaves it alone).
 func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
+	t, err := r.openWorkTree()
+	if err != nil {
+		return nil, err
+	}
+	co := &checkout{r: r, t: t}
+	defer t.Close()
 	var dirty []string
 	for _, p := range sortedKeys(changes) {
+		if p == lockFileName || r.ignoredPath(p) {
+			continue
+		}
 		c := changes[p]
-		if fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(p))); err == nil && fi.IsDir() {
+		_, h, there, isDir, err := co.workState(p)
+		if err != nil {
+			return nil, err
+		}
+		if isDir {
 			// A directory where a file goes (one side turned a directory
 			// into a file): fine when the checkout empties it, i.e. it
 			// holds only tracked files being deleted, unchanged.
-			drains, err := r.mgDirDrains(p, changes)
+			drains, err := r.mgDirDrains(t, p, changes)
 			if err != nil {
 				return nil, err
 			}
@@ -766,16 +734,12 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 			}
 			continue
 		}
-		h, ok, err := r.mgWorkHash(p)
-		if err != nil {
-			return nil, err
-		}
 		switch {
-		case !ok && (c.From == nil || c.To == nil):
+		case !there && (c.From == nil || c.To == nil):
 			continue
-		case ok && c.From != nil && h == c.From.Hash:
+		case there && c.From != nil && h == c.From.Hash:
 			continue
-		case ok && c.To != nil && h == c.To.Hash:
+		case there && c.To != nil && h == c.To.Hash:
 			continue
 		}
 		dirty = append(dirty, p)
@@ -785,272 +749,89 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 
 // mgDirDrains reports whether every file under the work tree directory dir
 // is a tracked file the change set deletes and still holds its old content.
-func (r *Repo) mgDirDrains(dir string, changes map[string]pathChange) (bool, error) {
-	root := filepath.Join(r.dir, filepath.FromSlash(dir))
-	drains := true
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// Nothing is followed: a symlink inside is a file like any other.
+func (r *Repo) mgDirDrains(t *safefs.Tree, dir string, changes map[string]pathChange) (bool, error) {
+	co := &checkout{r: r, t: t}
+	var walk func(d string, depth int) (bool, error)
+	walk = func(d string, depth int) (bool, error) {
+		if depth > MaxTreeDepth {
+			return false, nil
+		}
+		names, err := t.ReadDirNames(d)
 		if err != nil {
-			return err
+			return false, fmt.Errorf("check %s: %w", d, err)
 		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(r.dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		c, ok := changes[rel]
-		if !ok || c.To != nil || c.From == nil {
-			drains = false
-			return filepath.SkipAll
-		}
-		h, there, err := r.mgWorkHash(rel)
-		if err != nil {
-			return err
-		}
-		if !there || h != c.From.Hash {
-			drains = false
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("check %s: %w", dir, err)
-	}
-	return drains, nil
-}
-
-// applyWorktreeLocked moves the work tree from the old head's tree to the new
-// one along changes. A path is only written when it still holds the old
-// content (or already the new); anything else is a writer's edit made
-// meanwhile, returned for the caller to commit and merge.
-func (r *Repo) applyWorktreeLocked(changes map[string]pathChange) (skipped []string, err error) {
-	s := r.repo.Storer
-	var written []string
-	defer func() {
-		// One fsync pass after all writes instead of one per write: the
-		// first flushes the journal, the rest find little to do. Only then
-		// may the caller drop the merge marker.
-		if serr := r.mgSyncFiles(written); serr != nil && err == nil {
-			err = serr
-		}
-	}()
-	paths := sortedKeys(changes)
-	// Deletions first: a deleted file may be where a new directory goes.
-	for _, p := range paths {
-		c := changes[p]
-		if c.To != nil {
-			continue
-		}
-		ok, err := r.workMatches(p, c.From)
-		if err != nil {
-			return skipped, err
-		}
-		if !ok {
-			if gone, _ := r.workMatches(p, nil); !gone {
-				skipped = append(skipped, p)
+		for _, n := range names {
+			rel := d + "/" + n
+			c, ok := changes[rel]
+			_, h, there, isDir, err := co.workState(rel)
+			if err != nil {
+				return false, err
 			}
-			continue
+			if isDir {
+				if ok, err := walk(rel, depth+1); err != nil || !ok {
+					return false, err
+				}
+				continue
+			}
+			if !ok || c.To != nil || c.From == nil || !there || h != c.From.Hash {
+				return false, nil
+			}
 		}
-		abs := filepath.Join(r.dir, filepath.FromSlash(p))
-		if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return skipped, fmt.Errorf("remove %s: %w", p, err)
-		}
-		r.mgPruneDirs(path.Dir(p))
+		return true, nil
 	}
-	for _, p := range paths {
-		c := changes[p]
-		if c.To == nil {
-			continue
-		}
-		h, there, err := r.mgWorkHash(p)
-		if err != nil {
-			return skipped, err
-		}
-		switch {
-		case there && h == c.To.Hash:
-			r.mgFixMode(p, c.To.Mode) // content there; a chmod may be the change
-			continue
-		case c.From == nil && !there, c.From != nil && there && h == c.From.Hash:
-			// still the old content: ours to replace
-		default:
-			skipped = append(skipped, p)
-			continue
-		}
-		if c.To.Mode == filemode.Submodule {
-			continue // gitlinks have no work tree content of ours
-		}
-		data, err := mgReadBlob(s, c.To)
-		if err != nil {
-			return skipped, err
-		}
-		if err := r.mgWriteFile(p, data, c.To.Mode); err != nil {
-			return skipped, err
-		}
-		if c.To.Mode != filemode.Symlink {
-			written = append(written, p)
-		}
-		if hookAfterWorkWrite != nil {
-			hookAfterWorkWrite(p)
-		}
-	}
-	return skipped, nil
+	return walk(dir, 0)
 }
 
-// mgWriteFile writes a file atomically (temp file beside it, renamed over):
-// a reader never sees half a memory. Temp names end in .tmp, which the
-// watcher ignores. The caller fsyncs (mgSyncFiles) once all are written.
-func (r *Repo) mgWriteFile(rel string, data []byte, mode filemode.FileMode) error {
-	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
-	dir := filepath.Dir(abs)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, "."+filepath.Base(abs)+".memd-"+hex.EncodeToString(rnd[:])+".tmp")
-	if mode == filemode.Symlink {
-		if err := os.Symlink(string(data), tmp); err != nil {
-			return fmt.Errorf("write %s: %w", rel, err)
-		}
-	} else {
-		perm := os.FileMode(0o644)
-		if mode == filemode.Executable {
-			perm = 0o755
-		}
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-		if err != nil {
-			return fmt.Errorf("write %s: %w", rel, err)
-		}
-		_, werr := f.Write(data)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			_ = os.Remove(tmp)
-			return fmt.Errorf("write %s: %w", rel, werr)
-		}
-	}
-	if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
-		// A directory of untracked leftovers where the file goes: never
-		// delete content, refuse instead.
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: a directory is in the way: %w", rel, ErrPathConflict)
-	}
-	if err := os.Rename(tmp, abs); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	return nil
-}
+// ---- merge-in-progress marker (under .git/memd, written through safefs) ----
 
-// removeTempFiles deletes the temp files a killed mgWriteFile may have left
-// in the directories of changes (they hold a copy of committed content).
-func (r *Repo) removeTempFiles(changes map[string]pathChange) {
-	dirs := map[string]bool{}
-	for p := range changes {
-		dirs[path.Dir(p)] = true
-	}
-	for d := range dirs {
-		matches, _ := filepath.Glob(filepath.Join(r.dir, filepath.FromSlash(d), ".*.memd-*.tmp"))
-		for _, m := range matches {
-			_ = os.Remove(m)
-		}
-	}
-}
+const (
+	mergeMarkerDir  = "memd"
+	mergeMarkerName = "merge-in-progress"
+	mergeMarkerRel  = mergeMarkerDir + "/" + mergeMarkerName
+)
 
-// mgFixMode sets the executable bit of a regular file to what mode says.
-func (r *Repo) mgFixMode(rel string, mode filemode.FileMode) {
-	if mode != filemode.Regular && mode != filemode.Executable {
-		return
+func (r *Repo) openGitDirTree() (*safefs.Tree, error) {
+	t, err := safefs.Open(r.gitDir)
+	if err != nil {
+		return nil, fmt.Errorf("merge marker: %w", err)
 	}
-	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
-	fi, err := os.Lstat(abs)
-	if err != nil || !fi.Mode().IsRegular() {
-		return
-	}
-	want := fi.Mode().Perm() &^ 0o111
-	if mode == filemode.Executable {
-		want |= 0o111 & (fi.Mode().Perm() >> 2) // x where r is set, as git does
-	}
-	if want != fi.Mode().Perm() {
-		if err := os.Chmod(abs, want); err != nil {
-			r.log.Warn("chmod during checkout", "path", rel, "err", err)
-		}
-	}
-}
-
-// mgSyncFiles fsyncs the files at rels (repo-relative), in parallel: the
-// filesystem folds concurrent fsyncs into few journal commits.
-func (r *Repo) mgSyncFiles(rels []string) error {
-	abs := make([]string, 0, len(rels))
-	for _, rel := range rels {
-		abs = append(abs, filepath.Join(r.dir, filepath.FromSlash(rel)))
-	}
-	if len(abs) == 0 {
-		return nil
-	}
-	if err := parallelFsync(abs); err != nil {
-		return fmt.Errorf("fsync work tree: %w", err)
-	}
-	return nil
-}
-
-// mgPruneDirs removes now-empty directories from dir up to (not including)
-// the repo root.
-func (r *Repo) mgPruneDirs(dir string) {
-	for dir != "." && dir != "" && dir != "/" {
-		if err := os.Remove(filepath.Join(r.dir, filepath.FromSlash(dir))); err != nil {
-			return // not empty (or gone): stop
-		}
-		dir = path.Dir(dir)
-	}
-}
-
-// ---- merge-in-progress marker ----
-
-const mergeMarkerName = "merge-in-progress"
-
-func (r *Repo) mergeMarkerPath() string {
-	return filepath.Join(r.gitDir, "memd", mergeMarkerName)
+	return t, nil
 }
 
 func (r *Repo) writeMergeMarker(old, nw plumbing.Hash) error {
-	dir := filepath.Join(r.gitDir, "memd")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("merge marker: %w", err)
-	}
-	p := r.mergeMarkerPath()
-	tmp := p + ".tmp"
-	content := "old " + old.String() + "\nnew " + nw.String() + "\n"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	t, err := r.openGitDirTree()
 	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if err := t.MkdirAll(mergeMarkerDir, 0o700); err != nil {
 		return fmt.Errorf("merge marker: %w", err)
 	}
-	_, werr := f.WriteString(content)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return fmt.Errorf("merge marker: %w", werr)
-	}
-	if err := os.Rename(tmp, p); err != nil {
+	content := "old " + old.String() + "\nnew " + nw.String() + "\n"
+	if err := t.WriteFileAtomic(mergeMarkerRel, []byte(content), 0o600); err != nil {
 		return fmt.Errorf("merge marker: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := t.SyncDir(mergeMarkerDir); err != nil {
 		r.log.Warn("merge marker dir fsync failed", "err", err)
 	}
 	return nil
 }
 
 func (r *Repo) readMergeMarker() (old, nw plumbing.Hash, ok bool, err error) {
-	b, err := os.ReadFile(r.mergeMarkerPath())
+	t, err := r.openGitDirTree()
+	if err != nil {
+		return old, nw, false, err
+	}
+	defer t.Close()
+	b, err := t.ReadFile(mergeMarkerRel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return old, nw, false, nil
+	}
+	if errors.Is(err, safefs.ErrSymlink) || (err == nil && len(b) > 4096) {
+		// Not a marker memd wrote: it cannot guide a checkout.
+		r.log.Warn("dropping a merge marker memd did not write", "path", mergeMarkerRel, "err", err)
+		return old, nw, false, r.removeMergeMarker()
 	}
 	if err != nil {
 		return old, nw, false, fmt.Errorf("merge marker: %w", err)
@@ -1073,17 +854,44 @@ func (r *Repo) readMergeMarker() (old, nw plumbing.Hash, ok bool, err error) {
 }
 
 func (r *Repo) removeMergeMarker() error {
-	if err := os.Remove(r.mergeMarkerPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	t, err := r.openGitDirTree()
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if err := t.Remove(mergeMarkerRel); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return fmt.Errorf("merge marker: %w", err)
+	}
+	return nil
+}
+
+// ErrMergeInProgress: a checkout was interrupted and could neither be
+// finished nor undone; no commit of the work tree is made until it is (the
+// files may still hold the old head's content, which a commit would record
+// as reverts of the merge).
+var ErrMergeInProgress = errors.New("an interrupted checkout is not finished")
+
+// requireNoMergeLocked is called before any commit of the work tree: an
+// interrupted checkout is finished (or undone) first.
+func (r *Repo) requireNoMergeLocked() error {
+	if _, err := os.Lstat(filepath.Join(r.gitDir, mergeMarkerDir, mergeMarkerName)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := r.finishInterruptedMergeLocked(); err != nil {
+		return fmt.Errorf("%w: %w", ErrMergeInProgress, err)
 	}
 	return nil
 }
 
 // FinishInterruptedMerge completes a fast-forward or merge that a crash cut
 // short after the branch ref moved (see the file comment): paths that still
-// hold the old head's content get the new head's. Call it after Open and
-// before the first reconcile; Sync and Fetch call it themselves. It reports
-// whether there was anything to finish.
+// hold the old head's content get the new head's. When that fails (a path
+// that cannot be written), the checkout is undone instead: the branch goes
+// back to the old head and paths already written get the old content again,
+// so an interrupted merge never blocks memd (the next Sync merges again and
+// reports the path). Call it after Open and before the first reconcile; Sync,
+// Fetch and every commit call it themselves. It reports whether there was
+// anything to finish.
 func (r *Repo) FinishInterruptedMerge() (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -1105,6 +913,8 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 		// marker is stale.
 		if head != old {
 			r.log.Warn("dropping stale merge marker", "repo", r.dir, "old", short(old), "new", short(nw), "head", short(head))
+		} else if changes, err := r.commitDiffLocked(old, nw); err == nil {
+			r.removeTempFiles(changes)
 		}
 		return false, r.removeMergeMarker()
 	}
@@ -1113,9 +923,13 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 		return false, fmt.Errorf("finish interrupted merge in %s: %w", r.dir, err)
 	}
 	r.removeTempFiles(changes)
-	skipped, err := r.applyWorktreeLocked(changes)
+	skipped, err := r.checkoutLenientLocked(old, nw, changes)
 	if err != nil {
-		return false, fmt.Errorf("finish interrupted merge in %s: %w", r.dir, err)
+		if uerr := r.undoInterruptedLocked(old, nw, changes); uerr != nil {
+			return false, fmt.Errorf("finish interrupted merge in %s: %w (undo failed too: %v)", r.dir, err, uerr)
+		}
+		r.log.Warn("could not finish an interrupted merge; undone, the next sync merges again", "repo", r.dir, "head", short(old), "err", err)
+		return true, r.removeMergeMarker()
 	}
 	r.noteCommitted(old, nw, nil) // the index may be anything after a crash: full refresh
 	r.log.Info("finished interrupted merge", "repo", r.dir, "head", short(nw), "paths", len(changes))
@@ -1125,6 +939,48 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 		return true, err
 	}
 	return true, r.removeMergeMarker()
+}
+
+// checkoutLenientLocked brings the work tree from a to b along changes,
+// leaving paths edited since alone (returned). The tree of b is vetted again
+// (the marker names it).
+func (r *Repo) checkoutLenientLocked(a, b plumbing.Hash, changes map[string]pathChange) ([]string, error) {
+	ta, err := r.commitTreeLocked(a)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := r.commitTreeLocked(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTreeLocked(r.repo.Storer, b, tb, ta); err != nil {
+		return nil, err
+	}
+	co, err := r.prepareCheckout(changes, false)
+	if err != nil {
+		return nil, err
+	}
+	late, err := co.apply()
+	return append(co.dirty, late...), err
+}
+
+// undoInterruptedLocked moves the branch back from nw to old and gives the
+// paths that already hold nw's content old's again.
+func (r *Repo) undoInterruptedLocked(old, nw plumbing.Hash, changes map[string]pathChange) error {
+	if err := r.updateRef(r.BranchRef().String(), old, nw, "memd: undo interrupted checkout"); err != nil {
+		return err
+	}
+	back := make(map[string]pathChange, len(changes))
+	for p, c := range changes {
+		back[p] = pathChange{From: c.To, To: c.From}
+	}
+	r.removeTempFiles(back)
+	co, err := r.prepareCheckout(back, false)
+	if err == nil {
+		_, err = co.apply()
+	}
+	r.noteCommitted(nw, old, nil)
+	return err
 }
 
 // mgChangeList turns a tree diff into D's Change list (for the index
@@ -1175,35 +1031,45 @@ func (r *Repo) commitTreeLocked(h plumbing.Hash) (plumbing.Hash, error) {
 
 // moveHeadLocked moves the branch from old to nw (a fast-forward or a merge
 // commit already written) and brings the work tree along, in the crash-safe
-// order of the file comment. changes is the old→new tree diff. Paths edited
-// while it ran are committed on old and merged in (mergeEditsLocked), so the
-// branch may end past nw: the returned moved says where, and which conflict
+// order of the file comment and checkout.go. changes is the old→new tree
+// diff. Every new file is written and fsynced before the ref moves; any
+// failure up to the ref move leaves HEAD and the work tree as they were (a
+// *WorktreeChangedError, Moved false, when a path was edited meanwhile: the
+// caller commits it on old and integrates again). Paths edited after the
+// ref moved are committed on old and merged in (edits.go), so the branch
+// may end past nw: the returned editMerge says where, and which conflict
 // copies that merge made.
 func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string) (editMerge, error) {
-	skipped, err := r.moveHeadFromLocked(old, old, nw, changes, msg)
+	late, err := r.moveHeadFromLocked(old, old, nw, changes, msg)
 	if err != nil {
-		return editMerge{Head: nw}, err
+		return editMerge{Head: old}, err
 	}
-	return r.mergeEditsLocked(old, nw, skipped)
+	return r.mergeEditsLocked(old, nw, late)
 }
 
 // moveHeadFromLocked moves the branch from cur to nw and checks out changes,
-// whose From sides are base's entries (base = cur except when edits made
+// whose From sides are base's entries (base = cur, except when edits made
 // during a checkout are merged: then the side commit holding them). The
 // marker names base, so a crash is finished against what the work tree
-// held. It returns the paths the checkout found edited meanwhile; then the
-// marker stays until they are merged.
+// held. It returns the paths edited after the ref moved (left as they are);
+// then the marker stays until they are merged.
 func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string) ([]string, error) {
+	co, err := r.prepareCheckout(changes, true)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.writeMergeMarker(base, nw); err != nil {
+		co.abort()
 		return nil, err
 	}
 	if hookBeforeRefMove != nil {
 		if err := hookBeforeRefMove(); err != nil {
-			return nil, err
+			return nil, err // as a crash would: temps and marker stay
 		}
 	}
 	if cur != nw {
 		if err := r.updateRef(r.BranchRef().String(), nw, cur, msg); err != nil {
+			co.abort()
 			_ = r.removeMergeMarker()
 			return nil, err
 		}
@@ -1213,16 +1079,16 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 			return nil, err
 		}
 	}
-	skipped, err := r.applyWorktreeLocked(changes)
+	late, err := co.apply()
 	// The index refresh is scheduled only now: it takes stat data from the
 	// work tree, which must already hold the new content.
 	r.noteCommitted(cur, nw, mgChangeList(changes))
 	if err != nil {
-		// The marker stays: the next Sync or start finishes the checkout.
+		// The marker stays: the next Sync or start finishes (or undoes) the checkout.
 		return nil, fmt.Errorf("update work tree in %s: %w", r.dir, err)
 	}
-	if len(skipped) > 0 {
-		return skipped, nil
+	if len(late) > 0 {
+		return late, nil
 	}
 	return nil, r.removeMergeMarker()
 }

@@ -182,6 +182,9 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", r.trackingRef(ro), err)
 	}
+	if err := checkTreeLocked(r.repo.Storer, remote, rc.TreeHash, plumbing.ZeroHash); err != nil {
+		return false, fmt.Errorf("adopt %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
+	}
 	changes := map[string]pathChange{}
 	if err := mgDiffTrees(r.repo.Storer, plumbing.ZeroHash, rc.TreeHash, "", changes); err != nil {
 		return false, err
@@ -535,6 +538,11 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	if lc != nil {
 		localTree = lc.TreeHash
 	}
+	// The remote is not trusted (DESIGN §4): its tree is vetted before
+	// anything reads it for a merge or writes it to disk.
+	if err := checkTreeLocked(s, remote, rc.TreeHash, localTree); err != nil {
+		return nil, fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)
+	}
 	targetTree := rc.TreeHash
 	if pl.merge {
 		pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now()}
@@ -593,6 +601,12 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, pl *integra
 		res.Conflicts = append(res.Conflicts, em.Conflicts...)
 	}
 	if err != nil {
+		var wc *WorktreeChangedError
+		if errors.As(err, &wc) && !wc.Moved {
+			// Edited between the dirty check and the ref move: nothing moved;
+			// commit them on the old HEAD first and integrate again.
+			return wc.Paths, nil
+		}
 		return nil, err
 	}
 	if pl.merge {

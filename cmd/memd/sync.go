@@ -81,6 +81,8 @@ func cmdSync(a *app, args []string) int {
 			return a.fail("sync: authentication failed: %v", err)
 		case errors.Is(err, memsync.ErrUnrelatedHistory):
 			return a.fail("sync: %v; local history kept, nothing merged", err)
+		case errors.Is(err, memsync.ErrUnsafeTree):
+			return a.fail("sync: %v; the remote's commit was not checked out, local commits are kept", err)
 		}
 		return a.fail("sync: %v (local commits are kept; memd run retries)", err)
 	}

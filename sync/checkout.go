@@ -1,0 +1,549 @@
+package sync
+
+// The checkout of a fast-forward or merge (DESIGN §4): all or nothing, and
+// never through a symlink.
+//
+//  1. prepare: every path that changes is looked at once (lstat stamp, then
+//     its content hash). A path that holds neither the old head's content
+//     nor the new one's is a writer's edit (dirty). Every new file or link
+//     is streamed from its blob into a short temp name beside its target
+//     (internal/safefs: O_CREAT|O_EXCL|O_NOFOLLOW, ".memd-<random>.tmp",
+//     26 bytes whatever the target's length) and fsynced. Missing parent
+//     directories are created; a temp whose directory does not exist yet
+//     because a file being deleted is in the way waits in the root.
+//  2. verify: just before the branch moves every path is stat'ed again and
+//     must be the version prepare checked (same device, inode, size, mode,
+//     mtime, ctime). Any failure so far removes the temps and leaves HEAD
+//     and the work tree as they were (ErrWorktreeChanged names the paths
+//     edited meanwhile, so the caller commits them first and merges again).
+//  3. the marker is written and the branch moves (merge.go moveHeadLocked).
+//  4. apply: deletions, then each temp renamed over its target only if the
+//     target still has the stamp prepare took (safefs Temp.CommitIf).
+//
+// The remaining window for a lost update is between the re-stat in step 4
+// and the rename right after it (two syscalls), plus a rewrite in place that
+// keeps the size and lands within the filesystem's timestamp granularity
+// after the check (ext4: a jiffy), which no stat can see. A path edited
+// between step 2 and its rename in step 4 is not clobbered: it is left as
+// it is and reported (late), and the caller commits it on the version it was
+// made on and merges it (edits.go, mergeEditsLocked) so that its edit and the
+// merge's change both stay.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	gosync "sync"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/memd-dev/memd/internal/safefs"
+)
+
+// ErrWorktreeChanged: a path the checkout would replace or remove was
+// edited after it was checked. The checkout did not clobber it;
+// *WorktreeChangedError says which paths and whether HEAD had moved.
+var ErrWorktreeChanged = errors.New("work tree changed during checkout")
+
+// WorktreeChangedError is the error behind ErrWorktreeChanged.
+//
+// Moved false: nothing happened (HEAD, the work tree and the index are as
+// they were, no temp file left); commit Paths on HEAD and integrate again.
+// Moved true: HEAD moved and every other path was checked out; Paths still
+// hold the writer's edit, made on top of the old head's version.
+type WorktreeChangedError struct {
+	Paths []string
+	Moved bool
+}
+
+func (e *WorktreeChangedError) Error() string {
+	when := "before the branch moved"
+	if e.Moved {
+		when = "after the branch moved"
+	}
+	return fmt.Sprintf("%s (%s): %s", ErrWorktreeChanged, when, strings.Join(e.Paths, ", "))
+}
+
+func (e *WorktreeChangedError) Unwrap() error { return ErrWorktreeChanged }
+
+// lockFileName is memd's writer lock: the checkout never writes or removes
+// it, whatever the tree holds (the lock protocol owns that file).
+const lockFileName = ".memory.lock"
+
+type coKind uint8
+
+const (
+	coNone  coKind = iota
+	coDel          // remove the file
+	coWrite        // rename tmp over the file
+	coMode         // content already there; fix the executable bit
+)
+
+type coItem struct {
+	path    string
+	c       pathChange
+	kind    coKind
+	stamp   safefs.Stamp // the version prepare checked
+	want    safefs.Stamp // what the target must be at its rename (stamp, or nothing for a drained directory)
+	tmp     *safefs.Temp
+	staged  bool // tmp waits in the root: its directory does not exist yet
+	ignored bool // an ignored path: the remote wins, no edit to protect
+}
+
+type checkout struct {
+	r       *Repo
+	t       *safefs.Tree
+	items   []*coItem
+	dirty   []string // strict: edits in the way; lenient: paths left alone
+	created []string // directories prepare created (removed again on abort)
+}
+
+// openWorkTree opens the work tree for safe writes.
+func (r *Repo) openWorkTree() (*safefs.Tree, error) {
+	t, err := safefs.Open(r.dir)
+	if err != nil {
+		return nil, fmt.Errorf("open work tree %s: %w", r.dir, err)
+	}
+	return t, nil
+}
+
+// prepareCheckout does steps 1 and 2 for changes. strict (a fast-forward or
+// merge about to move HEAD): an edit in the way is an error
+// (*WorktreeChangedError, Moved false) and nothing is left behind. Not
+// strict (finishing an interrupted checkout, HEAD already moved): such paths
+// are left alone and listed in co.dirty.
+func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *checkout, err error) {
+	t, err := r.openWorkTree()
+	if err != nil {
+		return nil, err
+	}
+	co = &checkout{r: r, t: t}
+	defer func() {
+		if err != nil {
+			co.abort()
+			co = nil
+		}
+	}()
+	s := r.repo.Storer
+	for _, p := range sortedKeys(changes) {
+		if p == lockFileName {
+			continue
+		}
+		c := changes[p]
+		it := &coItem{path: p, c: c, ignored: r.ignoredPath(p)}
+		st, h, there, isDir, err := co.workState(p)
+		if err != nil {
+			return co, err
+		}
+		it.stamp, it.want = st, st
+		if c.To == nil {
+			switch {
+			case !there:
+				continue // already gone
+			case !isDir && c.From != nil && h == c.From.Hash:
+				it.kind = coDel
+			case it.ignored:
+				continue // an ignored file of the user's: kept, never committed
+			default:
+				co.dirty = append(co.dirty, p)
+				continue
+			}
+			co.items = append(co.items, it)
+			continue
+		}
+		switch {
+		case there && !isDir && h == c.To.Hash:
+			it.kind = coMode
+		case isDir:
+			drains, err := r.mgDirDrains(co.t, p, changes)
+			if err != nil {
+				return co, err
+			}
+			if !drains {
+				if strict {
+					return co, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, ErrPathConflict)
+				}
+				co.dirty = append(co.dirty, p)
+				continue
+			}
+			it.kind = coWrite
+			it.want = safefs.Stamp{} // gone once its files are deleted
+		case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
+			it.kind = coWrite
+		default:
+			co.dirty = append(co.dirty, p)
+			continue
+		}
+		if it.kind == coWrite {
+			if c.To.Mode == filemode.Submodule {
+				continue // a gitlink has no work tree content of ours
+			}
+			if err := co.makeTemp(s, it, changes); err != nil {
+				if !strict && (errors.Is(err, safefs.ErrSymlink) || errors.Is(err, ErrPathConflict)) {
+					co.dirty = append(co.dirty, p)
+					continue
+				}
+				return co, err
+			}
+		}
+		co.items = append(co.items, it)
+	}
+	if strict && len(co.dirty) > 0 {
+		return co, &WorktreeChangedError{Paths: co.dirty}
+	}
+	if err := co.closeTemps(); err != nil {
+		return co, err
+	}
+	if strict {
+		if changed := co.changedSince(); len(changed) > 0 {
+			return co, &WorktreeChangedError{Paths: changed}
+		}
+	}
+	return co, nil
+}
+
+// workState stamps rel and hashes what is there (a link's target for a
+// link). Nothing there, or a symlink or file in rel's parent chain (nothing
+// of ours can be at rel then), is there == false.
+func (co *checkout) workState(rel string) (st safefs.Stamp, h plumbing.Hash, there, isDir bool, err error) {
+	fi, err := co.t.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, safefs.ErrSymlink) {
+		return safefs.Stamp{}, h, false, false, nil
+	}
+	if err != nil {
+		return st, h, false, false, fmt.Errorf("check out %s: %w", rel, err)
+	}
+	st = safefs.StampOf(fi)
+	switch {
+	case fi.IsDir():
+		return st, h, true, true, nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := co.t.Readlink(rel)
+		if err != nil {
+			return st, h, false, false, fmt.Errorf("check out %s: %w", rel, err)
+		}
+		return st, plumbing.ComputeHash(plumbing.BlobObject, []byte(target)), true, false, nil
+	case fi.Mode().IsRegular():
+		f, err := co.t.OpenRead(rel)
+		if err != nil {
+			return st, h, false, false, fmt.Errorf("check out %s: %w", rel, err)
+		}
+		defer f.Close()
+		hs := plumbing.NewHasher(plumbing.BlobObject, fi.Size())
+		if n, err := io.Copy(hs, f); err != nil || n != fi.Size() {
+			// Changed size while read: a writer is at it; the stamp
+			// check catches it, the hash only has to be wrong.
+			return st, plumbing.ZeroHash, true, false, nil
+		}
+		return st, hs.Sum(), true, false, nil
+	default:
+		return st, plumbing.ZeroHash, true, false, nil // a FIFO or socket: never ours
+	}
+}
+
+// makeTemp streams it's new content into a temp file (or link) beside the
+// target, creating missing parent directories.
+func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes map[string]pathChange) error {
+	dir := path.Dir(it.path)
+	if dir != "." {
+		blocked, err := co.mkParents(dir, changes)
+		if err != nil {
+			return fmt.Errorf("check out %s: %w", it.path, err)
+		}
+		it.staged = blocked
+	}
+	target := it.path
+	if it.staged {
+		target = "staged" // the temp goes to the root; CommitAt moves it
+	}
+	e := it.c.To
+	obj, err := s.EncodedObject(plumbing.BlobObject, e.Hash)
+	if err != nil {
+		return fmt.Errorf("check out %s: read blob %s: %w", it.path, e.Hash, err)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return fmt.Errorf("check out %s: read blob %s: %w", it.path, e.Hash, err)
+	}
+	defer rd.Close()
+	if e.Mode == filemode.Symlink {
+		b, err := io.ReadAll(io.LimitReader(rd, 64<<10))
+		if err != nil {
+			return fmt.Errorf("check out %s: read blob %s: %w", it.path, e.Hash, err)
+		}
+		it.tmp, err = co.t.CreateTempSymlink(string(b), target)
+		if err != nil {
+			return fmt.Errorf("check out %s: %w", it.path, err)
+		}
+		return nil
+	}
+	perm := fs.FileMode(0o644)
+	if e.Mode == filemode.Executable {
+		perm = 0o755
+	}
+	it.tmp, err = co.t.CreateTemp(target, perm)
+	if err != nil {
+		return fmt.Errorf("check out %s: %w", it.path, err)
+	}
+	if _, err := it.tmp.ReadFrom(rd); err != nil {
+		return fmt.Errorf("check out %s: %w", it.path, err)
+	}
+	return nil
+}
+
+// mkParents creates dir's missing components. blocked: a component is a
+// file or symlink this checkout deletes, so the directory can only be made
+// after the deletions. Anything else in the way is ErrPathConflict.
+func (co *checkout) mkParents(dir string, changes map[string]pathChange) (blocked bool, err error) {
+	comps := strings.Split(dir, "/")
+	for i := range comps {
+		pre := strings.Join(comps[:i+1], "/")
+		fi, err := co.t.Lstat(pre)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := co.t.MkdirAll(dir, 0o755); err != nil {
+				return false, err
+			}
+			co.created = append(co.created, pre)
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if fi.IsDir() {
+			continue
+		}
+		if c, ok := changes[pre]; ok && c.To == nil {
+			return true, nil
+		}
+		return false, fmt.Errorf("%s is a %s: %w", pre, kindOf(fi), ErrPathConflict)
+	}
+	return false, nil
+}
+
+func kindOf(fi fs.FileInfo) string {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return "symlink"
+	}
+	return "file"
+}
+
+// closeTemps fsyncs and closes every temp file, in parallel (the filesystem
+// folds concurrent fsyncs into few journal commits).
+func (co *checkout) closeTemps() error {
+	var tmps []*safefs.Temp
+	for _, it := range co.items {
+		if it.tmp != nil {
+			tmps = append(tmps, it.tmp)
+		}
+	}
+	errs := make([]error, len(tmps))
+	work := make(chan int)
+	var wg gosync.WaitGroup
+	for range min(16, len(tmps)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				errs[i] = tmps[i].Close()
+			}
+		}()
+	}
+	for i := range tmps {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// changedSince lists the paths no longer at the stamp prepare took.
+func (co *checkout) changedSince() []string {
+	var changed []string
+	for _, it := range co.items {
+		if it.ignored || it.kind == coNone {
+			continue
+		}
+		st, err := co.t.Stamp(it.path)
+		if errors.Is(err, safefs.ErrSymlink) {
+			st, err = safefs.Stamp{}, nil
+		}
+		if err != nil || st != it.stamp {
+			changed = append(changed, it.path)
+		}
+	}
+	return changed
+}
+
+// abort removes the temps and the directories prepare created (when still
+// empty): the work tree is as it was.
+func (co *checkout) abort() {
+	for _, it := range co.items {
+		if it.tmp != nil {
+			it.tmp.Abort()
+		}
+	}
+	for i := len(co.created) - 1; i >= 0; i-- {
+		_ = co.t.Remove(co.created[i])
+	}
+	co.t.Close()
+}
+
+// apply is step 4: deletions, then the renames, each only over the version
+// prepare checked. It returns the paths edited since (left as they are) and
+// the paths written (for the index refresh and the directory fsync).
+func (co *checkout) apply() (late []string, err error) {
+	defer co.t.Close()
+	var dirs = map[string]bool{}
+	for _, it := range co.items {
+		if it.kind != coDel {
+			continue
+		}
+		if !it.ignored {
+			if st, err := co.t.Stamp(it.path); err != nil || st != it.stamp {
+				late = append(late, it.path)
+				continue
+			}
+		}
+		if err := co.t.Remove(it.path); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, safefs.ErrSymlink) {
+			return late, fmt.Errorf("remove %s: %w", it.path, err)
+		}
+		co.prune(path.Dir(it.path))
+		dirs[path.Dir(it.path)] = true
+	}
+	for _, it := range co.items {
+		switch it.kind {
+		case coMode:
+			co.fixMode(it.path, it.c.To.Mode)
+			continue
+		case coWrite:
+		default:
+			continue
+		}
+		if it.tmp == nil {
+			continue
+		}
+		want := it.want
+		var err error
+		switch {
+		case it.staged:
+			if err = co.t.MkdirAll(path.Dir(it.path), 0o755); err == nil {
+				err = it.tmp.CommitAt(it.path, want, !it.ignored)
+			}
+		case it.ignored:
+			err = it.tmp.Commit()
+		default:
+			err = it.tmp.CommitIf(want)
+		}
+		if errors.Is(err, safefs.ErrChanged) {
+			late = append(late, it.path)
+			continue
+		}
+		if err != nil {
+			return late, fmt.Errorf("check out %s: %w", it.path, err)
+		}
+		dirs[path.Dir(it.path)] = true
+		if hookAfterWorkWrite != nil {
+			hookAfterWorkWrite(it.path)
+		}
+	}
+	// The renames are durable before the caller drops the marker.
+	ds := make([]string, 0, len(dirs))
+	for d := range dirs {
+		ds = append(ds, d)
+	}
+	sort.Strings(ds)
+	errs := make([]error, len(ds))
+	work := make(chan int)
+	var wg gosync.WaitGroup
+	for range min(8, len(ds)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				// A deleted file's directory may be gone, or a file now.
+				if err := co.t.SyncDir(ds[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+					errs[i] = err
+				}
+			}
+		}()
+	}
+	for i := range ds {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return late, fmt.Errorf("fsync work tree: %w", err)
+	}
+	return late, nil
+}
+
+// prune removes now-empty directories from dir up to (not including) the
+// root.
+func (co *checkout) prune(dir string) {
+	for dir != "." && dir != "" && dir != "/" {
+		if err := co.t.Remove(dir); err != nil {
+			return // not empty (or gone): stop
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+// fixMode sets the executable bit of a regular file to what mode says.
+func (co *checkout) fixMode(rel string, mode filemode.FileMode) {
+	if mode != filemode.Regular && mode != filemode.Executable {
+		return
+	}
+	fi, err := co.t.Lstat(rel)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	want := fi.Mode().Perm() &^ 0o111
+	if mode == filemode.Executable {
+		want |= 0o111 & (fi.Mode().Perm() >> 2) // x where r is set, as git does
+	}
+	if want != fi.Mode().Perm() {
+		if err := co.t.Chmod(rel, want); err != nil {
+			co.r.log.Warn("chmod during checkout", "path", rel, "err", err)
+		}
+	}
+}
+
+// removeTempFiles deletes the temp files a killed checkout may have left in
+// the directories of changes and in the root (they hold a copy of committed
+// content).
+func (r *Repo) removeTempFiles(changes map[string]pathChange) {
+	t, err := r.openWorkTree()
+	if err != nil {
+		return
+	}
+	defer t.Close()
+	dirs := map[string]bool{".": true}
+	for p := range changes {
+		dirs[path.Dir(p)] = true
+	}
+	for d := range dirs {
+		names, err := t.ReadDirNames(d)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if !safefs.IsTempName(n) {
+				continue
+			}
+			rel := n
+			if d != "." {
+				rel = d + "/" + n
+			}
+			if _, tracked := changes[rel]; !tracked {
+				_ = t.Remove(rel)
+			}
+		}
+	}
+}

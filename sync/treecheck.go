@@ -1,0 +1,128 @@
+package sync
+
+// What a fetched tree may write (DESIGN §4): before a remote's tree is
+// merged or checked out, every entry memd has not already vetted is checked
+// the way git's verify_path and fsck check a tree (internal/gitpath holds the
+// per-name rules). The walk skips a subtree whose hash equals the local
+// tree's at the same place (memd committed it itself, or vetted it when it
+// came in), so its cost follows what changed. It is depth-first with a depth
+// limit, keeps only the names along the current path (no per-entry path
+// strings) and builds a path string only to report a refusal, so a hostile
+// 30,000-deep tree costs a few kilobytes, not gigabytes.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/memd-dev/memd/internal/gitpath"
+)
+
+// ErrUnsafeTree: a commit's tree holds an entry git would refuse to check
+// out (an invalid or reserved name, a duplicate, a bad mode, too deep). Such
+// a commit is never merged or checked out; sync stops with state `error`
+// naming the commit and path (*UnsafeTreeError) until the remote moves on.
+var ErrUnsafeTree = errors.New("tree entry memd will not check out")
+
+// UnsafeTreeError names the commit and the path (as far as it can be
+// spelled: a name with a NUL or '/' is quoted) of a refused entry.
+type UnsafeTreeError struct {
+	Commit plumbing.Hash
+	Path   string
+	Reason string
+}
+
+func (e *UnsafeTreeError) Error() string {
+	return fmt.Sprintf("commit %s: invalid path %q: %s", short(e.Commit), e.Path, e.Reason)
+}
+
+func (e *UnsafeTreeError) Unwrap() error { return ErrUnsafeTree }
+
+// Limits of a tree memd checks out. MaxTreeDepth is git's core.maxTreeDepth
+// default; MaxPathBytes is PATH_MAX: a longer path cannot be checked out
+// (git fails on it with ENAMETOOLONG), and the bound keeps every path string
+// the diff builds small.
+const (
+	MaxTreeDepth = 4096
+	MaxPathBytes = 4096
+)
+
+// checkTreeLocked vets tree (of commit, for the error) against known, a tree
+// already vetted (zero = none): every entry of every subtree that is not
+// identical to known's at the same path.
+func checkTreeLocked(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash) error {
+	c := &treeChecker{s: s, commit: commit}
+	return c.dir(tree, known, 1, 0)
+}
+
+type treeChecker struct {
+	s      storer.EncodedObjectStorer
+	commit plumbing.Hash
+	names  []string // the path to the tree being checked
+}
+
+func (c *treeChecker) fail(name, reason string) error {
+	p := strings.Join(append(append([]string(nil), c.names...), name), "/")
+	if len(p) > 512 {
+		p = p[:200] + "…" + p[len(p)-200:]
+	}
+	return &UnsafeTreeError{Commit: c.commit, Path: p, Reason: reason}
+}
+
+func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
+	if tree == known {
+		return nil
+	}
+	t, err := object.GetTree(c.s, tree)
+	if err != nil {
+		return fmt.Errorf("commit %s: read tree %s at %q: %w", short(c.commit), tree, strings.Join(c.names, "/"), err)
+	}
+	var knownDirs map[string]plumbing.Hash
+	if !known.IsZero() {
+		if kt, err := object.GetTree(c.s, known); err == nil {
+			knownDirs = make(map[string]plumbing.Hash, len(kt.Entries))
+			for _, e := range kt.Entries {
+				if e.Mode == filemode.Dir {
+					knownDirs[e.Name] = e.Hash
+				}
+			}
+		}
+	}
+	seen := make(map[string]struct{}, len(t.Entries))
+	for _, e := range t.Entries {
+		if err := gitpath.CheckName(e.Name, e.Mode == filemode.Symlink); err != nil {
+			return c.fail(e.Name, err.Error())
+		}
+		if _, dup := seen[e.Name]; dup {
+			return c.fail(e.Name, "duplicate entry in its tree")
+		}
+		seen[e.Name] = struct{}{}
+		plen := pathLen + len(e.Name)
+		if pathLen > 0 {
+			plen++
+		}
+		if plen > MaxPathBytes {
+			return c.fail(e.Name, fmt.Sprintf("path longer than %d bytes", MaxPathBytes))
+		}
+		switch e.Mode {
+		case filemode.Regular, filemode.Deprecated, filemode.Executable, filemode.Symlink, filemode.Submodule:
+		case filemode.Dir:
+			if depth >= MaxTreeDepth {
+				return c.fail(e.Name, fmt.Sprintf("tree deeper than %d", MaxTreeDepth))
+			}
+			c.names = append(c.names, e.Name)
+			err := c.dir(e.Hash, knownDirs[e.Name], depth+1, plen)
+			c.names = c.names[:len(c.names)-1]
+			if err != nil {
+				return err
+			}
+		default:
+			return c.fail(e.Name, fmt.Sprintf("bad file mode %o", uint32(e.Mode)))
+		}
+	}
+	return nil
+}
