@@ -120,7 +120,7 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 		}
 		r.log.Info("merged edits made during sync", "repo", r.dir, "paths", skipped, "round", res.Rounds,
 			"side", short(side), "commit", short(next), "conflicts", len(mr.Conflicts))
-		late, err := r.moveHeadFromLocked(side, head, next, changes, firstLine(msg))
+		late, err := r.moveHeadFromLocked(side, head, next, changes, firstLine(msg), nil)
 		var wc *WorktreeChangedError
 		if errors.As(err, &wc) && !wc.Moved {
 			// Edited again before the branch moved: nothing moved, the marker

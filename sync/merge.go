@@ -1040,7 +1040,15 @@ func (r *Repo) commitTreeLocked(h plumbing.Hash) (plumbing.Hash, error) {
 // may end past nw: the returned editMerge says where, and which conflict
 // copies that merge made.
 func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string) (editMerge, error) {
-	late, err := r.moveHeadFromLocked(old, old, nw, changes, msg)
+	return r.moveHeadPreparedLocked(old, nw, changes, msg, nil)
+}
+
+// moveHeadPreparedLocked is moveHeadLocked with the checkout's step 1 already
+// done (co, from prepareCheckout strict on the same changes; nil = do it
+// now): a sync prepares before it takes the writer lock, so the lock covers
+// the verify, the ref move and the renames only.
+func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) (editMerge, error) {
+	late, err := r.moveHeadFromLocked(old, old, nw, changes, msg, co)
 	if err != nil {
 		return editMerge{Head: old}, err
 	}
@@ -1053,10 +1061,16 @@ func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChan
 // marker names base, so a crash is finished against what the work tree
 // held. It returns the paths edited after the ref moved (left as they are);
 // then the marker stays until they are merged.
-func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string) ([]string, error) {
-	co, err := r.prepareCheckout(changes, true)
-	if err != nil {
-		return nil, err
+func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) ([]string, error) {
+	if co == nil {
+		var err error
+		if co, err = r.prepareCheckout(changes, true); err != nil {
+			return nil, err
+		}
+	} else if changed := co.changedSince(); len(changed) > 0 {
+		// Prepared before the lock: anything edited since is a writer's.
+		co.abort()
+		return nil, &WorktreeChangedError{Paths: changed}
 	}
 	if err := r.writeMergeMarker(base, nw); err != nil {
 		co.abort()

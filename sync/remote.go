@@ -366,8 +366,11 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		t2 := time.Now()
 		var local plumbing.Hash
 		err = ro.LocalWork(func() error {
-			if _, err := r.FinishInterruptedMerge(); err != nil {
-				return err
+			if done, err := r.FinishInterruptedMerge(); err != nil || done {
+				pl.drop() // its temps may be gone with the interrupted checkout's
+				if err != nil {
+					return err
+				}
 			}
 			if err := r.integrate(ro, remote, pl, &res); err != nil {
 				return err
@@ -376,6 +379,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			local, err = r.readBranch()
 			return err
 		})
+		pl.drop() // unless integrate used it (or the lock was not had)
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
@@ -474,6 +478,18 @@ type integratePlan struct {
 	changes               map[string]pathChange
 	conflicts             []string
 	msg                   string
+	// co is the checkout's step 1 (temps written and fsynced beside their
+	// targets, stamps taken), done before the lock when the tree was clean;
+	// under the lock only its verify, the ref move and the renames remain.
+	co *checkout
+}
+
+// drop removes the prepared checkout's temps when the plan is not used.
+func (pl *integratePlan) drop() {
+	if pl != nil && pl.co != nil {
+		pl.co.abort()
+		pl.co = nil
+	}
 }
 
 // planIntegrate plans bringing remote into the current local head (nil:
@@ -488,10 +504,11 @@ func (r *Repo) planIntegrate(ro RemoteOptions, remote plumbing.Hash) (*integrate
 	if err != nil {
 		return nil, err
 	}
-	return r.planIntegrateLocked(ro, local, remote)
+	return r.planIntegrateLocked(ro, local, remote, true)
 }
 
-func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash) (*integratePlan, error) {
+// planIntegrateLocked plans; prepare also does the checkout's step 1.
+func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash, prepare bool) (*integratePlan, error) {
 	if local == remote {
 		return nil, nil
 	}
@@ -564,6 +581,13 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 			return nil, fmt.Errorf("write merge commit in %s: %w", r.dir, err)
 		}
 	}
+	if prepare {
+		// Any failure (an edit in the way, a path that cannot be written)
+		// is met again, and handled, under the lock.
+		if co, err := r.prepareCheckout(pl.changes, true); err == nil {
+			pl.co = co
+		}
+	}
 	return pl, nil
 }
 
@@ -578,21 +602,26 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, pl *integra
 	}
 	if pl == nil || pl.local != local || pl.remote != remote {
 		// Planned for another head (a commit came first) or not at all.
-		if pl, err = r.planIntegrateLocked(ro, local, remote); err != nil {
+		pl.drop()
+		if pl, err = r.planIntegrateLocked(ro, local, remote, false); err != nil {
 			return nil, err
 		}
 	}
 	if pl == nil {
 		return nil, nil
 	}
-	dirty, err := r.dirtyPaths(pl.changes)
-	if err != nil {
-		return nil, err
+	co := pl.co
+	pl.co = nil // moveHead owns it now
+	if co == nil {
+		dirty, err := r.dirtyPaths(pl.changes)
+		if err != nil {
+			return nil, err
+		}
+		if len(dirty) > 0 {
+			return dirty, nil
+		}
 	}
-	if len(dirty) > 0 {
-		return dirty, nil
-	}
-	em, err := r.moveHeadLocked(local, pl.target, pl.changes, firstLine(pl.msg))
+	em, err := r.moveHeadPreparedLocked(local, pl.target, pl.changes, firstLine(pl.msg), co)
 	if em.Rounds > 0 {
 		// Edits made during the checkout were committed and merged (edits.go).
 		res.EditMerges += em.Rounds
