@@ -102,6 +102,11 @@ type checkout struct {
 	items   []*coItem
 	dirty   []string // strict: edits in the way; lenient: paths left alone
 	created []string // directories prepare created (removed again on abort)
+	// deferSync: apply leaves the directory fsyncs to the caller (synced
+	// lists the directories) so they can run after the writer lock is
+	// released; the merge marker stays until they are done.
+	deferSync bool
+	synced    []string
 }
 
 // openWorkTree opens the work tree for safe writes.
@@ -458,6 +463,19 @@ func (co *checkout) apply() (late []string, err error) {
 		ds = append(ds, d)
 	}
 	sort.Strings(ds)
+	if co.deferSync {
+		co.synced = ds
+		return late, nil
+	}
+	if err := syncWorkDirs(co.t, ds); err != nil {
+		return late, err
+	}
+	return late, nil
+}
+
+// syncWorkDirs fsyncs the work tree directories ds (repo-relative), in
+// parallel, so the renames in them are durable.
+func syncWorkDirs(t *safefs.Tree, ds []string) error {
 	errs := make([]error, len(ds))
 	work := make(chan int)
 	var wg gosync.WaitGroup
@@ -467,7 +485,7 @@ func (co *checkout) apply() (late []string, err error) {
 			defer wg.Done()
 			for i := range work {
 				// A deleted file's directory may be gone, or a file now.
-				if err := co.t.SyncDir(ds[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				if err := t.SyncDir(ds[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 					errs[i] = err
 				}
 			}
@@ -479,9 +497,9 @@ func (co *checkout) apply() (late []string, err error) {
 	close(work)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return late, fmt.Errorf("fsync work tree: %w", err)
+		return fmt.Errorf("fsync work tree: %w", err)
 	}
-	return late, nil
+	return nil
 }
 
 // prune removes now-empty directories from dir up to (not including) the

@@ -37,6 +37,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -854,6 +855,11 @@ func (r *Repo) readMergeMarker() (old, nw plumbing.Hash, ok bool, err error) {
 }
 
 func (r *Repo) removeMergeMarker() error {
+	// Renames a deferred checkout tail has not made durable yet are guarded
+	// by this marker too (durable.go).
+	if err := r.syncDurableDirsLocked(); err != nil {
+		return err
+	}
 	t, err := r.openGitDirTree()
 	if err != nil {
 		return err
@@ -1062,6 +1068,7 @@ func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]
 // held. It returns the paths edited after the ref moved (left as they are);
 // then the marker stays until they are merged.
 func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) ([]string, error) {
+	t0 := time.Now()
 	if co == nil {
 		var err error
 		if co, err = r.prepareCheckout(changes, true); err != nil {
@@ -1072,10 +1079,12 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 		co.abort()
 		return nil, &WorktreeChangedError{Paths: changed}
 	}
+	t1 := time.Now()
 	if err := r.writeMergeMarker(base, nw); err != nil {
 		co.abort()
 		return nil, err
 	}
+	t2 := time.Now()
 	if hookBeforeRefMove != nil {
 		if err := hookBeforeRefMove(); err != nil {
 			return nil, err // as a crash would: temps and marker stay
@@ -1093,7 +1102,16 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 			return nil, err
 		}
 	}
+	t3 := time.Now()
+	deferred := co.deferSync
 	late, err := co.apply()
+	if deferred {
+		for _, d := range co.synced {
+			r.durable.dirs[d] = true
+		}
+	}
+	r.log.Debug("checkout", "paths", len(changes), "prepare_or_verify", t1.Sub(t0), "marker", t2.Sub(t1),
+		"ref", t3.Sub(t2), "apply", time.Since(t3))
 	// The index refresh is scheduled only now: it takes stat data from the
 	// work tree, which must already hold the new content.
 	r.noteCommitted(cur, nw, mgChangeList(changes))
@@ -1102,7 +1120,13 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 		return nil, fmt.Errorf("update work tree in %s: %w", r.dir, err)
 	}
 	if len(late) > 0 {
+		r.durable.dropMarker = false
 		return late, nil
+	}
+	if deferred {
+		// Durable, and the marker dropped, by flushDurable after the lock.
+		r.durable.dropMarker, r.durable.base, r.durable.nw = true, base, nw
+		return nil, nil
 	}
 	return nil, r.removeMergeMarker()
 }

@@ -89,3 +89,42 @@ func TestRaceRejectionKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncLockCoversLocalWorkOnly: the writer lock (LocalWork) is taken after the fetch
+// and released before the push, and the merge computation, the checkout's temp files and
+// the fsyncs that make the checkout durable happen outside it: while it is held only the
+// verify, the ref move and the renames run, so the marker still stands when it is
+// released, and is gone when Sync returns.
+func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
+	w := divergedWorld(t)
+	ro := pushOpts()
+	calls := 0
+	ro.LocalWork = func(fn func() error) error {
+		calls++
+		tracking := runGit(t, w.bDir, "rev-parse", "refs/remotes/origin/main")
+		if tracking != runGit(t, w.bare, "rev-parse", "main") {
+			t.Error("the lock was taken before the fetch")
+		}
+		// The merge commit exists already (planned before the lock).
+		before := runGit(t, w.bDir, "count-objects")
+		err := fn()
+		if after := runGit(t, w.bDir, "count-objects"); after != before {
+			t.Errorf("objects written under the lock: %s -> %s", before, after)
+		}
+		if _, ok, _, _ := readMarker(w.b); !ok {
+			t.Error("the checkout's durability tail ran under the lock (marker gone)")
+		}
+		if runGit(t, w.bare, "rev-parse", "main") == runGit(t, w.bDir, "rev-parse", "HEAD") {
+			t.Error("pushed under the lock")
+		}
+		return err
+	}
+	res, err := w.b.Sync(t.Context(), ro)
+	if err != nil || !res.Merged || !res.Pushed || calls != 1 {
+		t.Fatalf("Sync: %v, %+v, %d lock calls", err, res, calls)
+	}
+	if _, ok, _, _ := readMarker(w.b); ok {
+		t.Error("merge marker left after Sync")
+	}
+	checkDivergedResult(t, w)
+}

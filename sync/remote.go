@@ -380,6 +380,9 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			return err
 		})
 		pl.drop() // unless integrate used it (or the lock was not had)
+		if ferr := r.flushDurable(); err == nil {
+			err = ferr
+		}
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
@@ -585,6 +588,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		// Any failure (an edit in the way, a path that cannot be written)
 		// is met again, and handled, under the lock.
 		if co, err := r.prepareCheckout(pl.changes, true); err == nil {
+			co.deferSync = true
 			pl.co = co
 		}
 	}

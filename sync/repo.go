@@ -112,6 +112,10 @@ type Repo struct {
 	// index refresh state (see index.go).
 	idx indexState
 
+	// durable is a sync's checkout tail left for after the writer lock
+	// (durable.go); under mu.
+	durable durableState
+
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
 	packs packStamp
@@ -189,7 +193,8 @@ func Open(dir string, opts Options) (*Repo, error) {
 	if err := plumbing.NewBranchReferenceName(opts.Branch).Validate(); err != nil {
 		return nil, fmt.Errorf("open repo %s: branch %q: %w", dir, opts.Branch, err)
 	}
-	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log}
+	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log,
+		durable: durableState{dirs: map[string]bool{}}}
 	r.author = r.resolveAuthor()
 	r.dropTornRemoteRefs()
 	if head, err := gr.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {
