@@ -106,6 +106,10 @@ func (a *Agent) kickSyncIfRemote() {
 const (
 	contentionRetryMin    = 200 * time.Millisecond
 	contentionRetrySpread = 800 * time.Millisecond
+	// maxContention bounds syncs in a row that end in contention (each already ran
+	// MaxSyncAttempts rounds): past it the failure is handled as an error with the
+	// backoff, so a refusal mistaken for a lost race never becomes a hot loop.
+	maxContention = 5
 )
 
 // doSync commits what is pending, then fetches, merges and pushes. The writer lock is held
@@ -126,7 +130,13 @@ func (a *Agent) doSync(ctx context.Context) error {
 	res, err := a.repo.Sync(ctx, ro)
 	a.metrics.PushAttempts(res.PushAttempts)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind
-	if err != nil && (errors.Is(err, memsync.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced)) {
+	contention := err != nil && (errors.Is(err, memsync.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced))
+	if contention {
+		a.contention++
+	} else {
+		a.contention = 0
+	}
+	if contention && a.contention <= maxContention {
 		a.metrics.SyncDone(err, a.now())
 		a.noteMerge(res)
 		wait := contentionRetryMin + time.Duration(rand.Float64()*float64(contentionRetrySpread))

@@ -44,6 +44,7 @@ type Agent struct {
 	// syncWaiting is set while a failed sync waits out its backoff; the backoff timer
 	// clears it and kicks the next attempt.
 	syncWaiting atomic.Bool
+	contention  int // syncs in a row that lost the race to other writers (owner-only)
 	inv         *inventory
 }
 

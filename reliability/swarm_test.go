@@ -393,6 +393,13 @@ func (s *swarmWorld) verify() []string {
 			}
 		}
 	}
+	for _, m := range s.machines {
+		// The remote always answered: losing push races is contention, never offline.
+		if l := m.d.Logs(); strings.Contains(l, "state=offline") {
+			i := strings.Index(l, "state=offline")
+			problems = append(problems, fmt.Sprintf("machine %d went offline although the remote answered: …%s…", m.id, l[max(0, i-200):min(len(l), i+200)]))
+		}
+	}
 	if ms := w.conflictMarkers(); len(ms) > 0 {
 		problems = append(problems, "conflict markers in "+strings.Join(ms, ", "))
 	}

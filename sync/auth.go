@@ -122,9 +122,12 @@ func isRaceRejection(err error) bool {
 	}
 	s := err.Error()
 	// A ref lock refused for lack of space is not a race: only "File exists"
-	// (another push holds it) and "but expected" (it moved) are.
+	// (another push holds it) and "but expected" (it moved) are. git's
+	// receive-pack reports a lost race on the ref update as just "failed to
+	// update ref"; a full disk fails the unpack before that (and the agent
+	// stops treating a rejection as contention after a few in a row).
 	for _, frag := range []string{"non-fast-forward", "fetch first", "but expected", "File exists",
-		"reference has changed concurrently", "stale info"} {
+		"reference has changed concurrently", "stale info", "failed to update ref"} {
 		if strings.Contains(s, frag) {
 			return true
 		}

@@ -76,6 +76,7 @@ func TestRaceRejectionKinds(t *testing.T) {
 		"non-fast-forward update: refs/heads/main":                                                         true,
 		"refs/heads/main: cannot lock ref 'refs/heads/main': is at 1234 but expected 5678":                 true,
 		"cannot lock ref 'refs/heads/main': Unable to create '/r.git/refs/heads/main.lock': File exists.":  true,
+		"command error on refs/heads/main: failed to update ref":                                           true,
 		"refs/heads/main: pre-receive hook declined":                                                       false,
 		"cannot lock ref 'refs/heads/main': Unable to create '/r.git/refs/heads/main.lock': No space left": false,
 		"unpack-objects abnormal exit":                                                                     false,
