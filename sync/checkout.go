@@ -76,6 +76,10 @@ func (e *WorktreeChangedError) Unwrap() error { return ErrWorktreeChanged }
 // it, whatever the tree holds (the lock protocol owns that file).
 const lockFileName = ".memory.lock"
 
+// hookBeforeVerify (tests) runs between prepare and the re-stat before the
+// ref moves: a writer's edit there must surface as ErrWorktreeChanged.
+var hookBeforeVerify func()
+
 type coKind uint8
 
 const (
@@ -206,6 +210,9 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		return co, err
 	}
 	if strict {
+		if hookBeforeVerify != nil {
+			hookBeforeVerify()
+		}
 		if changed := co.changedSince(); len(changed) > 0 {
 			return co, &WorktreeChangedError{Paths: changed}
 		}
@@ -314,7 +321,9 @@ func (co *checkout) mkParents(dir string, changes map[string]pathChange) (blocke
 			if err := co.t.MkdirAll(dir, 0o755); err != nil {
 				return false, err
 			}
-			co.created = append(co.created, pre)
+			for j := i; j < len(comps); j++ {
+				co.created = append(co.created, strings.Join(comps[:j+1], "/"))
+			}
 			return false, nil
 		}
 		if err != nil {

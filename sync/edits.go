@@ -110,7 +110,7 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 			changes[p] = pathChange{From: from, To: to}
 		}
 		next := head
-		msg := "memd: merge edits made during sync"
+		msg := "memd: merge edits made during checkout"
 		if side != base {
 			msg = editMergeMessage(r.opts.Hostname, cr.Changes, mr.Conflicts)
 			next, err = r.writeCommitLocked(mr.Tree, []plumbing.Hash{head, side}, msg)
@@ -163,7 +163,7 @@ func (r *Repo) editPolicy() MergePolicy {
 // editMergeMessage: what the side commit changed, its conflict copies, the host trailer.
 func editMergeMessage(host string, changes []Change, conflicts []string) string {
 	var b strings.Builder
-	b.WriteString("memd: merge edits made during sync\n\n")
+	b.WriteString("memd: merge edits made during checkout\n\n")
 	for i, c := range changes {
 		if i == MaxListedPaths {
 			fmt.Fprintf(&b, "… and %d more\n", len(changes)-i)

@@ -78,6 +78,10 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 		return nil
 	}
 	t, err := object.GetTree(c.s, tree)
+	if err != nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
+		// A tree go-git cannot even decode (empty name, NUL in a mode, ...).
+		return &UnsafeTreeError{Commit: c.commit, Path: strings.Join(c.names, "/"), Reason: err.Error()}
+	}
 	if err != nil {
 		return fmt.Errorf("commit %s: read tree %s at %q: %w", short(c.commit), tree, strings.Join(c.names, "/"), err)
 	}

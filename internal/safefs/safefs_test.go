@@ -296,3 +296,27 @@ func FuzzNoEscape(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCommitIfWindow times what CommitIf does between its re-stat of the target and
+// the end of its rename (an lstat, the comparison, a rename in the verified parent): the
+// window in which a writer's edit of the target can still be replaced unseen
+// (docs/RELIABILITY.md). Each iteration renames a file back and forth, as CommitIf would.
+func BenchmarkCommitIfWindow(b *testing.B) {
+	dir := b.TempDir()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	must(b, os.WriteFile(filepath.Join(dir, "x"), []byte("v"), 0o644))
+	from, to := "x", "t"
+	var want Stamp
+	for b.Loop() {
+		fi, err := r.Lstat(to)
+		if err == nil && stampOf(fi) == want {
+			b.Fatal("impossible")
+		}
+		must(b, r.Rename(from, to))
+		from, to = to, from
+	}
+}
