@@ -80,19 +80,6 @@ func rollbackLock(f *os.File) {
 	_ = os.Remove(f.Name())
 }
 
-// syncDir fsyncs a directory so a rename or create in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
-}
-
 // readRef resolves a ref name (e.g. refs/heads/main) to a hash the way git
 // does: the loose file first, else packed-refs. Missing = zero hash, nil.
 // Symbolic refs are followed a few levels.
