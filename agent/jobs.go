@@ -146,6 +146,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	}
 	if err != nil {
 		a.metrics.SyncDone(err, a.now())
+		a.noteMerge(res) // a merge may have happened before the push failed
 		prev := a.st.syncState
 		switch {
 		case errors.Is(err, memsync.ErrOffline):
