@@ -127,6 +127,8 @@ func (a *Agent) doSync(ctx context.Context) error {
 	a.setBusy("syncing")
 	ro := memsync.RemoteOptionsFromConfig(a.cfg)
 	ro.LocalWork = func(fn func() error) error { return a.withLock(ctx, fn) }
+	// Edits in a merge's way are committed like any batch: the lock only while reading.
+	ro.CommitFirst = func(paths []string) error { return a.commitPaths(ctx, paths, "change") }
 	res, err := a.repo.Sync(ctx, ro)
 	a.metrics.PushAttempts(res.PushAttempts)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind

@@ -129,3 +129,43 @@ func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 	}
 	checkDivergedResult(t, w)
 }
+
+// TestSyncCommitsEditsInTheWayFirst: an uncommitted edit on a path the merge must check
+// out is committed through CommitFirst (the agent's commit, which holds the lock only to
+// read) before the lock is taken for the checkout, and the merge is planned again on it.
+func TestSyncCommitsEditsInTheWayFirst(t *testing.T) {
+	w := divergedWorld(t)
+	writeFile(t, w.bDir, "areas/a.html", "a edited on B, not committed\n")
+	ro := pushOpts()
+	var committed [][]string
+	ro.CommitFirst = func(paths []string) error {
+		committed = append(committed, paths)
+		_, err := w.b.CommitPaths(paths)
+		return err
+	}
+	locked := 0
+	ro.LocalWork = func(fn func() error) error {
+		locked++
+		head := runGit(t, w.bDir, "rev-parse", "HEAD")
+		err := fn()
+		// The merge's first parent is the head the lock was taken at: no commit in between.
+		if got := runGit(t, w.bDir, "rev-parse", "HEAD^1"); got != head {
+			t.Errorf("a commit was made under the checkout's lock: HEAD^1 %s, head at lock %s", got, head)
+		}
+		return err
+	}
+	res, err := w.b.Sync(t.Context(), ro)
+	if err != nil || !res.Merged || !res.Pushed {
+		t.Fatalf("Sync: %v %+v", err, res)
+	}
+	if len(committed) != 1 || len(committed[0]) != 1 || committed[0][0] != "areas/a.html" || locked != 1 {
+		t.Errorf("CommitFirst calls %v, LocalWork calls %d; want [[areas/a.html]], 1", committed, locked)
+	}
+	// Both versions kept: A's at the path, B's edit in a conflict copy.
+	if got := readWork(t, w.bDir, "areas/a.html"); got != "a from A\n" {
+		t.Errorf("areas/a.html = %q", got)
+	}
+	if len(res.Conflicts) != 1 || runGit(t, w.bare, "show", "main:"+res.Conflicts[0]) != "a edited on B, not committed\n" {
+		t.Errorf("conflict copies %v", res.Conflicts)
+	}
+}

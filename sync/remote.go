@@ -57,6 +57,11 @@ type RemoteOptions struct {
 	// never around a fetch or a push, so writers that take the lock wait
 	// for local work only. nil = fn runs as it is.
 	LocalWork func(fn func() error) error
+	// CommitFirst commits uncommitted edits at paths a sync must check
+	// out, before the sync takes the writer lock for the checkout (the
+	// agent passes its own commit, which holds the lock only while it reads
+	// the paths). nil = CommitPaths inside LocalWork.
+	CommitFirst func(paths []string) error
 	// PushRetryJitter: see DefaultPushRetryJitter; 0 = the default.
 	PushRetryJitter time.Duration
 	// Rand returns a number in [0,1) for the retry pause; nil = math/rand/v2.
@@ -344,6 +349,12 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			return res, err
 		}
 	}
+	if ro.CommitFirst == nil {
+		lw := ro.LocalWork
+		ro.CommitFirst = func(paths []string) error {
+			return lw(func() error { _, err := r.CommitPaths(paths); return err })
+		}
+	}
 	var pushErr error
 	for attempt := 1; attempt <= MaxSyncAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -360,6 +371,15 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		// The merge is computed before the lock (objects only); under it,
 		// only what touches the work tree and the branch.
 		pl, err := r.planIntegrate(ro, remote)
+		// Edits in the way are committed first, outside the checkout's lock,
+		// and the merge planned again on the new head.
+		for try := 0; err == nil && pl != nil && len(pl.dirty) > 0 && try < maxEditMerges; try++ {
+			if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, ErrHeadMoved) {
+				return r.finishResult(ro, res, fmt.Errorf("commit local changes before merge in %s: %w", r.dir, cerr))
+			}
+			r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(pl.dirty))
+			pl, err = r.planIntegrate(ro, remote)
+		}
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
@@ -485,6 +505,9 @@ type integratePlan struct {
 	// targets, stamps taken), done before the lock when the tree was clean;
 	// under the lock only its verify, the ref move and the renames remain.
 	co *checkout
+	// dirty: the paths holding uncommitted edits that step 1 found in the
+	// way (then co is nil): Sync commits them and plans again.
+	dirty []string
 }
 
 // drop removes the prepared checkout's temps when the plan is not used.
@@ -587,9 +610,14 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	if prepare {
 		// Any failure (an edit in the way, a path that cannot be written)
 		// is met again, and handled, under the lock.
-		if co, err := r.prepareCheckout(pl.changes, true); err == nil {
+		co, err := r.prepareCheckout(pl.changes, true)
+		var wc *WorktreeChangedError
+		switch {
+		case err == nil:
 			co.deferSync = true
 			pl.co = co
+		case errors.As(err, &wc) && !wc.Moved:
+			pl.dirty = wc.Paths
 		}
 	}
 	return pl, nil
