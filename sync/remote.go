@@ -34,7 +34,7 @@ const MaxSyncAttempts = 10
 // DefaultPushRetryJitter bounds the random pause before a rejected push's
 // next round (times the round number), so machines that lost the same race
 // do not fetch and push again in step.
-const DefaultPushRetryJitter = 150 * time.Millisecond
+const DefaultPushRetryJitter = 50 * time.Millisecond
 
 // RemoteOptions say which remote to sync with and how to authenticate.
 type RemoteOptions struct {
