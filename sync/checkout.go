@@ -111,6 +111,9 @@ type checkout struct {
 	// released; the merge marker stays until they are done.
 	deferSync bool
 	synced    []string
+	// marked: the merge marker for this checkout is already written (a
+	// sync writes it while planning, before the writer lock).
+	marked bool
 }
 
 // openWorkTree opens the work tree for safe writes.

@@ -1077,12 +1077,17 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 	} else if changed := co.changedSince(); len(changed) > 0 {
 		// Prepared before the lock: anything edited since is a writer's.
 		co.abort()
+		if co.marked {
+			_ = r.removeMergeMarker() // it named the head we stay at
+		}
 		return nil, &WorktreeChangedError{Paths: changed}
 	}
 	t1 := time.Now()
-	if err := r.writeMergeMarker(base, nw); err != nil {
-		co.abort()
-		return nil, err
+	if !co.marked || base != cur {
+		if err := r.writeMergeMarker(base, nw); err != nil {
+			co.abort()
+			return nil, err
+		}
 	}
 	t2 := time.Now()
 	if hookBeforeRefMove != nil {

@@ -93,9 +93,9 @@ func TestRaceRejectionKinds(t *testing.T) {
 
 // TestSyncLockCoversLocalWorkOnly: the writer lock (LocalWork) is taken after the fetch
 // and released before the push, and the merge computation, the checkout's temp files and
-// the fsyncs that make the checkout durable happen outside it: while it is held only the
-// verify, the ref move and the renames run, so the marker still stands when it is
-// released, and is gone when Sync returns.
+// the fsyncs that make the checkout durable (the marker's included) happen outside it:
+// while it is held only the verify, the ref move and the renames run, so the marker
+// stands before it is taken and when it is released, and is gone when Sync returns.
 func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 	w := divergedWorld(t)
 	ro := pushOpts()
@@ -106,7 +106,11 @@ func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 		if tracking != runGit(t, w.bare, "rev-parse", "main") {
 			t.Error("the lock was taken before the fetch")
 		}
-		// The merge commit exists already (planned before the lock).
+		// The merge commit exists already (planned before the lock), and so does the
+		// marker naming the move (written while planning).
+		if _, ok, _, _ := readMarker(w.b); !ok {
+			t.Error("the merge marker was not written before the lock")
+		}
 		before := runGit(t, w.bDir, "count-objects")
 		err := fn()
 		if after := runGit(t, w.bDir, "count-objects"); after != before {

@@ -386,10 +386,14 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		t2 := time.Now()
 		var local plumbing.Hash
 		err = ro.LocalWork(func() error {
-			if done, err := r.FinishInterruptedMerge(); err != nil || done {
-				pl.drop() // its temps may be gone with the interrupted checkout's
-				if err != nil {
-					return err
+			// An interrupted checkout is finished first; a plan that wrote
+			// its own marker knows there was none.
+			if pl == nil || pl.co == nil || !pl.co.marked {
+				if done, err := r.FinishInterruptedMerge(); err != nil || done {
+					pl.drop(r) // its temps may be gone with the interrupted checkout's
+					if err != nil {
+						return err
+					}
 				}
 			}
 			if err := r.integrate(ro, remote, pl, &res); err != nil {
@@ -399,7 +403,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			local, err = r.readBranch()
 			return err
 		})
-		pl.drop() // unless integrate used it (or the lock was not had)
+		r.dropPlan(pl) // unless integrate used it (or the lock was not had)
 		if ferr := r.flushDurable(); err == nil {
 			err = ferr
 		}
@@ -510,12 +514,23 @@ type integratePlan struct {
 	dirty []string
 }
 
-// drop removes the prepared checkout's temps when the plan is not used.
-func (pl *integratePlan) drop() {
+// drop removes the prepared checkout's temps (and its marker) when the plan
+// is not used. Caller holds r.mu or is the owner between jobs.
+func (pl *integratePlan) drop(r *Repo) {
 	if pl != nil && pl.co != nil {
+		if pl.co.marked {
+			_ = r.removeMergeMarker()
+		}
 		pl.co.abort()
 		pl.co = nil
 	}
+}
+
+// dropPlan is drop under r.mu.
+func (r *Repo) dropPlan(pl *integratePlan) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pl.drop(r)
 }
 
 // planIntegrate plans bringing remote into the current local head (nil:
@@ -616,6 +631,14 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		case err == nil:
 			co.deferSync = true
 			pl.co = co
+			// The marker too is written now, off the lock: until the ref
+			// moves it names the head we are at, which a crash (or a
+			// dropped plan) simply drops, removing the temps with it.
+			if _, _, had, merr := r.readMergeMarker(); merr == nil && !had {
+				if r.writeMergeMarker(local, pl.target) == nil {
+					co.marked = true
+				}
+			}
 		case errors.As(err, &wc) && !wc.Moved:
 			pl.dirty = wc.Paths
 		}
@@ -634,7 +657,7 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, pl *integra
 	}
 	if pl == nil || pl.local != local || pl.remote != remote {
 		// Planned for another head (a commit came first) or not at all.
-		pl.drop()
+		pl.drop(r)
 		if pl, err = r.planIntegrateLocked(ro, local, remote, false); err != nil {
 			return nil, err
 		}
