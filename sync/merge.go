@@ -1070,10 +1070,24 @@ func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]
 func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) ([]string, error) {
 	t0 := time.Now()
 	if co == nil {
+		// The marker first when it names the head we are at (a crash before
+		// the ref moves then drops it and the temps with it); an edit
+		// merge's round keeps the previous round's marker until it is ready.
+		marked := false
+		if base == cur {
+			if err := r.writeMergeMarker(base, nw); err != nil {
+				return nil, err
+			}
+			marked = true
+		}
 		var err error
 		if co, err = r.prepareCheckout(changes, true); err != nil {
+			if marked {
+				_ = r.removeMergeMarker()
+			}
 			return nil, err
 		}
+		co.marked = marked
 	} else if changed := co.changedSince(); len(changed) > 0 {
 		// Prepared before the lock: anything edited since is a writer's.
 		co.abort()
@@ -1083,7 +1097,7 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 		return nil, &WorktreeChangedError{Paths: changed}
 	}
 	t1 := time.Now()
-	if !co.marked || base != cur {
+	if !co.marked {
 		if err := r.writeMergeMarker(base, nw); err != nil {
 			co.abort()
 			return nil, err

@@ -625,22 +625,24 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	if prepare {
 		// Any failure (an edit in the way, a path that cannot be written)
 		// is met again, and handled, under the lock.
+		// The marker is written first, off the lock: until the ref moves it
+		// names the head we are at, so a crash (or a dropped plan) drops it
+		// and removes the temps the prepare wrote beside their targets.
+		marked := false
+		if _, _, had, merr := r.readMergeMarker(); merr == nil && !had {
+			marked = r.writeMergeMarker(local, pl.target) == nil
+		}
 		co, err := r.prepareCheckout(pl.changes, true)
 		var wc *WorktreeChangedError
 		switch {
 		case err == nil:
-			co.deferSync = true
+			co.deferSync, co.marked = true, marked
 			pl.co = co
-			// The marker too is written now, off the lock: until the ref
-			// moves it names the head we are at, which a crash (or a
-			// dropped plan) simply drops, removing the temps with it.
-			if _, _, had, merr := r.readMergeMarker(); merr == nil && !had {
-				if r.writeMergeMarker(local, pl.target) == nil {
-					co.marked = true
-				}
-			}
 		case errors.As(err, &wc) && !wc.Moved:
 			pl.dirty = wc.Paths
+		}
+		if err != nil && marked {
+			_ = r.removeMergeMarker()
 		}
 	}
 	return pl, nil
