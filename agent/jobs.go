@@ -161,6 +161,11 @@ func (a *Agent) doSync(ctx context.Context) error {
 		}
 		a.st.syncErr = err.Error()
 		wait := a.backoff.Next()
+		if errors.Is(err, memsync.ErrUnsafeTree) {
+			// The remote answers: look for the fix at the normal pace, not
+			// after a backoff grown to ten minutes.
+			wait = min(wait, a.cfg.Sync.PullInterval.D())
+		}
 		if prev != a.st.syncState {
 			a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
 		}

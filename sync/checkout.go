@@ -76,9 +76,16 @@ func (e *WorktreeChangedError) Unwrap() error { return ErrWorktreeChanged }
 // it, whatever the tree holds (the lock protocol owns that file).
 const lockFileName = ".memory.lock"
 
+// isLockFile: p is the lock file, in any case (a case-insensitive file
+// system, as macOS has by default, maps ".MEMORY.LOCK" onto it).
+func isLockFile(p string) bool { return strings.EqualFold(p, lockFileName) }
+
 // hookBeforeVerify (tests) runs between prepare and the re-stat before the
 // ref moves: a writer's edit there must surface as ErrWorktreeChanged.
 var hookBeforeVerify func()
+
+// hookApplyErr (tests) fails the rename of a path, as a full disk would.
+var hookApplyErr func(rel string) error
 
 type coKind uint8
 
@@ -143,8 +150,9 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		}
 	}()
 	s := r.repo.Storer
+	var open []*safefs.Temp // written, not yet fsynced and closed
 	for _, p := range sortedKeys(changes) {
-		if p == lockFileName {
+		if isLockFile(p) {
 			continue
 		}
 		c := changes[p]
@@ -203,13 +211,22 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 				}
 				return co, err
 			}
+			open = append(open, it.tmp)
 		}
 		co.items = append(co.items, it)
+		if len(open) >= maxOpenTemps {
+			// fsync and close in batches: a checkout of 100,000 files
+			// must not hold 100,000 descriptors.
+			if err := closeTemps(open); err != nil {
+				return co, err
+			}
+			open = open[:0]
+		}
 	}
 	if strict && len(co.dirty) > 0 {
 		return co, &WorktreeChangedError{Paths: co.dirty}
 	}
-	if err := co.closeTemps(); err != nil {
+	if err := closeTemps(open); err != nil {
 		return co, err
 	}
 	if strict {
@@ -350,15 +367,12 @@ func kindOf(fi fs.FileInfo) string {
 	return "file"
 }
 
-// closeTemps fsyncs and closes every temp file, in parallel (the filesystem
+// maxOpenTemps bounds the temp files a checkout holds open at once.
+const maxOpenTemps = 32
+
+// closeTemps fsyncs and closes temp files, in parallel (the filesystem
 // folds concurrent fsyncs into few journal commits).
-func (co *checkout) closeTemps() error {
-	var tmps []*safefs.Temp
-	for _, it := range co.items {
-		if it.tmp != nil {
-			tmps = append(tmps, it.tmp)
-		}
-	}
+func closeTemps(tmps []*safefs.Temp) error {
 	errs := make([]error, len(tmps))
 	work := make(chan int)
 	var wg gosync.WaitGroup
@@ -444,6 +458,11 @@ func (co *checkout) apply() (late []string, err error) {
 		}
 		if it.tmp == nil {
 			continue
+		}
+		if hookApplyErr != nil {
+			if err := hookApplyErr(it.path); err != nil {
+				return late, fmt.Errorf("check out %s: %w", it.path, err)
+			}
 		}
 		want := it.want
 		var err error

@@ -8,13 +8,15 @@ package sync
 // Crash safety of a fast-forward or merge (the ref moves before the work
 // tree follows it):
 //
-//  1. every object (blobs, trees, the merge commit) is written first;
-//  2. .git/memd/merge-in-progress is written and fsynced, holding the old
-//     and the new head;
-//  3. the branch ref moves with compare-and-set;
-//  4. the work tree paths that differ between the two heads are updated,
-//     each only if it still holds the old head's content (else it is a
-//     writer's edit made meanwhile, left alone and committed later);
+//  1. every object (blobs, trees, the merge commit) is written first, and
+//     the remote's tree has been vetted (treecheck.go);
+//  2. every new file is written to a temp name beside its target and
+//     fsynced, and every path re-checked (checkout.go): a failure or an
+//     edit made meanwhile stops here with HEAD and the work tree untouched;
+//  3. .git/memd/merge-in-progress is written and fsynced, holding the old
+//     and the new head, and the branch ref moves with compare-and-set;
+//  4. the temps are renamed over their targets, each only if the target is
+//     still the version checked (else the writer's edit is merged again);
 //  5. the index is refreshed and the marker removed.
 //
 // A SIGKILL between 3 and 5 leaves files that still hold the old head's
@@ -24,16 +26,16 @@ package sync
 // the first reconcile) reads the marker and, when HEAD is the new head,
 // finishes step 4 for the paths still equal to the old head's blobs. A kill
 // before 3 leaves HEAD at the old head: the marker is dropped and the next
-// Sync redoes the merge (the objects written before are unreferenced and
-// harmless). Nothing is lost either way.
+// Sync redoes the merge (the objects and temp files written before are
+// unreferenced, and the temps are removed). A checkout that cannot be
+// finished is undone. No commit or reconcile runs while the marker stands.
+// Nothing is lost either way.
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -714,7 +716,7 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 	defer t.Close()
 	var dirty []string
 	for _, p := range sortedKeys(changes) {
-		if p == lockFileName || r.ignoredPath(p) {
+		if isLockFile(p) || r.ignoredPath(p) {
 			continue
 		}
 		c := changes[p]
@@ -829,9 +831,14 @@ func (r *Repo) readMergeMarker() (old, nw plumbing.Hash, ok bool, err error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return old, nw, false, nil
 	}
-	if errors.Is(err, safefs.ErrSymlink) || (err == nil && len(b) > 4096) {
+	if errors.Is(err, safefs.ErrSymlink) {
+		// .git/memd (or the marker) is a symlink: memd never wrote a
+		// marker through one, so there is none of ours.
+		return old, nw, false, nil
+	}
+	if err == nil && len(b) > 4096 {
 		// Not a marker memd wrote: it cannot guide a checkout.
-		r.log.Warn("dropping a merge marker memd did not write", "path", mergeMarkerRel, "err", err)
+		r.log.Warn("dropping a merge marker memd did not write", "path", mergeMarkerRel, "size", len(b))
 		return old, nw, false, r.removeMergeMarker()
 	}
 	if err != nil {
@@ -880,9 +887,6 @@ var ErrMergeInProgress = errors.New("an interrupted checkout is not finished")
 // requireNoMergeLocked is called before any commit of the work tree: an
 // interrupted checkout is finished (or undone) first.
 func (r *Repo) requireNoMergeLocked() error {
-	if _, err := os.Lstat(filepath.Join(r.gitDir, mergeMarkerDir, mergeMarkerName)); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	if _, err := r.finishInterruptedMergeLocked(); err != nil {
 		return fmt.Errorf("%w: %w", ErrMergeInProgress, err)
 	}

@@ -43,6 +43,14 @@ const reconcileTimeout = 5 * time.Minute
 // Reconcile returns the sorted repo-relative paths whose work tree state
 // (content, mode, presence) differs from HEAD, skipping ignored paths.
 func (r *Repo) Reconcile() ([]string, error) {
+	// An interrupted checkout is finished (or undone) first: its files
+	// would read as edits that revert the merge.
+	r.mu.Lock()
+	err := r.requireNoMergeLocked()
+	r.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s: %w", r.dir, err)
+	}
 	if gitBin, err := exec.LookPath("git"); err == nil {
 		out, err := r.gitStatus(gitBin)
 		if err == nil {

@@ -137,7 +137,7 @@ const objectCacheSize = 8 * cache.MiByte
 // bounded by objectCacheSize.
 func openGit(dir string) (*git.Repository, error) {
 	dot := osfs.New(filepath.Join(dir, ".git"))
-	return git.Open(filesystem.NewStorage(dot, cache.NewObjectLRU(objectCacheSize)), osfs.New(dir))
+	return git.Open(filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(objectCacheSize), filesystem.Options{LargeObjectThreshold: largeObject}), osfs.New(dir))
 }
 
 // Open opens the git work tree at dir. Errors name the dir.
@@ -449,3 +449,8 @@ func (r *Repo) ignored(rel string, isDir bool) bool {
 	}
 	return false
 }
+
+// largeObject: packed objects above this size are streamed from the pack
+// when read, never decoded whole into memory (a checkout streams a blob to
+// its file; a 200 MB memory must not cost several times that).
+const largeObject = 1 << 20

@@ -46,9 +46,12 @@ func (e *UnsafeTreeError) Unwrap() error { return ErrUnsafeTree }
 // default; MaxPathBytes is PATH_MAX: a longer path cannot be checked out
 // (git fails on it with ENAMETOOLONG), and the bound keeps every path string
 // the diff builds small.
+// MaxNameBytes is NAME_MAX: no file system memd runs on holds a longer name,
+// and a checkout must fail before the branch moves, not at the rename.
 const (
 	MaxTreeDepth = 4096
 	MaxPathBytes = 4096
+	MaxNameBytes = 255
 )
 
 // checkTreeLocked vets tree (of commit, for the error) against known, a tree
@@ -100,6 +103,9 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 	for _, e := range t.Entries {
 		if err := gitpath.CheckName(e.Name, e.Mode == filemode.Symlink); err != nil {
 			return c.fail(e.Name, err.Error())
+		}
+		if len(e.Name) > MaxNameBytes {
+			return c.fail(e.Name, fmt.Sprintf("name longer than %d bytes", MaxNameBytes))
 		}
 		if _, dup := seen[e.Name]; dup {
 			return c.fail(e.Name, "duplicate entry in its tree")

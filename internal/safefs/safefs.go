@@ -13,12 +13,12 @@
 // sub-root whose identity (device and inode) is compared with what lstat
 // saw, so a directory swapped for a symlink between the check and the open is
 // caught. Every operation then happens on a single name inside that verified
-// parent handle. Rename between two directories and Chmod are the two
-// exceptions (os.Root has no renameat between two handles, and Chmod follows
-// a final symlink): both parent chains (or the final name) are checked first
-// and the operation then runs through the root, so a local process racing
-// memd can at worst redirect it to another place inside the tree, never
-// outside.
+// parent handle. Rename and Link between two directories, and Chmod and
+// OpenFile of a final name, are the exceptions (os.Root has no renameat
+// between two handles, and resolves a final symlink itself): both parent
+// chains (or the final name) are checked first and the operation then runs
+// through the root, so a local process racing memd can at worst redirect it
+// to another place inside the tree, never outside.
 //
 // Paths are slash-separated and relative to the root ("a/b.md"); "." is the
 // root itself. Errors are *fs.PathError naming the relative path and wrap
@@ -438,8 +438,10 @@ func (t *Tree) Symlink(target, rel string) error {
 
 // Temp is a new file (or symlink) under a temp name beside its target, to be
 // renamed over the target by Commit or CommitIf, or removed by Abort. The
-// parent directory handle is held until then, so the rename lands in the
-// directory that was verified.
+// verified parent directory handle is released once the file is created (a
+// checkout may hold thousands of temps), and Commit and Abort verify the
+// parent chain again, so the rename lands in a directory verified just
+// before it.
 type Temp struct {
 	t      *Tree
 	rel    string // target
@@ -467,7 +469,9 @@ func (t *Tree) CreateTemp(rel string, perm fs.FileMode) (*Temp, error) {
 			done()
 			return nil, perr("create", rel, err)
 		}
-		return &Temp{t: t, rel: rel, name: name, parent: p, done: done, f: f}, nil
+		tm := &Temp{t: t, rel: rel, name: name, parent: p, done: done, f: f}
+		tm.release() // the open file needs no directory handle
+		return tm, nil
 	}
 	done()
 	return nil, perr("create", rel, fs.ErrExist)
@@ -489,7 +493,9 @@ func (t *Tree) CreateTempSymlink(target, rel string) (*Temp, error) {
 			done()
 			return nil, perr("symlink", rel, err)
 		}
-		return &Temp{t: t, rel: rel, name: name, parent: p, done: done}, nil
+		tm := &Temp{t: t, rel: rel, name: name, parent: p, done: done}
+		tm.release()
+		return tm, nil
 	}
 	done()
 	return nil, perr("symlink", rel, fs.ErrExist)
@@ -544,9 +550,30 @@ func (tm *Temp) Close() error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	tm.release()
 	if err != nil {
 		return perr("write", tm.rel, err)
 	}
+	return nil
+}
+
+// release closes the parent handle; acquire opens (and verifies) it again.
+func (tm *Temp) release() {
+	if tm.parent != nil {
+		tm.done()
+		tm.parent, tm.done = nil, nil
+	}
+}
+
+func (tm *Temp) acquire(op string) error {
+	if tm.parent != nil {
+		return nil
+	}
+	p, _, done, err := tm.t.parent(op, tm.rel, 0)
+	if err != nil {
+		return err
+	}
+	tm.parent, tm.done = p, done
 	return nil
 }
 
@@ -570,10 +597,13 @@ func (tm *Temp) commit(want *Stamp) (err error) {
 			tm.Abort()
 		} else {
 			tm.ended = true
-			tm.done()
+			tm.release()
 		}
 	}()
 	if err := tm.Close(); err != nil {
+		return err
+	}
+	if err := tm.acquire("rename"); err != nil {
 		return err
 	}
 	_, base := split(tm.rel)
@@ -609,8 +639,10 @@ func (tm *Temp) Abort() {
 		tm.f.Close()
 		tm.f = nil
 	}
-	_ = tm.parent.Remove(tm.name)
-	tm.done()
+	if tm.acquire("remove") == nil {
+		_ = tm.parent.Remove(tm.name)
+	}
+	tm.release()
 }
 
 // Stamp identifies one version of a file: device, inode, size, mode, mtime
@@ -666,7 +698,7 @@ func (tm *Temp) CommitAt(rel string, want Stamp, check bool) (err error) {
 			tm.Abort()
 		} else {
 			tm.ended = true
-			tm.done()
+			tm.release()
 		}
 	}()
 	if err := tm.Close(); err != nil {
@@ -707,4 +739,46 @@ func (t *Tree) ReadDirNames(rel string) ([]string, error) {
 		return nil, perr("readdir", rel, err)
 	}
 	return names, nil
+}
+
+// Link makes a hard link to from at to (both parents verified). It fails
+// when to exists, and never follows a symlink at from (the link is to the
+// symlink itself): the writer lock is taken this way.
+func (t *Tree) Link(from, to string) error {
+	if _, _, done, err := t.parent("link", from, 0); err != nil {
+		return err
+	} else {
+		done()
+	}
+	if _, _, done, err := t.parent("link", to, 0); err != nil {
+		return err
+	} else {
+		done()
+	}
+	if err := t.root.Link(from, to); err != nil {
+		return perr("link", from, err)
+	}
+	return nil
+}
+
+// OpenFile opens rel with flag and perm in its verified parent, never
+// following a symlink at rel (O_NOFOLLOW is always added; a final symlink is
+// ErrSymlink). For what the atomic writers do not cover (an append-only log).
+func (t *Tree) OpenFile(rel string, flag int, perm fs.FileMode) (*os.File, error) {
+	p, base, done, err := t.parent("open", rel, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if fi, err := p.Lstat(base); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, perr("open", rel, ErrSymlink)
+	}
+	f, err := p.OpenFile(base, flag|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			err = ErrSymlink
+		}
+		return nil, perr("open", rel, err)
+	}
+	return f, nil
 }

@@ -268,7 +268,7 @@ func FuzzNoEscape(f *testing.F) {
 		base, tr := setup(t)
 		outside := filepath.Join(base, "outside")
 		before := snapshot(t, outside)
-		switch op % 7 {
+		switch op % 9 {
 		case 0:
 			_ = tr.WriteFileAtomic(rel, []byte("pwned"), 0o644)
 		case 1:
@@ -283,9 +283,16 @@ func FuzzNoEscape(f *testing.F) {
 			_ = tr.RemoveAll(rel)
 		case 6:
 			_ = tr.Chmod(rel, 0o777)
+		case 7:
+			_ = tr.Link(rel, rel2)
+		case 8:
+			if f, err := tr.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err == nil {
+				f.WriteString("pwned")
+				f.Close()
+			}
 		}
 		if got := snapshot(t, outside); got != before {
-			t.Fatalf("op %d %q %q changed outside:\n%s\n---\n%s", op%7, rel, rel2, before, got)
+			t.Fatalf("op %d %q %q changed outside:\n%s\n---\n%s", op%9, rel, rel2, before, got)
 		}
 		if _, err := os.Lstat(filepath.Join(base, "pwned")); err == nil {
 			t.Fatal("wrote beside the root")
@@ -318,5 +325,29 @@ func BenchmarkCommitIfWindow(b *testing.B) {
 		}
 		must(b, r.Rename(from, to))
 		from, to = to, from
+	}
+}
+
+func TestLinkAndOpenFile(t *testing.T) {
+	base, tr := setup(t)
+	before := snapshot(t, filepath.Join(base, "outside"))
+	must(t, tr.WriteFileAtomic("lock.tmp", []byte("pid: 1\n"), 0o644))
+	must(t, tr.Link("lock.tmp", "lock"))
+	if err := tr.Link("lock.tmp", "lock"); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("link over an existing file: %v", err)
+	}
+	if err := tr.Link("lock.tmp", "abs/lock"); !errors.Is(err, ErrSymlink) {
+		t.Fatalf("link through a symlink: %v", err)
+	}
+	f, err := tr.OpenFile("real/log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	must(t, err)
+	f.Close()
+	for _, rel := range []string{"vlink", "abs/x", "inlink/f"} {
+		if _, err := tr.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); !errors.Is(err, ErrSymlink) {
+			t.Errorf("OpenFile %s: %v, want ErrSymlink", rel, err)
+		}
+	}
+	if got := snapshot(t, filepath.Join(base, "outside")); got != before {
+		t.Fatal("outside changed")
 	}
 }
