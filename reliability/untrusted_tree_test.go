@@ -241,6 +241,11 @@ func TestUntrustedTreeRefused(t *testing.T) {
 		{"git~1 (NTFS short name)", "git~1", func(u *utWorld) []testutil.Entry {
 			return []testutil.Entry{testutil.TreeDir("areas", testutil.TreeDir("git~1", testutil.TreeFile("config", "[core]\n")))}
 		}, true},
+		{".g\u200cit (HFS+)", `.g\u200cit` /* as the error quotes it */, func(u *utWorld) []testutil.Entry {
+			// .git on macOS (HFS+ drops U+200C); git on Linux checks it out (protectHFS is
+			// off there), memd refuses it everywhere: the repo is shared with Macs.
+			return []testutil.Entry{testutil.TreeDir(".g\u200cit", testutil.TreeDir("hooks", testutil.Entry{Name: "post-commit", Mode: "100755", Data: hook}))}
+		}, false},
 		{"slash in a name", "a/../../escape.html", func(u *utWorld) []testutil.Entry {
 			return []testutil.Entry{testutil.TreeFile("a/../../escape.html", "pwned\n")}
 		}, true},
