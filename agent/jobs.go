@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/memd-dev/memd"
@@ -45,16 +46,21 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) er
 	start := time.Now()
 	hook := a.hookStart(memd.HookAfterCommit)
 	var res memsync.CommitResult
-	err := a.withLock(ctx, func() error {
-		var err error
-		for i := 0; i < maxCASRetries; i++ {
-			res, err = a.repo.CommitPaths(paths)
-			if !errors.Is(err, memsync.ErrHeadMoved) {
-				break
-			}
+	var err error
+	for i := 0; i < maxCASRetries; i++ {
+		release, lerr := a.acquireLock(ctx)
+		if lerr != nil {
+			err = lerr
+			break
 		}
-		return err
-	})
+		// The lock is released as soon as the paths are read: the fsyncs and the ref move
+		// that follow touch nothing a writer writes.
+		res, err = a.repo.CommitPathsRead(paths, release)
+		release()
+		if !errors.Is(err, memsync.ErrHeadMoved) {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("commit %d paths: %w", len(paths), err)
 	}
@@ -101,8 +107,22 @@ func (a *Agent) kickSyncIfRemote() {
 	kick(a.k.sync)
 }
 
-// doSync commits what is pending, then fetches, merges and pushes. Failures put memd
-// offline with an exponential backoff; one log line per state change, not per retry.
+// Contention retry: a sync that lost every push race (or whose checkout writers kept
+// racing) is tried again after a short random pause, not after the offline backoff.
+const (
+	contentionRetryMin    = 200 * time.Millisecond
+	contentionRetrySpread = 800 * time.Millisecond
+	// maxContention bounds syncs in a row that end in contention (each already ran
+	// MaxSyncAttempts rounds): past it the failure is handled as an error with the
+	// backoff, so a refusal mistaken for a lost race never becomes a hot loop.
+	maxContention = 5
+)
+
+// doSync commits what is pending, then fetches, merges and pushes. The writer lock is held
+// for the local part only (Sync's LocalWork), never across a fetch or a push. A remote that
+// does not answer puts memd offline with an exponential backoff; a push that kept losing
+// the race to other machines is contention, retried soon, and changes no state. One log
+// line per state change, not per retry.
 func (a *Agent) doSync(ctx context.Context) error {
 	if !a.hasRemote() {
 		return nil
@@ -112,29 +132,41 @@ func (a *Agent) doSync(ctx context.Context) error {
 	}
 	a.setBusy("syncing")
 	hook := a.hookStart(memd.HookAfterSync)
-	var res memsync.SyncResult
-	err := a.withLock(ctx, func() error {
-		var err error
-		res, err = a.repo.Sync(ctx, memsync.RemoteOptionsFromConfig(a.cfg))
-		return err
-	})
+	ro := memsync.RemoteOptionsFromConfig(a.cfg)
+	ro.LocalWork = func(fn func() error) error { return a.withLock(ctx, fn) }
+	// Edits in a merge's way are committed like any batch: the lock only while reading.
+	ro.CommitFirst = func(paths []string) error { return a.commitPaths(ctx, paths, "change") }
+	res, err := a.repo.Sync(ctx, ro)
+	a.metrics.PushAttempts(res.PushAttempts)
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
 	a.hookEnd(hook)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind
+	contention := err != nil && (errors.Is(err, memsync.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced))
+	if contention {
+		a.contention++
+	} else {
+		a.contention = 0
+	}
+	if contention && a.contention <= maxContention {
+		a.metrics.SyncDone(err, a.now())
+		a.noteMerge(res)
+		wait := contentionRetryMin + time.Duration(rand.Float64()*float64(contentionRetrySpread))
+		a.log.Info("sync lost the race to other writers; trying again soon", "err", err, "next", wait.Round(time.Millisecond))
+		a.retryLater(a.k.sync, wait)
+		return nil
+	}
 	if err != nil {
 		a.metrics.SyncDone(err, a.now())
+		a.noteMerge(res) // a merge may have happened before the push failed
 		prev := a.st.syncState
 		switch {
-		case errors.Is(err, memsync.ErrUnrelatedHistory):
-			a.st.syncState = metrics.StateError
-		case errors.Is(err, memsync.ErrAuth):
-			a.st.syncState = metrics.StateError
-		case errors.Is(err, memsync.ErrUnsafeTree):
-			// The remote's commit names a path memd will not write; the
-			// error names the commit and path. A later good commit recovers.
-			a.st.syncState = metrics.StateError
-		default:
+		case errors.Is(err, memsync.ErrOffline):
 			a.st.syncState = metrics.StateOffline
+		default:
+			// The remote answered (auth, unrelated history, a refused push, a
+			// commit naming a path memd will not write (ErrUnsafeTree), a
+			// checkout that failed): not offline, an error until it clears.
+			a.st.syncState = metrics.StateError
 		}
 		if prev != a.st.syncState || (a.st.syncState == metrics.StateError && a.st.syncErr != err.Error()) {
 			a.syncEvent(err)
@@ -162,6 +194,17 @@ func (a *Agent) doSync(ctx context.Context) error {
 	a.st.syncState = metrics.StateOK
 	a.st.syncErr = ""
 	a.metrics.SyncDone(nil, a.now())
+	a.noteMerge(res)
+	if res.Pushed {
+		t := a.now()
+		a.st.lastPush = &t
+		a.st.detail = fmt.Sprintf("pushed to %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
+	}
+	return nil
+}
+
+// noteMerge records what a sync brought in (also one that then lost its push race).
+func (a *Agent) noteMerge(res memsync.SyncResult) {
 	if len(res.Conflicts) > 0 {
 		a.metrics.Conflicts(len(res.Conflicts))
 		a.st.conflicts += len(res.Conflicts)
@@ -175,12 +218,6 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.metrics.CommitDone("merge", 0, a.now())
 		a.inv.scan(a.cfg.Repo, a.ignorer)
 	}
-	if res.Pushed {
-		t := a.now()
-		a.st.lastPush = &t
-		a.st.detail = fmt.Sprintf("pushed to %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
-	}
-	return nil
 }
 
 // doSleep runs the nightly phases for one schedule slot.

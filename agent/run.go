@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,7 @@ type Agent struct {
 	// syncWaiting is set while a failed sync waits out its backoff; the backoff timer
 	// clears it and kicks the next attempt.
 	syncWaiting atomic.Bool
+	contention  int // syncs in a row that lost the race to other writers (owner-only)
 	inv         *inventory
 
 	hooks     *hooks.Runner
@@ -303,18 +305,35 @@ func (a *Agent) alive() error {
 // withLock runs fn under the writer lock so a writer holding .memory.lock is never
 // committed mid-write.
 func (a *Agent) withLock(ctx context.Context, fn func() error) error {
+	release, err := a.acquireLock(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn()
+}
+
+// acquireLock takes the writer lock; release (idempotent) gives it back and adds the time
+// it was held to memd_writer_lock_held_seconds_total.
+func (a *Agent) acquireLock(ctx context.Context) (release func(), err error) {
 	lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{
 		Timeout: a.cfg.Lock.Timeout.D(), Context: "memd", Logger: a.log,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		if err := lk.Release(); err != nil {
-			a.log.Warn("release writer lock", "err", err)
-		}
-	}()
-	return fn()
+	held := time.Now()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := lk.Release(); err != nil {
+				a.log.Warn("release writer lock", "err", err)
+			}
+			d := time.Since(held)
+			a.metrics.LockHeld(d)
+			a.log.Debug("writer lock released", "held", d)
+		})
+	}, nil
 }
 
 // idleTrimAfter is how long memd must be idle before it hands freed memory back to the OS.

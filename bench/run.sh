@@ -15,6 +15,67 @@ else
   commit_args="-sizes 1000,10000,100000 -reps 5"; sync_args="-files 10000 -runs 5"; sleep_args="-n 100000 -ledger 100000"
   status_args="-files 1000,100000 -runs 300"; daemon_args="-sizes 1000,10000 -idle 60s -rss-size 100000"
 fi
+# The swarm row (issue 13): N clones of one bare remote, a real `memd run` on each, lock-free
+# writers for a while, then the time until one HEAD everywhere. CPU heavy: RUNS runs of N
+# daemons. `bench/run.sh swarm` runs this row alone and replaces its section in RESULTS.md.
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+  swarm_n=4 swarm_for=20s swarm_runs=1
+else
+  swarm_n=10 swarm_for=60s swarm_runs=3
+fi
+swarm() { # swarm FILE: append the swarm section to FILE
+  local f=$1 lines="" i line
+  echo "bench: swarm, $swarm_n machines, $swarm_for of writes, $swarm_runs runs" >&2
+  for i in $(seq "$swarm_runs"); do
+    # A run that loses a write still prints its figures (lost=N); one that never converges
+    # prints none ("failed").
+    line=$({ MEMD_SWARM_N=$swarm_n MEMD_SWARM_FOR=$swarm_for go test -count=1 -timeout 30m -v -run '^TestReliabilitySwarm$' ./reliability/ 2>&1 || true; } |
+      grep -E '^swarm figures:' || echo "swarm figures: failed")
+    echo "bench: swarm run $i: $line" >&2
+    lines+="$line"$'\n'
+  done
+  {
+    echo "## Swarm: $swarm_n machines, one remote, lock-free writers"
+    echo
+    echo '```'
+    echo "MEMD_SWARM_N=$swarm_n MEMD_SWARM_FOR=$swarm_for go test -count=1 -v -run '^TestReliabilitySwarm\$' ./reliability/   # $swarm_runs runs"
+    printf '%s' "$lines"
+    echo '```'
+    echo
+    echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)."
+    echo
+    echo "| writes | writes lost (must be 0) | s from the last write to one HEAD everywhere (median; target at most 10) | push attempts per commit | share of time .memory.lock is held (target at most 5%) |"
+    echo "| ---: | ---: | ---: | ---: | ---: |"
+    printf '%s' "$lines" | awk '
+      /failed/ { failed++ ; next }
+      { for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        n++; writes += v["writes"]; lost += v["lost"]; conv[n] = v["converge_s"] + 0
+        push += v["push_attempts_per_commit"]; lock += v["lock_held_share"] }
+      END {
+        if (n == 0) { print "| - | - | - | - | - |"; exit }
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (conv[j] < conv[i]) { t = conv[i]; conv[i] = conv[j]; conv[j] = t }
+        printf "| %d | %d%s | %.1f (runs: ", writes, lost, (failed ? sprintf(" (%d runs failed)", failed) : ""), conv[int((n + 1) / 2)]
+        for (i = 1; i <= n; i++) printf "%s%.1f", (i > 1 ? ", " : ""), conv[i]
+        printf ") | %.2f | %.1f%% |\n", push / n, 100 * lock / n }'
+    echo
+  } >>"$f"
+}
+if [ "${1:-}" = swarm ]; then
+  sec=$(mktemp)
+  swarm "$sec"
+  # Replace the swarm section of RESULTS.md (or append one).
+  awk -v secfile="$sec" '
+    BEGIN { while ((getline l < secfile) > 0) sec = sec l "\n" }
+    /^## Swarm:/ { skip = 1; printf "%s", sec; done = 1; next }
+    /^## / && skip { skip = 0 }
+    !skip { print }
+    END { if (!done) printf "\n%s", sec }' "$out" >"$tmp"
+  rm -f "$sec"
+  mv "$tmp" "$out"
+  trap - EXIT
+  echo "bench: wrote the swarm section of $out" >&2
+  exit 0
+fi
 run() { # run TITLE PKG ARGS...
   local title=$1 pkg=$2; shift 2
   echo "bench: $title" >&2
@@ -65,6 +126,7 @@ scrape() { # a /metrics scrape of the real inventory of demo repos of each size,
   } >>"$tmp"
 }
 scrape
+swarm "$tmp"
 {
   echo "## Push after a long history: memd's push vs go-git's PushContext"
   echo

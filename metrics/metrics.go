@@ -75,6 +75,8 @@ type Metrics struct {
 	arcsWritten    prometheus.Counter
 	notesDrained   *prometheus.CounterVec
 	hookRuns       *prometheus.CounterVec
+	lockHeld       prometheus.Counter
+	pushAttempts   prometheus.Counter
 
 	// Timestamps from events; the collector exports the later of these and the snapshot's,
 	// so a restart that reads them back from the repo does not report 0.
@@ -107,11 +109,13 @@ func New(version string) *Metrics {
 	m.arcsWritten = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_arcs_written_total", Help: "Arc files written or rewritten."})
 	m.notesDrained = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_notes_drained_total", Help: "Ledger notes drained, by lifecycle mode."}, []string{"mode"})
 	m.hookRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_hook_runs_total", Help: "Hook runs (hooks: in the config), by hook and result (ok, error, timeout)."}, []string{"hook", "result"})
+	m.lockHeld = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_writer_lock_held_seconds_total", Help: "Time memd held the writer lock (.memory.lock)."})
+	m.pushAttempts = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_push_attempts_total", Help: "Pushes tried, rejected ones included."})
 
 	m.sleepSuccess = map[string]time.Time{}
 	m.reg.MustRegister(m.commits, m.commitDuration, m.syncs, m.syncFailures,
 		m.conflicts, m.sleepRuns, m.sleepFailures, m.sleepDuration, m.archived,
-		m.arcsWritten, m.notesDrained, m.hookRuns, (*snapshotCollector)(m))
+		m.arcsWritten, m.notesDrained, m.hookRuns, m.lockHeld, m.pushAttempts, (*snapshotCollector)(m))
 
 	for _, k := range CommitKinds {
 		m.commits.WithLabelValues(k)
@@ -166,6 +170,16 @@ func (m *Metrics) SyncDone(err error, at time.Time) {
 	m.lastSync = later(m.lastSync, at)
 	m.mu.Unlock()
 }
+
+// LockHeld adds time memd held the writer lock.
+func (m *Metrics) LockHeld(d time.Duration) {
+	if d > 0 {
+		m.lockHeld.Add(d.Seconds())
+	}
+}
+
+// PushAttempts adds pushes tried.
+func (m *Metrics) PushAttempts(n int) { addN(m.pushAttempts, n) }
 
 // Conflicts adds conflict copies a merge kept.
 func (m *Metrics) Conflicts(n int) { addN(m.conflicts, n) }

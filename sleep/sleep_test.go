@@ -530,7 +530,10 @@ func TestParseCacheSeesEdits(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, semOld), future, future); err != nil {
 		t.Fatal(err)
 	}
-	store.WaitIndexRefresh() // the store's background .git/index write, before git's own
+	// The sleep runs' commits refresh .git/index in the background; the user's git commit
+	// waits for that to end (memd holds index.lock only for a rename, but a loaded machine
+	// can still stretch a rename).
+	store.WaitIndexRefresh()
 	git(t, dir, "commit", "-qam", "writer archives gc-tuning")
 	rep, err := NewRunner(dir, store, Options{Config: testConfig(), Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "next")
 	if err != nil || rep.Failed() {

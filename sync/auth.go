@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -34,6 +35,12 @@ var ErrUnrelatedHistory = errors.New("remote history is unrelated to local histo
 // redacted wherever a URL's query appears.
 var secretParams = map[string]bool{"access_token": true, "token": true, "private_token": true, "password": true,
 	"passwd": true, "secret": true, "key": true, "auth": true, "sig": true, "signature": true}
+
+// ErrPushRejected says the remote refused a push because its branch moved
+// meanwhile (another machine pushed first): contention, not an outage. Sync
+// fetches, merges and pushes again; it returns this only when every round
+// lost the race.
+var ErrPushRejected = errors.New("push rejected: the remote branch moved meanwhile")
 
 // RedactURL strips credentials from every URL inside s: the userinfo of
 // scheme://user:token@host URLs, the password of scp-like `user:pass@host:path`
@@ -177,6 +184,8 @@ func classifyRemoteErr(op, remote, rawURL string, err error) error {
 		kinds = append(kinds, ErrAuth)
 	case isOfflineErr(err):
 		kinds = append(kinds, ErrOffline)
+	case op == "push" && isRaceRejection(err):
+		kinds = append(kinds, ErrPushRejected)
 	}
 	for _, k := range []error{context.DeadlineExceeded, context.Canceled, transport.ErrRepositoryNotFound, transport.ErrEmptyRemoteRepository} {
 		if errors.Is(err, k) {
@@ -206,6 +215,28 @@ func isAuthErr(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "unable to authenticate") || strings.Contains(s, "knownhosts:") ||
 		strings.Contains(s, "key mismatch") || strings.Contains(s, "Permission denied (publickey")
+}
+
+// isRaceRejection: the remote answered and refused the update because the
+// branch is not where the push expected it (someone pushed first), as
+// opposed to a refusal that will not change by retrying (a hook, a full disk).
+func isRaceRejection(err error) bool {
+	if errors.Is(err, git.ErrForceNeeded) {
+		return true
+	}
+	s := err.Error()
+	// A ref lock refused for lack of space is not a race: only "File exists"
+	// (another push holds it) and "but expected" (it moved) are. git's
+	// receive-pack reports a lost race on the ref update as just "failed to
+	// update ref"; a full disk fails the unpack before that (and the agent
+	// stops treating a rejection as contention after a few in a row).
+	for _, frag := range []string{"non-fast-forward", "fetch first", "but expected", "File exists",
+		"reference has changed concurrently", "stale info", "failed to update ref"} {
+		if strings.Contains(s, frag) {
+			return true
+		}
+	}
+	return false
 }
 
 func isOfflineErr(err error) bool {

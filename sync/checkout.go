@@ -25,8 +25,9 @@ package sync
 // keeps the size and lands within the filesystem's timestamp granularity
 // after the check (ext4: a jiffy), which no stat can see. A path edited
 // between step 2 and its rename in step 4 is not clobbered: it is left as
-// it is and reported (late), and the caller merges it again
-// (remergeLateLocked) so that its edit and the merge's change both stay.
+// it is and reported (late), and the caller commits it on the version it was
+// made on and merges it (edits.go, mergeEditsLocked) so that its edit and the
+// merge's change both stay.
 
 import (
 	"errors"
@@ -112,6 +113,14 @@ type checkout struct {
 	items   []*coItem
 	dirty   []string // strict: edits in the way; lenient: paths left alone
 	created []string // directories prepare created (removed again on abort)
+	// deferSync: apply leaves the directory fsyncs to the caller (synced
+	// lists the directories) so they can run after the writer lock is
+	// released; the merge marker stays until they are done.
+	deferSync bool
+	synced    []string
+	// marked: the merge marker for this checkout is already written (a
+	// sync writes it while planning, before the writer lock).
+	marked bool
 }
 
 // openWorkTree opens the work tree for safe writes.
@@ -485,6 +494,19 @@ func (co *checkout) apply() (late []string, err error) {
 		ds = append(ds, d)
 	}
 	sort.Strings(ds)
+	if co.deferSync {
+		co.synced = ds
+		return late, nil
+	}
+	if err := syncWorkDirs(co.t, ds); err != nil {
+		return late, err
+	}
+	return late, nil
+}
+
+// syncWorkDirs fsyncs the work tree directories ds (repo-relative), in
+// parallel, so the renames in them are durable.
+func syncWorkDirs(t *safefs.Tree, ds []string) error {
 	errs := make([]error, len(ds))
 	work := make(chan int)
 	var wg gosync.WaitGroup
@@ -494,7 +516,7 @@ func (co *checkout) apply() (late []string, err error) {
 			defer wg.Done()
 			for i := range work {
 				// A deleted file's directory may be gone, or a file now.
-				if err := co.t.SyncDir(ds[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				if err := t.SyncDir(ds[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 					errs[i] = err
 				}
 			}
@@ -506,9 +528,9 @@ func (co *checkout) apply() (late []string, err error) {
 	close(work)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return late, fmt.Errorf("fsync work tree: %w", err)
+		return fmt.Errorf("fsync work tree: %w", err)
 	}
-	return late, nil
+	return nil
 }
 
 // prune removes now-empty directories from dir up to (not including) the
@@ -573,107 +595,4 @@ func (r *Repo) removeTempFiles(changes map[string]pathChange) {
 			}
 		}
 	}
-}
-
-// maxRemerge bounds remergeLateLocked's rounds (each needs a writer to edit
-// a path in the microseconds between its check and its rename again).
-const maxRemerge = 3
-
-// remergeLateLocked handles paths edited after the branch moved from old to
-// head and before their rename (a *WorktreeChangedError with Moved true):
-// their work tree version is committed on old (the version the edit was
-// made on) and that commit is merged into head like any remote change, so
-// the edit and the merge's change both stay (a ledger merges by record).
-// The work tree then gets the merged content, again only over the version
-// checked.
-func (r *Repo) remergeLateLocked(old, head plumbing.Hash, paths []string, pol MergePolicy) error {
-	for round := 0; ; round++ {
-		oldTree, err := r.commitTreeLocked(old)
-		if err != nil {
-			return err
-		}
-		headTree, err := r.commitTreeLocked(head)
-		if err != nil {
-			return err
-		}
-		yTree, ch, err := r.treeWithWorkLocked(oldTree, paths)
-		if err != nil {
-			return fmt.Errorf("commit paths edited during checkout: %w", err)
-		}
-		if yTree == oldTree {
-			return nil // the edits were undone meanwhile
-		}
-		y, err := r.writeCommitLocked(yTree, []plumbing.Hash{old}, ChangeMessage(ch, r.opts.Hostname))
-		if err != nil {
-			return err
-		}
-		mr, err := r.mergeTreesLocked(oldTree, headTree, yTree, pol)
-		if err != nil {
-			return fmt.Errorf("merge paths edited during checkout: %w", err)
-		}
-		msg := "memd: merge edits made during checkout" + strings.TrimPrefix(mergeMessage("", "", r.opts.Hostname, mr.Conflicts), "memd: merge /")
-		m, err := r.writeCommitLocked(mr.Tree, []plumbing.Hash{head, y}, msg)
-		if err != nil {
-			return err
-		}
-		changes := map[string]pathChange{}
-		if err := mgDiffTrees(r.repo.Storer, headTree, mr.Tree, "", changes); err != nil {
-			return err
-		}
-		// The work tree holds y's version at the edited paths, not head's.
-		for _, p := range paths {
-			ye, _ := mgTreeFile(r.repo.Storer, yTree, p)
-			me, _ := mgTreeFile(r.repo.Storer, mr.Tree, p)
-			if ye.same(me) {
-				delete(changes, p)
-			} else {
-				changes[p] = pathChange{From: ye, To: me}
-			}
-		}
-		r.log.Info("paths edited during checkout: committed and merged again", "repo", r.dir, "paths", paths, "commit", short(m))
-		err = r.moveHeadLocked(head, m, changes, firstLine(msg))
-		var wc *WorktreeChangedError
-		if !errors.As(err, &wc) || round+1 >= maxRemerge {
-			if wc != nil && !wc.Moved {
-				// Edited again before the ref moved: the caller's loop
-				// commits them on head and merges again.
-				return nil
-			}
-			return err
-		}
-		if !wc.Moved {
-			return nil
-		}
-		old, head, paths = head, m, wc.Paths
-	}
-}
-
-// treeWithWorkLocked is base with the work tree's version of paths.
-func (r *Repo) treeWithWorkLocked(base plumbing.Hash, paths []string) (plumbing.Hash, []Change, error) {
-	st := &stager{treeCache: newTreeCache(r.repo.Storer), r: r, base: base,
-		objs: newObjectBatch(r), edits: make(map[string]edit), dirOK: make(map[string]bool),
-		nested: make(map[string]bool)}
-	defer st.objs.discard()
-	for _, p := range paths {
-		if err := st.stagePath(p); err != nil {
-			return base, nil, err
-		}
-	}
-	if len(st.edits) == 0 {
-		return base, nil, nil
-	}
-	tree, _, err := st.rebuild(base, buildTrie(st.edits), "")
-	if err != nil {
-		return base, nil, err
-	}
-	if tree.IsZero() {
-		if tree, err = st.objs.write(plumbing.TreeObject, nil); err != nil {
-			return base, nil, err
-		}
-	}
-	ch := st.changes()
-	if err := st.objs.flush(); err != nil {
-		return base, nil, err
-	}
-	return tree, ch, nil
 }

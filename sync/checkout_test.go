@@ -34,7 +34,7 @@ func appendFile(t testing.TB, dir, rel, s string) {
 // ledgerCase: A appends r1 and pushes; B syncs while a writer appends r2 to B's ledger at
 // the moment set by arm. Both records must end up in B's file, B's HEAD and the remote.
 // remerged says which way the edit must come back: merged again after the ref moved
-// (remergeLateLocked), or committed on the old HEAD before it moved.
+// (mergeEditsLocked, edits.go), or committed on the old HEAD before it moved.
 func ledgerCase(t *testing.T, remerged bool, arm func(fire func())) {
 	w := newSyncWorld(t, map[string]string{"memory.jsonl": rec("r0")})
 	appendFile(t, w.aDir, "memory.jsonl", rec("r1"))
@@ -79,7 +79,7 @@ func TestCheckoutEditBeforeRefMove(t *testing.T) {
 }
 
 // An edit after the ref moved, before the file's rename: CommitIf refuses to clobber it,
-// the edit is committed on the old head and merged into the new one (remergeLateLocked).
+// the edit is committed on the old head and merged into the new one (mergeEditsLocked, edits.go).
 func TestCheckoutEditAfterRefMove(t *testing.T) {
 	ledgerCase(t, true, func(fire func()) {
 		hookAfterRefMove = func() error { fire(); return nil }

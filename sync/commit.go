@@ -48,7 +48,25 @@ func (r *Repo) CommitPaths(paths []string) (CommitResult, error) {
 func (r *Repo) CommitPathsMessage(paths []string, message string, kind CommitKind) (CommitResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.commitPathsLocked(paths, message, kind)
+	return r.commitPathsLocked(paths, message, kind, nil)
+}
+
+// CommitPathsRead is CommitPaths that calls afterRead (once, on every path
+// that returns) as soon as every path has been read from the work tree,
+// before the objects are made durable and the branch moves: from there on
+// the commit touches nothing a writer writes, so the caller can release the
+// writer lock (.memory.lock) early rather than across the fsyncs.
+func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (CommitResult, error) {
+	var once gosync.Once
+	done := func() {
+		if afterRead != nil {
+			once.Do(afterRead)
+		}
+	}
+	defer done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.commitPathsLocked(paths, "", KindChange, done)
 }
 
 // edit is the new state of one blob path: deleted, or mode+hash.
@@ -87,7 +105,7 @@ type treeView struct {
 	byName  map[string]int
 }
 
-func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind) (CommitResult, error) {
+func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, error) {
 	start := time.Now()
 	if kind == "" {
 		kind = KindChange
@@ -101,11 +119,41 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err != nil {
 		return res, err
 	}
+	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead)
+	if err != nil || commit.IsZero() {
+		return res, err
+	}
+	tFlushed := time.Now()
+	if r.testBeforeRef != nil {
+		r.testBeforeRef()
+	}
+	if message == "" {
+		message = ChangeMessage(res.Changes, r.opts.Hostname)
+	}
+	if err := r.updateRef(r.BranchRef().String(), commit, old, "commit: "+firstLine(message)); err != nil {
+		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+	}
+	res.Hash = commit.String()
+	res.Duration = time.Since(start)
+	r.noteCommitted(old, commit, res.Changes)
+	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
+		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
+		"ref", time.Since(tFlushed))
+	return res, nil
+}
+
+// writeChangeCommitLocked stages paths from the work tree against parent's tree and writes
+// a commit of the result with parent as its only parent, durably, without moving any ref
+// (commit zero: nothing changed). CommitPaths moves the branch to it; a sync commits edits
+// made during a checkout on the head they were made on (mergeEditsLocked).
+func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, plumbing.Hash, error) {
+	start := time.Now()
+	res := CommitResult{Kind: kind}
 	var baseTree plumbing.Hash
 	if !old.IsZero() {
 		c, err := getCommit(r.repo.Storer, old)
 		if err != nil {
-			return res, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
+			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
 		}
 		baseTree = c.TreeHash
 	}
@@ -116,31 +164,34 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	for _, p := range paths {
 		rel, err := r.relPath(p)
 		if err != nil {
-			return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 		if err := st.stagePath(rel); err != nil {
-			return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
+	}
+	if afterRead != nil {
+		afterRead()
 	}
 	res.Skipped = st.skipped
 	if len(st.edits) == 0 {
 		res.Duration = time.Since(start)
-		return res, nil
+		return res, plumbing.ZeroHash, nil
 	}
 	tStaged := time.Now()
 	newTree, _, err := st.rebuild(baseTree, buildTrie(st.edits), "")
 	if err != nil {
-		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	if newTree.IsZero() {
 		// Everything deleted: git's empty tree.
 		if newTree, err = st.objs.write(plumbing.TreeObject, nil); err != nil {
-			return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
 	if newTree == baseTree {
 		res.Duration = time.Since(start)
-		return res, nil
+		return res, plumbing.ZeroHash, nil
 	}
 	res.Changes = st.changes()
 	for _, c := range res.Changes {
@@ -162,28 +213,16 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	}
 	commit, err := st.objs.write(plumbing.CommitObject, r.encodeCommit(newTree, parents, message))
 	if err != nil {
-		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	tBuilt := time.Now()
 	// Objects must be durable before the ref names them.
 	if err := st.objs.flush(); err != nil {
-		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
-	tFlushed := time.Now()
-	if r.testBeforeRef != nil {
-		r.testBeforeRef()
-	}
-	if err := r.updateRef(r.BranchRef().String(), commit, old, "commit: "+firstLine(message)); err != nil {
-		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
-	}
-	res.Hash = commit.String()
-	res.Duration = time.Since(start)
-	r.noteCommitted(old, commit, res.Changes)
-	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
-		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
-		"stage", tStaged.Sub(start), "trees", tBuilt.Sub(tStaged), "fsync", tFlushed.Sub(tBuilt),
-		"ref", time.Since(tFlushed))
-	return res, nil
+	r.log.Debug("commit staged", "kind", string(kind), "stage", tStaged.Sub(start),
+		"trees", tBuilt.Sub(tStaged), "fsync", time.Since(tBuilt))
+	return res, commit, nil
 }
 
 func firstLine(s string) string {

@@ -8,6 +8,7 @@ func OptionsFromConfig(cfg memd.Config) Options {
 	return Options{
 		Branch: cfg.Sync.Branch,
 		Author: Author{Name: cfg.Sync.Author.Name, Email: cfg.Sync.Author.Email},
+		Ledger: cfg.Expire.Ledger,
 	}
 }
 

@@ -27,9 +27,11 @@ import (
 // directory and reads only immutable objects and files through it, so it
 // never shares go-git state with the owner and does not take r.mu; a
 // commit can run while the index is being written. Refreshes are serialised
-// among themselves by indexState.run. The index file itself is written
-// git's way: .git/index.lock created O_EXCL (a held lock means back off and
-// retry later; we never delete a live lock), encoded, fsynced, renamed.
+// among themselves by indexState.run. The index file itself is replaced
+// under git's lock, .git/index.lock created O_EXCL (a held lock means back
+// off and retry later; we never delete a live lock), held only for a check
+// and a rename: the new index is encoded and fsynced beforehand (writeIndexFile),
+// so a user's own `git commit` in the repo does not find it held.
 //
 // memd owns the index of a memory repo: a refresh replaces whatever a user
 // staged with `git add` (the content is still in the work tree, and memd
@@ -164,16 +166,11 @@ func (r *Repo) refresh(started func()) error {
 		started()
 	}
 	indexPath := filepath.Join(r.gitDir, "index")
-	lock, err := createLock(indexPath, 0)
-	if err != nil {
-		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+	// A user's git holding index.lock (a commit, a status refresh) makes this round
+	// back off before any work: memd never makes their git fail.
+	if _, err := os.Lstat(indexPath + ".lock"); err == nil {
+		return fmt.Errorf("refresh index of %s: lock %s.lock: %w", r.dir, indexPath, ErrLocked)
 	}
-	done := false
-	defer func() {
-		if !done {
-			rollbackLock(lock)
-		}
-	}()
 
 	// Snapshot what memd committed so far; restore it on failure.
 	s.mu.Lock()
@@ -217,7 +214,7 @@ func (r *Repo) refresh(started func()) error {
 	old, oldFile := readIndexFile(indexPath)
 	incremental := valid && old != nil && head == chainHead && oldFile == lastFile && !lastHead.IsZero()
 	if incremental && len(pending) == 0 && head == lastHead {
-		return nil // the index is already exactly HEAD's; the deferred rollback drops our lock
+		return nil // the index is already exactly HEAD's
 	}
 	var idx *index.Index
 	if incremental {
@@ -285,17 +282,7 @@ func (r *Repo) refresh(started func()) error {
 		}
 	}
 
-	w := bufio.NewWriterSize(lock, 256<<10)
-	if err := index.NewEncoder(w).Encode(idx); err != nil {
-		restore()
-		return fmt.Errorf("refresh index of %s: encode: %w", r.dir, err)
-	}
-	if err := w.Flush(); err != nil {
-		restore()
-		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
-	}
-	done = true
-	if err := commitLock(lock, indexPath); err != nil {
+	if err := r.writeIndexFile(indexPath, idx, oldFile); err != nil {
 		restore()
 		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
 	}
@@ -318,6 +305,66 @@ func (r *Repo) refresh(started func()) error {
 	}
 	s.mu.Unlock()
 	r.log.Debug("index refreshed", "repo", r.dir, "entries", len(idx.Entries), "incremental", incremental)
+	return nil
+}
+
+// hookIndexLockHeld, nil in production, runs while writeIndexFile holds index.lock,
+// with the temp file about to be renamed over the index (tests).
+var hookIndexLockHeld func(tmp string)
+
+// writeIndexFile writes idx to a temp file in .git/memd, fsyncs it, and only then takes
+// index.lock, for as short as git's protocol allows: check that the index is still the
+// one the refresh started from (was: its identity then), rename the temp file over it,
+// drop the lock. A held lock or an index someone rewrote meanwhile returns ErrLocked and
+// changes nothing: the next round starts again.
+func (r *Repo) writeIndexFile(indexPath string, idx *index.Index, was fileID) error {
+	dir := filepath.Join(r.gitDir, "memd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "index-*.tmp")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(tmp, 256<<10)
+	err = index.NewEncoder(w).Encode(idx)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	lock, err := createLock(indexPath, 0)
+	if err != nil {
+		return err
+	}
+	defer rollbackLock(lock) // an empty lock file: closed and removed after the rename
+	if hookIndexLockHeld != nil {
+		hookIndexLockHeld(tmp.Name())
+	}
+	var now fileID
+	if fi, err := os.Stat(indexPath); err == nil {
+		now = statID(fi)
+	}
+	if now != was {
+		return fmt.Errorf("index %s changed during the refresh: %w", indexPath, ErrLocked)
+	}
+	if err := os.Rename(tmp.Name(), indexPath); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp.Name(), err)
+	}
+	ok = true
 	return nil
 }
 

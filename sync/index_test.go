@@ -2,6 +2,7 @@ package sync
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,4 +115,50 @@ func TestIndexLockHeldBacksOff(t *testing.T) {
 	waitFor(t, "index to catch up after the lock is released", 20*time.Second, func() bool {
 		return runGit(t, dir, "status", "--porcelain", "-uall") == ""
 	})
+}
+
+// TestIndexLockHeldOnlyForTheRename: by the time the refresh holds .git/index.lock, the
+// new index is complete and durable in its temp file (every entry of HEAD encoded) and
+// the work tree has been read: the lock spans a stat and a rename, so a user's own
+// `git commit` in the repo does not find it held for the length of a refresh.
+func TestIndexLockHeldOnlyForTheRename(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	for i := 0; i < 50; i++ {
+		writeFile(t, dir, fmt.Sprintf("areas/f%02d.html", i), strings.Repeat("x", i))
+	}
+	mustCommit(t, r, "areas")
+	r.WaitIndexRefresh()
+	calls := 0
+	hookIndexLockHeld = func(tmp string) {
+		calls++
+		idx, _ := readIndexFile(tmp)
+		if idx == nil || len(idx.Entries) != 51 {
+			t.Errorf("under index.lock the temp index is not complete: %v", idx)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".git", "index.lock")); err != nil {
+			t.Errorf("hook ran without the lock held: %v", err)
+		}
+	}
+	defer func() { hookIndexLockHeld = nil }()
+	writeFile(t, dir, "areas/new.html", "new")
+	mustCommit(t, r, "areas/new.html")
+	r.WaitIndexRefresh()
+	hookIndexLockHeld = nil
+	if calls != 1 {
+		t.Errorf("index written %d times, want 1", calls)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "index.lock")); !os.IsNotExist(err) {
+		t.Errorf("index.lock left behind: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".git", "memd", "index-*.tmp")); len(m) > 0 {
+		t.Errorf("temp index files left behind: %v", m)
+	}
+	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+		t.Errorf("git status after the refresh:\n%s", out)
+	}
+	// A user's git commit right after works (nothing of memd's is held).
+	writeFile(t, dir, "areas/user.html", "user")
+	runGit(t, dir, "add", "areas/user.html")
+	runGit(t, dir, "-c", "user.name=u", "-c", "user.email=u@example.invalid", "commit", "-q", "-m", "user")
 }

@@ -39,6 +39,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -875,6 +876,11 @@ func (r *Repo) readMergeMarker() (old, nw plumbing.Hash, ok bool, err error) {
 }
 
 func (r *Repo) removeMergeMarker() error {
+	// Renames a deferred checkout tail has not made durable yet are guarded
+	// by this marker too (durable.go).
+	if err := r.syncDurableDirsLocked(); err != nil {
+		return err
+	}
 	t, err := r.openGitDirTree()
 	if err != nil {
 		return err
@@ -949,11 +955,13 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 		r.log.Warn("could not finish an interrupted merge; undone, the next sync merges again", "repo", r.dir, "head", short(old), "err", err)
 		return true, r.removeMergeMarker()
 	}
-	if len(skipped) > 0 {
-		r.log.Info("interrupted merge: paths edited since, left for the next commit", "repo", r.dir, "paths", skipped)
-	}
 	r.noteCommitted(old, nw, nil) // the index may be anything after a crash: full refresh
 	r.log.Info("finished interrupted merge", "repo", r.dir, "head", short(nw), "paths", len(changes))
+	if len(skipped) > 0 {
+		// Edited since: made on old's content, so committed on old and merged (remote.go).
+		_, err := r.mergeEditsLocked(old, nw, skipped)
+		return true, err
+	}
 	return true, r.removeMergeMarker()
 }
 
@@ -1050,46 +1058,112 @@ func (r *Repo) commitTreeLocked(h plumbing.Hash) (plumbing.Hash, error) {
 // order of the file comment and checkout.go. changes is the old→new tree
 // diff. Every new file is written and fsynced before the ref moves; any
 // failure up to the ref move leaves HEAD and the work tree as they were (a
-// *WorktreeChangedError with Moved false when a path was edited meanwhile).
-// A path edited after the ref moved is left as it is: *WorktreeChangedError
-// with Moved true.
-func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string) error {
-	co, err := r.prepareCheckout(changes, true)
+// *WorktreeChangedError, Moved false, when a path was edited meanwhile: the
+// caller commits it on old and integrates again). Paths edited after the
+// ref moved are committed on old and merged in (edits.go), so the branch
+// may end past nw: the returned editMerge says where, and which conflict
+// copies that merge made.
+func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string) (editMerge, error) {
+	return r.moveHeadPreparedLocked(old, nw, changes, msg, nil)
+}
+
+// moveHeadPreparedLocked is moveHeadLocked with the checkout's step 1 already
+// done (co, from prepareCheckout strict on the same changes; nil = do it
+// now): a sync prepares before it takes the writer lock, so the lock covers
+// the verify, the ref move and the renames only.
+func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) (editMerge, error) {
+	late, err := r.moveHeadFromLocked(old, old, nw, changes, msg, co)
 	if err != nil {
-		return err
+		return editMerge{Head: old}, err
 	}
-	if err := r.writeMergeMarker(old, nw); err != nil {
+	return r.mergeEditsLocked(old, nw, late)
+}
+
+// moveHeadFromLocked moves the branch from cur to nw and checks out changes,
+// whose From sides are base's entries (base = cur, except when edits made
+// during a checkout are merged: then the side commit holding them). The
+// marker names base, so a crash is finished against what the work tree
+// held. It returns the paths edited after the ref moved (left as they are);
+// then the marker stays until they are merged.
+func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) ([]string, error) {
+	t0 := time.Now()
+	if co == nil {
+		// The marker first when it names the head we are at (a crash before
+		// the ref moves then drops it and the temps with it); an edit
+		// merge's round keeps the previous round's marker until it is ready.
+		marked := false
+		if base == cur {
+			if err := r.writeMergeMarker(base, nw); err != nil {
+				return nil, err
+			}
+			marked = true
+		}
+		var err error
+		if co, err = r.prepareCheckout(changes, true); err != nil {
+			if marked {
+				_ = r.removeMergeMarker()
+			}
+			return nil, err
+		}
+		co.marked = marked
+	} else if changed := co.changedSince(); len(changed) > 0 {
+		// Prepared before the lock: anything edited since is a writer's.
 		co.abort()
-		return err
+		if co.marked {
+			_ = r.removeMergeMarker() // it named the head we stay at
+		}
+		return nil, &WorktreeChangedError{Paths: changed}
 	}
-	if hookBeforeRefMove != nil {
-		if err := hookBeforeRefMove(); err != nil {
-			return err // as a crash would: temps and marker stay
+	t1 := time.Now()
+	if !co.marked {
+		if err := r.writeMergeMarker(base, nw); err != nil {
+			co.abort()
+			return nil, err
 		}
 	}
-	if err := r.updateRef(r.BranchRef().String(), nw, old, msg); err != nil {
-		co.abort()
-		_ = r.removeMergeMarker()
-		return err
+	t2 := time.Now()
+	if hookBeforeRefMove != nil {
+		if err := hookBeforeRefMove(); err != nil {
+			return nil, err // as a crash would: temps and marker stay
+		}
+	}
+	if cur != nw {
+		if err := r.updateRef(r.BranchRef().String(), nw, cur, msg); err != nil {
+			co.abort()
+			_ = r.removeMergeMarker()
+			return nil, err
+		}
 	}
 	if hookAfterRefMove != nil {
 		if err := hookAfterRefMove(); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	t3 := time.Now()
+	deferred := co.deferSync
 	late, err := co.apply()
+	if deferred {
+		for _, d := range co.synced {
+			r.durable.dirs[d] = true
+		}
+	}
+	r.log.Debug("checkout", "paths", len(changes), "prepare_or_verify", t1.Sub(t0), "marker", t2.Sub(t1),
+		"ref", t3.Sub(t2), "apply", time.Since(t3))
 	// The index refresh is scheduled only now: it takes stat data from the
 	// work tree, which must already hold the new content.
-	r.noteCommitted(old, nw, mgChangeList(changes))
+	r.noteCommitted(cur, nw, mgChangeList(changes))
 	if err != nil {
 		// The marker stays: the next Sync or start finishes (or undoes) the checkout.
-		return fmt.Errorf("update work tree in %s: %w", r.dir, err)
-	}
-	if err := r.removeMergeMarker(); err != nil {
-		return err
+		return nil, fmt.Errorf("update work tree in %s: %w", r.dir, err)
 	}
 	if len(late) > 0 {
-		return &WorktreeChangedError{Paths: late, Moved: true}
+		r.durable.dropMarker = false
+		return late, nil
 	}
-	return nil
+	if deferred {
+		// Durable, and the marker dropped, by flushDurable after the lock.
+		r.durable.dropMarker, r.durable.base, r.durable.nw = true, base, nw
+		return nil, nil
+	}
+	return nil, r.removeMergeMarker()
 }

@@ -136,9 +136,23 @@ func TestInterruptedMergeKeepsEditsMadeSince(t *testing.T) {
 	if _, err := b2.FinishInterruptedMerge(); err != nil {
 		t.Fatal(err)
 	}
-	if got := readWork(t, w.bDir, "areas/a.html"); got != "edited after the crash\n" {
-		t.Fatalf("writer's edit overwritten: %q", got)
+	// The edit was made on the old head's a.html: committed there and merged with A's
+	// version like any other change (issue 13), never left on disk for a commit that
+	// would revert the merge. Both changed a.html: A's stays, the edit in a conflict copy.
+	if got := readWork(t, w.bDir, "areas/a.html"); got != "a from A\n" {
+		t.Errorf("areas/a.html = %q, want A's version", got)
 	}
+	copies := runGit(t, w.bDir, "ls-tree", "--name-only", "HEAD", "areas/")
+	found := false
+	for _, p := range strings.Fields(copies) {
+		if strings.HasPrefix(p, "areas/a.conflict-") && runGit(t, w.bDir, "show", "HEAD:"+p) == "edited after the crash\n" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("writer's edit is in no conflict copy in HEAD: %s", copies)
+	}
+	statusClean(t, b2)
 	if readWork(t, w.bDir, "projects/new/one.html") != "one\n" {
 		t.Error("untouched path not checked out")
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -26,8 +27,14 @@ const DefaultRemote = "origin"
 const DefaultNetworkTimeout = 60 * time.Second
 
 // MaxSyncAttempts bounds fetch → merge → push rounds when a push is
-// rejected because someone else pushed in between.
-const MaxSyncAttempts = 5
+// rejected because someone else pushed in between. Ten machines pushing at
+// once each win a round within a few: every round lets at least one through.
+const MaxSyncAttempts = 10
+
+// DefaultPushRetryJitter bounds the random pause before a rejected push's
+// next round (times the round number), so machines that lost the same race
+// do not fetch and push again in step.
+const DefaultPushRetryJitter = 50 * time.Millisecond
 
 // RemoteOptions say which remote to sync with and how to authenticate.
 type RemoteOptions struct {
@@ -45,6 +52,20 @@ type RemoteOptions struct {
 	// Ledger is the repo-relative ledger merged by record id; "" =
 	// memory.jsonl.
 	Ledger string
+	// LocalWork runs fn holding the writer lock (.memory.lock): Sync calls
+	// it around the local part of each round (commit, merge, checkout) and
+	// never around a fetch or a push, so writers that take the lock wait
+	// for local work only. nil = fn runs as it is.
+	LocalWork func(fn func() error) error
+	// CommitFirst commits uncommitted edits at paths a sync must check
+	// out, before the sync takes the writer lock for the checkout (the
+	// agent passes its own commit, which holds the lock only while it reads
+	// the paths). nil = CommitPaths inside LocalWork.
+	CommitFirst func(paths []string) error
+	// PushRetryJitter: see DefaultPushRetryJitter; 0 = the default.
+	PushRetryJitter time.Duration
+	// Rand returns a number in [0,1) for the retry pause; nil = math/rand/v2.
+	Rand func() float64
 }
 
 func (ro RemoteOptions) withDefaults() RemoteOptions {
@@ -57,6 +78,15 @@ func (ro RemoteOptions) withDefaults() RemoteOptions {
 	if ro.Ledger == "" {
 		ro.Ledger = DefaultLedgerPath
 	}
+	if ro.LocalWork == nil {
+		ro.LocalWork = func(fn func() error) error { return fn() }
+	}
+	if ro.PushRetryJitter <= 0 {
+		ro.PushRetryJitter = DefaultPushRetryJitter
+	}
+	if ro.Rand == nil {
+		ro.Rand = rand.Float64
+	}
 	return ro
 }
 
@@ -66,6 +96,12 @@ type SyncResult struct {
 	Ahead, Behind                        int      // after the sync, vs the remote-tracking ref
 	Conflicts                            []string // conflict copies written
 	MergeHash                            string
+	// PushAttempts counts the pushes tried (rejected ones included);
+	// Rounds the fetch → merge → push rounds.
+	PushAttempts, Rounds int
+	// EditMerges counts merges of paths edited while a checkout ran
+	// (edits.go).
+	EditMerges int
 }
 
 // SetRemote creates the remote name with url, or points it at url. The
@@ -166,7 +202,7 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 		return false, fmt.Errorf("adopt %s/%s into %s: local files differ from the remote's and would be overwritten: %s",
 			ro.Remote, r.opts.Branch, r.dir, strings.Join(dirty, ", "))
 	}
-	if err := r.moveHeadLocked(local, remote, changes, "memd: adopt "+ro.Remote+"/"+r.opts.Branch); err != nil {
+	if _, err := r.moveHeadLocked(local, remote, changes, "memd: adopt "+ro.Remote+"/"+r.opts.Branch); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -293,10 +329,15 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 }
 
 // Sync fetches, fast-forwards or merges, and pushes (when ro.Push). A push
-// rejected because the remote moved meanwhile is retried (fetch → merge →
-// push) up to MaxSyncAttempts times. Errors: ErrOffline (network),
-// ErrAuth (credentials), ErrUnrelatedHistory; all with redacted URLs. Local
-// commits are never lost or rewritten.
+// rejected because the remote moved meanwhile is retried at once (fetch →
+// merge → push, after a short random pause) up to MaxSyncAttempts rounds;
+// running out of rounds returns ErrPushRejected, which is contention, not an
+// outage. Errors: ErrOffline (the remote does not answer), ErrAuth
+// (credentials), ErrUnrelatedHistory, ErrPushRejected, ErrCheckoutRaced; all
+// with redacted URLs. Local commits are never lost or rewritten.
+//
+// Only the local part of a round (commit, merge, checkout) runs inside
+// ro.LocalWork (the writer lock); fetches and pushes run outside it.
 //
 // The caller should have committed pending work; any path Sync must touch
 // that still differs from HEAD is committed first (CommitPaths).
@@ -308,42 +349,93 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			return res, err
 		}
 	}
-	if _, err := r.FinishInterruptedMerge(); err != nil {
-		return res, err
+	if ro.CommitFirst == nil {
+		lw := ro.LocalWork
+		ro.CommitFirst = func(paths []string) error {
+			return lw(func() error { _, err := r.CommitPaths(paths); return err })
+		}
 	}
 	var pushErr error
 	for attempt := 1; attempt <= MaxSyncAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return r.finishResult(ro, res, err)
 		}
+		res.Rounds = attempt
 		t0 := time.Now()
-		remote, err := r.fetch(ctx, ro)
+		remote, err := r.fetch(ctx, ro) // no lock: a fetch touches no work tree file
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
 		res.Fetched = true
 		t1 := time.Now()
-		if err := r.integrate(ro, remote, &res); err != nil {
-			return r.finishResult(ro, res, err)
+		// The merge is computed before the lock (objects only); under it,
+		// only what touches the work tree and the branch.
+		pl, err := r.planIntegrate(ro, remote)
+		// Edits in the way are committed first, outside the checkout's lock,
+		// and the merge planned again on the new head.
+		for try := 0; err == nil && pl != nil && len(pl.dirty) > 0 && try < maxEditMerges; try++ {
+			if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, ErrHeadMoved) {
+				return r.finishResult(ro, res, fmt.Errorf("commit local changes before merge in %s: %w", r.dir, cerr))
+			}
+			r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(pl.dirty))
+			pl, err = r.planIntegrate(ro, remote)
 		}
-		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "integrate", time.Since(t1))
-		local, err := r.readBranch()
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
+		t2 := time.Now()
+		var local plumbing.Hash
+		err = ro.LocalWork(func() error {
+			// An interrupted checkout is finished first; a plan that wrote
+			// its own marker knows there was none.
+			if pl == nil || pl.co == nil || !pl.co.marked {
+				if done, err := r.FinishInterruptedMerge(); err != nil || done {
+					pl.drop(r) // its temps may be gone with the interrupted checkout's
+					if err != nil {
+						return err
+					}
+				}
+			}
+			if err := r.integrate(ro, remote, pl, &res); err != nil {
+				return err
+			}
+			var err error
+			local, err = r.readBranch()
+			return err
+		})
+		r.dropPlan(pl) // unless integrate used it (or the lock was not had)
+		if ferr := r.flushDurable(); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return r.finishResult(ro, res, err)
+		}
+		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "plan", t2.Sub(t1), "integrate", time.Since(t2))
 		if !ro.Push || local.IsZero() || local == remote {
 			pushErr = nil
 			break
 		}
+		res.PushAttempts++
 		pushErr = r.push(ctx, ro, local)
 		if pushErr == nil {
 			res.Pushed = true
 			break
 		}
-		if errors.Is(pushErr, ErrAuth) || errors.Is(pushErr, ErrOffline) || ctx.Err() != nil {
+		if !errors.Is(pushErr, ErrPushRejected) || ctx.Err() != nil {
 			return r.finishResult(ro, res, pushErr)
 		}
-		r.log.Info("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "err", pushErr)
+		// Someone pushed first: fetch their commits, merge, try again. A
+		// short random pause, growing with the round, keeps the losers of
+		// one race from colliding again in step.
+		pause := time.Duration(ro.Rand() * float64(ro.PushRetryJitter) * float64(attempt))
+		r.log.Debug("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "pause", pause, "err", pushErr)
+		if attempt < MaxSyncAttempts {
+			select {
+			case <-ctx.Done():
+				return r.finishResult(ro, res, ctx.Err())
+			case <-time.After(pause):
+			}
+		}
 	}
 	if pushErr != nil {
 		pushErr = fmt.Errorf("push %s: still rejected after %d attempts: %w", ro.Remote, MaxSyncAttempts, pushErr)
@@ -379,14 +471,15 @@ func (r *Repo) AheadBehind(ro RemoteOptions) (ahead, behind int, err error) {
 
 // integrate brings the remote head into the local branch: nothing, a
 // fast-forward or a merge commit. Uncommitted work on a path it must touch
-// is committed first, then the decision is taken again.
-func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, res *SyncResult) error {
+// is committed first, then the decision is taken again. pl, when it was
+// planned for the current local head, saves computing the merge again.
+func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, pl *integratePlan, res *SyncResult) error {
 	if remote.IsZero() {
 		return nil
 	}
 	var lastDirty []string
-	for try := 0; try < 4; try++ {
-		dirty, err := r.integrateOnce(ro, remote, res)
+	for try := 0; try < maxEditMerges; try++ {
+		dirty, err := r.integrateOnce(ro, remote, pl, res)
 		if err != nil || len(dirty) == 0 {
 			return err
 		}
@@ -397,18 +490,66 @@ func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, res *SyncResult
 		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(dirty), "commit", cr.Hash)
 		lastDirty = dirty
 	}
-	return fmt.Errorf("sync %s: uncommitted changes at %s could not be committed (ignored?); not overwriting them", r.dir, strings.Join(lastDirty, ", "))
+	return fmt.Errorf("sync %s: uncommitted changes at %s could not be committed (ignored, or edited all along): not overwriting them: %w",
+		r.dir, strings.Join(lastDirty, ", "), ErrCheckoutRaced)
 }
 
-// integrateOnce does the work under r.mu; it returns the dirty paths
-// instead when the work tree holds uncommitted changes it would overwrite.
-func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncResult) ([]string, error) {
+// integratePlan is what bringing remote into local takes: the target commit
+// (remote for a fast-forward, a merge commit already written), the tree diff
+// local → target, and the merge's conflict copies. Nothing on disk but
+// objects: it is computed before the writer lock is taken, so the lock
+// covers only the dirty check, the ref move and the checkout.
+type integratePlan struct {
+	local, remote, target plumbing.Hash
+	merge                 bool
+	changes               map[string]pathChange
+	conflicts             []string
+	msg                   string
+	// co is the checkout's step 1 (temps written and fsynced beside their
+	// targets, stamps taken), done before the lock when the tree was clean;
+	// under the lock only its verify, the ref move and the renames remain.
+	co *checkout
+	// dirty: the paths holding uncommitted edits that step 1 found in the
+	// way (then co is nil): Sync commits them and plans again.
+	dirty []string
+}
+
+// drop removes the prepared checkout's temps (and its marker) when the plan
+// is not used. Caller holds r.mu or is the owner between jobs.
+func (pl *integratePlan) drop(r *Repo) {
+	if pl != nil && pl.co != nil {
+		if pl.co.marked {
+			_ = r.removeMergeMarker()
+		}
+		pl.co.abort()
+		pl.co = nil
+	}
+}
+
+// dropPlan is drop under r.mu.
+func (r *Repo) dropPlan(pl *integratePlan) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pl.drop(r)
+}
+
+// planIntegrate plans bringing remote into the current local head (nil:
+// nothing to do). It takes r.mu, not the writer lock.
+func (r *Repo) planIntegrate(ro RemoteOptions, remote plumbing.Hash) (*integratePlan, error) {
+	if remote.IsZero() {
+		return nil, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	local, err := r.readBranch()
 	if err != nil {
 		return nil, err
 	}
+	return r.planIntegrateLocked(ro, local, remote, true)
+}
+
+// planIntegrateLocked plans; prepare also does the checkout's step 1.
+func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash, prepare bool) (*integratePlan, error) {
 	if local == remote {
 		return nil, nil
 	}
@@ -417,8 +558,7 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.trackingRef(ro), err)
 	}
-	target := remote
-	merge := false
+	pl := &integratePlan{local: local, remote: remote, target: remote}
 	var base *object.Commit
 	var lc *object.Commit
 	if !local.IsZero() {
@@ -448,7 +588,7 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 					r.dir, ro.Remote, r.opts.Branch, short(local), short(remote), ErrUnrelatedHistory)
 			}
 			base = bases[0]
-			merge = true
+			pl.merge = true
 		}
 	}
 
@@ -462,57 +602,110 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, res *SyncRe
 		return nil, fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)
 	}
 	targetTree := rc.TreeHash
-	var conflicts []string
-	if merge {
+	if pl.merge {
 		pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
 			OursTime: lc.Committer.When, TheirsTime: rc.Committer.When}
 		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
 		if err != nil {
 			return nil, fmt.Errorf("merge %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 		}
-		targetTree, conflicts = mr.Tree, mr.Conflicts
+		targetTree, pl.conflicts = mr.Tree, mr.Conflicts
 	}
-	changes := map[string]pathChange{}
-	if err := mgDiffTrees(s, localTree, targetTree, "", changes); err != nil {
+	pl.changes = map[string]pathChange{}
+	if err := mgDiffTrees(s, localTree, targetTree, "", pl.changes); err != nil {
 		return nil, err
 	}
-	dirty, err := r.dirtyPaths(changes)
-	if err != nil {
-		return nil, err
-	}
-	if len(dirty) > 0 {
-		return dirty, nil
-	}
-	msg := "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
-	if merge {
-		msg = mergeMessage(ro.Remote, r.opts.Branch, r.opts.Hostname, conflicts)
-		target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{local, remote}, msg)
+	pl.msg = "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
+	if pl.merge {
+		pl.msg = mergeMessage(ro.Remote, r.opts.Branch, r.opts.Hostname, pl.conflicts)
+		pl.target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{local, remote}, pl.msg)
 		if err != nil {
 			return nil, fmt.Errorf("write merge commit in %s: %w", r.dir, err)
 		}
 	}
-	if err := r.moveHeadLocked(local, target, changes, firstLine(msg)); err != nil {
+	if prepare {
+		// Any failure (an edit in the way, a path that cannot be written)
+		// is met again, and handled, under the lock.
+		// The marker is written first, off the lock: until the ref moves it
+		// names the head we are at, so a crash (or a dropped plan) drops it
+		// and removes the temps the prepare wrote beside their targets.
+		marked := false
+		if _, _, had, merr := r.readMergeMarker(); merr == nil && !had {
+			marked = r.writeMergeMarker(local, pl.target) == nil
+		}
+		co, err := r.prepareCheckout(pl.changes, true)
 		var wc *WorktreeChangedError
 		switch {
+		case err == nil:
+			co.deferSync, co.marked = true, marked
+			pl.co = co
 		case errors.As(err, &wc) && !wc.Moved:
-			return wc.Paths, nil // edited meanwhile: commit them on the old HEAD first
-		case errors.As(err, &wc):
-			pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now()}
-			if err := r.remergeLateLocked(local, target, wc.Paths, pol); err != nil {
-				return nil, err
-			}
-		default:
+			pl.dirty = wc.Paths
+		}
+		if err != nil && marked {
+			_ = r.removeMergeMarker()
+		}
+	}
+	return pl, nil
+}
+
+// integrateOnce does the work under r.mu; it returns the dirty paths
+// instead when the work tree holds uncommitted changes it would overwrite.
+func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, pl *integratePlan, res *SyncResult) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	local, err := r.readBranch()
+	if err != nil {
+		return nil, err
+	}
+	if pl == nil || pl.local != local || pl.remote != remote {
+		// Planned for another head (a commit came first) or not at all.
+		pl.drop(r)
+		if pl, err = r.planIntegrateLocked(ro, local, remote, false); err != nil {
 			return nil, err
 		}
 	}
-	if merge {
+	if pl == nil {
+		return nil, nil
+	}
+	co := pl.co
+	pl.co = nil // moveHead owns it now
+	if co == nil {
+		dirty, err := r.dirtyPaths(pl.changes)
+		if err != nil {
+			return nil, err
+		}
+		if len(dirty) > 0 {
+			return dirty, nil
+		}
+	}
+	em, err := r.moveHeadPreparedLocked(local, pl.target, pl.changes, firstLine(pl.msg), co)
+	if em.Rounds > 0 {
+		// Edits made during the checkout were committed and merged (edits.go).
+		res.EditMerges += em.Rounds
 		res.Merged = true
-		res.MergeHash = target.String()
-		res.Conflicts = append(res.Conflicts, conflicts...)
-		r.log.Info("merged remote changes", "repo", r.dir, "remote", ro.Remote, "commit", short(target), "paths", len(changes), "conflicts", len(conflicts))
+		res.MergeHash = em.Head.String()
+		res.Conflicts = append(res.Conflicts, em.Conflicts...)
+	}
+	if err != nil {
+		var wc *WorktreeChangedError
+		if errors.As(err, &wc) && !wc.Moved {
+			// Edited between the dirty check and the ref move: nothing moved;
+			// commit them on the old HEAD first and integrate again.
+			return wc.Paths, nil
+		}
+		return nil, err
+	}
+	if pl.merge {
+		res.Merged = true
+		if em.Rounds == 0 {
+			res.MergeHash = pl.target.String()
+		}
+		res.Conflicts = append(res.Conflicts, pl.conflicts...)
+		r.log.Info("merged remote changes", "repo", r.dir, "remote", ro.Remote, "commit", short(pl.target), "paths", len(pl.changes), "conflicts", len(pl.conflicts))
 	} else {
 		res.FastForward = true
-		r.log.Info("fast-forwarded", "repo", r.dir, "remote", ro.Remote, "commit", short(target), "paths", len(changes))
+		r.log.Info("fast-forwarded", "repo", r.dir, "remote", ro.Remote, "commit", short(pl.target), "paths", len(pl.changes))
 	}
 	return nil, nil
 }

@@ -61,6 +61,9 @@ type Options struct {
 	// .memory.lock are skipped (those are always skipped).
 	Ignore   func(rel string, isDir bool) bool
 	Hostname string // for messages / conflict names; default os.Hostname
+	// Ledger is the repo-relative ledger that merges of edits made during a
+	// checkout merge by record id (edits.go); "" = memory.jsonl.
+	Ledger string
 }
 
 // CommitKind labels a commit for metrics (memd_commits_total{kind}).
@@ -108,6 +111,10 @@ type Repo struct {
 
 	// index refresh state (see index.go).
 	idx indexState
+
+	// durable is a sync's checkout tail left for after the writer lock
+	// (durable.go); under mu.
+	durable durableState
 
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
@@ -186,7 +193,8 @@ func Open(dir string, opts Options) (*Repo, error) {
 	if err := plumbing.NewBranchReferenceName(opts.Branch).Validate(); err != nil {
 		return nil, fmt.Errorf("open repo %s: branch %q: %w", dir, opts.Branch, err)
 	}
-	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log}
+	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log,
+		durable: durableState{dirs: map[string]bool{}}}
 	r.author = r.resolveAuthor()
 	r.dropTornRemoteRefs()
 	if head, err := gr.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {

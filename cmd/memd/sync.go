@@ -38,29 +38,33 @@ func cmdSync(a *app, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{Timeout: a.cfg.Lock.Timeout.D(), Context: "memd sync", Logger: a.log})
-	if err != nil {
-		return a.fail("sync: %v", err)
-	}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			_ = lk.Release()
+	// The writer lock is held for local work only (DESIGN §4): this commit, and each
+	// round's merge and checkout inside Sync, never a fetch or a push.
+	locked := func(fn func() error) error {
+		lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{Timeout: a.cfg.Lock.Timeout.D(), Context: "memd sync", Logger: a.log})
+		if err != nil {
+			return err
 		}
+		defer lk.Release()
+		return fn()
 	}
-	defer release()
-	if _, err := repo.FinishInterruptedMerge(); err != nil {
-		return a.fail("sync: finish interrupted merge: %v", err)
-	}
-	dirty, err := repo.Reconcile()
+	var res memsync.CommitResult
+	beforeCommit, okCommit := head(repo)
+	err = locked(func() error {
+		if _, err := repo.FinishInterruptedMerge(); err != nil {
+			return fmt.Errorf("finish interrupted merge: %w", err)
+		}
+		dirty, err := repo.Reconcile()
+		if err != nil {
+			return err
+		}
+		if res, err = repo.CommitPaths(dirty); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return a.fail("sync: %v", err)
-	}
-	beforeCommit, okCommit := head(repo)
-	res, err := repo.CommitPaths(dirty)
-	if err != nil {
-		return a.fail("sync: commit: %v", err)
 	}
 	if res.Hash != "" {
 		fmt.Fprintf(a.stdout, "committed +%d ~%d -%d\n", res.Added, res.Modified, res.Deleted)
@@ -69,15 +73,17 @@ func cmdSync(a *app, args []string) int {
 	if okCommit && res.Hash != "" {
 		steps = append(steps, oneShotHook{memd.HookAfterCommit, beforeCommit, res.Hash})
 	}
-	// Hooks run after the lock is released, whatever became of the sync: a commit made
-	// before a failing fetch still moved HEAD.
-	defer func() { release(); a.runHooks(repo, steps...) }()
+	// Hooks run outside the lock, whatever became of the sync: a commit made before a
+	// failing fetch still moved HEAD.
+	defer func() { a.runHooks(repo, steps...) }()
 	beforeSync, okSync := head(repo)
 	ok, err := repo.HasRemote(a.cfg.Sync.Remote)
 	if err != nil || !ok {
 		return a.fail("sync: no remote %q in %s (set one with `git remote add` or `memd init --remote URL`)", a.cfg.Sync.Remote, a.cfg.Repo)
 	}
-	sr, err := repo.Sync(ctx, memsync.RemoteOptionsFromConfig(a.cfg))
+	ro := memsync.RemoteOptionsFromConfig(a.cfg)
+	ro.LocalWork = locked
+	sr, err := repo.Sync(ctx, ro)
 	if after, ok := head(repo); ok && okSync {
 		steps = append(steps, oneShotHook{memd.HookAfterSync, beforeSync, after})
 	}
