@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -774,17 +773,7 @@ func (r *Record) Expiry() (time.Time, bool) {
 	if r.Lifecycle == nil || r.Lifecycle.ExpiresAt == "" {
 		return time.Time{}, false
 	}
-	return parseLedgerTime(r.Lifecycle.ExpiresAt)
-}
-
-func parseLedgerTime(s string) (time.Time, bool) {
-	s = strings.TrimSpace(s)
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
+	return ParseTime(r.Lifecycle.ExpiresAt)
 }
 
 // Lifecycle modes (FORMATS §4).
