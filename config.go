@@ -135,7 +135,7 @@ type LogConfig struct {
 }
 
 // SleepPhases lists the sleep phases in the order they always run.
-var SleepPhases = []string{"expire", "arcs", "archive", "tidy"}
+var SleepPhases = []string{PhaseExpire, PhaseArcs, PhaseArchive, PhaseTidy}
 
 // DefaultConfig returns the built-in defaults of DESIGN §7.
 func DefaultConfig() Config {
@@ -144,9 +144,9 @@ func DefaultConfig() Config {
 		Watch: WatchConfig{Quiet: Duration(2 * time.Second), MaxDelay: Duration(30 * time.Second), Reconcile: Duration(10 * time.Minute)},
 		Sync: SyncConfig{Remote: "origin", Branch: "main", Push: true, PullInterval: Duration(5 * time.Minute),
 			TokenEnv: "MEMD_GIT_TOKEN", Timeout: Duration(60 * time.Second)},
-		Lock:    LockConfig{File: ".memory.lock", Timeout: Duration(10 * time.Second)},
+		Lock:    LockConfig{File: DefaultLockFile, Timeout: Duration(10 * time.Second)},
 		Sleep:   SleepConfig{Schedule: "0 3 * * *", CatchUp: true, Phases: append([]string(nil), SleepPhases...)},
-		Expire:  ExpireConfig{Ledger: "memory.jsonl", SoftGrace: Duration(336 * time.Hour)},
+		Expire:  ExpireConfig{Ledger: DefaultLedgerFile, SoftGrace: Duration(336 * time.Hour)},
 		Arcs:    ArcsConfig{Key: "entity", MinEpisodes: 3, Summarizer: SummarizerConfig{Timeout: Duration(120 * time.Second)}},
 		Archive: ArchiveConfig{KeepYears: 1, DoneTasksAfter: Duration(720 * time.Hour)},
 		Tidy:    TidyConfig{MemoryMD: []string{"**/MEMORY.md"}},
@@ -312,4 +312,4 @@ func (c *Config) LedgerPath() string {
 }
 
 // StateDir is <repo>/.git/memd, where memd keeps what is never committed.
-func (c *Config) StateDir() string { return filepath.Join(c.Repo, ".git", "memd") }
+func (c *Config) StateDir() string { return filepath.Join(c.Repo, ".git", StateDirName) }

@@ -817,7 +817,7 @@ func (v NoteVerdict) State() string {
 // stale. Only notes are ever drained; rules and lessons never.
 func JudgeNote(r *Record, now time.Time, softGrace time.Duration) NoteVerdict {
 	v := NoteVerdict{Year: now.UTC().Year()}
-	if r == nil || r.Type != "note" || r.Lifecycle == nil {
+	if r == nil || r.Type != RecordNote || r.Lifecycle == nil {
 		return v
 	}
 	switch r.Lifecycle.Mode {
@@ -855,7 +855,7 @@ func JudgeNote(r *Record, now time.Time, softGrace time.Duration) NoteVerdict {
 // expiry (stale, or drained for hard-expiry) and, for soft-expiry, the end of the grace.
 // ok is false when no later clock changes it.
 func NoteChangesAfter(r *Record, now time.Time, softGrace time.Duration) (time.Time, bool) {
-	if r == nil || r.Type != "note" || r.Lifecycle == nil {
+	if r == nil || r.Type != RecordNote || r.Lifecycle == nil {
 		return time.Time{}, false
 	}
 	switch r.Lifecycle.Mode {

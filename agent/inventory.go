@@ -295,7 +295,7 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 	if v.ledger != nil {
 		for _, r := range v.ledger.Records() {
 			s.LedgerRecords[r.Type]++
-			if r.Type == "note" && r.Lifecycle != nil {
+			if r.Type == memd.RecordNote && r.Lifecycle != nil {
 				s.LedgerNotes[metrics.NoteKey{Mode: r.Lifecycle.Mode, State: noteState(r, now, v.cfg.Expire.SoftGrace.D())}]++
 			}
 		}

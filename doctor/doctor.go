@@ -80,10 +80,10 @@ type memInfo struct {
 func Check(root string, opt Options) (*Report, error) {
 	start := time.Now()
 	if opt.Ledger == "" {
-		opt.Ledger = "memory.jsonl"
+		opt.Ledger = memd.DefaultLedgerFile
 	}
 	if opt.LockFile == "" {
-		opt.LockFile = ".memory.lock"
+		opt.LockFile = memd.DefaultLockFile
 	}
 	rep := &Report{Repo: root}
 	add := func(sev Severity, check, p, format string, args ...any) {

@@ -29,7 +29,7 @@ const DrainedFile = "memory.drained.jsonl"
 // ledgerPath is the configured ledger, repo-relative.
 func ledgerPath(cfg memd.Config) string {
 	if cfg.Expire.Ledger == "" {
-		return "memory.jsonl"
+		return memd.DefaultLedgerFile
 	}
 	return cfg.Expire.Ledger
 }

@@ -47,10 +47,10 @@ import (
 
 // Phase names, in the order they always run.
 const (
-	PhaseExpire  = "expire"
-	PhaseArcs    = "arcs"
-	PhaseArchive = "archive"
-	PhaseTidy    = "tidy"
+	PhaseExpire  = memd.PhaseExpire
+	PhaseArcs    = memd.PhaseArcs
+	PhaseArchive = memd.PhaseArchive
+	PhaseTidy    = memd.PhaseTidy
 )
 
 // Trailer keys of sleep commits (DESIGN §3).
@@ -201,7 +201,7 @@ func NewRunner(repoDir string, store Store, opts Options) *Runner {
 		r.now = time.Now
 	}
 	if r.opts.StateDir == "" {
-		r.opts.StateDir = filepath.Join(repoDir, ".git", "memd")
+		r.opts.StateDir = filepath.Join(repoDir, ".git", memd.StateDirName)
 	}
 	return r
 }
@@ -486,7 +486,7 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 
 func lockFile(cfg memd.Config) string {
 	if cfg.Lock.File == "" {
-		return ".memory.lock"
+		return memd.DefaultLockFile
 	}
 	return cfg.Lock.File
 }

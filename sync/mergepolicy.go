@@ -67,7 +67,7 @@ func (k FileKind) String() string {
 }
 
 // DefaultLedgerPath is the repo-relative ledger path when none is configured.
-const DefaultLedgerPath = "memory.jsonl"
+const DefaultLedgerPath = memd.DefaultLedgerFile
 
 // arcsDirPrefix: derived arcs live under memd.ArcsDir.
 const arcsDirPrefix = memd.ArcsDir + "/"

@@ -31,6 +31,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/memd-dev/memd"
 )
 
 // ErrHeadMoved is returned when the branch ref changed between the start of
@@ -68,9 +70,9 @@ type CommitKind string
 
 // Commit kinds.
 const (
-	KindChange CommitKind = "change"
-	KindSleep  CommitKind = "sleep"
-	KindMerge  CommitKind = "merge"
+	KindChange CommitKind = memd.CommitChange
+	KindSleep  CommitKind = memd.CommitSleep
+	KindMerge  CommitKind = memd.CommitMerge
 )
 
 // Change is one path changed by a commit. Op is 'A', 'M' or 'D'.
@@ -429,7 +431,7 @@ func (r *Repo) ignored(rel string, isDir bool) bool {
 		return false
 	}
 	first, _, _ := strings.Cut(rel, "/")
-	if first == ".git" || rel == ".memory.lock" {
+	if first == ".git" || rel == memd.DefaultLockFile {
 		return true
 	}
 	// Any .git segment deeper (a nested repo) is also off limits.

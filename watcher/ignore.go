@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/memd-dev/memd"
 )
 
 // DefaultIgnore is memd's own ignore list: editor swap, backup and temp files that are
@@ -21,7 +23,7 @@ import (
 var DefaultIgnore = []string{"*.swp", "*~", "4913", ".#*", "*.tmp"}
 
 // lockName is the writer lock (FORMATS §5). It is never committed.
-const lockName = ".memory.lock"
+const lockName = memd.DefaultLockFile
 
 // ErrBadPattern is returned for an ignore pattern that cannot be matched.
 var ErrBadPattern = errors.New("bad ignore pattern")
