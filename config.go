@@ -31,7 +31,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Config is the whole memd configuration (DESIGN §7). The yaml tags are the fixed config keys.
+// Config is the whole memd configuration (docs/ARCHITECTURE.md §7). The yaml tags are the fixed config keys.
 type Config struct {
 	Repo    string        `yaml:"repo"`
 	Watch   WatchConfig   `yaml:"watch"`
@@ -72,11 +72,11 @@ type SyncConfig struct {
 	TokenEnv     string       `yaml:"token_env"`
 	TokenFile    string       `yaml:"token_file"`
 	// Timeout bounds each fetch or push, so a remote that hangs mid-response never stalls
-	// the owner loop (added to DESIGN §7's keys).
+	// the owner loop (added to docs/ARCHITECTURE.md §7's keys).
 	Timeout Duration `yaml:"timeout"`
 }
 
-// LockConfig: the writer lock shared with memory writers (FORMATS §5).
+// LockConfig: the writer lock shared with memory writers (docs/FORMATS.md §5).
 type LockConfig struct {
 	File    string   `yaml:"file"`
 	Timeout Duration `yaml:"timeout"`
@@ -137,7 +137,7 @@ type LogConfig struct {
 // SleepPhases lists the sleep phases in the order they always run.
 var SleepPhases = []string{PhaseExpire, PhaseArcs, PhaseArchive, PhaseTidy}
 
-// DefaultConfig returns the built-in defaults of DESIGN §7.
+// DefaultConfig returns the built-in defaults of docs/ARCHITECTURE.md §7.
 func DefaultConfig() Config {
 	return Config{
 		Repo:  "~/memory",

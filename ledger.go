@@ -1,6 +1,6 @@
 package memd
 
-// The memory.jsonl ledger (FORMATS §4). memd is not the ledger's owner: writers are. So
+// The memory.jsonl ledger (docs/FORMATS.md §4). memd is not the ledger's owner: writers are. So
 // this is a faithful reader/writer: a line memd does not change is written back byte for
 // byte, unknown fields keep their place and their bytes, and a line that does not parse is
 // kept verbatim. A note's lifecycle is judged here too (JudgeNote), once for every consumer:
@@ -446,7 +446,7 @@ func jsonSkipWS(b []byte, i int) int {
 	return i
 }
 
-// scanValue returns the end of the valid JSON value starting at i.
+// jsonScanValue returns the end of the valid JSON value starting at i.
 func jsonScanValue(b []byte, i int) int {
 	switch b[i] {
 	case '"':
@@ -477,7 +477,7 @@ func jsonScanValue(b []byte, i int) int {
 	}
 }
 
-// scanString returns the index after the closing quote of the string starting at i.
+// jsonScanString returns the index after the closing quote of the string starting at i.
 func jsonScanString(b []byte, i int) int {
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
@@ -593,7 +593,7 @@ func jsonEncodeValue(value any) (json.RawMessage, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// putField replaces the first field named key (dropping later repeats) or appends it.
+// jsonPutField replaces the first field named key (dropping later repeats) or appends it.
 func jsonPutField(fields []rawField, key string, value json.RawMessage) []rawField {
 	out := fields[:0:0]
 	done := false
@@ -727,7 +727,7 @@ func jsonDropField(fields []rawField, key string) []rawField {
 	return out
 }
 
-// writeObject writes fields compactly, as JSON.stringify does; values keep their bytes.
+// jsonWriteObject writes fields compactly, as JSON.stringify does; values keep their bytes.
 func jsonWriteObject(fields []rawField) []byte {
 	n := 2
 	for _, f := range fields {
@@ -776,7 +776,7 @@ func (r *Record) Expiry() (time.Time, bool) {
 	return ParseTime(r.Lifecycle.ExpiresAt)
 }
 
-// Lifecycle modes (FORMATS §4).
+// Lifecycle modes (docs/FORMATS.md §4).
 const (
 	ModePersistent = "persistent"
 	ModeReadCount  = "read-count"
@@ -784,7 +784,7 @@ const (
 	ModeSoftExpiry = "soft-expiry"
 )
 
-// A note's lifecycle states, the state label of memd_ledger_notes (DESIGN §6).
+// A note's lifecycle states, the state label of memd_ledger_notes (docs/ARCHITECTURE.md §6).
 const (
 	NoteLive    = "live"
 	NoteStale   = "stale"   // soft-expired, still in its grace
@@ -812,7 +812,7 @@ func (v NoteVerdict) State() string {
 	return NoteLive
 }
 
-// JudgeNote applies DESIGN §5.1 to one record at now. "Past" is strict: a note expiring at
+// JudgeNote applies docs/ARCHITECTURE.md §5.1 to one record at now. "Past" is strict: a note expiring at
 // exactly now is still live, and a soft-expired one at exactly the end of its grace is still
 // stale. Only notes are ever drained; rules and lessons never.
 func JudgeNote(r *Record, now time.Time, softGrace time.Duration) NoteVerdict {

@@ -18,7 +18,7 @@ const (
 	BucketArchive   = "archive"
 )
 
-// Special folders and the memory file extension (FORMATS §1).
+// Special folders and the memory file extension (docs/FORMATS.md §1).
 const (
 	InboxDir     = "areas/inbox"
 	TaskInboxDir = "areas/inbox/tasks"

@@ -4,7 +4,7 @@ package memd
 // spelled here and nowhere else. Buckets and special folders are in paths.go, lifecycle
 // modes and note states beside JudgeNote in ledger.go.
 
-// Default repo-relative files (FORMATS §4, §5); config may name others.
+// Default repo-relative files (docs/FORMATS.md §4, §5); config may name others.
 const (
 	DefaultLedgerFile = "memory.jsonl" // expire.ledger
 	DefaultLockFile   = ".memory.lock" // lock.file: the writer lock, never committed
@@ -14,7 +14,7 @@ const (
 // committed (sleep journal and state, merge marker, status document). Config.StateDir joins it.
 const StateDirName = "memd"
 
-// Sleep phases (DESIGN §5), in the order they always run: SleepPhases.
+// Sleep phases (docs/ARCHITECTURE.md §5), in the order they always run: SleepPhases.
 const (
 	PhaseExpire  = "expire"
 	PhaseArcs    = "arcs"
@@ -22,14 +22,14 @@ const (
 	PhaseTidy    = "tidy"
 )
 
-// Commit kinds, the kind label of memd_commits_total (DESIGN §6).
+// Commit kinds, the kind label of memd_commits_total (docs/ARCHITECTURE.md §6).
 const (
 	CommitChange = "change"
 	CommitSleep  = "sleep"
 	CommitMerge  = "merge"
 )
 
-// Ledger record types (FORMATS §4). Only notes have a lifecycle that drains.
+// Ledger record types (docs/FORMATS.md §4). Only notes have a lifecycle that drains.
 const (
 	RecordRule   = "rule"
 	RecordLesson = "lesson"

@@ -23,7 +23,7 @@ import (
 	"github.com/memd-dev/memd"
 )
 
-// Thresholds of FORMATS §1.
+// Thresholds of docs/FORMATS.md §1.
 const (
 	InboxWarn     = 20
 	TaskInboxWarn = 10

@@ -1,5 +1,5 @@
 // Package sleep runs memd's nightly phases over a memory repo: expire ledger notes, write
-// arcs, archive by year, tidy MEMORY.md and links (DESIGN §5). Each phase is a pure plan
+// arcs, archive by year, tidy MEMORY.md and links (docs/ARCHITECTURE.md §5). Each phase is a pure plan
 // computed from a snapshot of the tree and the clock, then an apply under the writer lock,
 // then exactly one commit (or none when the plan is empty). A failed phase is undone in the
 // tree; the phases after it still run. A killed run is resumed: phases already committed for
@@ -53,7 +53,7 @@ const (
 	PhaseTidy    = memd.PhaseTidy
 )
 
-// Trailer keys of sleep commits (DESIGN §3).
+// Trailer keys of sleep commits (docs/ARCHITECTURE.md §3).
 const (
 	TrailerRun    = "Memd-Run"
 	TrailerPhase  = "Memd-Phase"

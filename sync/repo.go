@@ -3,12 +3,13 @@
 // library's sync.
 //
 // Concurrency: go-git is not safe for concurrent use. A *Repo is meant to be
-// driven by one owner goroutine (DESIGN §2). The only other goroutine that
-// touches it is the coalesced index refresher (ScheduleIndexRefresh); r.mu
-// serialises every go-git access between the two. Exported methods take r.mu
-// themselves; unexported helpers named *Locked expect the caller to hold it.
-// Code in this package that adds methods on *Repo (remote, merge) must follow
-// the same rule.
+// driven by one owner goroutine (docs/ARCHITECTURE.md §2). The coalesced index
+// refresher (ScheduleIndexRefresh) runs beside it but opens its own go-git
+// repository and never takes r.mu (index.go). r.mu serialises the exported
+// methods that use r.repo, so a stray call from another goroutine cannot
+// interleave with the owner's; they take it themselves, and unexported
+// helpers named *Locked expect the caller to hold it. Code in this package
+// that adds methods on *Repo (remote, merge) must follow the same rule.
 package sync
 
 import (
@@ -105,7 +106,8 @@ type Repo struct {
 	log    *slog.Logger
 	author Author
 
-	// mu serialises go-git use between the owner and the index refresher.
+	// mu serialises the exported methods' use of repo (the index refresher
+	// never takes it: it has its own go-git repository, index.go).
 	mu gosync.Mutex
 
 	// index refresh state (see index.go).
