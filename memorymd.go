@@ -586,11 +586,6 @@ func (m *IndexMD) Dangling(exists func(path string) bool) []IndexBullet {
 	return out
 }
 
-// Append adds a bullet as the last line (it is not validated: call Validate first).
-func (m *IndexMD) Append(b IndexBullet) {
-	m.appendRaw(b.String())
-}
-
 func (m *IndexMD) appendRaw(raw string) {
 	m.Lines = append(m.Lines, parseIndexLine(raw, len(m.Lines)+1))
 	m.noFinalNewline = false

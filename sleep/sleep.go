@@ -93,9 +93,6 @@ type Options struct {
 	StateDir string
 	// NoGC skips `git gc --auto` after the phases.
 	NoGC bool
-	// NoLock skips taking the writer lock (the caller already holds it, e.g. an owner job
-	// that took it for the whole run; the lock is re-entrant anyway, so this is rarely needed).
-	NoLock bool
 
 	// test hooks
 	afterOp func(phase string, i int) error // called after each applied op; an error fails the phase
@@ -247,9 +244,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	}
 	done := map[string]bool{}
 	if !r.opts.DryRun {
-		if !r.opts.NoLock {
-			clearStaleLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.log)
-		}
+		clearStaleLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.log)
 		done, err = r.committedPhases(runID)
 		if err != nil {
 			return rep, err
@@ -425,17 +420,15 @@ func (r *Runner) runPhase(ctx context.Context, runID, ph string, now time.Time, 
 // applyAndCommit takes the writer lock, applies p's ops (journalled), commits them, and
 // undoes them if anything fails.
 func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) (string, error) {
-	if !r.opts.NoLock {
-		release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+ph, r.log)
-		if err != nil {
-			return "", fmt.Errorf("writer lock: %w", err)
-		}
-		defer func() {
-			if err := release(); err != nil {
-				r.log.Warn("release writer lock", "err", err)
-			}
-		}()
+	release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+ph, r.log)
+	if err != nil {
+		return "", fmt.Errorf("writer lock: %w", err)
 	}
+	defer func() {
+		if err := release(); err != nil {
+			r.log.Warn("release writer lock", "err", err)
+		}
+	}()
 	j, err := r.openJournal(runID, ph, p)
 	if err != nil {
 		return "", err

@@ -238,11 +238,6 @@ func (r *Repo) Dir() string { return r.dir }
 // GitDir is the absolute .git directory.
 func (r *Repo) GitDir() string { return r.gitDir }
 
-// Git is the underlying go-git repository, for code in this package and
-// sleep internals. Callers must respect the concurrency rule in the package
-// doc (hold r.mu or run on the owner while no refresh is running).
-func (r *Repo) Git() *git.Repository { return r.repo }
-
 // Branch is the branch memd commits to.
 func (r *Repo) Branch() string { return r.opts.Branch }
 
@@ -270,11 +265,6 @@ func (r *Repo) SetIgnore(ignore func(rel string, isDir bool) bool) {
 	r.opts.Ignore = ignore
 	r.mu.Unlock()
 }
-
-// Lock and Unlock take the repo mutex (see package doc), for callers in other
-// packages that need several go-git calls to be atomic w.r.t. the refresher.
-func (r *Repo) Lock()   { r.mu.Lock() }
-func (r *Repo) Unlock() { r.mu.Unlock() }
 
 // resolveAuthor: Options.Author, else git config (repo, global, system),
 // else memd <memd@HOSTNAME>.
