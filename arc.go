@@ -16,10 +16,6 @@ import (
 // ignores metas without its prefix.
 const MetaMembers = "memd-members"
 
-// RelArcMember is the <link rel> an arc uses for each member, so archive link
-// rewriting finds and repoints them like any other memhtml link.
-const RelArcMember = "memhtml-arc-member"
-
 // ArcEpisode is one member of an arc.
 type ArcEpisode struct {
 	Path        string
@@ -116,6 +112,11 @@ func RenderArc(a Arc) []byte {
 	if len(eps) > 0 && !eps[0].Date.IsZero() {
 		created, updated = dateOf(eps[0].Date), dateOf(eps[len(eps)-1].Date)
 	}
+	// A date memhtml cannot sort (a year before 100 or after 9999) would make the arc
+	// invalid; such an arc still gets a fixed, valid stamp.
+	if !ValidDatetime(created) || !ValidDatetime(updated) {
+		created, updated = "1970-01-01", "1970-01-01"
+	}
 	esc := html.EscapeString
 	var b bytes.Buffer
 	b.Grow(1024 + 256*len(eps) + len(a.Summary))
@@ -132,16 +133,10 @@ func RenderArc(a Arc) []byte {
 	if e := plain(a.Entity); e != "" {
 		meta(MetaEntity, e)
 	}
+	// The member list lives in the article (<a href> per member): memhtml's edge
+	// vocabulary is closed, so no invented <link rel>; archive's link rewriting repoints
+	// the <a href>s like any other.
 	meta(MetaMembers, ArcMemberHash(a.Episodes))
-	for _, e := range eps {
-		// A member whose path cannot be a root-relative href gets no link (it would
-		// make the arc invalid); it is still listed in the article.
-		href := PathToHref(e.Path)
-		if _, err := HrefToPath(href); err != nil {
-			continue
-		}
-		fmt.Fprintf(&b, "<link rel=\"%s\" href=\"%s\">\n", RelArcMember, esc(href))
-	}
 	b.WriteString("</head>\n<body>\n")
 	b.WriteString(article)
 	b.WriteString("</body>\n</html>\n")
@@ -186,7 +181,13 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 			if title == "" {
 				title = "untitled"
 			}
-			fmt.Fprintf(&b, "<li><time datetime=\"%s\">%s</time> <a href=\"%s\">%s</a>", d, d, esc(PathToHref(e.Path)), esc(title))
+			if ValidDatetime(d) {
+				fmt.Fprintf(&b, "<li><time datetime=\"%s\">%s</time> ", d, d)
+			} else {
+				// memhtml refuses a <time> it cannot sort: the date stays as text.
+				fmt.Fprintf(&b, "<li>%s ", esc(d))
+			}
+			fmt.Fprintf(&b, "<a href=\"%s\">%s</a>", esc(PathToHref(e.Path)), esc(title))
 			if g := plain(e.Gist); g != "" {
 				fmt.Fprintf(&b, ": %s", esc(g))
 			}
@@ -194,7 +195,9 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 		}
 		b.WriteString("</ol>\n")
 	}
-	b.WriteString("<h2>Summary</h2>\n")
+	// The summary is a <section> of paragraphs: memhtml's element vocabulary has no
+	// headings (an <h2> is a warning in its checker).
+	b.WriteString("<section>\n")
 	summary := strings.TrimSpace(strings.ReplaceAll(strings.ToValidUTF8(a.Summary, "\uFFFD"), "\r\n", "\n"))
 	if summary == "" {
 		summary = defaultArcSummary(a, eps)
@@ -204,7 +207,7 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 			fmt.Fprintf(&b, "<p>%s</p>\n", esc(para))
 		}
 	}
-	b.WriteString("</article>\n")
+	b.WriteString("</section>\n</article>\n")
 	return b.String()
 }
 

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -32,7 +35,9 @@ const (
 	MetaContentHash = "memhtml-content-hash"
 	MetaValidFrom   = "memhtml-valid-from"
 	MetaValidUntil  = "memhtml-valid-until"
+	MetaReprieves   = "memhtml-reprieves"
 	MetaArchived    = "memhtml-archived"
+	MetaSuperseded  = "memhtml-superseded-by"
 	MetaTaskStatus  = "memhtml-task-status"
 	MetaDue         = "memhtml-due"
 	MetaEntity      = "memhtml-entity"
@@ -67,32 +72,51 @@ type Memory struct {
 	Due              string
 	Title            string
 	Links            []Link
-	EventTime        string    // datetime of the first <time> in the article
-	EventAt          time.Time // EventTime parsed (zero if bad)
-	Gist             string    // the <mark> text, whitespace-normalised, code excluded
-	ContentHash      string    // memhtml-content-hash as written
-	ComputedHash     string    // ComputeContentHash over the article, as found
-	Metas            map[string][]string
-	Violations       []string // empty = valid
+	// Refs are the root-relative hrefs the file names that archive repoints when their
+	// target moves: head links, <a href>s (an arc's member list) and memhtml-superseded-by.
+	Refs         []string
+	EventTime    string              // datetime of the first <time> in the article
+	EventAt      time.Time           // EventTime parsed (zero if bad)
+	Gist         string              // the <mark> text, whitespace-normalised, code excluded
+	ContentHash  string              // memhtml-content-hash as written
+	ComputedHash string              // ComputeContentHash over the article, as found
+	Metas        map[string][]string // head metas by exact (case-sensitive) name, content as written
+	Violations   []string            // empty = valid
+	// Warnings are what memhtml's checker warns about and indexes anyway: an element
+	// outside the closed vocabulary, a malformed optional value memhtml drops.
+	Warnings []string
 }
 
 // Valid reports whether the file broke no rule.
 func (m *Memory) Valid() bool { return len(m.Violations) == 0 }
 
-// Year is the memory's year for archiving: the date prefix of p, else the first <time>
-// in the article, else memhtml-created; 0 when none is known.
-func (m *Memory) Year(p string) int {
-	if t, ok := EpisodeDate(p); ok {
-		return t.Year()
-	}
+// EventDate is when the memory at p happened (FORMATS §2), the one rule arcs and archive
+// use: the first <time datetime> in the article (memhtml's event_at), else the date prefix
+// of the file name (memhtml's write path prefixes the WRITE date, so it is only a
+// fallback), else memhtml-created. ok is false when none is known.
+func (m *Memory) EventDate(p string) (time.Time, bool) {
 	if !m.EventAt.IsZero() {
-		return m.EventAt.Year()
+		return m.EventAt, true
+	}
+	if t, ok := EpisodeDate(p); ok {
+		return t, true
 	}
 	if !m.CreatedAt.IsZero() {
-		return m.CreatedAt.Year()
+		return m.CreatedAt, true
+	}
+	return time.Time{}, false
+}
+
+// Year is the year of EventDate; 0 when none is known.
+func (m *Memory) Year(p string) int {
+	if t, ok := m.EventDate(p); ok {
+		return t.UTC().Year()
 	}
 	return 0
 }
+
+// IsEpisode reports whether m is an episode: memhtml-type episodic, whatever the name.
+func (m *Memory) IsEpisode() bool { return m.Type == "episodic" }
 
 // Meta returns the first value of a meta, "" when absent.
 func (m *Memory) Meta(name string) string {
@@ -295,6 +319,11 @@ type memParser struct {
 	title      strings.Builder
 	inTitle    bool
 	titleEmpty bool
+	tmpl       int  // open <template> depth: its content is not part of the document tree
+	inBody     bool // past the head: <meta>/<link> here are not head metas (HTML's tree building)
+	figures    int  // open <figure> count (div/span are allowed inside one)
+	timeSeen   bool // the article's first <time> was seen
+	warned     map[string]bool
 }
 
 // ParseMemoryBytes parses a memory file held in memory. It never fails: what is wrong
@@ -342,6 +371,17 @@ func (p *memParser) violate(msg string) {
 	p.m.Violations = append(p.m.Violations, msg)
 }
 
+func (p *memParser) warn(key, msg string) {
+	if p.warned == nil {
+		p.warned = map[string]bool{}
+	}
+	if p.warned[key] || len(p.m.Warnings) >= maxViolations {
+		return
+	}
+	p.warned[key] = true
+	p.m.Warnings = append(p.m.Warnings, msg)
+}
+
 func (p *memParser) inArticle() bool { return p.articleAt >= 0 }
 
 func (p *memParser) run() {
@@ -354,11 +394,28 @@ func (p *memParser) run() {
 		case html.ErrorToken:
 			return
 		case html.TextToken:
+			if p.tmpl > 0 {
+				continue
+			}
 			p.text(z.Text(), preStart)
 		case html.StartTagToken, html.SelfClosingTagToken:
+			if p.tmpl > 0 {
+				// A <template>'s content is a separate fragment: memhtml's checker never
+				// sees an <article>, <mark> or <time> in it.
+				if name, _ := z.TagName(); string(name) == "template" {
+					p.tmpl++
+				}
+				continue
+			}
 			p.startTag()
 		case html.EndTagToken:
 			name, _ := z.TagName()
+			if p.tmpl > 0 {
+				if string(name) == "template" {
+					p.tmpl--
+				}
+				continue
+			}
 			p.endTag(elemOf(name))
 		}
 	}
@@ -383,6 +440,11 @@ func (p *memParser) text(t []byte, afterPre bool) {
 	if p.inTitle {
 		p.title.Write(t)
 		return
+	}
+	// Text begins the body, except the raw text of a head element (<noscript>, <style>...).
+	if !p.inBody && len(bytes.TrimLeft(t, " \t\n\f\r")) > 0 &&
+		(len(p.stack) == 0 || !rawTextHead(p.stack[len(p.stack)-1].a)) {
+		p.inBody = true
 	}
 	if !p.inArticle() {
 		return
@@ -410,8 +472,9 @@ func (p *memParser) startTag() {
 	name, hasAttr := z.TagName()
 	e := elemOf(name)
 	tag := e.String()
+	// Attribute values as HTML's tree building keeps them: the first of a repeated name.
 	var rel, href, metaName, metaContent, datetime string
-	hasMetaContent := false
+	var hasName, hasContent, hasRel, hasHref, hasDatetime bool
 	for hasAttr {
 		var k, v []byte
 		k, v, hasAttr = z.TagAttr()
@@ -420,38 +483,60 @@ func (p *memParser) startTag() {
 			p.violate(fmt.Sprintf("<%s> has a %s attribute (presentation is not allowed)", clip(tag), k))
 		case len(k) > 2 && k[0] == 'o' && k[1] == 'n':
 			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", clip(tag), clip(string(k))))
+		case string(k) == "data-lang" && !langToken(string(v)):
+			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", quoteInput(string(v))))
 		}
 		switch e.a {
 		case atom.Meta:
-			switch string(k) {
-			case "name":
-				metaName = strings.ToLower(strings.TrimSpace(string(v)))
-			case "content":
-				metaContent = string(v)
-				hasMetaContent = true
+			switch {
+			case string(k) == "name" && !hasName:
+				metaName, hasName = string(v), true
+			case string(k) == "content" && !hasContent:
+				metaContent, hasContent = string(v), true
 			}
 		case atom.Link:
-			switch string(k) {
-			case "rel":
-				rel = string(v)
-			case "href":
-				href = string(v)
+			switch {
+			case string(k) == "rel" && !hasRel:
+				rel, hasRel = string(v), true
+			case string(k) == "href" && !hasHref:
+				href, hasHref = string(v), true
+			}
+		case atom.A:
+			if string(k) == "href" && !hasHref {
+				href, hasHref = string(v), true
 			}
 		case atom.Time:
-			if string(k) == "datetime" {
-				datetime = string(v)
+			if string(k) == "datetime" && !hasDatetime {
+				datetime, hasDatetime = string(v), true
 			}
 		}
+	}
+	p.vocabulary(e)
+	inHead := !p.inBody && headElement(e.a)
+	if !inHead && e.a != atom.Html && e.a != atom.Head {
+		p.inBody = true
 	}
 	switch e.a {
 	case atom.Script, atom.Style:
 		p.violate(fmt.Sprintf("<%s> element (memory files carry no scripts or styles)", tag))
 	case atom.Meta:
-		if metaName != "" && hasMetaContent && strings.TrimSpace(metaContent) != "" {
-			p.m.Metas[metaName] = append(p.m.Metas[metaName], strings.TrimSpace(metaContent))
+		// memhtml reads head metas only, by exact name; content as written ("" when absent).
+		if inHead && hasName {
+			p.m.Metas[metaName] = append(p.m.Metas[metaName], metaContent)
 		}
 	case atom.Link:
-		p.link(rel, href)
+		if inHead && hasRel {
+			p.link(rel, href, hasHref)
+		}
+	case atom.A:
+		if strings.HasPrefix(strings.TrimSpace(href), "/") {
+			p.m.Refs = append(p.m.Refs, strings.TrimSpace(href))
+		}
+	case atom.Time:
+		p.timeElem(datetime, hasDatetime)
+	case atom.Template:
+		p.tmpl++
+		return
 	}
 	if isVoid(e.a) {
 		if p.inArticle() && !isInline(e.a) {
@@ -494,6 +579,8 @@ func (p *memParser) opened(e elem, idx int, datetime string) {
 		p.preStart = true
 	case atom.Code:
 		p.code++
+	case atom.Figure:
+		p.figures++
 	}
 	if !p.inArticle() {
 		return
@@ -511,9 +598,12 @@ func (p *memParser) opened(e elem, idx int, datetime string) {
 			p.firstBlock = idx
 		}
 	case atom.Time:
-		if p.m.EventTime == "" && datetime != "" {
-			p.m.EventTime = strings.TrimSpace(datetime)
-			p.m.EventAt, _ = parseMemTime(p.m.EventTime)
+		if !p.timeSeen {
+			p.timeSeen = true
+			p.m.EventTime = datetime
+			if ValidDatetime(datetime) {
+				p.m.EventAt, _ = parseMemTime(datetime)
+			}
 		}
 	case atom.Mark:
 		p.marks++
@@ -623,6 +713,8 @@ func (p *memParser) closed(e elem, idx int) {
 		p.pre--
 	case atom.Code:
 		p.code--
+	case atom.Figure:
+		p.figures--
 	}
 	if !p.inArticle() {
 		return
@@ -645,21 +737,177 @@ func (p *memParser) closed(e elem, idx int) {
 	}
 }
 
-func (p *memParser) link(rel, href string) {
-	href = strings.TrimSpace(href)
-	for _, r := range strings.Fields(rel) {
-		p.m.Links = append(p.m.Links, Link{Rel: r, Href: href})
-		if !strings.HasPrefix(strings.ToLower(r), "memhtml-") {
-			continue
-		}
-		if href == "" {
-			p.violate(fmt.Sprintf("<link rel=%s> has no href", quoteInput(r)))
-			continue
-		}
-		if _, err := HrefToPath(href); err != nil {
-			p.violate(fmt.Sprintf("<link rel=%s> href %s is not root-relative (want /bucket/...html without scheme, host or ..)", quoteInput(r), quoteInput(href)))
+// Rels is memhtml's closed edge vocabulary (its packages/contracts edges.ts), spelled with
+// "_" as its schema does; the HTML token is "memhtml-" and the rel, with "-" or "_".
+var Rels = []string{
+	"supersedes", "contradicts", "caused_by", "leads_to", "part_of", "relates_to",
+	"example_of", "supports", "laterally_related", "about_person", "authored_by",
+	"from_session", "blocks", "subtask_of",
+}
+
+// RelOfToken is the rel a whole rel attribute names ("memhtml-part-of" → "part_of"), ""
+// when it is outside the vocabulary. One token per attribute: "memhtml-a memhtml-b" is none.
+func RelOfToken(token string) string {
+	rest, ok := strings.CutPrefix(token, metaPrefix)
+	if !ok {
+		return ""
+	}
+	rest = strings.ReplaceAll(rest, "-", "_")
+	if inList(Rels, rest) {
+		return rest
+	}
+	return ""
+}
+
+const metaPrefix = "memhtml-"
+
+// link checks a head <link> the way memhtml does: only a rel that starts with "memhtml-"
+// (case-sensitively) is memhtml's, and it must be one rel of the vocabulary with a
+// root-relative href.
+func (p *memParser) link(rel, href string, hasHref bool) {
+	if !strings.HasPrefix(rel, metaPrefix) {
+		return
+	}
+	p.m.Links = append(p.m.Links, Link{Rel: rel, Href: strings.TrimSpace(href)})
+	p.m.Refs = append(p.m.Refs, strings.TrimSpace(href))
+	if RelOfToken(rel) == "" {
+		p.violate(fmt.Sprintf("<link rel=%s> is outside the closed edge vocabulary (one of memhtml-%s)", quoteInput(rel), strings.ReplaceAll(strings.Join(Rels, ", memhtml-"), "_", "-")))
+	}
+	switch {
+	case !hasHref || href == "":
+		p.violate(fmt.Sprintf("<link rel=%s> has no href", quoteInput(rel)))
+	case !rootRelativeHref(href):
+		p.violate(fmt.Sprintf("<link rel=%s> href %s is not root-relative (want /path without scheme, host, empty segment or ..)", quoteInput(rel), quoteInput(href)))
+	}
+}
+
+// rootRelativeHref is memhtml's href rule (constraints.ts isRootRelativeHref): a leading
+// slash, not "//", and no empty, "." or ".." segment before any ? or #.
+func rootRelativeHref(href string) bool {
+	if !strings.HasPrefix(href, "/") || strings.HasPrefix(href, "//") {
+		return false
+	}
+	path := href
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	for _, seg := range strings.Split(path[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
 		}
 	}
+	return true
+}
+
+// timeElem: every <time> carries a datetime memhtml can sort (ValidDatetime).
+func (p *memParser) timeElem(datetime string, has bool) {
+	switch {
+	case !has:
+		p.violate("a <time> has no datetime attribute")
+	case !ValidDatetime(datetime):
+		p.violate(fmt.Sprintf("<time datetime=%s> is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", quoteInput(datetime)))
+	}
+}
+
+// ValidDatetime is memhtml's datetime rule (constraints.ts isValidDatetime), for <time>
+// and the date metas: YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ exactly (so values sort as
+// strings), a real calendar date, second 60 admitted (a leap second). Years before 100
+// are refused, as JavaScript's Date.UTC maps them to 19xx.
+func ValidDatetime(s string) bool {
+	if len(s) != 10 && len(s) != 20 {
+		return false
+	}
+	num := func(i, j int) int {
+		n := 0
+		for _, c := range []byte(s[i:j]) {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	if s[4] != '-' || s[7] != '-' {
+		return false
+	}
+	y, mo, d := num(0, 4), num(5, 7), num(8, 10)
+	if y < 100 || mo < 1 || mo > 12 || d < 1 || d > time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day() {
+		return false
+	}
+	if len(s) == 10 {
+		return true
+	}
+	if s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != 'Z' {
+		return false
+	}
+	h, mi, sec := num(11, 13), num(14, 16), num(17, 19)
+	return h >= 0 && h <= 23 && mi >= 0 && mi <= 59 && sec >= 0 && sec <= 60
+}
+
+// knownElements is memhtml's closed element vocabulary (vocabulary.ts KNOWN_ELEMENTS)
+// without div and span, which are allowed inside a <figure> only.
+var knownElements = map[atom.Atom]bool{}
+
+func init() {
+	for _, a := range []atom.Atom{
+		atom.Html, atom.Head, atom.Body, atom.Title, atom.Meta, atom.Link,
+		atom.Article, atom.Mark, atom.Time, atom.Dl, atom.Dt, atom.Dd, atom.Data, atom.Cite,
+		atom.Q, atom.Dfn, atom.Figure, atom.Figcaption, atom.Details, atom.Summary, atom.Aside,
+		atom.Section, atom.Abbr, atom.Pre, atom.Code, atom.Kbd, atom.Samp, atom.Var,
+		atom.Table, atom.Caption, atom.Thead, atom.Tbody, atom.Tr, atom.Th, atom.Td, atom.P,
+		atom.Ul, atom.Ol, atom.Li, atom.A, atom.Strong, atom.Em, atom.Address,
+	} {
+		knownElements[a] = true
+	}
+}
+
+// vocabulary warns, as memhtml's checker does (once per element name), about an element
+// outside the closed vocabulary: the file stays valid, but memd never writes one.
+func (p *memParser) vocabulary(e elem) {
+	switch {
+	case e.a == atom.Div || e.a == atom.Span:
+		if p.figures == 0 {
+			p.warn("scoped:"+e.String(), fmt.Sprintf("<%s> outside a <figure>: use a semantic element instead", e))
+		}
+	case !knownElements[e.a]:
+		p.warn("unknown:"+e.String(), fmt.Sprintf("<%s> is outside the closed vocabulary", clip(e.String())))
+	}
+}
+
+// headElement: the start tags HTML's tree building puts in <head> while the body has not
+// begun; any other start tag (or text) begins the body.
+func headElement(a atom.Atom) bool {
+	switch a {
+	case atom.Html, atom.Head, atom.Title, atom.Meta, atom.Link, atom.Base, atom.Basefont,
+		atom.Bgsound, atom.Noscript, atom.Noframes, atom.Style, atom.Script, atom.Template:
+		return true
+	}
+	return false
+}
+
+// rawTextHead: head elements whose content is raw text (scripting on, as parse5 parses).
+func rawTextHead(a atom.Atom) bool {
+	return a == atom.Noscript || a == atom.Noframes || a == atom.Style || a == atom.Script
+}
+
+// langToken is memhtml's data-lang grammar: [A-Za-z0-9][A-Za-z0-9_+#.-]*.
+func langToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("_+#.-", rune(c))) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// jsTrim trims what JavaScript's String.prototype.trim does (memhtml's empty-claim rule):
+// Unicode White_Space without U+0085, plus U+FEFF. So "<mark>&nbsp;</mark>" is empty.
+func jsTrim(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		return r == 0xFEFF || r != 0x85 && unicode.IsSpace(r)
+	})
 }
 
 func (p *memParser) finish() {
@@ -675,7 +923,7 @@ func (p *memParser) finish() {
 	case p.articles > 1:
 		p.violate(fmt.Sprintf("found %d <article> elements; a memory has exactly one", p.articles))
 	}
-	m.Gist = string(p.gist.b)
+	m.Gist = jsTrim(string(p.gist.b))
 	if p.articles > 0 {
 		m.ComputedHash = hashOf(p.hash.b)
 	}
@@ -711,15 +959,40 @@ func (p *memParser) finish() {
 // repeatableMetas may appear more than once; any other memhtml- meta may not.
 var repeatableMetas = map[string]bool{MetaEntity: true, MetaTag: true, MetaAlias: true}
 
-// dateMetas carry an ISO 8601 date or time when present.
+// MetaNames is memhtml's closed meta vocabulary (vocabulary.ts META_ORDER): a memhtml- name
+// outside it makes the file invalid. Names are case-sensitive.
+var MetaNames = []string{
+	MetaType, MetaStatus, MetaCreated, MetaUpdated, MetaConfidence, MetaImportance,
+	MetaContentHash, "memhtml-author", "memhtml-session", "memhtml-prompt", "memhtml-turn",
+	MetaValidFrom, MetaValidUntil, MetaReprieves, MetaArchived, MetaSuperseded,
+	"memhtml-needs-revision", MetaTaskStatus, MetaDue, MetaEntity, MetaTag, MetaAlias,
+}
+
+// dateMetas carry a ValidDatetime when present.
 var dateMetas = []string{MetaCreated, MetaUpdated, MetaValidFrom, MetaValidUntil, MetaArchived, MetaDue}
 
 func (p *memParser) head() {
 	m := p.m
-	for name, vals := range m.Metas {
-		if len(vals) > 1 && strings.HasPrefix(name, "memhtml-") && !repeatableMetas[name] {
+	names := make([]string, 0, len(m.Metas))
+	for name := range m.Metas {
+		names = append(names, name)
+	}
+	slices.Sort(names) // one order of messages for one file
+	for _, name := range names {
+		vals := m.Metas[name]
+		if !strings.HasPrefix(name, metaPrefix) {
+			continue // not memhtml's: memd's own (memd-members) and anyone else's
+		}
+		if !inList(MetaNames, name) {
+			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", quoteInput(name)))
+			continue
+		}
+		if len(vals) > 1 && !repeatableMetas[name] {
 			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), quoteInput(strings.Join(vals, ", "))))
 		}
+	}
+	nonEmpty := func(vals []string) []string {
+		return slices.DeleteFunc(slices.Clone(vals), func(v string) bool { return v == "" })
 	}
 	m.Type = m.Meta(MetaType)
 	m.Status = m.Meta(MetaStatus)
@@ -729,29 +1002,33 @@ func (p *memParser) head() {
 	m.TaskStatus = m.Meta(MetaTaskStatus)
 	m.Due = m.Meta(MetaDue)
 	m.ContentHash = m.Meta(MetaContentHash)
-	m.Entities = m.Metas[MetaEntity]
-	m.Tags = m.Metas[MetaTag]
-	m.Aliases = m.Metas[MetaAlias]
+	if v := strings.TrimSpace(m.Meta(MetaSuperseded)); strings.HasPrefix(v, "/") {
+		m.Refs = append(m.Refs, v)
+	}
+	m.Entities = nonEmpty(m.Metas[MetaEntity])
+	m.Tags = nonEmpty(m.Metas[MetaTag])
+	m.Aliases = nonEmpty(m.Metas[MetaAlias])
 	for _, req := range []string{MetaType, MetaStatus, MetaCreated, MetaUpdated} {
 		if len(m.Metas[req]) == 0 {
 			p.violate(fmt.Sprintf("missing required meta %s", req))
 		}
 	}
-	if m.Type != "" && !inList(MemoryTypes, m.Type) {
+	if len(m.Metas[MetaType]) > 0 && !inList(MemoryTypes, m.Type) {
 		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", quoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
 	}
-	if m.Status != "" && m.Status != "active" && m.Status != "archived" {
+	if len(m.Metas[MetaStatus]) > 0 && m.Status != "active" && m.Status != "archived" {
 		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", quoteInput(m.Status)))
 	}
 	for _, name := range dateMetas {
-		v := m.Meta(name)
-		if v == "" {
+		if len(m.Metas[name]) == 0 {
 			continue
 		}
-		t, ok := parseMemTime(v)
-		if !ok {
-			p.violate(fmt.Sprintf("%s %s is not an ISO 8601 date or time", name, quoteInput(v)))
+		v := m.Meta(name)
+		if !ValidDatetime(v) {
+			p.violate(fmt.Sprintf("%s %s is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", name, quoteInput(v)))
 		}
+		// The value is still read when it parses at all: doctor and the planners see it.
+		t, _ := parseMemTime(v)
 		switch name {
 		case MetaCreated:
 			m.CreatedAt = t
@@ -761,19 +1038,22 @@ func (p *memParser) head() {
 			m.ValidUntilAt = t
 		}
 	}
-	if v := m.Meta(MetaConfidence); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f >= 0 && f <= 1) {
-			p.violate(fmt.Sprintf("memhtml-confidence %s is not a number in 0..1", quoteInput(v)))
+	// A malformed optional number is dropped by memhtml (the file stays valid): a warning.
+	for _, o := range []struct {
+		name     string
+		min, max float64
+		integral bool
+		want     string
+	}{
+		{MetaConfidence, 0, 1, false, "a number in 0..1"},
+		{MetaImportance, 1, 10, true, "an integer in 1..10"},
+		{MetaReprieves, 0, 1 << 53, true, "a whole number"},
+	} {
+		if v := m.Meta(o.name); strings.TrimSpace(v) != "" && !boundedNumber(v, o.min, o.max, o.integral) {
+			p.warn("drop:"+o.name, fmt.Sprintf("%s %s is not %s; memhtml ignores it", o.name, quoteInput(v), o.want))
 		}
 	}
-	if v := m.Meta(MetaImportance); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10 {
-			p.violate(fmt.Sprintf("memhtml-importance %s is not an integer in 1..10", quoteInput(v)))
-		}
-	}
-	if m.TaskStatus != "" {
+	if len(m.Metas[MetaTaskStatus]) > 0 {
 		if m.Type != "task" {
 			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", quoteInput(m.TaskStatus), quoteInput(m.Type)))
 		}
@@ -783,6 +1063,16 @@ func (p *memParser) head() {
 	} else if m.Type == "task" {
 		p.violate("task without memhtml-task-status (todo, doing, blocked or done)")
 	}
+}
+
+// boundedNumber is memhtml's optional-number rule: JavaScript's Number() of the value
+// (surrounding whitespace ignored), finite, in range, whole when integral.
+func boundedNumber(v string, min, max float64, integral bool) bool {
+	f, err := strconv.ParseFloat(jsTrim(v), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < min || f > max {
+		return false
+	}
+	return !integral || f == math.Trunc(f)
 }
 
 func inList(list []string, s string) bool {

@@ -99,15 +99,13 @@ func TestParseMemoryViolations(t *testing.T) {
 		name, src, want string
 	}{
 		{"missing type", strings.Replace(doc("episodic", "", goodArticle), `<meta name="memhtml-type" content="episodic">`, "", 1), "missing required meta memhtml-type"},
-		{"empty type is missing", doc("", "", goodArticle), "missing required meta memhtml-type"},
+		{"empty type is not a type", doc("", "", goodArticle), `memhtml-type "" is not a memory type`},
+		{"offset time", strings.Replace(doc("verdict", "", goodArticle), "2025-03-05", "2025-03-05T10:00:00+02:00", 1), `"2025-03-05T10:00:00+02:00" is not an ISO date`},
 		{"bad type", doc("memo", "", goodArticle), `memhtml-type "memo"`},
 		{"bad status", strings.Replace(doc("episodic", "", goodArticle), `content="active"`, `content="live"`, 1), `memhtml-status "live"`},
 		{"bad created", strings.Replace(doc("episodic", "", goodArticle), `2025-03-04T05:06:07Z`, `yesterday`, 1), `memhtml-created "yesterday"`},
 		{"duplicate type", doc("episodic", `<meta name="memhtml-type" content="semantic">`+"\n", goodArticle), "memhtml-type appears 2 times"},
 		{"bad valid-until", doc("episodic", `<meta name="memhtml-valid-until" content="2026-13-45">`+"\n", goodArticle), `memhtml-valid-until "2026-13-45"`},
-		{"confidence range", doc("episodic", `<meta name="memhtml-confidence" content="1.5">`+"\n", goodArticle), `memhtml-confidence "1.5"`},
-		{"confidence nan", doc("episodic", `<meta name="memhtml-confidence" content="NaN">`+"\n", goodArticle), `memhtml-confidence "NaN"`},
-		{"importance range", doc("episodic", `<meta name="memhtml-importance" content="11">`+"\n", goodArticle), `memhtml-importance "11"`},
 		{"task status on non-task", doc("semantic", `<meta name="memhtml-task-status" content="todo">`+"\n", goodArticle), `memhtml-task-status "todo" on a memory of type "semantic"`},
 		{"bad task status", doc("task", `<meta name="memhtml-task-status" content="finished">`+"\n", goodArticle), `memhtml-task-status "finished" is not one of`},
 		{"task without status", doc("task", "", goodArticle), "task without memhtml-task-status"},
@@ -160,7 +158,6 @@ func TestParseMemoryAccepts(t *testing.T) {
 		"nested inline":    doc("semantic", "", `<article><p><mark>drain <strong>first</strong></mark></p></article>`),
 		"non-memhtml link": doc("semantic", `<link rel="icon" href="https://x.example/i.png">`+"\n", goodArticle),
 		"task":             doc("task", `<meta name="memhtml-task-status" content="done">`+"\n", goodArticle),
-		"offset time":      strings.Replace(doc("verdict", "", goodArticle), "2025-03-05", "2025-03-05T10:00:00+02:00", 1),
 		"memd meta":        doc("arc", `<meta name="memd-members" content="sha256:00">`+"\n", goodArticle),
 		"entity no colon":  doc("semantic", `<meta name="memhtml-entity" content="sanju">`+"\n", goodArticle),
 		"unclosed p":       doc("episodic", "", `<article><p><mark>claim</mark> text<p>more</article>`),
@@ -202,10 +199,28 @@ func TestContentHashInvariants(t *testing.T) {
 	}
 }
 
+// A malformed optional number is dropped by memhtml, the file stays valid: memd warns.
+func TestParseMemoryDropsMalformedOptionals(t *testing.T) {
+	for name, c := range map[string]struct{ meta, want string }{
+		"confidence range": {`<meta name="memhtml-confidence" content="1.5">`, `memhtml-confidence "1.5"`},
+		"confidence nan":   {`<meta name="memhtml-confidence" content="NaN">`, `memhtml-confidence "NaN"`},
+		"importance range": {`<meta name="memhtml-importance" content="11">`, `memhtml-importance "11"`},
+		"importance float": {`<meta name="memhtml-importance" content="2.5">`, `memhtml-importance "2.5"`},
+	} {
+		m := parseString(t, doc("episodic", c.meta+"\n", goodArticle))
+		if !m.Valid() || len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], c.want) {
+			t.Errorf("%s: violations %q warnings %q, want one warning containing %s", name, m.Violations, m.Warnings, c.want)
+		}
+	}
+	if m := parseString(t, doc("episodic", `<meta name="memhtml-confidence" content=" 0.5 ">`+"\n", goodArticle)); len(m.Warnings) != 0 {
+		t.Errorf("well-formed confidence warned: %q", m.Warnings)
+	}
+}
+
 func TestYear(t *testing.T) {
 	m := parseString(t, doc("episodic", "", goodArticle)) // time 2024, created 2025
-	if y := m.Year("areas/inbox/20230102-x.html"); y != 2023 {
-		t.Errorf("date prefix wins: %d", y)
+	if y := m.Year("areas/inbox/20230102-x.html"); y != 2024 {
+		t.Errorf("first <time> wins over the (write) date prefix: %d", y)
 	}
 	if y := m.Year("areas/inbox/x.html"); y != 2024 {
 		t.Errorf("first <time> next: %d", y)
@@ -496,5 +511,35 @@ func TestContentHashMatchesTreeParser(t *testing.T) {
 		if got := ParseMemoryBytes(b).ComputedHash; got != want {
 			t.Errorf("%s: streaming hash %s, tree hash %s (tree text %q)", name, got, want, treeCanonical(a))
 		}
+	}
+}
+
+func TestValidDatetime(t *testing.T) {
+	for s, want := range map[string]bool{
+		"2026-03-04": true, "2026-03-04T05:06:07Z": true, "2016-12-31T23:59:60Z": true, "2024-02-29": true,
+		"2026-02-29": false, "2026-13-01": false, "2026-13-45": false, "2026-00-10": false, "2026-04-31": false,
+		"2026-08": false, "2026-W32": false, "2026-03-04T05:06Z": false, "2026-03-04T05:06:07": false,
+		"2026-03-04T05:06:07+02:00": false, "2026-03-04T05:06:07.5Z": false, "2026-03-04T24:00:00Z": false,
+		"2026-03-04T05:60:00Z": false, "2026-03-04T05:06:61Z": false, "0099-01-01": false, "0100-01-01": true,
+		"": false, " 2026-03-04": false, "2026-03-04 ": false, "2026-3-04": false, "２０２６-03-04": false,
+	} {
+		if got := ValidDatetime(s); got != want {
+			t.Errorf("ValidDatetime(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestRelOfToken(t *testing.T) {
+	for tok, want := range map[string]string{
+		"memhtml-supersedes": "supersedes", "memhtml-part-of": "part_of", "memhtml-part_of": "part_of",
+		"memhtml-subtask-of": "subtask_of", "memhtml-arc-member": "", "memhtml-related": "",
+		"memhtml-supports memhtml-relates-to": "", "MEMHTML-SUPPORTS": "", "supports": "", "memhtml-": "",
+	} {
+		if got := RelOfToken(tok); got != want {
+			t.Errorf("RelOfToken(%q) = %q, want %q", tok, got, want)
+		}
+	}
+	if len(Rels) != 14 {
+		t.Errorf("%d rels, memhtml has 14", len(Rels))
 	}
 }

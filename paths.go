@@ -138,6 +138,25 @@ func PathViolation(p string) string {
 // ValidMemoryPath reports whether p is a usable memory path (PathViolation(p) == "").
 func ValidMemoryPath(p string) bool { return PathViolation(p) == "" }
 
+// GeneratedNames are the listings memhtml publish and memhtml's sleep generate in any
+// directory (its indexer's GENERATED_NAMES): never memories.
+var GeneratedNames = []string{"index.html", "sitemap.xml"}
+
+// IsNonMemory reports whether p is a file memhtml never treats as a memory, so memd never
+// parses, counts, reports or plans it as one (FORMATS §2): a generated listing
+// (index.html, sitemap.xml) anywhere, or anything outside the four buckets (memhtml's
+// .memhtml/, a root README.html). It is the one predicate sleep, doctor, the inventory
+// and the metrics use.
+func IsNonMemory(p string) bool {
+	return IsGenerated(p) || BucketOf(p) == ""
+}
+
+// IsGenerated reports whether p's base name is one of GeneratedNames.
+func IsGenerated(p string) bool {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	return base == GeneratedNames[0] || base == GeneratedNames[1]
+}
+
 func isBucket(s string) bool {
 	switch s {
 	case BucketProjects, BucketAreas, BucketResources, BucketArchive:

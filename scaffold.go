@@ -13,9 +13,15 @@ var SkeletonDirs = []string{
 	InboxDir, TaskInboxDir, ArcsDir, PeopleDir,
 }
 
+// MemhtmlIgnoreLines are memhtml's own .gitignore lines (its store's GITIGNORE): its
+// SQLite databases and their side files (-wal, -shm, -journal) are rebuilt or re-imported,
+// never committed. The rest of .memhtml/ (state/ JSONL, sleep/ reports) is committed.
+var MemhtmlIgnoreLines = []string{".memhtml/index.db", ".memhtml/state.db", ".memhtml/index.db-*", ".memhtml/state.db-*"}
+
 // IgnoreLines are what `memd init` makes sure .gitignore holds: the writer lock is never
-// committed, nor are the temp files of the atomic writes memd does itself.
-var IgnoreLines = []string{".memory.lock", ".memd-tmp-*"}
+// committed, nor are the temp files of the atomic writes memd does itself, nor memhtml's
+// databases.
+var IgnoreLines = append([]string{".memory.lock", ".memd-tmp-*"}, MemhtmlIgnoreLines...)
 
 // The layouts a memory repo can have. LayoutPARA is the four buckets memhtml writes
 // (FORMATS §1). LayoutProjectMemory is the coding-agent memory of seed 003: one directory
@@ -116,7 +122,7 @@ func scaffoldIgnore(dir string, created []string) ([]string, error) {
 			out += "\n"
 		}
 		if out == "" {
-			out = "# memd: never commit the writer lock or memd's temp files\n"
+			out = "# memd: never commit the writer lock, memd's temp files or memhtml's databases\n"
 		}
 		out += strings.Join(add, "\n") + "\n"
 		if err := os.WriteFile(gi, []byte(out), 0o644); err != nil {

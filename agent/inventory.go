@@ -14,6 +14,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
+	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -30,6 +31,9 @@ type inventory struct {
 	ledger  *memd.Ledger
 	ledgerT time.Time
 	mds     map[string]mdInfo
+	// copies are the conflict copies in the tree, waiting to be merged by hand (status
+	// conflict_copies).
+	copies map[string]struct{}
 }
 
 // mdInfo is one MEMORY.md: its size for the metrics and, for the project kind, what the
@@ -75,10 +79,11 @@ type invSnapshot struct {
 	Inbox, TaskInbox, Invalid int
 	overCap                   []string
 	untemplated               []string // project MEMORY.md files out of the four-section template
+	copies                    []string // conflict copies waiting, sorted
 }
 
 func newInventory(cfg memd.Config) *inventory {
-	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]mdInfo{}}
+	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]mdInfo{}, copies: map[string]struct{}{}}
 }
 
 // scan walks the tree, re-reading only files whose size or mtime changed. A cold inventory
@@ -113,6 +118,7 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 			return nil
 		}
 		seen[rel] = true
+		v.noteCopy(rel)
 		if v.needsParse(rel, d) {
 			toParse = append(toParse, rel)
 			return nil
@@ -133,6 +139,18 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 			delete(v.mds, p)
 		}
 	}
+	for p := range v.copies {
+		if !seen[p] {
+			delete(v.copies, p)
+		}
+	}
+}
+
+// noteCopy remembers rel when it is a conflict copy (a regular file the walk or a commit saw).
+func (v *inventory) noteCopy(rel string) {
+	if _, ok := memsync.ConflictCopyOriginal(rel); ok {
+		v.copies[rel] = struct{}{}
+	}
 }
 
 // update refreshes the given repo-relative paths (a commit's batch). A path may be a
@@ -147,6 +165,9 @@ func (v *inventory) update(root string, paths []string) {
 		if fi.IsDir() {
 			continue // the next reconcile's scan picks up new files in new dirs
 		}
+		if fi.Mode().IsRegular() {
+			v.noteCopy(rel)
+		}
 		v.refresh(root, rel, fs.FileInfoToDirEntry(fi))
 	}
 }
@@ -160,6 +181,11 @@ func (v *inventory) dropUnder(rel string) {
 	for p := range v.mds {
 		if p == rel || strings.HasPrefix(p, rel+"/") {
 			delete(v.mds, p)
+		}
+	}
+	for p := range v.copies {
+		if p == rel || strings.HasPrefix(p, rel+"/") {
+			delete(v.copies, p)
 		}
 	}
 	if rel == v.cfg.Expire.Ledger {
@@ -199,7 +225,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 }
 
 func isMemory(rel string) bool {
-	return strings.HasSuffix(rel, memd.MemoryExt) && memd.BucketOf(rel) != ""
+	return strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsNonMemory(rel)
 }
 
 // needsParse is true for a memory file that is new or changed since it was last parsed.
@@ -300,6 +326,10 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 			}
 		}
 	}
+	for p := range v.copies {
+		s.copies = append(s.copies, p)
+	}
+	sort.Strings(s.copies)
 	for _, md := range v.mds {
 		s.MemoryMD = append(s.MemoryMD, md.MDStat)
 		if md.overSoftCap {

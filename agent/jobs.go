@@ -29,6 +29,9 @@ func (a *Agent) doCommit(ctx context.Context) error {
 	if err != nil {
 		a.pending.add(paths)
 		a.retryLater(a.k.commit, 5*time.Second)
+		if err.Error() != a.st.lastErr { // one event per new failure, not per retry
+			a.event(metrics.KindError, metrics.Part{Text: "error:", Kind: metrics.KindError}, metrics.Part{Text: " " + err.Error()})
+		}
 		a.st.lastErr = err.Error()
 		return err
 	}
@@ -59,6 +62,7 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) er
 		return nil
 	}
 	a.metrics.CommitDone(kind, time.Since(start), a.now())
+	a.st.hours.add(a.now(), 1)
 	a.st.lastCommit = &commitInfo{at: a.now(), added: res.Added, modified: res.Modified, deleted: res.Deleted}
 	a.st.lastErr = ""
 	a.st.detail = "committed " + plural(res.Added+res.Modified+res.Deleted, "file")
@@ -123,6 +127,9 @@ func (a *Agent) doSync(ctx context.Context) error {
 		default:
 			a.st.syncState = metrics.StateOffline
 		}
+		if prev != a.st.syncState || (a.st.syncState == metrics.StateError && a.st.syncErr != err.Error()) {
+			a.syncEvent(err)
+		}
 		a.st.syncErr = err.Error()
 		wait := a.backoff.Next()
 		if prev != a.st.syncState {
@@ -135,6 +142,8 @@ func (a *Agent) doSync(ctx context.Context) error {
 	a.backoff.Reset()
 	if a.st.syncState != metrics.StateOK && a.st.syncState != "" {
 		a.log.Info("sync recovered", "remote", a.cfg.Sync.Remote)
+		a.event(metrics.KindOK, metrics.Part{Text: "back online", Kind: metrics.KindOK},
+			metrics.Part{Text: fmt.Sprintf(": synced with %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)})
 	}
 	a.st.syncState = metrics.StateOK
 	a.st.syncErr = ""
@@ -143,6 +152,10 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.metrics.Conflicts(len(res.Conflicts))
 		a.st.conflicts += len(res.Conflicts)
 		a.log.Warn("merge kept both versions", "conflict_copies", res.Conflicts)
+		a.conflictEvents(res.Conflicts)
+	}
+	if res.Merged {
+		a.st.hours.add(a.now(), 1)
 	}
 	if res.Merged || res.FastForward {
 		a.metrics.CommitDone("merge", 0, a.now())
@@ -163,12 +176,22 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 	}
 	a.setBusy("sleeping")
 	rep, err := a.sleepRunner().Run(ctx, sleep.RunID(slot))
+	var failed []string
 	for _, ph := range rep.Phases {
 		a.metrics.SleepPhase(ph.Name, ph.Duration, ph.Err, a.now())
 		if ph.Err == nil {
 			_ = a.sched.MarkDone(ph.Name, a.now())
+		} else {
+			failed = append(failed, ph.Name+": "+ph.Err.Error())
+		}
+		if ph.Commit != "" && !ph.Skipped {
+			a.st.hours.add(a.now(), 1)
 		}
 	}
+	if err != nil && len(failed) == 0 {
+		failed = append(failed, err.Error())
+	}
+	a.sleepEvent(rep.Counts, failed)
 	a.metrics.Archived(rep.Counts["archived"])
 	a.metrics.ArcsWritten(rep.Counts["arcs"])
 	for mode, n := range rep.Drained {
@@ -267,4 +290,15 @@ func (a *Agent) sleepRunner() *sleep.Runner {
 	return sleep.NewRunner(a.cfg.Repo, a.repo, sleep.Options{
 		Config: a.cfg, Now: a.now, Logger: a.log, Phases: a.cfg.Sleep.Phases,
 	})
+}
+
+// syncEvent says sync went offline (the remote cannot be reached) or failed for good (auth,
+// unrelated history), once per change of state.
+func (a *Agent) syncEvent(err error) {
+	if a.st.syncState == metrics.StateOffline {
+		a.event(metrics.KindWarn, metrics.Part{Text: "offline", Kind: metrics.KindWarn},
+			metrics.Part{Text: ": " + err.Error() + "; commits kept locally", Kind: metrics.KindDim})
+		return
+	}
+	a.event(metrics.KindError, metrics.Part{Text: "sync error:", Kind: metrics.KindError}, metrics.Part{Text: " " + err.Error()})
 }

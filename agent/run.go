@@ -70,6 +70,16 @@ func New(opts Options) (*Agent, error) {
 	a.hub = metrics.NewHub()
 	a.backoff = memsync.NewBackoff(time.Second, 10*time.Minute, nil)
 	a.inv = newInventory(a.cfg)
+	// The last document carries the events, commit hours and last sleep of the previous run:
+	// ids go on from there (a reader shows each event once across restarts), and the page
+	// still shows last night's sleep after a restart.
+	if prev, err := metrics.Read(a.cfg.StateDir()); err == nil {
+		a.st.events.restore(prev)
+		a.st.hours.restore(prev)
+		if s := prev.LastSleep; s != nil {
+			a.st.lastSleep = &sleepInfo{at: s.At, counts: s.Counts}
+		}
+	}
 	return a, nil
 }
 

@@ -33,6 +33,8 @@ type state struct {
 	lastCommit *commitInfo
 	lastPush   *time.Time
 	lastSleep  *sleepInfo
+	events     eventLog    // status `events`, restored at start
+	hours      commitHours // status `commits_per_hour`, restored at start
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
@@ -62,6 +64,13 @@ func (a *Agent) publish() {
 		Degraded:  ws.Degraded,
 		LastPush:  st.lastPush,
 		Remote:    fmt.Sprintf("%s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch),
+
+		Memories:       inv.Memories,
+		Arcs:           inv.Arcs,
+		LedgerNotes:    notesByState(inv.LedgerNotes),
+		ConflictCopies: inv.copies,
+		CommitsPerHour: st.hours.list(a.now()),
+		Events:         st.events.list(),
 	}
 	f.UntemplatedMD = inv.untemplated
 	if st.syncState == metrics.StateError {
@@ -108,4 +117,13 @@ func (a *Agent) watchStats() (s struct {
 func (a *Agent) setBusy(what string) {
 	a.st.busy = what
 	a.publish()
+}
+
+// notesByState sums the ledger notes over their modes: live, stale, expired.
+func notesByState(m map[metrics.NoteKey]int) map[string]int {
+	out := map[string]int{"live": 0, "stale": 0, "expired": 0}
+	for k, n := range m {
+		out[k.State] += n
+	}
+	return out
 }

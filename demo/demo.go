@@ -59,13 +59,14 @@ func Generate(dir string, opts Options) (Stats, error) {
 		opts.Now = time.Now()
 	}
 	g := &gen{
-		dir:  dir,
-		now:  opts.Now.UTC(),
-		n:    opts.Memories,
-		rng:  rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d656d64)),
-		used: make(map[string]bool, opts.Memories),
-		next: map[string]int{},
-		dirs: map[string]bool{},
+		dir:    dir,
+		now:    opts.Now.UTC(),
+		n:      opts.Memories,
+		rng:    rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d656d64)),
+		used:   make(map[string]bool, opts.Memories),
+		hashes: make(map[[32]byte]bool, opts.Memories),
+		next:   map[string]int{},
+		dirs:   map[string]bool{},
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Stats{}, fmt.Errorf("demo: create %s: %w", dir, err)
@@ -112,16 +113,18 @@ var (
 var anchors = []string{"person:Sanju Rao", "service:checkout-api"}
 
 type gen struct {
-	dir   string
-	now   time.Time
-	n     int
-	rng   *rand.Rand
-	used  map[string]bool
-	next  map[string]int // per base path: how many repeats were numbered
-	dirs  map[string]bool
-	stats Stats
-	buf   []byte
-	index []bullet
+	dir  string
+	now  time.Time
+	n    int
+	rng  *rand.Rand
+	used map[string]bool
+	// hashes are the content hashes of the active memories written so far.
+	hashes map[[32]byte]bool
+	next   map[string]int // per base path: how many repeats were numbered
+	dirs   map[string]bool
+	stats  Stats
+	buf    []byte
+	index  []bullet
 
 	jobs chan writeJob
 	wg   sync.WaitGroup
@@ -606,6 +609,15 @@ func (g *gen) write(m mem) error {
 		return fmt.Errorf("demo: generated a bad path: %s", v) // a bug here, never input
 	}
 	g.used[m.path] = true
+	// memhtml refuses two active memories with one content hash (its index cannot hold
+	// them), so a repeated article gets a numbered note until it is unique.
+	if m.typ != "task" && !memd.IsArchived(m.path) {
+		more := m.more
+		for n := 2; g.hashes[articleHash(m)]; n++ {
+			m.more = more + " (Noted again, " + strconv.Itoa(n) + ".)"
+		}
+		g.hashes[articleHash(m)] = true
+	}
 	g.buf = render(g.buf[:0], m)
 	if err := g.create(m.path, g.buf); err != nil {
 		return err
@@ -812,6 +824,15 @@ func (g *gen) writeLedger(today time.Time) error {
 	return g.create("memory.jsonl", []byte(b.String()))
 }
 
+func (g *gen) wroteUnder(dir string) bool {
+	for p := range g.used {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // gitkeeps puts a .gitkeep in every PARA folder that is still empty, so git keeps it.
 func (g *gen) gitkeeps() error {
 	for _, d := range []string{
@@ -826,7 +847,8 @@ func (g *gen) gitkeeps() error {
 		if err != nil {
 			return fmt.Errorf("demo: read %s: %w", d, err)
 		}
-		if len(entries) > 0 {
+		// The writers are asynchronous: a memory queued for d may not be on disk yet.
+		if len(entries) > 0 || g.wroteUnder(d) {
 			continue
 		}
 		if err := g.create(d+"/.gitkeep", nil); err != nil {

@@ -53,6 +53,7 @@ func TestGenerate300(t *testing.T) {
 	episodes := map[ey]int{}
 	types := map[string]int{}
 	doneOld, archivedStatus, expired, links := 0, 0, 0, 0
+	hashes := map[string]string{}
 	for p, b := range tree {
 		if !strings.HasSuffix(p, ".html") {
 			continue
@@ -67,6 +68,16 @@ func TestGenerate300(t *testing.T) {
 		}
 		if m.ContentHash != m.ComputedHash {
 			t.Errorf("%s: stated hash %s, parser computes %s", p, m.ContentHash, m.ComputedHash)
+		}
+		if len(m.Warnings) > 0 {
+			t.Errorf("%s: memhtml would warn: %q", p, m.Warnings)
+		}
+		// memhtml's index refuses two active (outside archive/) non-task memories with one hash.
+		if m.Type != "task" && !memd.IsArchived(p) {
+			if other, dup := hashes[m.ComputedHash]; dup {
+				t.Errorf("%s and %s have one content hash: memhtml cannot index both", other, p)
+			}
+			hashes[m.ComputedHash] = p
 		}
 		if m.UpdatedAt.Before(m.CreatedAt) || m.UpdatedAt.After(testNow) {
 			t.Errorf("%s: created %s updated %s", p, m.Created, m.Updated)

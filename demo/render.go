@@ -17,14 +17,11 @@ const indexSep = "\u00b7"
 func render(buf []byte, m mem) []byte {
 	esc := html.EscapeString
 	gist, body, more := clean(m.gist), clean(m.body), clean(m.more)
-	canon := gist + " " + body
 	human := ""
 	if !m.event.IsZero() {
 		human = m.event.Format("January 2, 2006")
-		canon += ", on " + human
 	}
-	canon += ". " + more
-	sum := sha256.Sum256([]byte(canon))
+	sum := articleHash(m)
 
 	meta := func(name, content string) {
 		buf = append(buf, `<meta name="`...)
@@ -83,6 +80,15 @@ func render(buf []byte, m mem) []byte {
 	buf = append(buf, esc(more)...)
 	buf = append(buf, "</p>\n</article>\n</body>\n</html>\n"...)
 	return buf
+}
+
+// articleHash is the sha256 of m's article as memhtml canonicalises it (its content hash).
+func articleHash(m mem) [32]byte {
+	canon := clean(m.gist) + " " + clean(m.body)
+	if !m.event.IsZero() {
+		canon += ", on " + m.event.Format("January 2, 2006")
+	}
+	return sha256.Sum256([]byte(canon + ". " + clean(m.more)))
 }
 
 // clean collapses whitespace so the canonical text above is exactly what a parser sees.

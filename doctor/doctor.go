@@ -92,7 +92,7 @@ func Check(root string, opt Options) (*Report, error) {
 
 	// 1. Walk once: every file path, the memory files to parse, MEMORY.md files.
 	exists := map[string]bool{}
-	var htmls, mds []string
+	var htmls, mds, outside []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			rel, _ := filepath.Rel(root, p)
@@ -118,8 +118,10 @@ func Check(root string, opt Options) (*Report, error) {
 		switch {
 		case path.Base(rel) == "MEMORY.md":
 			mds = append(mds, rel)
-		case strings.HasSuffix(rel, memd.MemoryExt):
+		case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsNonMemory(rel):
 			htmls = append(htmls, rel)
+		case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsGenerated(rel) && rel != "README.html" && !strings.HasPrefix(rel, ".memhtml/"):
+			outside = append(outside, rel)
 		}
 		return nil
 	})
@@ -129,6 +131,22 @@ func Check(root string, opt Options) (*Report, error) {
 
 	// 2. Parse memory files on every core.
 	infos := parseAll(root, htmls, opt.Progress)
+	// Not memories (FORMATS §2), but one written as a memory outside the buckets is worth
+	// a warning: memhtml never indexes it.
+	for _, mi := range parseAll(root, outside, nil) {
+		if mi.mem == nil {
+			continue
+		}
+		for name := range mi.mem.Metas {
+			if strings.HasPrefix(name, "memhtml-") {
+				add(Warning, "path", mi.rel, "a memory file outside the four buckets (%s): memhtml never indexes it; move it under one", strings.Join(memd.Buckets, ", "))
+				break
+			}
+		}
+	}
+	// Active memories by content hash: memhtml's index has a unique key on it (tasks and
+	// archive/ excepted), so two of one hash make its rebuild of the whole repo fail.
+	byHash := map[string][]string{}
 	for _, mi := range infos {
 		rel := mi.rel
 		if v := memd.PathViolation(rel); v != "" {
@@ -141,6 +159,12 @@ func Check(root string, opt Options) (*Report, error) {
 		rep.Memories++
 		for _, v := range mi.mem.Violations {
 			add(Problem, "memory", rel, "%s", v)
+		}
+		for _, w := range mi.mem.Warnings {
+			add(Warning, "memory", rel, "%s", w)
+		}
+		if mi.mem.Valid() && mi.mem.ComputedHash != "" && !memd.IsArchived(rel) && mi.mem.Type != "task" {
+			byHash[mi.mem.ComputedHash] = append(byHash[mi.mem.ComputedHash], rel)
 		}
 		dir := path.Dir(rel)
 		switch dir {
@@ -157,6 +181,14 @@ func Check(root string, opt Options) (*Report, error) {
 				add(Problem, "link", rel, "links to %s, which does not exist", memd.PathToHref(target))
 			}
 		}
+	}
+	for _, paths := range byHash {
+		if len(paths) < 2 {
+			continue
+		}
+		sort.Strings(paths)
+		add(Problem, "duplicate", paths[0], "same article (content hash) as %s: memhtml cannot index two active memories with one content hash; archive or edit all but one",
+			strings.Join(paths[1:], ", "))
 	}
 	if rep.Inbox > InboxWarn {
 		add(Warning, "inbox", memd.InboxDir, "inbox holds %d memories (over %d): place them", rep.Inbox, InboxWarn)

@@ -66,7 +66,15 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 	write(t, root, "areas/broken.html", "<html><head><title>x</title></head><body>no article</body></html>")
 	write(t, root, "areas/linker.html", strings.Replace(validMemory("linker"), "</head>",
 		`<link rel="memhtml-supersedes" href="/areas/gone.html"></head>`, 1))
-	write(t, root, "notes/stray.html", validMemory("stray")) // outside the four buckets
+	write(t, root, "notes/stray.html", validMemory("stray")) // outside the four buckets: a warning
+	write(t, root, "areas/dup-a.html", validMemory("duplicated"))
+	write(t, root, "projects/p/dup-b.html", validMemory("duplicated"))
+	write(t, root, "archive/2020/areas/dup-a.html", validMemory("duplicated")) // archived: no clash
+	// memhtml's own files are not memories: never a problem, never counted.
+	write(t, root, "areas/inbox/index.html", "<html><body><ul><li>listing</li></ul></body></html>")
+	write(t, root, "sitemap.xml", "<urlset/>")
+	write(t, root, "README.html", "<html><body><h1>memory repo</h1></body></html>")
+	write(t, root, ".memhtml/sleep/run-1.html", "<html><body><h1>report</h1></body></html>")
 	write(t, root, "areas/arcs/not-an-arc.html", validMemory("not an arc"))
 	ledger, _ := os.ReadFile(filepath.Join(root, "memory.jsonl"))
 	write(t, root, "memory.jsonl", string(ledger)+"{this is not json\n")
@@ -88,7 +96,8 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 	want := []struct{ check, path, text string }{
 		{"memory", "areas/broken.html", "article"},
 		{"link", "areas/linker.html", "/areas/gone.html"},
-		{"path", "notes/stray.html", "notes"},
+		{"path", "notes/stray.html", "outside the four buckets"},
+		{"duplicate", "areas/dup-a.html", "projects/p/dup-b.html"},
 		{"placement", "areas/arcs/not-an-arc.html", "arcs"},
 		{"ledger", "memory.jsonl", "does not parse"},
 		{"index", "MEMORY.md", "areas/nowhere.html"},
@@ -105,6 +114,17 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 		if !found {
 			t.Errorf("no %s finding for %s mentioning %q; findings: %+v", w.check, w.path, w.text, findings(rep, w.check))
 		}
+	}
+	for _, f := range rep.Findings {
+		if f.Path == "notes/stray.html" && f.Severity != Warning {
+			t.Errorf("a memory outside the buckets is a warning, not a problem: %+v", f)
+		}
+		if strings.Contains(f.Path, "index.html") || f.Path == "README.html" || strings.HasPrefix(f.Path, ".memhtml/") || strings.Contains(f.Message, "archive/2020") {
+			t.Errorf("a finding on a non-memory or an archived file: %+v", f)
+		}
+	}
+	if rep.Memories != base.Memories+6 || rep.Inbox != base.Inbox {
+		t.Errorf("memories %d (want %d), inbox %d (want %d): non-memories counted", rep.Memories, base.Memories+6, rep.Inbox, base.Inbox)
 	}
 	if rep.Problems < 7 {
 		t.Errorf("problems = %d, want >= 7", rep.Problems)

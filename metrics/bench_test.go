@@ -65,3 +65,34 @@ func BenchmarkWriteStatus(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStatusWithEvents is what a full event ring (metrics.MaxEvents) adds to a publish:
+// Compose, status.json and the line files, and the hub's encoding, against the fixture's one
+// event, in the same run.
+//
+//	go test -run '^$' -bench StatusWithEvents -benchtime 200x ./metrics/
+func BenchmarkStatusWithEvents(b *testing.B) {
+	full := statusline.Fixtures()[metrics.StateConflict]
+	for i := len(full.Events); i < metrics.MaxEvents; i++ {
+		e := full.Events[len(full.Events)-1]
+		e.ID++
+		full.Events = append(full.Events, e)
+	}
+	for _, c := range []struct {
+		name string
+		f    metrics.Facts
+	}{{"events=1", statusline.Fixtures()[metrics.StateOK]}, {fmt.Sprintf("events=%d", metrics.MaxEvents), full}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			hub := metrics.NewHub()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				d := metrics.Compose(c.f)
+				if err := metrics.Write(dir, d); err != nil {
+					b.Fatal(err)
+				}
+				hub.Publish(d)
+			}
+		})
+	}
+}

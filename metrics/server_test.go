@@ -7,15 +7,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
@@ -294,9 +292,11 @@ func TestPageEscapes(t *testing.T) {
 
 // TestPageInChromium loads the page in headless Chromium over the DevTools pipe: the DOM holds
 // the summary, and after a new Publish the page's script redraws it from the SSE stream
-// without a reload.
+// without a reload: the line, the log of what happened (newest first), the counts, the
+// conflict copies waiting and the commits per hour. (e2e.TestPageShowsChangeAndConflict does
+// the same against a real memd run.)
 func TestPageInChromium(t *testing.T) {
-	chrome := needTool(t, "chromium", "chromium-browser", "google-chrome")
+	chrome := testutil.Chrome(t)
 	hub := metrics.NewHub()
 	hub.Publish(doc(metrics.StateOK))
 	_, base := startServer(t, hub, nil, false)
@@ -305,9 +305,7 @@ func TestPageInChromium(t *testing.T) {
 	// time from running out, so no --virtual-time-budget here).
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dumpCmd := exec.CommandContext(ctx, chrome, chromeFlags(t, "--timeout=3000", "--dump-dom", base+"/")...)
-	ownGroup(t, dumpCmd)
-	out, err := dumpCmd.Output()
+	out, err := testutil.ChromeCommand(t, ctx, chrome, "--timeout=3000", "--dump-dom", base+"/").Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
@@ -315,159 +313,50 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatalf("dumped DOM lacks the summary:\n%s", out)
 	}
 
-	cdp := startCDP(t, ctx, chrome, base+"/")
-	eval := func(js string) string { return cdp.eval(t, js) }
-	waitFor := func(js, want string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		var got string
-		for time.Now().Before(deadline) {
-			if got = eval(js); got == want {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("%s = %q, want %q", js, got, want)
+	cdp := testutil.StartCDP(t, ctx, chrome, base+"/")
+	waitFor := func(js, want string) { t.Helper(); cdp.WaitEval(t, js, want, 30*time.Second) }
+	text := func(sel string) string {
+		return `(document.querySelector(` + strconv.Quote(sel) + `) || {}).textContent || ""`
 	}
-	summary := `document.getElementById("summary") ? document.getElementById("summary").textContent : ""`
-	waitFor(summary, "memd: +2 ~1 · 14:32")
-	waitFor(`document.getElementById("conn").textContent`, "live")
+	waitFor(text("#summary"), "memd: +2 ~1 · 14:32")
+	waitFor(text("#conn"), "live")
+	waitFor(text("#events li span"), "sleep: arcs 2, archived 14, expired 3")
+	waitFor(text(`#counts [data-count="areas"] dd`), "30")
+	waitFor(text(`#counts [data-count="notes stale"] dd`), "1")
+	waitFor(text("#sleep"), strings.TrimSpace(cdp.Eval(t, `(() => { const d = new Date("2026-11-30T03:00:00Z"); const p = n => String(n).padStart(2, "0"); return d.getFullYear() + "-" + p(d.getMonth()+1) + "-" + p(d.getDate()) + " " + p(d.getHours()) + ":" + p(d.getMinutes()); })()`))+": archived 14, arcs 2, expired 3")
+	waitFor(text("#copies"), "none")
+	waitFor(text("#total"), "8 commits")
+	waitFor(`document.querySelectorAll("#chart div").length.toString()`, "24")
+
+	// A conflict: the line, the new event on top of the log, the copy waiting.
+	hub.Publish(doc(metrics.StateConflict))
+	waitFor(text("#events li span"), "conflict resources/notes/x.html changed on both sides; ours kept as resources/notes/x.conflict-laptop-20261130T143135Z.html")
+	waitFor(`document.querySelectorAll("#events li").length.toString()`, "2")
+	waitFor(text("#copies li"), "resources/notes/x.conflict-laptop-20261130T143135Z.html")
+	waitFor(text("#summary"), "memd: +2 ~1 1 conflict · 14:32")
+
+	// Hostile text from a document is text on the page, never markup.
+	bad := doc(metrics.StateConflict)
+	bad.Events = append(bad.Events, metrics.StatusEvent{ID: 43, Kind: "<b>", Text: `<img src=x onerror="document.title='owned'">`})
+	bad.ConflictCopies = []string{`<script>document.title='owned'</script>`}
+	hub.Publish(bad)
+	waitFor(text("#events li span"), `<img src=x onerror="document.title='owned'">`)
+	waitFor(text("#copies li"), `<script>document.title='owned'</script>`)
+	waitFor(`String(document.querySelectorAll("#events img, #copies script").length)`, "0")
+	waitFor(`document.title`, "memd")
+
+	// Usable at 400 px: nothing wider than the screen, a long path without a break in it wrapped.
+	long := doc(metrics.StateConflict)
+	long.ConflictCopies = []string{"resources/" + strings.Repeat("deep", 30) + "/notes.conflict-laptop-20261130T143135Z.html"}
+	hub.Publish(long)
+	waitFor(text("#copies li"), long.ConflictCopies[0])
+	cdp.Call(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 400, "height": 900, "deviceScaleFactor": 1, "mobile": true}, nil)
+	waitFor(`String(document.documentElement.scrollWidth <= 400)`, "true")
+
 	hub.Publish(doc(metrics.StateError))
-	waitFor(summary, "memd: error: push origin/main: non-fast-forward after 5 tries · 14:32")
-	waitFor(`document.querySelector("#summary .k-error").textContent`, "error:")
+	waitFor(text("#summary"), "memd: error: push origin/main: non-fast-forward after 5 tries · 14:32")
+	waitFor(text("#summary .k-error"), "error:")
 	waitFor(`document.body.dataset.state`, "error")
 	waitFor(`document.querySelectorAll("#sections section p").length.toString()`, "2")
-}
-
-// ownGroup starts the browser in its own process group and, at cleanup, kills the whole group
-// (renderers and helpers too) and waits until none is left writing into the profile.
-func ownGroup(t *testing.T, cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	t.Cleanup(func() {
-		if cmd.Process == nil {
-			return
-		}
-		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) && syscall.Kill(-pgid, 0) == nil {
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-}
-
-func chromeFlags(t *testing.T, extra ...string) []string {
-	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-		"--user-data-dir=" + filepath.Join(t.TempDir(), "profile")}, extra...)
-}
-
-// cdp is a minimal Chrome DevTools Protocol client over --remote-debugging-pipe (fd 3 in,
-// fd 4 out, messages separated by NUL).
-type cdp struct {
-	w       io.Writer
-	r       *bufio.Reader
-	id      int
-	session string
-}
-
-func startCDP(t *testing.T, ctx context.Context, chrome, url string) *cdp {
-	t.Helper()
-	inR, inW, _ := os.Pipe()
-	outR, outW, _ := os.Pipe()
-	cmd := exec.CommandContext(ctx, chrome, chromeFlags(t, "--remote-debugging-pipe", url)...)
-	cmd.ExtraFiles = []*os.File{inR, outW}
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	ownGroup(t, cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	outW.Close()
-	t.Cleanup(func() {
-		inW.Close()
-		_ = cmd.Wait()
-		outR.Close()
-	})
-	c := &cdp{w: inW, r: bufio.NewReader(outR)}
-	var targets struct {
-		TargetInfos []struct{ TargetID, Type, URL string } `json:"targetInfos"`
-	}
-	var target string
-	deadline := time.Now().Add(30 * time.Second)
-	for target == "" && time.Now().Before(deadline) {
-		c.call(t, "Target.getTargets", nil, &targets)
-		for _, ti := range targets.TargetInfos {
-			if ti.Type == "page" && strings.HasPrefix(ti.URL, url) {
-				target = ti.TargetID
-			}
-		}
-		if target == "" {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if target == "" {
-		t.Fatalf("no page target for %s: %+v", url, targets)
-	}
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	c.call(t, "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &att)
-	c.session = att.SessionID
-	return c
-}
-
-func (c *cdp) call(t *testing.T, method string, params any, result any) {
-	t.Helper()
-	c.id++
-	msg := map[string]any{"id": c.id, "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
-	if c.session != "" && !strings.HasPrefix(method, "Target.") {
-		msg["sessionId"] = c.session
-	}
-	b, _ := json.Marshal(msg)
-	if _, err := c.w.Write(append(b, 0)); err != nil {
-		t.Fatalf("cdp write: %v", err)
-	}
-	for {
-		raw, err := c.r.ReadBytes(0)
-		if err != nil {
-			t.Fatalf("cdp read: %v", err)
-		}
-		var resp struct {
-			ID     int             `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  *struct{ Message string }
-		}
-		if err := json.Unmarshal(raw[:len(raw)-1], &resp); err != nil {
-			t.Fatalf("cdp: %v: %s", err, raw)
-		}
-		if resp.ID != c.id {
-			continue // an event, or an older reply
-		}
-		if resp.Error != nil {
-			t.Fatalf("cdp %s: %s", method, resp.Error.Message)
-		}
-		if result != nil {
-			if err := json.Unmarshal(resp.Result, result); err != nil {
-				t.Fatalf("cdp %s result: %v", method, err)
-			}
-		}
-		return
-	}
-}
-
-func (c *cdp) eval(t *testing.T, js string) string {
-	t.Helper()
-	var r struct {
-		Result struct {
-			Value any `json:"value"`
-		} `json:"result"`
-	}
-	c.call(t, "Runtime.evaluate", map[string]any{"expression": js, "returnByValue": true}, &r)
-	s, _ := r.Result.Value.(string)
-	return s
+	waitFor(text("#copies"), "none")
 }

@@ -9,14 +9,26 @@ import (
 // The status document lives in the std-only statusline package so `memd status` starts fast;
 // these aliases let the agent use one import.
 type (
-	Document   = statusline.Document
-	Facts      = statusline.Facts
-	Summary    = statusline.Summary
-	Part       = statusline.Part
-	Line       = statusline.Line
-	Section    = statusline.Section
-	CommitInfo = statusline.CommitInfo
-	SleepInfo  = statusline.SleepInfo
+	Document    = statusline.Document
+	Facts       = statusline.Facts
+	Summary     = statusline.Summary
+	Part        = statusline.Part
+	Line        = statusline.Line
+	Section     = statusline.Section
+	CommitInfo  = statusline.CommitInfo
+	SleepInfo   = statusline.SleepInfo
+	StatusEvent = statusline.Event // one of Document.Events (Event is the hub's SSE event)
+)
+
+// Part kinds (colours) and the bounds of the document's events and commit hours.
+const (
+	KindOK    = statusline.KindOK
+	KindWarn  = statusline.KindWarn
+	KindError = statusline.KindError
+	KindDim   = statusline.KindDim
+	KindInfo  = statusline.KindInfo
+	MaxEvents = statusline.MaxEvents
+	HoursKept = statusline.HoursKept
 )
 
 // States of the status document.

@@ -63,7 +63,7 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 		}
 		y := archiveYear(mp, m)
 		if y == 0 {
-			p.item("skip", mp, "", "no year known (no date prefix, <time> or memhtml-created)")
+			p.item("skip", mp, "", "no year known (no <time>, date prefix or memhtml-created)")
 			p.counts["skipped"]++
 			continue
 		}
@@ -130,8 +130,8 @@ func planLinkRewrites(s *snapshot, p *plan, moved map[string]string, filter func
 		}
 		m := s.mems[fp]
 		pairs := map[string]string{}
-		for _, l := range m.Links {
-			lp, err := memd.HrefToPath(l.Href)
+		for _, ref := range m.Refs {
+			lp, err := memd.HrefToPath(ref)
 			if err != nil {
 				continue
 			}
@@ -168,8 +168,9 @@ func planLinkRewrites(s *snapshot, p *plan, moved map[string]string, filter func
 
 // rewriteHrefs replaces, in one pass, every href="/from…" by href="/to…" for the pairs in
 // repl (old path -> new path): quoted with " or ', the value either the whole href or
-// followed by a fragment or query. Everything else stays byte-identical. One pass matters:
-// an arc lists hundreds of members that may all move in one night.
+// followed by a fragment or query. A content="/from" (memhtml-superseded-by names its
+// successor by href) is rewritten the same way. Everything else stays byte-identical. One
+// pass matters: an arc lists hundreds of members that may all move in one night.
 func rewriteHrefs(data []byte, repl map[string]string) []byte {
 	if len(repl) == 0 {
 		return data
@@ -181,12 +182,15 @@ func rewriteHrefs(data []byte, repl map[string]string) []byte {
 	var out []byte
 	last := 0
 	for i := 0; ; {
-		k := bytes.Index(data[i:], []byte("href="))
+		k, name := bytes.Index(data[i:], []byte("href=")), "href="
+		if c := bytes.Index(data[i:], []byte("content=")); c >= 0 && (k < 0 || c < k) {
+			k, name = c, "content="
+		}
 		if k < 0 {
 			break
 		}
 		at := i + k
-		v := at + len("href=")
+		v := at + len(name)
 		i = v
 		if at > 0 && !isHTMLSpace(data[at-1]) { // data-href=, xhref=: not an href attribute
 			continue

@@ -14,8 +14,8 @@ type arcKey struct {
 	year   int
 }
 
-// groupArcs groups the active episodic memories outside archive/ with a date prefix by key
-// (each entity, or the first tag) and year.
+// groupArcs groups the active episodic memories outside archive/ by key (each entity, or
+// the first tag) and the year of their event date (memd.Memory.EventDate).
 func groupArcs(s *snapshot, key string) map[arcKey][]memd.ArcEpisode {
 	groups := map[arcKey][]memd.ArcEpisode{}
 	var keys []arcKey
@@ -31,17 +31,18 @@ func groupArcs(s *snapshot, key string) map[arcKey][]memd.ArcEpisode {
 }
 
 // arcKeysOf appends to out the groups the memory file at mp is a member of (each key once)
-// and returns them with its date: none unless it is an active episodic memory outside
-// archive/ with a date prefix. Membership depends on the file alone (the delta plan
-// relies on that).
+// and returns them with its event date: none unless it is an active episode
+// (memhtml-type episodic, whatever its name) outside archive/ with a known date.
+// Membership depends on the file alone (the delta plan relies on that).
 func arcKeysOf(mp string, m *memd.Memory, key string, out []arcKey) ([]arcKey, time.Time) {
-	if m.Type != "episodic" || m.Status == "archived" || memd.IsArchived(mp) {
+	if !m.IsEpisode() || m.Status == "archived" || memd.IsArchived(mp) {
 		return out, time.Time{}
 	}
-	date, ok := memd.EpisodeDate(mp)
+	date, ok := m.EventDate(mp)
 	if !ok {
 		return out, time.Time{}
 	}
+	date = date.UTC()
 	var keys []string
 	if key == "tag" {
 		if len(m.Tags) > 0 {

@@ -26,7 +26,7 @@ const (
 	parseCacheName    = "sleep-parse.bin"
 	oldParseCacheName = "sleep-parse.gob" // the gob cache of earlier versions; removed on save
 	parseCacheMagic   = "memd sleep parse cache\n"
-	parseCacheVersion = 3
+	parseCacheVersion = 4
 	// racyWindow: a file whose mtime or ctime is this close to (or after) the moment its
 	// stat was taken may be written again within the same timestamp tick without its stat
 	// changing, so its stat alone proves nothing (git's racy-clean rule, with margin for
@@ -247,6 +247,7 @@ func decodeMem(payload string, slab *memSlab) (*memd.Memory, error) {
 	}
 	m.Entities = list()
 	m.Tags = list()
+	m.Refs = list()
 	n := int(min(r.uvarint(), uint64(len(payload))))
 	m.Links = slab.linkSlice(n)
 	for i := range m.Links {
@@ -285,7 +286,7 @@ func appendMem(b []byte, m *memd.Memory) ([]byte, error) {
 		}
 		str(string(tb))
 	}
-	for _, l := range [][]string{m.Entities, m.Tags} {
+	for _, l := range [][]string{m.Entities, m.Tags, m.Refs} {
 		b = binary.AppendUvarint(b, uint64(len(l)))
 		for _, s := range l {
 			str(s)

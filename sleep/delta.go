@@ -23,8 +23,9 @@ import (
 //   - The base (config, executable) is the record's, the clock is in the record's window,
 //     and the record has every phase to plan.
 //   - Every difference is a memory file or a MEMORY.md added, or changed in place, outside
-//     archive/ and areas/arcs/; a changed memory file is not an episode path (it may have
-//     been an arc member). Any other difference (a file deleted, any other file added, an
+//     archive/ and areas/arcs/; a changed memory file is no episode (by date prefix or
+//     type) and was none before, as far as the parse cache shows (it may have been an arc
+//     member: episodes are episodes by type, whatever their names). Any other difference (a file deleted, any other file added, an
 //     incomplete walk) means a full plan. Unchanged stats vouch for unchanged bytes only
 //     outside the racy window of the record's walk.
 //   - No item of the record's results names one of those files (every per-file count comes
@@ -298,6 +299,7 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 	targets := map[string]bool{} // link targets that must exist
 	rd := &snapshot{root: r.dir}
 	var keys []arcKey
+	wasMember := cachedArcMembers(r.opts.StateDir, changed, isNew, r.opts.Config.Arcs.Key)
 	for _, p := range slices.Concat(added, changed) {
 		if strings.HasPrefix(p, memd.BucketArchive+"/") || strings.HasPrefix(p, memd.ArcsDir+"/") {
 			return nil, p + ": in archive/ or the arcs directory"
@@ -330,6 +332,12 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 		if m == nil || !res.key.hashed {
 			return nil, p + ": unreadable or oversize"
 		}
+		// An episode is one by its type, whatever its name: a changed one may be an arc
+		// member (what the arc shows of it changes), and so may one that was an episode
+		// before this change.
+		if !isNew[p] && (m.IsEpisode() || wasMember[p]) {
+			return nil, p + ": a changed episode (it may be an arc member)"
+		}
 		if _, moves, until := expireFile(p, m, now, grace); moves {
 			return nil, p + ": expire would archive it"
 		} else if !until.IsZero() {
@@ -344,8 +352,8 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 		for _, k := range keys {
 			joined[k]++
 		}
-		for _, l := range m.Links {
-			if lp, err := memd.HrefToPath(l.Href); err == nil {
+		for _, ref := range m.Refs {
+			if lp, err := memd.HrefToPath(ref); err == nil {
 				targets[lp] = true
 			}
 		}
@@ -388,6 +396,47 @@ func (r *Runner) planDelta(rec *idleRecord, in idleInputs, t *tree, now time.Tim
 		d.until = thresholds.until
 	}
 	return d, ""
+}
+
+// cachedArcMembers reports which of the changed (not new) memory files may have been arc
+// members before the change, judged by the parse the parse cache holds for each (episodes
+// are episodes by type, whatever their names, so the name cannot say). The cache holds the
+// version a plan that made it a member saw (such a plan writes the arc, and a run that
+// applies saves the cache) or an older one; a path it does not hold counts as a member.
+func cachedArcMembers(stateDir string, changed []string, isNew map[string]bool, key string) map[string]bool {
+	var paths []string
+	for _, p := range changed {
+		if !isNew[p] {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		out[p] = true
+	}
+	pc := openParseCache(stateDir)
+	if pc == nil {
+		return out
+	}
+	slices.Sort(paths) // the cache is sorted: one merge
+	var slab memSlab
+	var keys []arcKey
+	for _, p := range paths {
+		e, ok := pc.seek(p)
+		if !ok {
+			continue
+		}
+		m, err := decodeMem(e.payload, &slab)
+		if err != nil {
+			continue
+		}
+		keys, _ = arcKeysOf(p, m, key, keys[:0])
+		out[p] = len(keys) > 0
+	}
+	return out
 }
 
 // deltaLedger plans a changed ledger the way expire does (planLedger reads nothing else

@@ -225,6 +225,24 @@ func TestDeltaPlanInvalidation(t *testing.T) {
 			}
 			return fixNow
 		}, committed(PhaseArcs, "updated", 1)},
+		{"undated episode retyped out of its arc", func(t *testing.T, dir string, store Store, cfg *memd.Config) time.Time {
+			// An episode is one by type, whatever its name: one without a date prefix is a
+			// member too, and when it stops being an episode the arc loses it.
+			for i, d := range []string{"2026-03-01", "2026-04-01", "2026-05-01", "2026-06-01"} {
+				writeFile(t, dir, fmt.Sprintf("areas/oncall/undated-%d.html", i), mem{typ: "episodic", title: "Undated " + d,
+					entities: []string{"team:undated"}, event: d, created: "2026-11-20T10:00:00Z"}.html())
+			}
+			if rep, idle, delta := sleepDelta(t, dir, store, *cfg, fixNow, nil); idle || delta || phaseCounts(rep, PhaseArcs)["created"] != 1 {
+				t.Fatal("undated episodes made no arc, or a shortcut answered")
+			}
+			sleepDelta(t, dir, store, *cfg, fixNow, nil) // records the idle run
+			if _, idle, _ := sleepDelta(t, dir, store, *cfg, fixNow, nil); !idle {
+				t.Fatal("not settled after the undated arc")
+			}
+			p := "areas/oncall/undated-0.html"
+			writeFile(t, dir, p, strings.Replace(readFile(t, dir, p), `content="episodic"`, `content="semantic"`, 1))
+			return fixNow
+		}, committed(PhaseArcs, "updated", 1)},
 		{"episode edited out of its arc", func(t *testing.T, dir string, store Store, cfg *memd.Config) time.Time {
 			fourMembers(t, dir, store, *cfg)
 			writeFile(t, dir, epNew1, strings.Replace(readFile(t, dir, epNew1), `<meta name="memhtml-entity" content="person:Sanju Rao">`+"\n", "", 1))

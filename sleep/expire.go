@@ -71,7 +71,9 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 // else, which the delta plan relies on): the move when it is past its valid-until plus the
 // grace, else the clock past which it would be (zero: none).
 func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (mv move, ok bool, until time.Time) {
-	if memd.IsArchived(mp) || m.Type == "arc" || m.ValidUntilAt.IsZero() {
+	// Tasks and arcs are exempt, as memhtml's reprieve phase exempts them: a task ends by
+	// being done, an arc is derived.
+	if memd.IsArchived(mp) || m.Type == "arc" || m.Type == "task" || m.ValidUntilAt.IsZero() {
 		return move{}, false, time.Time{}
 	}
 	if !now.After(m.ValidUntilAt.Add(grace)) {

@@ -31,7 +31,7 @@ type mem struct {
 	title, gist         string
 	event               string // <time datetime>, optional
 	entities, tags      []string
-	links               []string // hrefs (memhtml-related)
+	links               []string // hrefs (memhtml-relates-to)
 	validUntil, taskSts string
 }
 
@@ -72,7 +72,7 @@ func (m mem) html() string {
 		meta("memhtml-tag", t)
 	}
 	for _, l := range m.links {
-		fmt.Fprintf(&b, "<link rel=\"memhtml-related\" href=\"%s\">\n", l)
+		fmt.Fprintf(&b, "<link rel=\"memhtml-relates-to\" href=\"%s\">\n", l)
 	}
 	b.WriteString("</head>\n<body>\n<article>\n<p><mark>" + html.EscapeString(m.gist) + "</mark>")
 	if m.event != "" {

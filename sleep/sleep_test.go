@@ -488,6 +488,7 @@ func TestParseCacheSeesEdits(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, semOld), future, future); err != nil {
 		t.Fatal(err)
 	}
+	store.WaitIndexRefresh() // the store's background .git/index write, before git's own
 	git(t, dir, "commit", "-qam", "writer archives gc-tuning")
 	rep, err := NewRunner(dir, store, Options{Config: testConfig(), Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "next")
 	if err != nil || rep.Failed() {
@@ -580,6 +581,12 @@ func TestRewriteHrefs(t *testing.T) {
 	got := string(rewriteHrefs([]byte(in), map[string]string{"x/a.html": "archive/2024/x/a.html", "x/b.html": "archive/2023/x/b.html"}))
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// memhtml-superseded-by names its successor by href, in content= (text is not an attribute).
+	meta := `<meta name="memhtml-superseded-by" content="/x/a.html"><meta name="memhtml-tag" content="/x/a.htmlx"><p>content="/x/a.html"</p>`
+	if got := string(rewriteHrefs([]byte(meta), map[string]string{"x/a.html": "archive/2024/x/a.html"})); got !=
+		`<meta name="memhtml-superseded-by" content="/archive/2024/x/a.html"><meta name="memhtml-tag" content="/x/a.htmlx"><p>content="/x/a.html"</p>` {
+		t.Errorf("superseded-by not rewritten: %s", got)
 	}
 	if out := rewriteHrefs([]byte(in), map[string]string{"z.html": "archive/2020/z.html"}); string(out) != in {
 		t.Error("no match must leave the bytes as they were")

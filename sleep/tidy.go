@@ -116,8 +116,8 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 	for _, fp := range s.memPaths() {
 		m := s.mems[fp]
 		pairs := map[string]string{}
-		for _, l := range m.Links {
-			lp, err := memd.HrefToPath(l.Href)
+		for _, ref := range m.Refs {
+			lp, err := memd.HrefToPath(ref)
 			if err != nil {
 				continue
 			}

@@ -184,7 +184,7 @@ func isMemoryMD(rel string) bool {
 // so the common case (a plain ASCII path in a bucket) is decided here; anything else goes
 // to memd.ValidMemoryPath, the rule.
 func isMemoryPath(rel string) bool {
-	if !strings.HasSuffix(rel, memd.MemoryExt) {
+	if !strings.HasSuffix(rel, memd.MemoryExt) || memd.IsNonMemory(rel) {
 		return false
 	}
 	if plainMemoryPath(rel) {

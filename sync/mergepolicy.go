@@ -7,6 +7,7 @@ package sync
 import (
 	"bytes"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,8 +31,8 @@ const (
 	KindLineUnion
 	// KindIndexMD is an index-kind MEMORY.md: union of bullets.
 	KindIndexMD
-	// KindDerived is a file sleep renders again (arcs): theirs wins, never
-	// conflict-copied.
+	// KindDerived is a file sleep or memhtml renders again (arcs, memhtml's
+	// index.html / sitemap.xml listings): theirs wins, never conflict-copied.
 	KindDerived
 	// KindProjectMD is a project-kind MEMORY.md: merged by section and
 	// bullet (memd.MergeProjectMemoryMD).
@@ -116,7 +117,9 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindLedger
 	case strings.HasSuffix(base, ".drained.jsonl"), strings.HasSuffix(base, ".conflicts.jsonl"):
 		return KindLineUnion
-	case strings.HasPrefix(name, arcsDirPrefix):
+	case strings.HasPrefix(name, arcsDirPrefix), memd.IsGenerated(name):
+		// memhtml's index.html / sitemap.xml listings are regenerated (its .gitattributes
+		// merges them merge=ours): derived like arcs.
 		return KindDerived
 	case memd.IsProjectLayoutDerived(name):
 		return KindNewer
@@ -466,4 +469,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// conflictCopyName matches what ConflictCopyPath makes of a base name: stem, host (with an
+// optional -N when the name was taken), UTC time, extension.
+var conflictCopyName = regexp.MustCompile(`^(.+)\.conflict-[a-z0-9-]+-\d{8}T\d{6}Z(\.[^.]*)?$`)
+
+// ConflictCopyOriginal is the path a conflict copy was kept beside: the inverse of
+// ConflictCopyPath for a file, ok false when p is not a conflict copy's name. A copy made for
+// a file-against-directory collision (areas/x.conflict-…/y.html) names its directory part.
+func ConflictCopyOriginal(p string) (string, bool) {
+	dir, base := path.Split(p)
+	m := conflictCopyName.FindStringSubmatch(base)
+	if m == nil {
+		return "", false
+	}
+	return dir + m[1] + m[2], true
 }

@@ -19,8 +19,10 @@ import (
 
 // DefaultIgnore is memd's own ignore list: editor swap, backup and temp files that are
 // never memories (vim writes "4913" to probe a directory, emacs ".#name" lock links).
-// These apply above .gitignore, so a .gitignore cannot re-include them.
-var DefaultIgnore = []string{"*.swp", "*~", "4913", ".#*", "*.tmp"}
+// memhtml's databases (memd.MemhtmlIgnoreLines) are here too, so a repo whose .gitignore
+// predates `memd init` never commits them. These apply above .gitignore, so a .gitignore
+// cannot re-include them.
+var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, memd.MemhtmlIgnoreLines...)
 
 // lockName is the writer lock (FORMATS §5). It is never committed.
 const lockName = memd.DefaultLockFile

@@ -118,6 +118,12 @@ func TestIgnorerMemdRules(t *testing.T) {
 		{"areas/4913", false, true, "DefaultIgnore"},
 		{".#notes.html", false, true, "DefaultIgnore"},
 		{"x.tmp", false, true, "DefaultIgnore"},
+		{".memhtml/index.db", false, true, "memhtml's index"},
+		{".memhtml/state.db-wal", false, true, "memhtml's state side file"},
+		{".memhtml/index.db-shm", false, true, "memhtml's index side file"},
+		{".memhtml/state/access.jsonl", false, false, "memhtml's committed sidecar"},
+		{".memhtml/sleep/run.html", false, false, "memhtml's committed sleep report"},
+		{"areas/.memhtml/index.db", false, false, "anchored at the root"},
 		{"x.bak", false, true, "extra"},
 		{"private", true, true, "extra dir"},
 		{"private/a.html", false, true, "below an extra dir"},
@@ -132,7 +138,7 @@ func TestIgnorerMemdRules(t *testing.T) {
 			t.Errorf("Ignored(%q) = %v, want %v (%s)", c.rel, got, c.want, c.cause)
 		}
 	}
-	if len(watcher.DefaultIgnore) != 5 {
+	if len(watcher.DefaultIgnore) != 9 {
 		t.Errorf("DefaultIgnore = %q", watcher.DefaultIgnore)
 	}
 }

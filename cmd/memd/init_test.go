@@ -46,8 +46,11 @@ func TestInitCreatesSkeletonOnce(t *testing.T) {
 	if n := gitOut(t, dir, "rev-list", "--count", "HEAD"); n != "1" {
 		t.Fatalf("%s commits, want 1", n)
 	}
-	if gi, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); !strings.Contains(string(gi), ".memory.lock") {
-		t.Fatalf(".gitignore: %q", gi)
+	gi, _ := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	for _, line := range []string{".memory.lock", ".memhtml/index.db", ".memhtml/state.db", ".memhtml/index.db-*", ".memhtml/state.db-*"} {
+		if !strings.Contains("\n"+string(gi), "\n"+line+"\n") {
+			t.Fatalf(".gitignore lacks %s: %q", line, gi)
+		}
 	}
 	if st := gitOut(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("status not clean:\n%s", st)

@@ -180,6 +180,9 @@ func (d *Daemon) Kill() int {
 // Signal sends sig (SIGSTOP, SIGCONT…) and does not wait.
 func (d *Daemon) Signal(sig os.Signal) error { return d.cmd.Process.Signal(sig) }
 
+// Addr is the daemon's HTTP address (host:port) from its log, "" before WaitRunning.
+func (d *Daemon) Addr() string { return d.addr }
+
 // Get fetches path from the daemon's HTTP server (known after WaitRunning) and returns the
 // status code and body.
 func (d *Daemon) Get(path string) (int, string, error) {

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -17,7 +18,7 @@ import (
 const (
 	NodePackage    = "node@24"
 	MemhtmlPackage = "memhtml@0.15.1"
-	ClaudePackage  = "@anthropic-ai/claude-code"
+	ClaudePackage  = "@anthropic-ai/claude-code@2.1.332"
 )
 
 // NPMInstall installs pkgs with npm into a cache directory outside the repo
@@ -114,5 +115,43 @@ func (m Memhtml) Command(root string, args ...string) *exec.Cmd {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "MEMHTML_ROOT="+root, "MEMHTML_EMBED=off", "MEMHTML_LLM=off",
 		"PATH="+filepath.Dir(m.Node)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd
+}
+
+// Claude is the real Claude Code engine (npm @anthropic-ai/claude-code, ClaudePackage), run
+// offline: nonessential traffic off and a private config dir, so nothing is sent and nothing
+// lands in the user's ~/.claude.
+type Claude struct {
+	Bin       string // node_modules/.bin/claude
+	ConfigDir string // CLAUDE_CONFIG_DIR, a temp dir of the test
+	Home      string // HOME, another: nothing the engine writes can reach the user's
+}
+
+// InstallClaude installs ClaudePackage (see NPMInstall) and gives it a private config dir.
+func InstallClaude(t testing.TB) Claude {
+	t.Helper()
+	prefix := NPMInstall(t, ClaudePackage)
+	c := Claude{Bin: filepath.Join(prefix, "node_modules", ".bin", "claude"), ConfigDir: t.TempDir(), Home: t.TempDir()}
+	if _, err := os.Stat(c.Bin); err != nil {
+		t.Fatalf("claude install incomplete: %v", err)
+	}
+	return c
+}
+
+// Command runs the engine with args in dir, killed when ctx ends. env is the base environment
+// (nil: the test's); the engine's offline settings are appended so they win.
+func (c Claude) Command(ctx context.Context, dir string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.Bin, args...)
+	cmd.Dir = dir
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append([]string(nil), env...),
+		"HOME="+c.Home,
+		"CLAUDE_CONFIG_DIR="+c.ConfigDir,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"NO_COLOR=1",
+	)
 	return cmd
 }

@@ -47,6 +47,14 @@ type Facts struct {
 	LastCommit *CommitInfo
 	LastPush   *time.Time
 	LastSleep  *SleepInfo
+
+	// For the page and the mod (copied as they are; nil maps and slices become empty ones).
+	Memories       map[string]int
+	Arcs           int
+	LedgerNotes    map[string]int
+	ConflictCopies []string
+	CommitsPerHour []int
+	Events         []Event
 }
 
 // Compose builds the document: state, summary in coloured parts, detail, warnings and the
@@ -66,6 +74,14 @@ func Compose(f Facts) Document {
 		Inbox:     f.Inbox,
 		Error:     clean(f.Error),
 		Warnings:  []string{},
+
+		TaskInbox:      f.TaskInbox,
+		Memories:       copyCounts(f.Memories),
+		Arcs:           f.Arcs,
+		LedgerNotes:    copyCounts(f.LedgerNotes),
+		ConflictCopies: append([]string{}, f.ConflictCopies...),
+		CommitsPerHour: hours(f.CommitsPerHour),
+		Events:         lastEvents(f.Events),
 	}
 	if f.LastCommit != nil {
 		c := *f.LastCommit
@@ -310,4 +326,43 @@ func clean(s string) string {
 		}
 	}
 	return b.String()
+}
+
+func copyCounts(m map[string]int) map[string]int {
+	c := make(map[string]int, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// hours is h as exactly HoursKept entries: the newest kept, zeros in front.
+func hours(h []int) []int {
+	out := make([]int, HoursKept)
+	if len(h) > HoursKept {
+		h = h[len(h)-HoursKept:]
+	}
+	copy(out[HoursKept-len(h):], h)
+	return out
+}
+
+// lastEvents is the newest MaxEvents of evs, copied, each made safe for one-line readers.
+func lastEvents(evs []Event) []Event {
+	if len(evs) > MaxEvents {
+		evs = evs[len(evs)-MaxEvents:]
+	}
+	out := make([]Event, len(evs))
+	for i, e := range evs {
+		e.At = e.At.UTC()
+		e.Text = clean(e.Text)
+		if len(e.Parts) > 0 {
+			ps := make([]Part, len(e.Parts))
+			for j, p := range e.Parts {
+				ps[j] = Part{Text: clean(p.Text), Kind: p.Kind}
+			}
+			e.Parts = ps
+		}
+		out[i] = e
+	}
+	return out
 }

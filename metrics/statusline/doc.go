@@ -31,6 +31,7 @@ const (
 	KindWarn  = "warn"
 	KindError = "error"
 	KindDim   = "dim"
+	KindInfo  = "info" // blue: news that needs nothing done (a sleep run's counts)
 )
 
 // Part is a run of a line in one colour.
@@ -96,7 +97,37 @@ type Document struct {
 	LastPush   *time.Time  `json:"last_push"`
 	LastSleep  *SleepInfo  `json:"last_sleep"`
 	Sections   []Section   `json:"sections"`
+
+	// Added after version 1 shipped (additions only, DESIGN §6): what the page at / and the
+	// Claude Code mod show besides the line.
+	TaskInbox      int            `json:"task_inbox"`
+	Memories       map[string]int `json:"memories"`     // memory files per bucket
+	Arcs           int            `json:"arcs"`         // arc files under areas/arcs/
+	LedgerNotes    map[string]int `json:"ledger_notes"` // ledger notes by state: live, stale, expired
+	ConflictCopies []string       `json:"conflict_copies"`
+	// CommitsPerHour counts memd's commits (change, merge, sleep) per clock hour over the last
+	// day, oldest first; the last entry is the hour updated_at falls in.
+	CommitsPerHour []int `json:"commits_per_hour"`
+	// Events are the last MaxEvents things that happened, oldest first, ids increasing across
+	// restarts, so a reader shows each exactly once.
+	Events []Event `json:"events"`
 }
+
+// Event is one thing that happened: a conflict copy made, a sleep run, offline and back, an
+// error. Text is the whole line; Parts, when present, colour it piece by piece.
+type Event struct {
+	ID    uint64    `json:"id"`
+	At    time.Time `json:"at"`
+	Kind  string    `json:"kind"`
+	Text  string    `json:"text"`
+	Parts []Part    `json:"parts,omitempty"`
+}
+
+// MaxEvents bounds Document.Events; HoursKept is the length of Document.CommitsPerHour.
+const (
+	MaxEvents = 50
+	HoursKept = 24
+)
 
 // Errors callers branch on.
 var (

@@ -21,6 +21,7 @@ var hexColour = map[string]string{
 	KindWarn:  "#d19a66",
 	KindError: "#e45649",
 	KindDim:   "#8a8a8a",
+	KindInfo:  "#4078f2",
 }
 
 // stateKind is the colour of a whole state, for readers that colour a block, not parts.
@@ -67,7 +68,9 @@ func Effective(d *Document, now time.Time, pidAlive func(int) bool) *Document {
 // standIn keeps what the old document knew (repo, counts, last commit) but says memd is not
 // there, all faint. Its state is offline: nothing is being committed or synced.
 func standIn(old *Document, what, detail string) *Document {
-	n := Document{Version: Version, State: StateOffline, Warnings: []string{}}
+	n := Document{Version: Version, State: StateOffline, Warnings: []string{},
+		Memories: map[string]int{}, LedgerNotes: map[string]int{}, ConflictCopies: []string{},
+		CommitsPerHour: make([]int, HoursKept), Events: []Event{}}
 	if old != nil {
 		n = *old
 		n.Warnings = append([]string{}, old.Warnings...)
@@ -126,7 +129,7 @@ func shortText(full string) string {
 	return "memd " + strings.TrimPrefix(full, "memd: ")
 }
 
-var sgr = map[string]string{KindOK: "\x1b[32m", KindWarn: "\x1b[33m", KindError: "\x1b[31m", KindDim: "\x1b[2m"}
+var sgr = map[string]string{KindOK: "\x1b[32m", KindWarn: "\x1b[33m", KindError: "\x1b[31m", KindDim: "\x1b[2m", KindInfo: "\x1b[34m"}
 
 func ansi(parts []Part) string {
 	var b strings.Builder
@@ -141,7 +144,7 @@ func ansi(parts []Part) string {
 	return b.String()
 }
 
-var tmuxStyle = map[string]string{KindOK: "#[fg=green]", KindWarn: "#[fg=yellow]", KindError: "#[fg=red]", KindDim: "#[dim]"}
+var tmuxStyle = map[string]string{KindOK: "#[fg=green]", KindWarn: "#[fg=yellow]", KindError: "#[fg=red]", KindDim: "#[dim]", KindInfo: "#[fg=blue]"}
 
 func tmux(parts []Part) string {
 	var b strings.Builder

@@ -265,3 +265,40 @@ func TestComposeActivity(t *testing.T) {
 		t.Errorf("sidebar %+v", l)
 	}
 }
+
+// TestInfoKindAndAdditions: the info kind draws blue in every coloured format, and the
+// document's additions are copied, bounded and cleaned (events: the newest MaxEvents; commit
+// hours: exactly HoursKept; nil maps and slices as empty ones).
+func TestInfoKindAndAdditions(t *testing.T) {
+	p := []Part{{Text: "sleep:", Kind: KindInfo}}
+	if got := ansi(p); got != "\x1b[34msleep:\x1b[0m" {
+		t.Errorf("ansi info = %q", got)
+	}
+	if got := tmux(p); got != "#[fg=blue]sleep:#[default]" {
+		t.Errorf("tmux info = %q", got)
+	}
+	if got := polybar(p); got != "%{F#4078f2}sleep:%{F-}" {
+		t.Errorf("polybar info = %q", got)
+	}
+	var evs []Event
+	for i := 1; i <= MaxEvents+5; i++ {
+		evs = append(evs, Event{ID: uint64(i), Kind: KindInfo, Text: "a\nb\x1b[31m", Parts: []Part{{Text: "a\nb\x1b[31m"}}})
+	}
+	d := Compose(Facts{Now: FixtureNow, Events: evs, CommitsPerHour: make([]int, 30)})
+	if len(d.Events) != MaxEvents || d.Events[0].ID != 6 || d.Events[0].Text != "a b[31m" || d.Events[0].Parts[0].Text != "a b[31m" {
+		t.Errorf("events = %d, first %+v", len(d.Events), d.Events[0])
+	}
+	evs[len(evs)-1].Text = "changed"
+	if d.Events[MaxEvents-1].Text == "changed" {
+		t.Error("events are not copied")
+	}
+	if len(d.CommitsPerHour) != HoursKept || d.Memories == nil || d.LedgerNotes == nil || d.ConflictCopies == nil {
+		t.Errorf("additions = %+v", d)
+	}
+	b, _ := json.Marshal(Compose(Facts{Now: FixtureNow}))
+	for _, k := range []string{`"task_inbox":0`, `"memories":{}`, `"arcs":0`, `"ledger_notes":{}`, `"conflict_copies":[]`, `"commits_per_hour":[0,`, `"events":[]`} {
+		if !strings.Contains(string(b), k) {
+			t.Errorf("json lacks %s: %s", k, b)
+		}
+	}
+}

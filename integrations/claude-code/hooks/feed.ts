@@ -1,0 +1,198 @@
+/**
+ * memd's status document (`memd status --format json`, DESIGN §6) read as what the sidebar and
+ * the status line show. Pure: no engine calls here, so every rule is tested on its own.
+ *
+ * memd's output is read as data from another program: every field is checked, a line or an
+ * event of another shape is dropped, texts are folded to one line, and the counts are capped.
+ */
+
+export type Kind = 'ok' | 'warn' | 'error' | 'dim' | 'info'
+export type Part = { text: string; kind?: Kind }
+export type Line = { text: string; kind?: Kind; parts?: Part[] }
+export type MemdEvent = { id: number; at: string; kind?: Kind; text: string; parts?: Part[] }
+export type Section = { key: string; title: string; order: number; lines: Line[] }
+
+/**
+ * What one `memd status` run said. `line` is the status line without memd's own "memd: " front
+ * (the engine prefixes the mod's name); `repo` names the store key of the last streamed event.
+ */
+export type Reading = { ok: boolean; line: string; sections: Section[]; events: MemdEvent[]; repo: string }
+
+/** What `$.process.run` answers. */
+export type RunResult = { exitCode: number | null; stdout: string; stderr: string; isStdoutTruncated?: boolean }
+
+/** The sidebar's limits per section (its README): more lines are left out. */
+export const MAX_LINES = 50
+/** The sidebar keeps 20 stream entries per consumer: a longer backlog would only push itself out. */
+export const MAX_STREAM = 20
+/** An event older than this at the time it is streamed says when it happened. */
+export const LATE_MS = 5 * 60_000
+
+const KINDS: ReadonlySet<string> = new Set(['ok', 'warn', 'error', 'dim', 'info'])
+const KEY = /^[A-Za-z0-9._:-]{1,64}$/
+const MAX_TEXT = 400
+
+/** The section the down lines and the buttons go into. */
+export const MAIN_KEY = 'sync'
+export const MAIN_TITLE = 'memory repo'
+export const MAIN_ORDER = 20
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** One line of text: control characters out, newlines and tabs to spaces, capped. */
+export function fold(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  const t = s.replace(/[\r\n\t]/g, ' ').replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+  return t.length > MAX_TEXT ? t.slice(0, MAX_TEXT) + '…' : t
+}
+
+function kindOf(v: unknown): Kind | undefined {
+  return typeof v === 'string' && KINDS.has(v) ? (v as Kind) : undefined
+}
+
+function partsOf(v: unknown, text: string): Part[] | undefined {
+  if (!Array.isArray(v) || v.length === 0) return undefined
+  const parts: Part[] = []
+  for (const p of v) {
+    if (!isRecord(p) || typeof p.text !== 'string') return undefined
+    const kind = kindOf(p.kind)
+    parts.push(kind === undefined ? { text: fold(p.text) } : { text: fold(p.text), kind })
+  }
+  // The parts are the line the pane draws; a set that does not join to the text is not memd's.
+  return parts.map(p => p.text).join('') === text ? parts : undefined
+}
+
+function lineOf(v: unknown): Line | undefined {
+  if (!isRecord(v) || typeof v.text !== 'string') return undefined
+  const text = fold(v.text)
+  const line: Line = { text }
+  const kind = kindOf(v.kind)
+  if (kind !== undefined) line.kind = kind
+  const parts = partsOf(v.parts, text)
+  if (parts !== undefined) line.parts = parts
+  return line
+}
+
+function sectionOf(v: unknown): Section | undefined {
+  if (!isRecord(v) || v.consumer !== 'memd' || typeof v.key !== 'string' || !KEY.test(v.key)) return undefined
+  if (!Array.isArray(v.lines)) return undefined
+  const lines = v.lines.map(lineOf).filter((l): l is Line => l !== undefined).slice(0, MAX_LINES)
+  if (lines.length === 0) return undefined
+  const title = typeof v.title === 'string' && v.title.trim() !== '' ? fold(v.title).slice(0, 60) : MAIN_TITLE
+  const order = typeof v.order === 'number' && Number.isFinite(v.order) ? v.order : 100
+  return { key: v.key, title, order, lines }
+}
+
+function eventOf(v: unknown): MemdEvent | undefined {
+  if (!isRecord(v) || typeof v.id !== 'number' || !Number.isSafeInteger(v.id) || v.id <= 0) return undefined
+  if (typeof v.text !== 'string' || typeof v.at !== 'string') return undefined
+  const text = fold(v.text)
+  const ev: MemdEvent = { id: v.id, at: v.at, text }
+  const kind = kindOf(v.kind)
+  if (kind !== undefined) ev.kind = kind
+  const parts = partsOf(v.parts, text)
+  if (parts !== undefined) ev.parts = parts
+  return ev
+}
+
+/** memd's summary without its "memd: " front, which the engine adds itself. */
+export function bare(summary: string): string {
+  return summary.startsWith('memd: ') ? summary.slice('memd: '.length) : summary
+}
+
+/** A reading that is one faint line: memd missing, not answering, or saying nothing usable. */
+export function down(text: string, kind: Kind = 'dim'): Reading {
+  return { ok: false, line: text, sections: [{ key: MAIN_KEY, title: MAIN_TITLE, order: MAIN_ORDER, lines: [{ text, kind }] }], events: [], repo: '' }
+}
+
+/** Reads memd's JSON document; anything else is one clear line, never an exception. */
+export function parseStatus(stdout: string): Reading {
+  let doc: unknown
+  try {
+    doc = JSON.parse(stdout)
+  } catch {
+    return down('unreadable: memd status --format json printed no JSON', 'warn')
+  }
+  if (!isRecord(doc) || doc.version !== 1 || !isRecord(doc.summary) || typeof doc.summary.text !== 'string') {
+    return down('unreadable: memd status --format json printed no version 1 status document', 'warn')
+  }
+  const line = fold(bare(doc.summary.text))
+  const sections = (Array.isArray(doc.sections) ? doc.sections : []).map(sectionOf).filter((s): s is Section => s !== undefined)
+  if (sections.length === 0) sections.push({ key: MAIN_KEY, title: MAIN_TITLE, order: MAIN_ORDER, lines: [{ text: line }] })
+  sections.sort((a, b) => a.order - b.order || a.key.localeCompare(b.key))
+  const events = (Array.isArray(doc.events) ? doc.events : []).map(eventOf).filter((e): e is MemdEvent => e !== undefined).sort((a, b) => a.id - b.id)
+  const repo = typeof doc.repo === 'string' ? doc.repo : ''
+  return { ok: true, line, sections, events, repo }
+}
+
+/** The reading of one `memd status --format json` run. */
+export function readingOf(r: RunResult): Reading {
+  if (r.exitCode !== 0) {
+    const why = lastLine(r.stderr) || lastLine(r.stdout) || `exit ${r.exitCode ?? 'by signal'}`
+    return down(`memd status failed: ${bare(why)}`, 'warn')
+  }
+  if (r.isStdoutTruncated === true) return down('unreadable: memd status --format json printed more than the engine keeps', 'warn')
+  return parseStatus(r.stdout)
+}
+
+/** The reading when `memd` could not be started at all. */
+export function notStarted(err: unknown): Reading {
+  const msg = err instanceof Error ? err.message : String(err)
+  if (/ENOENT|not found/i.test(msg)) return down('not installed: no memd on PATH')
+  return down(`memd status did not run: ${fold(msg)}`)
+}
+
+/** The last non-empty line of an output, folded. */
+export function lastLine(s: string): string {
+  const lines = s.split('\n').map(l => l.trim()).filter(l => l !== '')
+  return fold(lines.at(-1) ?? '')
+}
+
+/**
+ * The events to stream now: those after `last`, oldest first, at most MAX_STREAM. An id below
+ * `last` everywhere means memd's state was started afresh (a new repo, a wiped .git/memd), so
+ * everything it holds is new.
+ */
+export function freshEvents(events: readonly MemdEvent[], last: number): MemdEvent[] {
+  const top = events.at(-1)?.id ?? 0
+  const from = top < last ? 0 : last
+  return events.filter(e => e.id > from).slice(-MAX_STREAM)
+}
+
+/** A stream entry's lines: the event as memd coloured it, and when it happened if that was a while ago. */
+export function entryLines(ev: MemdEvent, nowMs: number | undefined): Line[] {
+  const line: Line = { text: ev.text }
+  if (ev.kind !== undefined) line.kind = ev.kind
+  if (ev.parts !== undefined) line.parts = ev.parts
+  const at = Date.parse(ev.at)
+  if (nowMs === undefined || Number.isNaN(at) || nowMs - at < LATE_MS) return [line]
+  return [line, { text: `at ${new Date(at).toISOString().slice(0, 16).replace('T', ' ')} UTC`, kind: 'dim' }]
+}
+
+/** The `/memd status` answer: the line first, then the sections' other lines. */
+export function statusAnswer(r: Reading): string {
+  const rest = r.sections.flatMap(s => s.lines.map(l => l.text)).filter(t => t !== r.line)
+  return [r.line, ...rest].join('\n')
+}
+
+/**
+ * The answer of `/memd sync` or `/memd doctor`: the first line is the result (what the
+ * sidebar shows at its foot), then what the command printed.
+ */
+export function runAnswer(what: 'sync' | 'doctor', r: RunResult): string {
+  const out = r.stdout.split('\n').map(l => l.trimEnd()).filter(l => l !== '').map(fold)
+  const ok = r.exitCode === 0 || (what === 'doctor' && r.exitCode === 1 && out.length > 0)
+  if (!ok) {
+    let why = bare(lastLine(r.stderr) || lastLine(r.stdout) || `exit ${r.exitCode ?? 'by signal'}`)
+    if (why.startsWith(`${what}: `)) why = why.slice(what.length + 2)
+    return [`${what} failed: ${why}`, ...out].join('\n')
+  }
+  const result = out.at(-1) ?? 'done'
+  return [`${what}: ${result}`, ...out.slice(0, -1)].join('\n')
+}
+
+/** Why a command could not start, as its answer's first line. */
+export function runNotStarted(what: 'sync' | 'doctor', err: unknown): string {
+  const r = notStarted(err)
+  return `${what} did not run: ${r.line}`
+}

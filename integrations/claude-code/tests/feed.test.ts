@@ -1,0 +1,47 @@
+import { describe, expect, test, tier } from 'claude-code/testing'
+import { entryLines, freshEvents, LATE_MS, MAX_STREAM, notStarted, parseStatus, runAnswer, type MemdEvent } from '../hooks/feed'
+import { NOW, STATUS } from './fixtures/status'
+
+tier('user')
+
+const ev = (id: number, at = '2026-11-30T14:32:00Z'): MemdEvent => ({ id, at, text: `e${id}` })
+
+describe('feed', () => {
+  test('the real engine\'s message for a memd not on PATH reads as not installed', () => {
+    const r = notStarted(new Error('$.process.run(memd) failed to start: ENOENT: Executable not found in $PATH: "memd"'))
+    expect(r.line).toBe('not installed: no memd on PATH')
+    expect(r.sections.at(0)?.lines).toEqual([{ text: 'not installed: no memd on PATH', kind: 'dim' }])
+    expect(r.ok).toBe(false)
+  })
+
+  test('every fixture memd prints is read whole: a line, sections, events in id order', () => {
+    for (const [name, out] of Object.entries(STATUS)) {
+      const r = parseStatus(out)
+      expect(r.ok).toBe(true)
+      expect(r.line.startsWith('memd: ')).toBe(false)
+      expect(r.sections.length > 0).toBe(true)
+      expect(r.events.map(e => e.id)).toEqual([...r.events.map(e => e.id)].sort((a, b) => a - b))
+      if (name !== 'missing') expect(r.repo).toBe('/home/u/memory')
+    }
+  })
+
+  test('fresh events: after the last one, capped, and all again after memd started afresh', () => {
+    const evs = Array.from({ length: 50 }, (_, i) => ev(i + 1))
+    expect(freshEvents(evs, 48).map(e => e.id)).toEqual([49, 50])
+    expect(freshEvents(evs, 50)).toEqual([])
+    expect(freshEvents(evs, 0).length).toBe(MAX_STREAM)
+    expect(freshEvents(evs, 0).at(0)?.id).toBe(31)
+    expect(freshEvents(evs.slice(0, 3), 500).map(e => e.id)).toEqual([1, 2, 3])
+  })
+
+  test('an event says when it happened only when that was a while ago', () => {
+    expect(entryLines(ev(1), NOW)).toEqual([{ text: 'e1' }])
+    expect(entryLines(ev(1, '2026-11-30T03:00:00Z'), NOW)).toEqual([{ text: 'e1' }, { text: 'at 2026-11-30 03:00 UTC', kind: 'dim' }])
+    expect(entryLines(ev(1, '2026-11-30T14:00:00Z'), Date.parse('2026-11-30T14:00:00Z') + LATE_MS - 1).length).toBe(1)
+    expect(entryLines(ev(1, 'not a time'), NOW)).toEqual([{ text: 'e1' }])
+  })
+
+  test('a command killed by its timeout says so', () => {
+    expect(runAnswer('sync', { exitCode: null, stdout: '', stderr: '' })).toBe('sync failed: exit by signal')
+  })
+})
