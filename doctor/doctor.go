@@ -131,7 +131,7 @@ func Check(root string, opt Options) (*Report, error) {
 
 	// 2. Parse memory files on every core.
 	infos := parseAll(root, htmls, opt.Progress)
-	// Not memories (FORMATS §2), but one written as a memory outside the buckets is worth
+	// Not memories (docs/FORMATS.md §2), but one written as a memory outside the buckets is worth
 	// a warning: memhtml never indexes it.
 	for _, mi := range parseAll(root, outside, nil) {
 		if mi.mem == nil {

@@ -98,7 +98,7 @@ type Document struct {
 	LastSleep  *SleepInfo  `json:"last_sleep"`
 	Sections   []Section   `json:"sections"`
 
-	// Added after version 1 shipped (additions only, DESIGN §6): what the page at / and the
+	// Added after version 1 shipped (additions only, docs/ARCHITECTURE.md §6): what the page at / and the
 	// Claude Code mod show besides the line.
 	TaskInbox      int            `json:"task_inbox"`
 	Memories       map[string]int `json:"memories"`     // memory files per bucket
