@@ -53,7 +53,8 @@ fuzz-short:
 fuzz:
 	@FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-# The README's commands, run as a script so a README that stops working fails the build.
+# The README's marked shell blocks, run as written (scripts/readmecheck), so a README that
+# stops working fails the build.
 readme-check: build
 	./scripts/readme-check.sh
 

@@ -43,6 +43,7 @@ type Config struct {
 	Archive ArchiveConfig `yaml:"archive"`
 	Tidy    TidyConfig    `yaml:"tidy"`
 	HTTP    HTTPConfig    `yaml:"http"`
+	Hooks   HooksConfig   `yaml:"hooks"`
 	Log     LogConfig     `yaml:"log"`
 }
 
@@ -128,6 +129,38 @@ type HTTPConfig struct {
 	AllowRemote bool `yaml:"allow_remote"`
 }
 
+// HooksConfig: commands (argv, no shell) run after a step that moved HEAD, so the tools
+// that read the repo (memhtml's index, a webhook) follow it. The hooks package runs them.
+type HooksConfig struct {
+	AfterSync   []string `yaml:"after_sync"`
+	AfterSleep  []string `yaml:"after_sleep"`
+	AfterCommit []string `yaml:"after_commit"`
+	Timeout     Duration `yaml:"timeout"`
+}
+
+// Hook names, as they appear under hooks: in the config, in logs and in metric labels.
+const (
+	HookAfterSync   = "after_sync"
+	HookAfterSleep  = "after_sleep"
+	HookAfterCommit = "after_commit"
+)
+
+// HookNames lists the hooks in a fixed order.
+var HookNames = []string{HookAfterSync, HookAfterSleep, HookAfterCommit}
+
+// Argv is the command of one hook (nil when it is not configured or the name is unknown).
+func (h HooksConfig) Argv(hook string) []string {
+	switch hook {
+	case HookAfterSync:
+		return h.AfterSync
+	case HookAfterSleep:
+		return h.AfterSleep
+	case HookAfterCommit:
+		return h.AfterCommit
+	}
+	return nil
+}
+
 // LogConfig: level and format of the log.
 type LogConfig struct {
 	Level  string `yaml:"level"`
@@ -151,6 +184,7 @@ func DefaultConfig() Config {
 		Archive: ArchiveConfig{KeepYears: 1, DoneTasksAfter: Duration(720 * time.Hour)},
 		Tidy:    TidyConfig{MemoryMD: []string{"**/MEMORY.md"}},
 		HTTP:    HTTPConfig{Listen: "127.0.0.1:47100"},
+		Hooks:   HooksConfig{Timeout: Duration(60 * time.Second)},
 		Log:     LogConfig{Level: "info", Format: "text"},
 	}
 }
@@ -187,7 +221,7 @@ func (c *Config) Validate(checkSchedule ScheduleValidator) error {
 		d   Duration
 	}{{"watch.quiet", c.Watch.Quiet}, {"watch.max_delay", c.Watch.MaxDelay}, {"watch.reconcile", c.Watch.Reconcile},
 		{"sync.pull_interval", c.Sync.PullInterval}, {"sync.timeout", c.Sync.Timeout}, {"lock.timeout", c.Lock.Timeout},
-		{"arcs.summarizer.timeout", c.Arcs.Summarizer.Timeout}}
+		{"arcs.summarizer.timeout", c.Arcs.Summarizer.Timeout}, {"hooks.timeout", c.Hooks.Timeout}}
 	for _, p := range pos {
 		if p.d <= 0 {
 			return bad(p.key, p.d, "must be a positive duration")
@@ -261,6 +295,13 @@ func (c *Config) Validate(checkSchedule ScheduleValidator) error {
 		}
 		if !c.HTTP.AllowRemote && !isLoopbackHost(host) {
 			return bad("http.listen", c.HTTP.Listen, "not a loopback address; set http.allow_remote: true to expose it")
+		}
+	}
+	for _, h := range HookNames {
+		// An empty list is no hook; a list whose command is blank is a mistake to name now,
+		// not a failure on every sync.
+		if argv := c.Hooks.Argv(h); len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
+			return bad("hooks."+h+"[0]", argv[0], "must name the command to run (argv, no shell: [memhtml, index, update])")
 		}
 	}
 	switch c.Log.Level {

@@ -48,13 +48,15 @@ type Options struct {
 type kicks struct {
 	commit, reconcile, sync, reload chan struct{}
 	sleep                           chan time.Time
+	// hooks: a hook finished; the owner publishes its result (status warn or clear).
+	hooks chan struct{}
 }
 
 func newKicks() kicks {
 	return kicks{
 		commit: make(chan struct{}, 1), reconcile: make(chan struct{}, 1),
 		sync: make(chan struct{}, 1), reload: make(chan struct{}, 1),
-		sleep: make(chan time.Time, 1),
+		sleep: make(chan time.Time, 1), hooks: make(chan struct{}, 1),
 	}
 }
 

@@ -43,6 +43,7 @@ func (a *Agent) doCommit(ctx context.Context) error {
 // commitPaths commits under the writer lock with HEAD compare-and-set retries.
 func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) error {
 	start := time.Now()
+	hook := a.hookStart(memd.HookAfterCommit)
 	var res memsync.CommitResult
 	err := a.withLock(ctx, func() error {
 		var err error
@@ -68,6 +69,7 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) er
 	a.st.detail = "committed " + plural(res.Added+res.Modified+res.Deleted, "file")
 	a.repo.ScheduleIndexRefresh()
 	a.log.Info("committed", "hash", short(res.Hash), "added", res.Added, "modified", res.Modified, "deleted", res.Deleted)
+	a.hookEnd(hook)
 	return nil
 }
 
@@ -109,12 +111,15 @@ func (a *Agent) doSync(ctx context.Context) error {
 		return err
 	}
 	a.setBusy("syncing")
+	hook := a.hookStart(memd.HookAfterSync)
 	var res memsync.SyncResult
 	err := a.withLock(ctx, func() error {
 		var err error
 		res, err = a.repo.Sync(ctx, memsync.RemoteOptionsFromConfig(a.cfg))
 		return err
 	})
+	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
+	a.hookEnd(hook)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind
 	if err != nil {
 		a.metrics.SyncDone(err, a.now())
@@ -175,7 +180,9 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		return err
 	}
 	a.setBusy("sleeping")
+	hook := a.hookStart(memd.HookAfterSleep)
 	rep, err := a.sleepRunner().Run(ctx, sleep.RunID(slot))
+	a.hookEnd(hook)
 	var failed []string
 	for _, ph := range rep.Phases {
 		a.metrics.SleepPhase(ph.Name, ph.Duration, ph.Err, a.now())
@@ -232,6 +239,12 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 		a.repo.SetIgnore(ign.Ignored)
 	}
 	a.watch.SetIgnore(cfg.Watch.Ignore)
+	a.hooks.SetConfig(cfg.Hooks)
+	for _, h := range memd.HookNames {
+		if len(cfg.Hooks.Argv(h)) == 0 {
+			a.hookFails.set(h, "") // a hook taken out of the config no longer warns
+		}
+	}
 	pull.Reset(cfg.Sync.PullInterval.D())
 	reconcile.Reset(cfg.Watch.Reconcile.D())
 	a.sched.SetCatchUp(cfg.Sleep.CatchUp)
@@ -276,8 +289,6 @@ func short(h string) string {
 	}
 	return h
 }
-
-var _ = memd.ErrLockTimeout
 
 func plural(n int, word string) string {
 	if n == 1 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/hooks"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
@@ -44,6 +45,9 @@ type Agent struct {
 	// clears it and kicks the next attempt.
 	syncWaiting atomic.Bool
 	inv         *inventory
+
+	hooks     *hooks.Runner
+	hookFails hookFailures // written by the hooks' goroutines, read by publish
 }
 
 // New opens the repo and builds the parts; nothing runs until Run.
@@ -80,6 +84,8 @@ func New(opts Options) (*Agent, error) {
 			a.st.lastSleep = &sleepInfo{at: s.At, counts: s.Counts}
 		}
 	}
+	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: repo.ChangedPaths,
+		Logger: a.log, Done: a.hookDone})
 	return a, nil
 }
 
@@ -193,6 +199,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.runJob("sleep", func(ctx context.Context) error { return a.doSleep(ctx, slot) })
 		case <-a.k.reload:
 			a.runJob("reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
+		case <-a.k.hooks:
+			a.publish() // a hook finished: its warning appears or clears
+			continue
 		case <-pull.C:
 			a.kickSyncIfRemote()
 		case <-trim.C:
@@ -262,6 +271,9 @@ func (a *Agent) shutdown(stopWatch context.CancelFunc, watchDone, batchesDone ch
 		a.pending.add(dirty)
 	}
 	a.runJob("commit", a.doCommit)
+	// Hooks get a short grace (a memhtml index update takes a second), then are killed: a
+	// stop must not wait out hooks.timeout. They run before the repo closes: they read it.
+	a.hooks.Close(hookStopGrace)
 	if a.server != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		_ = a.server.Shutdown(sctx)

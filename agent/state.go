@@ -62,6 +62,7 @@ func (a *Agent) publish() {
 		OverCapMD: inv.overCap,
 		Conflicts: st.conflicts,
 		Degraded:  ws.Degraded,
+		Extra:     a.hookFails.warnings(),
 		LastPush:  st.lastPush,
 		Remote:    fmt.Sprintf("%s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch),
 

@@ -29,6 +29,8 @@ var (
 	NoteModes     = []string{memd.ModePersistent, memd.ModeReadCount, memd.ModeHardExpiry, memd.ModeSoftExpiry}
 	NoteStates    = []string{memd.NoteLive, memd.NoteStale, memd.NoteExpired}
 	LedgerTypes   = []string{"rule", "lesson", "note"}
+	Hooks         = []string{"after_sync", "after_sleep", "after_commit"}
+	HookResults   = []string{"ok", "error", "timeout"}
 	commitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 	sleepBuckets  = []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 120, 300, 600}
 )
@@ -74,6 +76,7 @@ type Metrics struct {
 	archived       prometheus.Counter
 	arcsWritten    prometheus.Counter
 	notesDrained   *prometheus.CounterVec
+	hookRuns       *prometheus.CounterVec
 
 	// Timestamps from events; the collector exports the later of these and the snapshot's,
 	// so a restart that reads them back from the repo does not report 0.
@@ -105,11 +108,12 @@ func New(version string) *Metrics {
 	m.archived = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_archived_total", Help: "Memory files moved into the archive."})
 	m.arcsWritten = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_arcs_written_total", Help: "Arc files written or rewritten."})
 	m.notesDrained = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_notes_drained_total", Help: "Ledger notes drained, by lifecycle mode."}, []string{"mode"})
+	m.hookRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_hook_runs_total", Help: "Hook runs (hooks: in the config), by hook and result (ok, error, timeout)."}, []string{"hook", "result"})
 
 	m.sleepSuccess = map[string]time.Time{}
 	m.reg.MustRegister(m.commits, m.commitDuration, m.syncs, m.syncFailures,
 		m.conflicts, m.sleepRuns, m.sleepFailures, m.sleepDuration, m.archived,
-		m.arcsWritten, m.notesDrained, (*snapshotCollector)(m))
+		m.arcsWritten, m.notesDrained, m.hookRuns, (*snapshotCollector)(m))
 
 	for _, k := range CommitKinds {
 		m.commits.WithLabelValues(k)
@@ -121,6 +125,11 @@ func New(version string) *Metrics {
 	}
 	for _, md := range NoteModes {
 		m.notesDrained.WithLabelValues(md)
+	}
+	for _, h := range Hooks {
+		for _, r := range HookResults {
+			m.hookRuns.WithLabelValues(h, r)
+		}
 	}
 	m.snap.Store(&published{s: &Snapshot{}})
 	return m
@@ -191,6 +200,13 @@ func (m *Metrics) NotesDrained(mode string, n int) {
 		if c, err := m.notesDrained.GetMetricWithLabelValues(mode); err == nil { // mode comes from the ledger
 			c.Add(float64(n))
 		}
+	}
+}
+
+// HookRun records one run of a hook with its result (ok, error, timeout).
+func (m *Metrics) HookRun(hook, result string) {
+	if c, err := m.hookRuns.GetMetricWithLabelValues(hook, result); err == nil {
+		c.Inc()
 	}
 }
 

@@ -29,6 +29,7 @@ var designMetrics = map[string]string{
 	"memd_sleep_failures_total": "counter", "memd_sleep_duration_seconds": "histogram",
 	"memd_sleep_last_success_timestamp_seconds": "gauge", "memd_archived_total": "counter",
 	"memd_arcs_written_total": "counter", "memd_notes_drained_total": "counter",
+	"memd_hook_runs_total": "counter",
 }
 
 func TestAllMetricsPresentBeforeFirstEvent(t *testing.T) {
@@ -402,6 +403,29 @@ func TestBadEventLabels(t *testing.T) {
 	m.NotesDrained("custom", 1)
 	if n := testutil.CollectAndCount(m.Registry(), "memd_notes_drained_total"); n != 5 {
 		t.Errorf("notes drained series %d, want the 4 known + custom", n)
+	}
+	if _, err := m.Registry().Gather(); err != nil {
+		t.Error(err)
+	}
+}
+
+// memd_hook_runs_total has every known hook and result at 0 from the start, counts runs, and
+// drops a label value that would break the scrape.
+func TestHookRuns(t *testing.T) {
+	m := metrics.New("dev")
+	if n := testutil.CollectAndCount(m.Registry(), "memd_hook_runs_total"); n != len(metrics.Hooks)*len(metrics.HookResults) {
+		t.Errorf("hook series before any run: %d", n)
+	}
+	m.HookRun("after_sync", "ok")
+	m.HookRun("after_sync", "ok")
+	m.HookRun("after_sleep", "timeout")
+	m.HookRun("after\xff", "ok")
+	body := scrape(t, m)
+	for _, want := range []string{`memd_hook_runs_total{hook="after_sync",result="ok"} 2`,
+		`memd_hook_runs_total{hook="after_sleep",result="timeout"} 1`, `memd_hook_runs_total{hook="after_commit",result="error"} 0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %s", want)
+		}
 	}
 	if _, err := m.Registry().Gather(); err != nil {
 		t.Error(err)

@@ -337,7 +337,12 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 			pr.Error = pr.Err.Error()
 			r.log.Error("sleep phase failed", "phase", ph, "run", runID, "err", pr.Err)
 		} else {
-			r.log.Info("sleep phase", "phase", ph, "run", runID, "commit", pr.Commit, "counts", countsString(pr.Counts, ","))
+			// A dry run's plan is its output (the report); the log line would only repeat it.
+			level := slog.LevelInfo
+			if r.opts.DryRun {
+				level = slog.LevelDebug
+			}
+			r.log.Log(ctx, level, "sleep phase", "phase", ph, "run", runID, "commit", pr.Commit, "counts", countsString(pr.Counts, ","))
 			succeeded = append(succeeded, ph)
 		}
 		rep.Phases = append(rep.Phases, pr)

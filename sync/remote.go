@@ -523,6 +523,11 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 	}
 	const fromLocal, fromRemote = 1, 2
 	flags := map[plumbing.Hash]uint8{}
+	// expanded: commits whose parents were pushed. Commit times are not a topological order
+	// (equal within a second, or skewed), so a commit may be expanded before a child reaches
+	// it from the other side; it is then queued again as unfinished (again), so the walk
+	// cannot stop before its new flags reach the ancestors it already painted.
+	expanded := map[plumbing.Hash]bool{}
 	q := &commitQueue{}
 	push := func(h plumbing.Hash, f uint8) error {
 		if h.IsZero() {
@@ -537,7 +542,7 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 		if err != nil {
 			return fmt.Errorf("ahead/behind: read commit %s: %w", h, err)
 		}
-		heap.Push(q, queued{c: c, f: old | f})
+		heap.Push(q, queued{c: c, f: old | f, again: expanded[h]})
 		return nil
 	}
 	if err := push(local, fromLocal); err != nil {
@@ -551,6 +556,7 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 			break
 		}
 		it := heap.Pop(q).(queued)
+		expanded[it.c.Hash] = true
 		f := flags[it.c.Hash]
 		for _, p := range it.c.ParentHashes {
 			if err := push(p, f); err != nil {
@@ -571,8 +577,9 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 }
 
 type queued struct {
-	c *object.Commit
-	f uint8
+	c     *object.Commit
+	f     uint8
+	again bool // re-queued after its flags grew: unfinished even when reached from both
 }
 
 // commitQueue is a max-heap by committer time; it counts entries not yet
@@ -589,7 +596,7 @@ func (q *commitQueue) Less(i, j int) bool {
 func (q *commitQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
 func (q *commitQueue) Push(x any) {
 	it := x.(queued)
-	if it.f != 3 {
+	if it.f != 3 || it.again {
 		q.partial++
 	}
 	q.items = append(q.items, it)
@@ -597,7 +604,7 @@ func (q *commitQueue) Push(x any) {
 func (q *commitQueue) Pop() any {
 	it := q.items[len(q.items)-1]
 	q.items = q.items[:len(q.items)-1]
-	if it.f != 3 {
+	if it.f != 3 || it.again {
 		q.partial--
 	}
 	return it

@@ -615,6 +615,34 @@ func TestAheadBehindMatchesGit(t *testing.T) {
 	}
 }
 
+// Commits made within one second (memd and a writer on one machine; a test's fixed clock)
+// share a committer time, so the heap may expand a parent before the child that reaches it
+// from the other side: a fast-forward must still count as behind only, never as diverged
+// (which made a needless merge commit).
+func TestAheadBehindEqualCommitTimes(t *testing.T) {
+	dir := newGitDir(t)
+	t.Setenv("GIT_COMMITTER_DATE", "@5000 +0000")
+	for _, msg := range []string{"init", "f0", "f1", "f2"} {
+		writeFile(t, dir, "f.txt", msg+"\n")
+		runGit(t, dir, "add", "f.txt")
+		runGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg, "--date", "@5000 +0000")
+	}
+	r := openTest(t, dir, testOptions())
+	for _, pair := range [][2]string{{"main~2", "main~1"}, {"main~1", "main~2"}, {"main~2", "main"}, {"main~3", "main"}, {"main", "main~3"}} {
+		want := strings.Fields(runGit(t, dir, "rev-list", "--left-right", "--count", pair[0]+"..."+pair[1]))
+		l, rr := plumbing.NewHash(revParse(t, dir, pair[0])), plumbing.NewHash(revParse(t, dir, pair[1]))
+		r.Lock()
+		a, b, err := r.aheadBehindLocked(l, rr)
+		r.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(a) != want[0] || fmt.Sprint(b) != want[1] {
+			t.Errorf("%s...%s: ahead %d behind %d, git says %v", pair[0], pair[1], a, b, want)
+		}
+	}
+}
+
 func TestSyncFileVersusDirectory(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/keep.html": "k\n", "areas/old/dir/f.html": "f\n"})
 	// A makes areas/x a file; B makes it a directory.

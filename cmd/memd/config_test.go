@@ -51,6 +51,11 @@ func TestBadConfigExitsTwoNamingKeyAndValue(t *testing.T) {
 		{"non-loopback listen", "http:\n  listen: 0.0.0.0:9\n", []string{"http.listen", "0.0.0.0:9"}},
 		{"quiet over max", "watch:\n  quiet: 1m\n  max_delay: 10s\n", []string{"watch.max_delay", "10s"}},
 		{"bad ledger", "expire:\n  ledger: ../x.jsonl\n", []string{"expire.ledger", "../x.jsonl"}},
+		{"unknown hook", "hooks:\n  after_push: [true]\n", []string{"hooks.after_push", "unknown key"}},
+		{"empty hook command", "hooks:\n  after_sync: [\"\", index]\n", []string{"hooks.after_sync[0]", "must name the command"}},
+		{"blank hook command", "hooks:\n  after_sleep: [\"  \"]\n", []string{"hooks.after_sleep[0]"}},
+		{"hook as one string", "hooks:\n  after_sync: memhtml index update\n", []string{"hooks.after_sync", "memhtml index update"}},
+		{"hook timeout", "hooks:\n  timeout: 0s\n", []string{"hooks.timeout", "positive"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

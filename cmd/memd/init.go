@@ -65,6 +65,10 @@ func cmdInit(a *app, args []string) int {
 		if err := repo.SetRemote(a.cfg.Sync.Remote, *remote); err != nil {
 			return a.fail("remote: %v", err)
 		}
+		// As git clone would: plain git pull/push/status work beside memd.
+		if _, err := repo.SetUpstream(a.cfg.Sync.Remote); err != nil {
+			return a.fail("remote: %v", err)
+		}
 		adopted, err := repo.AdoptRemote(ctx, ro)
 		if err != nil {
 			return a.fail("remote %s: %v", memsync.RedactURL(*remote), err)

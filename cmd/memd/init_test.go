@@ -115,3 +115,76 @@ func TestInitRemoteEmptyThenWithHistory(t *testing.T) {
 	}
 	gitOut(t, b, "fsck", "--full")
 }
+
+// After `memd init DIR --remote URL` the branch tracks the remote as after `git clone`, so
+// the user's plain git works beside memd: status shows ahead/behind, pull and push need no
+// arguments; and memd still takes the user's own commits and pushes them.
+func TestInitRemoteSetsUpstreamForPlainGit(t *testing.T) {
+	isolateHome(t)
+	base := t.TempDir()
+	bare, dir, other := filepath.Join(base, "remote.git"), filepath.Join(base, "memory"), filepath.Join(base, "other")
+	gitOut(t, base, "init", "-q", "--bare", "-b", "main", bare)
+	if code, _, stderr := runApp(t, "init", dir, "--remote", bare); code != 0 {
+		t.Fatalf("init: %d %s", code, stderr)
+	}
+	if r, m := gitOut(t, dir, "config", "branch.main.remote"), gitOut(t, dir, "config", "branch.main.merge"); r != "origin" || m != "refs/heads/main" {
+		t.Fatalf("upstream %q %q, want origin refs/heads/main", r, m)
+	}
+	if st := gitOut(t, dir, "status", "-sb"); st != "## main...origin/main" {
+		t.Fatalf("git status -sb: %q", st)
+	}
+	if out := gitOut(t, dir, "pull"); out != "Already up to date." {
+		t.Fatalf("git pull: %q", out)
+	}
+
+	// The user's own commit: git counts it ahead; memd sync pushes it; git is level again.
+	if err := os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitOut(t, dir, "add", "mine.txt")
+	gitOut(t, dir, "commit", "-q", "-m", "mine")
+	mine := gitOut(t, dir, "rev-parse", "HEAD")
+	if st := gitOut(t, dir, "status", "-sb"); st != "## main...origin/main [ahead 1]" {
+		t.Fatalf("git status after the user's commit: %q", st)
+	}
+	if code, _, stderr := runApp(t, "sync", "--repo", dir); code != 0 {
+		t.Fatalf("memd sync: %d %s", code, stderr)
+	}
+	if got := gitOut(t, bare, "rev-parse", "main"); got != mine {
+		t.Fatalf("remote main %s, want the user's commit %s", got, mine)
+	}
+	if st := gitOut(t, dir, "status", "-sb"); st != "## main...origin/main" {
+		t.Fatalf("git status after memd pushed: %q", st)
+	}
+
+	// Another machine pushes: a plain git pull brings it in, a plain git push sends ours.
+	gitOut(t, base, "clone", "-q", bare, other)
+	if err := os.WriteFile(filepath.Join(other, "theirs.txt"), []byte("theirs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitOut(t, other, "add", "theirs.txt")
+	gitOut(t, other, "commit", "-q", "-m", "theirs")
+	gitOut(t, other, "push", "-q")
+	gitOut(t, dir, "pull", "-q", "--ff-only")
+	if got, want := gitOut(t, dir, "rev-parse", "HEAD"), gitOut(t, other, "rev-parse", "HEAD"); got != want {
+		t.Fatalf("git pull: HEAD %s, want %s", got, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "second.txt"), []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitOut(t, dir, "add", "second.txt")
+	gitOut(t, dir, "commit", "-q", "-m", "second")
+	gitOut(t, dir, "push", "-q")
+	if gitOut(t, bare, "rev-parse", "main") != gitOut(t, dir, "rev-parse", "HEAD") {
+		t.Fatal("git push did not reach the remote")
+	}
+
+	// An upstream the user chose is kept by a second init.
+	gitOut(t, dir, "config", "branch.main.merge", "refs/heads/mine")
+	if code, _, stderr := runApp(t, "init", dir, "--remote", bare); code != 0 {
+		t.Fatalf("second init: %d %s", code, stderr)
+	}
+	if m := gitOut(t, dir, "config", "branch.main.merge"); m != "refs/heads/mine" {
+		t.Errorf("second init replaced the user's upstream: %q", m)
+	}
+}

@@ -285,6 +285,11 @@ func TestExampleConfigIsTheDefaults(t *testing.T) {
 	if len(cfg.Arcs.Summarizer.Command) == 0 {
 		cfg.Arcs.Summarizer.Command = nil
 	}
+	for _, argv := range []*[]string{&cfg.Hooks.AfterSync, &cfg.Hooks.AfterSleep, &cfg.Hooks.AfterCommit} {
+		if len(*argv) == 0 {
+			*argv = nil
+		}
+	}
 	if def := memd.DefaultConfig(); !reflect.DeepEqual(cfg, def) {
 		t.Errorf("example config differs from the defaults:\n got %+v\nwant %+v", cfg, def)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
 )
@@ -80,7 +81,12 @@ func cmdSleep(a *app, args []string) int {
 	// The run id is the clock's second: a run killed midway and started again with the same
 	// --now resumes (committed phases are skipped, a half-applied one is undone first).
 	runID := sleep.RunID(a.now())
+	before, okBefore := head(repo)
 	rep, err := sleep.NewRunner(a.cfg.Repo, repo, ro).Run(ctx, runID)
+	if after, ok := head(repo); ok && okBefore && !*dryRun {
+		// The phases' commits are done and their lock released: the hook sees the result.
+		defer a.runHooks(repo, oneShotHook{memd.HookAfterSleep, before, after})
+	}
 	if err != nil {
 		return a.fail("sleep: %v", err)
 	}

@@ -230,3 +230,20 @@ func TestSleepKilledProcessResumes(t *testing.T) {
 		t.Fatalf("HEAD trees differ: %s vs %s", a, b)
 	}
 }
+
+// At the default log level a dry run prints the plan and nothing else: no log line per
+// phase on stderr (with --config's log.level: debug they come back).
+func TestSleepDryRunPrintsOnlyThePlan(t *testing.T) {
+	dir := demoRepo(t, 60)
+	code, out, errs := runMemd(t, "sleep", "--repo", dir, "--now", sleepNow, "--dry-run", "--no-gc")
+	if code != 0 || !strings.Contains(out, "dry run") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if errs != "" {
+		t.Errorf("stderr of a dry run at the default level:\n%s", errs)
+	}
+	cfg := writeConfig(t, "log: {level: debug}\n")
+	if _, _, errs := runMemd(t, "sleep", "--config", cfg, "--repo", dir, "--now", sleepNow, "--dry-run", "--no-gc"); !strings.Contains(errs, `msg="sleep phase"`) {
+		t.Errorf("debug level lost the phase lines:\n%s", errs)
+	}
+}

@@ -42,7 +42,14 @@ func cmdSync(a *app, args []string) int {
 	if err != nil {
 		return a.fail("sync: %v", err)
 	}
-	defer lk.Release()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			_ = lk.Release()
+		}
+	}
+	defer release()
 	if _, err := repo.FinishInterruptedMerge(); err != nil {
 		return a.fail("sync: finish interrupted merge: %v", err)
 	}
@@ -50,6 +57,7 @@ func cmdSync(a *app, args []string) int {
 	if err != nil {
 		return a.fail("sync: %v", err)
 	}
+	beforeCommit, okCommit := head(repo)
 	res, err := repo.CommitPaths(dirty)
 	if err != nil {
 		return a.fail("sync: commit: %v", err)
@@ -57,11 +65,22 @@ func cmdSync(a *app, args []string) int {
 	if res.Hash != "" {
 		fmt.Fprintf(a.stdout, "committed +%d ~%d -%d\n", res.Added, res.Modified, res.Deleted)
 	}
+	var steps []oneShotHook
+	if okCommit && res.Hash != "" {
+		steps = append(steps, oneShotHook{memd.HookAfterCommit, beforeCommit, res.Hash})
+	}
+	// Hooks run after the lock is released, whatever became of the sync: a commit made
+	// before a failing fetch still moved HEAD.
+	defer func() { release(); a.runHooks(repo, steps...) }()
+	beforeSync, okSync := head(repo)
 	ok, err := repo.HasRemote(a.cfg.Sync.Remote)
 	if err != nil || !ok {
 		return a.fail("sync: no remote %q in %s (set one with `git remote add` or `memd init --remote URL`)", a.cfg.Sync.Remote, a.cfg.Repo)
 	}
 	sr, err := repo.Sync(ctx, memsync.RemoteOptionsFromConfig(a.cfg))
+	if after, ok := head(repo); ok && okSync {
+		steps = append(steps, oneShotHook{memd.HookAfterSync, beforeSync, after})
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, memsync.ErrAuth):

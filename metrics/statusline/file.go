@@ -68,7 +68,7 @@ func Read(stateDir string) (*Document, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w", p, ErrNoDocument)
 		}
-		return nil, fmt.Errorf("read %s: %w", p, err)
+		return nil, err // an *fs.PathError: it names the operation and the file already
 	}
 	return Parse(p, b)
 }

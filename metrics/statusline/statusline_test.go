@@ -302,3 +302,34 @@ func TestInfoKindAndAdditions(t *testing.T) {
 		}
 	}
 }
+
+// A document memd cannot read is one error line on stderr naming the file once, and the
+// error line on stdout; the exit code stays 0 (a prompt must not break).
+func TestCommandUnreadableDocumentErrorsOnce(t *testing.T) {
+	for name, make := range map[string]func(p string) error{
+		"directory": func(p string) error { return os.Mkdir(p, 0o755) },
+		"garbage":   func(p string) error { return os.WriteFile(p, []byte("{bad"), 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			repo := t.TempDir()
+			state := filepath.Join(repo, ".git", "memd")
+			if err := os.MkdirAll(state, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(state, FileName)
+			if err := make(p); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb strings.Builder
+			if code := Command(repo, "plain", time.Now(), strings.NewReader(""), &out, &errb); code != 0 {
+				t.Errorf("exit %d", code)
+			}
+			if out.String() != "memd: error: unreadable status.json\n" {
+				t.Errorf("stdout %q", out.String())
+			}
+			if n := strings.Count(errb.String(), "\n"); n != 1 || strings.Count(errb.String(), p) != 1 {
+				t.Errorf("stderr %q: want one line naming %s once", errb.String(), p)
+			}
+		})
+	}
+}
