@@ -28,7 +28,7 @@ var (
 	SleepPhases   = memd.SleepPhases
 	NoteModes     = []string{memd.ModePersistent, memd.ModeReadCount, memd.ModeHardExpiry, memd.ModeSoftExpiry}
 	NoteStates    = []string{memd.NoteLive, memd.NoteStale, memd.NoteExpired}
-	LedgerTypes   = []string{"rule", "lesson", "note"}
+	LedgerTypes   = []string{memd.RecordRule, memd.RecordLesson, memd.RecordNote}
 	Hooks         = []string{"after_sync", "after_sleep", "after_commit"}
 	HookResults   = []string{"ok", "error", "timeout"}
 	commitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
