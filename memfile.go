@@ -24,7 +24,7 @@ import (
 // violation and is not read further, so a stray blob cannot make a scan allocate.
 const MaxMemoryFileBytes = 1 << 20
 
-// Meta names memd reads (FORMATS §2).
+// Meta names memd reads (docs/FORMATS.md §2).
 const (
 	MetaType        = "memhtml-type"
 	MetaStatus      = "memhtml-status"
@@ -90,7 +90,7 @@ type Memory struct {
 // Valid reports whether the file broke no rule.
 func (m *Memory) Valid() bool { return len(m.Violations) == 0 }
 
-// EventDate is when the memory at p happened (FORMATS §2), the one rule arcs and archive
+// EventDate is when the memory at p happened (docs/FORMATS.md §2), the one rule arcs and archive
 // use: the first <time datetime> in the article (memhtml's event_at), else the date prefix
 // of the file name (memhtml's write path prefixes the WRITE date, so it is only a
 // fallback), else memhtml-created. ok is false when none is known.
