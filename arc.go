@@ -24,7 +24,7 @@ type ArcEpisode struct {
 	ContentHash string // optional; when set it is part of the member hash
 }
 
-// Arc is the episodes that share one entity in one year (DESIGN §5.2).
+// Arc is the episodes that share one entity in one year (docs/ARCHITECTURE.md §5.2).
 type Arc struct {
 	Entity   string
 	Year     int

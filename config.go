@@ -31,7 +31,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Config is the whole memd configuration (DESIGN §7). The yaml tags are the fixed config keys.
+// Config is the whole memd configuration (docs/ARCHITECTURE.md §7). The yaml tags are the fixed config keys.
 type Config struct {
 	Repo    string        `yaml:"repo"`
 	Watch   WatchConfig   `yaml:"watch"`
@@ -73,11 +73,11 @@ type SyncConfig struct {
 	TokenEnv     string       `yaml:"token_env"`
 	TokenFile    string       `yaml:"token_file"`
 	// Timeout bounds each fetch or push, so a remote that hangs mid-response never stalls
-	// the owner loop (added to DESIGN §7's keys).
+	// the owner loop (added to docs/ARCHITECTURE.md §7's keys).
 	Timeout Duration `yaml:"timeout"`
 }
 
-// LockConfig: the writer lock shared with memory writers (FORMATS §5).
+// LockConfig: the writer lock shared with memory writers (docs/FORMATS.md §5).
 type LockConfig struct {
 	File    string   `yaml:"file"`
 	Timeout Duration `yaml:"timeout"`
@@ -168,18 +168,18 @@ type LogConfig struct {
 }
 
 // SleepPhases lists the sleep phases in the order they always run.
-var SleepPhases = []string{"expire", "arcs", "archive", "tidy"}
+var SleepPhases = []string{PhaseExpire, PhaseArcs, PhaseArchive, PhaseTidy}
 
-// DefaultConfig returns the built-in defaults of DESIGN §7.
+// DefaultConfig returns the built-in defaults of docs/ARCHITECTURE.md §7.
 func DefaultConfig() Config {
 	return Config{
 		Repo:  "~/memory",
 		Watch: WatchConfig{Quiet: Duration(2 * time.Second), MaxDelay: Duration(30 * time.Second), Reconcile: Duration(10 * time.Minute)},
 		Sync: SyncConfig{Remote: "origin", Branch: "main", Push: true, PullInterval: Duration(5 * time.Minute),
 			TokenEnv: "MEMD_GIT_TOKEN", Timeout: Duration(60 * time.Second)},
-		Lock:    LockConfig{File: ".memory.lock", Timeout: Duration(10 * time.Second)},
+		Lock:    LockConfig{File: DefaultLockFile, Timeout: Duration(10 * time.Second)},
 		Sleep:   SleepConfig{Schedule: "0 3 * * *", CatchUp: true, Phases: append([]string(nil), SleepPhases...)},
-		Expire:  ExpireConfig{Ledger: "memory.jsonl", SoftGrace: Duration(336 * time.Hour)},
+		Expire:  ExpireConfig{Ledger: DefaultLedgerFile, SoftGrace: Duration(336 * time.Hour)},
 		Arcs:    ArcsConfig{Key: "entity", MinEpisodes: 3, Summarizer: SummarizerConfig{Timeout: Duration(120 * time.Second)}},
 		Archive: ArchiveConfig{KeepYears: 1, DoneTasksAfter: Duration(720 * time.Hour)},
 		Tidy:    TidyConfig{MemoryMD: []string{"**/MEMORY.md"}},
@@ -359,4 +359,4 @@ func (c *Config) LedgerPath() string {
 }
 
 // StateDir is <repo>/.git/memd, where memd keeps what is never committed.
-func (c *Config) StateDir() string { return filepath.Join(c.Repo, ".git", "memd") }
+func (c *Config) StateDir() string { return filepath.Join(c.Repo, ".git", StateDirName) }

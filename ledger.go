@@ -1,9 +1,10 @@
 package memd
 
-// The memory.jsonl ledger (FORMATS §4). memd is not the ledger's owner: writers are. So
+// The memory.jsonl ledger (docs/FORMATS.md §4). memd is not the ledger's owner: writers are. So
 // this is a faithful reader/writer: a line memd does not change is written back byte for
 // byte, unknown fields keep their place and their bytes, and a line that does not parse is
-// kept verbatim. Expiry rules (what to drain when) live in sleep/, not here.
+// kept verbatim. A note's lifecycle is judged here too (JudgeNote), once for every consumer:
+// sleep drains by it, the inventory counts by it.
 
 import (
 	"bytes"
@@ -13,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -448,7 +448,7 @@ func jsonSkipWS(b []byte, i int) int {
 	return i
 }
 
-// scanValue returns the end of the valid JSON value starting at i.
+// jsonScanValue returns the end of the valid JSON value starting at i.
 func jsonScanValue(b []byte, i int) int {
 	switch b[i] {
 	case '"':
@@ -479,7 +479,7 @@ func jsonScanValue(b []byte, i int) int {
 	}
 }
 
-// scanString returns the index after the closing quote of the string starting at i.
+// jsonScanString returns the index after the closing quote of the string starting at i.
 func jsonScanString(b []byte, i int) int {
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
@@ -595,7 +595,7 @@ func jsonEncodeValue(value any) (json.RawMessage, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// putField replaces the first field named key (dropping later repeats) or appends it.
+// jsonPutField replaces the first field named key (dropping later repeats) or appends it.
 func jsonPutField(fields []rawField, key string, value json.RawMessage) []rawField {
 	out := fields[:0:0]
 	done := false
@@ -729,7 +729,7 @@ func jsonDropField(fields []rawField, key string) []rawField {
 	return out
 }
 
-// writeObject writes fields compactly, as JSON.stringify does; values keep their bytes.
+// jsonWriteObject writes fields compactly, as JSON.stringify does; values keep their bytes.
 func jsonWriteObject(fields []rawField) []byte {
 	n := 2
 	for _, f := range fields {
@@ -769,24 +769,108 @@ func (r *Record) Clone() *Record {
 	return &c
 }
 
-// Expiry returns the parsed lifecycle.expiresAt (ISO 8601: RFC 3339
-// with or without a fraction, or a zone-less date-time or bare date as UTC). False when there
-// is none or it does not parse.
+// Expiry returns the parsed lifecycle.expiresAt (ParseTime). False when there is none or it
+// does not parse.
 func (r *Record) Expiry() (time.Time, bool) {
 	if r.Lifecycle == nil || r.Lifecycle.ExpiresAt == "" {
 		return time.Time{}, false
 	}
-	return parseLedgerTime(r.Lifecycle.ExpiresAt)
+	return ParseTime(r.Lifecycle.ExpiresAt)
 }
 
-// parseLedgerTime reads the ISO 8601 forms ledger writers use: RFC 3339 with or without a
-// fraction (JS toISOString, Python isoformat with an offset), or a date-time without a zone
-// or a bare date, both read as UTC.
-func parseLedgerTime(s string) (time.Time, bool) {
-	s = strings.TrimSpace(s)
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
+// Lifecycle modes (docs/FORMATS.md §4).
+const (
+	ModePersistent = "persistent"
+	ModeReadCount  = "read-count"
+	ModeHardExpiry = "hard-expiry"
+	ModeSoftExpiry = "soft-expiry"
+)
+
+// A note's lifecycle states, the state label of memd_ledger_notes (docs/ARCHITECTURE.md §6).
+const (
+	NoteLive    = "live"
+	NoteStale   = "stale"   // soft-expired, still in its grace
+	NoteExpired = "expired" // due to be drained by the next sleep
+)
+
+// NoteVerdict is what a note's lifecycle says at one instant.
+type NoteVerdict struct {
+	Drain  bool
+	Stale  bool   // soft-expiry past expiresAt (reported; drained once the grace passed too)
+	Reason string // drain reason, written into drainReason: the lifecycle mode
+	Year   int    // year of the drained file: the expiry year, else the drain year
+	Bad    string // an unusable lifecycle (e.g. an unparseable expiresAt): kept and reported
+}
+
+// State is the verdict as memd_ledger_notes labels it. An unusable lifecycle is kept, so
+// it counts as live.
+func (v NoteVerdict) State() string {
+	switch {
+	case v.Drain:
+		return NoteExpired
+	case v.Stale:
+		return NoteStale
+	}
+	return NoteLive
+}
+
+// JudgeNote applies docs/ARCHITECTURE.md §5.1 to one record at now. "Past" is strict: a note expiring at
+// exactly now is still live, and a soft-expired one at exactly the end of its grace is still
+// stale. Only notes are ever drained; rules and lessons never.
+func JudgeNote(r *Record, now time.Time, softGrace time.Duration) NoteVerdict {
+	v := NoteVerdict{Year: now.UTC().Year()}
+	if r == nil || r.Type != RecordNote || r.Lifecycle == nil {
+		return v
+	}
+	switch r.Lifecycle.Mode {
+	case ModeHardExpiry, ModeSoftExpiry:
+		exp, ok := r.Expiry()
+		if !ok {
+			v.Bad = fmt.Sprintf("expiresAt %q is not an ISO 8601 time", r.Lifecycle.ExpiresAt)
+			return v
+		}
+		if !now.After(exp) {
+			return v
+		}
+		v.Year = exp.UTC().Year()
+		if r.Lifecycle.Mode == ModeHardExpiry {
+			v.Drain, v.Reason = true, ModeHardExpiry
+			return v
+		}
+		v.Stale = true
+		if now.After(exp.Add(softGrace)) {
+			v.Drain, v.Reason = true, ModeSoftExpiry
+		}
+	case ModeReadCount:
+		if r.Lifecycle.RemainingReads == nil {
+			v.Bad = "read-count without remainingReads"
+			return v
+		}
+		if *r.Lifecycle.RemainingReads <= 0 {
+			v.Drain, v.Reason = true, ModeReadCount
+		}
+	}
+	return v
+}
+
+// NoteChangesAfter is the time past which JudgeNote's verdict on r can next change: its
+// expiry (stale, or drained for hard-expiry) and, for soft-expiry, the end of the grace.
+// ok is false when no later clock changes it.
+func NoteChangesAfter(r *Record, now time.Time, softGrace time.Duration) (time.Time, bool) {
+	if r == nil || r.Type != RecordNote || r.Lifecycle == nil {
+		return time.Time{}, false
+	}
+	switch r.Lifecycle.Mode {
+	case ModeHardExpiry, ModeSoftExpiry:
+		exp, ok := r.Expiry()
+		if !ok {
+			return time.Time{}, false
+		}
+		if !now.After(exp) {
+			return exp, true
+		}
+		if r.Lifecycle.Mode == ModeSoftExpiry && !now.After(exp.Add(softGrace)) {
+			return exp.Add(softGrace), true
 		}
 	}
 	return time.Time{}, false

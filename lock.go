@@ -1,6 +1,6 @@
 package memd
 
-// The writer lock (FORMATS §5): every writer of the memory repo serialises on
+// The writer lock (docs/FORMATS.md §5): every writer of the memory repo serialises on
 // `<repo>/.memory.lock`, a file created with O_CREAT|O_EXCL (0644) holding `pid:`,
 // `hostname:`, `acquired_at:` and an optional `context:` line, polled every 50 ms, removed on
 // release. It is the same protocol as the Python memory writer's lock (c-daly/memory

@@ -24,7 +24,7 @@ import (
 // violation and is not read further, so a stray blob cannot make a scan allocate.
 const MaxMemoryFileBytes = 1 << 20
 
-// Meta names memd reads (FORMATS §2).
+// Meta names memd reads (docs/FORMATS.md §2).
 const (
 	MetaType        = "memhtml-type"
 	MetaStatus      = "memhtml-status"
@@ -90,7 +90,7 @@ type Memory struct {
 // Valid reports whether the file broke no rule.
 func (m *Memory) Valid() bool { return len(m.Violations) == 0 }
 
-// EventDate is when the memory at p happened (FORMATS §2), the one rule arcs and archive
+// EventDate is when the memory at p happened (docs/FORMATS.md §2), the one rule arcs and archive
 // use: the first <time datetime> in the article (memhtml's event_at), else the date prefix
 // of the file name (memhtml's write path prefixes the WRITE date, so it is only a
 // fallback), else memhtml-created. ok is false when none is known.
@@ -1084,29 +1084,8 @@ func inList(list []string, s string) bool {
 	return false
 }
 
-// isoLayouts are the ISO 8601 forms memd accepts: a calendar date, or a date and time
-// with optional seconds and fraction, zoned (Z or ±hh:mm) or not (read as UTC).
-var isoLayouts = []string{
-	"2006-01-02",
-	time.RFC3339Nano, // also accepts no fraction
-	"2006-01-02T15:04Z07:00",
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02T15:04",
-}
-
-// parseMemTime parses the ISO 8601 forms memory files use; times without a zone are UTC.
-func parseMemTime(s string) (time.Time, bool) {
-	s = strings.TrimSpace(s)
-	if len(s) < 10 || s[4] != '-' {
-		return time.Time{}, false
-	}
-	for _, l := range isoLayouts {
-		if t, err := time.Parse(l, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
-}
+// parseMemTime is ParseTime under the name memfile.go's parser has always called it.
+func parseMemTime(s string) (time.Time, bool) { return ParseTime(s) }
 
 // clip bounds a tag or attribute name quoted in a message.
 func clip(s string) string {

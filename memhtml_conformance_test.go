@@ -53,7 +53,7 @@ func conformanceFile(c checkerCase) string {
 	return s
 }
 
-// TestCheckerAgreesWithMemhtml writes one file per rule of FORMATS §2 and runs each
+// TestCheckerAgreesWithMemhtml writes one file per rule of docs/FORMATS.md §2 and runs each
 // through memd's checker and the real memhtml's (one `memhtml index rebuild`: a file it
 // refuses is in `skipped` with its reason; one `memhtml doctor` for its warnings). Both
 // must reach the verdict the case states.

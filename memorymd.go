@@ -1,6 +1,6 @@
 package memd
 
-// MEMORY.md comes in two kinds (FORMATS §3): the index a memory writer keeps at the vault
+// MEMORY.md comes in two kinds (docs/FORMATS.md §3): the index a memory writer keeps at the vault
 // root (one `- [[path|name]] · type:T subject:S · description` bullet a line), and the
 // per-project memory in a fixed four-section template. memd reads both, repairs only the
 // project kind into its template, repoints index bullets after an archive move and merges
@@ -124,7 +124,7 @@ type ProjectMDReport struct {
 	LongBullets []int
 }
 
-// linesOf splits text into lines the way the writer does: one final newline dropped, then
+// mdLines splits text into lines the way the writer does: one final newline dropped, then
 // split at "\n" (a "\r" stays part of its line).
 func mdLines(data []byte) []string {
 	if len(data) == 0 {
@@ -148,7 +148,7 @@ func canonicalSection(name string) string {
 	return ""
 }
 
-// jsLength is the length JS's String.length gives: UTF-16 code units (an invalid byte
+// mdJSLength is the length JS's String.length gives: UTF-16 code units (an invalid byte
 // counts as one U+FFFD).
 func mdJSLength(s string) int {
 	n := 0
@@ -243,7 +243,7 @@ func mdTrimBlank(lines []string) []string {
 	return lines[start:end]
 }
 
-// RepairProjectMD puts a project MEMORY.md into the template (FORMATS §3B) without losing a
+// RepairProjectMD puts a project MEMORY.md into the template (docs/FORMATS.md §3B) without losing a
 // line: the four sections in order; a repeated section merged into one (bodies in file
 // order, a blank line between); a missing one added holding `- None yet.`; every other
 // `## X` section moved, in file order, to the end of `Architecture & Config Facts` under a
@@ -584,11 +584,6 @@ func (m *IndexMD) Dangling(exists func(path string) bool) []IndexBullet {
 		}
 	}
 	return out
-}
-
-// Append adds a bullet as the last line (it is not validated: call Validate first).
-func (m *IndexMD) Append(b IndexBullet) {
-	m.appendRaw(b.String())
 }
 
 func (m *IndexMD) appendRaw(raw string) {

@@ -1,6 +1,6 @@
 package memd
 
-// Three-way merges of the project-memory layout (FORMATS §3B, DESIGN §4): a project-kind
+// Three-way merges of the project-memory layout (docs/FORMATS.md §3B, docs/ARCHITECTURE.md §4): a project-kind
 // MEMORY.md merges by section, `### ` subsection and line; its topic files (history.md, …)
 // merge by line. Both keep what either side added (ours first), apply a removal or a change
 // made on one side only, and keep both versions where both sides changed the same lines,
@@ -553,7 +553,7 @@ func mergeSec(b, o, t mdSec) mdSec {
 	}
 }
 
-// MergeProjectMemoryMD merges a project-kind MEMORY.md (FORMATS §3B) that changed on both
+// MergeProjectMemoryMD merges a project-kind MEMORY.md (docs/FORMATS.md §3B) that changed on both
 // sides. Each version is first put into the template (RepairProjectMD, so a side out of
 // the template, with a repeated, missing or extra section, merges like the others; project
 // names the title of a version that has none). Then:

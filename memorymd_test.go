@@ -126,7 +126,7 @@ func checkRepair(t *testing.T, in, out []byte) {
 	}
 	have := map[string]int{}
 	for _, l := range mdLines(out) {
-		// The four sections match case-insensitively (FORMATS §3B): a file already in the
+		// The four sections match case-insensitively (docs/FORMATS.md §3B): a file already in the
 		// template keeps its own spelling of them.
 		if isHeadingLine(l) {
 			if c := canonicalSection(headingName(l)); c != "" {

@@ -18,7 +18,7 @@ const (
 	BucketArchive   = "archive"
 )
 
-// Special folders and the memory file extension (FORMATS §1).
+// Special folders and the memory file extension (docs/FORMATS.md §1).
 const (
 	InboxDir     = "areas/inbox"
 	TaskInboxDir = "areas/inbox/tasks"
@@ -143,7 +143,7 @@ func ValidMemoryPath(p string) bool { return PathViolation(p) == "" }
 var GeneratedNames = []string{"index.html", "sitemap.xml"}
 
 // IsNonMemory reports whether p is a file memhtml never treats as a memory, so memd never
-// parses, counts, reports or plans it as one (FORMATS §2): a generated listing
+// parses, counts, reports or plans it as one (docs/FORMATS.md §2): a generated listing
 // (index.html, sitemap.xml) anywhere, or anything outside the four buckets (memhtml's
 // .memhtml/, a root README.html). It is the one predicate sleep, doctor, the inventory
 // and the metrics use.

@@ -1,4 +1,4 @@
-// Package agent is memd's owner loop (DESIGN §2): one goroutine owns the repo and runs every
+// Package agent is memd's owner loop (docs/ARCHITECTURE.md §2): one goroutine owns the repo and runs every
 // job that touches git or the tree — commit a batch, reconcile, sync, sleep, reload — one at
 // a time, each under the writer lock, then publishes an immutable snapshot for the status
 // document, the metrics and the event stream.

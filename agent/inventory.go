@@ -321,7 +321,7 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 	if v.ledger != nil {
 		for _, r := range v.ledger.Records() {
 			s.LedgerRecords[r.Type]++
-			if r.Type == "note" && r.Lifecycle != nil {
+			if r.Type == memd.RecordNote && r.Lifecycle != nil {
 				s.LedgerNotes[metrics.NoteKey{Mode: r.Lifecycle.Mode, State: noteState(r, now, v.cfg.Expire.SoftGrace.D())}]++
 			}
 		}
@@ -344,24 +344,8 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 	return s
 }
 
-// noteState classifies a note for memd_ledger_notes: live, stale (soft-expired, in grace)
-// or expired (due to be drained by the next sleep).
+// noteState is a note's memd_ledger_notes state: sleep's own verdict (memd.JudgeNote), so
+// the gauge counts as expired exactly what the next sleep drains.
 func noteState(r *memd.Record, now time.Time, grace time.Duration) string {
-	lc := r.Lifecycle
-	switch lc.Mode {
-	case "read-count":
-		if lc.RemainingReads != nil && *lc.RemainingReads <= 0 {
-			return "expired"
-		}
-	case "hard-expiry", "soft-expiry":
-		exp, ok := r.Expiry()
-		if !ok || now.Before(exp) {
-			return "live"
-		}
-		if lc.Mode == "soft-expiry" && now.Before(exp.Add(grace)) {
-			return "stale"
-		}
-		return "expired"
-	}
-	return "live"
+	return memd.JudgeNote(r, now, grace).State()
 }

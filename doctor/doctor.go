@@ -23,7 +23,7 @@ import (
 	"github.com/memd-dev/memd"
 )
 
-// Thresholds of FORMATS §1.
+// Thresholds of docs/FORMATS.md §1.
 const (
 	InboxWarn     = 20
 	TaskInboxWarn = 10
@@ -80,10 +80,10 @@ type memInfo struct {
 func Check(root string, opt Options) (*Report, error) {
 	start := time.Now()
 	if opt.Ledger == "" {
-		opt.Ledger = "memory.jsonl"
+		opt.Ledger = memd.DefaultLedgerFile
 	}
 	if opt.LockFile == "" {
-		opt.LockFile = ".memory.lock"
+		opt.LockFile = memd.DefaultLockFile
 	}
 	rep := &Report{Repo: root}
 	add := func(sev Severity, check, p, format string, args ...any) {
@@ -131,7 +131,7 @@ func Check(root string, opt Options) (*Report, error) {
 
 	// 2. Parse memory files on every core.
 	infos := parseAll(root, htmls, opt.Progress)
-	// Not memories (FORMATS §2), but one written as a memory outside the buckets is worth
+	// Not memories (docs/FORMATS.md §2), but one written as a memory outside the buckets is worth
 	// a warning: memhtml never indexes it.
 	for _, mi := range parseAll(root, outside, nil) {
 		if mi.mem == nil {

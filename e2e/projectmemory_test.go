@@ -42,7 +42,7 @@ func newMachine(t *testing.T, name, bare string) *world {
 	return w
 }
 
-// edit changes files the way the memory-save mod does, under the writer lock (FORMATS §5)
+// edit changes files the way the memory-save mod does, under the writer lock (docs/FORMATS.md §5)
 // so no checkout of memd's runs between the read and the write.
 func (w *world) edit(change func()) {
 	w.t.Helper()

@@ -1,4 +1,4 @@
-// Package hooks runs the commands a user configures under hooks: (DESIGN §7) after a step of
+// Package hooks runs the commands a user configures under hooks: (docs/ARCHITECTURE.md §7) after a step of
 // memd moved HEAD — a sync that brought commits, a sleep that committed, a commit of writers'
 // changes — so the tools that read the repo (memhtml's index, a webhook) follow it.
 //

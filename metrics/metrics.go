@@ -16,17 +16,19 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/memd-dev/memd"
 )
 
 // Label values known in advance; each is exported as 0 before its first event so a rate()
 // or an alert has a series to read from the start.
 var (
-	Buckets       = []string{"projects", "areas", "resources", "archive"}
-	CommitKinds   = []string{"change", "sleep", "merge"}
-	SleepPhases   = []string{"expire", "arcs", "archive", "tidy"}
-	NoteModes     = []string{"persistent", "read-count", "hard-expiry", "soft-expiry"}
-	NoteStates    = []string{"live", "stale", "expired"}
-	LedgerTypes   = []string{"rule", "lesson", "note"}
+	Buckets       = memd.Buckets
+	CommitKinds   = []string{memd.CommitChange, memd.CommitSleep, memd.CommitMerge}
+	SleepPhases   = memd.SleepPhases
+	NoteModes     = []string{memd.ModePersistent, memd.ModeReadCount, memd.ModeHardExpiry, memd.ModeSoftExpiry}
+	NoteStates    = []string{memd.NoteLive, memd.NoteStale, memd.NoteExpired}
+	LedgerTypes   = []string{memd.RecordRule, memd.RecordLesson, memd.RecordNote}
 	Hooks         = []string{"after_sync", "after_sleep", "after_commit"}
 	HookResults   = []string{"ok", "error", "timeout"}
 	commitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}

@@ -15,7 +15,7 @@ import (
 	"github.com/memd-dev/memd/metrics"
 )
 
-// every metric of DESIGN §6 with its type.
+// every metric of docs/ARCHITECTURE.md §6 with its type.
 var designMetrics = map[string]string{
 	"memd_build_info": "gauge", "memd_memories": "gauge", "memd_inbox_memories": "gauge",
 	"memd_task_inbox_memories": "gauge", "memd_arcs": "gauge", "memd_invalid_memories": "gauge",

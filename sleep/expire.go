@@ -23,90 +23,13 @@ type planEnv struct {
 	dryRun   bool
 }
 
-// Drain reasons written into drained records' drainReason.
-const (
-	ReasonHardExpiry = "hard-expiry"
-	ReasonSoftExpiry = "soft-expiry"
-	ReasonReadCount  = "read-count"
-)
-
 // DrainedFile is the name of the per-year file drained ledger records are appended to.
 const DrainedFile = "memory.drained.jsonl"
-
-// NoteVerdict is what expire decides for one ledger record.
-type NoteVerdict struct {
-	Drain  bool
-	Stale  bool   // soft-expiry past expiresAt (reported; drained once the grace passed too)
-	Reason string // drain reason
-	Year   int    // year of the drained file: the expiry year, else the drain year
-	Bad    string // an unusable lifecycle (e.g. an unparseable expiresAt): kept and reported
-}
-
-// JudgeNote applies DESIGN §5.1 to one record at now. "Past" is strict: a note expiring at
-// exactly now is still live. Only notes are ever drained; rules and lessons never.
-func JudgeNote(r *memd.Record, now time.Time, softGrace time.Duration) NoteVerdict {
-	v := NoteVerdict{Year: now.UTC().Year()}
-	if r == nil || r.Type != "note" || r.Lifecycle == nil {
-		return v
-	}
-	switch r.Lifecycle.Mode {
-	case "hard-expiry", "soft-expiry":
-		exp, ok := r.Expiry()
-		if !ok {
-			v.Bad = fmt.Sprintf("expiresAt %q is not an ISO 8601 time", r.Lifecycle.ExpiresAt)
-			return v
-		}
-		if !now.After(exp) {
-			return v
-		}
-		v.Year = exp.UTC().Year()
-		if r.Lifecycle.Mode == "hard-expiry" {
-			v.Drain, v.Reason = true, ReasonHardExpiry
-			return v
-		}
-		v.Stale = true
-		if now.After(exp.Add(softGrace)) {
-			v.Drain, v.Reason = true, ReasonSoftExpiry
-		}
-	case "read-count":
-		if r.Lifecycle.RemainingReads == nil {
-			v.Bad = "read-count without remainingReads"
-			return v
-		}
-		if *r.Lifecycle.RemainingReads <= 0 {
-			v.Drain, v.Reason = true, ReasonReadCount
-		}
-	}
-	return v
-}
-
-// noteChangesAfter is the time past which JudgeNote's verdict on r can next change: its
-// expiry (stale, or drained for hard-expiry) and, for soft-expiry, the end of the grace.
-// ok is false when no later clock changes it.
-func noteChangesAfter(r *memd.Record, now time.Time, softGrace time.Duration) (time.Time, bool) {
-	if r == nil || r.Type != "note" || r.Lifecycle == nil {
-		return time.Time{}, false
-	}
-	switch r.Lifecycle.Mode {
-	case "hard-expiry", "soft-expiry":
-		exp, ok := r.Expiry()
-		if !ok {
-			return time.Time{}, false
-		}
-		if !now.After(exp) {
-			return exp, true
-		}
-		if r.Lifecycle.Mode == "soft-expiry" && !now.After(exp.Add(softGrace)) {
-			return exp.Add(softGrace), true
-		}
-	}
-	return time.Time{}, false
-}
 
 // ledgerPath is the configured ledger, repo-relative.
 func ledgerPath(cfg memd.Config) string {
 	if cfg.Expire.Ledger == "" {
-		return "memory.jsonl"
+		return memd.DefaultLedgerFile
 	}
 	return cfg.Expire.Ledger
 }
@@ -173,8 +96,8 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 		if ln.Err != nil {
 			p.counts["unparseable"]++
 		}
-		v := JudgeNote(ln.Record, env.now, grace)
-		if t, ok := noteChangesAfter(ln.Record, env.now, grace); ok {
+		v := memd.JudgeNote(ln.Record, env.now, grace)
+		if t, ok := memd.NoteChangesAfter(ln.Record, env.now, grace); ok {
 			p.changesAfter(t)
 		}
 		if v.Bad != "" {

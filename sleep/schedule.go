@@ -254,9 +254,6 @@ func (s *Scheduler) Check() {
 	}
 }
 
-// CheckCatchUp is Check (the name the agent's start-up uses).
-func (s *Scheduler) CheckCatchUp() { s.Check() }
-
 // SetCatchUp turns catch-up on or off (sleep.catch_up; a config reload may change it).
 func (s *Scheduler) SetCatchUp(on bool) {
 	s.mu.Lock()

@@ -1,5 +1,5 @@
 // Package sleep runs memd's nightly phases over a memory repo: expire ledger notes, write
-// arcs, archive by year, tidy MEMORY.md and links (DESIGN §5). Each phase is a pure plan
+// arcs, archive by year, tidy MEMORY.md and links (docs/ARCHITECTURE.md §5). Each phase is a pure plan
 // computed from a snapshot of the tree and the clock, then an apply under the writer lock,
 // then exactly one commit (or none when the plan is empty). A failed phase is undone in the
 // tree; the phases after it still run. A killed run is resumed: phases already committed for
@@ -47,13 +47,13 @@ import (
 
 // Phase names, in the order they always run.
 const (
-	PhaseExpire  = "expire"
-	PhaseArcs    = "arcs"
-	PhaseArchive = "archive"
-	PhaseTidy    = "tidy"
+	PhaseExpire  = memd.PhaseExpire
+	PhaseArcs    = memd.PhaseArcs
+	PhaseArchive = memd.PhaseArchive
+	PhaseTidy    = memd.PhaseTidy
 )
 
-// Trailer keys of sleep commits (DESIGN §3).
+// Trailer keys of sleep commits (docs/ARCHITECTURE.md §3).
 const (
 	TrailerRun    = "Memd-Run"
 	TrailerPhase  = "Memd-Phase"
@@ -96,9 +96,6 @@ type Options struct {
 	// Ignore is the committer's ignore rule (watcher.Ignorer.Ignored); sleep never plans a
 	// path it ignores. nil ignores only .git.
 	Ignore Ignore
-	// NoLock skips taking the writer lock (the caller already holds it, e.g. an owner job
-	// that took it for the whole run; the lock is re-entrant anyway, so this is rarely needed).
-	NoLock bool
 
 	// test hooks
 	afterOp func(phase string, i int) error // called after each applied op; an error fails the phase
@@ -204,7 +201,7 @@ func NewRunner(repoDir string, store Store, opts Options) *Runner {
 		r.now = time.Now
 	}
 	if r.opts.StateDir == "" {
-		r.opts.StateDir = filepath.Join(repoDir, ".git", "memd")
+		r.opts.StateDir = filepath.Join(repoDir, ".git", memd.StateDirName)
 	}
 	return r
 }
@@ -250,9 +247,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	}
 	done := map[string]bool{}
 	if !r.opts.DryRun {
-		if !r.opts.NoLock {
-			clearStaleLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.log)
-		}
+		clearStaleLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.log)
 		done, err = r.committedPhases(runID)
 		if err != nil {
 			return rep, err
@@ -433,17 +428,15 @@ func (r *Runner) runPhase(ctx context.Context, runID, ph string, now time.Time, 
 // applyAndCommit takes the writer lock, applies p's ops (journalled), commits them, and
 // undoes them if anything fails.
 func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) (string, error) {
-	if !r.opts.NoLock {
-		release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+ph, r.log)
-		if err != nil {
-			return "", fmt.Errorf("writer lock: %w", err)
-		}
-		defer func() {
-			if err := release(); err != nil {
-				r.log.Warn("release writer lock", "err", err)
-			}
-		}()
+	release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+ph, r.log)
+	if err != nil {
+		return "", fmt.Errorf("writer lock: %w", err)
 	}
+	defer func() {
+		if err := release(); err != nil {
+			r.log.Warn("release writer lock", "err", err)
+		}
+	}()
 	j, err := r.openJournal(runID, ph, p)
 	if err != nil {
 		return "", err
@@ -495,7 +488,7 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 
 func lockFile(cfg memd.Config) string {
 	if cfg.Lock.File == "" {
-		return ".memory.lock"
+		return memd.DefaultLockFile
 	}
 	return cfg.Lock.File
 }

@@ -16,48 +16,6 @@ import (
 	memsync "github.com/memd-dev/memd/sync"
 )
 
-func TestJudgeNoteBoundaries(t *testing.T) {
-	now := fixNow
-	grace := 14 * 24 * time.Hour
-	rec := func(js string) *memd.Record {
-		r, err := memd.ParseRecord([]byte(js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	iso := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
-	cases := []struct {
-		name, js     string
-		drain, stale bool
-		reason       string
-	}{
-		{"hard 1s past", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(-time.Second) + `"}}`, true, false, ReasonHardExpiry},
-		{"hard exactly now", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(0) + `"}}`, false, false, ""},
-		{"hard 1s ahead", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(time.Second) + `"}}`, false, false, ""},
-		{"soft 1s ahead", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(time.Second) + `"}}`, false, false, ""},
-		{"soft 1s past", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-time.Second) + `"}}`, false, true, ""},
-		{"soft grace not over", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-grace+time.Second) + `"}}`, false, true, ""},
-		{"soft grace over", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-grace-time.Second) + `"}}`, true, true, ReasonSoftExpiry},
-		{"read-count 0", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":0}}`, true, false, ReasonReadCount},
-		{"read-count -1", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":-1}}`, true, false, ReasonReadCount},
-		{"read-count 1", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":1}}`, false, false, ""},
-		{"persistent", `{"id":"a","type":"note","lifecycle":{"mode":"persistent"}}`, false, false, ""},
-		{"rule with a past expiry", `{"id":"a","type":"rule","lifecycle":{"mode":"hard-expiry","expiresAt":"2000-01-01"}}`, false, false, ""},
-		{"lesson read out", `{"id":"a","type":"lesson","lifecycle":{"mode":"read-count","remainingReads":0}}`, false, false, ""},
-	}
-	for _, c := range cases {
-		v := JudgeNote(rec(c.js), now, grace)
-		if v.Drain != c.drain || v.Stale != c.stale || v.Reason != c.reason {
-			t.Errorf("%s: got drain=%v stale=%v reason=%q, want %v %v %q", c.name, v.Drain, v.Stale, v.Reason, c.drain, c.stale, c.reason)
-		}
-	}
-	bad := JudgeNote(rec(`{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"next tuesday"}}`), now, grace)
-	if bad.Drain || !strings.Contains(bad.Bad, "next tuesday") {
-		t.Errorf("unparseable expiresAt: %+v (want kept, reported naming the value)", bad)
-	}
-}
-
 func TestArchiveReason(t *testing.T) {
 	parse := func(m mem) *memd.Memory { return memd.ParseMemoryBytes([]byte(m.html())) }
 	const keep = 1

@@ -6,7 +6,7 @@ import (
 )
 
 // Backoff defaults: the first retry after about a second, doubling, capped
-// at ten minutes (DESIGN §4).
+// at ten minutes (docs/ARCHITECTURE.md §4).
 const (
 	DefaultBackoffMin = time.Second
 	DefaultBackoffMax = 10 * time.Minute

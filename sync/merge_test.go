@@ -231,7 +231,7 @@ func TestPatchTreeAndDiff(t *testing.T) {
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-q", "-m", "x")
 	r := openTest(t, dir, testOptions())
-	s := r.Git().Storer
+	s := r.repo.Storer
 	root := plumbing.NewHash(revParse(t, dir, "HEAD^{tree}"))
 	st := r.newMgStore()
 	blob, err := st.writeBlob([]byte("new\n"))

@@ -1,6 +1,6 @@
 package sync
 
-// The project-memory layout in a tree merge (DESIGN §4, seed 003): a
+// The project-memory layout in a tree merge (docs/ARCHITECTURE.md §4, seed 003): a
 // project-kind MEMORY.md and its topic files merge by structure (the rules
 // live in the root package), its derived files take the newer side.
 

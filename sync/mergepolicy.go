@@ -6,10 +6,10 @@ package sync
 
 import (
 	"bytes"
-	"encoding/json"
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,7 +68,7 @@ func (k FileKind) String() string {
 }
 
 // DefaultLedgerPath is the repo-relative ledger path when none is configured.
-const DefaultLedgerPath = "memory.jsonl"
+const DefaultLedgerPath = memd.DefaultLedgerFile
 
 // arcsDirPrefix: derived arcs live under memd.ArcsDir.
 const arcsDirPrefix = memd.ArcsDir + "/"
@@ -303,12 +303,6 @@ type ledgerLine struct {
 	when time.Time
 }
 
-type ledgerStamp struct {
-	ID        json.RawMessage `json:"id"`
-	UpdatedAt string          `json:"updatedAt"`
-	CreatedAt string          `json:"createdAt"`
-}
-
 // parsedStamp is a line's id and time, cached by line text: most lines are
 // the same in base, ours and theirs and are decoded once.
 type parsedStamp struct {
@@ -326,12 +320,12 @@ func parseLedgerLines(b []byte, cache map[string]parsedStamp) []ledgerLine {
 		}
 		ps, ok := cache[string(trimmed)]
 		if !ok {
-			var st ledgerStamp
-			if trimmed[0] == '{' && json.Unmarshal(trimmed, &st) == nil && len(st.ID) > 0 && string(st.ID) != "null" {
-				ps.id = string(st.ID) // raw JSON: "a" and 1 stay distinct
-				ps.when = parseStamp(st.UpdatedAt)
+			// The model's reader: what it cannot read (or has no id) is kept verbatim.
+			if r, err := memd.ParseRecord(trimmed); err == nil && r.ID != "" {
+				ps.id = strconv.Quote(r.ID) // quoted: the "#n" of a duplicate cannot collide with an id
+				ps.when, _ = memd.ParseTime(r.UpdatedAt)
 				if ps.when.IsZero() {
-					ps.when = parseStamp(st.CreatedAt)
+					ps.when, _ = memd.ParseTime(r.CreatedAt)
 				}
 			}
 			cache[string(trimmed)] = ps
@@ -362,18 +356,6 @@ func itoa(n int) string {
 		n /= 10
 	}
 	return string(b[i:])
-}
-
-func parseStamp(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t
-		}
-	}
-	return time.Time{}
 }
 
 // MergeLedger merges memory.jsonl by record id. The result follows theirs'

@@ -11,7 +11,7 @@ const MaxListedPaths = 20
 // TrailerHost is the trailer naming the machine that made a commit.
 const TrailerHost = "Memd-Host"
 
-// ChangeMessage builds memd's change commit message (DESIGN §3):
+// ChangeMessage builds memd's change commit message (docs/ARCHITECTURE.md §3):
 //
 //	memd: +A ~M -D
 //

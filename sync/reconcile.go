@@ -20,7 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// Reconcile (DESIGN §3): a full comparison of the work tree with HEAD that
+// Reconcile (docs/ARCHITECTURE.md §3): a full comparison of the work tree with HEAD that
 // catches whatever the watcher missed (start, overflow, every 10 minutes).
 //
 // Two ways, same answer for memd's purposes:

@@ -3,12 +3,13 @@
 // library's sync.
 //
 // Concurrency: go-git is not safe for concurrent use. A *Repo is meant to be
-// driven by one owner goroutine (DESIGN §2). The only other goroutine that
-// touches it is the coalesced index refresher (ScheduleIndexRefresh); r.mu
-// serialises every go-git access between the two. Exported methods take r.mu
-// themselves; unexported helpers named *Locked expect the caller to hold it.
-// Code in this package that adds methods on *Repo (remote, merge) must follow
-// the same rule.
+// driven by one owner goroutine (docs/ARCHITECTURE.md §2). The coalesced index
+// refresher (ScheduleIndexRefresh) runs beside it but opens its own go-git
+// repository and never takes r.mu (index.go). r.mu serialises the exported
+// methods that use r.repo, so a stray call from another goroutine cannot
+// interleave with the owner's; they take it themselves, and unexported
+// helpers named *Locked expect the caller to hold it. Code in this package
+// that adds methods on *Repo (remote, merge) must follow the same rule.
 package sync
 
 import (
@@ -31,6 +32,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/memd-dev/memd"
 )
 
 // ErrHeadMoved is returned when the branch ref changed between the start of
@@ -71,9 +74,9 @@ type CommitKind string
 
 // Commit kinds.
 const (
-	KindChange CommitKind = "change"
-	KindSleep  CommitKind = "sleep"
-	KindMerge  CommitKind = "merge"
+	KindChange CommitKind = memd.CommitChange
+	KindSleep  CommitKind = memd.CommitSleep
+	KindMerge  CommitKind = memd.CommitMerge
 )
 
 // Change is one path changed by a commit. Op is 'A', 'M' or 'D'.
@@ -106,7 +109,8 @@ type Repo struct {
 	log    *slog.Logger
 	author Author
 
-	// mu serialises go-git use between the owner and the index refresher.
+	// mu serialises the exported methods' use of repo (the index refresher
+	// never takes it: it has its own go-git repository, index.go).
 	mu gosync.Mutex
 
 	// index refresh state (see index.go).
@@ -242,11 +246,6 @@ func (r *Repo) Dir() string { return r.dir }
 // GitDir is the absolute .git directory.
 func (r *Repo) GitDir() string { return r.gitDir }
 
-// Git is the underlying go-git repository, for code in this package and
-// sleep internals. Callers must respect the concurrency rule in the package
-// doc (hold r.mu or run on the owner while no refresh is running).
-func (r *Repo) Git() *git.Repository { return r.repo }
-
 // Branch is the branch memd commits to.
 func (r *Repo) Branch() string { return r.opts.Branch }
 
@@ -274,11 +273,6 @@ func (r *Repo) SetIgnore(ignore func(rel string, isDir bool) bool) {
 	r.opts.Ignore = ignore
 	r.mu.Unlock()
 }
-
-// Lock and Unlock take the repo mutex (see package doc), for callers in other
-// packages that need several go-git calls to be atomic w.r.t. the refresher.
-func (r *Repo) Lock()   { r.mu.Lock() }
-func (r *Repo) Unlock() { r.mu.Unlock() }
 
 // resolveAuthor: Options.Author, else git config (repo, global, system),
 // else memd <memd@HOSTNAME>.
@@ -437,7 +431,7 @@ func (r *Repo) ignored(rel string, isDir bool) bool {
 		return false
 	}
 	first, _, _ := strings.Cut(rel, "/")
-	if first == ".git" || rel == ".memory.lock" {
+	if first == ".git" || rel == memd.DefaultLockFile {
 		return true
 	}
 	// Any .git segment deeper (a nested repo) is also off limits.

@@ -24,8 +24,8 @@ import (
 // cannot re-include them.
 var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, memd.MemhtmlIgnoreLines...)
 
-// lockName is the writer lock (FORMATS §5). It is never committed.
-const lockName = ".memory.lock"
+// lockName is the writer lock (docs/FORMATS.md §5). It is never committed.
+const lockName = memd.DefaultLockFile
 
 // ErrBadPattern is returned for an ignore pattern that cannot be matched.
 var ErrBadPattern = errors.New("bad ignore pattern")

@@ -1,5 +1,5 @@
 // Command commit measures memd's incremental commit against git on the same
-// data in the same run (DESIGN §3; target: 1 changed file in a 100k-file
+// data in the same run (docs/ARCHITECTURE.md §3; target: 1 changed file in a 100k-file
 // repo at ≤ 0.25x git).
 //
 // For each size it writes a memory repo of N small files (its own simple

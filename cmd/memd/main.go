@@ -19,7 +19,7 @@ import (
 	"github.com/memd-dev/memd"
 )
 
-// Exit codes (DESIGN §7).
+// Exit codes (docs/ARCHITECTURE.md §7).
 const (
 	exitOK     = 0
 	exitFailed = 1

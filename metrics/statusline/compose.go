@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Health thresholds (FORMATS §1, §3B): above these the status warns.
+// Health thresholds (docs/FORMATS.md §1, §3B): above these the status warns.
 const (
 	InboxWarnAbove     = 20
 	TaskInboxWarnAbove = 10

@@ -1,4 +1,4 @@
-// Package statusline holds memd's status document (DESIGN §6), composes it from plain facts,
+// Package statusline holds memd's status document (docs/ARCHITECTURE.md §6), composes it from plain facts,
 // writes and reads it atomically in the state directory, and renders it for status-line
 // readers (shells, tmux, bars, coding agents).
 //
@@ -14,7 +14,7 @@ import (
 // Version is the status document format version written in `version`.
 const Version = 1
 
-// States of the document (DESIGN §6).
+// States of the document (docs/ARCHITECTURE.md §6).
 const (
 	StateOK       = "ok"
 	StateBusy     = "busy"
@@ -78,7 +78,7 @@ type SleepInfo struct {
 	Counts map[string]int `json:"counts"`
 }
 
-// Document is status.json, version 1 (DESIGN §6). Field order is the documented JSON order.
+// Document is status.json, version 1 (docs/ARCHITECTURE.md §6). Field order is the documented JSON order.
 type Document struct {
 	Version    int         `json:"version"`
 	UpdatedAt  time.Time   `json:"updated_at"`
@@ -98,7 +98,7 @@ type Document struct {
 	LastSleep  *SleepInfo  `json:"last_sleep"`
 	Sections   []Section   `json:"sections"`
 
-	// Added after version 1 shipped (additions only, DESIGN §6): what the page at / and the
+	// Added after version 1 shipped (additions only, docs/ARCHITECTURE.md §6): what the page at / and the
 	// Claude Code mod show besides the line.
 	TaskInbox      int            `json:"task_inbox"`
 	Memories       map[string]int `json:"memories"`     // memory files per bucket

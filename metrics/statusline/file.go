@@ -17,7 +17,7 @@ import (
 // FileName is the document's name inside the state directory (<repo>/.git/memd/).
 const FileName = "status.json"
 
-// Dir is the state directory of a repo (DESIGN §6). Paths here use package path, not
+// Dir is the state directory of a repo (docs/ARCHITECTURE.md §6). Paths here use package path, not
 // path/filepath: memd runs on Unix only, and path/filepath would make the fast path of
 // `memd status` wait for many other packages' inits (see internal/fastpath).
 func Dir(repo string) string { return path.Join(repo, ".git", "memd") }

@@ -1,0 +1,5 @@
+package sync
+
+// Lock and Unlock take the repo mutex, for tests that call *Locked helpers directly.
+func (r *Repo) Lock()   { r.mu.Lock() }
+func (r *Repo) Unlock() { r.mu.Unlock() }

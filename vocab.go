@@ -1,0 +1,37 @@
+package memd
+
+// The names memd's packages share, defined once: a label, a default file name or a phase is
+// spelled here and nowhere else. Buckets and special folders are in paths.go, lifecycle
+// modes and note states beside JudgeNote in ledger.go.
+
+// Default repo-relative files (docs/FORMATS.md §4, §5); config may name others.
+const (
+	DefaultLedgerFile = "memory.jsonl" // expire.ledger
+	DefaultLockFile   = ".memory.lock" // lock.file: the writer lock, never committed
+)
+
+// StateDirName is memd's directory inside the repo's git dir (.git/memd): state that is never
+// committed (sleep journal and state, merge marker, status document). Config.StateDir joins it.
+const StateDirName = "memd"
+
+// Sleep phases (docs/ARCHITECTURE.md §5), in the order they always run: SleepPhases.
+const (
+	PhaseExpire  = "expire"
+	PhaseArcs    = "arcs"
+	PhaseArchive = "archive"
+	PhaseTidy    = "tidy"
+)
+
+// Commit kinds, the kind label of memd_commits_total (docs/ARCHITECTURE.md §6).
+const (
+	CommitChange = "change"
+	CommitSleep  = "sleep"
+	CommitMerge  = "merge"
+)
+
+// Ledger record types (docs/FORMATS.md §4). Only notes have a lifecycle that drains.
+const (
+	RecordRule   = "rule"
+	RecordLesson = "lesson"
+	RecordNote   = "note"
+)
