@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,20 +46,26 @@ func (w *world) waitEvent(d *testutil.Daemon, prefix string, after uint64) statu
 	return found
 }
 
-// TestEventsOfflineAndBackAcrossRestart: a remote that cannot be reached is one `offline`
+// TestEventsOfflineAndBackAcrossRestart: a remote that does not answer is one `offline`
 // event, its return one `back online`; after a restart the ids go on from the last ones, so a
-// reader that streamed them shows each once.
+// reader that streamed them shows each once. (A remote that answers "not found" is an error,
+// not offline: offline means nobody answers, here a git HTTP server whose port is closed.)
 func TestEventsOfflineAndBackAcrossRestart(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	bare := filepath.Join(w.home, "remote.git")
-	w.sh("git remote add origin " + bare) // not there yet: offline
+	root := filepath.Join(w.home, "git")
+	bare := filepath.Join(root, "remote.git")
+	w.sh("git init -q --bare -b main " + bare)
+	w.sh("git -C " + bare + " config http.receivepack true") // anonymous pushes over HTTP
+	srv := testutil.NewGitHTTPServer(t, root, "")
+	srv.Stop() // the port is closed: nobody answers
+	w.sh("git remote add origin " + srv.URL("remote.git"))
 	d := w.start()
 	off := w.waitEvent(d, "offline: ", 0)
 	if off.Kind != "warn" {
 		t.Fatalf("offline event %+v, want kind warn", off)
 	}
-	w.sh("git init -q --bare -b main " + bare)
+	srv.Start() // the same address again
 	back := w.waitEvent(d, "back online: synced with origin/main", off.ID)
 	if back.Kind != "ok" || back.ID != off.ID+1 {
 		t.Fatalf("back event %+v after %+v", back, off)
@@ -79,9 +84,7 @@ func TestEventsOfflineAndBackAcrossRestart(t *testing.T) {
 	}
 
 	// Restart with the remote gone again: the new event's id follows the old ones.
-	if err := os.Rename(bare, bare+".away"); err != nil {
-		t.Fatal(err)
-	}
+	srv.Stop()
 	d = w.start()
 	again := w.waitEvent(d, "offline: ", back.ID)
 	if again.ID != back.ID+1 {

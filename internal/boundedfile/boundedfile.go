@@ -21,14 +21,14 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrTooLarge: the file is over the limit.
 var ErrTooLarge = errors.New("larger than the limit")
 
-// Error says what is wrong with the file at Path (the caller's message names the path).
+// Error says what is wrong with the file at Path, naming it (as an *fs.PathError would).
 type Error struct {
 	Path   string
 	What   string // "a named pipe", "over 1 MiB", ...
 	Reason error  // ErrNotRegular or ErrTooLarge
 }
 
-func (e *Error) Error() string { return e.Reason.Error() + " (" + e.What + ")" }
+func (e *Error) Error() string { return e.Path + ": " + e.Reason.Error() + " (" + e.What + ")" }
 func (e *Error) Unwrap() error { return e.Reason }
 
 // Read returns the content of the regular file at name, at most limit bytes, and its
