@@ -66,6 +66,12 @@ func TestSoak(t *testing.T) {
 	rng := scenarioRand(t, "soak")
 	cfg := strings.Replace(fastConfig, "sync: {pull_interval: 1s, timeout: 3s}", "sync: {pull_interval: 2s, timeout: 10s}", 1) +
 		"sleep: {schedule: \"*/2 * * * *\", catch_up: true}\n"
+	// MEMD_SOAK_PROFILE=DIR saves agent A's heap profile at the end of each quarter
+	// (heap-q1.pprof …), for `go tool pprof -diff_base` when something grows.
+	profDir := os.Getenv("MEMD_SOAK_PROFILE")
+	if profDir != "" {
+		cfg = strings.Replace(cfg, `http: {listen: "127.0.0.1:0"}`, `http: {listen: "127.0.0.1:0", pprof: true}`, 1)
+	}
 	a := newWorld(t, worldOpts{remote: true, demo: true, config: cfg})
 	b := *a
 	b.repo = filepath.Join(a.home, "memory-b")
@@ -100,7 +106,14 @@ func TestSoak(t *testing.T) {
 	every := max(2*time.Second, dur/60)
 	series := make([][]sample, len(worlds))
 	probe := 0
+	quarter := 0
 	for time.Since(start) < dur-dur/10 {
+		if q := int(4 * time.Since(start) / (dur - dur/10)); profDir != "" && q > quarter {
+			quarter = q
+			if code, body, err := daemons[0].Get("/debug/pprof/heap"); err == nil && code == 200 {
+				must(t, os.WriteFile(filepath.Join(profDir, fmt.Sprintf("heap-q%d.pprof", q)), []byte(body), 0o644))
+			}
+		}
 		for i, w := range worlds {
 			d := daemons[i]
 			if d.HasExited() {

@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	gosync "sync"
 	"time"
 
@@ -214,85 +214,48 @@ func (r *Repo) refresh(started func()) error {
 	}
 	tc := newTreeCache(s.gr.Storer)
 
-	old, oldFile := readIndexFile(indexPath)
-	incremental := valid && old != nil && head == chainHead && oldFile == lastFile && !lastHead.IsZero()
+	var curFile fileID
+	if fi, err := os.Stat(indexPath); err == nil {
+		curFile = statID(fi)
+	}
+	incremental := valid && curFile == lastFile && head == chainHead && !lastHead.IsZero()
 	if incremental && len(pending) == 0 && head == lastHead {
 		return nil // the index is already exactly HEAD's; the deferred rollback drops our lock
 	}
-	var idx *index.Index
+	entries := -1
 	if incremental {
-		idx = &index.Index{Version: 2, Entries: old.Entries}
-		byName := make(map[string]int, len(idx.Entries))
-		for i, e := range idx.Entries {
-			byName[e.Name] = i
+		entries, err = r.spliceRefresh(indexPath, lock, tc, root, pending)
+		if errors.Is(err, errNotSpliceable) {
+			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
+			entries, err = -1, resetFile(lock)
 		}
-		var drop map[int]bool
-		for p := range pending {
-			e, ok, err := tc.entryAt(root, p)
-			if err != nil {
-				restore()
-				return fmt.Errorf("refresh index of %s: %w", r.dir, err)
-			}
-			i, had := byName[p]
-			switch {
-			case ok && e.Mode != filemode.Dir:
-				ne := r.indexEntry(p, e.Mode, e.Hash)
-				if had {
-					idx.Entries[i] = ne
-				} else {
-					byName[p] = len(idx.Entries)
-					idx.Entries = append(idx.Entries, ne)
-				}
-			case had:
-				if drop == nil {
-					drop = make(map[int]bool)
-				}
-				drop[i] = true
-			}
-		}
-		if len(drop) > 0 {
-			kept := idx.Entries[:0]
-			for i, e := range idx.Entries {
-				if !drop[i] {
-					kept = append(kept, e)
-				}
-			}
-			idx.Entries = kept
-		}
-	} else {
-		reuse := make(map[string]*index.Entry)
-		if old != nil {
-			for _, e := range old.Entries {
-				if e.Stage == 0 && !e.IntentToAdd && !e.SkipWorktree {
-					reuse[e.Name] = e
-				}
-			}
-		}
-		idx = &index.Index{Version: 2}
-		if !root.IsZero() {
-			err := tc.walkTree(root, "", func(p string, e object.TreeEntry) error {
-				if o, ok := reuse[p]; ok && o.Hash == e.Hash && o.Mode == e.Mode {
-					idx.Entries = append(idx.Entries, o)
-					return nil
-				}
-				idx.Entries = append(idx.Entries, r.indexEntry(p, e.Mode, e.Hash))
-				return nil
-			})
-			if err != nil {
-				restore()
-				return fmt.Errorf("refresh index of %s: %w", r.dir, err)
-			}
+		if err != nil {
+			restore()
+			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
 		}
 	}
-
-	w := bufio.NewWriterSize(lock, 256<<10)
-	if err := index.NewEncoder(w).Encode(idx); err != nil {
-		restore()
-		return fmt.Errorf("refresh index of %s: encode: %w", r.dir, err)
-	}
-	if err := w.Flush(); err != nil {
-		restore()
-		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+	if entries < 0 {
+		incremental = false
+		n, unchanged, err := r.fullRefresh(indexPath, lock, tc, root)
+		if err != nil {
+			restore()
+			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+		}
+		if unchanged {
+			// The file on disk already is HEAD's index (a restart): keep it, unwritten.
+			s.mu.Lock()
+			s.lastHead, s.lastFile = head, curFile
+			if s.chainHead == chainHead {
+				s.chainHead = head
+				s.valid = !head.IsZero()
+			}
+			if s.chainHead != chainHead && head != chainHead {
+				s.valid = false
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		entries = n
 	}
 	done = true
 	if err := commitLock(lock, indexPath); err != nil {
@@ -317,8 +280,76 @@ func (r *Repo) refresh(started func()) error {
 		s.valid = false
 	}
 	s.mu.Unlock()
-	r.log.Debug("index refreshed", "repo", r.dir, "entries", len(idx.Entries), "incremental", incremental)
+	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
 	return nil
+}
+
+// spliceRefresh writes into lock the index file with only the pending paths' entries
+// re-made from HEAD's tree (root): O(changed) lookups, one streaming copy of the file.
+func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, tc *treeCache, root plumbing.Hash, pending map[string]struct{}) (int, error) {
+	edits := make([]indexEdit, 0, len(pending))
+	for p := range pending {
+		e, ok, err := tc.entryAt(root, p)
+		if err != nil {
+			return 0, err
+		}
+		ed := indexEdit{name: p}
+		if ok && e.Mode != filemode.Dir {
+			ed.e = r.indexEntry(p, e.Mode, e.Hash)
+		}
+		edits = append(edits, ed)
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].name < edits[j].name })
+	f, err := os.Open(indexPath)
+	if err != nil {
+		return 0, errNotSpliceable
+	}
+	defer f.Close()
+	return spliceIndex(f, lock, edits)
+}
+
+// fullRefresh writes into lock the index of HEAD's whole tree, reusing every entry of the
+// current file whose blob and mode still match. unchanged: the current file already is
+// exactly that (nothing written).
+func (r *Repo) fullRefresh(indexPath string, lock io.Writer, tc *treeCache, root plumbing.Hash) (n int, unchanged bool, err error) {
+	old, _ := readIndexFile(indexPath)
+	reuse := make(map[string]*index.Entry)
+	if old != nil {
+		for _, e := range old.Entries {
+			if e.Stage == 0 && !e.IntentToAdd && !e.SkipWorktree {
+				reuse[e.Name] = e
+			}
+		}
+	}
+	var entries []*index.Entry
+	reused := 0
+	if !root.IsZero() {
+		err := tc.walkTree(root, "", func(p string, e object.TreeEntry) error {
+			if o, ok := reuse[p]; ok && o.Hash == e.Hash && o.Mode == e.Mode {
+				entries = append(entries, o)
+				reused++
+				return nil
+			}
+			entries = append(entries, r.indexEntry(p, e.Mode, e.Hash))
+			return nil
+		})
+		if err != nil {
+			return 0, false, err
+		}
+	}
+	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && plainIndexFile(indexPath) {
+		return len(entries), true, nil
+	}
+	return len(entries), false, writeIndex(lock, entries)
+}
+
+// resetFile empties f for a rewrite.
+func resetFile(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
 }
 
 // readIndexFile decodes the current index; nil when absent or unreadable

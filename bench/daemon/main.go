@@ -40,6 +40,9 @@ func main() {
 	rssSize := flag.Int("rss-size", 0, "also measure at this size (e.g. 100000; slow), for RSS")
 	bin := flag.String("memd", "", "memd binary (default: build one)")
 	keep := flag.Bool("keep", false, "keep the work directory")
+	workDir := flag.String("work", "", "work directory to use and keep; a repo already generated there for a size is reused (not a clean start: for profiling runs)")
+	flag.StringVar(&prof.cpu, "cpuprofile", "", "write the daemon's CPU profile over the measured changes to FILE-<size>.pprof (http.pprof)")
+	flag.StringVar(&prof.heap, "memprofile", "", "write the daemon's heap profile after the measured changes to FILE-<size>.pprof (http.pprof)")
 	flag.Parse()
 
 	var ns []int
@@ -51,6 +54,9 @@ func main() {
 		ns = append(ns, n)
 	}
 	work, err := os.MkdirTemp("", "memd-bench-daemon-")
+	if *workDir != "" {
+		work, err, *keep = *workDir, os.MkdirAll(*workDir, 0o755), true
+	}
 	if err != nil {
 		fatalf("%v", err)
 	}
@@ -89,6 +95,9 @@ func fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench/daemon: "+format+"\n", args...)
 	os.Exit(1)
 }
+
+// prof names the profile files (empty: none); either one turns on http.pprof.
+var prof struct{ cpu, heap string }
 
 type row struct {
 	files      int
@@ -143,20 +152,25 @@ func measure(bin, work string, n, changes int, quiet, idle time.Duration) (row, 
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return r, err
 	}
-	cfg := fmt.Sprintf("watch: {quiet: %s, max_delay: 2s}\nhttp: {listen: \"127.0.0.1:0\"}\nsleep: {catch_up: false}\n", quiet)
+	pprofOn := prof.cpu != "" || prof.heap != ""
+	cfg := fmt.Sprintf("watch: {quiet: %s, max_delay: 2s}\nhttp: {listen: \"127.0.0.1:0\", pprof: %t}\nsleep: {catch_up: false}\n", quiet, pprofOn)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return r, err
 	}
 	e := env(home)
 
-	fmt.Fprintf(os.Stderr, "size %d: memd init --demo ...\n", n)
 	t0 := time.Now()
-	initCmd := exec.Command(bin, "init", "--config", cfgPath, "--demo", "--demo-count", strconv.Itoa(n), repo)
-	initCmd.Env = e
-	if out, err := initCmd.CombinedOutput(); err != nil {
-		return r, fmt.Errorf("memd init: %v\n%s", err, out)
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
+		fmt.Fprintf(os.Stderr, "size %d: reusing %s\n", n, repo)
+	} else {
+		fmt.Fprintf(os.Stderr, "size %d: memd init --demo ...\n", n)
+		initCmd := exec.Command(bin, "init", "--config", cfgPath, "--demo", "--demo-count", strconv.Itoa(n), repo)
+		initCmd.Env = e
+		if out, err := initCmd.CombinedOutput(); err != nil {
+			return r, fmt.Errorf("memd init: %v\n%s", err, out)
+		}
+		r.initTime = time.Since(t0)
 	}
-	r.initTime = time.Since(t0)
 
 	var files []string
 	err := filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error {
@@ -214,6 +228,15 @@ func measure(bin, work string, n, changes int, quiet, idle time.Duration) (row, 
 	ref := filepath.Join(repo, ".git", "refs", "heads", "main")
 	settle(addr, done)
 
+	// The CPU profile covers the measured changes: a window of about one second a change
+	// (quiet + commit + settle), started with the first one.
+	var profDone chan error
+	if prof.cpu != "" {
+		profDone = make(chan error, 1)
+		go func() {
+			profDone <- fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, changes)), fmt.Sprintf("%s-%d.pprof", prof.cpu, n))
+		}()
+	}
 	for i := range changes {
 		f := files[(i*7919)%len(files)]
 		before, err := os.ReadFile(ref)
@@ -267,6 +290,16 @@ func measure(bin, work string, n, changes int, quiet, idle time.Duration) (row, 
 		settle(addr, done)
 	}
 
+	if profDone != nil {
+		if err := <-profDone; err != nil {
+			return r, fmt.Errorf("cpu profile: %v", err)
+		}
+	}
+	if prof.heap != "" {
+		if err := fetch("http://"+addr+"/debug/pprof/heap", fmt.Sprintf("%s-%d.pprof", prof.heap, n)); err != nil {
+			return r, fmt.Errorf("heap profile: %v", err)
+		}
+	}
 	pid := cmd.Process.Pid
 	if idle > 0 {
 		fmt.Fprintf(os.Stderr, "size %d: idle %s ...\n", n, idle)
@@ -327,6 +360,23 @@ func settle(addr string, done chan error) {
 		return resp.StatusCode == 200
 	})
 	time.Sleep(300 * time.Millisecond)
+}
+
+// fetch GETs url into file.
+func fetch(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
 }
 
 func waitFor(timeout time.Duration, done chan error, cond func() bool) error {
