@@ -13,6 +13,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
+	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -20,15 +21,93 @@ import (
 // memory file, refreshed only for the paths a job touched (or, after a reconcile, a merge or
 // a sleep, for files whose size or mtime changed), so a scrape never walks the tree.
 // Owner-goroutine only.
+//
+// Per-commit work is O(changed): the counts the snapshot reports are kept up to date as
+// entries come and go (set/del), the ledger's counts are made when it is read (and again
+// only when a note's state is due to change), and dirs (entries per ancestor directory)
+// lets a removed path that is not a directory of memories cost a map lookup, not a scan.
+// touched counts the entries each of those visits, for the test that proves it.
 type inventory struct {
 	// warm is false until the first full scan is in: a cold inventory skips the per-job
 	// rescans, because the first scan runs off the owner goroutine (see buildInventory).
 	warm    bool
 	cfg     memd.Config
 	files   map[string]invEntry
+	dirs    map[string]int // entries in files under each directory (every ancestor)
+	n       invCounts
 	ledger  *memd.Ledger
 	ledgerT time.Time
+	lc      ledgerCounts
 	mds     map[string]metrics.MDStat
+	touched int
+	// While cold, jobs only note what they touched, for the warm inventory to catch up
+	// with when it is swapped in (catchUp): since, the paths; sinceAll, a full scan.
+	since    []string
+	sinceAll bool
+}
+
+// invCounts are the snapshot's counts over files.
+type invCounts struct {
+	buckets                         [4]int // by memd.Buckets index
+	invalid, inbox, taskInbox, arcs int
+}
+
+func (c *invCounts) add(e invEntry, d int) {
+	c.buckets[e.bucket] += d
+	if !e.is(entValid) {
+		c.invalid += d
+	}
+	if e.is(entInbox) {
+		c.inbox += d
+	}
+	if e.is(entTaskInbox) {
+		c.taskInbox += d
+	}
+	if e.is(entArc) {
+		c.arcs += d
+	}
+}
+
+// ledgerCounts are the ledger's metrics at a time; they hold until next (a note's
+// expiry or grace end), or until the ledger changes.
+type ledgerCounts struct {
+	at, next time.Time
+	records  map[string]int
+	notes    map[metrics.NoteKey]int
+}
+
+// set and del are the only writers of files: they keep n and dirs in step.
+func (v *inventory) set(rel string, e invEntry) {
+	v.touched++
+	if old, ok := v.files[rel]; ok {
+		v.n.add(old, -1)
+	} else {
+		forDirs(rel, func(d string) { v.dirs[d]++ })
+	}
+	v.files[rel] = e
+	v.n.add(e, 1)
+}
+
+func (v *inventory) del(rel string) {
+	old, ok := v.files[rel]
+	if !ok {
+		return
+	}
+	v.touched++
+	delete(v.files, rel)
+	v.n.add(old, -1)
+	forDirs(rel, func(d string) {
+		if v.dirs[d]--; v.dirs[d] <= 0 {
+			delete(v.dirs, d)
+		}
+	})
+}
+
+// forDirs calls fn with each ancestor directory of rel ("a/b/c.html": "a/b", "a").
+func forDirs(rel string, fn func(string)) {
+	for i := strings.LastIndexByte(rel, '/'); i > 0; i = strings.LastIndexByte(rel[:i], '/') {
+		fn(rel[:i])
+	}
 }
 
 // invEntry is kept small: there is one per memory file (100k in a big repo).
@@ -69,16 +148,27 @@ type invSnapshot struct {
 }
 
 func newInventory(cfg memd.Config) *inventory {
-	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]metrics.MDStat{}}
+	return &inventory{cfg: cfg, files: map[string]invEntry{}, dirs: map[string]int{}, mds: map[string]metrics.MDStat{}}
 }
 
 // scan walks the tree, re-reading only files whose size or mtime changed. A cold inventory
 // waits for buildInventory instead.
 func (v *inventory) scan(root string, ign *watcher.Ignorer) {
 	if !v.warm {
+		v.sinceAll = true
 		return
 	}
 	v.walk(root, ign)
+}
+
+// catchUp brings a freshly built inventory up to what the jobs run while it was being
+// built touched (cold's notes): the paths they committed, or a full scan if one was asked.
+func (v *inventory) catchUp(root string, ign *watcher.Ignorer, cold *inventory) {
+	if cold.sinceAll {
+		v.walk(root, ign)
+		return
+	}
+	v.update(root, cold.since)
 }
 
 // walk is the full scan; memory files that need parsing are parsed on every core.
@@ -112,11 +202,11 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 		return nil
 	})
 	for i, e := range parseMemories(root, toParse) {
-		v.files[toParse[i]] = e
+		v.set(toParse[i], e)
 	}
 	for p := range v.files {
 		if !seen[p] {
-			delete(v.files, p)
+			v.del(p)
 		}
 	}
 	for p := range v.mds {
@@ -129,6 +219,10 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 // update refreshes the given repo-relative paths (a commit's batch). A path may be a
 // directory that was removed: drop every entry under it.
 func (v *inventory) update(root string, paths []string) {
+	if !v.warm {
+		v.since = append(v.since, paths...)
+		return
+	}
 	for _, rel := range paths {
 		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
@@ -143,18 +237,21 @@ func (v *inventory) update(root string, paths []string) {
 }
 
 func (v *inventory) dropUnder(rel string) {
-	for p := range v.files {
-		if p == rel || strings.HasPrefix(p, rel+"/") {
-			delete(v.files, p)
+	v.del(rel)
+	if v.dirs[rel] > 0 { // a removed directory of memories: the scan is what it removed
+		for p := range v.files {
+			if strings.HasPrefix(p, rel+"/") {
+				v.del(p)
+			}
 		}
 	}
-	for p := range v.mds {
+	for p := range v.mds { // MEMORY.md files: a handful
 		if p == rel || strings.HasPrefix(p, rel+"/") {
 			delete(v.mds, p)
 		}
 	}
 	if rel == v.cfg.Expire.Ledger {
-		v.ledger = nil
+		v.ledger, v.lc = nil, ledgerCounts{}
 	}
 }
 
@@ -168,7 +265,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 	case rel == v.cfg.Expire.Ledger:
 		if v.ledger == nil || !info.ModTime().Equal(v.ledgerT) {
 			if l, err := memd.ReadLedger(abs); err == nil {
-				v.ledger, v.ledgerT = l, info.ModTime()
+				v.ledger, v.ledgerT, v.lc = l, info.ModTime(), ledgerCounts{}
 			}
 		}
 	case path.Base(rel) == "MEMORY.md":
@@ -180,7 +277,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 		if old, ok := v.files[rel]; ok && old.same(info) {
 			return
 		}
-		v.files[rel] = parseEntry(root, rel, info)
+		v.set(rel, parseEntry(root, rel, info))
 	}
 }
 
@@ -257,34 +354,24 @@ func countLines(b []byte) int {
 	return n
 }
 
+// snapshot reports the kept counts: O(buckets + MEMORY.md files), and the ledger's notes
+// once more only when one of them is due to change state.
 func (v *inventory) snapshot(now time.Time) invSnapshot {
 	var s invSnapshot
-	s.Memories = map[string]int{memd.BucketProjects: 0, memd.BucketAreas: 0, memd.BucketResources: 0, memd.BucketArchive: 0}
-	for _, e := range v.files {
-		s.Memories[memd.Buckets[e.bucket]]++
-		if !e.is(entValid) {
-			s.Invalid++
-		}
-		if e.is(entInbox) {
-			s.Inbox++
-		}
-		if e.is(entTaskInbox) {
-			s.TaskInbox++
-		}
-		if e.is(entArc) {
-			s.Arcs++
-		}
+	s.Memories = make(map[string]int, len(memd.Buckets))
+	for i, b := range memd.Buckets {
+		s.Memories[b] = v.n.buckets[i]
 	}
+	s.Inbox, s.TaskInbox, s.Invalid, s.Arcs = v.n.inbox, v.n.taskInbox, v.n.invalid, v.n.arcs
 	s.Snapshot.Inbox, s.Snapshot.TaskInbox, s.Snapshot.Invalid = s.Inbox, s.TaskInbox, s.Invalid
-	s.LedgerRecords = map[string]int{}
-	s.LedgerNotes = map[metrics.NoteKey]int{}
-	if v.ledger != nil {
-		for _, r := range v.ledger.Records() {
-			s.LedgerRecords[r.Type]++
-			if r.Type == "note" && r.Lifecycle != nil {
-				s.LedgerNotes[metrics.NoteKey{Mode: r.Lifecycle.Mode, State: noteState(r, now, v.cfg.Expire.SoftGrace.D())}]++
-			}
-		}
+	if v.ledger != nil && (v.lc.records == nil || !now.Before(v.lc.next) || now.Before(v.lc.at)) {
+		v.lc = v.countLedger(now)
+	}
+	// The maps are shared by every snapshot until the counts change: a published snapshot
+	// is never modified (metrics.Snapshot), and countLedger makes new ones.
+	s.LedgerRecords, s.LedgerNotes = v.lc.records, v.lc.notes
+	if s.LedgerRecords == nil {
+		s.LedgerRecords, s.LedgerNotes = map[string]int{}, map[metrics.NoteKey]int{}
 	}
 	for _, md := range v.mds {
 		s.MemoryMD = append(s.MemoryMD, md)
@@ -293,6 +380,32 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 		}
 	}
 	return s
+}
+
+// countLedger counts the ledger's records and notes at now, and finds when a note next
+// changes state (its expiry, or the end of its grace), after which they are counted again.
+func (v *inventory) countLedger(now time.Time) ledgerCounts {
+	lc := ledgerCounts{at: now, records: map[string]int{}, notes: map[metrics.NoteKey]int{}}
+	grace := v.cfg.Expire.SoftGrace.D()
+	for _, r := range v.ledger.Records() {
+		v.touched++
+		lc.records[r.Type]++
+		if r.Type != "note" || r.Lifecycle == nil {
+			continue
+		}
+		lc.notes[metrics.NoteKey{Mode: r.Lifecycle.Mode, State: noteState(r, now, grace)}]++
+		if exp, ok := r.Expiry(); ok {
+			for _, t := range []time.Time{exp, exp.Add(grace)} {
+				if t.After(now) && (lc.next.IsZero() || t.Before(lc.next)) {
+					lc.next = t
+				}
+			}
+		}
+	}
+	if lc.next.IsZero() {
+		lc.next = now.Add(100 * 365 * 24 * time.Hour) // nothing will change with time
+	}
+	return lc
 }
 
 // noteState classifies a note for memd_ledger_notes: live, stale (soft-expired, in grace)
@@ -315,4 +428,33 @@ func noteState(r *memd.Record, now time.Time, grace time.Duration) string {
 		return "expired"
 	}
 	return "live"
+}
+
+// inventoryAfterMove refreshes the inventory for what a merge, fast-forward or sleep run
+// changed between HEAD before it and now (a tree diff: O(changed)); a full scan when the
+// diff cannot be made.
+func (a *Agent) inventoryAfterMove(before string) {
+	after, err := a.repo.Head()
+	if err == nil && after == before {
+		return
+	}
+	var paths []string
+	if err == nil {
+		paths, err = a.repo.ChangedPaths(before, after)
+	}
+	if err != nil {
+		a.log.Warn("inventory: diff after the head moved; scanning the tree", "err", err)
+		a.inv.scan(a.cfg.Repo, a.ignorer)
+		return
+	}
+	a.inv.update(a.cfg.Repo, paths)
+}
+
+// changedFiles are a commit's file paths (a batch may name a new directory instead).
+func changedFiles(cs []memsync.Change) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Path)
+	}
+	return out
 }

@@ -58,6 +58,7 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) er
 	if res.Hash == "" {
 		return nil
 	}
+	a.inv.update(a.cfg.Repo, changedFiles(res.Changes)) // the files in new directories too
 	a.metrics.CommitDone(kind, time.Since(start), a.now())
 	a.st.lastCommit = &commitInfo{at: a.now(), added: res.Added, modified: res.Modified, deleted: res.Deleted}
 	a.st.lastErr = ""
@@ -105,6 +106,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 		return err
 	}
 	a.setBusy("syncing")
+	before, _ := a.repo.Head()
 	var res memsync.SyncResult
 	err := a.withLock(ctx, func() error {
 		var err error
@@ -146,7 +148,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	}
 	if res.Merged || res.FastForward {
 		a.metrics.CommitDone("merge", 0, a.now())
-		a.inv.scan(a.cfg.Repo, a.ignorer)
+		a.inventoryAfterMove(before)
 	}
 	if res.Pushed {
 		t := a.now()
@@ -162,6 +164,7 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		return err
 	}
 	a.setBusy("sleeping")
+	before, _ := a.repo.Head()
 	rep, err := a.sleepRunner().Run(ctx, sleep.RunID(slot))
 	for _, ph := range rep.Phases {
 		a.metrics.SleepPhase(ph.Name, ph.Duration, ph.Err, a.now())
@@ -175,7 +178,7 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		a.metrics.NotesDrained(mode, n)
 	}
 	a.st.lastSleep = &sleepInfo{at: a.now(), counts: rep.Counts}
-	a.inv.scan(a.cfg.Repo, a.ignorer)
+	a.inventoryAfterMove(before)
 	a.kickSyncIfRemote()
 	return err
 }

@@ -146,6 +146,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.repo.ScheduleIndexRefresh()
 	}()
 	a.runJob("reconcile", a.doReconcile)
+	// The inventory's build walks the tree after the watcher started, so it has what the
+	// start-up reconcile's scan would add; the paths that reconcile committed are noted.
+	a.inv.sinceAll = false
 	a.kickSyncIfRemote()
 	a.sched.Start()
 	// trim returns memory to the OS once memd has been idle a while: a commit or sync at
@@ -169,7 +172,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return a.shutdown(stopWatch, watchDone, batchesDone)
 		case inv := <-invReady:
 			a.runJob("inventory", func(context.Context) error {
-				inv.scan(a.cfg.Repo, a.ignorer) // catch up with what changed while it was built
+				inv.catchUp(a.cfg.Repo, a.ignorer, a.inv) // what jobs touched while it was built
 				a.inv = inv
 				return nil
 			})

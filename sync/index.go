@@ -46,6 +46,9 @@ type indexState struct {
 
 	mu        gosync.Mutex // guards the fields below
 	valid     bool         // pending is a complete list of changes since lastHead
+	// broken: since the running refresh took pending, a branch move did not chain from
+	// chainHead or came without its changes, so the new pending is not complete.
+	broken bool
 	lastHead  plumbing.Hash
 	chainHead plumbing.Hash // newest head memd committed
 	lastFile  fileID        // the index file we last wrote
@@ -81,7 +84,7 @@ func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []Change) {
 	s := &r.idx
 	s.mu.Lock()
 	if old != s.chainHead || changes == nil {
-		s.valid = false
+		s.valid, s.broken = false, true
 	}
 	if s.pending == nil {
 		s.pending = make(map[string]struct{})
@@ -180,12 +183,14 @@ func (r *Repo) refresh(started func()) error {
 	valid, lastHead, chainHead, lastFile := s.valid, s.lastHead, s.chainHead, s.lastFile
 	pending := s.pending
 	s.pending = make(map[string]struct{})
+	s.broken = false
 	s.mu.Unlock()
 	restore := func() {
 		s.mu.Lock()
 		for p := range pending {
 			s.pending[p] = struct{}{}
 		}
+		s.valid = s.valid && valid && !s.broken
 		s.mu.Unlock()
 	}
 
@@ -194,8 +199,11 @@ func (r *Repo) refresh(started func()) error {
 		restore()
 		return err
 	}
+	if r.testDuringRefresh != nil {
+		r.testDuringRefresh()
+	}
 	if s.gr == nil {
-		gr, err := openGit(r.dir)
+		gr, err := openGitCache(r.dir, indexCacheSize)
 		if err != nil {
 			restore()
 			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
@@ -222,6 +230,10 @@ func (r *Repo) refresh(started func()) error {
 	if incremental && len(pending) == 0 && head == lastHead {
 		return nil // the index is already exactly HEAD's; the deferred rollback drops our lock
 	}
+	if !incremental {
+		r.log.Debug("index refresh: full", "repo", r.dir, "valid", valid, "same_file", curFile == lastFile,
+			"head_is_chain", head == chainHead, "had_head", !lastHead.IsZero())
+	}
 	entries := -1
 	if incremental {
 		entries, err = r.spliceRefresh(indexPath, lock, tc, root, pending)
@@ -243,16 +255,7 @@ func (r *Repo) refresh(started func()) error {
 		}
 		if unchanged {
 			// The file on disk already is HEAD's index (a restart): keep it, unwritten.
-			s.mu.Lock()
-			s.lastHead, s.lastFile = head, curFile
-			if s.chainHead == chainHead {
-				s.chainHead = head
-				s.valid = !head.IsZero()
-			}
-			if s.chainHead != chainHead && head != chainHead {
-				s.valid = false
-			}
-			s.mu.Unlock()
+			s.refreshed(head, chainHead, curFile)
 			return nil
 		}
 		entries = n
@@ -266,22 +269,26 @@ func (r *Repo) refresh(started func()) error {
 	if fi, err := os.Stat(indexPath); err == nil {
 		id = statID(fi)
 	}
-	s.mu.Lock()
-	s.lastHead, s.lastFile = head, id
-	if s.chainHead == chainHead {
-		// No memd commit happened meanwhile: the index is exactly head.
-		s.chainHead = head
-		s.valid = !head.IsZero()
-	}
-	// else: commits made during the refresh are in s.pending and chain
-	// from chainHead; valid stays what noteCommitted decided, but the
-	// index is for head, so it is only trustworthy if head == chainHead.
-	if s.chainHead != chainHead && head != chainHead {
-		s.valid = false
-	}
-	s.mu.Unlock()
+	s.refreshed(head, chainHead, id)
 	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
 	return nil
+}
+
+// refreshed records that the index file (id) now is head's. chainHead is the newest memd
+// commit when the refresh took pending: the commits since then are in s.pending, and they
+// are the complete list of changes since head if head is chainHead and none broke the
+// chain. (Deciding this from the state before the refresh made a refresh that overlapped
+// a commit leave the next one full, and a full refresh at 100k files overlaps the next
+// commit: every refresh was full.)
+func (s *indexState) refreshed(head, chainHead plumbing.Hash, id fileID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastHead, s.lastFile = head, id
+	noCommit := s.chainHead == chainHead
+	if noCommit {
+		s.chainHead = head
+	}
+	s.valid = !head.IsZero() && !s.broken && (noCommit || head == chainHead)
 }
 
 // spliceRefresh writes into lock the index file with only the pending paths' entries

@@ -116,6 +116,9 @@ type Repo struct {
 	// testBeforeRef, when set (tests only), runs between writing a commit's
 	// objects and moving the ref: the window a concurrent git can use.
 	testBeforeRef func()
+	// testDuringRefresh, when set (tests only), runs in an index refresh after it read
+	// the branch head.
+	testDuringRefresh func()
 	// testPushStats, when set (tests only), receives each push's
 	// enumeration statistics (push.go).
 	testPushStats func(pushStats)
@@ -124,13 +127,23 @@ type Repo struct {
 // objectCacheSize bounds go-git's cache of decoded objects. git.PlainOpen gives every
 // repository 96 MiB, which a daemon that runs for weeks fills slowly (a soak saw its heap
 // climb); memd's commit path reads few objects, and a merge's trees fit in far less.
-const objectCacheSize = 8 * cache.MiByte
+// A commit reads HEAD's trees along the changed paths, which the previous commit wrote (not
+// through go-git, so never cached): the cache serves merges and pushes, which read a remote
+// commit's trees more than once. 4 MiB fills within minutes of steady work, after which the
+// heap is flat (the soak's check); a tree larger than the cache is not cached at all.
+const objectCacheSize = 4 * cache.MiByte
+
+// indexCacheSize is the index refresher's cache: it reads the trees the last commits wrote,
+// once each, so a cache would only hold garbage.
+const indexCacheSize = 256 * cache.KiByte
 
 // openGit is git.PlainOpen for a work tree whose .git is a directory, with the object cache
 // bounded by objectCacheSize.
-func openGit(dir string) (*git.Repository, error) {
+func openGit(dir string) (*git.Repository, error) { return openGitCache(dir, objectCacheSize) }
+
+func openGitCache(dir string, size cache.FileSize) (*git.Repository, error) {
 	dot := osfs.New(filepath.Join(dir, ".git"))
-	return git.Open(filesystem.NewStorage(dot, cache.NewObjectLRU(objectCacheSize)), osfs.New(dir))
+	return git.Open(filesystem.NewStorage(dot, cache.NewObjectLRU(size)), osfs.New(dir))
 }
 
 // Open opens the git work tree at dir. Errors name the dir.
@@ -188,6 +201,11 @@ func Open(dir string, opts Options) (*Repo, error) {
 	}
 	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log}
 	r.author = r.resolveAuthor()
+	// memd's commits chain from the head found at open; a first index refresh that
+	// overlaps the first commit then leaves the next refresh incremental (index.go).
+	if h, err := r.readBranch(); err == nil {
+		r.idx.chainHead = h
+	}
 	r.dropTornRemoteRefs()
 	if head, err := gr.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {
 		if want := plumbing.NewBranchReferenceName(opts.Branch); head.Target() != want {
