@@ -44,11 +44,11 @@ import (
 type indexState struct {
 	run gosync.Mutex // serialises refreshes
 
-	mu        gosync.Mutex // guards the fields below
-	valid     bool         // pending is a complete list of changes since lastHead
+	mu    gosync.Mutex // guards the fields below
+	valid bool         // pending is a complete list of changes since lastHead
 	// broken: since the running refresh took pending, a branch move did not chain from
 	// chainHead or came without its changes, so the new pending is not complete.
-	broken bool
+	broken    bool
 	lastHead  plumbing.Hash
 	chainHead plumbing.Hash // newest head memd committed
 	lastFile  fileID        // the index file we last wrote

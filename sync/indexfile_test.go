@@ -153,4 +153,3 @@ func values(m map[string]*index.Entry) []*index.Entry {
 	}
 	return out
 }
-

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"testing"
 	gosync "sync"
+	"testing"
 )
 
 type syncBuf struct {
