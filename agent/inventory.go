@@ -82,9 +82,15 @@ func (v *inventory) set(rel string, e invEntry) {
 	if old, ok := v.files[rel]; ok {
 		v.n.add(old, -1)
 	} else {
-		forDirs(rel, func(d string) { v.dirs[d]++ })
+		forDirs(rel, func(d string) {
+			if _, ok := v.dirs[d]; !ok {
+				d = strings.Clone(d)
+			}
+			v.dirs[d]++
+		})
 	}
-	v.files[rel] = e
+	// A clone: rel may be a slice of a walk's absolute path, which the key would keep.
+	v.files[strings.Clone(rel)] = e
 	v.n.add(e, 1)
 }
 
@@ -171,7 +177,7 @@ func (v *inventory) catchUp(root string, ign *watcher.Ignorer, cold *inventory) 
 	v.update(root, cold.since)
 }
 
-// walk is the full scan; memory files that need parsing are parsed on every core.
+// walk is the full scan; memory files that need parsing are parsed in parallel.
 func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 	var toParse []string
 	seen := make(map[string]bool, len(v.files))
@@ -314,12 +320,13 @@ func parseEntry(root, rel string, info fs.FileInfo) invEntry {
 	return e
 }
 
-// parseMemories parses rels on every core; the result is in the order of rels.
+// parseMemories parses rels on all cores but one; the result is in the order of rels.
 func parseMemories(root string, rels []string) []invEntry {
 	out := make([]invEntry, len(rels))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+	// One core is left to the owner: the first inventory is built while memd commits.
+	for w := 0; w < max(1, runtime.GOMAXPROCS(0)-1); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

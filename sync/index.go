@@ -12,21 +12,23 @@ import (
 	gosync "sync"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // .git/index upkeep (DESIGN §3). Commits never touch the index; it is
 // brought in step with HEAD afterwards, off the critical path, so that
 // `git status` in the repo is clean and fast.
 //
-// Concurrency: the refresher opens its own go-git Repository on the same
-// directory and reads only immutable objects and files through it, so it
-// never shares go-git state with the owner and does not take r.mu; a
-// commit can run while the index is being written. Refreshes are serialised
+// Concurrency: an incremental refresh looks up the changed paths' entries
+// through the owner's go-git instance under r.mu (milliseconds), then reads
+// files and writes the index without it; a full refresh opens a go-git
+// Repository of its own for the walk and drops it after, so it never shares
+// go-git state with the owner and does not take r.mu. Either way a commit
+// can run while the index is being written. Refreshes are serialised
 // among themselves by indexState.run. The index file itself is written
 // git's way: .git/index.lock created O_EXCL (a held lock means back off and
 // retry later; we never delete a live lock), encoded, fsynced, renamed.
@@ -38,8 +40,10 @@ import (
 // Incremental: we remember the HEAD we last wrote the index for, the
 // identity (inode, size, mtime) of the file we wrote, and the paths memd
 // committed since. If nothing else touched the index or the branch, only
-// those paths' entries are rewritten; otherwise the whole HEAD tree is
-// walked, reusing every existing entry whose blob id and mode still match.
+// those paths' entries are re-made and spliced into the file
+// (indexfile.go); otherwise the whole HEAD tree is walked, reusing every
+// existing entry whose blob id and mode still match, and a file that
+// already is exactly that is kept.
 
 type indexState struct {
 	run gosync.Mutex // serialises refreshes
@@ -56,9 +60,6 @@ type indexState struct {
 	scheduled bool
 	wg        gosync.WaitGroup
 	closed    bool
-
-	gr    *git.Repository // the refresher's own go-git instance (under run)
-	packs packStamp       // objects/pack as gr last indexed it (under run)
 }
 
 type fileID struct {
@@ -202,26 +203,6 @@ func (r *Repo) refresh(started func()) error {
 	if r.testDuringRefresh != nil {
 		r.testDuringRefresh()
 	}
-	if s.gr == nil {
-		gr, err := openGitCache(r.dir, indexCacheSize)
-		if err != nil {
-			restore()
-			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
-		}
-		s.gr = gr
-	}
-	syncPacks(r.gitDir, s.gr.Storer, &s.packs)
-	var root plumbing.Hash
-	if !head.IsZero() {
-		c, err := getCommit(s.gr.Storer, head)
-		if err != nil {
-			restore()
-			return fmt.Errorf("refresh index of %s: read %s: %w", r.dir, head, err)
-		}
-		root = c.TreeHash
-	}
-	tc := newTreeCache(s.gr.Storer)
-
 	var curFile fileID
 	if fi, err := os.Stat(indexPath); err == nil {
 		curFile = statID(fi)
@@ -236,7 +217,7 @@ func (r *Repo) refresh(started func()) error {
 	}
 	entries := -1
 	if incremental {
-		entries, err = r.spliceRefresh(indexPath, lock, tc, root, pending)
+		entries, err = r.spliceRefresh(indexPath, lock, head, pending)
 		if errors.Is(err, errNotSpliceable) {
 			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
 			entries, err = -1, resetFile(lock)
@@ -248,7 +229,7 @@ func (r *Repo) refresh(started func()) error {
 	}
 	if entries < 0 {
 		incremental = false
-		n, unchanged, err := r.fullRefresh(indexPath, lock, tc, root)
+		n, unchanged, err := r.fullRefresh(indexPath, lock, head)
 		if err != nil {
 			restore()
 			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
@@ -293,16 +274,43 @@ func (s *indexState) refreshed(head, chainHead plumbing.Hash, id fileID) {
 
 // spliceRefresh writes into lock the index file with only the pending paths' entries
 // re-made from HEAD's tree (root): O(changed) lookups, one streaming copy of the file.
-func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, tc *treeCache, root plumbing.Hash, pending map[string]struct{}) (int, error) {
-	edits := make([]indexEdit, 0, len(pending))
-	for p := range pending {
-		e, ok, err := tc.entryAt(root, p)
+//
+// The lookups go through the owner's go-git instance under r.mu (a few ms: the trees along
+// the changed paths), so the refresher keeps no second copy of the pack indexes and object
+// cache; the file reads and the write run outside it.
+func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Hash, pending map[string]struct{}) (int, error) {
+	type found struct {
+		name string
+		e    object.TreeEntry
+		ok   bool
+	}
+	fs := make([]found, 0, len(pending))
+	err := func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.syncPacksLocked()
+		root, err := r.rootTree(r.repo.Storer, head)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		ed := indexEdit{name: p}
-		if ok && e.Mode != filemode.Dir {
-			ed.e = r.indexEntry(p, e.Mode, e.Hash)
+		tc := newTreeCache(r.repo.Storer)
+		for p := range pending {
+			e, ok, err := tc.entryAt(root, p)
+			if err != nil {
+				return err
+			}
+			fs = append(fs, found{p, e, ok && e.Mode != filemode.Dir})
+		}
+		return nil
+	}()
+	if err != nil {
+		return 0, err
+	}
+	edits := make([]indexEdit, 0, len(fs))
+	for _, f := range fs {
+		ed := indexEdit{name: f.name}
+		if f.ok {
+			ed.e = r.indexEntry(f.name, f.e.Mode, f.e.Hash)
 		}
 		edits = append(edits, ed)
 	}
@@ -318,7 +326,20 @@ func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, tc *treeCache, ro
 // fullRefresh writes into lock the index of HEAD's whole tree, reusing every entry of the
 // current file whose blob and mode still match. unchanged: the current file already is
 // exactly that (nothing written).
-func (r *Repo) fullRefresh(indexPath string, lock io.Writer, tc *treeCache, root plumbing.Hash) (n int, unchanged bool, err error) {
+//
+// It reads through a go-git instance of its own, made for this refresh and dropped after
+// it (a full refresh runs at start and after someone else wrote the index: rarely), so the
+// owner can commit meanwhile and nothing of the walk stays in memory.
+func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash) (n int, unchanged bool, err error) {
+	gr, err := openGitCache(r.dir, indexCacheSize)
+	if err != nil {
+		return 0, false, err
+	}
+	root, err := r.rootTree(gr.Storer, head)
+	if err != nil {
+		return 0, false, err
+	}
+	tc := newTreeCache(gr.Storer)
 	old, _ := readIndexFile(indexPath)
 	reuse := make(map[string]*index.Entry)
 	if old != nil {
@@ -348,6 +369,18 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, tc *treeCache, root
 		return len(entries), true, nil
 	}
 	return len(entries), false, writeIndex(lock, entries)
+}
+
+// rootTree is the tree of commit head (zero for an unborn branch).
+func (r *Repo) rootTree(st storer.EncodedObjectStorer, head plumbing.Hash) (plumbing.Hash, error) {
+	if head.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	c, err := getCommit(st, head)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", head, err)
+	}
+	return c.TreeHash, nil
 }
 
 // resetFile empties f for a rewrite.

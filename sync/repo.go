@@ -133,8 +133,8 @@ type Repo struct {
 // heap is flat (the soak's check); a tree larger than the cache is not cached at all.
 const objectCacheSize = 4 * cache.MiByte
 
-// indexCacheSize is the index refresher's cache: it reads the trees the last commits wrote,
-// once each, so a cache would only hold garbage.
+// indexCacheSize is the cache of a full index refresh's own go-git instance: the walk reads
+// each tree once, so a cache would only hold garbage.
 const indexCacheSize = 256 * cache.KiByte
 
 // openGit is git.PlainOpen for a work tree whose .git is a directory, with the object cache
