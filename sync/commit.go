@@ -66,9 +66,10 @@ type stager struct {
 	base    plumbing.Hash
 	objs    *objectBatch
 	edits   map[string]edit
-	dirOK   map[string]bool // ancestor directory checks (parentsAreDirs)
-	nested  map[string]bool // ancestor nested-repo checks (underNestedRepo)
-	skipped []string        // unreadable paths (skip)
+	dirOK   map[string]bool             // ancestor directory checks (parentsAreDirs)
+	nested  map[string]bool             // ancestor nested-repo checks (underNestedRepo)
+	skipped []string                    // unreadable paths (skip)
+	written map[plumbing.Hash]*treeView // the trees this commit wrote (Repo.hot after it)
 }
 
 // treeCache reads and indexes tree objects from one object store.
@@ -81,10 +82,80 @@ func newTreeCache(st storer.EncodedObjectStorer) *treeCache {
 	return &treeCache{st: st, trees: make(map[plumbing.Hash]*treeView)}
 }
 
-// treeView is a decoded tree with a name index.
+// newTreeCacheHot is newTreeCache seeded with views already made (Repo.hot).
+func newTreeCacheHot(st storer.EncodedObjectStorer, hot map[plumbing.Hash]*treeView) *treeCache {
+	tc := &treeCache{st: st, trees: make(map[plumbing.Hash]*treeView, len(hot)+8)}
+	for h, tv := range hot {
+		tc.trees[h] = tv
+	}
+	return tc
+}
+
+// treeView is a decoded tree. Its entries are in git's order (as git writes trees), and a
+// name is found by binary search; byName indexes a tree that is not in order (a foreign
+// or damaged one), where a search could miss.
 type treeView struct {
 	entries []object.TreeEntry
 	byName  map[string]int
+}
+
+func newTreeView(entries []object.TreeEntry) *treeView {
+	tv := &treeView{entries: entries}
+	for i := 1; i < len(entries); i++ {
+		if !treeEntryLess(entries[i-1], entries[i]) {
+			tv.byName = make(map[string]int, len(entries))
+			for j, e := range entries {
+				tv.byName[e.Name] = j
+			}
+			break
+		}
+	}
+	return tv
+}
+
+// find returns the index of the entry called name.
+func (tv *treeView) find(name string) (int, bool) {
+	if tv.byName != nil {
+		i, ok := tv.byName[name]
+		return i, ok
+	}
+	es := tv.entries
+	for _, dir := range [2]bool{false, true} { // a file sorts as name, a directory as name + "/"
+		i := sort.Search(len(es), func(i int) bool {
+			return !treeKeyLess(es[i].Name, es[i].Mode == filemode.Dir, name, dir)
+		})
+		if i < len(es) && es[i].Name == name && (es[i].Mode == filemode.Dir) == dir {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// treeKeyLess orders tree entries as git does: by name, a directory's name compared as if
+// it ended in "/". No allocation (this runs for every entry of a 40k-entry tree).
+func treeKeyLess(an string, adir bool, bn string, bdir bool) bool {
+	n := min(len(an), len(bn))
+	if an[:n] != bn[:n] {
+		return an[:n] < bn[:n]
+	}
+	next := func(s string, dir bool) int {
+		switch {
+		case len(s) > n:
+			return int(s[n])
+		case dir:
+			return '/'
+		}
+		return -1 // the end
+	}
+	a, b := next(an, adir), next(bn, bdir)
+	if a == '/' && b == '/' && len(an) == n && len(bn) == n {
+		return false // the same directory name
+	}
+	return a < b
+}
+
+func treeEntryLess(a, b object.TreeEntry) bool {
+	return treeKeyLess(a.Name, a.Mode == filemode.Dir, b.Name, b.Mode == filemode.Dir)
 }
 
 func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind) (CommitResult, error) {
@@ -106,7 +177,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		}
 		baseTree = c.TreeHash
 	}
-	st := &stager{treeCache: newTreeCache(r.repo.Storer), r: r, base: baseTree,
+	st := &stager{treeCache: newTreeCacheHot(r.repo.Storer, r.hot), r: r, base: baseTree, written: map[plumbing.Hash]*treeView{},
 		objs: newObjectBatch(r), edits: make(map[string]edit), dirOK: make(map[string]bool),
 		nested: make(map[string]bool)}
 	defer st.objs.discard()
@@ -175,6 +246,10 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	}
 	res.Hash = commit.String()
 	res.Duration = time.Since(start)
+	r.hot = st.written
+	if n := hotEntries(st.written); n > maxHotEntries {
+		r.hot = nil // a commit of many directories: not worth keeping
+	}
 	r.noteCommitted(old, commit, res.Changes)
 	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
 		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
@@ -572,12 +647,20 @@ func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
-	tv := &treeView{entries: t.Entries, byName: make(map[string]int, len(t.Entries))}
-	for i, e := range t.Entries {
-		tv.byName[e.Name] = i
-	}
+	tv := newTreeView(t.Entries)
 	s.trees[h] = tv
 	return tv, nil
+}
+
+// maxHotEntries bounds Repo.hot (~100 bytes an entry).
+const maxHotEntries = 1 << 18
+
+func hotEntries(m map[plumbing.Hash]*treeView) int {
+	n := 0
+	for _, tv := range m {
+		n += len(tv.entries)
+	}
+	return n
 }
 
 // headEntry finds rel in the base tree.
@@ -601,7 +684,7 @@ func (s *treeCache) entryAt(root plumbing.Hash, rel string) (object.TreeEntry, b
 		if err != nil {
 			return object.TreeEntry{}, false, err
 		}
-		i, ok := tv.byName[name]
+		i, ok := tv.find(name)
 		if !ok {
 			return object.TreeEntry{}, false, nil
 		}
@@ -678,13 +761,15 @@ func buildTrie(edits map[string]edit) *trie {
 // tree. Returns the zero hash when the result is empty. implicit lists
 // blobs replaced by a directory that no edit named (recorded as deletes).
 func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbing.Hash, bool, error) {
-	var entries []object.TreeEntry
+	// kept: the base's entries no edit names, in the base's (git's) order; entries: the
+	// new ones, sorted and merged in at the end (O(n), not a sort of a 40k-entry tree).
+	var kept, entries []object.TreeEntry
 	if !base.IsZero() {
 		tv, err := s.tree(base)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
-		entries = make([]object.TreeEntry, 0, len(tv.entries)+len(node.files)+len(node.dirs))
+		kept = make([]object.TreeEntry, 0, len(tv.entries))
 		for _, e := range tv.entries {
 			if _, ok := node.files[e.Name]; ok {
 				continue
@@ -692,7 +777,10 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 			if _, ok := node.dirs[e.Name]; ok {
 				continue
 			}
-			entries = append(entries, e)
+			kept = append(kept, e)
+		}
+		if tv.byName != nil {
+			sortTreeEntries(kept) // a tree out of order: sorted now, as git would write it
 		}
 	}
 	var existing map[string]object.TreeEntry
@@ -700,7 +788,7 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 		tv, _ := s.tree(base)
 		existing = make(map[string]object.TreeEntry, len(node.dirs))
 		for name := range node.dirs {
-			if i, ok := tv.byName[name]; ok {
+			if i, ok := tv.find(name); ok {
 				existing[name] = tv.entries[i]
 			}
 		}
@@ -746,24 +834,42 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
 		}
 	}
-	if len(entries) == 0 {
+	if len(entries)+len(kept) == 0 {
 		return plumbing.ZeroHash, true, nil
 	}
 	sortTreeEntries(entries)
+	entries = mergeTreeEntries(kept, entries)
 	h, err := s.objs.write(plumbing.TreeObject, encodeTree(entries))
+	if err == nil && s.written != nil {
+		s.written[h] = &treeView{entries: entries}
+	}
 	return h, false, err
+}
+
+// mergeTreeEntries merges two lists in git's order.
+func mergeTreeEntries(a, b []object.TreeEntry) []object.TreeEntry {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]object.TreeEntry, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if treeEntryLess(b[j], a[i]) {
+			out = append(out, b[j])
+			j++
+		} else {
+			out = append(out, a[i])
+			i++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
 }
 
 // sortTreeEntries orders entries the way git does: by name, with a
 // directory compared as if its name ended in "/".
 func sortTreeEntries(es []object.TreeEntry) {
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
-	}
-	sort.Slice(es, func(i, j int) bool { return key(es[i]) < key(es[j]) })
+	sort.Slice(es, func(i, j int) bool { return treeEntryLess(es[i], es[j]) })
 }
 
 func encodeTree(es []object.TreeEntry) []byte {

@@ -293,7 +293,7 @@ func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Has
 		if err != nil {
 			return err
 		}
-		tc := newTreeCache(r.repo.Storer)
+		tc := newTreeCacheHot(r.repo.Storer, r.hot)
 		for p := range pending {
 			e, ok, err := tc.entryAt(root, p)
 			if err != nil {

@@ -105,6 +105,10 @@ type Repo struct {
 
 	// mu serialises go-git use between the owner and the index refresher.
 	mu gosync.Mutex
+	// hot are the trees the last commit wrote (under mu): the next commit's base along the
+	// same paths, so a file in a directory of 40k files does not re-read and decode a 2 MB
+	// tree per commit. Trees are content-addressed: a cached view is never stale.
+	hot map[plumbing.Hash]*treeView
 
 	// index refresh state (see index.go).
 	idx indexState

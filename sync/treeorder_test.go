@@ -1,0 +1,79 @@
+package sync
+
+import (
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// treeEntryLess is git's tree order (a directory sorts as its name + "/"), find locates
+// every entry of a sorted tree by binary search, and a merge of two sorted lists equals a
+// sort of both.
+func TestTreeOrderFindAndMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	names := []string{"a", "a.b", "a-b", "a0", "ab", "b", "a/", "é", "Z", "a.b.c", "aa"}
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	for round := 0; round < 200; round++ {
+		seen := map[string]bool{}
+		var es []object.TreeEntry
+		for i := 0; i < 1+rng.IntN(12); i++ {
+			n := names[rng.IntN(len(names))]
+			if n == "a/" || seen[n] {
+				continue
+			}
+			seen[n] = true
+			m := filemode.Regular
+			switch rng.IntN(3) {
+			case 0:
+				m = filemode.Dir
+			case 1:
+				m = filemode.Submodule
+			}
+			es = append(es, object.TreeEntry{Name: n, Mode: m})
+		}
+		want := append([]object.TreeEntry(nil), es...)
+		sort.Slice(want, func(i, j int) bool { return key(want[i]) < key(want[j]) })
+		got := append([]object.TreeEntry(nil), es...)
+		sortTreeEntries(got)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("round %d: order %v, want %v", round, got, want)
+			}
+		}
+		tv := newTreeView(got)
+		if tv.byName != nil {
+			t.Fatalf("round %d: a sorted tree was indexed as out of order: %v", round, got)
+		}
+		for i, e := range got {
+			if j, ok := tv.find(e.Name); !ok || j != i {
+				t.Fatalf("round %d: find(%q) = %d, %v; want %d", round, e.Name, j, ok, i)
+			}
+		}
+		if _, ok := tv.find("not-there"); ok {
+			t.Fatalf("round %d: found an absent name", round)
+		}
+		k := rng.IntN(len(got) + 1)
+		a, b := append([]object.TreeEntry(nil), got[:k]...), append([]object.TreeEntry(nil), got[k:]...)
+		rng.Shuffle(len(a), func(i, j int) { a[i], a[j] = a[j], a[i] })
+		sortTreeEntries(a)
+		merged := mergeTreeEntries(b, a)
+		for i := range want {
+			if merged[i] != want[i] {
+				t.Fatalf("round %d: merge %v, want %v", round, merged, want)
+			}
+		}
+	}
+	// A tree out of git's order (foreign or damaged) is still searched correctly.
+	tv := newTreeView([]object.TreeEntry{{Name: "b", Mode: filemode.Regular}, {Name: "a", Mode: filemode.Regular}})
+	if i, ok := tv.find("a"); !ok || i != 1 {
+		t.Fatalf("unsorted tree: find(a) = %d, %v", i, ok)
+	}
+}
