@@ -71,11 +71,18 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) er
 // doReconcile is the full scan: at start, after a watcher overflow and every
 // watch.reconcile; it catches anything the watcher missed.
 func (a *Agent) doReconcile(ctx context.Context) error {
+	if a.startPending {
+		defer a.startReconciled()
+	}
 	dirty, err := a.repo.Reconcile()
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	a.inv.scan(a.cfg.Repo, a.ignorer)
+	if !a.startPending {
+		// The start-up one needs no scan: the first inventory is built by a walk that
+		// began after the watcher, and the paths this reconcile commits are noted.
+		a.inv.scan(a.cfg.Repo, a.ignorer)
+	}
 	if len(dirty) == 0 {
 		return nil
 	}

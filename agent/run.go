@@ -44,6 +44,15 @@ type Agent struct {
 	// clears it and kicks the next attempt.
 	syncWaiting atomic.Bool
 	inv         *inventory
+	// startPending: the start-up reconcile has not run yet (owner-only).
+	startPending bool
+}
+
+// startReconciled follows the start-up reconcile: the first sync, and the sleep schedule.
+func (a *Agent) startReconciled() {
+	a.startPending = false
+	a.kickSyncIfRemote()
+	a.sched.Start()
 }
 
 // New opens the repo and builds the parts; nothing runs until Run.
@@ -132,7 +141,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.loopRunning.Store(true)
 	defer a.loopRunning.Store(false)
 
-	// Start-up: publish, reconcile (catches what changed while memd was down), sync.
+	// Start-up: publish, READY, then reconcile (catches what changed while memd was down),
+	// then sync and the sleep schedule.
 	a.setBusy("starting")
 	// A git or memd killed while holding .git/index.lock leaves it behind, and a memd killed
 	// between a commit and its index refresh leaves the index behind HEAD; either way
@@ -145,12 +155,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.repo.ScheduleIndexRefresh()
 	}()
-	a.runJob("reconcile", a.doReconcile)
-	// The inventory's build walks the tree after the watcher started, so it has what the
-	// start-up reconcile's scan would add; the paths that reconcile committed are noted.
-	a.inv.sinceAll = false
-	a.kickSyncIfRemote()
-	a.sched.Start()
+	// The start-up reconcile is the loop's first job, after READY: at 100k files it is a
+	// `git status` of hundreds of ms, and READY should not wait for it. The first sync
+	// and the sleep schedule start after it (startReconciled), so neither runs on a tree
+	// with offline changes not yet committed.
+	a.startPending = true
+	kick(a.k.reconcile)
 	// trim returns memory to the OS once memd has been idle a while: a commit or sync at
 	// 100k files leaves tens of MB of garbage that GC would otherwise keep until the next
 	// burst of work. One-shot, re-armed by each job: no timer runs while memd stays idle.
