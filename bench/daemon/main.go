@@ -6,9 +6,11 @@
 // memd's commit time for the same change (memd_commit_duration_seconds from /metrics).
 // Target: latency beyond quiet <= 2x commit time. Idle CPU: utime+stime of the daemon
 // (/proc/<pid>/stat) over -idle with no changes. RSS: VmRSS after the changes; -rss-size
-// adds one more (slow) repo size for it.
+// adds one more (slow) repo size for it with a few changes. The changes start once the
+// first inventory is in (/metrics); -cpuprofile and -memprofile save the daemon's profiles
+// over them (http.pprof), -work keeps and reuses the generated repos.
 //
-//	go run ./bench/daemon -sizes 1000,10000 -changes 20 -idle 60s [-rss-size 100000]
+//	go run ./bench/daemon -sizes 1000,10000,100000 -changes 20 -idle 60s
 package main
 
 import (
@@ -103,7 +105,7 @@ type row struct {
 	files      int
 	initTime   time.Duration
 	startTime  time.Duration
-	invTime    time.Duration // start to the first inventory published
+	invTime    time.Duration   // start to the first inventory published
 	latency    []time.Duration // write → ref moved
 	commit     []time.Duration // memd's own commit time for the same change
 	gitCommit  []time.Duration // git add + git commit of a one-file change, same repo
@@ -538,6 +540,16 @@ func printTable(rows []row, quiet, idle time.Duration) {
 			ratio, ok, ms(pct(r.gitCommit, 0.5)), idleCell, float64(r.rssKB)/1024)
 	}
 	fmt.Println()
+	if len(rows) > 1 && len(rows[0].commit) > 0 {
+		base := pct(rows[0].commit, 0.5)
+		for _, r := range rows[1:] {
+			if len(r.commit) > 0 {
+				fmt.Printf("memd commit p50 at %d files: %.2fx the %d-file p50.\n", r.files,
+					float64(pct(r.commit, 0.5))/float64(max(base, time.Microsecond)), rows[0].files)
+			}
+		}
+		fmt.Println()
+	}
 	fmt.Println("start: memd run to READY (the \"memd running\" log line); inventory: to the first inventory in /metrics (built after READY); the changes start after it.")
 	fmt.Println("latency: write → .git/refs/heads/main changed; beyond quiet = latency − quiet; memd commit = Δ memd_commit_duration_seconds_sum for that change")
 	fmt.Println("(writer lock + stage + commit + ref + inventory update, so it also covers work done after the ref moved).")
