@@ -652,8 +652,8 @@ func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
 	return tv, nil
 }
 
-// maxHotEntries bounds Repo.hot (~100 bytes an entry).
-const maxHotEntries = 1 << 18
+// maxHotEntries bounds Repo.hot (~70 bytes an entry: ~4.5 MB).
+const maxHotEntries = 1 << 16
 
 func hotEntries(m map[plumbing.Hash]*treeView) int {
 	n := 0
