@@ -66,10 +66,10 @@ type stager struct {
 	base    plumbing.Hash
 	objs    *objectBatch
 	edits   map[string]edit
-	dirOK   map[string]bool             // ancestor directory checks (parentsAreDirs)
-	nested  map[string]bool             // ancestor nested-repo checks (underNestedRepo)
-	skipped []string                    // unreadable paths (skip)
-	written map[plumbing.Hash]*treeView // the trees this commit wrote (Repo.hot after it)
+	dirOK   map[string]bool    // ancestor directory checks (parentsAreDirs)
+	nested  map[string]bool    // ancestor nested-repo checks (underNestedRepo)
+	skipped []string           // unreadable paths (skip)
+	written map[string]hotTree // the trees this commit wrote, by directory (for Repo.hot)
 }
 
 // treeCache reads and indexes tree objects from one object store.
@@ -177,7 +177,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		}
 		baseTree = c.TreeHash
 	}
-	st := &stager{treeCache: newTreeCacheHot(r.repo.Storer, r.hot), r: r, base: baseTree, written: map[plumbing.Hash]*treeView{},
+	st := &stager{treeCache: newTreeCacheHot(r.repo.Storer, r.hot), r: r, base: baseTree, written: map[string]hotTree{},
 		objs: newObjectBatch(r), edits: make(map[string]edit), dirOK: make(map[string]bool),
 		nested: make(map[string]bool)}
 	defer st.objs.discard()
@@ -246,10 +246,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	}
 	res.Hash = commit.String()
 	res.Duration = time.Since(start)
-	r.hot = st.written
-	if n := hotEntries(st.written); n > maxHotEntries {
-		r.hot = nil // a commit of many directories: not worth keeping
-	}
+	r.keepHot(st.written)
 	r.noteCommitted(old, commit, res.Changes)
 	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
 		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
@@ -652,15 +649,59 @@ func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
 	return tv, nil
 }
 
-// maxHotEntries bounds Repo.hot (~70 bytes an entry: ~4.5 MB).
-const maxHotEntries = 1 << 16
+// maxHotEntries bounds Repo.hot (~70 bytes an entry: ~9 MB, about every tree of a
+// 100k-file repo).
+const maxHotEntries = 1 << 17
 
-func hotEntries(m map[plumbing.Hash]*treeView) int {
+// hotTree is a tree a commit wrote at a directory (zero hash: the directory went away).
+type hotTree struct {
+	h  plumbing.Hash
+	tv *treeView
+}
+
+// keepHot makes a commit's new trees the hot views of their directories, replacing the
+// ones they supersede. Past maxHotEntries only this commit's are kept.
+func (r *Repo) keepHot(written map[string]hotTree) {
+	if r.hot == nil {
+		r.hot, r.hotDirs = map[plumbing.Hash]*treeView{}, map[string]plumbing.Hash{}
+	}
+	for dir, w := range written {
+		if old, ok := r.hotDirs[dir]; ok {
+			delete(r.hot, old)
+			delete(r.hotDirs, dir)
+		}
+		if !w.h.IsZero() {
+			r.hotDirs[dir], r.hot[w.h] = w.h, w.tv
+		}
+	}
 	n := 0
-	for _, tv := range m {
+	for _, tv := range r.hot {
 		n += len(tv.entries)
 	}
-	return n
+	if n > maxHotEntries {
+		r.hot, r.hotDirs = nil, nil
+		r.keepHot(smallest(written, maxHotEntries))
+	}
+}
+
+// smallest drops the largest of written's trees until the rest hold at most max entries.
+func smallest(written map[string]hotTree, max int) map[string]hotTree {
+	dirs := make([]string, 0, len(written))
+	for d, w := range written {
+		if !w.h.IsZero() {
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Slice(dirs, func(i, j int) bool { return len(written[dirs[i]].tv.entries) < len(written[dirs[j]].tv.entries) })
+	out := map[string]hotTree{}
+	n := 0
+	for _, d := range dirs {
+		if n += len(written[d].tv.entries); n > max {
+			break
+		}
+		out[d] = written[d]
+	}
+	return out
 }
 
 // headEntry finds rel in the base tree.
@@ -835,13 +876,16 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 		}
 	}
 	if len(entries)+len(kept) == 0 {
+		if s.written != nil {
+			s.written[prefix] = hotTree{}
+		}
 		return plumbing.ZeroHash, true, nil
 	}
 	sortTreeEntries(entries)
 	entries = mergeTreeEntries(kept, entries)
 	h, err := s.objs.write(plumbing.TreeObject, encodeTree(entries))
 	if err == nil && s.written != nil {
-		s.written[h] = &treeView{entries: entries}
+		s.written[prefix] = hotTree{h, &treeView{entries: entries}}
 	}
 	return h, false, err
 }

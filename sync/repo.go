@@ -105,10 +105,12 @@ type Repo struct {
 
 	// mu serialises go-git use between the owner and the index refresher.
 	mu gosync.Mutex
-	// hot are the trees the last commit wrote (under mu): the next commit's base along the
-	// same paths, so a file in a directory of 40k files does not re-read and decode a 2 MB
-	// tree per commit. Trees are content-addressed: a cached view is never stale.
-	hot map[plumbing.Hash]*treeView
+	// hot are the trees memd's commits wrote, decoded, newest per directory (hotDirs: path →
+	// hash), under mu: the next commits' bases, so a file in a directory of 40k files does
+	// not re-read and decode a 2 MB tree per commit. Trees are content-addressed: a cached
+	// view is never stale, at worst no longer HEAD's. Bounded by maxHotEntries.
+	hot     map[plumbing.Hash]*treeView
+	hotDirs map[string]plumbing.Hash
 
 	// index refresh state (see index.go).
 	idx indexState

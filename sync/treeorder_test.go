@@ -1,7 +1,10 @@
 package sync
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 
@@ -75,5 +78,41 @@ func TestTreeOrderFindAndMerge(t *testing.T) {
 	tv := newTreeView([]object.TreeEntry{{Name: "b", Mode: filemode.Regular}, {Name: "a", Mode: filemode.Regular}})
 	if i, ok := tv.find("a"); !ok || i != 1 {
 		t.Fatalf("unsorted tree: find(a) = %d, %v", i, ok)
+	}
+}
+
+// Commits that alternate between directories reuse the decoded trees of earlier commits
+// (Repo.hot) and still write exactly the tree git would: the work tree is clean against
+// HEAD after each, and fsck is happy.
+func TestCommitsReuseHotTrees(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	for i := 0; i < 30; i++ {
+		writeFile(t, dir, fmt.Sprintf("a/f%02d.html", i), "a")
+		writeFile(t, dir, fmt.Sprintf("b/sub/f%02d.html", i), "b")
+	}
+	mustCommit(t, r, "a", "b")
+	for i, p := range []string{"a/f03.html", "b/sub/f07.html", "a/f04.html", "a/new.html", "b/sub/f07.html", "b/sub/zz.html", "a/f03.html"} {
+		writeFile(t, dir, p, fmt.Sprintf("edit %d", i))
+		mustCommit(t, r, p)
+		if len(r.hot) == 0 {
+			t.Fatalf("commit %d kept no hot trees", i)
+		}
+		r.WaitIndexRefresh()
+		if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+			t.Fatalf("after commit %d (%s):\n%s", i, p, out)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, r, "b")
+	if _, ok := r.hotDirs["b/sub"]; ok {
+		t.Fatalf("a removed directory is still hot")
+	}
+	runGit(t, dir, "fsck", "--strict")
+	r.WaitIndexRefresh()
+	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+		t.Fatalf("after removing b:\n%s", out)
 	}
 }
