@@ -649,9 +649,9 @@ func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
 	return tv, nil
 }
 
-// maxHotEntries bounds Repo.hot (~70 bytes an entry: ~9 MB, about every tree of a
-// 100k-file repo).
-const maxHotEntries = 1 << 17
+// maxHotEntries bounds Repo.hot (~70 bytes an entry: ~4.5 MB, the largest directories of
+// a 100k-file repo; each entry kept costs about twice that in RSS with the GC's headroom).
+const maxHotEntries = 1 << 16
 
 // hotTree is a tree a commit wrote at a directory (zero hash: the directory went away).
 type hotTree struct {
