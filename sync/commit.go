@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -802,27 +803,16 @@ func buildTrie(edits map[string]edit) *trie {
 // tree. Returns the zero hash when the result is empty. implicit lists
 // blobs replaced by a directory that no edit named (recorded as deletes).
 func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbing.Hash, bool, error) {
-	// kept: the base's entries no edit names, in the base's (git's) order; entries: the
-	// new ones, sorted and merged in at the end (O(n), not a sort of a 40k-entry tree).
-	var kept, entries []object.TreeEntry
+	// entries: the new ones, sorted and merged at the end with the base's entries no edit
+	// names, in one pass over the base (O(n) and one copy, not a sort of a 40k-entry tree).
+	var entries []object.TreeEntry
+	var btv *treeView
 	if !base.IsZero() {
 		tv, err := s.tree(base)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
-		kept = make([]object.TreeEntry, 0, len(tv.entries))
-		for _, e := range tv.entries {
-			if _, ok := node.files[e.Name]; ok {
-				continue
-			}
-			if _, ok := node.dirs[e.Name]; ok {
-				continue
-			}
-			kept = append(kept, e)
-		}
-		if tv.byName != nil {
-			sortTreeEntries(kept) // a tree out of order: sorted now, as git would write it
-		}
+		btv = tv
 	}
 	var existing map[string]object.TreeEntry
 	if !base.IsZero() && len(node.dirs) > 0 {
@@ -875,19 +865,61 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
 		}
 	}
-	if len(entries)+len(kept) == 0 {
+	sortTreeEntries(entries)
+	if btv != nil {
+		named := func(e object.TreeEntry) bool {
+			_, f := node.files[e.Name]
+			_, d := node.dirs[e.Name]
+			return f || d
+		}
+		if btv.byName != nil { // a base out of git's order: sorted now, as git would write it
+			var kept []object.TreeEntry
+			for _, e := range btv.entries {
+				if !named(e) {
+					kept = append(kept, e)
+				}
+			}
+			sortTreeEntries(kept)
+			entries = mergeTreeEntries(kept, entries)
+		} else {
+			entries = mergeBase(btv.entries, named, entries)
+		}
+	}
+	if len(entries) == 0 {
 		if s.written != nil {
 			s.written[prefix] = hotTree{}
 		}
 		return plumbing.ZeroHash, true, nil
 	}
-	sortTreeEntries(entries)
-	entries = mergeTreeEntries(kept, entries)
-	h, err := s.objs.write(plumbing.TreeObject, encodeTree(entries))
+	// The encoding is garbage once written (hashed and compressed): pooled, so a commit in
+	// a 40k-file directory does not leave a 2 MB buffer behind each time.
+	bp := treeBufPool.Get().(*[]byte)
+	*bp = appendTree((*bp)[:0], entries)
+	h, err := s.objs.write(plumbing.TreeObject, *bp)
+	if cap(*bp) <= 8<<20 {
+		treeBufPool.Put(bp)
+	}
 	if err == nil && s.written != nil {
 		s.written[prefix] = hotTree{h, &treeView{entries: entries}}
 	}
 	return h, false, err
+}
+
+// mergeBase merges base (in git's order) without the entries skip names with add (sorted).
+func mergeBase(base []object.TreeEntry, skip func(object.TreeEntry) bool, add []object.TreeEntry) []object.TreeEntry {
+	out := make([]object.TreeEntry, 0, len(base)+len(add))
+	j := 0
+	for _, e := range base {
+		if skip(e) {
+			continue
+		}
+		for j < len(add) && treeEntryLess(add[j], e) {
+			out = append(out, add[j])
+			j++
+		}
+		out = append(out, e)
+	}
+	return append(out, add[j:]...)
 }
 
 // mergeTreeEntries merges two lists in git's order.
@@ -916,12 +948,15 @@ func sortTreeEntries(es []object.TreeEntry) {
 	sort.Slice(es, func(i, j int) bool { return treeEntryLess(es[i], es[j]) })
 }
 
-func encodeTree(es []object.TreeEntry) []byte {
+var treeBufPool = gosync.Pool{New: func() any { return new([]byte) }}
+
+// appendTree appends the tree object encoding of es to b.
+func appendTree(b []byte, es []object.TreeEntry) []byte {
 	n := 0
 	for _, e := range es {
 		n += len(e.Name) + 28
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	for _, e := range es {
 		b = strconv.AppendUint(b, uint64(e.Mode), 8)
 		b = append(b, ' ')
