@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -186,7 +188,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				a.inv = inv
 				// The build parsed every memory file: at 100k files that is tens of MB of
 				// garbage the heap would keep as RSS. Give it back once, off the owner.
-				go debug.FreeOSMemory()
+				go func() { debug.FreeOSMemory(); boundMemory() }()
 				return nil
 			})
 		case <-a.k.commit:
@@ -304,6 +306,24 @@ func (a *Agent) withLock(ctx context.Context, fn func() error) error {
 		}
 	}()
 	return fn()
+}
+
+// memoryFloor is the least soft memory limit boundMemory sets.
+const memoryFloor = 80 << 20
+
+// boundMemory sets Go's soft memory limit to max(80 MiB, 2x the heap live now), unless the
+// user set GOMEMLIMIT. At 100k files the live heap is ~35 MB, but a commit in a directory of
+// 40k files leaves ~8 MB of garbage and the GC lets the heap reach twice the live size
+// before collecting, which kept RSS near 100 MiB; near the limit it collects sooner and
+// returns memory to the OS. Twice the live heap leaves GOGC's own headroom, so a repo
+// whose live heap is larger than the floor never makes the GC run more than it would.
+func boundMemory() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	debug.SetMemoryLimit(int64(max(memoryFloor, 2*ms.HeapAlloc)))
 }
 
 // idleTrimAfter is how long memd must be idle before it hands freed memory back to the OS.
