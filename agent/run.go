@@ -53,6 +53,7 @@ type Agent struct {
 // startReconciled follows the start-up reconcile: the first sync, and the sleep schedule.
 func (a *Agent) startReconciled() {
 	a.startPending = false
+	a.log.Info("start-up reconcile done") // tests wait for it (testutil.WaitRunning)
 	a.kickSyncIfRemote()
 	a.sched.Start()
 }
