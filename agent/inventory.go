@@ -22,18 +22,32 @@ import (
 // memory file, refreshed only for the paths a job touched (or, after a reconcile, a merge or
 // a sleep, for files whose size or mtime changed), so a scrape never walks the tree.
 // Owner-goroutine only.
+//
+// Per-commit work is O(changed): the counts the snapshot reports are kept up to date as
+// entries come and go (set/del), the ledger's counts are made when it is read (and again
+// only when a note's state is due to change), and dirs (entries per ancestor directory)
+// lets a removed path that is not a directory of memories cost a map lookup, not a scan.
+// touched counts the entries each of those visits, for the test that proves it.
 type inventory struct {
 	// warm is false until the first full scan is in: a cold inventory skips the per-job
 	// rescans, because the first scan runs off the owner goroutine (see buildInventory).
 	warm    bool
 	cfg     memd.Config
 	files   map[string]invEntry
+	dirs    map[string]int // entries in files under each directory (every ancestor)
+	n       invCounts
 	ledger  *memd.Ledger
 	ledgerT time.Time
+	lc      ledgerCounts
 	mds     map[string]mdInfo
 	// copies are the conflict copies in the tree, waiting to be merged by hand (status
 	// conflict_copies).
-	copies map[string]struct{}
+	copies  map[string]struct{}
+	touched int
+	// While cold, jobs only note what they touched, for the warm inventory to catch up
+	// with when it is swapped in (catchUp): since, the paths; sinceAll, a full scan.
+	since    []string
+	sinceAll bool
 }
 
 // mdInfo is one MEMORY.md: its size for the metrics and, for the project kind, what the
@@ -41,6 +55,76 @@ type inventory struct {
 type mdInfo struct {
 	metrics.MDStat
 	overSoftCap, untemplated bool
+}
+
+// invCounts are the snapshot's counts over files.
+type invCounts struct {
+	buckets                         [4]int // by memd.Buckets index
+	invalid, inbox, taskInbox, arcs int
+}
+
+func (c *invCounts) add(e invEntry, d int) {
+	c.buckets[e.bucket] += d
+	if !e.is(entValid) {
+		c.invalid += d
+	}
+	if e.is(entInbox) {
+		c.inbox += d
+	}
+	if e.is(entTaskInbox) {
+		c.taskInbox += d
+	}
+	if e.is(entArc) {
+		c.arcs += d
+	}
+}
+
+// ledgerCounts are the ledger's metrics at a time; they hold until next (a note's
+// expiry or grace end), or until the ledger changes.
+type ledgerCounts struct {
+	at, next time.Time
+	records  map[string]int
+	notes    map[metrics.NoteKey]int
+}
+
+// set and del are the only writers of files: they keep n and dirs in step.
+func (v *inventory) set(rel string, e invEntry) {
+	v.touched++
+	if old, ok := v.files[rel]; ok {
+		v.n.add(old, -1)
+	} else {
+		forDirs(rel, func(d string) {
+			if _, ok := v.dirs[d]; !ok {
+				d = strings.Clone(d)
+			}
+			v.dirs[d]++
+		})
+	}
+	// A clone: rel may be a slice of a walk's absolute path, which the key would keep.
+	v.files[strings.Clone(rel)] = e
+	v.n.add(e, 1)
+}
+
+func (v *inventory) del(rel string) {
+	old, ok := v.files[rel]
+	if !ok {
+		return
+	}
+	v.touched++
+	delete(v.files, rel)
+	v.n.add(old, -1)
+	forDirs(rel, func(d string) {
+		if v.dirs[d]--; v.dirs[d] <= 0 {
+			delete(v.dirs, d)
+		}
+	})
+}
+
+// forDirs calls fn with each ancestor directory of rel ("a/b/c.html": "a/b", "a").
+func forDirs(rel string, fn func(string)) {
+	for i := strings.LastIndexByte(rel, '/'); i > 0; i = strings.LastIndexByte(rel[:i], '/') {
+		fn(rel[:i])
+	}
 }
 
 // invEntry is kept small: there is one per memory file (100k in a big repo).
@@ -83,19 +167,30 @@ type invSnapshot struct {
 }
 
 func newInventory(cfg memd.Config) *inventory {
-	return &inventory{cfg: cfg, files: map[string]invEntry{}, mds: map[string]mdInfo{}, copies: map[string]struct{}{}}
+	return &inventory{cfg: cfg, files: map[string]invEntry{}, dirs: map[string]int{}, mds: map[string]mdInfo{}, copies: map[string]struct{}{}}
 }
 
 // scan walks the tree, re-reading only files whose size or mtime changed. A cold inventory
 // waits for buildInventory instead.
 func (v *inventory) scan(root string, ign *watcher.Ignorer) {
 	if !v.warm {
+		v.sinceAll = true
 		return
 	}
 	v.walk(root, ign)
 }
 
-// walk is the full scan; memory files that need parsing are parsed on every core.
+// catchUp brings a freshly built inventory up to what the jobs run while it was being
+// built touched (cold's notes): the paths they committed, or a full scan if one was asked.
+func (v *inventory) catchUp(root string, ign *watcher.Ignorer, cold *inventory) {
+	if cold.sinceAll {
+		v.walk(root, ign)
+		return
+	}
+	v.update(root, cold.since)
+}
+
+// walk is the full scan; memory files that need parsing are parsed in parallel.
 func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 	var toParse []string
 	seen := make(map[string]bool, len(v.files))
@@ -127,11 +222,11 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 		return nil
 	})
 	for i, e := range parseMemories(root, toParse) {
-		v.files[toParse[i]] = e
+		v.set(toParse[i], e)
 	}
 	for p := range v.files {
 		if !seen[p] {
-			delete(v.files, p)
+			v.del(p)
 		}
 	}
 	for p := range v.mds {
@@ -156,6 +251,10 @@ func (v *inventory) noteCopy(rel string) {
 // update refreshes the given repo-relative paths (a commit's batch). A path may be a
 // directory that was removed: drop every entry under it.
 func (v *inventory) update(root string, paths []string) {
+	if !v.warm {
+		v.since = append(v.since, paths...)
+		return
+	}
 	for _, rel := range paths {
 		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
@@ -173,12 +272,15 @@ func (v *inventory) update(root string, paths []string) {
 }
 
 func (v *inventory) dropUnder(rel string) {
-	for p := range v.files {
-		if p == rel || strings.HasPrefix(p, rel+"/") {
-			delete(v.files, p)
+	v.del(rel)
+	if v.dirs[rel] > 0 { // a removed directory of memories: the scan is what it removed
+		for p := range v.files {
+			if strings.HasPrefix(p, rel+"/") {
+				v.del(p)
+			}
 		}
 	}
-	for p := range v.mds {
+	for p := range v.mds { // MEMORY.md files: a handful
 		if p == rel || strings.HasPrefix(p, rel+"/") {
 			delete(v.mds, p)
 		}
@@ -189,7 +291,7 @@ func (v *inventory) dropUnder(rel string) {
 		}
 	}
 	if rel == v.cfg.Expire.Ledger {
-		v.ledger = nil
+		v.ledger, v.lc = nil, ledgerCounts{}
 	}
 }
 
@@ -203,7 +305,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 	case rel == v.cfg.Expire.Ledger:
 		if v.ledger == nil || !info.ModTime().Equal(v.ledgerT) {
 			if l, err := memd.ReadLedger(abs); err == nil {
-				v.ledger, v.ledgerT = l, info.ModTime()
+				v.ledger, v.ledgerT, v.lc = l, info.ModTime(), ledgerCounts{}
 			}
 		}
 	case path.Base(rel) == "MEMORY.md":
@@ -220,7 +322,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 		if old, ok := v.files[rel]; ok && old.same(info) {
 			return
 		}
-		v.files[rel] = parseEntry(root, rel, info)
+		v.set(rel, parseEntry(root, rel, info))
 	}
 }
 
@@ -257,12 +359,13 @@ func parseEntry(root, rel string, info fs.FileInfo) invEntry {
 	return e
 }
 
-// parseMemories parses rels on every core; the result is in the order of rels.
+// parseMemories parses rels on all cores but one; the result is in the order of rels.
 func parseMemories(root string, rels []string) []invEntry {
 	out := make([]invEntry, len(rels))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+	// One core is left to the owner: the first inventory is built while memd commits.
+	for w := 0; w < max(1, runtime.GOMAXPROCS(0)-1); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -297,34 +400,24 @@ func countLines(b []byte) int {
 	return n
 }
 
+// snapshot reports the kept counts: O(buckets + MEMORY.md files), and the ledger's notes
+// once more only when one of them is due to change state.
 func (v *inventory) snapshot(now time.Time) invSnapshot {
 	var s invSnapshot
-	s.Memories = map[string]int{memd.BucketProjects: 0, memd.BucketAreas: 0, memd.BucketResources: 0, memd.BucketArchive: 0}
-	for _, e := range v.files {
-		s.Memories[memd.Buckets[e.bucket]]++
-		if !e.is(entValid) {
-			s.Invalid++
-		}
-		if e.is(entInbox) {
-			s.Inbox++
-		}
-		if e.is(entTaskInbox) {
-			s.TaskInbox++
-		}
-		if e.is(entArc) {
-			s.Arcs++
-		}
+	s.Memories = make(map[string]int, len(memd.Buckets))
+	for i, b := range memd.Buckets {
+		s.Memories[b] = v.n.buckets[i]
 	}
+	s.Inbox, s.TaskInbox, s.Invalid, s.Arcs = v.n.inbox, v.n.taskInbox, v.n.invalid, v.n.arcs
 	s.Snapshot.Inbox, s.Snapshot.TaskInbox, s.Snapshot.Invalid = s.Inbox, s.TaskInbox, s.Invalid
-	s.LedgerRecords = map[string]int{}
-	s.LedgerNotes = map[metrics.NoteKey]int{}
-	if v.ledger != nil {
-		for _, r := range v.ledger.Records() {
-			s.LedgerRecords[r.Type]++
-			if r.Type == memd.RecordNote && r.Lifecycle != nil {
-				s.LedgerNotes[metrics.NoteKey{Mode: r.Lifecycle.Mode, State: noteState(r, now, v.cfg.Expire.SoftGrace.D())}]++
-			}
-		}
+	if v.ledger != nil && (v.lc.records == nil || !now.Before(v.lc.next) || now.Before(v.lc.at)) {
+		v.lc = v.countLedger(now)
+	}
+	// The maps are shared by every snapshot until the counts change: a published snapshot
+	// is never modified (metrics.Snapshot), and countLedger makes new ones.
+	s.LedgerRecords, s.LedgerNotes = v.lc.records, v.lc.notes
+	if s.LedgerRecords == nil {
+		s.LedgerRecords, s.LedgerNotes = map[string]int{}, map[metrics.NoteKey]int{}
 	}
 	for p := range v.copies {
 		s.copies = append(s.copies, p)
@@ -344,8 +437,60 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 	return s
 }
 
+// countLedger counts the ledger's records and notes at now, and finds when a note next
+// changes state (its expiry, or the end of its grace), after which they are counted again.
+func (v *inventory) countLedger(now time.Time) ledgerCounts {
+	lc := ledgerCounts{at: now, records: map[string]int{}, notes: map[metrics.NoteKey]int{}}
+	grace := v.cfg.Expire.SoftGrace.D()
+	for _, r := range v.ledger.Records() {
+		v.touched++
+		lc.records[r.Type]++
+		if r.Type != memd.RecordNote || r.Lifecycle == nil {
+			continue
+		}
+		lc.notes[metrics.NoteKey{Mode: r.Lifecycle.Mode, State: noteState(r, now, grace)}]++
+		// The judgement's own clock (one rule): past t its verdict may change.
+		if t, ok := memd.NoteChangesAfter(r, now, grace); ok && (lc.next.IsZero() || t.Before(lc.next)) {
+			lc.next = t
+		}
+	}
+	if lc.next.IsZero() {
+		lc.next = now.Add(100 * 365 * 24 * time.Hour) // nothing will change with time
+	}
+	return lc
+}
+
 // noteState is a note's memd_ledger_notes state: sleep's own verdict (memd.JudgeNote), so
 // the gauge counts as expired exactly what the next sleep drains.
 func noteState(r *memd.Record, now time.Time, grace time.Duration) string {
 	return memd.JudgeNote(r, now, grace).State()
+}
+
+// inventoryAfterMove refreshes the inventory for what a merge, fast-forward or sleep run
+// changed between HEAD before it and now (a tree diff: O(changed)); a full scan when the
+// diff cannot be made.
+func (a *Agent) inventoryAfterMove(before string) {
+	after, err := a.repo.Head()
+	if err == nil && after == before {
+		return
+	}
+	var paths []string
+	if err == nil {
+		paths, err = a.repo.ChangedPaths(before, after)
+	}
+	if err != nil {
+		a.log.Warn("inventory: diff after the head moved; scanning the tree", "err", err)
+		a.inv.scan(a.cfg.Repo, a.ignorer)
+		return
+	}
+	a.inv.update(a.cfg.Repo, paths)
+}
+
+// changedFiles are a commit's file paths (a batch may name a new directory instead).
+func changedFiles(cs []memsync.Change) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Path)
+	}
+	return out
 }

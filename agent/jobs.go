@@ -68,6 +68,7 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) er
 	if res.Hash == "" {
 		return nil
 	}
+	a.inv.update(a.cfg.Repo, changedFiles(res.Changes)) // the files in new directories too
 	a.metrics.CommitDone(kind, time.Since(start), a.now())
 	a.st.hours.add(a.now(), 1)
 	a.st.lastCommit = &commitInfo{at: a.now(), added: res.Added, modified: res.Modified, deleted: res.Deleted}
@@ -82,11 +83,18 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) er
 // doReconcile is the full scan: at start, after a watcher overflow and every
 // watch.reconcile; it catches anything the watcher missed.
 func (a *Agent) doReconcile(ctx context.Context) error {
+	if a.startPending {
+		defer a.startReconciled()
+	}
 	dirty, err := a.repo.Reconcile()
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	a.inv.scan(a.cfg.Repo, a.ignorer)
+	if !a.startPending {
+		// The start-up one needs no scan: the first inventory is built by a walk that
+		// began after the watcher, and the paths this reconcile commits are noted.
+		a.inv.scan(a.cfg.Repo, a.ignorer)
+	}
 	if len(dirty) == 0 {
 		return nil
 	}
@@ -131,6 +139,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 		return err
 	}
 	a.setBusy("syncing")
+	before, _ := a.repo.Head()
 	hook := a.hookStart(memd.HookAfterSync)
 	ro := memsync.RemoteOptionsFromConfig(a.cfg)
 	ro.LocalWork = func(fn func() error) error { return a.withLock(ctx, fn) }
@@ -149,7 +158,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	}
 	if contention && a.contention <= maxContention {
 		a.metrics.SyncDone(err, a.now())
-		a.noteMerge(res)
+		a.noteMerge(res, before)
 		wait := contentionRetryMin + time.Duration(rand.Float64()*float64(contentionRetrySpread))
 		a.log.Info("sync lost the race to other writers; trying again soon", "err", err, "next", wait.Round(time.Millisecond))
 		a.retryLater(a.k.sync, wait)
@@ -157,7 +166,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	}
 	if err != nil {
 		a.metrics.SyncDone(err, a.now())
-		a.noteMerge(res) // a merge may have happened before the push failed
+		a.noteMerge(res, before) // a merge may have happened before the push failed
 		prev := a.st.syncState
 		switch {
 		case errors.Is(err, memsync.ErrOffline):
@@ -194,7 +203,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	a.st.syncState = metrics.StateOK
 	a.st.syncErr = ""
 	a.metrics.SyncDone(nil, a.now())
-	a.noteMerge(res)
+	a.noteMerge(res, before)
 	if res.Pushed {
 		t := a.now()
 		a.st.lastPush = &t
@@ -204,7 +213,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 }
 
 // noteMerge records what a sync brought in (also one that then lost its push race).
-func (a *Agent) noteMerge(res memsync.SyncResult) {
+func (a *Agent) noteMerge(res memsync.SyncResult, before string) {
 	if len(res.Conflicts) > 0 {
 		a.metrics.Conflicts(len(res.Conflicts))
 		a.st.conflicts += len(res.Conflicts)
@@ -216,7 +225,7 @@ func (a *Agent) noteMerge(res memsync.SyncResult) {
 	}
 	if res.Merged || res.FastForward {
 		a.metrics.CommitDone("merge", 0, a.now())
-		a.inv.scan(a.cfg.Repo, a.ignorer)
+		a.inventoryAfterMove(before)
 	}
 }
 
@@ -227,6 +236,7 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 	}
 	a.setBusy("sleeping")
 	hook := a.hookStart(memd.HookAfterSleep)
+	before, _ := a.repo.Head()
 	rep, err := a.sleepRunner().Run(ctx, sleep.RunID(slot))
 	a.hookEnd(hook)
 	var failed []string
@@ -251,7 +261,7 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		a.metrics.NotesDrained(mode, n)
 	}
 	a.st.lastSleep = &sleepInfo{at: a.now(), counts: rep.Counts}
-	a.inv.scan(a.cfg.Repo, a.ignorer)
+	a.inventoryAfterMove(before)
 	a.kickSyncIfRemote()
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -50,6 +52,16 @@ type Agent struct {
 
 	hooks     *hooks.Runner
 	hookFails hookFailures // written by the hooks' goroutines, read by publish
+	// startPending: the start-up reconcile has not run yet (owner-only).
+	startPending bool
+}
+
+// startReconciled follows the start-up reconcile: the first sync, and the sleep schedule.
+func (a *Agent) startReconciled() {
+	a.startPending = false
+	a.log.Info("start-up reconcile done") // tests wait for it (testutil.WaitRunning)
+	a.kickSyncIfRemote()
+	a.sched.Start()
 }
 
 // New opens the repo and builds the parts; nothing runs until Run.
@@ -152,7 +164,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.loopRunning.Store(true)
 	defer a.loopRunning.Store(false)
 
-	// Start-up: publish, reconcile (catches what changed while memd was down), sync.
+	// Start-up: publish, READY, then reconcile (catches what changed while memd was down),
+	// then sync and the sleep schedule.
 	a.setBusy("starting")
 	// A git or memd killed while holding .git/index.lock leaves it behind, and a memd killed
 	// between a commit and its index refresh leaves the index behind HEAD; either way
@@ -165,9 +178,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.repo.ScheduleIndexRefresh()
 	}()
-	a.runJob("reconcile", a.doReconcile)
-	a.kickSyncIfRemote()
-	a.sched.Start()
+	// The start-up reconcile is the loop's first job, after READY: at 100k files it is a
+	// `git status` of hundreds of ms, and READY should not wait for it. The first sync
+	// and the sleep schedule start after it (startReconciled), so neither runs on a tree
+	// with offline changes not yet committed.
+	a.startPending = true
+	kick(a.k.reconcile)
 	// trim returns memory to the OS once memd has been idle a while: a commit or sync at
 	// 100k files leaves tens of MB of garbage that GC would otherwise keep until the next
 	// burst of work. One-shot, re-armed by each job: no timer runs while memd stays idle.
@@ -189,8 +205,11 @@ func (a *Agent) Run(ctx context.Context) error {
 			return a.shutdown(stopWatch, watchDone, batchesDone)
 		case inv := <-invReady:
 			a.runJob("inventory", func(context.Context) error {
-				inv.scan(a.cfg.Repo, a.ignorer) // catch up with what changed while it was built
+				inv.catchUp(a.cfg.Repo, a.ignorer, a.inv) // what jobs touched while it was built
 				a.inv = inv
+				// The build parsed every memory file: at 100k files that is tens of MB of
+				// garbage the heap would keep as RSS. Give it back once, off the owner.
+				go func() { debug.FreeOSMemory(); boundMemory() }()
 				return nil
 			})
 		case <-a.k.commit:
@@ -334,6 +353,24 @@ func (a *Agent) acquireLock(ctx context.Context) (release func(), err error) {
 			a.log.Debug("writer lock released", "held", d)
 		})
 	}, nil
+}
+
+// memoryFloor is the least soft memory limit boundMemory sets.
+const memoryFloor = 80 << 20
+
+// boundMemory sets Go's soft memory limit to max(80 MiB, 2x the heap live now), unless the
+// user set GOMEMLIMIT. At 100k files the live heap is ~35 MB, but a commit in a directory of
+// 40k files leaves ~8 MB of garbage and the GC lets the heap reach twice the live size
+// before collecting, which kept RSS near 100 MiB; near the limit it collects sooner and
+// returns memory to the OS. Twice the live heap leaves GOGC's own headroom, so a repo
+// whose live heap is larger than the floor never makes the GC run more than it would.
+func boundMemory() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	debug.SetMemoryLimit(int64(max(memoryFloor, 2*ms.HeapAlloc)))
 }
 
 // idleTrimAfter is how long memd must be idle before it hands freed memory back to the OS.

@@ -13,7 +13,7 @@ if [ "${BENCH_QUICK:-}" = 1 ]; then
   status_args="-files 1000,10000 -runs 100"; daemon_args="-sizes 1000 -idle 10s"
 else
   commit_args="-sizes 1000,10000,100000 -reps 5"; sync_args="-files 10000 -runs 5"; sleep_args="-n 100000 -ledger 100000"
-  status_args="-files 1000,100000 -runs 300"; daemon_args="-sizes 1000,10000 -idle 60s -rss-size 100000"
+  status_args="-files 1000,100000 -runs 300"; daemon_args="-sizes 1000,10000,100000 -changes 20 -idle 60s"
 fi
 # The swarm row (issue 13): N clones of one bare remote, a real `memd run` on each, lock-free
 # writers for a while, then the time until one HEAD everywhere. CPU heavy: RUNS runs of N

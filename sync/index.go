@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -9,29 +8,32 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	gosync "sync"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // .git/index upkeep (DESIGN §3). Commits never touch the index; it is
 // brought in step with HEAD afterwards, off the critical path, so that
 // `git status` in the repo is clean and fast.
 //
-// Concurrency: the refresher opens its own go-git Repository on the same
-// directory and reads only immutable objects and files through it, so it
-// never shares go-git state with the owner and does not take r.mu; a
-// commit can run while the index is being written. Refreshes are serialised
+// Concurrency: an incremental refresh looks up the changed paths' entries
+// through the owner's go-git instance under r.mu (milliseconds), then reads
+// files and writes the index without it; a full refresh opens a go-git
+// Repository of its own for the walk and drops it after, so it never shares
+// go-git state with the owner and does not take r.mu. Either way a commit
+// can run while the index is being written. Refreshes are serialised
 // among themselves by indexState.run. The index file itself is replaced
 // under git's lock, .git/index.lock created O_EXCL (a held lock means back
 // off and retry later; we never delete a live lock), held only for a check
-// and a rename: the new index is encoded and fsynced beforehand (writeIndexFile),
-// so a user's own `git commit` in the repo does not find it held.
+// and a rename: the new index is encoded and fsynced beforehand in a temp
+// file, so a user's own `git commit` in the repo does not find it held.
 //
 // memd owns the index of a memory repo: a refresh replaces whatever a user
 // staged with `git add` (the content is still in the work tree, and memd
@@ -40,14 +42,19 @@ import (
 // Incremental: we remember the HEAD we last wrote the index for, the
 // identity (inode, size, mtime) of the file we wrote, and the paths memd
 // committed since. If nothing else touched the index or the branch, only
-// those paths' entries are rewritten; otherwise the whole HEAD tree is
-// walked, reusing every existing entry whose blob id and mode still match.
+// those paths' entries are re-made and spliced into the file
+// (indexfile.go); otherwise the whole HEAD tree is walked, reusing every
+// existing entry whose blob id and mode still match, and a file that
+// already is exactly that is kept.
 
 type indexState struct {
 	run gosync.Mutex // serialises refreshes
 
-	mu        gosync.Mutex // guards the fields below
-	valid     bool         // pending is a complete list of changes since lastHead
+	mu    gosync.Mutex // guards the fields below
+	valid bool         // pending is a complete list of changes since lastHead
+	// broken: since the running refresh took pending, a branch move did not chain from
+	// chainHead or came without its changes, so the new pending is not complete.
+	broken    bool
 	lastHead  plumbing.Hash
 	chainHead plumbing.Hash // newest head memd committed
 	lastFile  fileID        // the index file we last wrote
@@ -55,9 +62,6 @@ type indexState struct {
 	scheduled bool
 	wg        gosync.WaitGroup
 	closed    bool
-
-	gr    *git.Repository // the refresher's own go-git instance (under run)
-	packs packStamp       // objects/pack as gr last indexed it (under run)
 }
 
 type fileID struct {
@@ -83,7 +87,7 @@ func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []Change) {
 	s := &r.idx
 	s.mu.Lock()
 	if old != s.chainHead || changes == nil {
-		s.valid = false
+		s.valid, s.broken = false, true
 	}
 	if s.pending == nil {
 		s.pending = make(map[string]struct{})
@@ -166,23 +170,33 @@ func (r *Repo) refresh(started func()) error {
 		started()
 	}
 	indexPath := filepath.Join(r.gitDir, "index")
-	// A user's git holding index.lock (a commit, a status refresh) makes this round
-	// back off before any work: memd never makes their git fail.
-	if _, err := os.Lstat(indexPath + ".lock"); err == nil {
-		return fmt.Errorf("refresh index of %s: lock %s.lock: %w", r.dir, indexPath, ErrLocked)
+	// The new index is written to a temp file in .git/memd (inside .git, which no fetched
+	// tree can reach) and fsynced; index.lock is taken only for the check and the rename
+	// (installIndex), so a user's own git in the repo does not find it held for a refresh.
+	lock, err := r.createIndexTemp()
+	if err != nil {
+		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
 	}
+	done := false
+	defer func() {
+		if !done {
+			rollbackLock(lock)
+		}
+	}()
 
 	// Snapshot what memd committed so far; restore it on failure.
 	s.mu.Lock()
 	valid, lastHead, chainHead, lastFile := s.valid, s.lastHead, s.chainHead, s.lastFile
 	pending := s.pending
 	s.pending = make(map[string]struct{})
+	s.broken = false
 	s.mu.Unlock()
 	restore := func() {
 		s.mu.Lock()
 		for p := range pending {
 			s.pending[p] = struct{}{}
 		}
+		s.valid = s.valid && valid && !s.broken
 		s.mu.Unlock()
 	}
 
@@ -191,98 +205,49 @@ func (r *Repo) refresh(started func()) error {
 		restore()
 		return err
 	}
-	if s.gr == nil {
-		gr, err := openGit(r.dir)
+	if r.testDuringRefresh != nil {
+		r.testDuringRefresh()
+	}
+	var curFile fileID
+	if fi, err := os.Stat(indexPath); err == nil {
+		curFile = statID(fi)
+	}
+	incremental := valid && curFile == lastFile && head == chainHead && !lastHead.IsZero()
+	if incremental && len(pending) == 0 && head == lastHead {
+		return nil // the index is already exactly HEAD's; the deferred rollback drops the temp
+	}
+	if !incremental {
+		r.log.Debug("index refresh: full", "repo", r.dir, "valid", valid, "same_file", curFile == lastFile,
+			"head_is_chain", head == chainHead, "had_head", !lastHead.IsZero())
+	}
+	entries := -1
+	if incremental {
+		entries, err = r.spliceRefresh(indexPath, lock, head, pending)
+		if errors.Is(err, errNotSpliceable) {
+			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
+			entries, err = -1, resetFile(lock)
+		}
 		if err != nil {
 			restore()
 			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
 		}
-		s.gr = gr
 	}
-	syncPacks(r.gitDir, s.gr.Storer, &s.packs)
-	var root plumbing.Hash
-	if !head.IsZero() {
-		c, err := getCommit(s.gr.Storer, head)
+	if entries < 0 {
+		incremental = false
+		n, unchanged, err := r.fullRefresh(indexPath, lock, head)
 		if err != nil {
 			restore()
-			return fmt.Errorf("refresh index of %s: read %s: %w", r.dir, head, err)
+			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
 		}
-		root = c.TreeHash
+		if unchanged {
+			// The file on disk already is HEAD's index (a restart): keep it, unwritten.
+			s.refreshed(head, chainHead, curFile)
+			return nil
+		}
+		entries = n
 	}
-	tc := newTreeCache(s.gr.Storer)
-
-	old, oldFile := readIndexFile(indexPath)
-	incremental := valid && old != nil && head == chainHead && oldFile == lastFile && !lastHead.IsZero()
-	if incremental && len(pending) == 0 && head == lastHead {
-		return nil // the index is already exactly HEAD's
-	}
-	var idx *index.Index
-	if incremental {
-		idx = &index.Index{Version: 2, Entries: old.Entries}
-		byName := make(map[string]int, len(idx.Entries))
-		for i, e := range idx.Entries {
-			byName[e.Name] = i
-		}
-		var drop map[int]bool
-		for p := range pending {
-			e, ok, err := tc.entryAt(root, p)
-			if err != nil {
-				restore()
-				return fmt.Errorf("refresh index of %s: %w", r.dir, err)
-			}
-			i, had := byName[p]
-			switch {
-			case ok && e.Mode != filemode.Dir:
-				ne := r.indexEntry(p, e.Mode, e.Hash)
-				if had {
-					idx.Entries[i] = ne
-				} else {
-					byName[p] = len(idx.Entries)
-					idx.Entries = append(idx.Entries, ne)
-				}
-			case had:
-				if drop == nil {
-					drop = make(map[int]bool)
-				}
-				drop[i] = true
-			}
-		}
-		if len(drop) > 0 {
-			kept := idx.Entries[:0]
-			for i, e := range idx.Entries {
-				if !drop[i] {
-					kept = append(kept, e)
-				}
-			}
-			idx.Entries = kept
-		}
-	} else {
-		reuse := make(map[string]*index.Entry)
-		if old != nil {
-			for _, e := range old.Entries {
-				if e.Stage == 0 && !e.IntentToAdd && !e.SkipWorktree {
-					reuse[e.Name] = e
-				}
-			}
-		}
-		idx = &index.Index{Version: 2}
-		if !root.IsZero() {
-			err := tc.walkTree(root, "", func(p string, e object.TreeEntry) error {
-				if o, ok := reuse[p]; ok && o.Hash == e.Hash && o.Mode == e.Mode {
-					idx.Entries = append(idx.Entries, o)
-					return nil
-				}
-				idx.Entries = append(idx.Entries, r.indexEntry(p, e.Mode, e.Hash))
-				return nil
-			})
-			if err != nil {
-				restore()
-				return fmt.Errorf("refresh index of %s: %w", r.dir, err)
-			}
-		}
-	}
-
-	if err := r.writeIndexFile(indexPath, idx, oldFile); err != nil {
+	done = true
+	if err := installIndex(lock, indexPath, curFile); err != nil {
 		restore()
 		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
 	}
@@ -290,82 +255,146 @@ func (r *Repo) refresh(started func()) error {
 	if fi, err := os.Stat(indexPath); err == nil {
 		id = statID(fi)
 	}
-	s.mu.Lock()
-	s.lastHead, s.lastFile = head, id
-	if s.chainHead == chainHead {
-		// No memd commit happened meanwhile: the index is exactly head.
-		s.chainHead = head
-		s.valid = !head.IsZero()
-	}
-	// else: commits made during the refresh are in s.pending and chain
-	// from chainHead; valid stays what noteCommitted decided, but the
-	// index is for head, so it is only trustworthy if head == chainHead.
-	if s.chainHead != chainHead && head != chainHead {
-		s.valid = false
-	}
-	s.mu.Unlock()
-	r.log.Debug("index refreshed", "repo", r.dir, "entries", len(idx.Entries), "incremental", incremental)
+	s.refreshed(head, chainHead, id)
+	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
 	return nil
 }
 
-// hookIndexLockHeld, nil in production, runs while writeIndexFile holds index.lock,
-// with the temp file about to be renamed over the index (tests).
-var hookIndexLockHeld func(tmp string)
+// refreshed records that the index file (id) now is head's. chainHead is the newest memd
+// commit when the refresh took pending: the commits since then are in s.pending, and they
+// are the complete list of changes since head if head is chainHead and none broke the
+// chain. (Deciding this from the state before the refresh made a refresh that overlapped
+// a commit leave the next one full, and a full refresh at 100k files overlaps the next
+// commit: every refresh was full.)
+func (s *indexState) refreshed(head, chainHead plumbing.Hash, id fileID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastHead, s.lastFile = head, id
+	noCommit := s.chainHead == chainHead
+	if noCommit {
+		s.chainHead = head
+	}
+	s.valid = !head.IsZero() && !s.broken && (noCommit || head == chainHead)
+}
 
-// writeIndexFile writes idx to a temp file in .git/memd, fsyncs it, and only then takes
-// index.lock, for as short as git's protocol allows: check that the index is still the
-// one the refresh started from (was: its identity then), rename the temp file over it,
-// drop the lock. A held lock or an index someone rewrote meanwhile returns ErrLocked and
-// changes nothing: the next round starts again.
-func (r *Repo) writeIndexFile(indexPath string, idx *index.Index, was fileID) error {
-	dir := filepath.Join(r.gitDir, "memd")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+// spliceRefresh writes into lock the index file with only the pending paths' entries
+// re-made from HEAD's tree (root): O(changed) lookups, one streaming copy of the file.
+//
+// The lookups go through the owner's go-git instance under r.mu (a few ms: the trees along
+// the changed paths), so the refresher keeps no second copy of the pack indexes and object
+// cache; the file reads and the write run outside it.
+func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Hash, pending map[string]struct{}) (int, error) {
+	type found struct {
+		name string
+		e    object.TreeEntry
+		ok   bool
 	}
-	tmp, err := os.CreateTemp(dir, "index-*.tmp")
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = os.Remove(tmp.Name())
+	fs := make([]found, 0, len(pending))
+	err := func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.syncPacksLocked()
+		root, err := r.rootTree(r.repo.Storer, head)
+		if err != nil {
+			return err
 		}
+		tc := newTreeCacheHot(r.repo.Storer, r.hot)
+		for p := range pending {
+			e, ok, err := tc.entryAt(root, p)
+			if err != nil {
+				return err
+			}
+			fs = append(fs, found{p, e, ok && e.Mode != filemode.Dir})
+		}
+		return nil
 	}()
-	w := bufio.NewWriterSize(tmp, 256<<10)
-	err = index.NewEncoder(w).Encode(idx)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		return fmt.Errorf("write index: %w", err)
+		return 0, err
 	}
-	lock, err := createLock(indexPath, 0)
+	edits := make([]indexEdit, 0, len(fs))
+	for _, f := range fs {
+		ed := indexEdit{name: f.name}
+		if f.ok {
+			ed.e = r.indexEntry(f.name, f.e.Mode, f.e.Hash)
+		}
+		edits = append(edits, ed)
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].name < edits[j].name })
+	f, err := os.Open(indexPath)
 	if err != nil {
+		return 0, errNotSpliceable
+	}
+	defer f.Close()
+	return spliceIndex(f, lock, edits)
+}
+
+// fullRefresh writes into lock the index of HEAD's whole tree, reusing every entry of the
+// current file whose blob and mode still match. unchanged: the current file already is
+// exactly that (nothing written).
+//
+// It reads through a go-git instance of its own, made for this refresh and dropped after
+// it (a full refresh runs at start and after someone else wrote the index: rarely), so the
+// owner can commit meanwhile and nothing of the walk stays in memory.
+func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash) (n int, unchanged bool, err error) {
+	gr, err := openGitCache(r.dir, indexCacheSize)
+	if err != nil {
+		return 0, false, err
+	}
+	root, err := r.rootTree(gr.Storer, head)
+	if err != nil {
+		return 0, false, err
+	}
+	tc := newTreeCache(gr.Storer)
+	old, _ := readIndexFile(indexPath)
+	reuse := make(map[string]*index.Entry)
+	if old != nil {
+		for _, e := range old.Entries {
+			if e.Stage == 0 && !e.IntentToAdd && !e.SkipWorktree {
+				reuse[e.Name] = e
+			}
+		}
+	}
+	var entries []*index.Entry
+	reused := 0
+	if !root.IsZero() {
+		err := tc.walkTree(root, "", func(p string, e object.TreeEntry) error {
+			if o, ok := reuse[p]; ok && o.Hash == e.Hash && o.Mode == e.Mode {
+				entries = append(entries, o)
+				reused++
+				return nil
+			}
+			entries = append(entries, r.indexEntry(p, e.Mode, e.Hash))
+			return nil
+		})
+		if err != nil {
+			return 0, false, err
+		}
+	}
+	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && plainIndexFile(indexPath) {
+		return len(entries), true, nil
+	}
+	return len(entries), false, writeIndex(lock, entries)
+}
+
+// rootTree is the tree of commit head (zero for an unborn branch).
+func (r *Repo) rootTree(st storer.EncodedObjectStorer, head plumbing.Hash) (plumbing.Hash, error) {
+	if head.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	c, err := getCommit(st, head)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", head, err)
+	}
+	return c.TreeHash, nil
+}
+
+// resetFile empties f for a rewrite.
+func resetFile(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	defer rollbackLock(lock) // an empty lock file: closed and removed after the rename
-	if hookIndexLockHeld != nil {
-		hookIndexLockHeld(tmp.Name())
-	}
-	var now fileID
-	if fi, err := os.Stat(indexPath); err == nil {
-		now = statID(fi)
-	}
-	if now != was {
-		return fmt.Errorf("index %s changed during the refresh: %w", indexPath, ErrLocked)
-	}
-	if err := os.Rename(tmp.Name(), indexPath); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp.Name(), err)
-	}
-	ok = true
-	return nil
+	_, err := f.Seek(0, io.SeekStart)
+	return err
 }
 
 // readIndexFile decodes the current index; nil when absent or unreadable
@@ -434,4 +463,56 @@ func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *in
 	}
 	fillStat(e, fi)
 	return e
+}
+
+// hookIndexLockHeld, nil in production, runs while installIndex holds index.lock, with
+// the temp file about to be renamed over the index (tests).
+var hookIndexLockHeld func(tmp string)
+
+// createIndexTemp creates the file a refresh writes the new index into, in .git/memd.
+func (r *Repo) createIndexTemp() (*os.File, error) {
+	dir := filepath.Join(r.gitDir, "memd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return os.CreateTemp(dir, "index-*.tmp")
+}
+
+// installIndex fsyncs tmp (the new index) and only then takes index.lock, for as short as
+// git's protocol allows: check that the index is still the one the refresh started from
+// (was: its identity then), rename tmp over it, drop the lock. A held lock or an index
+// someone rewrote meanwhile returns ErrLocked and changes nothing (tmp is removed): the next
+// round starts again. The lock file stays empty: git's readers never read it.
+func installIndex(tmp *os.File, indexPath string, was fileID) error {
+	name := tmp.Name()
+	err := tmp.Sync()
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("write index: %w", err)
+	}
+	lock, err := createLock(indexPath, 0)
+	if err != nil {
+		_ = os.Remove(name)
+		return err
+	}
+	defer rollbackLock(lock)
+	if hookIndexLockHeld != nil {
+		hookIndexLockHeld(name)
+	}
+	var now fileID
+	if fi, err := os.Stat(indexPath); err == nil {
+		now = statID(fi)
+	}
+	if now != was {
+		_ = os.Remove(name)
+		return fmt.Errorf("index %s changed during the refresh: %w", indexPath, ErrLocked)
+	}
+	if err := os.Rename(name, indexPath); err != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("rename %s: %w", name, err)
+	}
+	return nil
 }

@@ -109,9 +109,15 @@ type Repo struct {
 	log    *slog.Logger
 	author Author
 
-	// mu serialises the exported methods' use of repo (the index refresher
-	// never takes it: it has its own go-git repository, index.go).
+	// mu serialises go-git use: the exported methods, and the index refresher's
+	// lookups through the owner's repository (index.go).
 	mu gosync.Mutex
+	// hot are the trees memd's commits wrote, decoded, newest per directory (hotDirs: path →
+	// hash), under mu: the next commits' bases, so a file in a directory of 40k files does
+	// not re-read and decode a 2 MB tree per commit. Trees are content-addressed: a cached
+	// view is never stale, at worst no longer HEAD's. Bounded by maxHotEntries.
+	hot     map[plumbing.Hash]*treeView
+	hotDirs map[string]plumbing.Hash
 
 	// index refresh state (see index.go).
 	idx indexState
@@ -127,6 +133,9 @@ type Repo struct {
 	// testBeforeRef, when set (tests only), runs between writing a commit's
 	// objects and moving the ref: the window a concurrent git can use.
 	testBeforeRef func()
+	// testDuringRefresh, when set (tests only), runs in an index refresh after it read
+	// the branch head.
+	testDuringRefresh func()
 	// testPushStats, when set (tests only), receives each push's
 	// enumeration statistics (push.go).
 	testPushStats func(pushStats)
@@ -135,13 +144,23 @@ type Repo struct {
 // objectCacheSize bounds go-git's cache of decoded objects. git.PlainOpen gives every
 // repository 96 MiB, which a daemon that runs for weeks fills slowly (a soak saw its heap
 // climb); memd's commit path reads few objects, and a merge's trees fit in far less.
-const objectCacheSize = 8 * cache.MiByte
+// A commit reads HEAD's trees along the changed paths, which the previous commit wrote (not
+// through go-git, so never cached): the cache serves merges and pushes, which read a remote
+// commit's trees more than once. 4 MiB fills within minutes of steady work, after which the
+// heap is flat (the soak's check); a tree larger than the cache is not cached at all.
+const objectCacheSize = 4 * cache.MiByte
+
+// indexCacheSize is the cache of a full index refresh's own go-git instance: the walk reads
+// each tree once, so a cache would only hold garbage.
+const indexCacheSize = 256 * cache.KiByte
 
 // openGit is git.PlainOpen for a work tree whose .git is a directory, with the object cache
 // bounded by objectCacheSize.
-func openGit(dir string) (*git.Repository, error) {
+func openGit(dir string) (*git.Repository, error) { return openGitCache(dir, objectCacheSize) }
+
+func openGitCache(dir string, size cache.FileSize) (*git.Repository, error) {
 	dot := osfs.New(filepath.Join(dir, ".git"))
-	return git.Open(filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(objectCacheSize), filesystem.Options{LargeObjectThreshold: largeObject}), osfs.New(dir))
+	return git.Open(filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(size), filesystem.Options{LargeObjectThreshold: largeObject}), osfs.New(dir))
 }
 
 // Open opens the git work tree at dir. Errors name the dir.
@@ -200,6 +219,11 @@ func Open(dir string, opts Options) (*Repo, error) {
 	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log,
 		durable: durableState{dirs: map[string]bool{}}}
 	r.author = r.resolveAuthor()
+	// memd's commits chain from the head found at open; a first index refresh that
+	// overlaps the first commit then leaves the next refresh incremental (index.go).
+	if h, err := r.readBranch(); err == nil {
+		r.idx.chainHead = h
+	}
 	r.dropTornRemoteRefs()
 	if head, err := gr.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {
 		if want := plumbing.NewBranchReferenceName(opts.Branch); head.Target() != want {

@@ -6,9 +6,11 @@
 // memd's commit time for the same change (memd_commit_duration_seconds from /metrics).
 // Target: latency beyond quiet <= 2x commit time. Idle CPU: utime+stime of the daemon
 // (/proc/<pid>/stat) over -idle with no changes. RSS: VmRSS after the changes; -rss-size
-// adds one more (slow) repo size for it.
+// adds one more (slow) repo size for it with a few changes. The changes start once the
+// first inventory is in (/metrics); -cpuprofile and -memprofile save the daemon's profiles
+// over them (http.pprof), -work keeps and reuses the generated repos.
 //
-//	go run ./bench/daemon -sizes 1000,10000 -changes 20 -idle 60s [-rss-size 100000]
+//	go run ./bench/daemon -sizes 1000,10000,100000 -changes 20 -idle 60s
 package main
 
 import (
@@ -40,6 +42,9 @@ func main() {
 	rssSize := flag.Int("rss-size", 0, "also measure at this size (e.g. 100000; slow), for RSS")
 	bin := flag.String("memd", "", "memd binary (default: build one)")
 	keep := flag.Bool("keep", false, "keep the work directory")
+	workDir := flag.String("work", "", "work directory to use and keep; a repo already generated there for a size is reused (not a clean start: for profiling runs)")
+	flag.StringVar(&prof.cpu, "cpuprofile", "", "write the daemon's CPU profile over the measured changes to FILE-<size>.pprof (http.pprof)")
+	flag.StringVar(&prof.heap, "memprofile", "", "write the daemon's heap profile after the measured changes to FILE-<size>.pprof (http.pprof)")
 	flag.Parse()
 
 	var ns []int
@@ -51,6 +56,9 @@ func main() {
 		ns = append(ns, n)
 	}
 	work, err := os.MkdirTemp("", "memd-bench-daemon-")
+	if *workDir != "" {
+		work, err, *keep = *workDir, os.MkdirAll(*workDir, 0o755), true
+	}
 	if err != nil {
 		fatalf("%v", err)
 	}
@@ -90,10 +98,14 @@ func fatalf(format string, args ...any) {
 	os.Exit(1)
 }
 
+// prof names the profile files (empty: none); either one turns on http.pprof.
+var prof struct{ cpu, heap string }
+
 type row struct {
 	files      int
 	initTime   time.Duration
 	startTime  time.Duration
+	invTime    time.Duration   // start to the first inventory published
 	latency    []time.Duration // write → ref moved
 	commit     []time.Duration // memd's own commit time for the same change
 	gitCommit  []time.Duration // git add + git commit of a one-file change, same repo
@@ -143,20 +155,25 @@ func measure(bin, work string, n, changes int, quiet, idle time.Duration) (row, 
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return r, err
 	}
-	cfg := fmt.Sprintf("watch: {quiet: %s, max_delay: 2s}\nhttp: {listen: \"127.0.0.1:0\"}\nsleep: {catch_up: false}\n", quiet)
+	pprofOn := prof.cpu != "" || prof.heap != ""
+	cfg := fmt.Sprintf("watch: {quiet: %s, max_delay: 2s}\nhttp: {listen: \"127.0.0.1:0\", pprof: %t}\nsleep: {catch_up: false}\n", quiet, pprofOn)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return r, err
 	}
 	e := env(home)
 
-	fmt.Fprintf(os.Stderr, "size %d: memd init --demo ...\n", n)
 	t0 := time.Now()
-	initCmd := exec.Command(bin, "init", "--config", cfgPath, "--demo", "--demo-count", strconv.Itoa(n), repo)
-	initCmd.Env = e
-	if out, err := initCmd.CombinedOutput(); err != nil {
-		return r, fmt.Errorf("memd init: %v\n%s", err, out)
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
+		fmt.Fprintf(os.Stderr, "size %d: reusing %s\n", n, repo)
+	} else {
+		fmt.Fprintf(os.Stderr, "size %d: memd init --demo ...\n", n)
+		initCmd := exec.Command(bin, "init", "--config", cfgPath, "--demo", "--demo-count", strconv.Itoa(n), repo)
+		initCmd.Env = e
+		if out, err := initCmd.CombinedOutput(); err != nil {
+			return r, fmt.Errorf("memd init: %v\n%s", err, out)
+		}
+		r.initTime = time.Since(t0)
 	}
-	r.initTime = time.Since(t0)
 
 	var files []string
 	err := filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error {
@@ -212,8 +229,27 @@ func measure(bin, work string, n, changes int, quiet, idle time.Duration) (row, 
 	}
 	addr := m[1]
 	ref := filepath.Join(repo, ".git", "refs", "heads", "main")
+	// The first inventory is built after READY (it parses every memory file); the changes
+	// are measured once it is in, so they show the steady cost, not the start-up's.
+	err = waitFor(5*time.Minute, done, func() bool {
+		n, err := metricSum(addr, "memd_memories{")
+		return err == nil && n > 0
+	})
+	if err != nil {
+		return r, fmt.Errorf("first inventory: %v", err)
+	}
+	r.invTime = time.Since(t0)
 	settle(addr, done)
 
+	// The CPU profile covers the measured changes: a window of about one second a change
+	// (quiet + commit + settle), started with the first one.
+	var profDone chan error
+	if prof.cpu != "" {
+		profDone = make(chan error, 1)
+		go func() {
+			profDone <- fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, changes)), fmt.Sprintf("%s-%d.pprof", prof.cpu, n))
+		}()
+	}
 	for i := range changes {
 		f := files[(i*7919)%len(files)]
 		before, err := os.ReadFile(ref)
@@ -267,6 +303,16 @@ func measure(bin, work string, n, changes int, quiet, idle time.Duration) (row, 
 		settle(addr, done)
 	}
 
+	if profDone != nil {
+		if err := <-profDone; err != nil {
+			return r, fmt.Errorf("cpu profile: %v", err)
+		}
+	}
+	if prof.heap != "" {
+		if err := fetch("http://"+addr+"/debug/pprof/heap", fmt.Sprintf("%s-%d.pprof", prof.heap, n)); err != nil {
+			return r, fmt.Errorf("heap profile: %v", err)
+		}
+	}
 	pid := cmd.Process.Pid
 	if idle > 0 {
 		fmt.Fprintf(os.Stderr, "size %d: idle %s ...\n", n, idle)
@@ -329,6 +375,23 @@ func settle(addr string, done chan error) {
 	time.Sleep(300 * time.Millisecond)
 }
 
+// fetch GETs url into file.
+func fetch(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
+
 func waitFor(timeout time.Duration, done chan error, cond func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -369,6 +432,29 @@ func commitHistogram(addr string) (sum, count float64, err error) {
 		}
 	}
 	return sum, count, sc.Err()
+}
+
+// metricSum sums the /metrics samples whose line starts with prefix.
+func metricSum(addr, prefix string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			if i := strings.LastIndexByte(l, ' '); i > 0 {
+				v, _ := strconv.ParseFloat(l[i+1:], 64)
+				sum += v
+			}
+		}
+	}
+	return sum, nil
 }
 
 // clkTck is USER_HZ, 100 on every Linux architecture Go supports.
@@ -425,8 +511,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 
 func printTable(rows []row, quiet, idle time.Duration) {
 	fmt.Printf("memd run: write-to-commit latency (quiet %s), idle CPU, RSS\n\n", quiet)
-	fmt.Println("| files | init --demo | start | changes | latency p50 | latency p90 | beyond quiet p50 | beyond quiet p90 | memd commit p50 | beyond/commit (p50) | target ≤ 2x | git add+commit p50 | idle CPU | RSS |")
-	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: |")
+	fmt.Println("| files | init --demo | start | inventory | changes | latency p50 | latency p90 | beyond quiet p50 | beyond quiet p90 | memd commit p50 | beyond/commit (p50) | target ≤ 2x | git add+commit p50 | idle CPU | RSS |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: |")
 	for _, r := range rows {
 		beyond := make([]time.Duration, len(r.latency))
 		for i, l := range r.latency {
@@ -448,12 +534,23 @@ func printTable(rows []row, quiet, idle time.Duration) {
 					100*float64(time.Second/clkTck)/float64(r.idleWindow))
 			}
 		}
-		fmt.Printf("| %d | %.1f s | %.2f s | %d | %s | %s | %s | %s | %s | %.2fx | %s | %s | %s | %.1f MiB |\n",
-			r.files, r.initTime.Seconds(), r.startTime.Seconds(), len(r.latency),
+		fmt.Printf("| %d | %.1f s | %.2f s | %.2f s | %d | %s | %s | %s | %s | %s | %.2fx | %s | %s | %s | %.1f MiB |\n",
+			r.files, r.initTime.Seconds(), r.startTime.Seconds(), r.invTime.Seconds(), len(r.latency),
 			ms(pct(r.latency, 0.5)), ms(pct(r.latency, 0.9)), ms(b50), ms(pct(beyond, 0.9)), ms(c50),
 			ratio, ok, ms(pct(r.gitCommit, 0.5)), idleCell, float64(r.rssKB)/1024)
 	}
 	fmt.Println()
+	if len(rows) > 1 && len(rows[0].commit) > 0 {
+		base := pct(rows[0].commit, 0.5)
+		for _, r := range rows[1:] {
+			if len(r.commit) > 0 {
+				fmt.Printf("memd commit p50 at %d files: %.2fx the %d-file p50.\n", r.files,
+					float64(pct(r.commit, 0.5))/float64(max(base, time.Microsecond)), rows[0].files)
+			}
+		}
+		fmt.Println()
+	}
+	fmt.Println("start: memd run to READY (the \"memd running\" log line); inventory: to the first inventory in /metrics (built after READY); the changes start after it.")
 	fmt.Println("latency: write → .git/refs/heads/main changed; beyond quiet = latency − quiet; memd commit = Δ memd_commit_duration_seconds_sum for that change")
 	fmt.Println("(writer lock + stage + commit + ref + inventory update, so it also covers work done after the ref moved).")
 	if idle > 0 {

@@ -102,12 +102,14 @@ func Start(t testing.TB, bin string, o Options, args ...string) *Daemon {
 
 var httpAddrRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
 
-// WaitRunning waits until `memd run` logs that it is running (start-up reconcile done) and
-// takes its HTTP address from the log. It fails the test if the process exits first.
+// WaitRunning waits until `memd run` logs that it is running and that its start-up
+// reconcile is done (READY comes before that reconcile, the loop's first job), and takes its
+// HTTP address from the log. It fails the test if the process exits first.
 func (d *Daemon) WaitRunning() {
 	d.t.Helper()
 	WaitFor(d.t, d.name+" to start", d.opts.StartTimeout, func() bool {
-		return d.HasExited() || strings.Contains(d.logs.String(), `msg="memd running"`)
+		l := d.logs.String()
+		return d.HasExited() || strings.Contains(l, `msg="memd running"`) && strings.Contains(l, `msg="start-up reconcile done"`)
 	}, d.Describe)
 	if d.HasExited() {
 		d.t.Fatalf("%s exited with %d at start\n%s", d.name, d.code, d.logs.String())

@@ -1,0 +1,155 @@
+package sync
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+)
+
+func testEntry(rng *rand.Rand, name string) *index.Entry {
+	e := &index.Entry{Name: name, Mode: filemode.Regular, Size: rng.Uint32(), Dev: rng.Uint32(), Inode: rng.Uint32(), UID: 1000, GID: 1000}
+	for i := range e.Hash {
+		e.Hash[i] = byte(rng.UintN(256))
+	}
+	if rng.IntN(4) > 0 { // some entries carry no stat data (git re-checks them)
+		e.ModifiedAt = time.Unix(1700000000+rng.Int64N(1e6), rng.Int64N(1e9))
+		e.CreatedAt = time.Unix(1700000000+rng.Int64N(1e6), rng.Int64N(1e9))
+	}
+	if rng.IntN(10) == 0 {
+		e.Mode = filemode.Executable
+	}
+	return e
+}
+
+func testNames(rng *rand.Rand, n int) []string {
+	seen := map[string]bool{}
+	var out []string
+	for len(out) < n {
+		parts := []string{"areas", "projects", "archive/2026", "a-b", "a", "é"}
+		name := fmt.Sprintf("%s/%s.html", parts[rng.IntN(len(parts))], strings.Repeat("x", rng.IntN(40))+fmt.Sprint(rng.IntN(1000)))
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func goGitIndex(t *testing.T, entries []*index.Entry) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	cp := append([]*index.Entry(nil), entries...)
+	if err := index.NewEncoder(&b).Encode(&index.Index{Version: 2, Entries: cp}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// writeIndex is byte-for-byte go-git's encoder (which git reads), only faster.
+func TestWriteIndexMatchesGoGit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 7, 300} {
+		var entries []*index.Entry
+		for _, name := range testNames(rng, n) {
+			entries = append(entries, testEntry(rng, name))
+		}
+		var got bytes.Buffer
+		if err := writeIndex(&got, append([]*index.Entry(nil), entries...)); err != nil {
+			t.Fatal(err)
+		}
+		if want := goGitIndex(t, entries); !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("%d entries: writeIndex differs from go-git's encoder (%d vs %d bytes)", n, got.Len(), len(want))
+		}
+	}
+}
+
+// A splice of edits into a file equals a full write of the edited entries: replaced,
+// added before, between and after the existing ones, removed, and removals of absent names.
+func TestSpliceIndexEqualsFullWrite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	names := testNames(rng, 400)
+	base := map[string]*index.Entry{}
+	for _, name := range names[:300] {
+		base[name] = testEntry(rng, name)
+	}
+	for round := 0; round < 20; round++ {
+		var file bytes.Buffer
+		if err := writeIndex(&file, values(base)); err != nil {
+			t.Fatal(err)
+		}
+		var edits []indexEdit
+		for _, name := range names {
+			if rng.IntN(25) != 0 {
+				continue
+			}
+			if rng.IntN(3) == 0 {
+				edits = append(edits, indexEdit{name: name}) // remove (maybe absent)
+				delete(base, name)
+				continue
+			}
+			e := testEntry(rng, name)
+			edits = append(edits, indexEdit{name: name, e: e})
+			base[name] = e
+		}
+		edits = append(edits, indexEdit{name: "0first.html", e: testEntry(rng, "0first.html")}, indexEdit{name: "zz/last.html", e: testEntry(rng, "zz/last.html")})
+		base["0first.html"], base["zz/last.html"] = edits[len(edits)-2].e, edits[len(edits)-1].e
+		sort.Slice(edits, func(i, j int) bool { return edits[i].name < edits[j].name })
+		var got bytes.Buffer
+		n, err := spliceIndex(bytes.NewReader(file.Bytes()), &got, edits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := goGitIndex(t, values(base))
+		if n != len(base) || !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("round %d: splice wrote %d entries, %d bytes; a full write has %d, %d bytes", round, n, got.Len(), len(base), len(want))
+		}
+		// git's own reader agrees.
+		var idx index.Index
+		if err := index.NewDecoder(bytes.NewReader(got.Bytes())).Decode(&idx); err != nil || len(idx.Entries) != len(base) {
+			t.Fatalf("round %d: go-git decodes the spliced file: %v, %d entries", round, err, len(idx.Entries))
+		}
+	}
+}
+
+// Files the splice cannot copy from are refused with errNotSpliceable (the caller does a
+// full refresh), never spliced into garbage.
+func TestSpliceIndexRefusesForeignFiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var good bytes.Buffer
+	if err := writeIndex(&good, []*index.Entry{testEntry(rng, "a.html"), testEntry(rng, "b.html")}); err != nil {
+		t.Fatal(err)
+	}
+	v4 := append([]byte(nil), good.Bytes()...)
+	v4[7] = 4
+	long := []*index.Entry{testEntry(rng, strings.Repeat("n", 5000))}
+	var longFile bytes.Buffer
+	if err := writeIndex(&longFile, long); err != nil {
+		t.Fatal(err)
+	}
+	edit := []indexEdit{{name: "a.html", e: testEntry(rng, "a.html")}}
+	for name, file := range map[string][]byte{
+		"empty": nil, "not an index": []byte("hello, this is not DIRC at all"), "version 4": v4,
+		"truncated": good.Bytes()[:40], "long name": longFile.Bytes(),
+	} {
+		var out bytes.Buffer
+		if _, err := spliceIndex(bytes.NewReader(file), &out, edit); !errors.Is(err, errNotSpliceable) {
+			t.Errorf("%s: err = %v, want errNotSpliceable", name, err)
+		}
+	}
+}
+
+func values(m map[string]*index.Entry) []*index.Entry {
+	out := make([]*index.Entry, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	return out
+}
