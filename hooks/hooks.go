@@ -22,13 +22,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/procgroup"
 )
 
 // Results, as the memd_hook_runs_total result label spells them.
@@ -45,8 +44,6 @@ const MaxOutputBytes = 1 << 20
 // logOutputBytes is how much of a hook's output goes into its log line.
 const logOutputBytes = 4 << 10
 
-// waitDelay bounds how long a hook's exit waits for a child still holding its output open.
-const waitDelay = 2 * time.Second
 
 // ErrOutputTooLarge is a hook that printed more than MaxOutputBytes.
 var ErrOutputTooLarge = errors.New("output over 1 MiB; killed")
@@ -307,49 +304,26 @@ func Exec(ctx context.Context, s Spec) Result {
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.Argv[0], s.Argv[1:]...)
-	cmd.Dir = s.Dir
-	cmd.Env = append(withoutMemdVars(os.Environ()),
+	env := append(withoutMemdVars(os.Environ()),
 		"MEMD_HOOK="+s.Hook, "MEMD_REPO="+s.Dir, "MEMD_OLD_HEAD="+s.OldHead,
 		"MEMD_NEW_HEAD="+s.NewHead, "MEMD_CHANGED_FILE="+list)
-	cmd.Stdin = nil // /dev/null: a hook never waits on memd's terminal
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	cmd.WaitDelay = waitDelay
-	out := &capWriter{max: MaxOutputBytes, cancel: cancel}
-	cmd.Stdout, cmd.Stderr = out, out // one writer: exec serialises its writes
-	err = cmd.Run()
-	if errors.Is(err, exec.ErrWaitDelay) {
-		// The hook exited 0 but left a child holding its output open: the hook succeeded,
-		// and the child is killed below.
-		err = nil
-	}
-	// Whatever the hook left behind in its group (a child that outlived it) goes with it.
-	_ = killGroup(cmd)
-	res.Output = out.buf.String()
+	// Stdin /dev/null: a hook never waits on memd's terminal. stdout and stderr as they came.
+	run := procgroup.Run(ctx, s.Argv, procgroup.Options{Dir: s.Dir, Env: env, Timeout: timeout,
+		MaxOutput: MaxOutputBytes, MergeStderr: true})
+	res.Output = string(run.Output)
 	switch {
-	case out.over:
+	case run.Err == nil:
+	case errors.Is(run.Err, procgroup.ErrOutputTooLarge):
 		return fail(ResultError, ErrOutputTooLarge)
-	case err == nil: // exited 0, even if a child held the output open past the deadline
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(run.Err, procgroup.ErrTimeout):
 		return fail(ResultTimeout, fmt.Errorf("%w after %s", ErrTimeout, timeout))
 	case ctx.Err() != nil:
 		return fail(ResultError, fmt.Errorf("stopped: %w", context.Cause(ctx)))
 	default:
-		return fail(ResultError, err)
+		return fail(ResultError, run.Err)
 	}
 	res.Duration = time.Since(start)
 	return res
-}
-
-// killGroup kills the process group the hook leads (negative pid).
-func killGroup(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
-		return nil
-	}
-	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
 // writeChanged writes the changed paths, one per line, to a temporary file in dir, which is
@@ -393,27 +367,6 @@ func withoutMemdVars(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-// capWriter keeps at most max bytes and cancels the run when more arrive.
-type capWriter struct {
-	buf    bytes.Buffer
-	max    int
-	over   bool
-	cancel context.CancelFunc
-}
-
-func (w *capWriter) Write(b []byte) (int, error) {
-	if w.over {
-		return 0, ErrOutputTooLarge
-	}
-	if w.buf.Len()+len(b) > w.max {
-		w.over = true
-		w.buf.Write(b[:w.max-w.buf.Len()])
-		w.cancel()
-		return 0, ErrOutputTooLarge
-	}
-	return w.buf.Write(b)
 }
 
 // logOutput is the output for a log line: trimmed, at most logOutputBytes (the end, where
