@@ -44,7 +44,6 @@ const MaxOutputBytes = 1 << 20
 // logOutputBytes is how much of a hook's output goes into its log line.
 const logOutputBytes = 4 << 10
 
-
 // ErrOutputTooLarge is a hook that printed more than MaxOutputBytes.
 var ErrOutputTooLarge = errors.New("output over 1 MiB; killed")
 
