@@ -21,6 +21,12 @@ import (
 // takes "<file>.lock" with O_CREAT|O_EXCL, writes the new content there and
 // renames it over the file; doing the same interlocks with a git commit
 // running beside us and makes the ref update atomic.
+//
+// These files (refs, packed-refs, the index, loose objects and their locks)
+// live inside .git and are written with plain os calls, not internal/safefs:
+// no fetched tree can name a path in .git (treecheck.go refuses `.git` in any
+// spelling), O_EXCL lock files never follow a link, and git itself writes them
+// the same way.
 
 // ErrLocked is returned when a git lock file (ref or index) is held by
 // someone else for longer than we are willing to wait.

@@ -588,9 +588,40 @@ func (tm *Temp) Commit() error { return tm.commit(nil) }
 // between this re-stat and the rename (one syscall).
 func (tm *Temp) CommitIf(want Stamp) error { return tm.commit(&want) }
 
-func (tm *Temp) commit(want *Stamp) (err error) {
+func (tm *Temp) commit(want *Stamp) error {
+	return tm.finish(tm.rel, func() error {
+		if err := tm.acquire("rename"); err != nil {
+			return err
+		}
+		_, base := split(tm.rel)
+		fi, lerr := tm.parent.Lstat(base)
+		if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
+			return perr("rename", tm.rel, lerr)
+		}
+		if lerr == nil && fi.IsDir() {
+			return perr("rename", tm.rel, syscall.EISDIR)
+		}
+		if want != nil {
+			var got Stamp
+			if lerr == nil {
+				got = stampOf(fi)
+			}
+			if got != *want {
+				return perr("rename", tm.rel, ErrChanged)
+			}
+		}
+		if err := tm.parent.Rename(tm.name, base); err != nil {
+			return perr("rename", tm.rel, err)
+		}
+		return nil
+	})
+}
+
+// finish closes (fsyncs) the temp file and runs rename, the one way every commit ends: once
+// only, and on any error the temp file is removed.
+func (tm *Temp) finish(rel string, rename func() error) (err error) {
 	if tm.ended {
-		return perr("rename", tm.rel, fs.ErrClosed)
+		return perr("rename", rel, fs.ErrClosed)
 	}
 	defer func() {
 		if err != nil {
@@ -603,30 +634,7 @@ func (tm *Temp) commit(want *Stamp) (err error) {
 	if err := tm.Close(); err != nil {
 		return err
 	}
-	if err := tm.acquire("rename"); err != nil {
-		return err
-	}
-	_, base := split(tm.rel)
-	fi, lerr := tm.parent.Lstat(base)
-	if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
-		return perr("rename", tm.rel, lerr)
-	}
-	if lerr == nil && fi.IsDir() {
-		return perr("rename", tm.rel, syscall.EISDIR)
-	}
-	if want != nil {
-		var got Stamp
-		if lerr == nil {
-			got = stampOf(fi)
-		}
-		if got != *want {
-			return perr("rename", tm.rel, ErrChanged)
-		}
-	}
-	if err := tm.parent.Rename(tm.name, base); err != nil {
-		return perr("rename", tm.rel, err)
-	}
-	return nil
+	return rename()
 }
 
 // Abort removes the temp file. Safe to call more than once and after Commit.
@@ -689,32 +697,20 @@ func (t *Tree) Stamp(rel string) (Stamp, error) {
 // for (a checkout stages a temp in an existing directory when rel's
 // directory can only be made later). With check, only when rel still has
 // the stamp want (else ErrChanged). On any error the temp file is removed.
-func (tm *Temp) CommitAt(rel string, want Stamp, check bool) (err error) {
-	if tm.ended {
-		return perr("rename", rel, fs.ErrClosed)
-	}
-	defer func() {
+func (tm *Temp) CommitAt(rel string, want Stamp, check bool) error {
+	return tm.finish(rel, func() error {
+		got, err := tm.t.Stamp(rel)
 		if err != nil {
-			tm.Abort()
-		} else {
-			tm.ended = true
-			tm.release()
+			return err
 		}
-	}()
-	if err := tm.Close(); err != nil {
-		return err
-	}
-	got, err := tm.t.Stamp(rel)
-	if err != nil {
-		return err
-	}
-	if got.Exists && got.Mode.IsDir() {
-		return perr("rename", rel, syscall.EISDIR)
-	}
-	if check && got != want {
-		return perr("rename", rel, ErrChanged)
-	}
-	return tm.t.Rename(tm.Path(), rel)
+		if got.Exists && got.Mode.IsDir() {
+			return perr("rename", rel, syscall.EISDIR)
+		}
+		if check && got != want {
+			return perr("rename", rel, ErrChanged)
+		}
+		return tm.t.Rename(tm.Path(), rel)
+	})
 }
 
 // ReadDirNames lists the names in directory rel (unsorted).
