@@ -353,10 +353,5 @@ func ExpandHome(p string) string {
 // LockPath is the absolute path of the writer lock.
 func (c *Config) LockPath() string { return filepath.Join(c.Repo, c.Lock.File) }
 
-// LedgerPath is the absolute path of the ledger.
-func (c *Config) LedgerPath() string {
-	return filepath.Join(c.Repo, filepath.FromSlash(c.Expire.Ledger))
-}
-
 // StateDir is <repo>/.git/memd, where memd keeps what is never committed.
 func (c *Config) StateDir() string { return filepath.Join(c.Repo, ".git", StateDirName) }

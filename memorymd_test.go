@@ -173,42 +173,6 @@ func FuzzRepairProjectMD(f *testing.F) {
 	})
 }
 
-func TestRepairProjectMDFile(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "MEMORY.md")
-	messy := readTestdata(t, "memorymd/project-messy.md")
-	if err := os.WriteFile(p, messy, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	changed, err := RepairProjectMDFile(p, "memd")
-	if err != nil || !changed {
-		t.Fatalf("repair: %v %v", changed, err)
-	}
-	got, _ := os.ReadFile(p)
-	backup, _ := os.ReadFile(filepath.Join(dir, PreMigrationName))
-	if !bytes.Equal(got, readTestdata(t, "memorymd/project-messy.repaired.md")) || !bytes.Equal(backup, messy) {
-		t.Errorf("file or backup wrong:\n%s\n---\n%s", got, backup)
-	}
-	if st, _ := os.Stat(p); st.Mode().Perm() != 0o640 {
-		t.Errorf("mode %v, want 0640 kept", st.Mode().Perm())
-	}
-	if changed, err := RepairProjectMDFile(p, "memd"); changed || err != nil {
-		t.Errorf("second repair: %v %v", changed, err)
-	}
-	// A later repair replaces the backup.
-	second := []byte("## Notes\n- n\n")
-	_ = os.WriteFile(p, second, 0o644)
-	if changed, err := RepairProjectMDFile(p, "memd"); !changed || err != nil {
-		t.Fatal(changed, err)
-	}
-	if backup, _ := os.ReadFile(filepath.Join(dir, PreMigrationName)); !bytes.Equal(backup, second) {
-		t.Errorf("backup not replaced: %s", backup)
-	}
-	if _, err := RepairProjectMDFile(filepath.Join(dir, "nope.md"), "x"); err == nil || !strings.Contains(err.Error(), "nope.md") {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
 func TestParseIndexMD(t *testing.T) {
 	data := readTestdata(t, "memorymd/index.md")
 	m := ParseIndexMD(data)
