@@ -5,8 +5,6 @@
 package statedir
 
 import (
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
@@ -64,8 +62,7 @@ func (d *Dir) Close() error {
 
 // openRoot opens the state dir itself as an os.Root whose identity is checked against what
 // safefs lstat'ed through a parent chain without symlinks: a handle on the verified
-// directory, for the few operations safefs has no form of (an in-place open, a write that
-// need not be fsynced).
+// directory, for what safefs has no form of (an in-place open).
 func (d *Dir) openRoot() (*os.Root, error) {
 	if d.r != nil {
 		return d.r, nil
@@ -89,63 +86,26 @@ func (d *Dir) openRoot() (*os.Root, error) {
 	return r, nil
 }
 
-// WriteCache writes name atomically for readers (a safefs-named temp file created
-// O_CREAT|O_EXCL|O_NOFOLLOW in the verified directory, renamed over name) but without the
-// fsyncs: for caches of what can be rebuilt (status lines, sleep's parse cache and idle
-// record), where eight fsyncs per publish would cost the owner tens of milliseconds on a
-// slow disk. write streams the content; a non-zero mtime is set before the rename.
-// (safefs.Temp always fsyncs; this goes once it has a form that does not.)
-func (d *Dir) WriteCache(name string, perm fs.FileMode, mtime time.Time, write func(w io.Writer) error) (err error) {
-	p := filepath.Join(d.abs, name)
-	r, err := d.openRoot()
+// WriteCache writes name atomically for readers (safefs.Temp, renamed over name) but without
+// the fsync (Temp.NoSync): for caches of what can be rebuilt (status lines, sleep's parse
+// cache and idle record), where eight fsyncs per publish would cost the owner tens of
+// milliseconds on a slow disk. write streams the content; a non-zero mtime is set before the
+// rename.
+func (d *Dir) WriteCache(name string, perm fs.FileMode, mtime time.Time, write func(w io.Writer) error) error {
+	tm, err := d.CreateTemp(name, perm)
 	if err != nil {
 		return err
 	}
-	var f *os.File
-	var tmp string
-	for range 8 {
-		tmp = tempName()
-		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
+	tm.NoSync()
+	tm.SetModTime(mtime)
+	if err := write(tm); err != nil {
+		tm.Abort()
+		return fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
 	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			_ = r.Remove(tmp)
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if !mtime.IsZero() {
-		if err = r.Chtimes(tmp, mtime, mtime); err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
-		}
-	}
-	if fi, lerr := r.Lstat(name); lerr == nil && fi.IsDir() {
-		err = fmt.Errorf("write %s: %w", p, syscall.EISDIR)
-		return err
-	}
-	if err = r.Rename(tmp, name); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
+	if err := tm.Commit(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
 	}
 	return nil
-}
-
-// tempName is a name safefs.IsTempName accepts: sweepers and ignore rules treat it as
-// theirs.
-func tempName() string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	return safefs.TempPrefix + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(b[:]) + safefs.TempSuffix
 }
 
 // Path is the state directory's absolute path.

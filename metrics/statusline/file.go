@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"time"
 
@@ -108,18 +107,10 @@ func writeAtomic(sd *statedir.Dir, name string, data []byte, mtime time.Time) er
 	if err != nil {
 		return err
 	}
+	tmp.SetModTime(mtime)
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Abort()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		tmp.Abort()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	// The temp file is ours (created O_EXCL|O_NOFOLLOW under a random name just now).
-	if err := os.Chtimes(path.Join(sd.Tree().Root(), tmp.Path()), mtime, mtime); err != nil {
-		tmp.Abort()
-		return fmt.Errorf("write %s: %w", name, err)
+		return fmt.Errorf("write %s: %w", path.Join(sd.Path(), name), err)
 	}
 	if err := tmp.Commit(); err != nil {
 		return fmt.Errorf("write %s: %w", path.Join(sd.Path(), name), err)
