@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/memd-dev/memd/internal/statedir"
 )
 
 // Duration is a time.Duration that reads "2s" / "336h" from YAML and JSON.
@@ -354,4 +356,4 @@ func ExpandHome(p string) string {
 func (c *Config) LockPath() string { return filepath.Join(c.Repo, c.Lock.File) }
 
 // StateDir is <repo>/.git/memd, where memd keeps what is never committed.
-func (c *Config) StateDir() string { return filepath.Join(c.Repo, ".git", StateDirName) }
+func (c *Config) StateDir() string { return statedir.Of(c.Repo) }

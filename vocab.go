@@ -1,5 +1,7 @@
 package memd
 
+import "github.com/memd-dev/memd/internal/statedir"
+
 // The names memd's packages share, defined once: a label, a default file name or a phase is
 // spelled here and nowhere else. Buckets and special folders are in paths.go, lifecycle
 // modes and note states beside JudgeNote in ledger.go.
@@ -12,7 +14,7 @@ const (
 
 // StateDirName is memd's directory inside the repo's git dir (.git/memd): state that is never
 // committed (sleep journal and state, merge marker, status document). Config.StateDir joins it.
-const StateDirName = "memd"
+const StateDirName = statedir.Name
 
 // Sleep phases (docs/ARCHITECTURE.md §5), in the order they always run: SleepPhases.
 const (

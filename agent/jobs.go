@@ -26,7 +26,7 @@ func (a *Agent) doCommit(ctx context.Context) error {
 		return nil
 	}
 	a.st.pending = len(paths)
-	err := a.commitPaths(ctx, paths, "change")
+	err := a.commitPaths(ctx, paths, memd.CommitChange)
 	if err != nil {
 		a.pending.add(paths)
 		a.retryLater(a.k.commit, 5*time.Second)
@@ -144,7 +144,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	ro := memsync.RemoteOptionsFromConfig(a.cfg)
 	ro.LocalWork = func(fn func() error) error { return a.withLock(ctx, fn) }
 	// Edits in a merge's way are committed like any batch: the lock only while reading.
-	ro.CommitFirst = func(paths []string) error { return a.commitPaths(ctx, paths, "change") }
+	ro.CommitFirst = func(paths []string) error { return a.commitPaths(ctx, paths, memd.CommitChange) }
 	res, err := a.repo.Sync(ctx, ro)
 	a.metrics.PushAttempts(res.PushAttempts)
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
@@ -224,7 +224,7 @@ func (a *Agent) noteMerge(res memsync.SyncResult, before string) {
 		a.st.hours.add(a.now(), 1)
 	}
 	if res.Merged || res.FastForward {
-		a.metrics.CommitDone("merge", 0, a.now())
+		a.metrics.CommitDone(memd.CommitMerge, 0, a.now())
 		a.inventoryAfterMove(before)
 	}
 }

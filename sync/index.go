@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/memd-dev/memd"
 )
 
 // .git/index upkeep (DESIGN §3). Commits never touch the index; it is
@@ -471,7 +473,7 @@ var hookIndexLockHeld func(tmp string)
 
 // createIndexTemp creates the file a refresh writes the new index into, in .git/memd.
 func (r *Repo) createIndexTemp() (*os.File, error) {
-	dir := filepath.Join(r.gitDir, "memd")
+	dir := filepath.Join(r.gitDir, memd.StateDirName)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}

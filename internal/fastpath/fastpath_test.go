@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
@@ -21,6 +22,9 @@ func TestConstantsAgree(t *testing.T) {
 	}
 	if strings.Join(LineFormats[:], ",") != strings.Join(statusline.LineFormats, ",") {
 		t.Fatalf("LineFormats %v, statusline.LineFormats %v", LineFormats, statusline.LineFormats)
+	}
+	if stateDir != "/.git/"+statedir.Name || "/x"+stateDir != statusline.Dir("/x") {
+		t.Fatalf("stateDir %q, statedir.Name %q, statusline.Dir %q", stateDir, statedir.Name, statusline.Dir("/x"))
 	}
 }
 
