@@ -43,7 +43,7 @@ type Stats struct {
 }
 
 // fixedFiles are the non-memory files Generate writes.
-var fixedFiles = []string{"MEMORY.md", "memory.jsonl", "projects/checkout-api/MEMORY.md", "projects/checkout-api/history.md", "projects/payments/MEMORY.md"}
+var fixedFiles = []string{"MEMORY.md", memd.DefaultLedgerFile, "projects/checkout-api/MEMORY.md", "projects/checkout-api/history.md", "projects/payments/MEMORY.md"}
 
 // ErrExists is wrapped when Generate would overwrite a file: it never does.
 var ErrExists = errors.New("demo file already exists")
@@ -841,7 +841,7 @@ func (g *gen) writeLedger(today time.Time) error {
 		line(`{"id":"note-%04d","type":"note","role":"agent","text":%q,"createdAt":%q,"lifecycle":%s}`, i+1, text, created(40+i%50), nt.lifecycle)
 	}
 	g.stats.Notes = notes
-	return g.create("memory.jsonl", []byte(b.String()))
+	return g.create(memd.DefaultLedgerFile, []byte(b.String()))
 }
 
 func (g *gen) wroteUnder(dir string) bool {
