@@ -292,7 +292,7 @@ func (c *Config) Validate(checkSchedule ScheduleValidator) error {
 		return bad("archive.keep_years", c.Archive.KeepYears, "must not be negative")
 	}
 	for i, g := range c.Tidy.MemoryMD {
-		if strings.TrimSpace(g) == "" || !strings.HasSuffix(g, "MEMORY.md") {
+		if strings.TrimSpace(g) == "" || !strings.HasSuffix(g, MemoryMDName) {
 			return bad(fmt.Sprintf("tidy.memory_md[%d]", i), g, "must be a glob ending in MEMORY.md")
 		}
 	}

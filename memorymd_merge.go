@@ -44,7 +44,7 @@ func IsProjectLayoutDerived(p string) bool {
 // IsTopicFileName reports whether a file beside a project MEMORY.md is one of its topic
 // files: every other `*.md` but the repair backup (the seed's own rule for the topic list).
 func IsTopicFileName(base string) bool {
-	return strings.HasSuffix(base, ".md") && base != "MEMORY.md" && base != PreMigrationName
+	return strings.HasSuffix(base, ".md") && base != MemoryMDName && base != PreMigrationName
 }
 
 // ProjectNameOf names the project of a project MEMORY.md by its directory (the seed keeps

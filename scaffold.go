@@ -50,7 +50,7 @@ func DetectLayout(dir string) (string, error) {
 		data, err := os.ReadFile(p)
 		return err == nil && DetectMemoryMDKind(data) == MemoryMDProject
 	}
-	if isProjectMD(filepath.Join(dir, "MEMORY.md")) {
+	if isProjectMD(filepath.Join(dir, MemoryMDName)) {
 		return LayoutProjectMemory, nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -61,7 +61,7 @@ func DetectLayout(dir string) (string, error) {
 		return "", fmt.Errorf("detect layout of %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != ".git" && isProjectMD(filepath.Join(dir, e.Name(), "MEMORY.md")) {
+		if e.IsDir() && e.Name() != ".git" && isProjectMD(filepath.Join(dir, e.Name(), MemoryMDName)) {
 			return LayoutProjectMemory, nil
 		}
 	}

@@ -10,6 +10,7 @@ import "github.com/memd-dev/memd/internal/statedir"
 const (
 	DefaultLedgerFile = "memory.jsonl" // expire.ledger
 	DefaultLockFile   = ".memory.lock" // lock.file: the writer lock, never committed
+	MemoryMDName      = "MEMORY.md"    // an index or project MEMORY.md, in any directory (§3)
 )
 
 // StateDirName is memd's directory inside the repo's git dir (.git/memd): state that is never

@@ -43,7 +43,7 @@ type Stats struct {
 }
 
 // fixedFiles are the non-memory files Generate writes.
-var fixedFiles = []string{"MEMORY.md", memd.DefaultLedgerFile, "projects/checkout-api/MEMORY.md", "projects/checkout-api/history.md", "projects/payments/MEMORY.md"}
+var fixedFiles = []string{memd.MemoryMDName, memd.DefaultLedgerFile, "projects/checkout-api/MEMORY.md", "projects/checkout-api/history.md", "projects/payments/MEMORY.md"}
 
 // ErrExists is wrapped when Generate would overwrite a file: it never does.
 var ErrExists = errors.New("demo file already exists")
@@ -755,7 +755,7 @@ func (g *gen) writeIndex() error {
 		desc := strings.Join(strings.Fields(x.desc), " ")
 		fmt.Fprintf(&b, "- [[%s|%s]] %s type:%s subject:%s %s %s\n", x.path, x.name, indexSep, x.typ, x.subject, indexSep, desc)
 	}
-	return g.create("MEMORY.md", []byte(b.String()))
+	return g.create(memd.MemoryMDName, []byte(b.String()))
 }
 
 // writeProjectMD writes one project MEMORY.md slightly off the four-section template

@@ -116,7 +116,7 @@ func Check(root string, opt Options) (*Report, error) {
 		rep.Files++
 		exists[rel] = true
 		switch {
-		case path.Base(rel) == "MEMORY.md":
+		case memd.IsMemoryMD(rel):
 			mds = append(mds, rel)
 		case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsNonMemory(rel):
 			htmls = append(htmls, rel)

@@ -10,7 +10,7 @@ import (
 )
 
 // memoryMDName is the file name of both MEMORY.md kinds.
-const memoryMDName = "MEMORY.md"
+const memoryMDName = memd.MemoryMDName
 
 // planIndexRepoints repoints index-kind MEMORY.md bullets whose path moved.
 func planIndexRepoints(s *snapshot, p *plan, moved map[string]string) error {

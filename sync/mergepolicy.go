@@ -123,7 +123,7 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindDerived
 	case memd.IsProjectLayoutDerived(name):
 		return KindNewer
-	case base == "MEMORY.md":
+	case base == memd.MemoryMDName:
 		return memoryMDKind(contents)
 	case memd.IsTopicFileName(base) && p.besideProjectMD(name):
 		return KindTopicFile
@@ -163,7 +163,7 @@ func (p MergePolicy) besideProjectMD(name string) bool {
 	if p.memoryMDAt == nil {
 		return false
 	}
-	for _, v := range p.memoryMDAt(path.Join(path.Dir(name), "MEMORY.md")) {
+	for _, v := range p.memoryMDAt(path.Join(path.Dir(name), memd.MemoryMDName)) {
 		if memd.DetectMemoryMDKind(v) == memd.MemoryMDProject {
 			return true
 		}
