@@ -219,18 +219,6 @@ func equal(a, b []string) bool {
 	return true
 }
 
-// waitCond polls a condition that no channel signals (watcher stats).
-func waitCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // fakeClock is a manual Clock: timers fire only in Advance.
 type fakeClock struct {
 	mu     sync.Mutex
