@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -271,7 +272,7 @@ func (c *Config) Validate(checkSchedule ScheduleValidator) error {
 	}
 	seen := map[string]bool{}
 	for _, p := range c.Sleep.Phases {
-		if !contains(SleepPhases, p) {
+		if !slices.Contains(SleepPhases, p) {
 			return bad("sleep.phases", p, "unknown phase (phases: "+strings.Join(SleepPhases, ", ")+")")
 		}
 		if seen[p] {
@@ -331,15 +332,6 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ExpandHome turns a leading ~ into the user's home directory.

@@ -8,6 +8,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -360,7 +361,7 @@ func withKnown[V any](known []string, m map[string]V) []string {
 	out := append([]string(nil), known...)
 	var extra []string
 	for k := range m {
-		if !contains(known, k) {
+		if !slices.Contains(known, k) {
 			extra = append(extra, k)
 		}
 	}
@@ -377,7 +378,7 @@ func noteKeys(m map[NoteKey]int) []NoteKey {
 	}
 	var extra []NoteKey
 	for k := range m {
-		if !contains(NoteModes, k.Mode) || !contains(NoteStates, k.State) {
+		if !slices.Contains(NoteModes, k.Mode) || !slices.Contains(NoteStates, k.State) {
 			extra = append(extra, k)
 		}
 	}
@@ -388,13 +389,4 @@ func noteKeys(m map[NoteKey]int) []NoteKey {
 		return extra[i].State < extra[j].State
 	})
 	return append(out, extra...)
-}
-
-func contains(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

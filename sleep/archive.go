@@ -3,7 +3,8 @@ package sleep
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,7 +156,7 @@ func planLinkRewrites(s *snapshot, p *plan, moved map[string]string, filter func
 			continue
 		}
 		p.write(fp, data, old, true)
-		for _, from := range sortedKeys(pairs) {
+		for _, from := range slices.Sorted(maps.Keys(pairs)) {
 			p.item("rewrite-link", fp, pairs[from], "was "+from)
 			links++
 		}
@@ -222,15 +223,6 @@ func rewriteHrefs(data []byte, repl map[string]string) []byte {
 		return data
 	}
 	return append(out, data[last:]...)
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func isHTMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }

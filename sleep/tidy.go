@@ -3,7 +3,9 @@ package sleep
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/memd-dev/memd"
@@ -140,7 +142,7 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 			continue
 		}
 		p.write(fp, data, old, true)
-		for _, from := range sortedKeys(pairs) {
+		for _, from := range slices.Sorted(maps.Keys(pairs)) {
 			p.item("rewrite-link", fp, pairs[from], "was "+from)
 			p.counts["links"]++
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -197,7 +198,7 @@ func (r *running) expectExactly(t *testing.T, root string, want ...string) {
 	r.c.waitPaths(t, sentinel)
 	want = append(want, sentinel)
 	sort.Strings(want)
-	if got := r.c.paths(); !equal(got, want) {
+	if got := r.c.paths(); !slices.Equal(got, want) {
 		t.Fatalf("reported %q, want %q", got, want)
 	}
 	if err := os.Remove(filepath.Join(root, sentinel)); err != nil {
@@ -205,18 +206,6 @@ func (r *running) expectExactly(t *testing.T, root string, want ...string) {
 	}
 	r.c.waitFor(t, "sentinel removal", func() bool { return r.c.seen[sentinel] >= 2 })
 	r.c.reset()
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // fakeClock is a manual Clock: timers fire only in Advance.

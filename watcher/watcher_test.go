@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -323,7 +324,7 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 	noBatch("1.9s after the change")
 	advance(100 * time.Millisecond)
 	b := <-r
-	if !equal(b.Paths, []string{"q.html"}) || b.Rescan {
+	if !slices.Equal(b.Paths, []string{"q.html"}) || b.Rescan {
 		t.Fatalf("batch %+v", b)
 	}
 	if n := clock.pendingTimers(); n != 0 {
@@ -349,7 +350,7 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 	testutil.WaitFor(t, "pending", deadline, func() bool { return w.Stats().Pending == 1 }, nil)
 	w.Flush()
 	b = <-r
-	if !equal(b.Paths, []string{"flush.html"}) {
+	if !slices.Equal(b.Paths, []string{"flush.html"}) {
 		t.Fatalf("flushed batch %+v", b)
 	}
 }
@@ -403,7 +404,7 @@ func TestShutdownHandsOutPending(t *testing.T) {
 	for b := range w.Batches() {
 		got = append(got, b.Paths...)
 	}
-	if !equal(got, []string{"last.html"}) {
+	if !slices.Equal(got, []string{"last.html"}) {
 		t.Fatalf("batches at shutdown: %q", got)
 	}
 	if err := <-done; err != nil {
@@ -540,7 +541,7 @@ func TestWatchLimitFallsBackToScanning(t *testing.T) {
 	clock.Advance(time.Second)
 	b = <-r
 	want := []string{"areas/deep/newdir/z.html", "areas/deep/sub/new.html", "areas/deep/sub/y.html", "areas/deep/x.html"}
-	if !equal(b.Paths, want) {
+	if !slices.Equal(b.Paths, want) {
 		t.Fatalf("scan batch %q, want %q", b.Paths, want)
 	}
 

@@ -2,6 +2,7 @@ package statusline
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -328,11 +329,10 @@ func clean(s string) string {
 	return b.String()
 }
 
+// copyCounts is maps.Clone, but never nil: the document's maps are {} when empty.
 func copyCounts(m map[string]int) map[string]int {
 	c := make(map[string]int, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
+	maps.Copy(c, m)
 	return c
 }
 
