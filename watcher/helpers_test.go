@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,12 +170,7 @@ func (c *collector) waitPaths(t *testing.T, want ...string) {
 func (c *collector) paths() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var ps []string
-	for p := range c.seen {
-		ps = append(ps, p)
-	}
-	sort.Strings(ps)
-	return ps
+	return slices.Sorted(maps.Keys(c.seen))
 }
 
 func (c *collector) reset() {
