@@ -199,25 +199,31 @@ type canon struct {
 	pending bool
 }
 
-func isASCIISpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
-
-func (c *canon) collapsible(s string) {
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		if isASCIISpace(ch) {
-			c.pending = true
-			continue
+// invalidUTF8At is the offset of b's first byte that is not UTF-8 text (len(b) when b is
+// valid): what an error about a file that is not UTF-8 names.
+func invalidUTF8At(b []byte) int {
+	off := 0
+	for off < len(b) {
+		r, n := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && n <= 1 {
+			break
 		}
-		if c.pending && len(c.b) > 0 {
-			c.b = append(c.b, ' ')
-		}
-		c.pending = false
-		c.b = append(c.b, ch)
+		off += n
 	}
+	return off
 }
 
-func (c *canon) collapsibleBytes(s []byte) {
-	for _, ch := range s {
+func isASCIISpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+func (c *canon) collapsible(s string) { collapse(c, s) }
+
+func (c *canon) collapsibleBytes(s []byte) { collapse(c, s) }
+
+// collapse appends s to c with each run of ASCII white space folded to one space (none
+// leading); a method cannot take a type parameter, so the two above share this.
+func collapse[S string | []byte](c *canon, s S) {
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
 		if isASCIISpace(ch) {
 			c.pending = true
 			continue
@@ -340,14 +346,7 @@ func ParseMemoryBytes(b []byte) *Memory {
 		markAt:     -1,
 	}
 	if !utf8.Valid(b) {
-		off := 0
-		for off < len(b) {
-			r, n := utf8.DecodeRune(b[off:])
-			if r == utf8.RuneError && n <= 1 {
-				break
-			}
-			off += n
-		}
+		off := invalidUTF8At(b)
 		p.violate(fmt.Sprintf("file is not valid UTF-8 (bad byte 0x%02x at offset %d)", b[off], off))
 	}
 	p.z = html.NewTokenizer(bytes.NewReader(b))

@@ -67,15 +67,7 @@ func checkMergeInput(side string, b []byte) error {
 		return fmt.Errorf("%w: %s holds a NUL byte at offset %d (binary)", ErrMergeInput, side, i)
 	}
 	if !utf8.Valid(b) {
-		off := 0
-		for off < len(b) {
-			r, n := utf8.DecodeRune(b[off:])
-			if r == utf8.RuneError && n <= 1 {
-				break
-			}
-			off += n
-		}
-		return fmt.Errorf("%w: %s is not valid UTF-8 (byte offset %d)", ErrMergeInput, side, off)
+		return fmt.Errorf("%w: %s is not valid UTF-8 (byte offset %d)", ErrMergeInput, side, invalidUTF8At(b))
 	}
 	return nil
 }
