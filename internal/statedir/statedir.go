@@ -60,6 +60,19 @@ func Open(stateDir string) (*Dir, error) {
 	return &Dir{tree: t, rel: rel, abs: abs}, nil
 }
 
+// Create is Open and Ensure: the state dir opened for writes, made (0700) if missing.
+func Create(stateDir string) (*Dir, error) {
+	d, err := Open(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Ensure(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
 // Close releases the directory handles.
 func (d *Dir) Close() error {
 	if d.r != nil {

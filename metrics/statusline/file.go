@@ -34,14 +34,11 @@ func Dir(repo string) string { return path.Join(repo, ".git", statedir.Name) }
 // Everything goes through internal/statedir: a symlinked .git/memd is refused, and a symlink
 // at a file's name is replaced by the rename, never written through.
 func Write(stateDir string, d Document) error {
-	sd, err := statedir.Open(stateDir)
+	sd, err := statedir.Create(stateDir)
 	if err != nil {
 		return err
 	}
 	defer sd.Close()
-	if err := sd.Ensure(); err != nil {
-		return err
-	}
 	// The line files are rendered as of the document's own time: a reader that cats them
 	// gets what the daemon said then.
 	alive := func(int) bool { return true }
