@@ -25,12 +25,19 @@ const (
 	PhaseTidy    = "tidy"
 )
 
-// Commit kinds, the kind label of memd_commits_total (docs/ARCHITECTURE.md §6).
+// CommitKind is what made a commit: the kind label of memd_commits_total
+// (docs/ARCHITECTURE.md §6).
+type CommitKind string
+
+// Commit kinds: CommitKinds lists them.
 const (
-	CommitChange = "change"
-	CommitSleep  = "sleep"
-	CommitMerge  = "merge"
+	CommitChange CommitKind = "change"
+	CommitSleep  CommitKind = "sleep"
+	CommitMerge  CommitKind = "merge"
 )
+
+// CommitKinds are the commit kinds in label order.
+var CommitKinds = []CommitKind{CommitChange, CommitSleep, CommitMerge}
 
 // Ledger record types (docs/FORMATS.md §4). Only notes have a lifecycle that drains.
 const (

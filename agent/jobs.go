@@ -42,7 +42,7 @@ func (a *Agent) doCommit(ctx context.Context) error {
 }
 
 // commitPaths commits under the writer lock with HEAD compare-and-set retries.
-func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) error {
+func (a *Agent) commitPaths(ctx context.Context, paths []string, kind memd.CommitKind) error {
 	start := time.Now()
 	hook := a.hookStart(memd.HookAfterCommit)
 	var res memsync.CommitResult

@@ -25,7 +25,7 @@ import (
 // or an alert has a series to read from the start.
 var (
 	Buckets       = memd.Buckets
-	CommitKinds   = []string{memd.CommitChange, memd.CommitSleep, memd.CommitMerge}
+	CommitKinds   = memd.CommitKinds
 	SleepPhases   = memd.SleepPhases
 	NoteModes     = []string{memd.ModePersistent, memd.ModeReadCount, memd.ModeHardExpiry, memd.ModeSoftExpiry}
 	NoteStates    = []string{memd.NoteLive, memd.NoteStale, memd.NoteExpired}
@@ -121,7 +121,7 @@ func New(version string) *Metrics {
 		m.arcsWritten, m.notesDrained, m.hookRuns, m.lockHeld, m.pushAttempts, (*snapshotCollector)(m))
 
 	for _, k := range CommitKinds {
-		m.commits.WithLabelValues(k)
+		m.commits.WithLabelValues(string(k))
 	}
 	for _, p := range SleepPhases {
 		m.sleepRuns.WithLabelValues(p)
@@ -152,8 +152,8 @@ func (m *Metrics) Publish(s *Snapshot) {
 }
 
 // CommitDone records one commit of kind (change, sleep, merge).
-func (m *Metrics) CommitDone(kind string, d time.Duration, at time.Time) {
-	if c, err := m.commits.GetMetricWithLabelValues(kind); err == nil {
+func (m *Metrics) CommitDone(kind memd.CommitKind, d time.Duration, at time.Time) {
+	if c, err := m.commits.GetMetricWithLabelValues(string(kind)); err == nil {
 		c.Inc()
 	}
 	m.commitDuration.Observe(d.Seconds())
