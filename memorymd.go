@@ -547,18 +547,6 @@ func (m *IndexMD) Bad() []IndexLine {
 	return out
 }
 
-// Dangling returns the bullets whose path does not exist (exists is asked with the
-// normalised path), in file order.
-func (m *IndexMD) Dangling(exists func(path string) bool) []IndexBullet {
-	var out []IndexBullet
-	for _, l := range m.Lines {
-		if l.Bullet != nil && !exists(NormalizePath(l.Bullet.Path)) {
-			out = append(out, *l.Bullet)
-		}
-	}
-	return out
-}
-
 func (m *IndexMD) appendRaw(raw string) {
 	m.Lines = append(m.Lines, parseIndexLine(raw, len(m.Lines)+1))
 	m.noFinalNewline = false
