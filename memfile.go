@@ -48,11 +48,11 @@ const (
 // MemoryTypes is the closed set of memhtml-type values.
 var MemoryTypes = []string{
 	"episodic", "semantic", "procedural", "agent_insight", "user_preference",
-	"error_pattern", "verdict", "precedent", "arc", "task",
+	"error_pattern", "verdict", "precedent", TypeArc, TypeTask,
 }
 
 // TaskStatuses is the closed set of memhtml-task-status values.
-var TaskStatuses = []string{"todo", "doing", "blocked", "done"}
+var TaskStatuses = []string{"todo", "doing", "blocked", TaskDone}
 
 // Link is one <link rel href> of a memory file's head.
 type Link struct{ Rel, Href string }
@@ -1015,7 +1015,7 @@ func (p *memParser) head() {
 	if len(m.Metas[MetaType]) > 0 && !inList(MemoryTypes, m.Type) {
 		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", quoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
 	}
-	if len(m.Metas[MetaStatus]) > 0 && m.Status != "active" && m.Status != "archived" {
+	if len(m.Metas[MetaStatus]) > 0 && m.Status != StatusActive && m.Status != StatusArchived {
 		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", quoteInput(m.Status)))
 	}
 	for _, name := range dateMetas {
@@ -1053,13 +1053,13 @@ func (p *memParser) head() {
 		}
 	}
 	if len(m.Metas[MetaTaskStatus]) > 0 {
-		if m.Type != "task" {
+		if m.Type != TypeTask {
 			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", quoteInput(m.TaskStatus), quoteInput(m.Type)))
 		}
 		if !inList(TaskStatuses, m.TaskStatus) {
 			p.violate(fmt.Sprintf("memhtml-task-status %s is not one of %s", quoteInput(m.TaskStatus), strings.Join(TaskStatuses, ", ")))
 		}
-	} else if m.Type == "task" {
+	} else if m.Type == TypeTask {
 		p.violate("task without memhtml-task-status (todo, doing, blocked or done)")
 	}
 }

@@ -271,9 +271,9 @@ func Place(in PlacementInput) string {
 	typ := strings.ToLower(strings.TrimSpace(in.MemoryType))
 	ws := Slug(in.Workspace)
 	switch typ {
-	case "arc":
+	case TypeArc:
 		return ArcsDir
-	case "task":
+	case TypeTask:
 		if ws != "" {
 			return BucketProjects + "/" + ws + "/" + TasksSubdir
 		}

@@ -39,6 +39,18 @@ const (
 // CommitKinds are the commit kinds in label order.
 var CommitKinds = []CommitKind{CommitChange, CommitSleep, CommitMerge}
 
+// Memory types with rules of their own, the lifecycle statuses and the task status memd acts
+// on (docs/FORMATS.md §2): MemoryTypes and TaskStatuses list them all.
+const (
+	TypeArc  = "arc"
+	TypeTask = "task"
+
+	StatusActive   = "active"
+	StatusArchived = "archived"
+
+	TaskDone = "done"
+)
+
 // Ledger record types (docs/FORMATS.md §4). Only notes have a lifecycle that drains.
 const (
 	RecordRule   = "rule"

@@ -163,7 +163,7 @@ func Check(root string, opt Options) (*Report, error) {
 		for _, w := range mi.mem.Warnings {
 			add(Warning, "memory", rel, "%s", w)
 		}
-		if mi.mem.Valid() && mi.mem.ComputedHash != "" && !memd.IsArchived(rel) && mi.mem.Type != "task" {
+		if mi.mem.Valid() && mi.mem.ComputedHash != "" && !memd.IsArchived(rel) && mi.mem.Type != memd.TypeTask {
 			byHash[mi.mem.ComputedHash] = append(byHash[mi.mem.ComputedHash], rel)
 		}
 		dir := path.Dir(rel)
@@ -309,13 +309,13 @@ func misplaced(rel string, m *memd.Memory) string {
 	inArcs := dir == memd.ArcsDir
 	inTasks := path.Base(dir) == "tasks"
 	switch {
-	case m.Type == "arc" && !inArcs:
+	case m.Type == memd.TypeArc && !inArcs:
 		return fmt.Sprintf("an arc in %s/ (arcs live in %s/)", dir, memd.ArcsDir)
-	case m.Type != "arc" && m.Type != "" && inArcs:
+	case m.Type != memd.TypeArc && m.Type != "" && inArcs:
 		return fmt.Sprintf("a %s memory in %s/, which holds only arcs written by sleep", m.Type, memd.ArcsDir)
-	case m.Type == "task" && !inTasks:
+	case m.Type == memd.TypeTask && !inTasks:
 		return fmt.Sprintf("a task in %s/ (tasks live in projects/<slug>/tasks/ or %s/)", dir, memd.TaskInboxDir)
-	case m.Type != "task" && m.Type != "" && inTasks:
+	case m.Type != memd.TypeTask && m.Type != "" && inTasks:
 		return fmt.Sprintf("a %s memory in a tasks folder (%s/)", m.Type, dir)
 	}
 	if m.Type == "semantic" {

@@ -20,10 +20,10 @@ type move struct {
 // Arcs and people are never archived; episodic memories go by year, done tasks by age,
 // and any other file only when its writer set memhtml-status archived.
 func ArchiveReason(p string, m *memd.Memory, now time.Time, keepYears int, doneAfter time.Duration) string {
-	if m == nil || memd.IsArchived(p) || m.Type == "arc" || strings.HasPrefix(p, memd.PeopleDir+"/") {
+	if m == nil || memd.IsArchived(p) || m.Type == memd.TypeArc || strings.HasPrefix(p, memd.PeopleDir+"/") {
 		return ""
 	}
-	if m.Status == "archived" {
+	if m.Status == memd.StatusArchived {
 		return "status archived"
 	}
 	switch m.Type {
@@ -31,8 +31,8 @@ func ArchiveReason(p string, m *memd.Memory, now time.Time, keepYears int, doneA
 		if y := m.Year(p); y != 0 && y < now.Year()-keepYears {
 			return fmt.Sprintf("episode of %d, older than %d", y, now.Year()-keepYears)
 		}
-	case "task":
-		if m.TaskStatus == "done" && !m.UpdatedAt.IsZero() && now.Sub(m.UpdatedAt) > doneAfter {
+	case memd.TypeTask:
+		if m.TaskStatus == memd.TaskDone && !m.UpdatedAt.IsZero() && now.Sub(m.UpdatedAt) > doneAfter {
 			return "task done " + m.Updated
 		}
 	}
@@ -84,7 +84,7 @@ func archiveFile(mp string, m *memd.Memory, env *planEnv) (why string, until tim
 	why = ArchiveReason(mp, m, env.now, env.cfg.Archive.KeepYears, doneAfter)
 	// A done task ages into the archive by the clock alone. (The year rule turns with
 	// now.Year(), which the idle fingerprint compares itself.)
-	if why == "" && m.Type == "task" && m.TaskStatus == "done" && !m.UpdatedAt.IsZero() && !(env.now.Sub(m.UpdatedAt) > doneAfter) {
+	if why == "" && m.Type == memd.TypeTask && m.TaskStatus == memd.TaskDone && !m.UpdatedAt.IsZero() && !(env.now.Sub(m.UpdatedAt) > doneAfter) {
 		until = m.UpdatedAt.Add(doneAfter)
 	}
 	return why, until
