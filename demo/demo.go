@@ -370,7 +370,7 @@ func (g *gen) episode(day time.Time, entity string) mem {
 	k := g.rng.IntN(len(episodeTitles))
 	m := mem{
 		typ:        "episodic",
-		status:     "active",
+		status:     memd.StatusActive,
 		title:      fill(episodeTitles[k], p, s, topic, area),
 		gist:       fill(episodeGists[k], p, s, topic, area),
 		body:       g.pick(bodies),
@@ -440,7 +440,7 @@ func (g *gen) topical(typ string, first, today time.Time) mem {
 	day := g.dayIn(first, today)
 	m := mem{
 		typ:        typ,
-		status:     "active",
+		status:     memd.StatusActive,
 		title:      fill(topicalTitles[typ][k], p, s, topic, area),
 		gist:       fill(topicalGists[typ][k], p, s, topic, area),
 		body:       g.pick(bodies),
@@ -466,7 +466,7 @@ func (g *gen) topical(typ string, first, today time.Time) mem {
 	case r == 1:
 		m.validUntil = today.AddDate(0, 6, 0).Format("2006-01-02")
 	case r == 2:
-		m.status = "archived" // outside archive/: the archive phase moves it
+		m.status = memd.StatusArchived // outside archive/: the archive phase moves it
 	}
 	m.path = memd.Place(memd.PlacementInput{MemoryType: typ, Workspace: ws, Tags: m.tags}) + "/" + memd.Slug(m.title) + memd.MemoryExt
 	// Some point at an earlier episode they generalise, so archive moves have links to fix.
@@ -505,8 +505,8 @@ func (g *gen) task(first, today time.Time) mem {
 	k := g.rng.IntN(len(taskTitles))
 	day := g.dayIn(first, today)
 	m := mem{
-		typ:        "task",
-		status:     "active",
+		typ:        memd.TypeTask,
+		status:     memd.StatusActive,
 		title:      fill(taskTitles[k], p, s, topic, ""),
 		gist:       fill(taskGists[k], p, s, topic, ""),
 		body:       "Done means exactly that, checked by someone else",
@@ -524,9 +524,9 @@ func (g *gen) task(first, today time.Time) mem {
 	case r < 55:
 		m.taskStatus = "blocked"
 	default:
-		m.taskStatus = "done"
+		m.taskStatus = memd.TaskDone
 	}
-	if m.taskStatus == "done" {
+	if m.taskStatus == memd.TaskDone {
 		m.updated = g.later(m.created, 20)
 	} else {
 		m.updated = g.later(m.created, 5)
@@ -538,7 +538,7 @@ func (g *gen) task(first, today time.Time) mem {
 	if g.rng.IntN(5) == 0 {
 		ws = "" // unplaced: areas/inbox/tasks
 	}
-	m.path = memd.Place(memd.PlacementInput{MemoryType: "task", Workspace: ws}) + "/" + memd.Slug(m.title) + memd.MemoryExt
+	m.path = memd.Place(memd.PlacementInput{MemoryType: memd.TypeTask, Workspace: ws}) + "/" + memd.Slug(m.title) + memd.MemoryExt
 	return m
 }
 
@@ -557,7 +557,7 @@ func (g *gen) misc(first, today time.Time) mem {
 	day := g.dayIn(first, today)
 	m := mem{
 		typ:        kind.typ,
-		status:     "active",
+		status:     memd.StatusActive,
 		title:      fill(kind.title, p, s, topic, ""),
 		gist:       fill(kind.gist, p, s, topic, ""),
 		body:       g.pick(bodies),
@@ -587,7 +587,7 @@ func (g *gen) personMemory(p person, today time.Time) mem {
 	start := time.Date(min(2023, today.Year()), 1, 1, 0, 0, 0, 0, time.UTC)
 	m := mem{
 		typ:        "semantic",
-		status:     "active",
+		status:     memd.StatusActive,
 		title:      p.name,
 		gist:       p.name + " is " + p.role + ".",
 		body:       "Reach out on the team channel first; email for anything that needs a record",
@@ -625,7 +625,7 @@ func (g *gen) write(m mem) error {
 	g.used[m.path] = true
 	// memhtml refuses two active memories with one content hash (its index cannot hold
 	// them), so a repeated article gets a numbered note until it is unique.
-	if m.typ != "task" && !memd.IsArchived(m.path) {
+	if m.typ != memd.TypeTask && !memd.IsArchived(m.path) {
 		more := m.more
 		for n := 2; g.hashes[articleHash(m)]; n++ {
 			m.more = more + " (Noted again, " + strconv.Itoa(n) + ".)"
@@ -640,14 +640,14 @@ func (g *gen) write(m mem) error {
 	switch {
 	case m.typ == "episodic":
 		g.stats.Episodes++
-	case m.typ == "task":
+	case m.typ == memd.TypeTask:
 		g.stats.Tasks++
 	}
 	if strings.HasPrefix(m.path, memd.InboxDir+"/") && !strings.Contains(m.path[len(memd.InboxDir)+1:], "/") {
 		g.stats.Inbox++
 	}
 	// Index candidates: everything that is not a task, thinned on big demos.
-	if m.typ != "task" && (len(g.index) < 40 || g.rng.IntN(max(1, g.n/200)) == 0) {
+	if m.typ != memd.TypeTask && (len(g.index) < 40 || g.rng.IntN(max(1, g.n/200)) == 0) {
 		subject := memd.Slug(nameOf(m.entities[0]))
 		g.index = append(g.index, bullet{m.path, cleanName(m.title), m.typ, subject, m.gist})
 	}

@@ -21,12 +21,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
-)
-
-// Thresholds of docs/FORMATS.md §1.
-const (
-	InboxWarn     = 20
-	TaskInboxWarn = 10
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 // Severity of a finding.
@@ -190,11 +185,13 @@ func Check(root string, opt Options) (*Report, error) {
 		add(Problem, "duplicate", paths[0], "same article (content hash) as %s: memhtml cannot index two active memories with one content hash; archive or edit all but one",
 			strings.Join(paths[1:], ", "))
 	}
-	if rep.Inbox > InboxWarn {
-		add(Warning, "inbox", memd.InboxDir, "inbox holds %d memories (over %d): place them", rep.Inbox, InboxWarn)
+	// The status line owns the inbox thresholds (docs/FORMATS.md §1): doctor warns at the
+	// depth the line does.
+	if rep.Inbox > statusline.InboxWarnAbove {
+		add(Warning, "inbox", memd.InboxDir, "inbox holds %d memories (over %d): place them", rep.Inbox, statusline.InboxWarnAbove)
 	}
-	if rep.TaskInbox > TaskInboxWarn {
-		add(Warning, "inbox", memd.TaskInboxDir, "task inbox holds %d tasks (over %d): file them under a project", rep.TaskInbox, TaskInboxWarn)
+	if rep.TaskInbox > statusline.TaskInboxWarnAbove {
+		add(Warning, "inbox", memd.TaskInboxDir, "task inbox holds %d tasks (over %d): file them under a project", rep.TaskInbox, statusline.TaskInboxWarnAbove)
 	}
 
 	// 3. MEMORY.md files of both kinds.

@@ -16,7 +16,8 @@
 //   - A rule copy is a product file with a function matching the rule's shape: time parsers call
 //     time.Parse* on a record's time, atomic writers rename a temp over a file, temp namers
 //     build a temp file name. Poll helpers are the non-Test functions in test files and
-//     internal/testutil that loop on a time.Sleep against a deadline.
+//     internal/testutil that loop on a time.Sleep against a deadline; slices/maps helpers are
+//     functions (anywhere) by the names those packages answer (contains, equal, sortedKeys).
 package main
 
 import (
@@ -56,6 +57,11 @@ var names = []struct{ what, lit string }{
 	{"mode soft-expiry", "soft-expiry"},
 	{"record note", "note"},
 	{"temp suffix", ".tmp"},
+	{"MEMORY.md", "MEMORY.md"},
+	{"memory type task", "task"},
+	{"memory type arc", "arc"},
+	{"status active", "active"},
+	{"status archived", "archived"},
 }
 
 type file struct {
@@ -201,6 +207,25 @@ func main() {
 		})
 	}
 	fmt.Printf("| state dir `.git/memd` | %d | %s |\n", len(state), brief(state))
+	// Inbox thresholds: constants named for them.
+	var inbox []string
+	for _, f := range files {
+		if !product(f) {
+			continue
+		}
+		for _, d := range f.f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+				for _, sp := range g.Specs {
+					for _, n := range sp.(*ast.ValueSpec).Names {
+						if l := strings.ToLower(n.Name); strings.Contains(l, "inbox") && strings.Contains(l, "warn") {
+							inbox = append(inbox, fmt.Sprintf("%s %s", f.rel, n.Name))
+						}
+					}
+				}
+			}
+		}
+	}
+	fmt.Printf("| inbox thresholds (constants) | %d | %s |\n", len(inbox), brief(inbox))
 	rules := []struct {
 		what  string
 		match func(f *file, fd *ast.FuncDecl) bool
@@ -213,6 +238,7 @@ func main() {
 		{"poll helper (sleep loop against a deadline)", isPollHelper, func(f *file) bool {
 			return f.test || strings.HasPrefix(f.rel, "internal/testutil/")
 		}},
+		{"hand-written slices/maps helper (contains, equal, sortedKeys)", isSliceHelper, func(f *file) bool { return true }},
 	}
 	for _, r := range rules {
 		var at []string
@@ -459,6 +485,15 @@ func isNoteJudge(f *file, fd *ast.FuncDecl) bool {
 		!calls(fd.Body, func(n string) bool {
 			return strings.HasSuffix(n, "JudgeNote") || strings.HasSuffix(n, "NoteChangesAfter")
 		})
+}
+
+// isSliceHelper: a function by a name the slices and maps packages answer.
+func isSliceHelper(f *file, fd *ast.FuncDecl) bool {
+	switch fd.Name.Name {
+	case "contains", "containsString", "equal", "equalLines", "equalStrings", "sortedKeys", "keys", "indexOf":
+		return fd.Recv == nil
+	}
+	return false
 }
 
 func isPollHelper(f *file, fd *ast.FuncDecl) bool {
