@@ -89,7 +89,7 @@ func main() {
 
 	// Lines per package.
 	lines := map[string]int{}
-	total := 0
+	total, productTotal := 0, 0
 	for _, f := range files {
 		if f.test {
 			continue
@@ -97,6 +97,9 @@ func main() {
 		n := strings.Count(string(f.src), "\n")
 		lines[f.pkg] += n
 		total += n
+		if product(f) {
+			productTotal += n
+		}
 	}
 	pkgs := slices.Sorted(maps.Keys(lines))
 	fmt.Println("## Lines per package (non-test .go)")
@@ -106,7 +109,8 @@ func main() {
 	for _, p := range pkgs {
 		fmt.Printf("| %s | %d |\n", p, lines[p])
 	}
-	fmt.Printf("| **total** | %d |\n\n", total)
+	fmt.Printf("| **total** | %d |\n", total)
+	fmt.Printf("| **product code** (no bench/, scripts/, test helpers) | %d |\n\n", productTotal)
 
 	// Walkers.
 	var work, gitWalks []string
