@@ -26,6 +26,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -77,10 +78,17 @@ func main() {
 	long := flag.Int("long", 80, "a function is long above this many lines")
 	flag.BoolVar(&all, "all", false, "name every place (else the first six)")
 	flag.Parse()
-	files, fset, err := load(*repo)
-	if err != nil {
+	if err := run(os.Stdout, *repo, *long); err != nil {
 		fmt.Fprintln(os.Stderr, "housetable:", err)
 		os.Exit(1)
+	}
+}
+
+// run prints the figures for the checkout at repo.
+func run(w io.Writer, repo string, long int) error {
+	files, fset, err := load(repo)
+	if err != nil {
+		return err
 	}
 	product := func(f *file) bool {
 		return !f.test && !strings.HasPrefix(f.rel, "bench/") && !strings.HasPrefix(f.rel, "scripts/") &&
@@ -102,15 +110,15 @@ func main() {
 		}
 	}
 	pkgs := slices.Sorted(maps.Keys(lines))
-	fmt.Println("## Lines per package (non-test .go)")
-	fmt.Println()
-	fmt.Println("| package | lines |")
-	fmt.Println("|---|---:|")
+	fmt.Fprintln(w, "## Lines per package (non-test .go)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| package | lines |")
+	fmt.Fprintln(w, "|---|---:|")
 	for _, p := range pkgs {
-		fmt.Printf("| %s | %d |\n", p, lines[p])
+		fmt.Fprintf(w, "| %s | %d |\n", p, lines[p])
 	}
-	fmt.Printf("| **total** | %d |\n", total)
-	fmt.Printf("| **product code** (no bench/, scripts/, test helpers) | %d |\n\n", productTotal)
+	fmt.Fprintf(w, "| **total** | %d |\n", total)
+	fmt.Fprintf(w, "| **product code** (no bench/, scripts/, test helpers) | %d |\n\n", productTotal)
 
 	// Walkers.
 	var work, gitWalks []string
@@ -135,14 +143,14 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("## Tree walkers: %d of the work tree, %d of the git dir\n\n", len(work), len(gitWalks))
-	for _, w := range work {
-		fmt.Println("-", w)
+	fmt.Fprintf(w, "## Tree walkers: %d of the work tree, %d of the git dir\n\n", len(work), len(gitWalks))
+	for _, at := range work {
+		fmt.Fprintln(w, "-", at)
 	}
-	for _, w := range gitWalks {
-		fmt.Println("- (git dir)", w)
+	for _, at := range gitWalks {
+		fmt.Fprintln(w, "- (git dir)", at)
 	}
-	fmt.Println()
+	fmt.Fprintln(w)
 
 	// Literal copies.
 	count := map[string][]string{}
@@ -170,13 +178,13 @@ func main() {
 			return true
 		})
 	}
-	fmt.Println("## Copies of each rule")
-	fmt.Println()
-	fmt.Println("| rule | copies | where |")
-	fmt.Println("|---|---:|---|")
+	fmt.Fprintln(w, "## Copies of each rule")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| rule | copies | where |")
+	fmt.Fprintln(w, "|---|---:|---|")
 	for _, n := range names {
 		at := count[n.lit]
-		fmt.Printf("| %s `%q` | %d | %s |\n", n.what, n.lit, len(at), brief(at))
+		fmt.Fprintf(w, "| %s `%q` | %d | %s |\n", n.what, n.lit, len(at), brief(at))
 	}
 	// The state dir is spelled as a join of ".git" and "memd", or as one "/.git/memd" string.
 	var state []string
@@ -210,7 +218,7 @@ func main() {
 			return true
 		})
 	}
-	fmt.Printf("| state dir `.git/memd` | %d | %s |\n", len(state), brief(state))
+	fmt.Fprintf(w, "| state dir `.git/memd` | %d | %s |\n", len(state), brief(state))
 	// Inbox thresholds: constants named for them.
 	var inbox []string
 	for _, f := range files {
@@ -229,7 +237,7 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("| inbox thresholds (constants) | %d | %s |\n", len(inbox), brief(inbox))
+	fmt.Fprintf(w, "| inbox thresholds (constants) | %d | %s |\n", len(inbox), brief(inbox))
 	rules := []struct {
 		what  string
 		match func(f *file, fd *ast.FuncDecl) bool
@@ -259,9 +267,9 @@ func main() {
 			}
 		}
 		// A copy is a file that writes the rule (one file may need two functions for it).
-		fmt.Printf("| %s | %d | %s |\n", r.what, len(inFiles), brief(at))
+		fmt.Fprintf(w, "| %s | %d | %s |\n", r.what, len(inFiles), brief(at))
 	}
-	fmt.Println()
+	fmt.Fprintln(w)
 
 	// Long functions.
 	type fn struct {
@@ -279,16 +287,17 @@ func main() {
 				continue
 			}
 			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
-			if n > *long {
+			if n > long {
 				longs = append(longs, fn{fmt.Sprintf("%s %s", f.rel, funcName(fd)), n})
 			}
 		}
 	}
 	slices.SortFunc(longs, func(a, b fn) int { return b.lines - a.lines })
-	fmt.Printf("## Functions over %d lines (product code): %d\n\n", *long, len(longs))
+	fmt.Fprintf(w, "## Functions over %d lines (product code): %d\n\n", long, len(longs))
 	for _, l := range longs {
-		fmt.Printf("- %d %s\n", l.lines, l.at)
+		fmt.Fprintf(w, "- %d %s\n", l.lines, l.at)
 	}
+	return nil
 }
 
 func load(repo string) ([]*file, *token.FileSet, error) {
