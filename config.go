@@ -151,6 +151,16 @@ const (
 // HookNames lists the hooks in a fixed order.
 var HookNames = []string{HookAfterSync, HookAfterSleep, HookAfterCommit}
 
+// How a hook run ended, the result label of memd_hook_runs_total: HookResults lists them.
+const (
+	HookOK      = "ok"
+	HookError   = "error"
+	HookTimeout = "timeout"
+)
+
+// HookResults lists the hook results in label order.
+var HookResults = []string{HookOK, HookError, HookTimeout}
+
 // Argv is the command of one hook (nil when it is not configured or the name is unknown).
 func (h HooksConfig) Argv(hook string) []string {
 	switch hook {

@@ -30,8 +30,8 @@ var (
 	NoteModes     = []string{memd.ModePersistent, memd.ModeReadCount, memd.ModeHardExpiry, memd.ModeSoftExpiry}
 	NoteStates    = []string{memd.NoteLive, memd.NoteStale, memd.NoteExpired}
 	LedgerTypes   = []string{memd.RecordRule, memd.RecordLesson, memd.RecordNote}
-	Hooks         = []string{"after_sync", "after_sleep", "after_commit"}
-	HookResults   = []string{"ok", "error", "timeout"}
+	Hooks         = memd.HookNames
+	HookResults   = memd.HookResults
 	commitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 	sleepBuckets  = []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 120, 300, 600}
 )
