@@ -467,49 +467,10 @@ func (p *memParser) text(t []byte, afterPre bool) {
 }
 
 func (p *memParser) startTag() {
-	z := p.z
-	name, hasAttr := z.TagName()
+	name, hasAttr := p.z.TagName()
 	e := elemOf(name)
 	tag := e.String()
-	// Attribute values as HTML's tree building keeps them: the first of a repeated name.
-	var rel, href, metaName, metaContent, datetime string
-	var hasName, hasContent, hasRel, hasHref, hasDatetime bool
-	for hasAttr {
-		var k, v []byte
-		k, v, hasAttr = z.TagAttr()
-		switch {
-		case string(k) == "class" || string(k) == "style":
-			p.violate(fmt.Sprintf("<%s> has a %s attribute (presentation is not allowed)", clip(tag), k))
-		case len(k) > 2 && k[0] == 'o' && k[1] == 'n':
-			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", clip(tag), clip(string(k))))
-		case string(k) == "data-lang" && !langToken(string(v)):
-			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", quoteInput(string(v))))
-		}
-		switch e.a {
-		case atom.Meta:
-			switch {
-			case string(k) == "name" && !hasName:
-				metaName, hasName = string(v), true
-			case string(k) == "content" && !hasContent:
-				metaContent, hasContent = string(v), true
-			}
-		case atom.Link:
-			switch {
-			case string(k) == "rel" && !hasRel:
-				rel, hasRel = string(v), true
-			case string(k) == "href" && !hasHref:
-				href, hasHref = string(v), true
-			}
-		case atom.A:
-			if string(k) == "href" && !hasHref {
-				href, hasHref = string(v), true
-			}
-		case atom.Time:
-			if string(k) == "datetime" && !hasDatetime {
-				datetime, hasDatetime = string(v), true
-			}
-		}
-	}
+	a := p.attrs(e, tag, hasAttr)
 	p.vocabulary(e)
 	inHead := !p.inBody && headElement(e.a)
 	if !inHead && e.a != atom.Html && e.a != atom.Head {
@@ -520,19 +481,19 @@ func (p *memParser) startTag() {
 		p.violate(fmt.Sprintf("<%s> element (memory files carry no scripts or styles)", tag))
 	case atom.Meta:
 		// memhtml reads head metas only, by exact name; content as written ("" when absent).
-		if inHead && hasName {
-			p.m.Metas[metaName] = append(p.m.Metas[metaName], metaContent)
+		if inHead && a.hasName {
+			p.m.Metas[a.metaName] = append(p.m.Metas[a.metaName], a.metaContent)
 		}
 	case atom.Link:
-		if inHead && hasRel {
-			p.link(rel, href, hasHref)
+		if inHead && a.hasRel {
+			p.link(a.rel, a.href, a.hasHref)
 		}
 	case atom.A:
-		if strings.HasPrefix(strings.TrimSpace(href), "/") {
-			p.m.Refs = append(p.m.Refs, strings.TrimSpace(href))
+		if strings.HasPrefix(strings.TrimSpace(a.href), "/") {
+			p.m.Refs = append(p.m.Refs, strings.TrimSpace(a.href))
 		}
 	case atom.Time:
-		p.timeElem(datetime, hasDatetime)
+		p.timeElem(a.datetime, a.hasDatetime)
 	case atom.Template:
 		p.tmpl++
 		return
@@ -557,7 +518,55 @@ func (p *memParser) startTag() {
 		p.closeImpliedItem(atom.Dd, atom.Dt)
 	}
 	idx := p.push(e)
-	p.opened(e, idx, datetime)
+	p.opened(e, idx, a.datetime)
+}
+
+// tagAttrs are the attribute values startTag acts on.
+type tagAttrs struct {
+	rel, href, metaName, metaContent, datetime        string
+	hasName, hasContent, hasRel, hasHref, hasDatetime bool
+}
+
+// attrs reads the tag's attributes as HTML's tree building keeps them (the first of a
+// repeated name), reporting presentation and event-handler attributes on the way.
+func (p *memParser) attrs(e elem, tag string, hasAttr bool) (a tagAttrs) {
+	for hasAttr {
+		var k, v []byte
+		k, v, hasAttr = p.z.TagAttr()
+		switch {
+		case string(k) == "class" || string(k) == "style":
+			p.violate(fmt.Sprintf("<%s> has a %s attribute (presentation is not allowed)", clip(tag), k))
+		case len(k) > 2 && k[0] == 'o' && k[1] == 'n':
+			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", clip(tag), clip(string(k))))
+		case string(k) == "data-lang" && !langToken(string(v)):
+			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", quoteInput(string(v))))
+		}
+		switch e.a {
+		case atom.Meta:
+			switch {
+			case string(k) == "name" && !a.hasName:
+				a.metaName, a.hasName = string(v), true
+			case string(k) == "content" && !a.hasContent:
+				a.metaContent, a.hasContent = string(v), true
+			}
+		case atom.Link:
+			switch {
+			case string(k) == "rel" && !a.hasRel:
+				a.rel, a.hasRel = string(v), true
+			case string(k) == "href" && !a.hasHref:
+				a.href, a.hasHref = string(v), true
+			}
+		case atom.A:
+			if string(k) == "href" && !a.hasHref {
+				a.href, a.hasHref = string(v), true
+			}
+		case atom.Time:
+			if string(k) == "datetime" && !a.hasDatetime {
+				a.datetime, a.hasDatetime = string(v), true
+			}
+		}
+	}
+	return a
 }
 
 func (p *memParser) opened(e elem, idx int, datetime string) {
