@@ -113,11 +113,19 @@ func (d *Dir) openRoot() (*os.Root, error) {
 // milliseconds on a slow disk. write streams the content; a non-zero mtime is set before the
 // rename.
 func (d *Dir) WriteCache(name string, perm fs.FileMode, mtime time.Time, write func(w io.Writer) error) error {
+	return d.write(name, perm, mtime, false, write)
+}
+
+// write is the one atomic write of the state dir: safefs.Temp, fsynced when durable, its
+// modification time set to mtime unless zero, renamed over name.
+func (d *Dir) write(name string, perm fs.FileMode, mtime time.Time, durable bool, write func(w io.Writer) error) error {
 	tm, err := d.CreateTemp(name, perm)
 	if err != nil {
 		return err
 	}
-	tm.NoSync()
+	if !durable {
+		tm.NoSync()
+	}
 	tm.SetModTime(mtime)
 	if err := write(tm); err != nil {
 		tm.Abort()
@@ -157,10 +165,13 @@ func (d *Dir) Ensure() error {
 
 // WriteFile writes name atomically and durably (temp file, fsync, rename), mode perm.
 func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	if err := d.tree.WriteFileAtomic(d.Rel(name), data, perm); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
-	}
-	return nil
+	return d.WriteFileAt(name, data, perm, time.Time{})
+}
+
+// WriteFileAt is WriteFile with the file's modification time set to mtime before it appears
+// under its name (zero: left as written).
+func (d *Dir) WriteFileAt(name string, data []byte, perm fs.FileMode, mtime time.Time) error {
+	return d.write(name, perm, mtime, true, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
 // CreateTemp starts an atomic write of name (safefs.Temp: Commit renames it into place).

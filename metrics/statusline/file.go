@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"time"
 
 	"github.com/memd-dev/memd/internal/boundedfile"
 	"github.com/memd-dev/memd/internal/statedir"
@@ -63,7 +62,7 @@ func Write(stateDir string, d Document) error {
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	return writeAtomic(sd, FileName, append(b, '\n'), d.UpdatedAt)
+	return sd.WriteFileAt(FileName, append(b, '\n'), 0o600, d.UpdatedAt)
 }
 
 // MaxDocument bounds what Read reads of status.json; the daemon's is a few KiB.
@@ -95,24 +94,6 @@ func Parse(name string, b []byte) (*Document, error) {
 		return nil, fmt.Errorf("%s: %w: version %d (this memd reads version %d)", name, ErrBadDocument, d.Version, Version)
 	}
 	return &d, nil
-}
-
-// writeAtomic writes name in the state dir (temp file, fsync, rename), mode 0600, its
-// modification time set to mtime before it appears under its name.
-func writeAtomic(sd *statedir.Dir, name string, data []byte, mtime time.Time) error {
-	tmp, err := sd.CreateTemp(name, 0o600)
-	if err != nil {
-		return err
-	}
-	tmp.SetModTime(mtime)
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Abort()
-		return fmt.Errorf("write %s: %w", path.Join(sd.Path(), name), err)
-	}
-	if err := tmp.Commit(); err != nil {
-		return fmt.Errorf("write %s: %w", path.Join(sd.Path(), name), err)
-	}
-	return nil
 }
 
 // ReadAt is a convenience for readers: Read of the repo's state directory.
