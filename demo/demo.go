@@ -165,31 +165,52 @@ type mem struct {
 func (g *gen) run() error {
 	today := time.Date(g.now.Year(), g.now.Month(), g.now.Day(), 0, 0, 0, 0, time.UTC)
 	startYear := min(2023, g.now.Year())
-	years := []int{}
-	for y := startYear; y <= g.now.Year(); y++ {
-		years = append(years, y)
+	// The order is the random stream's: people, then anchor episodes, then the rest.
+	written, err := g.writePeople(today)
+	if err == nil {
+		written, err = g.writeAnchors(written, startYear, today)
 	}
+	if err == nil {
+		err = g.writeRest(written, time.Date(startYear, 1, 1, 0, 0, 0, 0, time.UTC), today)
+	}
+	if err != nil {
+		return err
+	}
+	if err := g.writeIndex(); err != nil {
+		return err
+	}
+	if err := g.writeProjectMD(); err != nil {
+		return err
+	}
+	if err := g.writeLedger(today); err != nil {
+		return err
+	}
+	return g.gitkeeps()
+}
 
-	// Person files first (one each, while the budget allows).
-	written := 0
+// writePeople writes the person files first (one each, while the budget allows).
+func (g *gen) writePeople(today time.Time) (written int, err error) {
 	for _, p := range people {
 		if written >= g.n || written >= max(1, g.n/20) {
 			break
 		}
 		if err := g.write(g.personMemory(p, today)); err != nil {
-			return err
+			return written, err
 		}
 		written++
 	}
+	return written, nil
+}
 
-	// Anchor episodes: three per anchor entity per year, while they stay under a tenth
-	// of the budget (tiny demos get fewer arcs, never a lopsided repo).
+// writeAnchors writes the anchor episodes: three per anchor entity per year, while they stay
+// under a tenth of the budget (tiny demos get fewer arcs, never a lopsided repo).
+func (g *gen) writeAnchors(written, startYear int, today time.Time) (int, error) {
 	type slot struct {
 		entity string
 		year   int
 	}
 	var plan []slot
-	for _, y := range years {
+	for y := startYear; y <= g.now.Year(); y++ {
 		for _, e := range anchors {
 			for k := 0; k < 3; k++ {
 				plan = append(plan, slot{e, y})
@@ -211,12 +232,15 @@ func (g *gen) run() error {
 			to = today
 		}
 		if err := g.write(g.episode(g.dayIn(from, to), s.entity)); err != nil {
-			return err
+			return written, err
 		}
 		written++
 	}
+	return written, nil
+}
 
-	first := time.Date(startYear, 1, 1, 0, 0, 0, 0, time.UTC)
+// writeRest fills the budget with a mix of episodes, topical memories, tasks and the rest.
+func (g *gen) writeRest(written int, first, today time.Time) error {
 	for ; written < g.n; written++ {
 		var m mem
 		switch r := g.rng.IntN(100); {
@@ -235,17 +259,7 @@ func (g *gen) run() error {
 			return err
 		}
 	}
-
-	if err := g.writeIndex(); err != nil {
-		return err
-	}
-	if err := g.writeProjectMD(); err != nil {
-		return err
-	}
-	if err := g.writeLedger(today); err != nil {
-		return err
-	}
-	return g.gitkeeps()
+	return nil
 }
 
 // ---- choosing ----
