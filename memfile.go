@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -761,7 +762,7 @@ func RelOfToken(token string) string {
 		return ""
 	}
 	rest = strings.ReplaceAll(rest, "-", "_")
-	if inList(Rels, rest) {
+	if slices.Contains(Rels, rest) {
 		return rest
 	}
 	return ""
@@ -981,24 +982,7 @@ var dateMetas = []string{MetaCreated, MetaUpdated, MetaValidFrom, MetaValidUntil
 
 func (p *memParser) head() {
 	m := p.m
-	names := make([]string, 0, len(m.Metas))
-	for name := range m.Metas {
-		names = append(names, name)
-	}
-	slices.Sort(names) // one order of messages for one file
-	for _, name := range names {
-		vals := m.Metas[name]
-		if !strings.HasPrefix(name, metaPrefix) {
-			continue // not memhtml's: memd's own (memd-members) and anyone else's
-		}
-		if !inList(MetaNames, name) {
-			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", quoteInput(name)))
-			continue
-		}
-		if len(vals) > 1 && !repeatableMetas[name] {
-			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), quoteInput(strings.Join(vals, ", "))))
-		}
-	}
+	p.checkMetaNames()
 	nonEmpty := func(vals []string) []string {
 		return slices.DeleteFunc(slices.Clone(vals), func(v string) bool { return v == "" })
 	}
@@ -1021,12 +1005,40 @@ func (p *memParser) head() {
 			p.violate(fmt.Sprintf("missing required meta %s", req))
 		}
 	}
-	if len(m.Metas[MetaType]) > 0 && !inList(MemoryTypes, m.Type) {
+	if len(m.Metas[MetaType]) > 0 && !slices.Contains(MemoryTypes, m.Type) {
 		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", quoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
 	}
 	if len(m.Metas[MetaStatus]) > 0 && m.Status != StatusActive && m.Status != StatusArchived {
 		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", quoteInput(m.Status)))
 	}
+	p.readDates()
+	p.checkNumbers()
+	p.checkTaskStatus()
+}
+
+// checkMetaNames holds memhtml's metas to its closed vocabulary, each once unless repeatable,
+// in name order (one order of messages for one file).
+func (p *memParser) checkMetaNames() {
+	m := p.m
+	for _, name := range slices.Sorted(maps.Keys(m.Metas)) {
+		vals := m.Metas[name]
+		if !strings.HasPrefix(name, metaPrefix) {
+			continue // not memhtml's: memd's own (memd-members) and anyone else's
+		}
+		if !slices.Contains(MetaNames, name) {
+			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", quoteInput(name)))
+			continue
+		}
+		if len(vals) > 1 && !repeatableMetas[name] {
+			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), quoteInput(strings.Join(vals, ", "))))
+		}
+	}
+}
+
+// readDates reads the date metas into times; one that is not an ISO date is a violation, and
+// still read when it parses at all (doctor and the planners see it).
+func (p *memParser) readDates() {
+	m := p.m
 	for _, name := range dateMetas {
 		if len(m.Metas[name]) == 0 {
 			continue
@@ -1035,7 +1047,6 @@ func (p *memParser) head() {
 		if !ValidDatetime(v) {
 			p.violate(fmt.Sprintf("%s %s is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", name, quoteInput(v)))
 		}
-		// The value is still read when it parses at all: doctor and the planners see it.
 		t, _ := parseMemTime(v)
 		switch name {
 		case MetaCreated:
@@ -1046,7 +1057,11 @@ func (p *memParser) head() {
 			m.ValidUntilAt = t
 		}
 	}
-	// A malformed optional number is dropped by memhtml (the file stays valid): a warning.
+}
+
+// checkNumbers warns of a malformed optional number: memhtml drops it (the file stays valid).
+func (p *memParser) checkNumbers() {
+	m := p.m
 	for _, o := range []struct {
 		name     string
 		min, max float64
@@ -1061,11 +1076,16 @@ func (p *memParser) head() {
 			p.warn("drop:"+o.name, fmt.Sprintf("%s %s is not %s; memhtml ignores it", o.name, quoteInput(v), o.want))
 		}
 	}
+}
+
+// checkTaskStatus: tasks, and only tasks, carry one of TaskStatuses.
+func (p *memParser) checkTaskStatus() {
+	m := p.m
 	if len(m.Metas[MetaTaskStatus]) > 0 {
 		if m.Type != TypeTask {
 			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", quoteInput(m.TaskStatus), quoteInput(m.Type)))
 		}
-		if !inList(TaskStatuses, m.TaskStatus) {
+		if !slices.Contains(TaskStatuses, m.TaskStatus) {
 			p.violate(fmt.Sprintf("memhtml-task-status %s is not one of %s", quoteInput(m.TaskStatus), strings.Join(TaskStatuses, ", ")))
 		}
 	} else if m.Type == TypeTask {
@@ -1081,15 +1101,6 @@ func boundedNumber(v string, min, max float64, integral bool) bool {
 		return false
 	}
 	return !integral || f == math.Trunc(f)
-}
-
-func inList(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // parseMemTime is ParseTime under the name memfile.go's parser has always called it.
