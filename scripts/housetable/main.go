@@ -17,7 +17,7 @@
 //     time.Parse* on a record's time, atomic writers rename a temp over a file, temp namers
 //     build a temp file name. Poll helpers are the non-Test functions in test files and
 //     internal/testutil that loop on a time.Sleep against a deadline; slices/maps helpers are
-//     functions (anywhere) by the names those packages answer (contains, equal, sortedKeys).
+//     functions (anywhere) by the names those packages answer (contains, inList, equal, sortedKeys).
 package main
 
 import (
@@ -250,7 +250,7 @@ func run(w io.Writer, repo string, long int) error {
 		{"poll helper (sleep loop against a deadline)", isPollHelper, func(f *file) bool {
 			return f.test || strings.HasPrefix(f.rel, "internal/testutil/")
 		}},
-		{"hand-written slices/maps helper (contains, equal, sortedKeys)", isSliceHelper, func(f *file) bool { return true }},
+		{"hand-written slices/maps helper (contains, inList, equal, sortedKeys)", isSliceHelper, func(f *file) bool { return true }},
 	}
 	for _, r := range rules {
 		var at []string
@@ -503,7 +503,7 @@ func isNoteJudge(f *file, fd *ast.FuncDecl) bool {
 // isSliceHelper: a function by a name the slices and maps packages answer.
 func isSliceHelper(f *file, fd *ast.FuncDecl) bool {
 	switch fd.Name.Name {
-	case "contains", "containsString", "equal", "equalLines", "equalStrings", "sortedKeys", "keys", "indexOf":
+	case "contains", "containsString", "inList", "equal", "equalLines", "equalStrings", "sortedKeys", "keys", "indexOf":
 		return fd.Recv == nil
 	}
 	return false
