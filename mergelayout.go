@@ -1,24 +1,20 @@
-package sync
+package memd
 
 // The project-memory layout in a tree merge (docs/ARCHITECTURE.md §4, seed 003): a
-// project-kind MEMORY.md and its topic files merge by structure (the rules
-// live in the root package), its derived files take the newer side.
+// project-kind MEMORY.md and its topic files merge by structure
+// (memorymd_merge.go), its derived files take the newer side.
 
-import (
-	"fmt"
+import "fmt"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/memd-dev/memd"
-)
-
-func (k FileKind) projectLayout() bool {
+// ProjectLayout says whether k is a kind of the project-memory layout, merged by
+// MergeProjectLayout.
+func (k FileKind) ProjectLayout() bool {
 	return k == KindProjectMD || k == KindTopicFile || k == KindNewer
 }
 
 // MergeProjectLayout merges one path of the project-memory layout. An
 // error (a version that is not UTF-8 text, binary, or over
-// memd.MaxStructuredMergeBytes) names the path: the caller keeps a conflict
+// MaxStructuredMergeBytes) names the path: the caller keeps a conflict
 // copy instead, so nothing is lost. note, when not empty, is worth a log
 // line: a merged MEMORY.md over its cap, which is reported and never cut.
 func (p MergePolicy) MergeProjectLayout(kind FileKind, name string, base, ours, theirs []byte) (merged []byte, note string, err error) {
@@ -29,13 +25,13 @@ func (p MergePolicy) MergeProjectLayout(kind FileKind, name string, base, ours, 
 		}
 		return theirs, "", nil
 	case KindTopicFile:
-		merged, err = memd.MergeTopicFile(base, ours, theirs)
+		merged, err = MergeTopicFile(base, ours, theirs)
 	case KindProjectMD:
-		merged, err = memd.MergeProjectMemoryMD(memd.ProjectNameOf(name), base, ours, theirs)
+		merged, err = MergeProjectMemoryMD(ProjectNameOf(name), base, ours, theirs)
 		if err == nil {
-			if r := memd.InspectProjectMD(merged); r.OverCap {
+			if r := InspectProjectMD(merged); r.OverCap {
 				note = fmt.Sprintf("merged %s is over the cap: %d lines, %d characters (caps %d / %d); not cut",
-					name, r.Lines, r.Chars, memd.ProjectMaxLines, memd.ProjectMaxChars)
+					name, r.Lines, r.Chars, ProjectMaxLines, ProjectMaxChars)
 			}
 		}
 	default:
@@ -45,27 +41,4 @@ func (p MergePolicy) MergeProjectLayout(kind FileKind, name string, base, ours, 
 		return nil, "", fmt.Errorf("merge %s: %w", name, err)
 	}
 	return merged, note, nil
-}
-
-// memoryMDReader returns memoryMDAt for a merge of the trees ours and
-// theirs: the MEMORY.md at a path in each, read once.
-func memoryMDReader(st *mgStore, ours, theirs plumbing.Hash) func(string) [][]byte {
-	cache := map[string][][]byte{}
-	return func(md string) [][]byte {
-		if v, ok := cache[md]; ok {
-			return v
-		}
-		var out [][]byte
-		for _, tree := range []plumbing.Hash{ours, theirs} {
-			e, err := mgTreeFile(st.s, tree, md)
-			if err != nil || e == nil {
-				continue
-			}
-			if b, err := st.readBlob(e); err == nil {
-				out = append(out, b)
-			}
-		}
-		cache[md] = out
-		return out
-	}
 }

@@ -60,17 +60,17 @@ func TestEditDuringCheckoutIsMerged(t *testing.T) {
 		t.Run(fmt.Sprint(rounds), func(t *testing.T) {
 			w := ledgerRaceWorld(t)
 			var ids []string
-			hookAfterRefMove = func() error {
+			w.b.setCrashHooks(&crashHooks{afterRefMove: func() error {
 				if len(ids) < rounds {
 					id := fmt.Sprintf("b-during-%d", len(ids))
 					appendLedger(t, w.bDir, id)
 					ids = append(ids, id)
 				}
 				return nil
-			}
-			defer func() { hookAfterRefMove = nil }()
+			}})
+			defer w.b.setCrashHooks(nil)
 			res := mustSync(t, w.b)
-			hookAfterRefMove = nil
+			w.b.setCrashHooks(nil)
 			if res.EditMerges != rounds || !res.Pushed {
 				t.Errorf("EditMerges = %d, Pushed = %v; want %d, true", res.EditMerges, res.Pushed, rounds)
 			}
@@ -93,14 +93,14 @@ func TestEditDuringCheckoutIsMerged(t *testing.T) {
 func TestEditRacingEveryRound(t *testing.T) {
 	w := ledgerRaceWorld(t)
 	var ids []string
-	hookAfterRefMove = func() error {
+	w.b.setCrashHooks(&crashHooks{afterRefMove: func() error {
 		id := fmt.Sprintf("b-during-%d", len(ids))
 		appendLedger(t, w.bDir, id)
 		ids = append(ids, id)
 		return nil
-	}
+	}})
 	_, err := w.b.Sync(t.Context(), pushOpts())
-	hookAfterRefMove = nil
+	w.b.setCrashHooks(nil)
 	if !errors.Is(err, ErrCheckoutRaced) || errors.Is(err, ErrOffline) {
 		t.Fatalf("Sync err = %v, want ErrCheckoutRaced", err)
 	}

@@ -18,6 +18,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // DefaultRemote is the remote name when RemoteOptions.Remote is empty.
@@ -76,7 +79,7 @@ func (ro RemoteOptions) withDefaults() RemoteOptions {
 		ro.Timeout = DefaultNetworkTimeout
 	}
 	if ro.Ledger == "" {
-		ro.Ledger = DefaultLedgerPath
+		ro.Ledger = memd.DefaultLedgerFile
 	}
 	if ro.LocalWork == nil {
 		ro.LocalWork = func(fn func() error) error { return fn() }
@@ -191,7 +194,7 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 		return false, fmt.Errorf("adopt %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 	}
 	changes := map[string]pathChange{}
-	if err := mgDiffTrees(r.repo.Storer, plumbing.ZeroHash, rc.TreeHash, "", changes); err != nil {
+	if err := treemerge.DiffTrees(r.repo.Storer, plumbing.ZeroHash, rc.TreeHash, "", changes); err != nil {
 		return false, err
 	}
 	dirty, err := r.dirtyPaths(changes)
@@ -603,7 +606,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	}
 	targetTree := rc.TreeHash
 	if pl.merge {
-		pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
+		pol := memd.MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
 			OursTime: lc.Committer.When, TheirsTime: rc.Committer.When}
 		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
 		if err != nil {
@@ -612,7 +615,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		targetTree, pl.conflicts = mr.Tree, mr.Conflicts
 	}
 	pl.changes = map[string]pathChange{}
-	if err := mgDiffTrees(s, localTree, targetTree, "", pl.changes); err != nil {
+	if err := treemerge.DiffTrees(s, localTree, targetTree, "", pl.changes); err != nil {
 		return nil, err
 	}
 	pl.msg = "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch

@@ -139,6 +139,8 @@ type Repo struct {
 	// testPushStats, when set (tests only), receives each push's
 	// enumeration statistics (push.go).
 	testPushStats func(pushStats)
+	// hooks, set by tests only, stop a sync where a crash matters (merge.go).
+	hooks *crashHooks
 }
 
 // objectCacheSize bounds go-git's cache of decoded objects. git.PlainOpen gives every
