@@ -740,10 +740,10 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 	flags := map[plumbing.Hash]uint8{}
 	// expanded: commits whose parents were pushed. Commit times are not a topological order
 	// (equal within a second, or skewed), so a commit may be expanded before a child reaches
-	// it from the other side; it is then queued again as unfinished (again), so the walk
+	// it from the other side; it is then queued again as open, so the walk
 	// cannot stop before its new flags reach the ancestors it already painted.
 	expanded := map[plumbing.Hash]bool{}
-	q := &commitQueue{}
+	q := &commitHeap{}
 	push := func(h plumbing.Hash, f uint8) error {
 		if h.IsZero() {
 			return nil
@@ -757,7 +757,7 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 		if err != nil {
 			return fmt.Errorf("ahead/behind: read commit %s: %w", h, err)
 		}
-		heap.Push(q, queued{c: c, f: old | f, again: expanded[h]})
+		heap.Push(q, paintedCommit{c: c, f: old | f, open: old|f != fromLocal|fromRemote || expanded[h]})
 		return nil
 	}
 	if err := push(local, fromLocal); err != nil {
@@ -767,10 +767,10 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 		return 0, 0, err
 	}
 	for q.Len() > 0 {
-		if q.allBoth() {
+		if q.open == 0 {
 			break
 		}
-		it := heap.Pop(q).(queued)
+		it := heap.Pop(q).(paintedCommit)
 		expanded[it.c.Hash] = true
 		f := flags[it.c.Hash]
 		for _, p := range it.c.ParentHashes {
@@ -790,38 +790,3 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 	}
 	return ahead, behind, nil
 }
-
-type queued struct {
-	c     *object.Commit
-	f     uint8
-	again bool // re-queued after its flags grew: unfinished even when reached from both
-}
-
-// commitQueue is a max-heap by committer time; it counts entries not yet
-// reachable from both sides so allBoth is O(1).
-type commitQueue struct {
-	items   []queued
-	partial int
-}
-
-func (q *commitQueue) Len() int { return len(q.items) }
-func (q *commitQueue) Less(i, j int) bool {
-	return q.items[i].c.Committer.When.After(q.items[j].c.Committer.When)
-}
-func (q *commitQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
-func (q *commitQueue) Push(x any) {
-	it := x.(queued)
-	if it.f != 3 || it.again {
-		q.partial++
-	}
-	q.items = append(q.items, it)
-}
-func (q *commitQueue) Pop() any {
-	it := q.items[len(q.items)-1]
-	q.items = q.items[:len(q.items)-1]
-	if it.f != 3 || it.again {
-		q.partial--
-	}
-	return it
-}
-func (q *commitQueue) allBoth() bool { return q.partial == 0 }
