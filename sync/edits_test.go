@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 func ledgerRec(id string) string {
@@ -101,7 +103,7 @@ func TestEditRacingEveryRound(t *testing.T) {
 	}})
 	_, err := w.b.Sync(t.Context(), pushOpts())
 	w.b.setCrashHooks(nil)
-	if !errors.Is(err, ErrCheckoutRaced) || errors.Is(err, ErrOffline) {
+	if !errors.Is(err, ErrCheckoutRaced) || errors.Is(err, gitremote.ErrOffline) {
 		t.Fatalf("Sync err = %v, want ErrCheckoutRaced", err)
 	}
 	if _, ok, _, _ := readMarker(w.b); !ok {

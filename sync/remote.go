@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
 
@@ -117,7 +118,7 @@ func (r *Repo) SetRemote(name, url string) error {
 		return fmt.Errorf("set remote %s: empty URL", name)
 	}
 	if _, err := transport.NewEndpoint(url); err != nil {
-		return fmt.Errorf("set remote %s to %s: %w", name, RedactURL(url), err)
+		return fmt.Errorf("set remote %s to %s: %w", name, gitremote.RedactURL(url), err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -136,10 +137,10 @@ func (r *Repo) SetRemote(name, url string) error {
 	}
 	rc.URLs = []string{url}
 	if err := rc.Validate(); err != nil {
-		return fmt.Errorf("set remote %s to %s: %w", name, RedactURL(url), err)
+		return fmt.Errorf("set remote %s to %s: %w", name, gitremote.RedactURL(url), err)
 	}
 	if err := r.repo.SetConfig(cfg); err != nil {
-		return fmt.Errorf("set remote %s: write config: %s", name, RedactURL(err.Error()))
+		return fmt.Errorf("set remote %s: write config: %s", name, gitremote.RedactURL(err.Error()))
 	}
 	return nil
 }
@@ -252,7 +253,7 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	}
 	auth, err := ro.authFor(url)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("fetch %s (%s): %w", ro.Remote, RedactURL(url), err)
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
 	}
 	rem, err := r.repo.Remote(ro.Remote)
 	if err != nil {
@@ -281,7 +282,7 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
 		}
-		return plumbing.ZeroHash, classifyRemoteErr("fetch", ro.Remote, url, err)
+		return plumbing.ZeroHash, gitremote.Classify("fetch", ro.Remote, url, err)
 	}
 	if err == nil {
 		r.consolidatePacksLocked(ctx)
@@ -303,7 +304,7 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	}
 	auth, err := ro.authFor(url)
 	if err != nil {
-		return fmt.Errorf("push %s (%s): %w", ro.Remote, RedactURL(url), err)
+		return fmt.Errorf("push %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
 	}
 	rem, err := r.repo.Remote(ro.Remote)
 	if err != nil {
@@ -321,7 +322,7 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
 		}
-		return classifyRemoteErr("push", ro.Remote, url, err)
+		return gitremote.Classify("push", ro.Remote, url, err)
 	}
 	// The remote now has local: record it so ahead/behind are right even
 	// when the remote config has no matching fetch refspec.
@@ -424,7 +425,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			res.Pushed = true
 			break
 		}
-		if !errors.Is(pushErr, ErrPushRejected) || ctx.Err() != nil {
+		if !errors.Is(pushErr, gitremote.ErrPushRejected) || ctx.Err() != nil {
 			return r.finishResult(ro, res, pushErr)
 		}
 		// Someone pushed first: fetch their commits, merge, try again. A

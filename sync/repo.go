@@ -41,6 +41,10 @@ import (
 // the caller retries and the retry builds on the new HEAD.
 var ErrHeadMoved = errors.New("HEAD moved during commit")
 
+// ErrUnrelatedHistory is returned when the remote branch shares no history
+// with the local one. memd never merges such histories silently.
+var ErrUnrelatedHistory = errors.New("remote history is unrelated to local history")
+
 // ErrNotRepo is returned by Open for a directory that is not a git work tree.
 var ErrNotRepo = errors.New("not a git repository")
 
