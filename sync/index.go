@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/memd-dev/memd/sync/gitindex"
 )
 
 // .git/index upkeep (DESIGN §3). Commits never touch the index; it is
@@ -223,7 +225,7 @@ func (r *Repo) refresh(started func()) error {
 	entries := -1
 	if incremental {
 		entries, err = r.spliceRefresh(indexPath, lock, head, pending)
-		if errors.Is(err, errNotSpliceable) {
+		if errors.Is(err, gitindex.ErrNotSpliceable) {
 			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
 			entries, err = -1, resetFile(lock)
 		}
@@ -311,21 +313,21 @@ func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Has
 	if err != nil {
 		return 0, err
 	}
-	edits := make([]indexEdit, 0, len(fs))
+	edits := make([]gitindex.Edit, 0, len(fs))
 	for _, f := range fs {
-		ed := indexEdit{name: f.name}
+		ed := gitindex.Edit{Name: f.name}
 		if f.ok {
-			ed.e = r.indexEntry(f.name, f.e.Mode, f.e.Hash)
+			ed.Entry = r.indexEntry(f.name, f.e.Mode, f.e.Hash)
 		}
 		edits = append(edits, ed)
 	}
-	sort.Slice(edits, func(i, j int) bool { return edits[i].name < edits[j].name })
+	sort.Slice(edits, func(i, j int) bool { return edits[i].Name < edits[j].Name })
 	f, err := os.Open(indexPath)
 	if err != nil {
-		return 0, errNotSpliceable
+		return 0, gitindex.ErrNotSpliceable
 	}
 	defer f.Close()
-	return spliceIndex(f, lock, edits)
+	return gitindex.Splice(f, lock, edits)
 }
 
 // fullRefresh writes into lock the index of HEAD's whole tree, reusing every entry of the
@@ -370,10 +372,10 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash)
 			return 0, false, err
 		}
 	}
-	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && plainIndexFile(indexPath) {
+	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && gitindex.Plain(indexPath) {
 		return len(entries), true, nil
 	}
-	return len(entries), false, writeIndex(lock, entries)
+	return len(entries), false, gitindex.Write(lock, entries)
 }
 
 // rootTree is the tree of commit head (zero for an unborn branch).
