@@ -45,7 +45,7 @@ import (
 // identity (inode, size, mtime) of the file we wrote, and the paths memd
 // committed since. If nothing else touched the index or the branch, only
 // those paths' entries are re-made and spliced into the file
-// (indexfile.go); otherwise the whole HEAD tree is walked, reusing every
+// (sync/gitindex); otherwise the whole HEAD tree is walked, reusing every
 // existing entry whose blob id and mode still match, and a file that
 // already is exactly that is kept.
 

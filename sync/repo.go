@@ -1,6 +1,13 @@
 // Package sync keeps an AI-agent memory repo committed and synced through
-// go-git. Importers alias it (memsync) because it shadows the standard
-// library's sync.
+// go-git: Repo is the owner's handle on one repo (commit, index refresh,
+// reconcile, checkout, fetch → merge → push). The pure parts are
+// subpackages: treemerge (the three-way tree merge), gitremote (a remote's
+// credentials, error kinds, redaction, backoff) and gitindex (the index file
+// codec); the merge policy is the root model's (memd.MergePolicy).
+//
+// The package keeps the name of the product's folder, so it shadows the
+// standard library's sync: importers alias it memsync, and inside it the
+// standard one is gosync (docs/ARCHITECTURE.md §1 says why).
 //
 // Concurrency: go-git is not safe for concurrent use. A *Repo is meant to be
 // driven by one owner goroutine (docs/ARCHITECTURE.md §2). The coalesced index
