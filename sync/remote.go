@@ -21,6 +21,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitstore"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
 
@@ -287,7 +288,7 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	if err == nil {
 		r.consolidatePacksLocked(ctx)
 	}
-	h, err := readRef(r.gitDir, track.String())
+	h, err := gitstore.ReadRef(r.gitDir, track.String())
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", ro.Remote, err)
 	}
@@ -464,7 +465,7 @@ func (r *Repo) AheadBehind(ro RemoteOptions) (ahead, behind int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	remote, err := readRef(r.gitDir, r.trackingRef(ro).String())
+	remote, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
 	if err != nil {
 		return 0, 0, fmt.Errorf("ahead/behind %s: %w", ro.Remote, err)
 	}

@@ -2,8 +2,9 @@
 // go-git: Repo is the owner's handle on one repo (commit, index refresh,
 // reconcile, checkout, fetch → merge → push). The pure parts are
 // subpackages: treemerge (the three-way tree merge), gitremote (a remote's
-// credentials, error kinds, redaction, backoff) and gitindex (the index file
-// codec); the merge policy is the root model's (memd.MergePolicy).
+// credentials, error kinds, redaction, backoff) and gitstore (git's lock
+// files, refs and index file, as git writes them); the merge policy is the
+// root model's (memd.MergePolicy).
 //
 // The package keeps the name of the product's folder, so it shadows the
 // standard library's sync: importers alias it memsync, and inside it the
@@ -41,6 +42,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // ErrHeadMoved is returned when the branch ref changed between the start of
@@ -397,7 +399,7 @@ func (r *Repo) Head() (string, error) {
 // else packed-refs). Zero hash = unborn. It reads files only, so it is safe
 // without r.mu.
 func (r *Repo) readBranch() (plumbing.Hash, error) {
-	h, err := readRef(r.gitDir, r.BranchRef().String())
+	h, err := gitstore.ReadRef(r.gitDir, r.BranchRef().String())
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("read %s in %s: %w", r.BranchRef(), r.dir, err)
 	}

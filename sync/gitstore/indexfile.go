@@ -1,8 +1,4 @@
-// Package gitindex writes git's index file (.git/index) the way go-git's
-// encoder does, only faster, and splices one memd wrote itself with a few
-// changed entries (docs/ARCHITECTURE.md §9.5). Which entries the index holds,
-// and when it is refreshed under git's index.lock, is sync's (sync/index.go).
-package gitindex
+package gitstore
 
 import (
 	"bufio"
@@ -21,7 +17,7 @@ import (
 // The index file, written the way go-git's encoder writes it (version 2, no extensions,
 // entries sorted by name, SHA-1 trailer) but without its reflection-based per-field
 // binary.Write, which costs ~90 ms of CPU and ~40 MB of garbage per write at 100k files.
-// Splice rewrites a file memd wrote itself with only the changed paths' entries
+// SpliceIndex rewrites a file memd wrote itself with only the changed paths' entries
 // re-encoded, streaming: the rest is copied through, so a refresh after a one-file commit
 // reads and writes the file once each and allocates nothing that grows with the repo.
 // (git's format has no way to patch a file in place: the header counts the entries and the
@@ -36,12 +32,12 @@ const (
 	indexTrailerSize = sha1.Size
 )
 
-// ErrNotSpliceable: the index file is not one Splice can copy from (version 4, a name
+// ErrNotSpliceable: the index file is not one SpliceIndex can copy from (version 4, a name
 // of 4095 bytes or more, a short or foreign file); do a full refresh instead.
 var ErrNotSpliceable = errors.New("index file cannot be spliced")
 
-// Edit is one path's new entry; Entry nil removes the path.
-type Edit struct {
+// IndexEdit is one path's new entry; Entry nil removes the path.
+type IndexEdit struct {
 	Name  string
 	Entry *index.Entry
 }
@@ -92,8 +88,8 @@ func (iw *indexWriter) finish() error {
 	return err
 }
 
-// Write writes a complete version-2 index of entries (sorted here by name).
-func Write(w io.Writer, entries []*index.Entry) error {
+// WriteIndex writes a complete version-2 index of entries (sorted here by name).
+func WriteIndex(w io.Writer, entries []*index.Entry) error {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	iw := newIndexWriter(w)
 	if err := iw.header(2, len(entries)); err != nil {
@@ -196,11 +192,11 @@ func (x *rawEntries) next() (raw, name []byte, err error) {
 	return b, b[hdr : hdr+n], nil
 }
 
-// Splice copies the index file src to w with edits (sorted by name, one per name)
+// SpliceIndex copies the index file src to w with edits (sorted by name, one per name)
 // applied, in two streaming passes over src: the first finds which edited names src has,
 // for the entry count in the header; the second copies. Extensions in src are dropped (a
 // file memd wrote has none). It returns the number of entries written.
-func Splice(src io.ReadSeeker, w io.Writer, edits []Edit) (int, error) {
+func SpliceIndex(src io.ReadSeeker, w io.Writer, edits []IndexEdit) (int, error) {
 	if !sort.SliceIsSorted(edits, func(i, j int) bool { return edits[i].Name < edits[j].Name }) {
 		return 0, fmt.Errorf("splice index: edits not sorted")
 	}
@@ -272,9 +268,9 @@ func Splice(src io.ReadSeeker, w io.Writer, edits []Edit) (int, error) {
 	return n, iw.finish()
 }
 
-// Plain reports whether the index file at path holds entries Splice can copy
+// PlainIndexFile reports whether the index file at path holds entries SpliceIndex can copy
 // and nothing else (no extensions), i.e. it can be kept as HEAD's index and spliced later.
-func Plain(path string) bool {
+func PlainIndexFile(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
