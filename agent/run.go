@@ -181,7 +181,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case inv := <-invReady:
 			a.runJob(ctx, "inventory", func(context.Context) error {
 				inv.catchUp(a.cfg.Repo, a.ignorer, a.inv) // what jobs touched while it was built
-				inv.setConfig(a.cfg)                     // it was built with the start-up one
+				inv.setConfig(a.cfg)                      // it was built with the start-up one
 				a.inv = inv
 				// The build parsed every memory file: at 100k files that is tens of MB of
 				// garbage the heap would keep as RSS. Give it back once, off the owner.
