@@ -70,16 +70,18 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	if o.Who == "" {
 		o.Who = "memd"
 	}
-	ign, err := watcher.NewIgnorer(cfg.Repo, cfg.Watch.Ignore)
-	if err != nil {
-		return nil, fmt.Errorf("ignore rules of %s: %w", cfg.Repo, err)
-	}
 	ro := memsync.OptionsFromConfig(cfg)
-	ro.Logger, ro.Now, ro.Ignore = o.Logger, o.Now, ign.Ignored
-	repo, err := memsync.Open(cfg.Repo, ro)
+	ro.Logger, ro.Now = o.Logger, o.Now
+	repo, err := memsync.Open(cfg.Repo, ro) // first: it names a missing repo best
 	if err != nil {
 		return nil, err
 	}
+	ign, err := watcher.NewIgnorer(cfg.Repo, cfg.Watch.Ignore)
+	if err != nil {
+		repo.Close()
+		return nil, fmt.Errorf("ignore rules of %s: %w", cfg.Repo, err)
+	}
+	repo.SetIgnore(ign.Ignored)
 	s := &Session{cfg: cfg, repo: repo, ignorer: ign, log: o.Logger, now: o.Now, who: o.Who, held: o.LockHeld}
 	if o.ReadOnly {
 		return s, nil
