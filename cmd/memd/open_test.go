@@ -15,7 +15,8 @@ import (
 
 // `memd sync` after a `memd sleep` SIGKILLed mid-apply undoes the half-applied phase (the
 // sleep's journal) before it reconciles: it opens the repo the way `memd run` does
-// (docs/ARCHITECTURE.md §10), so nothing commits or pushes the half-moved tree.
+// (docs/ARCHITECTURE.md §10), so nothing commits or pushes the half-moved tree; a dry run
+// before it repairs nothing.
 //
 // The kill is made deterministic, not timed: a live git in the repo holds the branch's ref
 // lock, so the sleep applies its ops and then cannot commit them; the test kills it once the
@@ -96,6 +97,17 @@ func TestSyncAfterKilledSleepUndoesIt(t *testing.T) {
 	stopHolder()
 	if err := os.Remove(refLock); err != nil {
 		t.Fatal(err)
+	}
+
+	// A dry run opens read-only: it repairs nothing, as it writes nothing.
+	half := digestTree(t, dir)
+	dry := exec.Command(bin, "sleep", "--repo", dir, "--now", sleepNow, "--no-gc", "--dry-run")
+	dry.Env = env
+	if o, err := dry.CombinedOutput(); err != nil {
+		t.Fatalf("memd sleep --dry-run after the kill: %v\n%s", err, o)
+	}
+	if _, err := os.Stat(journal); err != nil || digestTree(t, dir) != half {
+		t.Fatalf("memd sleep --dry-run wrote (journal: %v)", err)
 	}
 
 	cmd := exec.Command(bin, "sync", "--repo", dir)
