@@ -83,7 +83,6 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.sess, a.repo, a.ignorer = sess, sess.Repo(), sess.Ignorer()
-	repo := a.repo
 	a.backoff = memsync.NewBackoff(time.Second, 10*time.Minute, nil)
 	a.inv = newInventory(a.cfg)
 	// The last document carries the events, commit hours and last sleep of the previous run:
@@ -96,7 +95,7 @@ func New(opts Options) (*Agent, error) {
 			a.st.lastSleep = &sleepInfo{at: s.At, counts: s.Counts}
 		}
 	}
-	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: repo.ChangedPaths,
+	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: a.repo.ChangedPaths,
 		Logger: a.log, Done: a.hookDone})
 	return a, nil
 }
@@ -106,8 +105,9 @@ func (a *Agent) KickSync()      { kick(a.k.sync) }
 func (a *Agent) KickReconcile() { kick(a.k.reconcile) }
 func (a *Agent) Reload()        { kick(a.k.reload) }
 
-// Run runs the agent until ctx is done, then finishes the running job, commits what is
-// pending and returns nil (SIGTERM is a clean stop, exit 0).
+// Run runs the agent until ctx is done; the running job gets ctx, so its waits end with it
+// (docs/ARCHITECTURE.md §2). Then it commits what is pending and returns nil (SIGTERM is a
+// clean stop, exit 0).
 func (a *Agent) Run(ctx context.Context) error {
 	// New's Open finished what a crash left (a merge, a half sleep) and clears a stale
 	// index lock in the background.
