@@ -494,3 +494,17 @@ func changedFiles(cs []memsync.Change) []string {
 	}
 	return out
 }
+
+// setConfig takes a reloaded config (SIGHUP) without a restart: a new expire.soft_grace
+// re-judges the notes at the next snapshot, a new expire.ledger is read in place of the old.
+func (v *inventory) setConfig(cfg memd.Config) {
+	old := v.cfg.Expire
+	v.cfg = cfg
+	if cfg.Expire.SoftGrace != old.SoftGrace {
+		v.lc = ledgerCounts{}
+	}
+	if cfg.Expire.Ledger != old.Ledger {
+		v.ledger, v.ledgerT, v.lc = nil, time.Time{}, ledgerCounts{}
+		v.update(cfg.Repo, []string{cfg.Expire.Ledger})
+	}
+}
