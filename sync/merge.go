@@ -47,9 +47,26 @@ import (
 	"github.com/memd-dev/memd/sync/treemerge"
 )
 
-// pathChange is one path's change between two trees (treemerge.Change), under
-// the name the checkout and the sync code use.
+// pathChange is treemerge.Change under the name the checkout and the sync
+// code use.
 type pathChange = treemerge.Change
+
+// mgStore is a treemerge.Store writing through an objectBatch (git's loose
+// format, durable once flushed).
+type mgStore struct {
+	*treemerge.Store
+	b *objectBatch
+}
+
+func (r *Repo) newMgStore() *mgStore {
+	b := newObjectBatch(r)
+	return &mgStore{Store: treemerge.NewStore(r.repo.Storer, b.write), b: b}
+}
+
+// flush makes the written objects durable and visible.
+func (st *mgStore) flush() error { return st.b.flush() }
+
+func (st *mgStore) discard() { st.b.discard() }
 
 // crashHooks stop a sync at the points where a crash matters (a returned
 // error abandons the sync right there, as a SIGKILL would, leaving files and
@@ -64,14 +81,14 @@ type crashHooks struct {
 // (treemerge.Merge), writing the new objects in git's loose format, durable
 // before it returns.
 func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol memd.MergePolicy) (res treemerge.Result, err error) {
-	b := newObjectBatch(r)
+	st := r.newMgStore()
 	defer func() {
 		if err == nil {
-			err = b.flush()
+			err = st.flush()
 		}
-		b.discard()
+		st.discard()
 	}()
-	return treemerge.Merge(treemerge.NewStore(r.repo.Storer, b.write), base, ours, theirs, pol, r.log)
+	return treemerge.Merge(st.Store, base, ours, theirs, pol, r.log)
 }
 
 // ---- work tree ----

@@ -135,11 +135,11 @@ func treeEntries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEn
 	return t.Entries, nil
 }
 
-// patchTree writes the tree that results from applying changes (path →
+// PatchTree writes, through st, the tree that results from applying changes (path →
 // entry, nil = delete) to the tree root, creating and dropping directories
 // as needed, and returns its hash. Only the directories along changed paths
 // are rewritten.
-func patchTree(st *Store, root plumbing.Hash, changes map[string]*Entry) (plumbing.Hash, error) {
+func PatchTree(st *Store, root plumbing.Hash, changes map[string]*Entry) (plumbing.Hash, error) {
 	h, _, err := patchDir(st, root, "", changes)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -272,7 +272,9 @@ func (st *Store) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
 	return h, nil
 }
 
-func (st *Store) writeBlob(data []byte) (plumbing.Hash, error) {
+// WriteBlob writes data as a blob; it stays readable through st before the
+// caller flushes its writer.
+func (st *Store) WriteBlob(data []byte) (plumbing.Hash, error) {
 	h, err := st.write(plumbing.BlobObject, data)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
@@ -508,7 +510,7 @@ func Merge(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, lo
 			conflicts = append(conflicts, cp)
 			continue
 		}
-		h, err := st.writeBlob(merged)
+		h, err := st.WriteBlob(merged)
 		if err != nil {
 			return res, err
 		}
@@ -524,7 +526,7 @@ func Merge(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, lo
 		if err != nil {
 			return res, err
 		}
-		h, err := st.writeBlob(memd.AppendMissingLines(data, losers[cp]))
+		h, err := st.WriteBlob(memd.AppendMissingLines(data, losers[cp]))
 		if err != nil {
 			return res, err
 		}
@@ -537,7 +539,7 @@ func Merge(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, lo
 	}
 	conflicts = append(conflicts, moved...)
 	sort.Strings(conflicts)
-	tree, err := patchTree(st, theirs, set)
+	tree, err := PatchTree(st, theirs, set)
 	if err != nil {
 		return res, err
 	}

@@ -79,7 +79,7 @@ func TestPatchTreeAndDiff(t *testing.T) {
 	s := repo.Storer
 	root := plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD^{tree}")))
 	st := NewStore(s, storeWriter(s))
-	blob, err := st.writeBlob([]byte("new\n"))
+	blob, err := st.WriteBlob([]byte("new\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestPatchTreeAndDiff(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h, err := patchTree(st, root, c.changes)
+			h, err := PatchTree(st, root, c.changes)
 			if c.err != nil {
 				if !errors.Is(err, c.err) {
 					t.Fatalf("err = %v, want %v", err, c.err)
