@@ -243,7 +243,7 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 
 // noteCopy remembers rel when it is a conflict copy (a regular file the walk or a commit saw).
 func (v *inventory) noteCopy(rel string) {
-	if _, ok := memsync.ConflictCopyOriginal(rel); ok {
+	if _, ok := memd.ConflictCopyOriginal(rel); ok {
 		v.copies[rel] = struct{}{}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -129,7 +130,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
 	a.hookEnd(hook)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind
-	contention := err != nil && (errors.Is(err, memsync.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced))
+	contention := err != nil && (errors.Is(err, gitremote.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced))
 	if contention {
 		a.contention++
 	} else {
@@ -148,7 +149,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.noteMerge(res, before) // a merge may have happened before the push failed
 		prev := a.st.syncState
 		switch {
-		case errors.Is(err, memsync.ErrOffline):
+		case errors.Is(err, gitremote.ErrOffline):
 			a.st.syncState = metrics.StateOffline
 		default:
 			// The remote answered (auth, unrelated history, a refused push, a

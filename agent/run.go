@@ -17,6 +17,7 @@ import (
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -43,7 +44,7 @@ type Agent struct {
 	current     atomic.Pointer[jobState]
 
 	st      state // owner-only
-	backoff *memsync.Backoff
+	backoff *gitremote.Backoff
 	// syncWaiting is set while a failed sync waits out its backoff; the backoff timer
 	// clears it and kicks the next attempt.
 	syncWaiting atomic.Bool
@@ -83,7 +84,7 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.sess, a.repo, a.ignorer = sess, sess.Repo(), sess.Ignorer()
-	a.backoff = memsync.NewBackoff(time.Second, 10*time.Minute, nil)
+	a.backoff = gitremote.NewBackoff(time.Second, 10*time.Minute, nil)
 	a.inv = newInventory(a.cfg)
 	// The last document carries the events, commit hours and last sleep of the previous run:
 	// ids go on from there (a reader shows each event once across restarts), and the page

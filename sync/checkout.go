@@ -34,7 +34,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	gosync "sync"
@@ -44,6 +46,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/memd-dev/memd/internal/safefs"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // ErrWorktreeChanged: a path the checkout would replace or remove was
@@ -151,7 +154,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 	}()
 	s := r.repo.Storer
 	var open []*safefs.Temp // written, not yet fsynced and closed
-	for _, p := range sortedKeys(changes) {
+	for _, p := range slices.Sorted(maps.Keys(changes)) {
 		if isLockFile(p) {
 			continue
 		}
@@ -187,7 +190,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 			}
 			if !drains {
 				if strict {
-					return co, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, ErrPathConflict)
+					return co, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, treemerge.ErrPathConflict)
 				}
 				co.dirty = append(co.dirty, p)
 				continue
@@ -205,7 +208,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 				continue // a gitlink has no work tree content of ours
 			}
 			if err := co.makeTemp(s, it, changes); err != nil {
-				if !strict && (errors.Is(err, safefs.ErrSymlink) || errors.Is(err, ErrPathConflict)) {
+				if !strict && (errors.Is(err, safefs.ErrSymlink) || errors.Is(err, treemerge.ErrPathConflict)) {
 					co.dirty = append(co.dirty, p)
 					continue
 				}
@@ -331,7 +334,7 @@ func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes m
 
 // mkParents creates dir's missing components. blocked: a component is a
 // file or symlink this checkout deletes, so the directory can only be made
-// after the deletions. Anything else in the way is ErrPathConflict.
+// after the deletions. Anything else in the way is treemerge.ErrPathConflict.
 func (co *checkout) mkParents(dir string, changes map[string]pathChange) (blocked bool, err error) {
 	comps := strings.Split(dir, "/")
 	for i := range comps {
@@ -355,7 +358,7 @@ func (co *checkout) mkParents(dir string, changes map[string]pathChange) (blocke
 		if c, ok := changes[pre]; ok && c.To == nil {
 			return true, nil
 		}
-		return false, fmt.Errorf("%s is a %s: %w", pre, kindOf(fi), ErrPathConflict)
+		return false, fmt.Errorf("%s is a %s: %w", pre, kindOf(fi), treemerge.ErrPathConflict)
 	}
 	return false, nil
 }
@@ -484,8 +487,8 @@ func (co *checkout) apply() (late []string, err error) {
 			return late, fmt.Errorf("check out %s: %w", it.path, err)
 		}
 		dirs[path.Dir(it.path)] = true
-		if hookAfterWorkWrite != nil {
-			hookAfterWorkWrite(it.path)
+		if h := co.r.hooks; h != nil && h.afterWorkWrite != nil {
+			h.afterWorkWrite(it.path)
 		}
 	}
 	// The renames are durable before the caller drops the marker.

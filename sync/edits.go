@@ -23,6 +23,9 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // ErrCheckoutRaced says writers kept editing the paths a checkout had to update, round
@@ -84,20 +87,20 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 			return res, fmt.Errorf("merge edits made during checkout into %s in %s: %w", short(head), r.dir, err)
 		}
 		changes := map[string]pathChange{}
-		if err := mgDiffTrees(s, headTree, mr.Tree, "", changes); err != nil {
+		if err := treemerge.DiffTrees(s, headTree, mr.Tree, "", changes); err != nil {
 			return res, err
 		}
 		// The work tree holds side's version at the edited paths, whatever head has.
 		for _, p := range skipped {
-			from, err := mgTreeFile(s, sideTree, p)
+			from, err := treemerge.TreeFile(s, sideTree, p)
 			if err != nil {
 				return res, err
 			}
-			to, err := mgTreeFile(s, mr.Tree, p)
+			to, err := treemerge.TreeFile(s, mr.Tree, p)
 			if err != nil {
 				return res, err
 			}
-			if from.same(to) {
+			if from.Same(to) {
 				delete(changes, p)
 				continue
 			}
@@ -152,12 +155,12 @@ func unionPaths(a, b []string) []string {
 }
 
 // editPolicy is the merge policy for edit merges (the sync's own ledger and host).
-func (r *Repo) editPolicy() MergePolicy {
+func (r *Repo) editPolicy() memd.MergePolicy {
 	l := r.opts.Ledger
 	if l == "" {
-		l = DefaultLedgerPath
+		l = memd.DefaultLedgerFile
 	}
-	return MergePolicy{Ledgers: []string{l}, Host: r.opts.Hostname, Now: r.opts.Now()}
+	return memd.MergePolicy{Ledgers: []string{l}, Host: r.opts.Hostname, Now: r.opts.Now()}
 }
 
 // editMergeMessage: what the side commit changed, its conflict copies, the host trailer.

@@ -10,6 +10,7 @@ import (
 	"github.com/memd-dev/memd/agent"
 	"github.com/memd-dev/memd/demo"
 	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 func init() {
@@ -75,10 +76,10 @@ func cmdInit(a *app, args []string) int {
 		}
 		adopted, err := repo.AdoptRemote(ctx, ro)
 		if err != nil {
-			return a.fail("remote %s: %v", memsync.RedactURL(*remote), err)
+			return a.fail("remote %s: %v", gitremote.RedactURL(*remote), err)
 		}
 		if adopted {
-			fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, memsync.RedactURL(*remote))
+			fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, gitremote.RedactURL(*remote))
 		}
 	}
 	// The layout is told after an adopted remote is checked out: a new machine's empty
@@ -123,7 +124,7 @@ func cmdInit(a *app, args []string) int {
 	}
 	if *remote != "" && a.cfg.Sync.Push {
 		if _, err := repo.Sync(ctx, ro); err != nil {
-			return a.fail("first sync with %s: %v (the local repo is ready; memd run retries)", memsync.RedactURL(*remote), err)
+			return a.fail("first sync with %s: %v (the local repo is ready; memd run retries)", gitremote.RedactURL(*remote), err)
 		}
 		fmt.Fprintf(a.stdout, "pushed to %s/%s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
 	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 func init() {
@@ -60,7 +61,7 @@ func cmdSync(a *app, args []string) int {
 	}
 	if err != nil {
 		switch {
-		case errors.Is(err, memsync.ErrAuth):
+		case errors.Is(err, gitremote.ErrAuth):
 			return a.fail("sync: authentication failed: %v", err)
 		case errors.Is(err, memsync.ErrUnrelatedHistory):
 			return a.fail("sync: %v; local history kept, nothing merged", err)
