@@ -39,6 +39,7 @@ import (
 	"strings"
 	gosync "sync"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -86,6 +87,11 @@ var hookBeforeVerify func()
 
 // hookApplyErr (tests) fails the rename of a path, as a full disk would.
 var hookApplyErr func(rel string) error
+
+// hookBeforeReplace (tests) runs just before apply's last re-stat of a path it
+// replaces or removes: a writer that opens the file there and writes after the
+// rename writes into the version taken off the name (heldVersion).
+var hookBeforeReplace func(rel string)
 
 type coKind uint8
 
@@ -435,14 +441,23 @@ func (co *checkout) apply() (late []string, err error) {
 		if it.kind != coDel {
 			continue
 		}
-		if !it.ignored {
-			if st, err := co.t.Stamp(it.path); err != nil || st != it.stamp {
+		if it.ignored {
+			if err := co.t.Remove(it.path); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, safefs.ErrSymlink) {
+				return late, fmt.Errorf("remove %s: %w", it.path, err)
+			}
+		} else {
+			if hookBeforeReplace != nil {
+				hookBeforeReplace(it.path)
+			}
+			d, err := co.t.RemoveHold(it.path, it.stamp)
+			if isLate(err) {
 				late = append(late, it.path)
 				continue
 			}
-		}
-		if err := co.t.Remove(it.path); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, safefs.ErrSymlink) {
-			return late, fmt.Errorf("remove %s: %w", it.path, err)
+			if err != nil {
+				return late, fmt.Errorf("remove %s: %w", it.path, err)
+			}
+			co.r.keepHeld(it, d)
 		}
 		co.prune(path.Dir(it.path))
 		dirs[path.Dir(it.path)] = true
@@ -474,7 +489,13 @@ func (co *checkout) apply() (late []string, err error) {
 		case it.ignored:
 			err = it.tmp.Commit()
 		default:
-			err = it.tmp.CommitIf(want)
+			if hookBeforeReplace != nil {
+				hookBeforeReplace(it.path)
+			}
+			var d *safefs.Displaced
+			if d, err = it.tmp.CommitHold(want); err == nil && d != nil {
+				co.r.keepHeld(it, d)
+			}
 		}
 		if errors.Is(err, safefs.ErrChanged) {
 			late = append(late, it.path)
@@ -595,4 +616,120 @@ func (r *Repo) removeTempFiles(changes map[string]pathChange) {
 			}
 		}
 	}
+}
+
+// isLate: a replace or removal found the path no longer the version prepare
+// checked (edited, removed, a symlink or file put in its parent chain): left as
+// it is, merged by the caller.
+func isLate(err error) bool {
+	return errors.Is(err, safefs.ErrChanged) || errors.Is(err, fs.ErrNotExist) ||
+		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, safefs.ErrSymlink)
+}
+
+// heldVersion is a version of a file the checkout took off its name (replaced or
+// removed; safefs CommitHold, RemoveHold), held open until the sync's edit merges
+// are done (edits.go). A writer that opened the file before the swap and writes
+// after it writes here (docs/RELIABILITY.md, finding 11); what it wrote is carried
+// into a commit, merged three-way against the version the checkout verified, instead
+// of vanishing with the inode.
+type heldVersion struct {
+	path string
+	d    *safefs.Displaced
+	base mEntry       // the version last known to be in a commit (first: the one prepare verified)
+	seen safefs.Stamp // d's stamp when it last held base (zero: read it to know)
+	at   time.Time    // when it was taken off its name
+}
+
+// maxHeld bounds the versions held at once: past it, those no writer touched are
+// released (a checkout replacing 100,000 files must not hold 100,000 descriptors).
+const maxHeld = 256
+
+// keepHeld holds d, the version it's checkout took off it.path.
+func (r *Repo) keepHeld(it *coItem, d *safefs.Displaced) {
+	hv := &heldVersion{path: it.path, d: d, base: *it.c.From, at: time.Now()}
+	if d.Held().SameButCtime(it.stamp) {
+		hv.seen = d.Held() // unchanged up to the swap
+	}
+	if len(r.held) >= maxHeld {
+		r.pruneHeld()
+	}
+	r.held = append(r.held, hv)
+}
+
+// pruneHeld releases the held versions no writer changed.
+func (r *Repo) pruneHeld() {
+	keep := r.held[:0]
+	for _, hv := range r.held {
+		if st, err := hv.d.Stat(); err == nil && st == hv.seen {
+			hv.d.Close()
+			continue
+		}
+		keep = append(keep, hv)
+	}
+	clear(r.held[len(keep):])
+	r.held = keep
+}
+
+// heldEdit is what a writer left in a held version: its content and entry.
+type heldEdit struct {
+	hv   *heldVersion
+	data []byte
+	to   mEntry
+	st   safefs.Stamp // the held file's stamp when it was read
+}
+
+// heldEditsLocked reads every held version a writer may have changed since it was
+// last known to be in a commit and returns those that differ from it.
+func (r *Repo) heldEditsLocked() []heldEdit {
+	var out []heldEdit
+	for _, hv := range r.held {
+		if l, ok := hv.d.Link(); ok {
+			// A symlink cannot be written into; a different one is a
+			// writer's, renamed over the target just before the swap.
+			e := mEntry{Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(l)), Mode: filemode.Symlink}
+			if !e.same(&hv.base) {
+				out = append(out, heldEdit{hv: hv, data: []byte(l), to: e})
+			}
+			continue
+		}
+		if !hv.d.Regular() {
+			continue // a FIFO or socket a writer put there: no content of ours
+		}
+		st, err := hv.d.Stat()
+		if err != nil || st == hv.seen {
+			continue
+		}
+		data, err := hv.d.ReadAll()
+		if err != nil {
+			r.log.Warn("read a version taken off its name by the checkout", "repo", r.dir, "path", hv.path, "err", err)
+			continue
+		}
+		e := mEntry{Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Mode: filemode.Regular}
+		if st.Mode&0o111 != 0 {
+			e.Mode = filemode.Executable
+		}
+		if e.Hash == hv.base.Hash {
+			hv.seen = st
+			continue
+		}
+		out = append(out, heldEdit{hv: hv, data: data, to: e, st: st})
+	}
+	return out
+}
+
+// releaseHeldLocked closes every held version: the sync is done with them.
+func (r *Repo) releaseHeldLocked() {
+	if len(r.held) == 0 {
+		return
+	}
+	var longest time.Duration
+	for _, hv := range r.held {
+		longest = max(longest, time.Since(hv.at))
+		hv.d.Close()
+	}
+	// The window that remains: a writer whose open came before a swap and whose
+	// write comes after this (docs/RELIABILITY.md, finding 11).
+	r.log.Debug("released versions the checkout took off their names", "repo", r.dir, "n", len(r.held), "held_for", longest)
+	clear(r.held)
+	r.held = r.held[:0]
 }
