@@ -18,16 +18,36 @@ package sync
 //     edited meanwhile, so the caller commits them first and merges again).
 //  3. the marker is written and the branch moves (merge.go moveHeadLocked).
 //  4. apply: deletions, then each temp renamed over its target only if the
-//     target still has the stamp prepare took (safefs Temp.CommitIf).
+//     target still has the stamp prepare took (safefs Temp.CommitHold,
+//     Tree.RemoveHold).
 //
-// The remaining window for a lost update is between the re-stat in step 4
-// and the rename right after it (two syscalls), plus a rewrite in place that
-// keeps the size and lands within the filesystem's timestamp granularity
-// after the check (ext4: a jiffy), which no stat can see. A path edited
-// between step 2 and its rename in step 4 is not clobbered: it is left as
-// it is and reported (late), and the caller commits it on the version it was
-// made on and merges it (edits.go, mergeEditsLocked) so that its edit and the
-// merge's change both stay.
+// A path edited between step 2 and its rename in step 4 is not clobbered: it
+// is left as it is and reported (late), and the caller commits it on the
+// version it was made on and merges it (edits.go, mergeEditsLocked) so that
+// its edit and the merge's change both stay.
+//
+// A writer that opened a file before step 4's re-stat and writes after the
+// rename writes into the version the rename took off the name (finding 11 of
+// docs/RELIABILITY.md: a ledger append in no git object). So step 4 never
+// lets a version vanish: the rename is an atomic exchange (a removal a rename
+// to a temp name), and what it took off the name is held open (heldVersion)
+// until the sync's edit merges are done. Each edit-merge round reads the held
+// versions again; one a writer changed is merged three-way against the
+// version prepare verified and committed (mergeHeldLocked), so an append, a
+// truncate-and-rewrite, or a file another process renamed over the target in
+// the microseconds after the re-stat all survive, for every path the
+// checkout replaces or removes, not only the ledger. What remains:
+//   - a write through a descriptor opened before the swap that comes after
+//     the release, i.e. later than the rest of the sync's local work
+//     (milliseconds; the "released versions" debug line logs held_for);
+//   - in a file over 256 KiB (readHeldBelow; smaller ones are always hashed),
+//     a rewrite in place that keeps the size and lands within the file
+//     system's timestamp granularity (ext4: a jiffy), which no stat can see;
+//   - a crash before the merge of a held version: it lived only in an
+//     unlinked inode;
+//   - on a file system without an atomic exchange (errNoSwap in safefs), a
+//     file renamed over the target between the re-stat and the rename (tens
+//     of microseconds, BenchmarkCommitIfWindow).
 
 import (
 	"errors"
@@ -670,6 +690,12 @@ func (r *Repo) pruneHeld() {
 	r.held = keep
 }
 
+// readHeldBelow: a held version this small is read and hashed whatever its stamp
+// says, so a rewrite in place that keeps size and mtime (within a timestamp tick)
+// is seen too; a bigger one (a long ledger, where writers append) only when its
+// stamp moved.
+const readHeldBelow = 256 << 10
+
 // heldEdit is what a writer left in a held version: its content and entry.
 type heldEdit struct {
 	hv   *heldVersion
@@ -696,7 +722,7 @@ func (r *Repo) heldEditsLocked() []heldEdit {
 			continue // a FIFO or socket a writer put there: no content of ours
 		}
 		st, err := hv.d.Stat()
-		if err != nil || st == hv.seen {
+		if err != nil || st == hv.seen && st.Size > readHeldBelow {
 			continue
 		}
 		data, err := hv.d.ReadAll()

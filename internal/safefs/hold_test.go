@@ -234,3 +234,33 @@ func TestCommitHoldSymlink(t *testing.T) {
 		t.Fatalf("ReadAll of a link: %q", b)
 	}
 }
+
+// BenchmarkReplace is the price of holding the replaced version: one replacement of a
+// small file by CommitIf (re-stat, rename) and by CommitHold (re-stat, exchange, open
+// and unlink of what was displaced, fstat), temp file creation and fsync included.
+func BenchmarkReplace(b *testing.B) {
+	for _, hold := range []bool{false, true} {
+		name := "CommitIf"
+		if hold {
+			name = "CommitHold"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, tr := setup(b)
+			must(b, tr.WriteFileAtomic("real/x", []byte("v"), 0o644))
+			for b.Loop() {
+				want, err := tr.Stamp("real/x")
+				must(b, err)
+				tm, err := tr.CreateTemp("real/x", 0o644)
+				must(b, err)
+				_, _ = tm.Write([]byte("v"))
+				if hold {
+					d, err := tm.CommitHold(want)
+					must(b, err)
+					d.Close()
+				} else {
+					must(b, tm.CommitIf(want))
+				}
+			}
+		})
+	}
+}
