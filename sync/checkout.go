@@ -743,19 +743,36 @@ func (r *Repo) heldEditsLocked() []heldEdit {
 	return out
 }
 
-// releaseHeldLocked closes every held version: the sync is done with them.
+// heldMin is how long a held version is kept at least (it outlives the sync that
+// took it; the next commit or edit merge reads it again): a writer must hold a
+// descriptor opened before the swap this long before it writes to write into a
+// version nobody reads again. A var for tests.
+var heldMin = 2 * time.Second
+
+// releaseHeldLocked closes the held versions older than heldMin, just read and
+// found unchanged by the caller.
 func (r *Repo) releaseHeldLocked() {
 	if len(r.held) == 0 {
 		return
 	}
 	var longest time.Duration
+	n := 0
+	keep := r.held[:0]
 	for _, hv := range r.held {
-		longest = max(longest, time.Since(hv.at))
+		age := time.Since(hv.at)
+		if age < heldMin {
+			keep = append(keep, hv)
+			continue
+		}
+		longest = max(longest, age)
 		hv.d.Close()
+		n++
 	}
-	// The window that remains: a writer whose open came before a swap and whose
-	// write comes after this (docs/RELIABILITY.md, finding 11).
-	r.log.Debug("released versions the checkout took off their names", "repo", r.dir, "n", len(r.held), "held_for", longest)
-	clear(r.held)
-	r.held = r.held[:0]
+	clear(r.held[len(keep):])
+	r.held = keep
+	if n > 0 {
+		// The window that remains: a writer whose open came before a swap and
+		// whose write comes after this (docs/RELIABILITY.md, finding 11).
+		r.log.Debug("released versions the checkout took off their names", "repo", r.dir, "n", n, "held_for", longest, "still_held", len(keep))
+	}
 }

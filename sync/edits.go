@@ -190,6 +190,29 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 	}
 }
 
+// carryHeldLocked merges what writers left in versions a checkout took off their
+// names and still holds (those younger than heldMin outlive the sync that took them)
+// into HEAD, and releases the old ones: a commit calls it first, so a write through
+// a descriptor opened before the swap that came after the sync is merged by the next
+// commit (or the next sync's edit merges). A failure keeps them for the next try; a
+// checkout it left unfinished is finished before the commit, or the commit waits.
+func (r *Repo) carryHeldLocked() error {
+	if len(r.held) == 0 {
+		return nil
+	}
+	head, err := r.readBranch()
+	if err != nil || head.IsZero() {
+		return err
+	}
+	if _, err := r.mergeEditsLocked(head, head, nil); err != nil {
+		r.log.Warn("merge writes into versions the checkout replaced", "repo", r.dir, "err", err)
+		if _, err := r.finishInterruptedMergeLocked(); err != nil {
+			return fmt.Errorf("%w: %w", ErrMergeInProgress, err)
+		}
+	}
+	return nil
+}
+
 // mergeHeldLocked merges what writers left in held versions into tree: per path,
 // three-way between the version last known to be in a commit (base), the writer's
 // (ours) and tree's (theirs), with the edit policy (the ledger record by record, a

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // lateWriter arms the finding-11 race on B for rel (docs/RELIABILITY.md): a writer
@@ -40,6 +41,18 @@ func lateWriter(t *testing.T, dir, rel string, flag int, write func(f *os.File))
 	return func() bool { finish(); return done }
 }
 
+// shortHold releases held versions as soon as a sync's edit merges are done.
+func shortHold(t *testing.T) {
+	heldMin = 0
+	t.Cleanup(func() { heldMin = 2 * time.Second })
+}
+
+func heldCount(r *Repo) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.held)
+}
+
 func noneHeld(t *testing.T, r *Repo) {
 	t.Helper()
 	r.mu.Lock()
@@ -54,6 +67,7 @@ func noneHeld(t *testing.T, r *Repo) {
 // merged ledger was renamed over it. The record went into the replaced inode and into
 // no git object; now the checkout holds that inode, sees the append and merges it.
 func TestAppendIntoReplacedLedger(t *testing.T) {
+	shortHold(t)
 	w := ledgerRaceWorld(t)
 	ran := lateWriter(t, w.bDir, "memory.jsonl", os.O_WRONLY|os.O_APPEND, func(f *os.File) {
 		if _, err := f.WriteString(ledgerRec("b-late")); err != nil {
@@ -84,6 +98,7 @@ func TestAppendIntoReplacedLedger(t *testing.T) {
 // it: its version is not lost; both it and A's are in the tree (one at the path, the
 // other in a conflict copy beside it).
 func TestRewriteIntoReplacedMemory(t *testing.T) {
+	shortHold(t)
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "v1\n"})
 	writeFile(t, w.aDir, "areas/a.html", "from A\n")
 	mustCommit(t, w.a, "areas/a.html")
@@ -120,6 +135,7 @@ func TestRewriteIntoReplacedMemory(t *testing.T) {
 // A writer appends to a file the merge deletes (A removed it) through a descriptor
 // opened before the checkout's removal: its edit comes back (an edit beats a delete).
 func TestAppendIntoRemovedFile(t *testing.T) {
+	shortHold(t)
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "v1\n", "areas/b.html": "b\n"})
 	if err := os.Remove(filepath.Join(w.aDir, "areas/a.html")); err != nil {
 		t.Fatal(err)
@@ -151,6 +167,7 @@ func TestAppendIntoRemovedFile(t *testing.T) {
 // A checkout no writer races holds the replaced versions only for the sync: released,
 // no edit merge.
 func TestHeldReleasedWithoutWriter(t *testing.T) {
+	shortHold(t)
 	w := ledgerRaceWorld(t)
 	res := mustSync(t, w.b)
 	if res.EditMerges != 0 {
@@ -158,4 +175,50 @@ func TestHeldReleasedWithoutWriter(t *testing.T) {
 	}
 	noneHeld(t, w.b)
 	wantIDs(t, "work tree", readWork(t, w.bDir, "memory.jsonl"), "r0", "a1", "b1")
+}
+
+// A writer that opened memory.jsonl before the swap and appends only after the sync
+// ended: the version is still held (heldMin), and the next commit merges the append
+// before it commits; a commit after heldMin releases the version.
+func TestAppendAfterSyncCarriedByNextCommit(t *testing.T) {
+	heldMin = time.Hour
+	t.Cleanup(func() { heldMin = 2 * time.Second })
+	w := ledgerRaceWorld(t)
+	var f *os.File
+	hookBeforeReplace = func(p string) {
+		if p == "memory.jsonl" && f == nil {
+			var err error
+			if f, err = os.OpenFile(filepath.Join(w.bDir, p), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(func() { hookBeforeReplace = nil })
+	mustSync(t, w.b)
+	hookBeforeReplace = nil
+	if f == nil {
+		t.Fatal("the writer never opened the file")
+	}
+	if n := heldCount(w.b); n != 1 {
+		t.Fatalf("%d versions held after the sync, want the ledger's", n)
+	}
+	if _, err := f.WriteString(ledgerRec("b-after-sync")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeFile(t, w.bDir, "areas/n.html", "n\n")
+	mustCommit(t, w.b, "areas/n.html")
+	all := []string{"r0", "a1", "b1", "b-after-sync"}
+	wantIDs(t, "work tree", readWork(t, w.bDir, "memory.jsonl"), all...)
+	wantIDs(t, "HEAD", runGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
+	if got := runGit(t, w.bDir, "show", "HEAD:areas/n.html"); got != "n\n" {
+		t.Fatalf("the commit itself: areas/n.html = %q", got)
+	}
+	statusClean(t, w.b)
+	mustSync(t, w.b)
+	wantIDs(t, "remote", runGit(t, w.bare, "show", "main:memory.jsonl"), all...)
+	heldMin = 0
+	writeFile(t, w.bDir, "areas/n.html", "n2\n")
+	mustCommit(t, w.b, "areas/n.html")
+	noneHeld(t, w.b)
 }

@@ -899,12 +899,13 @@ func (r *Repo) removeMergeMarker() error {
 var ErrMergeInProgress = errors.New("an interrupted checkout is not finished")
 
 // requireNoMergeLocked is called before any commit of the work tree: an
-// interrupted checkout is finished (or undone) first.
+// interrupted checkout is finished (or undone) first, and writes into versions
+// a checkout replaced are merged (edits.go carryHeldLocked).
 func (r *Repo) requireNoMergeLocked() error {
 	if _, err := r.finishInterruptedMergeLocked(); err != nil {
 		return fmt.Errorf("%w: %w", ErrMergeInProgress, err)
 	}
-	return nil
+	return r.carryHeldLocked()
 }
 
 // FinishInterruptedMerge completes a fast-forward or merge that a crash cut
