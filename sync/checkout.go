@@ -31,15 +31,17 @@ package sync
 // docs/RELIABILITY.md: a ledger append in no git object). So step 4 never
 // lets a version vanish: the rename is an atomic exchange (a removal a rename
 // to a temp name), and what it took off the name is held open (heldVersion)
-// until the sync's edit merges are done. Each edit-merge round reads the held
-// versions again; one a writer changed is merged three-way against the
-// version prepare verified and committed (mergeHeldLocked), so an append, a
+// for at least heldMin (2 s), past the sync that took it. Each edit-merge
+// round, and every commit (requireNoMergeLocked), reads the held versions
+// again; one a writer changed is merged three-way against the version
+// prepare verified and committed (mergeHeldLocked), so an append, a
 // truncate-and-rewrite, or a file another process renamed over the target in
 // the microseconds after the re-stat all survive, for every path the
 // checkout replaces or removes, not only the ledger. What remains:
 //   - a write through a descriptor opened before the swap that comes after
-//     the release, i.e. later than the rest of the sync's local work
-//     (milliseconds; the "released versions" debug line logs held_for);
+//     the release: more than heldMin after the swap, and after the first
+//     commit or edit merge from then on (the "released versions" debug line
+//     logs held_for);
 //   - in a file over 256 KiB (readHeldBelow; smaller ones are always hashed),
 //     a rewrite in place that keeps the size and lands within the file
 //     system's timestamp granularity (ext4: a jiffy), which no stat can see;
