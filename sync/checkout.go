@@ -668,6 +668,10 @@ const maxHeld = 256
 
 // keepHeld holds d, the version it's checkout took off it.path.
 func (r *Repo) keepHeld(it *coItem, d *safefs.Displaced) {
+	if it.c.From == nil {
+		d.Close() // nothing of a commit was there: no version to merge against
+		return
+	}
 	hv := &heldVersion{path: it.path, d: d, base: *it.c.From, at: time.Now()}
 	if d.Held().SameButCtime(it.stamp) {
 		hv.seen = d.Held() // unchanged up to the swap
