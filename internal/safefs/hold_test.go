@@ -7,9 +7,8 @@ import (
 	"testing"
 )
 
-// holdCase: real/f holds "f"; its stamp is taken, then act runs between CommitHold's
-// (or RemoveHold's) re-stat and its swap, then after runs once the swap is done. Both
-// with the atomic exchange and with the fallback of a file system that has none.
+// eachSwap runs a case with the atomic exchange and with the fallback of a file system
+// that has none (noSwap).
 func eachSwap(t *testing.T, run func(t *testing.T)) {
 	for _, ns := range []bool{false, true} {
 		name := "exchange"
@@ -84,9 +83,9 @@ func TestCommitHoldKeepsLateAppend(t *testing.T) {
 	})
 }
 
-// A writer that renames its own version over the target after the re-stat: with the
-// exchange it is held (not clobbered unseen); without, the fallback sees the new inode
-// before its rename only if it came before the open (documented window).
+// A writer that renames its own version over the target after the re-stat: the exchange
+// takes it off the name and holds it, so it is not clobbered unseen (this is the one case
+// the fallback without an exchange leaves open: CommitHold's doc).
 func TestCommitHoldKeepsRenamedVersion(t *testing.T) {
 	base, tr := setup(t)
 	abs := filepath.Join(base, "tree", "real", "f")
