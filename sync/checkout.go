@@ -41,7 +41,8 @@ package sync
 //   - a write through a descriptor opened before the swap that comes after
 //     the release: more than heldMin after the swap, and after the first
 //     commit or edit merge from then on (the "released versions" debug line
-//     logs held_for);
+//     logs held_for); a process that exits (a one-shot memd sync) releases
+//     them right after its edit merges;
 //   - in a file over 256 KiB (readHeldBelow; smaller ones are always hashed),
 //     a rewrite in place that keeps the size and lands within the file
 //     system's timestamp granularity (ext4: a jiffy), which no stat can see;
