@@ -51,6 +51,9 @@ import (
 // code use.
 type pathChange = treemerge.Change
 
+// mEntry is one tree entry as the merge sees it.
+type mEntry = treemerge.Entry
+
 // mgStore is a treemerge.Store writing through an objectBatch (git's loose
 // format, durable once flushed).
 type mgStore struct {
@@ -276,12 +279,13 @@ func (r *Repo) removeMergeMarker() error {
 var ErrMergeInProgress = errors.New("an interrupted checkout is not finished")
 
 // requireNoMergeLocked is called before any commit of the work tree: an
-// interrupted checkout is finished (or undone) first.
+// interrupted checkout is finished (or undone) first, and writes into versions
+// a checkout replaced are merged (edits.go carryHeldLocked).
 func (r *Repo) requireNoMergeLocked() error {
 	if _, err := r.finishInterruptedMergeLocked(); err != nil {
 		return fmt.Errorf("%w: %w", ErrMergeInProgress, err)
 	}
-	return nil
+	return r.carryHeldLocked()
 }
 
 // FinishInterruptedMerge completes a fast-forward or merge that a crash cut

@@ -138,6 +138,9 @@ type Repo struct {
 	// durable is a sync's checkout tail left for after the writer lock
 	// (durable.go); under mu.
 	durable durableState
+	// held: versions a checkout took off their names, open until the edit
+	// merges are done (checkout.go heldVersion); under mu.
+	held []*heldVersion
 
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
