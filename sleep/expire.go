@@ -54,11 +54,8 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 	// (the writer's own date wins over the type rules there), arcs excepted.
 	var moves []move
 	for _, mp := range s.memPaths() {
-		mv, ok, until := expireFile(mp, s.mems[mp], env.now, grace)
-		if ok {
+		if mv, ok := expireFile(mp, s.mems[mp], env.now, grace); ok {
 			moves = append(moves, mv)
-		} else if !until.IsZero() {
-			p.changesAfter(until)
 		}
 	}
 	if err := planMoves(s, env, p, moves, "archived"); err != nil {
@@ -67,23 +64,22 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 	return p, nil
 }
 
-// expireFile is expire's rule for one memory file (a file's verdict depends on nothing
-// else, which the delta plan relies on): the move when it is past its valid-until plus the
-// grace, else the clock past which it would be (zero: none).
-func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (mv move, ok bool, until time.Time) {
+// expireFile is expire's rule for one memory file: the move when it is past its
+// valid-until plus the grace.
+func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (mv move, ok bool) {
 	// Tasks and arcs are exempt, as memhtml's reprieve phase exempts them: a task ends by
 	// being done, an arc is derived.
 	if memd.IsArchived(mp) || m.Type == "arc" || m.Type == "task" || m.ValidUntilAt.IsZero() {
-		return move{}, false, time.Time{}
+		return move{}, false
 	}
 	if !now.After(m.ValidUntilAt.Add(grace)) {
-		return move{}, false, m.ValidUntilAt.Add(grace)
+		return move{}, false
 	}
 	year := m.Year(mp)
 	if year == 0 {
 		year = m.ValidUntilAt.UTC().Year()
 	}
-	return move{from: mp, to: memd.ArchivePath(mp, year), reason: "valid-until " + m.ValidUntil + " passed"}, true, time.Time{}
+	return move{from: mp, to: memd.ArchivePath(mp, year), reason: "valid-until " + m.ValidUntil + " passed"}, true
 }
 
 func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byte, grace time.Duration) error {
@@ -97,9 +93,6 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			p.counts["unparseable"]++
 		}
 		v := memd.JudgeNote(ln.Record, env.now, grace)
-		if t, ok := memd.NoteChangesAfter(ln.Record, env.now, grace); ok {
-			p.changesAfter(t)
-		}
 		if v.Bad != "" {
 			p.counts["invalid"]++
 			p.item("report", ledgerPath, "", "note "+ln.Record.ID+": "+v.Bad)

@@ -48,22 +48,6 @@ type plan struct {
 	ops    []op
 	items  []Item
 	counts map[string]int
-	// until is the earliest clock time at which the same snapshot could plan differently
-	// (a note expiring, a grace or a done-task age passing); zero = none. The idle
-	// fingerprint trusts an empty plan only before it.
-	until time.Time
-	// arcGroups (arcs only) is the size of every group, for the delta plan: an episode
-	// added later brings its group to the threshold or not.
-	arcGroups map[arcKey]int
-}
-
-// changesAfter records that a clock past t could change the plan ("past" is strict in
-// every rule, so the plan holds up to t itself).
-func (p *plan) changesAfter(t time.Time) {
-	t = t.Add(time.Nanosecond)
-	if p.until.IsZero() || t.Before(p.until) {
-		p.until = t
-	}
 }
 
 func newPlan() *plan { return &plan{counts: map[string]int{}} }
@@ -416,6 +400,16 @@ func (j *journal) apply(i int) error {
 		}
 	}
 	return nil
+}
+
+// abort undoes the apply after cause stopped it and drops the journal; an undo that fails
+// keeps the journal (the next start's Recover tries again) and is named beside cause.
+func (j *journal) abort(cause error, log *slog.Logger) error {
+	if err := j.undo(log); err != nil {
+		return fmt.Errorf("%w (and undo: %v)", cause, err)
+	}
+	j.remove()
+	return cause
 }
 
 // undo reverts the applied entries, newest first, each guarded.
