@@ -120,37 +120,56 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			}
 			existing[v.Year] = ids
 		}
-		rec := ln.Record.Clone()
-		if err := rec.Set("drainedAt", env.now.UTC().Format(time.RFC3339)); err != nil {
-			return fmt.Errorf("drain %s: %w", rec.ID, err)
-		}
-		if err := rec.Set("drainReason", v.Reason); err != nil {
-			return fmt.Errorf("drain %s: %w", rec.ID, err)
-		}
-		line, err := rec.MarshalJSON()
+		line, err := drainedLine(ln.Record, v.Reason, env.now)
 		if err != nil {
-			return fmt.Errorf("drain %s: %w", rec.ID, err)
+			return err
 		}
 		// A run killed between the two writes could leave the record in both files; the
 		// drained copy is then the one kept (nothing lost, nothing doubled).
-		if rec.ID == "" || !ids[rec.ID] {
+		if id := ln.Record.ID; id == "" || !ids[id] {
 			drained[v.Year] = append(drained[v.Year], line)
-			ids[rec.ID] = true
+			ids[id] = true
 		}
 		drainedN++
 		p.counts["drained"]++
 		p.counts["drained_"+ln.Record.Lifecycle.Mode]++
-		p.item("drain", ledgerPath, drainedPath(v.Year), "note "+rec.ID+": "+v.Reason)
+		p.item("drain", ledgerPath, drainedPath(v.Year), "note "+ln.Record.ID+": "+v.Reason)
 	}
 	if drainedN == 0 {
 		return nil
 	}
+	// Appended first, in the same commit as the ledger rewrite.
+	if err := appendDrained(s, p, drained); err != nil {
+		return err
+	}
+	led.Lines = keep
+	p.write(ledgerPath, led.Bytes(), raw, true)
+	return nil
+}
+
+// drainedLine is the record as its drained file keeps it: stamped with when and why.
+func drainedLine(r *memd.Record, reason string, now time.Time) ([]byte, error) {
+	rec := r.Clone()
+	if err := rec.Set("drainedAt", now.UTC().Format(time.RFC3339)); err != nil {
+		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)
+	}
+	if err := rec.Set("drainReason", reason); err != nil {
+		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)
+	}
+	line, err := rec.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)
+	}
+	return line, nil
+}
+
+// appendDrained plans the appends of the drained lines to each year's drained file.
+func appendDrained(s *snapshot, p *plan, drained map[int][][]byte) error {
 	years := make([]int, 0, len(drained))
 	for y := range drained {
 		years = append(years, y)
 	}
 	sort.Ints(years)
-	// Appended first, in the same commit as the ledger rewrite.
 	for _, y := range years {
 		dp := drainedPath(y)
 		old, found, err := s.read(dp)
@@ -168,8 +187,6 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 		}
 		p.write(dp, buf.Bytes(), old, found)
 	}
-	led.Lines = keep
-	p.write(ledgerPath, led.Bytes(), raw, true)
 	return nil
 }
 
