@@ -9,9 +9,10 @@ import (
 // A planner reads the tree the phases plan on, plans each phase on it, and keeps what it
 // learnt for the next run. The plain planner parses every memory file; the caching one
 // wraps it with the parse cache (cache.go), so a night re-reads only the files that
-// changed. It is the only cache sleep keeps: at 100k files it saves ~15 s a night (parse
-// everything) against ~0.7 s; an idle record and a delta plan saved under half a second
-// more and were retired (bench/RESULTS.md).
+// changed. It is the only cache sleep keeps: at 100k files it saves ~6 s of CPU a night
+// (1.1 s against 7.2 s: every file parsed); an idle record and a delta plan on top of it
+// saved 0.6–0.7 s of CPU (0.4 s of wall time on a quiet machine) and were retired with the
+// idle-run target (bench/RESULTS.md).
 type planner interface {
 	// load walks the repo and parses its memory files.
 	load() (*snapshot, error)
