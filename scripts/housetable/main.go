@@ -378,7 +378,29 @@ func calls(n ast.Node, pred func(string) bool) bool {
 	return found
 }
 
-func isReadDir(name string) bool { return name == "os.ReadDir" || name == ".ReadDir" }
+// listsDir reports whether c lists a directory the caller chose (os.ReadDir of a constant
+// path, such as /proc, is not a tree).
+func listsDir(c *ast.CallExpr) bool {
+	switch calleeName(c) {
+	case ".ReadDir":
+		return true
+	case "os.ReadDir":
+		bl, lit := c.Args[0].(*ast.BasicLit)
+		return !lit || bl.Kind != token.STRING
+	}
+	return false
+}
+
+func callsListsDir(n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok && listsDir(c) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
 
 // listerFuncs are the package's functions that list a directory once (ReadDir wrappers).
 func listerFuncs(files []*file, pkg string) map[string]bool {
@@ -388,7 +410,7 @@ func listerFuncs(files []*file, pkg string) map[string]bool {
 			continue
 		}
 		for _, d := range f.f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil && fd.Recv == nil && calls(fd.Body, isReadDir) {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil && fd.Recv == nil && callsListsDir(fd.Body) {
 				out[fd.Name.Name] = true
 			}
 		}
@@ -400,7 +422,7 @@ func isWalker(fd *ast.FuncDecl, listers map[string]bool) bool {
 	if calls(fd.Body, func(n string) bool { return n == "filepath.Walk" || n == "filepath.WalkDir" || n == "fs.WalkDir" }) {
 		return true
 	}
-	lists := func(n string) bool { return isReadDir(n) || listers[n] && n != fd.Name.Name }
+	lists := func(c *ast.CallExpr) bool { n := calleeName(c); return listsDir(c) || listers[n] && n != fd.Name.Name }
 	walker := false
 	// A listing inside a loop (a work queue) or a closure that calls itself descends.
 	var visit func(n ast.Node, inLoop bool, recName string)
@@ -423,7 +445,7 @@ func isWalker(fd *ast.FuncDecl, listers map[string]bool) bool {
 					}
 				}
 			case *ast.CallExpr:
-				if inLoop && lists(calleeName(m)) {
+				if inLoop && lists(m) {
 					walker = true
 				}
 			}
