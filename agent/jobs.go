@@ -235,8 +235,8 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		failed = append(failed, err.Error())
 	}
 	a.sleepEvent(rep.Counts, failed)
-	a.metrics.Archived(rep.Counts["archived"])
-	a.metrics.ArcsWritten(rep.Counts["arcs"])
+	a.metrics.Archived(rep.Counts[sleep.CountArchived])
+	a.metrics.ArcsWritten(rep.Counts[sleep.CountArcs])
 	for mode, n := range rep.Drained {
 		a.metrics.NotesDrained(mode, n)
 	}
