@@ -125,8 +125,8 @@ func RenderArc(a Arc) []byte {
 	meta := func(name, content string) {
 		fmt.Fprintf(&b, "<meta name=\"%s\" content=\"%s\">\n", name, esc(content))
 	}
-	meta(MetaType, "arc")
-	meta(MetaStatus, "active")
+	meta(MetaType, TypeArc)
+	meta(MetaStatus, StatusActive)
 	meta(MetaCreated, created)
 	meta(MetaUpdated, updated)
 	meta(MetaContentHash, hash)

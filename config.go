@@ -6,8 +6,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/memd-dev/memd/internal/statedir"
 )
 
 // Duration is a time.Duration that reads "2s" / "336h" from YAML and JSON.
@@ -148,6 +151,16 @@ const (
 // HookNames lists the hooks in a fixed order.
 var HookNames = []string{HookAfterSync, HookAfterSleep, HookAfterCommit}
 
+// How a hook run ended, the result label of memd_hook_runs_total: HookResults lists them.
+const (
+	HookOK      = "ok"
+	HookError   = "error"
+	HookTimeout = "timeout"
+)
+
+// HookResults lists the hook results in label order.
+var HookResults = []string{HookOK, HookError, HookTimeout}
+
 // Argv is the command of one hook (nil when it is not configured or the name is unknown).
 func (h HooksConfig) Argv(hook string) []string {
 	switch hook {
@@ -216,11 +229,27 @@ type ScheduleValidator func(spec string) error
 
 // Validate checks every value; the first problem is returned as a *ConfigError.
 func (c *Config) Validate(checkSchedule ScheduleValidator) error {
-	bad := func(key string, value any, problem string) error {
-		return &ConfigError{Key: key, Value: fmt.Sprint(value), Problem: problem}
+	for _, check := range []func() error{
+		c.validateBasics, c.validateWatch, c.validateSync,
+		func() error { return c.validateSleep(checkSchedule) },
+		c.validatePhases, c.validateServing,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// configErr is a *ConfigError naming the key and its value.
+func configErr(key string, value any, problem string) error {
+	return &ConfigError{Key: key, Value: fmt.Sprint(value), Problem: problem}
+}
+
+// validateBasics: the repo and every duration.
+func (c *Config) validateBasics() error {
 	if strings.TrimSpace(c.Repo) == "" {
-		return bad("repo", c.Repo, "must name the memory repo directory")
+		return configErr("repo", c.Repo, "must name the memory repo directory")
 	}
 	pos := []struct {
 		key string
@@ -230,95 +259,118 @@ func (c *Config) Validate(checkSchedule ScheduleValidator) error {
 		{"arcs.summarizer.timeout", c.Arcs.Summarizer.Timeout}, {"hooks.timeout", c.Hooks.Timeout}}
 	for _, p := range pos {
 		if p.d <= 0 {
-			return bad(p.key, p.d, "must be a positive duration")
+			return configErr(p.key, p.d, "must be a positive duration")
 		}
 	}
 	if c.Expire.SoftGrace < 0 {
-		return bad("expire.soft_grace", c.Expire.SoftGrace, "must not be negative")
+		return configErr("expire.soft_grace", c.Expire.SoftGrace, "must not be negative")
 	}
 	if c.Archive.DoneTasksAfter < 0 {
-		return bad("archive.done_tasks_after", c.Archive.DoneTasksAfter, "must not be negative")
+		return configErr("archive.done_tasks_after", c.Archive.DoneTasksAfter, "must not be negative")
 	}
+	return nil
+}
+
+func (c *Config) validateWatch() error {
 	if c.Watch.MaxDelay < c.Watch.Quiet {
-		return bad("watch.max_delay", c.Watch.MaxDelay, "must be at least watch.quiet ("+c.Watch.Quiet.String()+")")
+		return configErr("watch.max_delay", c.Watch.MaxDelay, "must be at least watch.quiet ("+c.Watch.Quiet.String()+")")
 	}
 	for i, p := range c.Watch.Ignore {
 		if strings.TrimSpace(p) == "" {
-			return bad(fmt.Sprintf("watch.ignore[%d]", i), p, "empty pattern")
+			return configErr(fmt.Sprintf("watch.ignore[%d]", i), p, "empty pattern")
 		}
 	}
+	return nil
+}
+
+// validateSync: the remote, the commit author and the writer lock.
+func (c *Config) validateSync() error {
 	if c.Sync.Remote == "" || strings.ContainsAny(c.Sync.Remote, " \t/:") {
-		return bad("sync.remote", c.Sync.Remote, "must be a git remote name such as origin")
+		return configErr("sync.remote", c.Sync.Remote, "must be a git remote name such as origin")
 	}
 	if c.Sync.Branch == "" || strings.ContainsAny(c.Sync.Branch, " \t~^:?*[\\") || strings.HasPrefix(c.Sync.Branch, "-") {
-		return bad("sync.branch", c.Sync.Branch, "must be a valid branch name")
+		return configErr("sync.branch", c.Sync.Branch, "must be a valid branch name")
 	}
 	if (c.Sync.Author.Name == "") != (c.Sync.Author.Email == "") {
-		return bad("sync.author", c.Sync.Author.Name+" <"+c.Sync.Author.Email+">", "set both name and email, or neither")
+		return configErr("sync.author", c.Sync.Author.Name+" <"+c.Sync.Author.Email+">", "set both name and email, or neither")
 	}
 	if c.Lock.File == "" || strings.Contains(c.Lock.File, "/") || c.Lock.File == "." || c.Lock.File == ".." {
-		return bad("lock.file", c.Lock.File, "must be a file name in the repo root")
+		return configErr("lock.file", c.Lock.File, "must be a file name in the repo root")
 	}
+	return nil
+}
+
+func (c *Config) validateSleep(checkSchedule ScheduleValidator) error {
 	if strings.TrimSpace(c.Sleep.Schedule) == "" {
-		return bad("sleep.schedule", c.Sleep.Schedule, "must be a cron spec such as \"0 3 * * *\" or @daily")
+		return configErr("sleep.schedule", c.Sleep.Schedule, "must be a cron spec such as \"0 3 * * *\" or @daily")
 	}
 	if checkSchedule != nil {
 		if err := checkSchedule(c.Sleep.Schedule); err != nil {
-			return bad("sleep.schedule", c.Sleep.Schedule, err.Error())
+			return configErr("sleep.schedule", c.Sleep.Schedule, err.Error())
 		}
 	}
 	seen := map[string]bool{}
 	for _, p := range c.Sleep.Phases {
-		if !contains(SleepPhases, p) {
-			return bad("sleep.phases", p, "unknown phase (phases: "+strings.Join(SleepPhases, ", ")+")")
+		if !slices.Contains(SleepPhases, p) {
+			return configErr("sleep.phases", p, "unknown phase (phases: "+strings.Join(SleepPhases, ", ")+")")
 		}
 		if seen[p] {
-			return bad("sleep.phases", p, "listed twice")
+			return configErr("sleep.phases", p, "listed twice")
 		}
 		seen[p] = true
 	}
+	return nil
+}
+
+// validatePhases: what the sleep phases read (the ledger, arcs, the archive, tidy).
+func (c *Config) validatePhases() error {
 	if c.Expire.Ledger == "" || filepath.IsAbs(c.Expire.Ledger) || strings.Contains(c.Expire.Ledger, "..") || !strings.HasSuffix(c.Expire.Ledger, ".jsonl") {
-		return bad("expire.ledger", c.Expire.Ledger, "must be a repo-relative path ending in .jsonl")
+		return configErr("expire.ledger", c.Expire.Ledger, "must be a repo-relative path ending in .jsonl")
 	}
 	if c.Arcs.Key != "entity" && c.Arcs.Key != "tag" {
-		return bad("arcs.key", c.Arcs.Key, "must be entity or tag")
+		return configErr("arcs.key", c.Arcs.Key, "must be entity or tag")
 	}
 	if c.Arcs.MinEpisodes < 1 {
-		return bad("arcs.min_episodes", c.Arcs.MinEpisodes, "must be at least 1")
+		return configErr("arcs.min_episodes", c.Arcs.MinEpisodes, "must be at least 1")
 	}
 	if c.Archive.KeepYears < 0 {
-		return bad("archive.keep_years", c.Archive.KeepYears, "must not be negative")
+		return configErr("archive.keep_years", c.Archive.KeepYears, "must not be negative")
 	}
 	for i, g := range c.Tidy.MemoryMD {
-		if strings.TrimSpace(g) == "" || !strings.HasSuffix(g, "MEMORY.md") {
-			return bad(fmt.Sprintf("tidy.memory_md[%d]", i), g, "must be a glob ending in MEMORY.md")
+		if strings.TrimSpace(g) == "" || !strings.HasSuffix(g, MemoryMDName) {
+			return configErr(fmt.Sprintf("tidy.memory_md[%d]", i), g, "must be a glob ending in MEMORY.md")
 		}
 	}
+	return nil
+}
+
+// validateServing: the HTTP listener, the hooks and the log.
+func (c *Config) validateServing() error {
 	if c.HTTP.Listen != "" {
 		host, port, err := net.SplitHostPort(c.HTTP.Listen)
 		if err != nil || port == "" {
-			return bad("http.listen", c.HTTP.Listen, "must be host:port, e.g. 127.0.0.1:47100 (empty disables HTTP)")
+			return configErr("http.listen", c.HTTP.Listen, "must be host:port, e.g. 127.0.0.1:47100 (empty disables HTTP)")
 		}
 		if !c.HTTP.AllowRemote && !isLoopbackHost(host) {
-			return bad("http.listen", c.HTTP.Listen, "not a loopback address; set http.allow_remote: true to expose it")
+			return configErr("http.listen", c.HTTP.Listen, "not a loopback address; set http.allow_remote: true to expose it")
 		}
 	}
 	for _, h := range HookNames {
 		// An empty list is no hook; a list whose command is blank is a mistake to name now,
 		// not a failure on every sync.
 		if argv := c.Hooks.Argv(h); len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
-			return bad("hooks."+h+"[0]", argv[0], "must name the command to run (argv, no shell: [memhtml, index, update])")
+			return configErr("hooks."+h+"[0]", argv[0], "must name the command to run (argv, no shell: [memhtml, index, update])")
 		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		return bad("log.level", c.Log.Level, "must be debug, info, warn or error")
+		return configErr("log.level", c.Log.Level, "must be debug, info, warn or error")
 	}
 	switch c.Log.Format {
 	case "text", "json":
 	default:
-		return bad("log.format", c.Log.Format, "must be text or json")
+		return configErr("log.format", c.Log.Format, "must be text or json")
 	}
 	return nil
 }
@@ -329,15 +381,6 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ExpandHome turns a leading ~ into the user's home directory.
@@ -353,10 +396,5 @@ func ExpandHome(p string) string {
 // LockPath is the absolute path of the writer lock.
 func (c *Config) LockPath() string { return filepath.Join(c.Repo, c.Lock.File) }
 
-// LedgerPath is the absolute path of the ledger.
-func (c *Config) LedgerPath() string {
-	return filepath.Join(c.Repo, filepath.FromSlash(c.Expire.Ledger))
-}
-
 // StateDir is <repo>/.git/memd, where memd keeps what is never committed.
-func (c *Config) StateDir() string { return filepath.Join(c.Repo, ".git", StateDirName) }
+func (c *Config) StateDir() string { return statedir.Of(c.Repo) }

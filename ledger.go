@@ -12,13 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // Lifecycle is a note's lifecycle: mode persistent, read-count, hard-expiry or soft-expiry.
@@ -1039,29 +1036,6 @@ func (l *Ledger) AppendRaw(line []byte) {
 	}
 	l.Lines = append(l.Lines, ll)
 	l.noFinalNewline = false
-}
-
-// WriteFileAtomic writes data to path so that a reader sees the old file or the new one,
-// never a part: through internal/safefs in path's directory (a temp file named
-// `.memd-<random>.tmp`, which memd's watcher ignores, created O_EXCL|O_NOFOLLOW, fsynced,
-// renamed over path: a symlink at path is replaced, never written through).
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	t, err := safefs.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer t.Close()
-	if err := t.WriteFileAtomic(base, data, perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := t.SyncDir("."); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // jsonValid reports what json.Valid reports, in one pass without the reflection-free but

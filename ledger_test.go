@@ -305,33 +305,6 @@ func TestReadLedgerMissingAndUnreadable(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "memory.jsonl")
-	if err := WriteFileAtomic(p, []byte("one\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteFileAtomic(p, []byte("two\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(p)
-	if err != nil || string(got) != "two\n" {
-		t.Fatalf("%q %v", got, err)
-	}
-	st, _ := os.Stat(p)
-	if st.Mode().Perm() != 0o600 {
-		t.Errorf("perm %v", st.Mode().Perm())
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("temp files left: %v", entries)
-	}
-	bad := filepath.Join(dir, "no-such-dir", "x")
-	if err := WriteFileAtomic(bad, nil, 0o644); err == nil || !strings.Contains(err.Error(), bad) {
-		t.Errorf("error does not name the path: %v", err)
-	}
-}
-
 // FuzzParseLedger: never panics; an unchanged parse writes the input back byte for byte;
 // a record changed with Set still decodes to its old meaning plus the change.
 func FuzzParseLedger(f *testing.F) {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // logRecorder is a slog handler that keeps every message with its attributes.
@@ -44,18 +46,6 @@ func (h *logRecorder) find(sub string) string {
 		}
 	}
 	return ""
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // pyLock is a running testdata/lock/pylock.py process.
@@ -138,7 +128,7 @@ func TestLockPythonHoldsMemdWaits(t *testing.T) {
 		lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 20 * time.Second, Logger: slog.New(rec), Context: "memd test"})
 		done <- result{lk, err}
 	}()
-	waitFor(t, "memd to report it is waiting", func() bool { return rec.find("writer lock held, waiting") != "" })
+	testutil.WaitFor(t, "memd to report it is waiting", 20*time.Second, func() bool { return rec.find("writer lock held, waiting") != "" }, nil)
 	if m := rec.find("waiting"); !strings.Contains(m, fmt.Sprintf("pid %d", pyPID)) || !strings.Contains(m, "pylock.hold") {
 		t.Errorf("waiting log does not name the holder: %s", m)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -48,11 +49,11 @@ const (
 // MemoryTypes is the closed set of memhtml-type values.
 var MemoryTypes = []string{
 	"episodic", "semantic", "procedural", "agent_insight", "user_preference",
-	"error_pattern", "verdict", "precedent", "arc", "task",
+	"error_pattern", "verdict", "precedent", TypeArc, TypeTask,
 }
 
 // TaskStatuses is the closed set of memhtml-task-status values.
-var TaskStatuses = []string{"todo", "doing", "blocked", "done"}
+var TaskStatuses = []string{"todo", "doing", "blocked", TaskDone}
 
 // Link is one <link rel href> of a memory file's head.
 type Link struct{ Rel, Href string }
@@ -199,25 +200,31 @@ type canon struct {
 	pending bool
 }
 
-func isASCIISpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
-
-func (c *canon) collapsible(s string) {
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		if isASCIISpace(ch) {
-			c.pending = true
-			continue
+// invalidUTF8At is the offset of b's first byte that is not UTF-8 text (len(b) when b is
+// valid): what an error about a file that is not UTF-8 names.
+func invalidUTF8At(b []byte) int {
+	off := 0
+	for off < len(b) {
+		r, n := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && n <= 1 {
+			break
 		}
-		if c.pending && len(c.b) > 0 {
-			c.b = append(c.b, ' ')
-		}
-		c.pending = false
-		c.b = append(c.b, ch)
+		off += n
 	}
+	return off
 }
 
-func (c *canon) collapsibleBytes(s []byte) {
-	for _, ch := range s {
+func isASCIISpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+func (c *canon) collapsible(s string) { collapse(c, s) }
+
+func (c *canon) collapsibleBytes(s []byte) { collapse(c, s) }
+
+// collapse appends s to c with each run of ASCII white space folded to one space (none
+// leading); a method cannot take a type parameter, so the two above share this.
+func collapse[S string | []byte](c *canon, s S) {
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
 		if isASCIISpace(ch) {
 			c.pending = true
 			continue
@@ -340,14 +347,7 @@ func ParseMemoryBytes(b []byte) *Memory {
 		markAt:     -1,
 	}
 	if !utf8.Valid(b) {
-		off := 0
-		for off < len(b) {
-			r, n := utf8.DecodeRune(b[off:])
-			if r == utf8.RuneError && n <= 1 {
-				break
-			}
-			off += n
-		}
+		off := invalidUTF8At(b)
 		p.violate(fmt.Sprintf("file is not valid UTF-8 (bad byte 0x%02x at offset %d)", b[off], off))
 	}
 	p.z = html.NewTokenizer(bytes.NewReader(b))
@@ -468,49 +468,10 @@ func (p *memParser) text(t []byte, afterPre bool) {
 }
 
 func (p *memParser) startTag() {
-	z := p.z
-	name, hasAttr := z.TagName()
+	name, hasAttr := p.z.TagName()
 	e := elemOf(name)
 	tag := e.String()
-	// Attribute values as HTML's tree building keeps them: the first of a repeated name.
-	var rel, href, metaName, metaContent, datetime string
-	var hasName, hasContent, hasRel, hasHref, hasDatetime bool
-	for hasAttr {
-		var k, v []byte
-		k, v, hasAttr = z.TagAttr()
-		switch {
-		case string(k) == "class" || string(k) == "style":
-			p.violate(fmt.Sprintf("<%s> has a %s attribute (presentation is not allowed)", clip(tag), k))
-		case len(k) > 2 && k[0] == 'o' && k[1] == 'n':
-			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", clip(tag), clip(string(k))))
-		case string(k) == "data-lang" && !langToken(string(v)):
-			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", quoteInput(string(v))))
-		}
-		switch e.a {
-		case atom.Meta:
-			switch {
-			case string(k) == "name" && !hasName:
-				metaName, hasName = string(v), true
-			case string(k) == "content" && !hasContent:
-				metaContent, hasContent = string(v), true
-			}
-		case atom.Link:
-			switch {
-			case string(k) == "rel" && !hasRel:
-				rel, hasRel = string(v), true
-			case string(k) == "href" && !hasHref:
-				href, hasHref = string(v), true
-			}
-		case atom.A:
-			if string(k) == "href" && !hasHref {
-				href, hasHref = string(v), true
-			}
-		case atom.Time:
-			if string(k) == "datetime" && !hasDatetime {
-				datetime, hasDatetime = string(v), true
-			}
-		}
-	}
+	a := p.attrs(e, tag, hasAttr)
 	p.vocabulary(e)
 	inHead := !p.inBody && headElement(e.a)
 	if !inHead && e.a != atom.Html && e.a != atom.Head {
@@ -521,19 +482,19 @@ func (p *memParser) startTag() {
 		p.violate(fmt.Sprintf("<%s> element (memory files carry no scripts or styles)", tag))
 	case atom.Meta:
 		// memhtml reads head metas only, by exact name; content as written ("" when absent).
-		if inHead && hasName {
-			p.m.Metas[metaName] = append(p.m.Metas[metaName], metaContent)
+		if inHead && a.hasName {
+			p.m.Metas[a.metaName] = append(p.m.Metas[a.metaName], a.metaContent)
 		}
 	case atom.Link:
-		if inHead && hasRel {
-			p.link(rel, href, hasHref)
+		if inHead && a.hasRel {
+			p.link(a.rel, a.href, a.hasHref)
 		}
 	case atom.A:
-		if strings.HasPrefix(strings.TrimSpace(href), "/") {
-			p.m.Refs = append(p.m.Refs, strings.TrimSpace(href))
+		if strings.HasPrefix(strings.TrimSpace(a.href), "/") {
+			p.m.Refs = append(p.m.Refs, strings.TrimSpace(a.href))
 		}
 	case atom.Time:
-		p.timeElem(datetime, hasDatetime)
+		p.timeElem(a.datetime, a.hasDatetime)
 	case atom.Template:
 		p.tmpl++
 		return
@@ -558,7 +519,55 @@ func (p *memParser) startTag() {
 		p.closeImpliedItem(atom.Dd, atom.Dt)
 	}
 	idx := p.push(e)
-	p.opened(e, idx, datetime)
+	p.opened(e, idx, a.datetime)
+}
+
+// tagAttrs are the attribute values startTag acts on.
+type tagAttrs struct {
+	rel, href, metaName, metaContent, datetime        string
+	hasName, hasContent, hasRel, hasHref, hasDatetime bool
+}
+
+// attrs reads the tag's attributes as HTML's tree building keeps them (the first of a
+// repeated name), reporting presentation and event-handler attributes on the way.
+func (p *memParser) attrs(e elem, tag string, hasAttr bool) (a tagAttrs) {
+	for hasAttr {
+		var k, v []byte
+		k, v, hasAttr = p.z.TagAttr()
+		switch {
+		case string(k) == "class" || string(k) == "style":
+			p.violate(fmt.Sprintf("<%s> has a %s attribute (presentation is not allowed)", clip(tag), k))
+		case len(k) > 2 && k[0] == 'o' && k[1] == 'n':
+			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", clip(tag), clip(string(k))))
+		case string(k) == "data-lang" && !langToken(string(v)):
+			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", quoteInput(string(v))))
+		}
+		switch e.a {
+		case atom.Meta:
+			switch {
+			case string(k) == "name" && !a.hasName:
+				a.metaName, a.hasName = string(v), true
+			case string(k) == "content" && !a.hasContent:
+				a.metaContent, a.hasContent = string(v), true
+			}
+		case atom.Link:
+			switch {
+			case string(k) == "rel" && !a.hasRel:
+				a.rel, a.hasRel = string(v), true
+			case string(k) == "href" && !a.hasHref:
+				a.href, a.hasHref = string(v), true
+			}
+		case atom.A:
+			if string(k) == "href" && !a.hasHref {
+				a.href, a.hasHref = string(v), true
+			}
+		case atom.Time:
+			if string(k) == "datetime" && !a.hasDatetime {
+				a.datetime, a.hasDatetime = string(v), true
+			}
+		}
+	}
+	return a
 }
 
 func (p *memParser) opened(e elem, idx int, datetime string) {
@@ -753,7 +762,7 @@ func RelOfToken(token string) string {
 		return ""
 	}
 	rest = strings.ReplaceAll(rest, "-", "_")
-	if inList(Rels, rest) {
+	if slices.Contains(Rels, rest) {
 		return rest
 	}
 	return ""
@@ -973,24 +982,7 @@ var dateMetas = []string{MetaCreated, MetaUpdated, MetaValidFrom, MetaValidUntil
 
 func (p *memParser) head() {
 	m := p.m
-	names := make([]string, 0, len(m.Metas))
-	for name := range m.Metas {
-		names = append(names, name)
-	}
-	slices.Sort(names) // one order of messages for one file
-	for _, name := range names {
-		vals := m.Metas[name]
-		if !strings.HasPrefix(name, metaPrefix) {
-			continue // not memhtml's: memd's own (memd-members) and anyone else's
-		}
-		if !inList(MetaNames, name) {
-			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", quoteInput(name)))
-			continue
-		}
-		if len(vals) > 1 && !repeatableMetas[name] {
-			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), quoteInput(strings.Join(vals, ", "))))
-		}
-	}
+	p.checkMetaNames()
 	nonEmpty := func(vals []string) []string {
 		return slices.DeleteFunc(slices.Clone(vals), func(v string) bool { return v == "" })
 	}
@@ -1013,12 +1005,40 @@ func (p *memParser) head() {
 			p.violate(fmt.Sprintf("missing required meta %s", req))
 		}
 	}
-	if len(m.Metas[MetaType]) > 0 && !inList(MemoryTypes, m.Type) {
+	if len(m.Metas[MetaType]) > 0 && !slices.Contains(MemoryTypes, m.Type) {
 		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", quoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
 	}
-	if len(m.Metas[MetaStatus]) > 0 && m.Status != "active" && m.Status != "archived" {
+	if len(m.Metas[MetaStatus]) > 0 && m.Status != StatusActive && m.Status != StatusArchived {
 		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", quoteInput(m.Status)))
 	}
+	p.readDates()
+	p.checkNumbers()
+	p.checkTaskStatus()
+}
+
+// checkMetaNames holds memhtml's metas to its closed vocabulary, each once unless repeatable,
+// in name order (one order of messages for one file).
+func (p *memParser) checkMetaNames() {
+	m := p.m
+	for _, name := range slices.Sorted(maps.Keys(m.Metas)) {
+		vals := m.Metas[name]
+		if !strings.HasPrefix(name, metaPrefix) {
+			continue // not memhtml's: memd's own (memd-members) and anyone else's
+		}
+		if !slices.Contains(MetaNames, name) {
+			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", quoteInput(name)))
+			continue
+		}
+		if len(vals) > 1 && !repeatableMetas[name] {
+			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), quoteInput(strings.Join(vals, ", "))))
+		}
+	}
+}
+
+// readDates reads the date metas into times; one that is not an ISO date is a violation, and
+// still read when it parses at all (doctor and the planners see it).
+func (p *memParser) readDates() {
+	m := p.m
 	for _, name := range dateMetas {
 		if len(m.Metas[name]) == 0 {
 			continue
@@ -1027,7 +1047,6 @@ func (p *memParser) head() {
 		if !ValidDatetime(v) {
 			p.violate(fmt.Sprintf("%s %s is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", name, quoteInput(v)))
 		}
-		// The value is still read when it parses at all: doctor and the planners see it.
 		t, _ := parseMemTime(v)
 		switch name {
 		case MetaCreated:
@@ -1038,7 +1057,11 @@ func (p *memParser) head() {
 			m.ValidUntilAt = t
 		}
 	}
-	// A malformed optional number is dropped by memhtml (the file stays valid): a warning.
+}
+
+// checkNumbers warns of a malformed optional number: memhtml drops it (the file stays valid).
+func (p *memParser) checkNumbers() {
+	m := p.m
 	for _, o := range []struct {
 		name     string
 		min, max float64
@@ -1053,14 +1076,19 @@ func (p *memParser) head() {
 			p.warn("drop:"+o.name, fmt.Sprintf("%s %s is not %s; memhtml ignores it", o.name, quoteInput(v), o.want))
 		}
 	}
+}
+
+// checkTaskStatus: tasks, and only tasks, carry one of TaskStatuses.
+func (p *memParser) checkTaskStatus() {
+	m := p.m
 	if len(m.Metas[MetaTaskStatus]) > 0 {
-		if m.Type != "task" {
+		if m.Type != TypeTask {
 			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", quoteInput(m.TaskStatus), quoteInput(m.Type)))
 		}
-		if !inList(TaskStatuses, m.TaskStatus) {
+		if !slices.Contains(TaskStatuses, m.TaskStatus) {
 			p.violate(fmt.Sprintf("memhtml-task-status %s is not one of %s", quoteInput(m.TaskStatus), strings.Join(TaskStatuses, ", ")))
 		}
-	} else if m.Type == "task" {
+	} else if m.Type == TypeTask {
 		p.violate("task without memhtml-task-status (todo, doing, blocked or done)")
 	}
 }
@@ -1073,15 +1101,6 @@ func boundedNumber(v string, min, max float64, integral bool) bool {
 		return false
 	}
 	return !integral || f == math.Trunc(f)
-}
-
-func inList(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // parseMemTime is ParseTime under the name memfile.go's parser has always called it.

@@ -10,8 +10,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"unicode/utf16"
@@ -252,7 +250,7 @@ func mdTrimBlank(lines []string) []string {
 //
 // A file already in the template is returned unchanged (the writer repairs only such
 // files too), which also makes the repair idempotent: its output is always in the template.
-// The caller keeps the old file as PreMigrationName (see RepairProjectMDFile).
+// The caller keeps the old file as PreMigrationName (sleep's tidy does).
 func RepairProjectMD(data []byte, project string) []byte {
 	lines := mdLines(data)
 	if mdInTemplate(mdHeadings(lines)) {
@@ -317,31 +315,6 @@ func RepairProjectMD(data []byte, project string) []byte {
 	}
 	b.WriteString("\n")
 	return []byte(b.String())
-}
-
-// RepairProjectMDFile repairs a project MEMORY.md in place when it is not in the template:
-// the old bytes go to PreMigrationName beside it first (replacing an older copy), then the
-// repaired file is written; both atomically. It reports whether it changed the file.
-func RepairProjectMDFile(path, project string) (bool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false, fmt.Errorf("repair %s: %w", path, err)
-	}
-	if InspectProjectMD(data).InTemplate {
-		return false, nil
-	}
-	perm := os.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		perm = st.Mode().Perm()
-	}
-	backup := filepath.Join(filepath.Dir(path), PreMigrationName)
-	if err := WriteFileAtomic(backup, data, perm); err != nil {
-		return false, fmt.Errorf("repair %s: backup: %w", path, err)
-	}
-	if err := WriteFileAtomic(path, RepairProjectMD(data, project), perm); err != nil {
-		return false, fmt.Errorf("repair %s: %w", path, err)
-	}
-	return true, nil
 }
 
 // ---- the index kind ----
@@ -569,18 +542,6 @@ func (m *IndexMD) Bad() []IndexLine {
 	for _, l := range m.Lines {
 		if l.Err != nil {
 			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// Dangling returns the bullets whose path does not exist (exists is asked with the
-// normalised path), in file order.
-func (m *IndexMD) Dangling(exists func(path string) bool) []IndexBullet {
-	var out []IndexBullet
-	for _, l := range m.Lines {
-		if l.Bullet != nil && !exists(NormalizePath(l.Bullet.Path)) {
-			out = append(out, *l.Bullet)
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,7 +45,7 @@ func IsProjectLayoutDerived(p string) bool {
 // IsTopicFileName reports whether a file beside a project MEMORY.md is one of its topic
 // files: every other `*.md` but the repair backup (the seed's own rule for the topic list).
 func IsTopicFileName(base string) bool {
-	return strings.HasSuffix(base, ".md") && base != "MEMORY.md" && base != PreMigrationName
+	return strings.HasSuffix(base, ".md") && base != MemoryMDName && base != PreMigrationName
 }
 
 // ProjectNameOf names the project of a project MEMORY.md by its directory (the seed keeps
@@ -66,15 +67,7 @@ func checkMergeInput(side string, b []byte) error {
 		return fmt.Errorf("%w: %s holds a NUL byte at offset %d (binary)", ErrMergeInput, side, i)
 	}
 	if !utf8.Valid(b) {
-		off := 0
-		for off < len(b) {
-			r, n := utf8.DecodeRune(b[off:])
-			if r == utf8.RuneError && n <= 1 {
-				break
-			}
-			off += n
-		}
-		return fmt.Errorf("%w: %s is not valid UTF-8 (byte offset %d)", ErrMergeInput, side, off)
+		return fmt.Errorf("%w: %s is not valid UTF-8 (byte offset %d)", ErrMergeInput, side, invalidUTF8At(b))
 	}
 	return nil
 }
@@ -212,18 +205,6 @@ func matchLines(base, side []string) []int {
 	return m
 }
 
-func equalLines(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // mergeLines is the line-level three-way merge every part of the layout uses. Lines kept
 // by both sides anchor the merge; between two anchors:
 //   - only one side changed the stretch: that side's lines (an addition, a removal or a
@@ -279,9 +260,9 @@ func mergeLinesSep(base, ours, theirs []string, sep bool) []string {
 
 func resolveStretch(b, o, t []string, oKept, tKept []bool, sep bool) []string {
 	switch {
-	case equalLines(o, b):
+	case slices.Equal(o, b):
 		return t
-	case equalLines(t, b), equalLines(o, t):
+	case slices.Equal(t, b), slices.Equal(o, t):
 		return o
 	}
 	var on, tn []string // each side's new lines in the stretch
@@ -479,7 +460,7 @@ func mergeSubs(b, o, t []mdSub) []mdSub {
 	bm, om, tm := index(b), index(o), index(t)
 	changed := func(s mdSub) bool {
 		bs, ok := bm[s.key]
-		return !ok || bs.heading != s.heading || !equalLines(bs.body, s.body)
+		return !ok || bs.heading != s.heading || !slices.Equal(bs.body, s.body)
 	}
 	bk := make([]string, len(b))
 	for i, s := range b {

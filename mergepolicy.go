@@ -118,7 +118,7 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindDerived
 	case IsProjectLayoutDerived(name):
 		return KindNewer
-	case base == "MEMORY.md":
+	case base == MemoryMDName:
 		return memoryMDKind(contents)
 	case IsTopicFileName(base) && p.besideProjectMD(name):
 		return KindTopicFile
@@ -158,7 +158,7 @@ func (p MergePolicy) besideProjectMD(name string) bool {
 	if p.MemoryMDAt == nil {
 		return false
 	}
-	for _, v := range p.MemoryMDAt(path.Join(path.Dir(name), "MEMORY.md")) {
+	for _, v := range p.MemoryMDAt(path.Join(path.Dir(name), MemoryMDName)) {
 		if DetectMemoryMDKind(v) == MemoryMDProject {
 			return true
 		}

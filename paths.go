@@ -142,6 +142,11 @@ func ValidMemoryPath(p string) bool { return PathViolation(p) == "" }
 // directory (its indexer's GENERATED_NAMES): never memories.
 var GeneratedNames = []string{"index.html", "sitemap.xml"}
 
+// IsMemoryMD reports whether rel (slash-separated) is a MEMORY.md, in any directory.
+func IsMemoryMD(rel string) bool {
+	return rel == MemoryMDName || strings.HasSuffix(rel, "/"+MemoryMDName)
+}
+
 // IsNonMemory reports whether p is a file memhtml never treats as a memory, so memd never
 // parses, counts, reports or plans it as one (docs/FORMATS.md §2): a generated listing
 // (index.html, sitemap.xml) anywhere, or anything outside the four buckets (memhtml's
@@ -266,9 +271,9 @@ func Place(in PlacementInput) string {
 	typ := strings.ToLower(strings.TrimSpace(in.MemoryType))
 	ws := Slug(in.Workspace)
 	switch typ {
-	case "arc":
+	case TypeArc:
 		return ArcsDir
-	case "task":
+	case TypeTask:
 		if ws != "" {
 			return BucketProjects + "/" + ws + "/" + TasksSubdir
 		}

@@ -371,3 +371,14 @@ func FuzzNormalizePath(f *testing.F) {
 		}
 	})
 }
+
+func TestIsMemoryMD(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"MEMORY.md": true, "projects/memd/MEMORY.md": true, "a/b/c/MEMORY.md": true,
+		"XMEMORY.md": false, "projects/xMEMORY.md": false, "MEMORY.md/x": false, "memory.md": false, "": false,
+	} {
+		if got := IsMemoryMD(rel); got != want {
+			t.Errorf("IsMemoryMD(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}

@@ -25,8 +25,9 @@ var MemhtmlIgnoreLines = []string{".memhtml/index.db", ".memhtml/state.db", ".me
 // IgnoreLines are what `memd init` makes sure .gitignore holds: the writer lock is never
 // committed, nor are the temp files of the atomic writes memd does itself (safefs's
 // ".memd-<random>.tmp"; ".memd-tmp-*" is an older name kept for repos that have it), nor
-// memhtml's databases.
-var IgnoreLines = append([]string{".memory.lock", ".memd-tmp-*", safefs.TempPrefix + "*" + safefs.TempSuffix}, MemhtmlIgnoreLines...)
+// memhtml's databases. The watcher applies them too (watcher.DefaultIgnore), so a repo whose
+// .gitignore predates `memd init` never commits them either.
+var IgnoreLines = append([]string{DefaultLockFile, ".memd-tmp-*", safefs.TempPrefix + "*" + safefs.TempSuffix}, MemhtmlIgnoreLines...)
 
 // The layouts a memory repo can have. LayoutPARA is the four buckets memhtml writes
 // (FORMATS §1). LayoutProjectMemory is the coding-agent memory of seed 003: one directory
@@ -49,7 +50,7 @@ func DetectLayout(dir string) (string, error) {
 		data, err := os.ReadFile(p)
 		return err == nil && DetectMemoryMDKind(data) == MemoryMDProject
 	}
-	if isProjectMD(filepath.Join(dir, "MEMORY.md")) {
+	if isProjectMD(filepath.Join(dir, MemoryMDName)) {
 		return LayoutProjectMemory, nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -60,7 +61,7 @@ func DetectLayout(dir string) (string, error) {
 		return "", fmt.Errorf("detect layout of %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != ".git" && isProjectMD(filepath.Join(dir, e.Name(), "MEMORY.md")) {
+		if e.IsDir() && e.Name() != ".git" && isProjectMD(filepath.Join(dir, e.Name(), MemoryMDName)) {
 			return LayoutProjectMemory, nil
 		}
 	}

@@ -75,17 +75,6 @@ func committed(t *testing.T, dir, rel string) (string, bool) {
 	return out, err == nil
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool, logs *testutil.LockedBuffer) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s\nlog:\n%s", what, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 var addrRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
 
 // The whole agent in one process: commits from the real watcher while HTTP readers scrape,
@@ -116,7 +105,7 @@ func TestAgentInProcess(t *testing.T) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- a.Run(ctx) }()
-	waitUntil(t, "memd running", func() bool { return strings.Contains(logs.String(), `msg="memd running"`) }, logs)
+	testutil.WaitFor(t, "memd running", 20*time.Second, func() bool { return strings.Contains(logs.String(), `msg="memd running"`) }, logs.String)
 	m := addrRE.FindStringSubmatch(logs.String())
 	if m == nil {
 		t.Fatalf("no http address\n%s", logs.String())
@@ -170,24 +159,25 @@ func TestAgentInProcess(t *testing.T) {
 			a.KickSync() // no remote: a no-op that must not disturb anything
 		}
 	}
-	waitUntil(t, "20 files committed", func() bool {
+	testutil.WaitFor(t, "20 files committed", 20*time.Second, func() bool {
 		got, ok := committed(t, dir, "areas/inproc/f19.html")
 		if !ok || got != "19\n" {
 			return false
 		}
 		out, _ := git(t, dir, "ls-tree", "--name-only", "HEAD", "areas/inproc/")
 		return strings.Count(out, "\n") == 20
-	}, logs)
+	}, logs.String)
 
 	// Reload adds *.bak to the ignore list: a .bak file is then never committed.
 	a.Reload()
-	waitUntil(t, "config reloaded", func() bool { return strings.Contains(logs.String(), "config reloaded") }, logs)
+	testutil.WaitFor(t, "config reloaded", 20*time.Second, func() bool { return strings.Contains(logs.String(), "config reloaded") }, logs.String)
 	write("areas/inproc/x.bak", "backup\n")
 	write("areas/inproc/after-reload.html", "after\n")
-	waitUntil(t, "after-reload.html committed", func() bool {
+	testutil.WaitFor(t, "after-reload.html committed", 20*time.Second, func() bool {
 		_, ok := committed(t, dir, "areas/inproc/after-reload.html")
 		return ok
-	}, logs)
+	}, logs.String)
+
 	if _, ok := committed(t, dir, "areas/inproc/x.bak"); ok {
 		t.Fatal("x.bak committed after the reload made *.bak ignored")
 	}

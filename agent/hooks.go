@@ -2,7 +2,8 @@ package agent
 
 import (
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,12 +51,7 @@ func (h *hookFailures) takeFresh() []string {
 func (h *hookFailures) warnings() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]string, 0, len(h.last))
-	for _, msg := range h.last {
-		out = append(out, msg)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Values(h.last))
 }
 
 // hookDone runs on a hook's goroutine: count it, remember a failure, and let the owner

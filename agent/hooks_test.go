@@ -85,7 +85,7 @@ func startAgentAt(t *testing.T, cfg memd.Config, now func() time.Time) (*Agent, 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	waitUntil(t, "memd running", func() bool { return strings.Contains(logs.String(), `msg="memd running"`) }, logs)
+	tu.WaitFor(t, "memd running", 20*time.Second, func() bool { return strings.Contains(logs.String(), `msg="memd running"`) }, logs.String)
 	stop := func() {
 		cancel()
 		select {
@@ -173,12 +173,12 @@ func TestHooksAfterCommitAndFailingSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(out, name)); return string(b) }
-	waitUntil(t, "after_commit to list notes/mine.txt", func() bool { return read("commit") == "notes/mine.txt\n" }, logs)
+	tu.WaitFor(t, "after_commit to list notes/mine.txt", 20*time.Second, func() bool { return read("commit") == "notes/mine.txt\n" }, logs.String)
 
-	waitUntil(t, "memd to push its commit", func() bool { return head(t, rig.bare) == head(t, rig.dir) }, logs)
+	tu.WaitFor(t, "memd to push its commit", 20*time.Second, func() bool { return head(t, rig.bare) == head(t, rig.dir) }, logs.String)
 	want := rig.push(t, "notes/theirs.txt")
 	a.KickSync()
-	waitUntil(t, "the sync to land and its hook to run", func() bool { return head(t, rig.dir) == want && read("sync") != "" }, logs)
+	tu.WaitFor(t, "the sync to land and its hook to run", 20*time.Second, func() bool { return head(t, rig.dir) == want && read("sync") != "" }, logs.String)
 	var doc struct {
 		State    string   `json:"state"`
 		Warnings []string `json:"warnings"`
@@ -244,11 +244,12 @@ func TestHookAfterSleep(t *testing.T) {
 	defer stop()
 	a.sleepTrigger(now)
 	var end string
-	waitUntil(t, "after_sleep to run", func() bool {
+	tu.WaitFor(t, "after_sleep to run", 20*time.Second, func() bool {
 		b, _ := os.ReadFile(out)
 		end = head(t, dir)
 		return string(b) != ""
-	}, logs)
+	}, logs.String)
+
 	b, _ := os.ReadFile(out)
 	if end == start || string(b) != start+" "+end+"\n" {
 		t.Errorf("after_sleep ran %q; HEAD went %s..%s", b, start, end)

@@ -308,7 +308,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 				v.ledger, v.ledgerT, v.lc = l, info.ModTime(), ledgerCounts{}
 			}
 		}
-	case path.Base(rel) == "MEMORY.md":
+	case memd.IsMemoryMD(rel):
 		if data, err := os.ReadFile(abs); err == nil {
 			md := mdInfo{MDStat: metrics.MDStat{Path: rel, Lines: countLines(data), Bytes: len(data),
 				Project: memd.DetectMemoryMDKind(data) == memd.MemoryMDProject}}

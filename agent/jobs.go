@@ -23,7 +23,7 @@ func (a *Agent) doCommit(ctx context.Context) error {
 		return nil
 	}
 	a.st.pending = len(paths)
-	err := a.commitPaths(ctx, paths, "change")
+	err := a.commitPaths(ctx, paths, memd.CommitChange)
 	if err != nil {
 		a.pending.add(paths)
 		a.retryLater(a.k.commit, 5*time.Second)
@@ -40,7 +40,7 @@ func (a *Agent) doCommit(ctx context.Context) error {
 
 // commitPaths commits through the session (the writer lock while reading, HEAD
 // compare-and-set retries) and notes the commit in the inventory, metrics and status.
-func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) error {
+func (a *Agent) commitPaths(ctx context.Context, paths []string, kind memd.CommitKind) error {
 	start := time.Now()
 	hook := a.hookStart(memd.HookAfterCommit)
 	res, err := a.sess.CommitPending(ctx, paths)
@@ -125,7 +125,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	before, _ := a.repo.Head()
 	hook := a.hookStart(memd.HookAfterSync)
 	// Edits in a merge's way are committed like any batch: the lock only while reading.
-	res, err := a.sess.SyncOnce(ctx, func(paths []string) error { return a.commitPaths(ctx, paths, "change") })
+	res, err := a.sess.SyncOnce(ctx, func(paths []string) error { return a.commitPaths(ctx, paths, memd.CommitChange) })
 	a.metrics.PushAttempts(res.PushAttempts)
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
 	a.hookEnd(hook)
@@ -204,7 +204,7 @@ func (a *Agent) noteMerge(res memsync.SyncResult, before string) {
 		a.st.hours.add(a.now(), 1)
 	}
 	if res.Merged || res.FastForward {
-		a.metrics.CommitDone("merge", 0, a.now())
+		a.metrics.CommitDone(memd.CommitMerge, 0, a.now())
 		a.inventoryAfterMove(before)
 	}
 }
@@ -235,8 +235,8 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		failed = append(failed, err.Error())
 	}
 	a.sleepEvent(rep.Counts, failed)
-	a.metrics.Archived(rep.Counts["archived"])
-	a.metrics.ArcsWritten(rep.Counts["arcs"])
+	a.metrics.Archived(rep.Counts[sleep.CountArchived])
+	a.metrics.ArcsWritten(rep.Counts[sleep.CountArcs])
 	for mode, n := range rep.Drained {
 		a.metrics.NotesDrained(mode, n)
 	}

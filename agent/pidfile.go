@@ -24,12 +24,8 @@ type PIDFile struct {
 // The state dir and the file are opened through internal/statedir: a symlink at either
 // (committed or planted) is refused, never written through.
 func AcquirePIDFile(stateDir string) (*PIDFile, error) {
-	sd, err := statedir.Open(stateDir)
+	sd, err := statedir.Create(stateDir)
 	if err != nil {
-		return nil, err
-	}
-	if err := sd.Ensure(); err != nil {
-		sd.Close()
 		return nil, err
 	}
 	p := filepath.Join(stateDir, "memd.pid")

@@ -56,7 +56,7 @@ func TestReloadMovesTheLedgerMetrics(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	waitUntil(t, "http listening", func() bool { return addrRE.MatchString(logs.String()) }, logs)
+	testutil.WaitFor(t, "http listening", 20*time.Second, func() bool { return addrRE.MatchString(logs.String()) }, logs.String)
 	url := "http://" + addrRE.FindStringSubmatch(logs.String())[1] + "/metrics"
 	scrape := func() string {
 		resp, err := http.Get(url)
@@ -89,7 +89,7 @@ func TestReloadMovesTheLedgerMetrics(t *testing.T) {
 		mu.Unlock()
 		n := strings.Count(logs.String(), "config reloaded")
 		a.Reload()
-		waitUntil(t, "config reloaded", func() bool { return strings.Count(logs.String(), "config reloaded") > n }, logs)
+		testutil.WaitFor(t, "config reloaded", 20*time.Second, func() bool { return strings.Count(logs.String(), "config reloaded") > n }, logs.String)
 	}
 	reload(func(c *memd.Config) { c.Expire.SoftGrace = memd.Duration(time.Hour) })
 	testutil.WaitFor(t, "the note counted expired after the grace shrank", 20*time.Second,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
 )
 
@@ -122,7 +123,7 @@ func (a *Agent) setBusy(what string) {
 
 // notesByState sums the ledger notes over their modes: live, stale, expired.
 func notesByState(m map[metrics.NoteKey]int) map[string]int {
-	out := map[string]int{"live": 0, "stale": 0, "expired": 0}
+	out := map[string]int{memd.NoteLive: 0, memd.NoteStale: 0, memd.NoteExpired: 0}
 	for k, n := range m {
 		out[k.State] += n
 	}

@@ -43,7 +43,7 @@ type Stats struct {
 }
 
 // fixedFiles are the non-memory files Generate writes.
-var fixedFiles = []string{"MEMORY.md", "memory.jsonl", "projects/checkout-api/MEMORY.md", "projects/checkout-api/history.md", "projects/payments/MEMORY.md"}
+var fixedFiles = []string{memd.MemoryMDName, memd.DefaultLedgerFile, "projects/checkout-api/MEMORY.md", "projects/checkout-api/history.md", "projects/payments/MEMORY.md"}
 
 // ErrExists is wrapped when Generate would overwrite a file: it never does.
 var ErrExists = errors.New("demo file already exists")
@@ -165,31 +165,52 @@ type mem struct {
 func (g *gen) run() error {
 	today := time.Date(g.now.Year(), g.now.Month(), g.now.Day(), 0, 0, 0, 0, time.UTC)
 	startYear := min(2023, g.now.Year())
-	years := []int{}
-	for y := startYear; y <= g.now.Year(); y++ {
-		years = append(years, y)
+	// The order is the random stream's: people, then anchor episodes, then the rest.
+	written, err := g.writePeople(today)
+	if err == nil {
+		written, err = g.writeAnchors(written, startYear, today)
 	}
+	if err == nil {
+		err = g.writeRest(written, time.Date(startYear, 1, 1, 0, 0, 0, 0, time.UTC), today)
+	}
+	if err != nil {
+		return err
+	}
+	if err := g.writeIndex(); err != nil {
+		return err
+	}
+	if err := g.writeProjectMD(); err != nil {
+		return err
+	}
+	if err := g.writeLedger(today); err != nil {
+		return err
+	}
+	return g.gitkeeps()
+}
 
-	// Person files first (one each, while the budget allows).
-	written := 0
+// writePeople writes the person files first (one each, while the budget allows).
+func (g *gen) writePeople(today time.Time) (written int, err error) {
 	for _, p := range people {
 		if written >= g.n || written >= max(1, g.n/20) {
 			break
 		}
 		if err := g.write(g.personMemory(p, today)); err != nil {
-			return err
+			return written, err
 		}
 		written++
 	}
+	return written, nil
+}
 
-	// Anchor episodes: three per anchor entity per year, while they stay under a tenth
-	// of the budget (tiny demos get fewer arcs, never a lopsided repo).
+// writeAnchors writes the anchor episodes: three per anchor entity per year, while they stay
+// under a tenth of the budget (tiny demos get fewer arcs, never a lopsided repo).
+func (g *gen) writeAnchors(written, startYear int, today time.Time) (int, error) {
 	type slot struct {
 		entity string
 		year   int
 	}
 	var plan []slot
-	for _, y := range years {
+	for y := startYear; y <= g.now.Year(); y++ {
 		for _, e := range anchors {
 			for k := 0; k < 3; k++ {
 				plan = append(plan, slot{e, y})
@@ -211,12 +232,15 @@ func (g *gen) run() error {
 			to = today
 		}
 		if err := g.write(g.episode(g.dayIn(from, to), s.entity)); err != nil {
-			return err
+			return written, err
 		}
 		written++
 	}
+	return written, nil
+}
 
-	first := time.Date(startYear, 1, 1, 0, 0, 0, 0, time.UTC)
+// writeRest fills the budget with a mix of episodes, topical memories, tasks and the rest.
+func (g *gen) writeRest(written int, first, today time.Time) error {
 	for ; written < g.n; written++ {
 		var m mem
 		switch r := g.rng.IntN(100); {
@@ -235,17 +259,7 @@ func (g *gen) run() error {
 			return err
 		}
 	}
-
-	if err := g.writeIndex(); err != nil {
-		return err
-	}
-	if err := g.writeProjectMD(); err != nil {
-		return err
-	}
-	if err := g.writeLedger(today); err != nil {
-		return err
-	}
-	return g.gitkeeps()
+	return nil
 }
 
 // ---- choosing ----
@@ -370,7 +384,7 @@ func (g *gen) episode(day time.Time, entity string) mem {
 	k := g.rng.IntN(len(episodeTitles))
 	m := mem{
 		typ:        "episodic",
-		status:     "active",
+		status:     memd.StatusActive,
 		title:      fill(episodeTitles[k], p, s, topic, area),
 		gist:       fill(episodeGists[k], p, s, topic, area),
 		body:       g.pick(bodies),
@@ -440,7 +454,7 @@ func (g *gen) topical(typ string, first, today time.Time) mem {
 	day := g.dayIn(first, today)
 	m := mem{
 		typ:        typ,
-		status:     "active",
+		status:     memd.StatusActive,
 		title:      fill(topicalTitles[typ][k], p, s, topic, area),
 		gist:       fill(topicalGists[typ][k], p, s, topic, area),
 		body:       g.pick(bodies),
@@ -466,7 +480,7 @@ func (g *gen) topical(typ string, first, today time.Time) mem {
 	case r == 1:
 		m.validUntil = today.AddDate(0, 6, 0).Format("2006-01-02")
 	case r == 2:
-		m.status = "archived" // outside archive/: the archive phase moves it
+		m.status = memd.StatusArchived // outside archive/: the archive phase moves it
 	}
 	m.path = memd.Place(memd.PlacementInput{MemoryType: typ, Workspace: ws, Tags: m.tags}) + "/" + memd.Slug(m.title) + memd.MemoryExt
 	// Some point at an earlier episode they generalise, so archive moves have links to fix.
@@ -505,8 +519,8 @@ func (g *gen) task(first, today time.Time) mem {
 	k := g.rng.IntN(len(taskTitles))
 	day := g.dayIn(first, today)
 	m := mem{
-		typ:        "task",
-		status:     "active",
+		typ:        memd.TypeTask,
+		status:     memd.StatusActive,
 		title:      fill(taskTitles[k], p, s, topic, ""),
 		gist:       fill(taskGists[k], p, s, topic, ""),
 		body:       "Done means exactly that, checked by someone else",
@@ -524,9 +538,9 @@ func (g *gen) task(first, today time.Time) mem {
 	case r < 55:
 		m.taskStatus = "blocked"
 	default:
-		m.taskStatus = "done"
+		m.taskStatus = memd.TaskDone
 	}
-	if m.taskStatus == "done" {
+	if m.taskStatus == memd.TaskDone {
 		m.updated = g.later(m.created, 20)
 	} else {
 		m.updated = g.later(m.created, 5)
@@ -538,7 +552,7 @@ func (g *gen) task(first, today time.Time) mem {
 	if g.rng.IntN(5) == 0 {
 		ws = "" // unplaced: areas/inbox/tasks
 	}
-	m.path = memd.Place(memd.PlacementInput{MemoryType: "task", Workspace: ws}) + "/" + memd.Slug(m.title) + memd.MemoryExt
+	m.path = memd.Place(memd.PlacementInput{MemoryType: memd.TypeTask, Workspace: ws}) + "/" + memd.Slug(m.title) + memd.MemoryExt
 	return m
 }
 
@@ -557,7 +571,7 @@ func (g *gen) misc(first, today time.Time) mem {
 	day := g.dayIn(first, today)
 	m := mem{
 		typ:        kind.typ,
-		status:     "active",
+		status:     memd.StatusActive,
 		title:      fill(kind.title, p, s, topic, ""),
 		gist:       fill(kind.gist, p, s, topic, ""),
 		body:       g.pick(bodies),
@@ -587,7 +601,7 @@ func (g *gen) personMemory(p person, today time.Time) mem {
 	start := time.Date(min(2023, today.Year()), 1, 1, 0, 0, 0, 0, time.UTC)
 	m := mem{
 		typ:        "semantic",
-		status:     "active",
+		status:     memd.StatusActive,
 		title:      p.name,
 		gist:       p.name + " is " + p.role + ".",
 		body:       "Reach out on the team channel first; email for anything that needs a record",
@@ -625,7 +639,7 @@ func (g *gen) write(m mem) error {
 	g.used[m.path] = true
 	// memhtml refuses two active memories with one content hash (its index cannot hold
 	// them), so a repeated article gets a numbered note until it is unique.
-	if m.typ != "task" && !memd.IsArchived(m.path) {
+	if m.typ != memd.TypeTask && !memd.IsArchived(m.path) {
 		more := m.more
 		for n := 2; g.hashes[articleHash(m)]; n++ {
 			m.more = more + " (Noted again, " + strconv.Itoa(n) + ".)"
@@ -640,14 +654,14 @@ func (g *gen) write(m mem) error {
 	switch {
 	case m.typ == "episodic":
 		g.stats.Episodes++
-	case m.typ == "task":
+	case m.typ == memd.TypeTask:
 		g.stats.Tasks++
 	}
 	if strings.HasPrefix(m.path, memd.InboxDir+"/") && !strings.Contains(m.path[len(memd.InboxDir)+1:], "/") {
 		g.stats.Inbox++
 	}
 	// Index candidates: everything that is not a task, thinned on big demos.
-	if m.typ != "task" && (len(g.index) < 40 || g.rng.IntN(max(1, g.n/200)) == 0) {
+	if m.typ != memd.TypeTask && (len(g.index) < 40 || g.rng.IntN(max(1, g.n/200)) == 0) {
 		subject := memd.Slug(nameOf(m.entities[0]))
 		g.index = append(g.index, bullet{m.path, cleanName(m.title), m.typ, subject, m.gist})
 	}
@@ -755,7 +769,7 @@ func (g *gen) writeIndex() error {
 		desc := strings.Join(strings.Fields(x.desc), " ")
 		fmt.Fprintf(&b, "- [[%s|%s]] %s type:%s subject:%s %s %s\n", x.path, x.name, indexSep, x.typ, x.subject, indexSep, desc)
 	}
-	return g.create("MEMORY.md", []byte(b.String()))
+	return g.create(memd.MemoryMDName, []byte(b.String()))
 }
 
 // writeProjectMD writes one project MEMORY.md slightly off the four-section template
@@ -841,7 +855,7 @@ func (g *gen) writeLedger(today time.Time) error {
 		line(`{"id":"note-%04d","type":"note","role":"agent","text":%q,"createdAt":%q,"lifecycle":%s}`, i+1, text, created(40+i%50), nt.lifecycle)
 	}
 	g.stats.Notes = notes
-	return g.create("memory.jsonl", []byte(b.String()))
+	return g.create(memd.DefaultLedgerFile, []byte(b.String()))
 }
 
 func (g *gen) wroteUnder(dir string) bool {

@@ -21,12 +21,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
-)
-
-// Thresholds of docs/FORMATS.md §1.
-const (
-	InboxWarn     = 20
-	TaskInboxWarn = 10
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 // Severity of a finding.
@@ -116,7 +111,7 @@ func Check(root string, opt Options) (*Report, error) {
 		rep.Files++
 		exists[rel] = true
 		switch {
-		case path.Base(rel) == "MEMORY.md":
+		case memd.IsMemoryMD(rel):
 			mds = append(mds, rel)
 		case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsNonMemory(rel):
 			htmls = append(htmls, rel)
@@ -163,7 +158,7 @@ func Check(root string, opt Options) (*Report, error) {
 		for _, w := range mi.mem.Warnings {
 			add(Warning, "memory", rel, "%s", w)
 		}
-		if mi.mem.Valid() && mi.mem.ComputedHash != "" && !memd.IsArchived(rel) && mi.mem.Type != "task" {
+		if mi.mem.Valid() && mi.mem.ComputedHash != "" && !memd.IsArchived(rel) && mi.mem.Type != memd.TypeTask {
 			byHash[mi.mem.ComputedHash] = append(byHash[mi.mem.ComputedHash], rel)
 		}
 		dir := path.Dir(rel)
@@ -190,11 +185,13 @@ func Check(root string, opt Options) (*Report, error) {
 		add(Problem, "duplicate", paths[0], "same article (content hash) as %s: memhtml cannot index two active memories with one content hash; archive or edit all but one",
 			strings.Join(paths[1:], ", "))
 	}
-	if rep.Inbox > InboxWarn {
-		add(Warning, "inbox", memd.InboxDir, "inbox holds %d memories (over %d): place them", rep.Inbox, InboxWarn)
+	// The status line owns the inbox thresholds (docs/FORMATS.md §1): doctor warns at the
+	// depth the line does.
+	if rep.Inbox > statusline.InboxWarnAbove {
+		add(Warning, "inbox", memd.InboxDir, "inbox holds %d memories (over %d): place them", rep.Inbox, statusline.InboxWarnAbove)
 	}
-	if rep.TaskInbox > TaskInboxWarn {
-		add(Warning, "inbox", memd.TaskInboxDir, "task inbox holds %d tasks (over %d): file them under a project", rep.TaskInbox, TaskInboxWarn)
+	if rep.TaskInbox > statusline.TaskInboxWarnAbove {
+		add(Warning, "inbox", memd.TaskInboxDir, "task inbox holds %d tasks (over %d): file them under a project", rep.TaskInbox, statusline.TaskInboxWarnAbove)
 	}
 
 	// 3. MEMORY.md files of both kinds.
@@ -309,13 +306,13 @@ func misplaced(rel string, m *memd.Memory) string {
 	inArcs := dir == memd.ArcsDir
 	inTasks := path.Base(dir) == "tasks"
 	switch {
-	case m.Type == "arc" && !inArcs:
+	case m.Type == memd.TypeArc && !inArcs:
 		return fmt.Sprintf("an arc in %s/ (arcs live in %s/)", dir, memd.ArcsDir)
-	case m.Type != "arc" && m.Type != "" && inArcs:
+	case m.Type != memd.TypeArc && m.Type != "" && inArcs:
 		return fmt.Sprintf("a %s memory in %s/, which holds only arcs written by sleep", m.Type, memd.ArcsDir)
-	case m.Type == "task" && !inTasks:
+	case m.Type == memd.TypeTask && !inTasks:
 		return fmt.Sprintf("a task in %s/ (tasks live in projects/<slug>/tasks/ or %s/)", dir, memd.TaskInboxDir)
-	case m.Type != "task" && m.Type != "" && inTasks:
+	case m.Type != memd.TypeTask && m.Type != "" && inTasks:
 		return fmt.Sprintf("a %s memory in a tasks folder (%s/)", m.Type, dir)
 	}
 	if m.Type == "semantic" {

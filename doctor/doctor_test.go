@@ -11,6 +11,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/demo"
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -137,21 +138,21 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 
 func TestDoctorInboxThreshold(t *testing.T) {
 	root := t.TempDir()
-	for i := 0; i <= InboxWarn; i++ {
+	for i := 0; i <= statusline.InboxWarnAbove; i++ {
 		write(t, root, fmt.Sprintf("areas/inbox/m%02d.html", i), validMemory(fmt.Sprintf("m%d", i)))
 	}
 	rep, err := Check(root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Inbox != InboxWarn+1 || len(findings(rep, "inbox")) != 1 || rep.Problems != 0 {
+	if rep.Inbox != statusline.InboxWarnAbove+1 || len(findings(rep, "inbox")) != 1 || rep.Problems != 0 {
 		t.Fatalf("inbox %d findings %+v", rep.Inbox, rep.Findings)
 	}
 	// At the threshold itself: no warning.
 	os.Remove(filepath.Join(root, "areas/inbox/m00.html"))
 	rep, _ = Check(root, Options{})
 	if len(findings(rep, "inbox")) != 0 {
-		t.Fatalf("warned at exactly %d: %+v", InboxWarn, rep.Findings)
+		t.Fatalf("warned at exactly %d: %+v", statusline.InboxWarnAbove, rep.Findings)
 	}
 }
 

@@ -30,11 +30,11 @@ import (
 	"github.com/memd-dev/memd/internal/procgroup"
 )
 
-// Results, as the memd_hook_runs_total result label spells them.
+// Results, as the memd_hook_runs_total result label spells them (the root's names).
 const (
-	ResultOK      = "ok"
-	ResultError   = "error"
-	ResultTimeout = "timeout"
+	ResultOK      = memd.HookOK
+	ResultError   = memd.HookError
+	ResultTimeout = memd.HookTimeout
 )
 
 // MaxOutputBytes caps what a hook may print on stdout and stderr together; a hook that

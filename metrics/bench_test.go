@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/metrics"
-	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 // BenchmarkScrape serves /metrics from a snapshot with n MEMORY.md series (two metrics each),
@@ -48,7 +48,7 @@ func BenchmarkPublish(b *testing.B) {
 		_, cancel := hub.Subscribe()
 		defer cancel()
 	}
-	d := metrics.Compose(statusline.Fixtures()[metrics.StateWarn])
+	d := metrics.Compose(statuslinetest.Fixtures()[metrics.StateWarn])
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		hub.Publish(d)
@@ -58,7 +58,7 @@ func BenchmarkPublish(b *testing.B) {
 // BenchmarkWriteStatus is the cost of publishing status.json and the eight line files.
 func BenchmarkWriteStatus(b *testing.B) {
 	dir := b.TempDir()
-	d := metrics.Compose(statusline.Fixtures()[metrics.StateOK])
+	d := metrics.Compose(statuslinetest.Fixtures()[metrics.StateOK])
 	for i := 0; i < b.N; i++ {
 		if err := metrics.Write(dir, d); err != nil {
 			b.Fatal(err)
@@ -72,7 +72,7 @@ func BenchmarkWriteStatus(b *testing.B) {
 //
 //	go test -run '^$' -bench StatusWithEvents -benchtime 200x ./metrics/
 func BenchmarkStatusWithEvents(b *testing.B) {
-	full := statusline.Fixtures()[metrics.StateConflict]
+	full := statuslinetest.Fixtures()[metrics.StateConflict]
 	for i := len(full.Events); i < metrics.MaxEvents; i++ {
 		e := full.Events[len(full.Events)-1]
 		e.ID++
@@ -81,7 +81,7 @@ func BenchmarkStatusWithEvents(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		f    metrics.Facts
-	}{{"events=1", statusline.Fixtures()[metrics.StateOK]}, {fmt.Sprintf("events=%d", metrics.MaxEvents), full}} {
+	}{{"events=1", statuslinetest.Fixtures()[metrics.StateOK]}, {fmt.Sprintf("events=%d", metrics.MaxEvents), full}} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			hub := metrics.NewHub()

@@ -8,6 +8,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -24,13 +25,13 @@ import (
 // or an alert has a series to read from the start.
 var (
 	Buckets       = memd.Buckets
-	CommitKinds   = []string{memd.CommitChange, memd.CommitSleep, memd.CommitMerge}
+	CommitKinds   = memd.CommitKinds
 	SleepPhases   = memd.SleepPhases
 	NoteModes     = []string{memd.ModePersistent, memd.ModeReadCount, memd.ModeHardExpiry, memd.ModeSoftExpiry}
 	NoteStates    = []string{memd.NoteLive, memd.NoteStale, memd.NoteExpired}
 	LedgerTypes   = []string{memd.RecordRule, memd.RecordLesson, memd.RecordNote}
-	Hooks         = []string{"after_sync", "after_sleep", "after_commit"}
-	HookResults   = []string{"ok", "error", "timeout"}
+	Hooks         = memd.HookNames
+	HookResults   = memd.HookResults
 	commitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 	sleepBuckets  = []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 120, 300, 600}
 )
@@ -120,7 +121,7 @@ func New(version string) *Metrics {
 		m.arcsWritten, m.notesDrained, m.hookRuns, m.lockHeld, m.pushAttempts, (*snapshotCollector)(m))
 
 	for _, k := range CommitKinds {
-		m.commits.WithLabelValues(k)
+		m.commits.WithLabelValues(string(k))
 	}
 	for _, p := range SleepPhases {
 		m.sleepRuns.WithLabelValues(p)
@@ -151,8 +152,8 @@ func (m *Metrics) Publish(s *Snapshot) {
 }
 
 // CommitDone records one commit of kind (change, sleep, merge).
-func (m *Metrics) CommitDone(kind string, d time.Duration, at time.Time) {
-	if c, err := m.commits.GetMetricWithLabelValues(kind); err == nil {
+func (m *Metrics) CommitDone(kind memd.CommitKind, d time.Duration, at time.Time) {
+	if c, err := m.commits.GetMetricWithLabelValues(string(kind)); err == nil {
 		c.Inc()
 	}
 	m.commitDuration.Observe(d.Seconds())
@@ -360,7 +361,7 @@ func withKnown[V any](known []string, m map[string]V) []string {
 	out := append([]string(nil), known...)
 	var extra []string
 	for k := range m {
-		if !contains(known, k) {
+		if !slices.Contains(known, k) {
 			extra = append(extra, k)
 		}
 	}
@@ -377,7 +378,7 @@ func noteKeys(m map[NoteKey]int) []NoteKey {
 	}
 	var extra []NoteKey
 	for k := range m {
-		if !contains(NoteModes, k.Mode) || !contains(NoteStates, k.State) {
+		if !slices.Contains(NoteModes, k.Mode) || !slices.Contains(NoteStates, k.State) {
 			extra = append(extra, k)
 		}
 	}
@@ -388,13 +389,4 @@ func noteKeys(m map[NoteKey]int) []NoteKey {
 		return extra[i].State < extra[j].State
 	})
 	return append(out, extra...)
-}
-
-func contains(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

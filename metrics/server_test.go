@@ -17,6 +17,7 @@ import (
 	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 func startServer(t *testing.T, hub *metrics.Hub, alive func() error, pprof bool) (*metrics.Server, string) {
@@ -37,7 +38,7 @@ func startServer(t *testing.T, hub *metrics.Hub, alive func() error, pprof bool)
 }
 
 func doc(state string) metrics.Document {
-	return metrics.Compose(statusline.Fixtures()[state])
+	return metrics.Compose(statuslinetest.Fixtures()[state])
 }
 
 func get(t *testing.T, method, url string) (int, http.Header, string) {
@@ -281,7 +282,7 @@ func TestPprofOnlyWhenEnabled(t *testing.T) {
 
 func TestPageEscapes(t *testing.T) {
 	hub := metrics.NewHub()
-	f := statusline.Fixtures()[metrics.StateError]
+	f := statuslinetest.Fixtures()[metrics.StateError]
 	f.Error = `<script>alert(1)</script>`
 	hub.Publish(metrics.Compose(f))
 	_, base := startServer(t, hub, nil, false)

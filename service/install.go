@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // The files here (systemd unit, launchd plist, their backups and log folder) live in the
@@ -263,39 +265,26 @@ func backup(path string) (string, error) {
 	return b, nil
 }
 
-// writeAtomic writes data beside path and renames it over, so a crash leaves the old file
-// or the new one, never half of one.
+// writeAtomic writes data beside path and renames it over (internal/safefs: memd's one
+// atomic write), so a crash leaves the old file or the new one, never half of one.
 func writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	t, err := safefs.Open(dir)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
+	defer t.Close()
+	if err := t.WriteFileAtomic(filepath.Base(path), data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+	// 0644 whatever the umask, as systemd and launchd expect of a unit.
+	if err := t.Chmod(filepath.Base(path), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
+	_ = t.SyncDir(".")
 	return nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // notifySocket listens on a real unixgram socket and sets NOTIFY_SOCKET to it, as systemd
@@ -142,14 +144,14 @@ func TestWatchdogPingsOnlyWhileAlive(t *testing.T) {
 	// (sends are synchronous); drain them, then let three more checks pass and expect
 	// nothing new.
 	alive.Store(false)
-	waitUntil(t, "alive() to be asked", func() bool { return falseCalls.Load() >= 1 })
+	testutil.WaitFor(t, "alive() to be asked", 5*time.Second, func() bool { return falseCalls.Load() >= 1 }, nil)
 	for {
 		if _, ok := sock.try(20 * time.Millisecond); !ok {
 			break
 		}
 	}
 	base := falseCalls.Load()
-	waitUntil(t, "three more checks", func() bool { return falseCalls.Load() >= base+3 })
+	testutil.WaitFor(t, "three more checks", 5*time.Second, func() bool { return falseCalls.Load() >= base+3 }, nil)
 	if msg, ok := sock.try(20 * time.Millisecond); ok {
 		t.Fatalf("got %q while not alive", msg)
 	}
@@ -163,17 +165,6 @@ func TestWatchdogPingsOnlyWhileAlive(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("RunWatchdog did not return after cancel")
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

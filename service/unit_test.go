@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -265,7 +266,7 @@ func TestLaunchdPlistParses(t *testing.T) {
 	}
 	path := strings.Split(doc.EnvironmentVariables["PATH"], ":")
 	for _, d := range []string{"/usr/local/bin", "/opt/homebrew/bin", "/usr/bin", "/bin"} {
-		if !contains(path, d) {
+		if !slices.Contains(path, d) {
 			t.Errorf("PATH %q lacks %s", doc.EnvironmentVariables["PATH"], d)
 		}
 	}
@@ -276,15 +277,6 @@ func TestLaunchdPlistParses(t *testing.T) {
 	if doc.StandardOutPath != wantLog || doc.StandardErrorPath != wantLog {
 		t.Errorf("log paths %q %q, want %q", doc.StandardOutPath, doc.StandardErrorPath, wantLog)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestRenderRefusesBadParams(t *testing.T) {

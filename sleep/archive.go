@@ -3,7 +3,8 @@ package sleep
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,10 +20,10 @@ type move struct {
 // Arcs and people are never archived; episodic memories go by year, done tasks by age,
 // and any other file only when its writer set memhtml-status archived.
 func ArchiveReason(p string, m *memd.Memory, now time.Time, keepYears int, doneAfter time.Duration) string {
-	if m == nil || memd.IsArchived(p) || m.Type == "arc" || strings.HasPrefix(p, memd.PeopleDir+"/") {
+	if m == nil || memd.IsArchived(p) || m.Type == memd.TypeArc || strings.HasPrefix(p, memd.PeopleDir+"/") {
 		return ""
 	}
-	if m.Status == "archived" {
+	if m.Status == memd.StatusArchived {
 		return "status archived"
 	}
 	switch m.Type {
@@ -30,8 +31,8 @@ func ArchiveReason(p string, m *memd.Memory, now time.Time, keepYears int, doneA
 		if y := m.Year(p); y != 0 && y < now.Year()-keepYears {
 			return fmt.Sprintf("episode of %d, older than %d", y, now.Year()-keepYears)
 		}
-	case "task":
-		if m.TaskStatus == "done" && !m.UpdatedAt.IsZero() && now.Sub(m.UpdatedAt) > doneAfter {
+	case memd.TypeTask:
+		if m.TaskStatus == memd.TaskDone && !m.UpdatedAt.IsZero() && now.Sub(m.UpdatedAt) > doneAfter {
 			return "task done " + m.Updated
 		}
 	}
@@ -138,7 +139,7 @@ func planLinkRewrites(s *snapshot, p *plan, moved map[string]string, filter func
 			continue
 		}
 		p.write(fp, data, old, true)
-		for _, from := range sortedKeys(pairs) {
+		for _, from := range slices.Sorted(maps.Keys(pairs)) {
 			p.item("rewrite-link", fp, pairs[from], "was "+from)
 			links++
 		}
@@ -205,15 +206,6 @@ func rewriteHrefs(data []byte, repl map[string]string) []byte {
 		return data
 	}
 	return append(out, data[last:]...)
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func isHTMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }

@@ -34,7 +34,7 @@ func groupArcs(s *snapshot, key string) map[arcKey][]memd.ArcEpisode {
 // and returns them with its event date: none unless it is an active episode
 // (memhtml-type episodic, whatever its name) outside archive/ with a known date.
 func arcKeysOf(mp string, m *memd.Memory, key string, out []arcKey) ([]arcKey, time.Time) {
-	if !m.IsEpisode() || m.Status == "archived" || memd.IsArchived(mp) {
+	if !m.IsEpisode() || m.Status == memd.StatusArchived || memd.IsArchived(mp) {
 		return out, time.Time{}
 	}
 	date, ok := m.EventDate(mp)
@@ -115,7 +115,7 @@ func planArcs(s *snapshot, env *planEnv) (*plan, error) {
 		if exists && cur.Meta(memd.MetaMembers) == hash {
 			continue
 		}
-		if exists && cur.Type != "arc" {
+		if exists && cur.Type != memd.TypeArc {
 			p.item("skip", ap, "", "a non-arc file sits at the arc path")
 			p.counts["skipped"]++
 			continue

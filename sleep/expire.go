@@ -69,7 +69,7 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (mv move, ok bool) {
 	// Tasks and arcs are exempt, as memhtml's reprieve phase exempts them: a task ends by
 	// being done, an arc is derived.
-	if memd.IsArchived(mp) || m.Type == "arc" || m.Type == "task" || m.ValidUntilAt.IsZero() {
+	if memd.IsArchived(mp) || m.Type == memd.TypeArc || m.Type == memd.TypeTask || m.ValidUntilAt.IsZero() {
 		return move{}, false
 	}
 	if !now.After(m.ValidUntilAt.Add(grace)) {

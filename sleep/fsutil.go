@@ -35,15 +35,7 @@ func readFileString(path string) (string, error) {
 // openState opens sleep's state dir (sleep.json, the caches, the journal) through
 // internal/statedir, created 0700 if missing: nothing in it is written through a symlink.
 func openState(stateDir string) (*statedir.Dir, error) {
-	sd, err := statedir.Open(stateDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := sd.Ensure(); err != nil {
-		sd.Close()
-		return nil, err
-	}
-	return sd, nil
+	return statedir.Create(stateDir)
 }
 
 // writeStateStream writes name in the state dir through a temp file renamed into place (not

@@ -2,9 +2,7 @@ package sleep
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,7 +16,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/memd-dev/memd/internal/safefs"
@@ -111,7 +108,6 @@ type journal struct {
 	dir     string       // journal dir (absolute, for messages)
 	tree    *safefs.Tree // the repo: every op goes through it, never beyond a symlink
 	sd      *statedir.Dir
-	repoFS  *os.Root // the repo as an os.Root, for writeNoSync; opened when first needed
 	man     journalManifest
 	ops     []op
 	applied int
@@ -146,71 +142,24 @@ func (r *Runner) openTrees() (*safefs.Tree, *statedir.Dir, error) {
 
 // close releases the journal's directory handles.
 func (j *journal) close() {
-	if j.repoFS != nil {
-		j.repoFS.Close()
-	}
 	j.tree.Close()
 	j.sd.Close()
 }
 
-// writeNoSync is safefs.Tree.WriteFileAtomic without its fsync, for the apply: a phase writes
-// hundreds of files and makes them durable with one flushFS before its commit (a fsync each
-// made a night's sleep twice as slow). safefs checks the parent chain (no symlink on the
-// way, the parent itself a real directory); the temp file (a safefs temp name, created
-// O_CREAT|O_EXCL|O_NOFOLLOW) and the rename then go through an os.Root of the repo, which
-// refuses to leave it, so a process racing the check could at worst redirect the write
-// inside the tree. (To go once safefs has a commit without fsync.)
-func (j *journal) writeNoSync(rel string, data []byte, perm os.FileMode) (err error) {
-	if dir := path.Dir(rel); dir != "." {
-		fi, err := j.tree.Lstat(dir)
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "write", Path: rel, Err: safefs.ErrSymlink}
-		}
-	}
-	if j.repoFS == nil {
-		if j.repoFS, err = os.OpenRoot(j.tree.Root()); err != nil {
-			return err
-		}
-	}
-	var f *os.File
-	var tmp string
-	for range 8 {
-		tmp = path.Join(path.Dir(rel), safeTempName())
-		f, err = j.repoFS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
-	}
+// writeNoSync is safefs.Tree.WriteFileAtomic without its fsync (safefs.Temp.NoSync), for the
+// apply: a phase writes hundreds of files and makes them durable with one flushFS before its
+// commit (a fsync each made a night's sleep twice as slow).
+func (j *journal) writeNoSync(rel string, data []byte, perm os.FileMode) error {
+	tm, err := j.tree.CreateTemp(rel, perm)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			_ = j.repoFS.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
+	tm.NoSync()
+	if _, err := tm.Write(data); err != nil {
+		tm.Abort()
 		return err
 	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if fi, lerr := j.repoFS.Lstat(rel); lerr == nil && fi.IsDir() {
-		err = &fs.PathError{Op: "write", Path: rel, Err: syscall.EISDIR}
-		return err
-	}
-	return j.repoFS.Rename(tmp, rel)
-}
-
-// safeTempName is a temp name safefs.IsTempName accepts (sweepers and ignore rules know it).
-func safeTempName() string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	return safefs.TempPrefix + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(b[:]) + safefs.TempSuffix
+	return tm.Commit()
 }
 
 // symlinkErr restates a safefs refusal of rel as ErrThroughSymlink naming the path.

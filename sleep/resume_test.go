@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestMain doubles as the helper process that the kill tests SIGKILL mid-phase: with
@@ -61,17 +63,10 @@ func killMidPhase(t *testing.T, dir, phase string, at int) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(marker); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("helper never reached %s op %d:\n%s", phase, at, out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Poll(60*time.Second, func() bool { _, err := os.Stat(marker); return err == nil }) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper never reached %s op %d:\n%s", phase, at, out.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -150,22 +150,22 @@ func (r *Report) summarize() {
 		c := p.Counts
 		switch p.Name {
 		case PhaseExpire:
-			r.Counts["expired"] += c["drained"]
-			r.Counts["archived"] += c["archived"]
-			r.Counts["stale"] += c["stale"]
+			r.Counts[CountExpired] += c["drained"]
+			r.Counts[CountArchived] += c["archived"]
+			r.Counts[CountStale] += c["stale"]
 			for k, v := range c {
 				if mode, ok := strings.CutPrefix(k, "drained_"); ok {
 					r.Drained[mode] += v
 				}
 			}
 		case PhaseArcs:
-			r.Counts["arcs"] += c["created"] + c["updated"]
+			r.Counts[CountArcs] += c["created"] + c["updated"]
 		case PhaseArchive:
-			r.Counts["archived"] += c["archived"]
-			r.Counts["links"] += c["links"] + c["bullets"]
+			r.Counts[CountArchived] += c["archived"]
+			r.Counts[CountLinks] += c["links"] + c["bullets"]
 		case PhaseTidy:
-			r.Counts["repaired"] += c["repaired"]
-			r.Counts["links"] += c["links"] + c["bullets"]
+			r.Counts[CountRepaired] += c["repaired"]
+			r.Counts[CountLinks] += c["links"] + c["bullets"]
 		}
 	}
 	for k, v := range r.Counts {

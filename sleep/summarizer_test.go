@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 func script(t *testing.T, body string) []string {
@@ -88,17 +89,12 @@ func TestSummarizeFailuresAreContained(t *testing.T) {
 		}
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		// The grandchild was in the group: it must die (gone, or a zombie awaiting reaping).
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-			if err != nil || strings.Contains(string(st), ") Z ") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("forked child %d still running: %s", pid, st)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		var st []byte
+		testutil.WaitFor(t, "the forked child "+strconv.Itoa(pid)+" to die", 5*time.Second, func() bool {
+			var err error
+			st, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			return err != nil || strings.Contains(string(st), ") Z ")
+		}, func() string { return string(st) })
 	})
 }
 

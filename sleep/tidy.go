@@ -3,14 +3,16 @@ package sleep
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/memd-dev/memd"
 )
 
 // memoryMDName is the file name of both MEMORY.md kinds.
-const memoryMDName = "MEMORY.md"
+const memoryMDName = memd.MemoryMDName
 
 // planIndexRepoints repoints index-kind MEMORY.md bullets whose path moved.
 func planIndexRepoints(s *snapshot, p *plan, moved map[string]string) error {
@@ -140,7 +142,7 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 			continue
 		}
 		p.write(fp, data, old, true)
-		for _, from := range sortedKeys(pairs) {
+		for _, from := range slices.Sorted(maps.Keys(pairs)) {
 			p.item("rewrite-link", fp, pairs[from], "was "+from)
 			p.counts["links"]++
 		}

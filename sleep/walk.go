@@ -183,7 +183,7 @@ func joinRel(dir, name string) string {
 }
 
 func isMemoryMD(rel string) bool {
-	return rel == memoryMDName || strings.HasSuffix(rel, "/"+memoryMDName)
+	return memd.IsMemoryMD(rel)
 }
 
 // isMemoryPath reports whether rel is a memory file sleep parses. It is called for every

@@ -69,6 +69,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
@@ -101,7 +102,7 @@ func (e *WorktreeChangedError) Unwrap() error { return ErrWorktreeChanged }
 
 // lockFileName is memd's writer lock: the checkout never writes or removes
 // it, whatever the tree holds (the lock protocol owns that file).
-const lockFileName = ".memory.lock"
+const lockFileName = memd.DefaultLockFile
 
 // isLockFile: p is the lock file, in any case (a case-insensitive file
 // system, as macOS has by default, maps ".MEMORY.LOCK" onto it).

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -473,7 +474,7 @@ var hookIndexLockHeld func(tmp string)
 
 // createIndexTemp creates the file a refresh writes the new index into, in .git/memd.
 func (r *Repo) createIndexTemp() (*os.File, error) {
-	dir := filepath.Join(r.gitDir, "memd")
+	dir := filepath.Join(r.gitDir, memd.StateDirName)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}

@@ -183,7 +183,7 @@ func (r *Repo) mgDirDrains(t *safefs.Tree, dir string, changes map[string]pathCh
 // ---- merge-in-progress marker (under .git/memd, written through safefs) ----
 
 const (
-	mergeMarkerDir  = "memd"
+	mergeMarkerDir  = memd.StateDirName
 	mergeMarkerName = "merge-in-progress"
 	mergeMarkerRel  = mergeMarkerDir + "/" + mergeMarkerName
 )

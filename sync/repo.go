@@ -82,8 +82,8 @@ type Options struct {
 	Ledger string
 }
 
-// CommitKind labels a commit for metrics (memd_commits_total{kind}).
-type CommitKind string
+// CommitKind labels a commit for metrics (memd_commits_total{kind}): memd.CommitKind.
+type CommitKind = memd.CommitKind
 
 // Commit kinds.
 const (

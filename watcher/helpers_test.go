@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -168,12 +170,7 @@ func (c *collector) waitPaths(t *testing.T, want ...string) {
 func (c *collector) paths() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var ps []string
-	for p := range c.seen {
-		ps = append(ps, p)
-	}
-	sort.Strings(ps)
-	return ps
+	return slices.Sorted(maps.Keys(c.seen))
 }
 
 func (c *collector) reset() {
@@ -197,7 +194,7 @@ func (r *running) expectExactly(t *testing.T, root string, want ...string) {
 	r.c.waitPaths(t, sentinel)
 	want = append(want, sentinel)
 	sort.Strings(want)
-	if got := r.c.paths(); !equal(got, want) {
+	if got := r.c.paths(); !slices.Equal(got, want) {
 		t.Fatalf("reported %q, want %q", got, want)
 	}
 	if err := os.Remove(filepath.Join(root, sentinel)); err != nil {
@@ -205,30 +202,6 @@ func (r *running) expectExactly(t *testing.T, root string, want ...string) {
 	}
 	r.c.waitFor(t, "sentinel removal", func() bool { return r.c.seen[sentinel] >= 2 })
 	r.c.reset()
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// waitCond polls a condition that no channel signals (watcher stats).
-func waitCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // fakeClock is a manual Clock: timers fire only in Advance.

@@ -18,11 +18,11 @@ import (
 )
 
 // DefaultIgnore is memd's own ignore list: editor swap, backup and temp files that are
-// never memories (vim writes "4913" to probe a directory, emacs ".#name" lock links).
-// memhtml's databases (memd.MemhtmlIgnoreLines) are here too, so a repo whose .gitignore
-// predates `memd init` never commits them. These apply above .gitignore, so a .gitignore
-// cannot re-include them.
-var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, memd.MemhtmlIgnoreLines...)
+// never memories (vim writes "4913" to probe a directory, emacs ".#name" lock links), and
+// the lines `memd init` puts in .gitignore (memd.IgnoreLines: the writer lock, memd's temp
+// names, memhtml's databases), so a repo whose .gitignore predates `memd init` never commits
+// them. These apply above .gitignore, so a .gitignore cannot re-include them.
+var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, memd.IgnoreLines...)
 
 // lockName is the writer lock (docs/FORMATS.md §5). It is never committed.
 const lockName = memd.DefaultLockFile

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -118,6 +120,8 @@ func TestIgnorerMemdRules(t *testing.T) {
 		{"areas/4913", false, true, "DefaultIgnore"},
 		{".#notes.html", false, true, "DefaultIgnore"},
 		{"x.tmp", false, true, "DefaultIgnore"},
+		{"areas/.memd-tmp-x", false, true, "an older memd's temp name (memd.IgnoreLines)"},
+		{"sub/.memory.lock", false, true, "the lock line of memd.IgnoreLines, as .gitignore has it"},
 		{".memhtml/index.db", false, true, "memhtml's index"},
 		{".memhtml/state.db-wal", false, true, "memhtml's state side file"},
 		{".memhtml/index.db-shm", false, true, "memhtml's index side file"},
@@ -138,7 +142,7 @@ func TestIgnorerMemdRules(t *testing.T) {
 			t.Errorf("Ignored(%q) = %v, want %v (%s)", c.rel, got, c.want, c.cause)
 		}
 	}
-	if len(watcher.DefaultIgnore) != 9 {
+	if len(watcher.DefaultIgnore) != 5+len(memd.IgnoreLines) {
 		t.Errorf("DefaultIgnore = %q", watcher.DefaultIgnore)
 	}
 }
@@ -214,4 +218,33 @@ func FuzzIgnored(f *testing.F) {
 			t.Fatalf("Ignored(%q)=%v but Ignored(%q)=%v", rel, a, "/"+rel+"/", b)
 		}
 	})
+}
+
+// The temp files memd's one atomic writer (internal/safefs) makes are ignored with no
+// .gitignore at all, so a write in flight is never committed: the watcher's defaults and
+// safefs's temp name cannot drift apart.
+func TestIgnorerIgnoresSafefsTemps(t *testing.T) {
+	root := newRepo(t)
+	if err := os.MkdirAll(filepath.Join(root, "areas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := safefs.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ig, err := watcher.NewIgnorer(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"areas/notes.html", memd.DefaultLockFile} {
+		tm, err := tr.CreateTemp(rel, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ig.Ignored(tm.Path(), false) {
+			t.Errorf("safefs temp %s (for %s) is not ignored", tm.Path(), rel)
+		}
+		tm.Abort()
+	}
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -98,13 +100,13 @@ func TestDirectoryMovedOutAndDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.c.waitPaths(t, "areas/a")
-	waitCond(t, "watches of areas/a dropped", func() bool { return r.w.Stats().WatchedDirs == dirs-2 })
+	testutil.WaitFor(t, "watches of areas/a dropped", deadline, func() bool { return r.w.Stats().WatchedDirs == dirs-2 }, nil)
 
 	if err := os.Rename(filepath.Join(root, "areas/b"), filepath.Join(t.TempDir(), "b")); err != nil {
 		t.Fatal(err)
 	}
 	r.c.waitPaths(t, "areas/b")
-	waitCond(t, "watch of areas/b dropped", func() bool { return r.w.Stats().WatchedDirs == dirs-3 })
+	testutil.WaitFor(t, "watch of areas/b dropped", deadline, func() bool { return r.w.Stats().WatchedDirs == dirs-3 }, nil)
 }
 
 func TestAtomicSave(t *testing.T) {
@@ -249,7 +251,7 @@ func TestSetIgnore(t *testing.T) {
 	r := start(t, root, fast())
 	before := r.w.Ignorer()
 	r.w.SetIgnore([]string{"*.draft"})
-	waitCond(t, "ignore reload", func() bool { return r.w.Ignorer() != before })
+	testutil.WaitFor(t, "ignore reload", deadline, func() bool { return r.w.Ignorer() != before }, nil)
 	write(t, root, "x.draft", "d")
 	r.expectExactly(t, root)
 	r.w.SetIgnore([]string{"[bad"}) // refused and logged; the old rules stay
@@ -299,7 +301,7 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 		before := clock.fired
 		clock.Advance(d)
 		ticks += uint64(clock.fired - before)
-		waitCond(t, "tick handled", func() bool { return w.TickCount() >= ticks })
+		testutil.WaitFor(t, "tick handled", deadline, func() bool { return w.TickCount() >= ticks }, nil)
 	}
 	noBatch := func(when string) {
 		t.Helper()
@@ -317,12 +319,12 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 
 	// Quiet: one change, batch exactly 2s later.
 	put(t, root, "q.html", "q")
-	waitCond(t, "pending", func() bool { return w.Stats().Pending == 1 })
+	testutil.WaitFor(t, "pending", deadline, func() bool { return w.Stats().Pending == 1 }, nil)
 	advance(1900 * time.Millisecond)
 	noBatch("1.9s after the change")
 	advance(100 * time.Millisecond)
 	b := <-r
-	if !equal(b.Paths, []string{"q.html"}) || b.Rescan {
+	if !slices.Equal(b.Paths, []string{"q.html"}) || b.Rescan {
 		t.Fatalf("batch %+v", b)
 	}
 	if n := clock.pendingTimers(); n != 0 {
@@ -332,7 +334,7 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 	// Max delay: a change every second never goes quiet; the batch still comes at 30s.
 	for i := 0; i < 30; i++ {
 		put(t, root, fmt.Sprintf("e%02d.html", i), "e")
-		waitCond(t, "pending", func() bool { return w.Stats().Pending == i+1 })
+		testutil.WaitFor(t, "pending", deadline, func() bool { return w.Stats().Pending == i+1 }, nil)
 		advance(time.Second)
 		if i < 29 {
 			noBatch(fmt.Sprintf("%ds into steady editing", i+1))
@@ -345,10 +347,10 @@ func TestQuietAndMaxDelayWithFakeClock(t *testing.T) {
 
 	// Flush hands out what is pending at once.
 	put(t, root, "flush.html", "f")
-	waitCond(t, "pending", func() bool { return w.Stats().Pending == 1 })
+	testutil.WaitFor(t, "pending", deadline, func() bool { return w.Stats().Pending == 1 }, nil)
 	w.Flush()
 	b = <-r
-	if !equal(b.Paths, []string{"flush.html"}) {
+	if !slices.Equal(b.Paths, []string{"flush.html"}) {
 		t.Fatalf("flushed batch %+v", b)
 	}
 }
@@ -393,16 +395,16 @@ func TestShutdownHandsOutPending(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	waitCond(t, "alive", w.Alive)
+	testutil.WaitFor(t, "alive", deadline, w.Alive, nil)
 	put(t, root, "last.html", "x")
-	waitCond(t, "pending", func() bool { return w.Stats().Pending == 1 })
+	testutil.WaitFor(t, "pending", deadline, func() bool { return w.Stats().Pending == 1 }, nil)
 	w.Flush()
 	cancel()
 	var got []string
 	for b := range w.Batches() {
 		got = append(got, b.Paths...)
 	}
-	if !equal(got, []string{"last.html"}) {
+	if !slices.Equal(got, []string{"last.html"}) {
 		t.Fatalf("batches at shutdown: %q", got)
 	}
 	if err := <-done; err != nil {
@@ -425,7 +427,7 @@ func TestOverflowInjectedAsksForRescan(t *testing.T) {
 	}
 	r := runRaw(t, w)
 	w.InjectError(fsnotify.ErrEventOverflow)
-	waitCond(t, "degraded", func() bool { return strings.Contains(w.Stats().Degraded, "overflow") })
+	testutil.WaitFor(t, "degraded", deadline, func() bool { return strings.Contains(w.Stats().Degraded, "overflow") }, nil)
 	clock.Advance(watcher.DefaultQuiet)
 	b := <-r
 	if !b.Rescan || b.Reason != "inotify queue overflow" {
@@ -436,7 +438,7 @@ func TestOverflowInjectedAsksForRescan(t *testing.T) {
 	}
 	// Any other error from fsnotify also asks for a rescan, naming it.
 	w.InjectError(errors.New("read failed"))
-	waitCond(t, "pending rescan", func() bool { return clock.pendingTimers() > 0 })
+	testutil.WaitFor(t, "pending rescan", deadline, func() bool { return clock.pendingTimers() > 0 }, nil)
 	clock.Advance(watcher.DefaultQuiet)
 	if b := <-r; !b.Rescan || !strings.Contains(b.Reason, "read failed") {
 		t.Fatalf("batch %+v", b)
@@ -462,7 +464,7 @@ func TestRealQueueOverflow(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "flood"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	waitCond(t, "flood/ watched", func() bool { return r.w.Stats().WatchedDirs == dirs+1 })
+	testutil.WaitFor(t, "flood/ watched", deadline, func() bool { return r.w.Stats().WatchedDirs == dirs+1 }, nil)
 	resume := r.w.PauseReader()
 	// Each new file is two events (create, write): flood the kernel queue past its limit.
 	n := max/2 + 3000
@@ -535,11 +537,11 @@ func TestWatchLimitFallsBackToScanning(t *testing.T) {
 	os.Remove(filepath.Join(root, "areas/deep/sub/y.html"))
 	write(t, root, "areas/deep/newdir/z.html", "z")
 	clock.Advance(10 * time.Second)
-	waitCond(t, "scan found the changes", func() bool { return w.Stats().Pending >= 4 })
+	testutil.WaitFor(t, "scan found the changes", deadline, func() bool { return w.Stats().Pending >= 4 }, nil)
 	clock.Advance(time.Second)
 	b = <-r
 	want := []string{"areas/deep/newdir/z.html", "areas/deep/sub/new.html", "areas/deep/sub/y.html", "areas/deep/x.html"}
-	if !equal(b.Paths, want) {
+	if !slices.Equal(b.Paths, want) {
 		t.Fatalf("scan batch %q, want %q", b.Paths, want)
 	}
 
@@ -548,7 +550,7 @@ func TestWatchLimitFallsBackToScanning(t *testing.T) {
 	limited <- false
 	dirs := w.Stats().WatchedDirs
 	clock.Advance(10 * time.Second)
-	waitCond(t, "watched again", func() bool { return w.Stats().Degraded == "" })
+	testutil.WaitFor(t, "watched again", deadline, func() bool { return w.Stats().Degraded == "" }, nil)
 	if got := w.Stats().WatchedDirs; got != dirs+3 {
 		t.Fatalf("WatchedDirs = %d, want %d", got, dirs+3)
 	}
@@ -556,7 +558,7 @@ func TestWatchLimitFallsBackToScanning(t *testing.T) {
 		t.Fatalf("%d timers still armed after recovery", n)
 	}
 	write(t, root, "areas/deep/sub/evented.html", "e")
-	waitCond(t, "event seen", func() bool { return w.Stats().Pending == 1 })
+	testutil.WaitFor(t, "event seen", deadline, func() bool { return w.Stats().Pending == 1 }, nil)
 }
 
 func TestNewErrors(t *testing.T) {

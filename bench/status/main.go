@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 func main() {
@@ -77,6 +78,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 func main() {
@@ -156,7 +158,7 @@ func run(sizes string, runs int, keep bool) error {
 		if err := makeRepo(repo, n); err != nil {
 			return err
 		}
-		d := statusline.Compose(statusline.Fixtures()[statusline.StateOK])
+		d := statusline.Compose(statuslinetest.Fixtures()[statusline.StateOK])
 		d.PID = os.Getpid()
 		d.Repo = repo
 		if err := statusline.Write(statusline.Dir(repo), d); err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -108,7 +107,7 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 	}
 	fmt.Fprintf(w, "sleep run %s%s\n", rep.RunID, suffix)
 	for _, p := range rep.Phases {
-		counts := countsText(p.Counts)
+		counts := sleep.CountsText(p.Counts, " ")
 		switch {
 		case p.Skipped:
 			fmt.Fprintf(w, "%-8s already committed in run %s\n", p.Name, rep.RunID)
@@ -144,19 +143,4 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 	if rep.GC != "" && rep.GC != "ran" {
 		fmt.Fprintf(w, "gc: %s\n", rep.GC)
 	}
-}
-
-func countsText(c map[string]int) string {
-	keys := make([]string, 0, len(c))
-	for k, v := range c {
-		if v != 0 {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, c[k])
-	}
-	return strings.Join(parts, " ")
 }

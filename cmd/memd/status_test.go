@@ -12,6 +12,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/fastpath"
 	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 // isolate keeps the user's own config out of the test.
@@ -27,7 +28,7 @@ func isolate(t *testing.T) (home string) {
 
 func writeDoc(t *testing.T, repo, state string, pid int) statusline.Document {
 	t.Helper()
-	d := statusline.Compose(statusline.Fixtures()[state])
+	d := statusline.Compose(statuslinetest.Fixtures()[state])
 	d.PID = pid
 	if err := statusline.Write(statusline.Dir(repo), d); err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestStatusFastPathSameAsFull(t *testing.T) {
 	}
 	stale := t.TempDir()
 	writeDoc(t, stale, statusline.StateBusy, dead.Process.Pid)
-	later := statusline.FixtureNow.Add(time.Hour).Format(time.RFC3339)
+	later := statuslinetest.Now.Add(time.Hour).Format(time.RFC3339)
 	// A repo with an unreadable document, one with none.
 	bad := t.TempDir()
 	os.MkdirAll(statusline.Dir(bad), 0o700)

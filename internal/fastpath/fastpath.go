@@ -46,6 +46,8 @@ const (
 	StaleAfter = 2 * time.Minute
 	// ClaudeInputWait is statusline.ClaudeInputWait.
 	ClaudeInputWait = 200 * time.Millisecond
+	// stateDir is the state dir below a repo, "/.git/" + statedir.Name.
+	stateDir = "/.git/memd"
 )
 
 // LineFormats is statusline.LineFormats: the formats the daemon writes as status.<format>.
@@ -85,7 +87,7 @@ func Status(args []string, stdin io.Reader, stdout io.Writer) (code int, ok bool
 	} else if repo, ok = resolveRepo(opt.repo); !ok {
 		return 0, false
 	}
-	line, ok := renderedLine(repo+"/.git/memd", opt.format, now)
+	line, ok := renderedLine(repo+stateDir, opt.format, now)
 	if !ok {
 		return 0, false
 	}

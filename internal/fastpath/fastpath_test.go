@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 // The values this package repeats must stay those of the packages it may not import.
@@ -20,6 +22,9 @@ func TestConstantsAgree(t *testing.T) {
 	}
 	if strings.Join(LineFormats[:], ",") != strings.Join(statusline.LineFormats, ",") {
 		t.Fatalf("LineFormats %v, statusline.LineFormats %v", LineFormats, statusline.LineFormats)
+	}
+	if stateDir != "/.git/"+statedir.Name || "/x"+stateDir != statusline.Dir("/x") {
+		t.Fatalf("stateDir %q, statedir.Name %q, statusline.Dir %q", stateDir, statedir.Name, statusline.Dir("/x"))
 	}
 }
 
@@ -34,7 +39,7 @@ func env(t *testing.T) (home string) {
 
 func publish(t *testing.T, repo, state string, pid int) statusline.Document {
 	t.Helper()
-	d := statusline.Compose(statusline.Fixtures()[state])
+	d := statusline.Compose(statuslinetest.Fixtures()[state])
 	d.PID = pid
 	d.Repo = repo
 	if err := statusline.Write(statusline.Dir(repo), d); err != nil {
@@ -54,7 +59,7 @@ func run(args ...string) (code int, out string, ok bool) {
 func TestStatusPrintsWhatRenderGives(t *testing.T) {
 	env(t)
 	repo := t.TempDir()
-	for state := range statusline.Fixtures() {
+	for state := range statuslinetest.Fixtures() {
 		d := publish(t, repo, state, os.Getpid())
 		for _, f := range LineFormats {
 			for _, now := range []time.Time{d.UpdatedAt, d.UpdatedAt.Add(time.Hour)} { // fresh; old but alive
@@ -212,7 +217,7 @@ func TestClean(t *testing.T) {
 }
 
 func FuzzScanHeader(f *testing.F) {
-	d := statusline.Compose(statusline.Fixtures()[statusline.StateWarn])
+	d := statusline.Compose(statuslinetest.Fixtures()[statusline.StateWarn])
 	b, _ := json.MarshalIndent(d, "", "  ")
 	f.Add(b)
 	f.Add([]byte("{\n  \"version\": 1,\n  \"pid\": -3,\n  \"updated_at\": \"2026-11-30T14:32:05.5+01:00\"\n}\n"))

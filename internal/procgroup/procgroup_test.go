@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // alive reports whether the process whose pid is in file still runs.
@@ -28,11 +30,7 @@ func alive(t *testing.T, file string) bool {
 
 func waitGone(t *testing.T, file string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); alive(t, file); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a child of the command outlived it")
-		}
-	}
+	testutil.WaitFor(t, "the command's child to be gone with it", 10*time.Second, func() bool { return !alive(t, file) }, nil)
 }
 
 func TestRun(t *testing.T) {

@@ -37,6 +37,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -450,7 +453,19 @@ type Temp struct {
 	done   func()
 	f      *os.File // nil for a symlink or once closed
 	ended  bool
+	nosync bool      // Close skips the fsync (NoSync)
+	mtime  time.Time // set on the file by Close when not zero (SetModTime)
 }
+
+// NoSync makes Close, and so Commit, skip the fsync: for a cache of what can be rebuilt, or
+// for a writer that makes many files durable at once (sleep's apply flushes the file system
+// once before its commit). Readers still see the old file or the new one, never a part.
+func (tm *Temp) NoSync() { tm.nosync = true }
+
+// SetModTime makes Close set the file's modification (and access) time to t, to the
+// microsecond, before it is renamed into place: through the open file, so a symlink put at
+// the temp name is never followed.
+func (tm *Temp) SetModTime(t time.Time) { tm.mtime = t }
 
 // CreateTemp creates a temp file for rel (O_CREAT|O_EXCL|O_NOFOLLOW, mode
 // perm) in rel's verified parent directory, which must exist.
@@ -537,7 +552,7 @@ func (tm *Temp) ReadFrom(r io.Reader) (int64, error) {
 	return n, nil
 }
 
-// Close fsyncs and closes the temp file, keeping it for Commit: a checkout
+// Close fsyncs (unless NoSync) and closes the temp file, keeping it for Commit: a checkout
 // writes and closes every file before it moves the branch, then commits
 // them all.
 func (tm *Temp) Close() error {
@@ -546,7 +561,13 @@ func (tm *Temp) Close() error {
 	}
 	f := tm.f
 	tm.f = nil
-	err := f.Sync()
+	var err error
+	if !tm.mtime.IsZero() {
+		err = setModTime(f, tm.mtime)
+	}
+	if !tm.nosync && err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -779,4 +800,13 @@ func (t *Tree) OpenFile(rel string, flag int, perm fs.FileMode) (*os.File, error
 		return nil, perr("open", rel, err)
 	}
 	return f, nil
+}
+
+// setModTime sets f's access and modification times to t (futimes on the descriptor).
+func setModTime(f *os.File, t time.Time) error {
+	tv := unix.NsecToTimeval(t.UnixNano())
+	if err := unix.Futimes(int(f.Fd()), []unix.Timeval{tv, tv}); err != nil {
+		return &fs.PathError{Op: "chtimes", Path: f.Name(), Err: err}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // setup makes base/{tree,outside}: tree holds a real dir, links inside and
@@ -349,5 +350,31 @@ func TestLinkAndOpenFile(t *testing.T) {
 	}
 	if got := snapshot(t, filepath.Join(base, "outside")); got != before {
 		t.Fatal("outside changed")
+	}
+}
+
+// NoSync and SetModTime: the file lands under its name with the content and the time asked
+// for (to the microsecond), and no temp file is left beside it.
+func TestTempNoSyncModTime(t *testing.T) {
+	base, tr := setup(t)
+	mt := time.Date(2026, 11, 30, 3, 0, 0, 123456000, time.UTC)
+	tm, err := tr.CreateTemp("real/cache", 0o600)
+	must(t, err)
+	tm.NoSync()
+	tm.SetModTime(mt)
+	_, err = tm.Write([]byte("c"))
+	must(t, err)
+	must(t, tm.Commit())
+	fi, err := os.Lstat(filepath.Join(base, "tree", "real", "cache"))
+	must(t, err)
+	if !fi.Mode().IsRegular() || !fi.ModTime().Equal(mt) {
+		t.Fatalf("cache: %v %v, want a regular file at %v", fi.Mode(), fi.ModTime(), mt)
+	}
+	ents, err := os.ReadDir(filepath.Join(base, "tree", "real"))
+	must(t, err)
+	for _, e := range ents {
+		if IsTempName(e.Name()) {
+			t.Errorf("temp file left: %s", e.Name())
+		}
 	}
 }

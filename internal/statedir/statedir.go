@@ -5,8 +5,6 @@
 package statedir
 
 import (
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,14 @@ import (
 
 	"github.com/memd-dev/memd/internal/safefs"
 )
+
+// Name is the state directory's name inside a repo's git dir: <repo>/.git/memd. The one
+// spelling (memd.StateDirName is this; internal/fastpath, which imports only what os does,
+// keeps a copy its tests hold to it).
+const Name = "memd"
+
+// Of is repo's state directory.
+func Of(repo string) string { return filepath.Join(repo, ".git", Name) }
 
 // Dir is one opened state directory. Close it when done.
 type Dir struct {
@@ -54,6 +60,19 @@ func Open(stateDir string) (*Dir, error) {
 	return &Dir{tree: t, rel: rel, abs: abs}, nil
 }
 
+// Create is Open and Ensure: the state dir opened for writes, made (0700) if missing.
+func Create(stateDir string) (*Dir, error) {
+	d, err := Open(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Ensure(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
 // Close releases the directory handles.
 func (d *Dir) Close() error {
 	if d.r != nil {
@@ -64,8 +83,7 @@ func (d *Dir) Close() error {
 
 // openRoot opens the state dir itself as an os.Root whose identity is checked against what
 // safefs lstat'ed through a parent chain without symlinks: a handle on the verified
-// directory, for the few operations safefs has no form of (an in-place open, a write that
-// need not be fsynced).
+// directory, for what safefs has no form of (an in-place open).
 func (d *Dir) openRoot() (*os.Root, error) {
 	if d.r != nil {
 		return d.r, nil
@@ -89,63 +107,34 @@ func (d *Dir) openRoot() (*os.Root, error) {
 	return r, nil
 }
 
-// WriteCache writes name atomically for readers (a safefs-named temp file created
-// O_CREAT|O_EXCL|O_NOFOLLOW in the verified directory, renamed over name) but without the
-// fsyncs: for caches of what can be rebuilt (status lines, sleep's parse cache and idle
-// record), where eight fsyncs per publish would cost the owner tens of milliseconds on a
-// slow disk. write streams the content; a non-zero mtime is set before the rename.
-// (safefs.Temp always fsyncs; this goes once it has a form that does not.)
-func (d *Dir) WriteCache(name string, perm fs.FileMode, mtime time.Time, write func(w io.Writer) error) (err error) {
-	p := filepath.Join(d.abs, name)
-	r, err := d.openRoot()
-	if err != nil {
-		return err
-	}
-	var f *os.File
-	var tmp string
-	for range 8 {
-		tmp = tempName()
-		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			_ = r.Remove(tmp)
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if !mtime.IsZero() {
-		if err = r.Chtimes(tmp, mtime, mtime); err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
-		}
-	}
-	if fi, lerr := r.Lstat(name); lerr == nil && fi.IsDir() {
-		err = fmt.Errorf("write %s: %w", p, syscall.EISDIR)
-		return err
-	}
-	if err = r.Rename(tmp, name); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	return nil
+// WriteCache writes name atomically for readers (safefs.Temp, renamed over name) but without
+// the fsync (Temp.NoSync): for caches of what can be rebuilt (status lines, sleep's parse
+// cache and idle record), where eight fsyncs per publish would cost the owner tens of
+// milliseconds on a slow disk. write streams the content; a non-zero mtime is set before the
+// rename.
+func (d *Dir) WriteCache(name string, perm fs.FileMode, mtime time.Time, write func(w io.Writer) error) error {
+	return d.write(name, perm, mtime, false, write)
 }
 
-// tempName is a name safefs.IsTempName accepts: sweepers and ignore rules treat it as
-// theirs.
-func tempName() string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	return safefs.TempPrefix + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(b[:]) + safefs.TempSuffix
+// write is the one atomic write of the state dir: safefs.Temp, fsynced when durable, its
+// modification time set to mtime unless zero, renamed over name.
+func (d *Dir) write(name string, perm fs.FileMode, mtime time.Time, durable bool, write func(w io.Writer) error) error {
+	tm, err := d.CreateTemp(name, perm)
+	if err != nil {
+		return err
+	}
+	if !durable {
+		tm.NoSync()
+	}
+	tm.SetModTime(mtime)
+	if err := write(tm); err != nil {
+		tm.Abort()
+		return fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
+	}
+	if err := tm.Commit(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
+	}
+	return nil
 }
 
 // Path is the state directory's absolute path.
@@ -176,10 +165,13 @@ func (d *Dir) Ensure() error {
 
 // WriteFile writes name atomically and durably (temp file, fsync, rename), mode perm.
 func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	if err := d.tree.WriteFileAtomic(d.Rel(name), data, perm); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
-	}
-	return nil
+	return d.WriteFileAt(name, data, perm, time.Time{})
+}
+
+// WriteFileAt is WriteFile with the file's modification time set to mtime before it appears
+// under its name (zero: left as written).
+func (d *Dir) WriteFileAt(name string, data []byte, perm fs.FileMode, mtime time.Time) error {
+	return d.write(name, perm, mtime, true, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
 // CreateTemp starts an atomic write of name (safefs.Temp: Commit renames it into place).

@@ -106,3 +106,24 @@ func TestStateDirLinkRefused(t *testing.T) {
 		})
 	}
 }
+
+// WriteFileAt: durable, and the file carries the time asked for when it appears.
+func TestWriteFileAtSetsModTime(t *testing.T) {
+	repo := t.TempDir()
+	sd, err := Create(Of(repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	mt := time.Date(2026, 11, 30, 14, 32, 5, 0, time.UTC)
+	if err := sd.WriteFileAt("status.json", []byte("{}\n"), 0o600, mt); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(repo, ".git", Name, "status.json"))
+	if err != nil || !fi.ModTime().Equal(mt) || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("status.json: %v %v, want mode 0600 at %v", fi, err, mt)
+	}
+	if dir, err := os.Stat(Of(repo)); err != nil || dir.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir: %v %v, want 0700", dir, err)
+	}
+}

@@ -28,10 +28,7 @@ func ownGroup(t testing.TB, cmd *exec.Cmd) {
 		}
 		pgid := cmd.Process.Pid
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) && syscall.Kill(-pgid, 0) == nil {
-			time.Sleep(20 * time.Millisecond)
-		}
+		Poll(10*time.Second, func() bool { return syscall.Kill(-pgid, 0) != nil })
 	})
 }
 
@@ -77,19 +74,15 @@ func StartCDP(t testing.TB, ctx context.Context, chrome, url string) *CDP {
 		TargetInfos []struct{ TargetID, Type, URL string } `json:"targetInfos"`
 	}
 	var target string
-	deadline := time.Now().Add(30 * time.Second)
-	for target == "" && time.Now().Before(deadline) {
+	if !Poll(30*time.Second, func() bool {
 		c.Call(t, "Target.getTargets", nil, &targets)
 		for _, ti := range targets.TargetInfos {
 			if ti.Type == "page" && strings.HasPrefix(ti.URL, url) {
 				target = ti.TargetID
 			}
 		}
-		if target == "" {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if target == "" {
+		return target != ""
+	}) {
 		t.Fatalf("no page target for %s: %+v", url, targets)
 	}
 	var att struct {
@@ -159,29 +152,19 @@ func (c *CDP) Eval(t testing.TB, js string) string {
 // WaitEval polls js until it evaluates to want, failing the test after timeout.
 func (c *CDP) WaitEval(t testing.TB, js, want string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var got string
-	for time.Now().Before(deadline) {
-		if got = c.Eval(t, js); got == want {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !Poll(timeout, func() bool { got = c.Eval(t, js); return got == want }) {
+		t.Fatalf("%s = %q, want %q", js, got, want)
 	}
-	t.Fatalf("%s = %q, want %q", js, got, want)
 }
 
 // WaitEvalContains polls js until its value contains want, failing the test after timeout.
 func (c *CDP) WaitEvalContains(t testing.TB, js, want string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var got string
-	for time.Now().Before(deadline) {
-		if got = c.Eval(t, js); strings.Contains(got, want) {
-			return got
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !Poll(timeout, func() bool { got = c.Eval(t, js); return strings.Contains(got, want) }) {
+		t.Fatalf("%s = %q, want it to contain %q", js, got, want)
 	}
-	t.Fatalf("%s = %q, want it to contain %q", js, got, want)
 	return got
 }
 

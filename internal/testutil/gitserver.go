@@ -86,11 +86,7 @@ func (s *GitHTTPServer) Start() {
 	// The old socket may linger a moment after Stop.
 	var ln net.Listener
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if ln, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
+	Poll(10*time.Second, func() bool { ln, err = net.Listen("tcp", addr); return err == nil })
 	if err != nil {
 		s.t.Fatalf("listen %s: %v", addr, err)
 	}

@@ -2,6 +2,7 @@ package statusline
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -62,6 +63,23 @@ type Facts struct {
 // yellow after the change, `error:` red then the message in the default colour, busy and
 // "no change" faint, the clock faint.
 func Compose(f Facts) Document {
+	d := documentOf(f)
+	var short []string
+	d.Warnings, short = warnings(f)
+	d.State = stateOf(f, d)
+	clock := Part{Text: " · " + f.Now.Format("15:04"), Kind: KindDim}
+	parts := append(append([]Part{{Text: "memd: "}}, headParts(f, d, short)...), clock)
+	d.Summary = Summary{Text: joinText(parts), Parts: parts}
+	if d.Detail == "" {
+		d.Detail = defaultDetail(f, d)
+	}
+	d.Sections = []Section{sidebar(d, parts[1:])}
+	return d
+}
+
+// documentOf is the document's copy of the facts: cleaned, times in UTC, maps and slices
+// copied (never nil).
+func documentOf(f Facts) Document {
 	d := Document{
 		Version:   Version,
 		UpdatedAt: f.Now.UTC().Truncate(time.Second),
@@ -73,7 +91,6 @@ func Compose(f Facts) Document {
 		Pending:   f.Pending,
 		Inbox:     f.Inbox,
 		Error:     clean(f.Error),
-		Warnings:  []string{},
 
 		TaskInbox:      f.TaskInbox,
 		Memories:       copyCounts(f.Memories),
@@ -93,17 +110,17 @@ func Compose(f Facts) Document {
 		d.LastPush = &p
 	}
 	if f.LastSleep != nil {
-		s := SleepInfo{At: f.LastSleep.At.UTC(), Counts: map[string]int{}}
-		for k, v := range f.LastSleep.Counts {
-			s.Counts[k] = v
-		}
-		d.LastSleep = &s
+		d.LastSleep = &SleepInfo{At: f.LastSleep.At.UTC(), Counts: copyCounts(f.LastSleep.Counts)}
 	}
+	return d
+}
 
-	// Warnings: the long form goes to the document, the short form to the line.
-	var short []string
-	warn := func(long, brief string) {
-		d.Warnings = append(d.Warnings, long)
+// warnings are what needs a look: the long form for the document, the short form for the
+// line.
+func warnings(f Facts) (long, short []string) {
+	long = []string{}
+	warn := func(l, brief string) {
+		long = append(long, l)
 		short = append(short, brief)
 	}
 	if n := f.Conflicts; n > 0 {
@@ -133,64 +150,62 @@ func Compose(f Facts) Document {
 	for _, x := range f.Extra {
 		warn(clean(x), clean(x))
 	}
+	return long, short
+}
 
-	// State: what is happening now first, then what went wrong, then what needs a look.
+// stateOf is what is happening now first, then what went wrong, then what needs a look.
+func stateOf(f Facts, d Document) string {
 	switch {
 	case f.Busy || f.Activity != "":
-		d.State = StateBusy
+		return StateBusy
 	case d.Error != "":
-		d.State = StateError
+		return StateError
 	case f.Conflicts > 0:
-		d.State = StateConflict
+		return StateConflict
 	case f.Offline:
-		d.State = StateOffline
+		return StateOffline
 	case len(d.Warnings) > 0:
-		d.State = StateWarn
-	default:
-		d.State = StateOK
+		return StateWarn
 	}
+	return StateOK
+}
 
-	var head []Part
+// headParts is the line after "memd: " and before the clock, for d's state.
+func headParts(f Facts, d Document, short []string) []Part {
 	switch d.State {
 	case StateBusy:
 		what := clean(f.Activity)
 		if what == "" {
 			what = d.Detail
 		}
-		head = []Part{{Text: busyText(what), Kind: KindDim}}
+		return []Part{{Text: busyText(what), Kind: KindDim}}
 	case StateError:
-		head = []Part{{Text: "error:", Kind: KindError}, {Text: " " + d.Error}}
+		return []Part{{Text: "error:", Kind: KindError}, {Text: " " + d.Error}}
 	case StateOffline:
-		head = append(changeParts(d.LastCommit), Part{Text: " "}, Part{Text: offlineText(f.Ahead), Kind: KindWarn})
-	default:
-		head = changeParts(d.LastCommit)
-		if f.Behind > 0 {
-			head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("↓%d", f.Behind), Kind: KindWarn})
-		}
-		if f.Pending > 0 {
-			head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
-		}
-		for i, s := range short {
-			// After a change "+2 1 refused" (seed: changeParts); after "no change" a comma
-			// (seed: noChangeParts), and between warnings a comma.
-			sep := ", "
-			if i == 0 && d.LastCommit != nil && len(head) == 1 {
-				sep = " "
-			}
-			head = append(head, Part{Text: sep}, Part{Text: s, Kind: KindWarn})
-		}
+		return append(changeParts(d.LastCommit), Part{Text: " "}, Part{Text: offlineText(f.Ahead), Kind: KindWarn})
 	}
-	clock := Part{Text: " · " + f.Now.Format("15:04"), Kind: KindDim}
-	parts := append(append([]Part{{Text: "memd: "}}, head...), clock)
-	d.Summary = Summary{Text: joinText(parts), Parts: parts}
-
-	if d.Detail == "" {
-		d.Detail = defaultDetail(f, d)
+	head := changeParts(d.LastCommit)
+	if f.Behind > 0 {
+		head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("↓%d", f.Behind), Kind: KindWarn})
 	}
+	if f.Pending > 0 {
+		head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
+	}
+	for i, s := range short {
+		// After a change "+2 1 refused" (seed: changeParts); after "no change" a comma
+		// (seed: noChangeParts), and between warnings a comma.
+		sep := ", "
+		if i == 0 && d.LastCommit != nil && len(head) == 1 {
+			sep = " "
+		}
+		head = append(head, Part{Text: sep}, Part{Text: s, Kind: KindWarn})
+	}
+	return head
+}
 
-	// The sidebar section: the state line without the "memd: " front (the title says whose
-	// it is), then the detail faint, then each warning yellow.
-	state := parts[1:]
+// sidebar is the mod's section: the state line without the "memd: " front (the title says
+// whose it is), then the detail faint, then each warning yellow.
+func sidebar(d Document, state []Part) Section {
 	lines := []Line{{Text: joinText(state), Parts: state}}
 	if d.Detail != "" {
 		lines = append(lines, Line{Text: d.Detail, Kind: KindDim})
@@ -198,8 +213,7 @@ func Compose(f Facts) Document {
 	for _, w := range d.Warnings {
 		lines = append(lines, Line{Text: w, Kind: KindWarn})
 	}
-	d.Sections = []Section{{Consumer: "memd", Key: "sync", Title: "memory repo", Until: "session", Order: 20, Lines: lines}}
-	return d
+	return Section{Consumer: "memd", Key: "sync", Title: "memory repo", Until: "session", Order: 20, Lines: lines}
 }
 
 // changeParts is the last commit as `+A ~M -D` in green, or a faint "no change".
@@ -328,11 +342,10 @@ func clean(s string) string {
 	return b.String()
 }
 
+// copyCounts is maps.Clone, but never nil: the document's maps are {} when empty.
 func copyCounts(m map[string]int) map[string]int {
 	c := make(map[string]int, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
+	maps.Copy(c, m)
 	return c
 }
 

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
-	"time"
 
 	"github.com/memd-dev/memd/internal/boundedfile"
 	"github.com/memd-dev/memd/internal/statedir"
@@ -20,7 +18,7 @@ const FileName = "status.json"
 // Dir is the state directory of a repo (docs/ARCHITECTURE.md §6). Paths here use package path, not
 // path/filepath: memd runs on Unix only, and path/filepath would make the fast path of
 // `memd status` wait for many other packages' inits (see internal/fastpath).
-func Dir(repo string) string { return path.Join(repo, ".git", "memd") }
+func Dir(repo string) string { return path.Join(repo, ".git", statedir.Name) }
 
 // Write publishes the document: status.<format> for every line format, then status.json,
 // each written atomically (temp file, fsync, rename), mode 0600, in a 0700 directory. A
@@ -35,14 +33,11 @@ func Dir(repo string) string { return path.Join(repo, ".git", "memd") }
 // Everything goes through internal/statedir: a symlinked .git/memd is refused, and a symlink
 // at a file's name is replaced by the rename, never written through.
 func Write(stateDir string, d Document) error {
-	sd, err := statedir.Open(stateDir)
+	sd, err := statedir.Create(stateDir)
 	if err != nil {
 		return err
 	}
 	defer sd.Close()
-	if err := sd.Ensure(); err != nil {
-		return err
-	}
 	// The line files are rendered as of the document's own time: a reader that cats them
 	// gets what the daemon said then.
 	alive := func(int) bool { return true }
@@ -67,7 +62,7 @@ func Write(stateDir string, d Document) error {
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	return writeAtomic(sd, FileName, append(b, '\n'), d.UpdatedAt)
+	return sd.WriteFileAt(FileName, append(b, '\n'), 0o600, d.UpdatedAt)
 }
 
 // MaxDocument bounds what Read reads of status.json; the daemon's is a few KiB.
@@ -99,32 +94,6 @@ func Parse(name string, b []byte) (*Document, error) {
 		return nil, fmt.Errorf("%s: %w: version %d (this memd reads version %d)", name, ErrBadDocument, d.Version, Version)
 	}
 	return &d, nil
-}
-
-// writeAtomic writes name in the state dir (temp file, fsync, rename), mode 0600, its
-// modification time set to mtime before it appears under its name.
-func writeAtomic(sd *statedir.Dir, name string, data []byte, mtime time.Time) error {
-	tmp, err := sd.CreateTemp(name, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Abort()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		tmp.Abort()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	// The temp file is ours (created O_EXCL|O_NOFOLLOW under a random name just now).
-	if err := os.Chtimes(path.Join(sd.Tree().Root(), tmp.Path()), mtime, mtime); err != nil {
-		tmp.Abort()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := tmp.Commit(); err != nil {
-		return fmt.Errorf("write %s: %w", path.Join(sd.Path(), name), err)
-	}
-	return nil
 }
 
 // ReadAt is a convenience for readers: Read of the repo's state directory.

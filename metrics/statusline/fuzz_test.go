@@ -1,9 +1,12 @@
-package statusline
+package statusline_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 // FuzzParseRender: whatever sits in status.json, Parse either refuses it with ErrBadDocument or
@@ -12,20 +15,20 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzParseRender -fuzztime 60s ./metrics/statusline/
 func FuzzParseRender(f *testing.F) {
-	for _, facts := range Fixtures() {
-		b, _ := json.Marshal(Compose(facts))
+	for _, facts := range statuslinetest.Fixtures() {
+		b, _ := json.Marshal(statusline.Compose(facts))
 		f.Add(b)
 	}
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`{"version":1,"summary":{"text":"a\nb","parts":[{"text":"\u001b[31mx","kind":"bogus"}]},"sections":[{"lines":[{"text":"%{F#fff}"}]}]}`))
 	f.Add([]byte(`{"version":1,"state":"error","error":"x|y #[fg=red] <b>"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := Parse("fuzz", data)
+		d, err := statusline.Parse("fuzz", data)
 		if err != nil {
 			return
 		}
-		for _, format := range Formats {
-			out, err := Render(d, format, FixtureNow, func(int) bool { return true })
+		for _, format := range statusline.Formats {
+			out, err := statusline.Render(d, format, statuslinetest.Now, func(int) bool { return true })
 			if err != nil {
 				t.Fatalf("%s: %v", format, err)
 			}

@@ -1,4 +1,4 @@
-package statusline
+package statusline_test
 
 import (
 	"encoding/json"
@@ -9,19 +9,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 func TestComposeMatchesDesignExample(t *testing.T) {
-	d := Compose(Fixtures()[StateOK])
-	want := []Part{{Text: "memd: "}, {Text: "+2 ~1", Kind: KindOK}, {Text: " · 14:32", Kind: KindDim}}
+	d := statusline.Compose(statuslinetest.Fixtures()[statusline.StateOK])
+	want := []statusline.Part{{Text: "memd: "}, {Text: "+2 ~1", Kind: statusline.KindOK}, {Text: " · 14:32", Kind: statusline.KindDim}}
 	if d.Summary.Text != "memd: +2 ~1 · 14:32" || !reflect.DeepEqual(d.Summary.Parts, want) {
 		t.Fatalf("summary = %+v", d.Summary)
 	}
-	if d.State != StateOK || d.Version != 1 || d.PID != 4242 || d.Detail != "committed 3 files, pushed to origin/main" {
+	if d.State != statusline.StateOK || d.Version != 1 || d.PID != 4242 || d.Detail != "committed 3 files, pushed to origin/main" {
 		t.Fatalf("doc = %+v", d)
 	}
 	s := d.Sections[0]
-	if s.Consumer != "memd" || s.Key != "sync" || s.Until != "session" || s.Order != 20 || s.Lines[0].Text != "+2 ~1 · 14:32" || s.Lines[1].Kind != KindDim {
+	if s.Consumer != "memd" || s.Key != "sync" || s.Until != "session" || s.Order != 20 || s.Lines[0].Text != "+2 ~1 · 14:32" || s.Lines[1].Kind != statusline.KindDim {
 		t.Fatalf("section = %+v", s)
 	}
 	// JSON field names and order are the contract.
@@ -36,51 +39,51 @@ func TestComposeMatchesDesignExample(t *testing.T) {
 }
 
 func TestComposeStates(t *testing.T) {
-	for state, f := range Fixtures() {
-		if got := Compose(f).State; got != state {
+	for state, f := range statuslinetest.Fixtures() {
+		if got := statusline.Compose(f).State; got != state {
 			t.Errorf("fixture %s composes state %s", state, got)
 		}
 	}
 	// The error front is red, the message default colour (seed: errorParts).
-	d := Compose(Fixtures()[StateError])
-	if p := d.Summary.Parts; p[1] != (Part{Text: "error:", Kind: KindError}) || p[2].Kind != KindNone || !strings.HasPrefix(p[2].Text, " push origin/main") {
+	d := statusline.Compose(statuslinetest.Fixtures()[statusline.StateError])
+	if p := d.Summary.Parts; p[1] != (statusline.Part{Text: "error:", Kind: statusline.KindError}) || p[2].Kind != statusline.KindNone || !strings.HasPrefix(p[2].Text, " push origin/main") {
 		t.Errorf("error parts = %+v", p)
 	}
 	// Busy is faint with an ellipsis and takes precedence over an old error.
-	f := Fixtures()[StateError]
+	f := statuslinetest.Fixtures()[statusline.StateError]
 	f.Busy, f.Detail = true, "syncing"
-	if d := Compose(f); d.State != StateBusy || d.Summary.Parts[1] != (Part{Text: "syncing…", Kind: KindDim}) {
+	if d := statusline.Compose(f); d.State != statusline.StateBusy || d.Summary.Parts[1] != (statusline.Part{Text: "syncing…", Kind: statusline.KindDim}) {
 		t.Errorf("busy = %+v", d.Summary)
 	}
 	// No commit yet reads "no change", faint.
-	f = Fixtures()[StateOK]
+	f = statuslinetest.Fixtures()[statusline.StateOK]
 	f.LastCommit, f.LastPush = nil, nil
-	if d := Compose(f); d.Summary.Text != "memd: no change · 14:32" || d.Summary.Parts[1].Kind != KindDim || d.Detail != "nothing committed yet" {
+	if d := statusline.Compose(f); d.Summary.Text != "memd: no change · 14:32" || d.Summary.Parts[1].Kind != statusline.KindDim || d.Detail != "nothing committed yet" {
 		t.Errorf("no change = %+v %q", d.Summary, d.Detail)
 	}
 	// Thresholds: at 20 no warning, at 21 one.
-	f = Fixtures()[StateOK]
+	f = statuslinetest.Fixtures()[statusline.StateOK]
 	f.Inbox = 20
-	if d := Compose(f); d.State != StateOK || len(d.Warnings) != 0 {
+	if d := statusline.Compose(f); d.State != statusline.StateOK || len(d.Warnings) != 0 {
 		t.Errorf("inbox 20 warns: %v", d.Warnings)
 	}
 	f.Inbox = 21
-	if d := Compose(f); d.State != StateWarn || d.Warnings[0] != "inbox 21 (over 20)" || !strings.Contains(d.Summary.Text, "inbox 21") {
+	if d := statusline.Compose(f); d.State != statusline.StateWarn || d.Warnings[0] != "inbox 21 (over 20)" || !strings.Contains(d.Summary.Text, "inbox 21") {
 		t.Errorf("inbox 21: %v %q", d.Warnings, d.Summary.Text)
 	}
 }
 
 func TestComposeCleansControlCharacters(t *testing.T) {
-	f := Fixtures()[StateError]
+	f := statuslinetest.Fixtures()[statusline.StateError]
 	f.Error = "bad\nthing\x1b[31m here\r"
-	d := Compose(f)
+	d := statusline.Compose(f)
 	if strings.ContainsAny(d.Summary.Text, "\n\r\x1b") || d.Error != "bad thing[31m here " {
 		t.Fatalf("not cleaned: %q / %q", d.Summary.Text, d.Error)
 	}
 	// A hand-written document with control characters still renders one line.
 	d.Summary.Parts[2].Text = "x\ny"
-	for _, f := range LineFormats {
-		out, err := Render(&d, f, FixtureNow, nil)
+	for _, f := range statusline.LineFormats {
+		out, err := statusline.Render(&d, f, statuslinetest.Now, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,11 +95,11 @@ func TestComposeCleansControlCharacters(t *testing.T) {
 
 func TestWriteRead(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo", ".git", "memd")
-	d := Compose(Fixtures()[StateWarn])
-	if err := Write(dir, d); err != nil {
+	d := statusline.Compose(statuslinetest.Fixtures()[statusline.StateWarn])
+	if err := statusline.Write(dir, d); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(dir)
+	got, err := statusline.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +110,7 @@ func TestWriteRead(t *testing.T) {
 	if fi.Mode().Perm() != 0o700 {
 		t.Errorf("dir mode %v", fi.Mode().Perm())
 	}
-	for _, f := range append([]string{"json"}, LineFormats...) {
+	for _, f := range append([]string{"json"}, statusline.LineFormats...) {
 		p := filepath.Join(dir, "status."+f)
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -125,7 +128,7 @@ func TestWriteRead(t *testing.T) {
 			continue
 		}
 		b, _ := os.ReadFile(p)
-		want, _ := Render(&d, f, d.UpdatedAt, nil)
+		want, _ := statusline.Render(&d, f, d.UpdatedAt, nil)
 		if strings.TrimSuffix(string(b), "\n") != strings.TrimSuffix(want, "\n") {
 			t.Errorf("%s = %q, want %q", p, b, want)
 		}
@@ -139,12 +142,12 @@ func TestWriteRead(t *testing.T) {
 	}
 	// A second write replaces, and the mode of an existing lax directory is tightened.
 	_ = os.Chmod(dir, 0o755)
-	d2 := Compose(Fixtures()[StateOK])
-	if err := Write(dir, d2); err != nil {
+	d2 := statusline.Compose(statuslinetest.Fixtures()[statusline.StateOK])
+	if err := statusline.Write(dir, d2); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = Read(dir)
-	if got.State != StateOK {
+	got, _ = statusline.Read(dir)
+	if got.State != statusline.StateOK {
 		t.Errorf("state after rewrite %s", got.State)
 	}
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
@@ -154,16 +157,16 @@ func TestWriteRead(t *testing.T) {
 
 func TestReadErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Read(dir); !errors.Is(err, ErrNoDocument) {
+	if _, err := statusline.Read(dir); !errors.Is(err, statusline.ErrNoDocument) {
 		t.Fatalf("missing: %v", err)
 	}
-	p := filepath.Join(dir, FileName)
+	p := filepath.Join(dir, statusline.FileName)
 	os.WriteFile(p, []byte("{not json"), 0o600)
-	if _, err := Read(dir); !errors.Is(err, ErrBadDocument) || !strings.Contains(err.Error(), p) {
+	if _, err := statusline.Read(dir); !errors.Is(err, statusline.ErrBadDocument) || !strings.Contains(err.Error(), p) {
 		t.Fatalf("bad json: %v", err)
 	}
 	os.WriteFile(p, []byte(`{"version":2}`), 0o600)
-	if _, err := Read(dir); !errors.Is(err, ErrBadDocument) || !strings.Contains(err.Error(), "version 2") {
+	if _, err := statusline.Read(dir); !errors.Is(err, statusline.ErrBadDocument) || !strings.Contains(err.Error(), "version 2") {
 		t.Fatalf("version 2: %v", err)
 	}
 }
@@ -171,69 +174,69 @@ func TestReadErrors(t *testing.T) {
 func TestShow(t *testing.T) {
 	repo := t.TempDir()
 	// No document: not started, no error.
-	out, err := Show(repo, "plain", FixtureNow, nil)
+	out, err := statusline.Show(repo, "plain", statuslinetest.Now, nil)
 	if err != nil || out != "memd: not started" {
 		t.Fatalf("missing: %q %v", out, err)
 	}
 	// A fresh document with a dead pid still shows (the daemon may just have exited).
-	d := Compose(Fixtures()[StateOK])
-	if err := Write(Dir(repo), d); err != nil {
+	d := statusline.Compose(statuslinetest.Fixtures()[statusline.StateOK])
+	if err := statusline.Write(statusline.Dir(repo), d); err != nil {
 		t.Fatal(err)
 	}
 	dead := func(int) bool { return false }
 	alive := func(int) bool { return true }
-	if out, _ := Show(repo, "plain", FixtureNow.Add(StaleAfter), dead); out != "memd: +2 ~1 · 14:32" {
+	if out, _ := statusline.Show(repo, "plain", statuslinetest.Now.Add(statusline.StaleAfter), dead); out != "memd: +2 ~1 · 14:32" {
 		t.Errorf("fresh, dead pid: %q", out)
 	}
 	// Old and dead: not running. Old and alive (an idle daemon): the document.
-	if out, _ := Show(repo, "plain", FixtureNow.Add(StaleAfter+time.Second), dead); out != "memd: not running" {
+	if out, _ := statusline.Show(repo, "plain", statuslinetest.Now.Add(statusline.StaleAfter+time.Second), dead); out != "memd: not running" {
 		t.Errorf("stale: %q", out)
 	}
-	if out, _ := Show(repo, "plain", FixtureNow.Add(time.Hour), alive); out != "memd: +2 ~1 · 14:32" {
+	if out, _ := statusline.Show(repo, "plain", statuslinetest.Now.Add(time.Hour), alive); out != "memd: +2 ~1 · 14:32" {
 		t.Errorf("old, alive: %q", out)
 	}
 	// The real process table: this test's own pid is alive, pid 0 never is.
 	d.PID = os.Getpid()
-	Write(Dir(repo), d)
-	if out, _ := Show(repo, "plain", FixtureNow.Add(time.Hour), nil); out != "memd: +2 ~1 · 14:32" {
+	statusline.Write(statusline.Dir(repo), d)
+	if out, _ := statusline.Show(repo, "plain", statuslinetest.Now.Add(time.Hour), nil); out != "memd: +2 ~1 · 14:32" {
 		t.Errorf("own pid: %q", out)
 	}
-	if PIDAlive(0) || !PIDAlive(os.Getpid()) {
+	if statusline.PIDAlive(0) || !statusline.PIDAlive(os.Getpid()) {
 		t.Error("PIDAlive")
 	}
 	// Unreadable: an error line and the error.
-	os.WriteFile(filepath.Join(Dir(repo), FileName), []byte("garbage"), 0o600)
-	out, err = Show(repo, "plain", FixtureNow, nil)
-	if !errors.Is(err, ErrBadDocument) || out != "memd: error: unreadable status.json" {
+	os.WriteFile(filepath.Join(statusline.Dir(repo), statusline.FileName), []byte("garbage"), 0o600)
+	out, err = statusline.Show(repo, "plain", statuslinetest.Now, nil)
+	if !errors.Is(err, statusline.ErrBadDocument) || out != "memd: error: unreadable status.json" {
 		t.Errorf("bad: %q %v", out, err)
 	}
-	out, _ = Show(repo, "waybar", FixtureNow, nil)
+	out, _ = statusline.Show(repo, "waybar", statuslinetest.Now, nil)
 	if !strings.Contains(out, `"class":"error"`) {
 		t.Errorf("bad waybar: %s", out)
 	}
 	// Unknown format.
-	if _, err := Show(repo, "html", FixtureNow, nil); !errors.Is(err, ErrUnknownFormat) {
+	if _, err := statusline.Show(repo, "html", statuslinetest.Now, nil); !errors.Is(err, statusline.ErrUnknownFormat) {
 		t.Errorf("unknown format: %v", err)
 	}
 }
 
 func TestEscaping(t *testing.T) {
-	f := Fixtures()[StateError]
+	f := statuslinetest.Fixtures()[statusline.StateError]
 	f.Error = "50%{F#fff} #[fg=red] a|b <i>&"
-	d := Compose(f)
-	tm, _ := Render(&d, "tmux", FixtureNow, nil)
+	d := statusline.Compose(f)
+	tm, _ := statusline.Render(&d, "tmux", statuslinetest.Now, nil)
 	if !strings.Contains(tm, "##[fg=red]") {
 		t.Errorf("tmux: %q", tm)
 	}
-	pb, _ := Render(&d, "polybar", FixtureNow, nil)
+	pb, _ := statusline.Render(&d, "polybar", statuslinetest.Now, nil)
 	if strings.Contains(pb, "50%{F#fff}") {
 		t.Errorf("polybar: %q", pb)
 	}
-	wb, _ := Render(&d, "waybar", FixtureNow, nil)
+	wb, _ := statusline.Render(&d, "waybar", statuslinetest.Now, nil)
 	if !strings.Contains(wb, "&lt;i&gt;&amp;") {
 		t.Errorf("waybar: %q", wb)
 	}
-	sw, _ := Render(&d, "swiftbar", FixtureNow, nil)
+	sw, _ := statusline.Render(&d, "swiftbar", statuslinetest.Now, nil)
 	first := strings.SplitN(sw, "\n", 2)[0]
 	if strings.Count(first, "|") != 1 { // only the color= separator
 		t.Errorf("swiftbar: %q", first)
@@ -241,24 +244,24 @@ func TestEscaping(t *testing.T) {
 }
 
 func TestComposeNoChangeWithWarnings(t *testing.T) {
-	f := Fixtures()[StateWarn]
+	f := statuslinetest.Fixtures()[statusline.StateWarn]
 	f.LastCommit = nil
-	d := Compose(f)
+	d := statusline.Compose(f)
 	if d.Summary.Text != "memd: no change, inbox 23, tasks 12, 1 MEMORY.md over cap · 14:32" {
 		t.Errorf("summary %q", d.Summary.Text)
 	}
-	f.LastCommit = &CommitInfo{Added: 1}
+	f.LastCommit = &statusline.CommitInfo{Added: 1}
 	f.Pending = 2
-	if d := Compose(f); d.Summary.Text != "memd: +1 2 pending, inbox 23, tasks 12, 1 MEMORY.md over cap · 14:32" {
+	if d := statusline.Compose(f); d.Summary.Text != "memd: +1 2 pending, inbox 23, tasks 12, 1 MEMORY.md over cap · 14:32" {
 		t.Errorf("summary %q", d.Summary.Text)
 	}
 }
 
 func TestComposeActivity(t *testing.T) {
-	f := Fixtures()[StateOK]
+	f := statuslinetest.Fixtures()[statusline.StateOK]
 	f.Activity, f.Detail = "syncing", "committed 3 files"
-	d := Compose(f)
-	if d.State != StateBusy || d.Summary.Text != "memd: syncing… · 14:32" || d.Detail != "committed 3 files" {
+	d := statusline.Compose(f)
+	if d.State != statusline.StateBusy || d.Summary.Text != "memd: syncing… · 14:32" || d.Detail != "committed 3 files" {
 		t.Fatalf("activity: %q %q %q", d.State, d.Summary.Text, d.Detail)
 	}
 	if l := d.Sections[0].Lines; l[0].Text != "syncing… · 14:32" || l[1].Text != "committed 3 files" {
@@ -270,32 +273,32 @@ func TestComposeActivity(t *testing.T) {
 // document's additions are copied, bounded and cleaned (events: the newest MaxEvents; commit
 // hours: exactly HoursKept; nil maps and slices as empty ones).
 func TestInfoKindAndAdditions(t *testing.T) {
-	p := []Part{{Text: "sleep:", Kind: KindInfo}}
-	if got := ansi(p); got != "\x1b[34msleep:\x1b[0m" {
+	p := []statusline.Part{{Text: "sleep:", Kind: statusline.KindInfo}}
+	if got := statusline.ANSI(p); got != "\x1b[34msleep:\x1b[0m" {
 		t.Errorf("ansi info = %q", got)
 	}
-	if got := tmux(p); got != "#[fg=blue]sleep:#[default]" {
+	if got := statusline.Tmux(p); got != "#[fg=blue]sleep:#[default]" {
 		t.Errorf("tmux info = %q", got)
 	}
-	if got := polybar(p); got != "%{F#4078f2}sleep:%{F-}" {
+	if got := statusline.Polybar(p); got != "%{F#4078f2}sleep:%{F-}" {
 		t.Errorf("polybar info = %q", got)
 	}
-	var evs []Event
-	for i := 1; i <= MaxEvents+5; i++ {
-		evs = append(evs, Event{ID: uint64(i), Kind: KindInfo, Text: "a\nb\x1b[31m", Parts: []Part{{Text: "a\nb\x1b[31m"}}})
+	var evs []statusline.Event
+	for i := 1; i <= statusline.MaxEvents+5; i++ {
+		evs = append(evs, statusline.Event{ID: uint64(i), Kind: statusline.KindInfo, Text: "a\nb\x1b[31m", Parts: []statusline.Part{{Text: "a\nb\x1b[31m"}}})
 	}
-	d := Compose(Facts{Now: FixtureNow, Events: evs, CommitsPerHour: make([]int, 30)})
-	if len(d.Events) != MaxEvents || d.Events[0].ID != 6 || d.Events[0].Text != "a b[31m" || d.Events[0].Parts[0].Text != "a b[31m" {
+	d := statusline.Compose(statusline.Facts{Now: statuslinetest.Now, Events: evs, CommitsPerHour: make([]int, 30)})
+	if len(d.Events) != statusline.MaxEvents || d.Events[0].ID != 6 || d.Events[0].Text != "a b[31m" || d.Events[0].Parts[0].Text != "a b[31m" {
 		t.Errorf("events = %d, first %+v", len(d.Events), d.Events[0])
 	}
 	evs[len(evs)-1].Text = "changed"
-	if d.Events[MaxEvents-1].Text == "changed" {
+	if d.Events[statusline.MaxEvents-1].Text == "changed" {
 		t.Error("events are not copied")
 	}
-	if len(d.CommitsPerHour) != HoursKept || d.Memories == nil || d.LedgerNotes == nil || d.ConflictCopies == nil {
+	if len(d.CommitsPerHour) != statusline.HoursKept || d.Memories == nil || d.LedgerNotes == nil || d.ConflictCopies == nil {
 		t.Errorf("additions = %+v", d)
 	}
-	b, _ := json.Marshal(Compose(Facts{Now: FixtureNow}))
+	b, _ := json.Marshal(statusline.Compose(statusline.Facts{Now: statuslinetest.Now}))
 	for _, k := range []string{`"task_inbox":0`, `"memories":{}`, `"arcs":0`, `"ledger_notes":{}`, `"conflict_copies":[]`, `"commits_per_hour":[0,`, `"events":[]`} {
 		if !strings.Contains(string(b), k) {
 			t.Errorf("json lacks %s: %s", k, b)
@@ -316,12 +319,12 @@ func TestCommandUnreadableDocumentErrorsOnce(t *testing.T) {
 			if err := os.MkdirAll(state, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			p := filepath.Join(state, FileName)
+			p := filepath.Join(state, statusline.FileName)
 			if err := make(p); err != nil {
 				t.Fatal(err)
 			}
 			var out, errb strings.Builder
-			if code := Command(repo, "plain", time.Now(), strings.NewReader(""), &out, &errb); code != 0 {
+			if code := statusline.Command(repo, "plain", time.Now(), strings.NewReader(""), &out, &errb); code != 0 {
 				t.Errorf("exit %d", code)
 			}
 			if out.String() != "memd: error: unreadable status.json\n" {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A tree with one of each thing the table counts: a WalkDir walker, a recursive ReadDir
+// walker, a walk of the git dir, a long function, a copied literal, a poll helper in a test,
+// a hand-written contains; and a test file and a bench/ program that product figures skip.
+func TestTableCountsEachKind(t *testing.T) {
+	dir := t.TempDir()
+	long := "func long() {\n" + strings.Repeat("\t_ = 1\n", 85) + "}\n"
+	files := map[string]string{
+		"go.mod": "module x\n",
+		"a/a.go": `package a
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+const lock = ".memory.lock"
+
+func walk(root string) { _ = filepath.WalkDir(root, func(string, fs.DirEntry, error) error { return nil }) }
+
+func rec(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			rec(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+type repo struct{ gitDir string }
+
+func (r *repo) refs() {
+	root := filepath.Join(r.gitDir, "refs")
+	_ = filepath.WalkDir(root, func(string, fs.DirEntry, error) error { return nil })
+}
+
+func contains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+` + long,
+		"b/b.go": "package b\n\nvar name = \".memory.lock\"\n",
+		"b/b_test.go": `package b
+
+import "time"
+
+func waitUntil(cond func() bool) {
+	deadline := time.Now().Add(time.Second)
+	for !cond() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+var inTest = ".memory.lock"
+`,
+		"bench/x/main.go": "package main\n\nvar lock = \".memory.lock\"\n\nfunc main() {}\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	if err := run(&out, dir, 80); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"## Tree walkers: 2 of the work tree, 1 of the git dir",
+		"- a/a.go:11 walk", "- a/a.go:13 rec", "- (git dir) a/a.go:24 repo.refs",
+		"| lock file `\".memory.lock\"` | 2 | a/a.go:9, b/b.go:3 |",
+		"| poll helper (sleep loop against a deadline) | 1 | b/b_test.go waitUntil |",
+		"| hand-written slices/maps helper (contains, inList, equal, sortedKeys) | 1 | a/a.go contains |",
+		"## Functions over 80 lines (product code): 1", "- 87 a/a.go long",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+}
