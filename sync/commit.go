@@ -2,7 +2,6 @@ package sync
 
 import (
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/klauspost/compress/zlib"
 )
 
 // Incremental commit (DESIGN §3). Cost grows with the number of given paths
@@ -116,6 +116,7 @@ func newTreeCacheHot(st storer.EncodedObjectStorer, hot map[plumbing.Hash]*treeV
 type treeView struct {
 	entries []object.TreeEntry
 	byName  map[string]int
+	z       *packedTree // a big tree memd wrote: its bytes and compressed pieces (treez.go)
 }
 
 func newTreeView(entries []object.TreeEntry) *treeView {
@@ -933,16 +934,9 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 		}
 		return plumbing.ZeroHash, true, nil
 	}
-	// The encoding is garbage once written (hashed and compressed): pooled, so a commit in
-	// a 40k-file directory does not leave a 2 MB buffer behind each time.
-	bp := treeBufPool.Get().(*[]byte)
-	*bp = appendTree((*bp)[:0], entries)
-	h, err := s.objs.write(plumbing.TreeObject, *bp)
-	if cap(*bp) <= 8<<20 {
-		treeBufPool.Put(bp)
-	}
+	h, z, err := s.objs.writeTree(entries, btv)
 	if err == nil && s.written != nil {
-		s.written[prefix] = hotTree{h, &treeView{entries: entries}}
+		s.written[prefix] = hotTree{h, &treeView{entries: entries, z: z}}
 	}
 	return h, false, err
 }

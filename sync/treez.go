@@ -1,0 +1,211 @@
+package sync
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/adler32"
+	"os"
+	"path/filepath"
+	gosync "sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/klauspost/compress/flate"
+)
+
+// Big trees, compressed in pieces (docs/ARCHITECTURE.md §3, "big directories"). A commit
+// in a directory of 24k files rewrites its whole tree object (2.1 MB in the 100k demo):
+// git's format has no delta for loose objects. Hashing it is cheap (SHA-1 with the CPU's
+// instructions, ~1 ms); compressing it is not (zlib at best speed, ~10 ms of CPU). So a
+// tree of packMin bytes or more is compressed as a run of independent deflate pieces of
+// ~treeChunk raw bytes each, every piece made by a fresh compressor and ended with a sync
+// flush (byte-aligned, no back-reference into an earlier piece: the way pigz joins
+// blocks). The result is one ordinary zlib stream (git, go-git and zlib read it like any
+// other). memd keeps the pieces of the trees it wrote (Repo.hot), and the next commit in
+// that directory reuses every piece whose raw bytes are unchanged, found from both ends,
+// and compresses only what lies between: one piece for a one-file change. The adler-32
+// trailer is combined from the pieces' sums. What stays O(directory) is SHA-1 over the
+// tree, a compare of the old and new bytes, and writing the file.
+
+const (
+	packMin   = 128 << 10 // trees at least this big are written in pieces
+	treeChunk = 32 << 10  // raw bytes per piece
+)
+
+// packedTree is a tree object's content and its compressed pieces, in order.
+type packedTree struct {
+	raw    []byte
+	chunks []zchunk
+}
+
+// zchunk is one piece: n raw bytes, their adler-32, and their deflate bytes (sync-flushed,
+// not final). z is never modified once made, so trees share it.
+type zchunk struct {
+	n     int
+	adler uint32
+	z     []byte
+}
+
+var flatePool = gosync.Pool{New: func() any {
+	fw, _ := flate.NewWriter(nil, flate.BestSpeed)
+	return fw
+}}
+
+// deflatePiece compresses raw on its own, ending in a sync flush.
+func deflatePiece(raw []byte) zchunk {
+	var buf bytes.Buffer
+	buf.Grow(len(raw)/2 + 64)
+	fw := flatePool.Get().(*flate.Writer)
+	fw.Reset(&buf)
+	_, _ = fw.Write(raw) // a bytes.Buffer does not fail
+	_ = fw.Flush()
+	flatePool.Put(fw)
+	return zchunk{n: len(raw), adler: adler32.Checksum(raw), z: buf.Bytes()}
+}
+
+// packPieces compresses raw[off:end] as pieces of about treeChunk bytes.
+func packPieces(out []zchunk, raw []byte, off, end int) []zchunk {
+	m := end - off
+	if m <= 0 {
+		return out
+	}
+	k := max(1, (m+treeChunk/2)/treeChunk)
+	for i := range k {
+		out = append(out, deflatePiece(raw[off+m*i/k:off+m*(i+1)/k]))
+	}
+	return out
+}
+
+// packTree splits raw into pieces, reusing base's pieces (nil: none) whose bytes are
+// unchanged at the start and at the end of raw.
+func packTree(raw []byte, base *packedTree) *packedTree {
+	pt := &packedTree{raw: raw}
+	if base == nil {
+		pt.chunks = packPieces(nil, raw, 0, len(raw))
+		return pt
+	}
+	old := base.raw
+	i, off := 0, 0 // the unchanged head: base.chunks[:i], raw[:off]
+	for i < len(base.chunks) {
+		n := base.chunks[i].n
+		if off+n > len(raw) || !bytes.Equal(old[off:off+n], raw[off:off+n]) {
+			break
+		}
+		off += n
+		i++
+	}
+	j, endOld, endNew := len(base.chunks), len(old), len(raw) // the unchanged tail: base.chunks[j:]
+	for j > i {
+		n := base.chunks[j-1].n
+		if endNew-n < off || !bytes.Equal(old[endOld-n:endOld], raw[endNew-n:endNew]) {
+			break
+		}
+		endOld, endNew = endOld-n, endNew-n
+		j--
+	}
+	pt.chunks = make([]zchunk, 0, len(base.chunks)+2)
+	pt.chunks = append(pt.chunks, base.chunks[:i]...)
+	pt.chunks = packPieces(pt.chunks, raw, off, endNew)
+	pt.chunks = append(pt.chunks, base.chunks[j:]...)
+	return pt
+}
+
+// adler32Combine is the adler-32 of A+B from adler-32 a of A, b of B and len(B) (zlib's
+// adler32_combine).
+func adler32Combine(a, b uint32, lenB int) uint32 {
+	const base = 65521
+	rem := uint64(lenB % base)
+	s1 := uint64(a & 0xffff)
+	s2 := rem * s1 % base
+	s1 += uint64(b&0xffff) + base - 1
+	s2 += uint64(a>>16) + uint64(b>>16) + base - rem
+	if s1 >= base {
+		s1 -= base
+	}
+	if s1 >= base {
+		s1 -= base
+	}
+	if s2 >= 2*base {
+		s2 -= 2 * base
+	}
+	if s2 >= base {
+		s2 -= base
+	}
+	return uint32(s1 | s2<<16)
+}
+
+// appendZlibPieces appends the zlib stream of hdr+pt.raw to b: the zlib header, hdr as
+// a stored block, the pieces, an empty final block and the combined adler-32.
+func appendZlibPieces(b, hdr []byte, pt *packedTree) []byte {
+	b = append(b, 0x78, 0x01) // deflate, 32K window, fastest (as zlib level 1 writes it)
+	n := len(hdr)
+	b = append(b, 0x00, byte(n), byte(n>>8), ^byte(n), ^byte(n>>8)) // stored, not final
+	b = append(b, hdr...)
+	sum := adler32.Checksum(hdr)
+	for _, c := range pt.chunks {
+		b = append(b, c.z...)
+		sum = adler32Combine(sum, c.adler, c.n)
+	}
+	b = append(b, 0x03, 0x00) // an empty final block (fixed Huffman: just end-of-block)
+	return binary.BigEndian.AppendUint32(b, sum)
+}
+
+// writeTreePacked stores a tree of packMin bytes or more (see packedTree), reusing base's
+// pieces, and returns its id and pieces for the next commit. Durable only after flush.
+func (b *objectBatch) writeTreePacked(raw []byte, base *packedTree) (plumbing.Hash, *packedTree, error) {
+	h := hashObject(plumbing.TreeObject, raw)
+	pt := packTree(raw, base)
+	if b.has(h) {
+		return h, pt, nil
+	}
+	final := b.objectPath(h)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return h, nil, fmt.Errorf("write object %s: %w", h, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(final), "tmp_obj_memd_")
+	if err != nil {
+		return h, nil, fmt.Errorf("write object %s: %w", h, err)
+	}
+	bp := treeBufPool.Get().(*[]byte) // garbage once written, as in rebuild
+	*bp = appendZlibPieces((*bp)[:0], objectHeader(plumbing.TreeObject, int64(len(raw))), pt)
+	_, err = f.Write(*bp)
+	if cap(*bp) <= 8<<20 {
+		treeBufPool.Put(bp)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return h, nil, fmt.Errorf("write object %s: %w", h, err)
+	}
+	b.seen[h] = true
+	b.pending = append(b.pending, pendingObject{tmp: f.Name(), final: final})
+	return h, pt, nil
+}
+
+// writeTree encodes and stores the tree es; base is the tree it was made from (nil: none),
+// whose pieces a big tree reuses. Returns the pieces of a big tree (nil for a small one).
+func (b *objectBatch) writeTree(es []object.TreeEntry, base *treeView) (plumbing.Hash, *packedTree, error) {
+	n := 0
+	for _, e := range es {
+		n += len(e.Name) + 28
+	}
+	if n >= packMin {
+		var bz *packedTree
+		if base != nil {
+			bz = base.z
+		}
+		// Kept (the next commit's base), so not pooled.
+		return b.writeTreePacked(appendTree(make([]byte, 0, n), es), bz)
+	}
+	// The encoding is garbage once written (hashed and compressed): pooled.
+	bp := treeBufPool.Get().(*[]byte)
+	*bp = appendTree((*bp)[:0], es)
+	h, err := b.write(plumbing.TreeObject, *bp)
+	if cap(*bp) <= 8<<20 {
+		treeBufPool.Put(bp)
+	}
+	return h, nil, err
+}

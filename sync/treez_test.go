@@ -1,0 +1,212 @@
+package sync
+
+import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"hash/adler32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+func TestAdler32Combine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		b := make([]byte, rng.IntN(200000))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		if round%3 == 0 {
+			for i := range b {
+				b[i] = 0xff // the sums' largest values
+			}
+		}
+		cut := 0
+		if len(b) > 0 {
+			cut = rng.IntN(len(b) + 1)
+		}
+		got := adler32Combine(adler32.Checksum(b[:cut]), adler32.Checksum(b[cut:]), len(b)-cut)
+		if want := adler32.Checksum(b); got != want {
+			t.Fatalf("round %d (len %d, cut %d): combined %08x, want %08x", round, len(b), cut, got, want)
+		}
+	}
+}
+
+// inflatePieces decompresses the zlib stream of a packed tree with Go's own reader (which
+// checks the adler-32) and compares it with what it must hold.
+func inflatePieces(t *testing.T, pt *packedTree) {
+	t.Helper()
+	hdr := objectHeader(plumbing.TreeObject, int64(len(pt.raw)))
+	zr, err := zlib.NewReader(bytes.NewReader(appendZlibPieces(nil, hdr, pt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("inflate: %v", err)
+	}
+	if !bytes.Equal(got, append(hdr, pt.raw...)) {
+		t.Fatalf("inflated %d bytes, not the %d of the tree", len(got), len(hdr)+len(pt.raw))
+	}
+}
+
+// A change recompresses only the pieces it touches; the rest are the base's, shared.
+func TestPackTreeReusesUnchangedPieces(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	raw := make([]byte, 600<<10)
+	for i := range raw {
+		raw[i] = "abcdefgh0123\x00"[rng.IntN(13)]
+	}
+	base := packTree(raw, nil)
+	inflatePieces(t, base)
+	for round := range 40 {
+		nw := bytes.Clone(base.raw)
+		at := rng.IntN(len(nw))
+		switch round % 3 {
+		case 0: // modify in place
+			nw[at] ^= 0x55
+		case 1: // insert
+			nw = append(nw[:at], append([]byte("inserted entry\x00"), nw[at:]...)...)
+		case 2: // delete
+			nw = append(nw[:at], nw[min(len(nw), at+90):]...)
+		}
+		pt := packTree(nw, base)
+		inflatePieces(t, pt)
+		shared := map[*byte]bool{}
+		for _, c := range base.chunks {
+			shared[&c.z[0]] = true
+		}
+		fresh := 0
+		for _, c := range pt.chunks {
+			if !shared[&c.z[0]] {
+				fresh++
+			}
+		}
+		if fresh > 2 {
+			t.Fatalf("round %d: %d of %d pieces recompressed for one change", round, fresh, len(pt.chunks))
+		}
+		base = pt
+	}
+}
+
+// A directory big enough to be written in pieces, changed commit after commit in the ways
+// a tree's order can trip on ("a" vs "a.b" vs "a/", first and last entries, a file
+// replaced by a directory, changes far apart, shrinking below packMin and growing back):
+// every tree is the one git makes of the same entries (git mktree), git fsck is clean,
+// and the directory's tree is kept in pieces for the next commit.
+func TestBigTreePiecesMatchGit(t *testing.T) {
+	dir := newGitDir(t)
+	const n = 2200 // ~200 KB of tree
+	name := func(i int) string {
+		return fmt.Sprintf("big/2024%04d-a-memory-with-a-long-descriptive-file-name-%d.html", i/10, i)
+	}
+	for i := range n {
+		writeFile(t, dir, name(i), fmt.Sprintf("m%d\n", i))
+	}
+	for _, p := range []string{"big/a", "big/a.b", "big/a-b", "big/a0"} {
+		writeFile(t, dir, p, p+"\n")
+	}
+	runGit(t, dir, "add", "-A")
+	runGit(t, dir, "commit", "-q", "-m", "init")
+	r := openTest(t, dir, testOptions())
+
+	check := func(step string) {
+		t.Helper()
+		want := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD:big"))
+		ls := runGit(t, dir, "ls-tree", "HEAD:big")
+		cmd := exec.Command("git", "mktree")
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, gitEnv(), strings.NewReader(ls)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: git mktree: %v", step, err)
+		}
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Fatalf("%s: memd's tree of big/ is %s, git mktree makes %s of the same entries", step, want, got)
+		}
+		runGit(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress")
+	}
+	commit := func(step string, paths ...string) {
+		t.Helper()
+		abs := make([]string, len(paths))
+		for i, p := range paths {
+			abs[i] = filepath.Join(dir, filepath.FromSlash(p))
+		}
+		res, err := r.CommitPaths(abs)
+		if err != nil || res.Hash == "" {
+			t.Fatalf("%s: commit %v: %+v, %v", step, paths, res, err)
+		}
+		check(step)
+	}
+	pieces := func(step string) *packedTree {
+		t.Helper()
+		h := r.hotDirs["big"]
+		tv := r.hot[h]
+		if tv == nil || tv.z == nil {
+			t.Fatalf("%s: big/'s tree is not kept in pieces", step)
+		}
+		return tv.z
+	}
+	edit := func(p, s string) { writeFile(t, dir, p, s) }
+
+	edit(name(n/2), "changed\n")
+	commit("modify, cold", name(n/2))
+	before := pieces("modify, cold")
+	edit(name(n/2+1), "changed\n")
+	commit("modify, hot", name(n/2+1))
+	after := pieces("modify, hot")
+	if same := samePieces(before, after); same < len(after.chunks)-2 {
+		t.Fatalf("one-file change reused %d of %d pieces", same, len(after.chunks))
+	}
+
+	_ = os.Remove(filepath.Join(dir, "big", "a"))
+	edit("big/a/x", "a dir\n")
+	commit("file a replaced by directory a/", "big/a")
+	edit("big/0000-first.html", "first\n")
+	edit("big/zzzz-last.html", "last\n")
+	edit(name(7), "far apart 1\n")
+	edit(name(n-7), "far apart 2\n")
+	commit("first, last and far apart", "big/0000-first.html", "big/zzzz-last.html", name(7), name(n-7))
+	_ = os.Remove(filepath.Join(dir, "big", "a.b"))
+	edit("big/a.b/y", "now a directory too\n")
+	commit("a.b replaced by a directory", "big/a.b")
+	_ = os.Remove(filepath.Join(dir, filepath.FromSlash(name(100))))
+	commit("delete", name(100))
+	pieces("delete")
+
+	// Shrink below packMin (written whole), then grow back (in pieces again).
+	var gone []string
+	for i := 200; i < 1800; i++ {
+		_ = os.Remove(filepath.Join(dir, filepath.FromSlash(name(i))))
+		gone = append(gone, name(i))
+	}
+	commit("shrink", gone...)
+	for _, p := range gone {
+		edit(p, "back\n")
+	}
+	commit("grow back", gone...)
+	pieces("grow back")
+	edit(name(1000), "after regrowth\n")
+	commit("modify after regrowth", name(1000))
+}
+
+// samePieces counts the pieces of b shared with a.
+func samePieces(a, b *packedTree) int {
+	shared := map[*byte]bool{}
+	for _, c := range a.chunks {
+		shared[&c.z[0]] = true
+	}
+	same := 0
+	for _, c := range b.chunks {
+		if shared[&c.z[0]] {
+			same++
+		}
+	}
+	return same
+}
