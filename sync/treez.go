@@ -2,12 +2,15 @@ package sync
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/adler32"
 	"os"
 	"path/filepath"
+	"slices"
 	gosync "sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -208,4 +211,41 @@ func (b *objectBatch) writeTree(es []object.TreeEntry, base *treeView) (plumbing
 		treeBufPool.Put(bp)
 	}
 	return h, nil, err
+}
+
+// hotClock orders the hot trees by when a commit wrote them.
+var hotClock atomic.Uint64
+
+// evictHot drops the hot trees of directories that this commit (written) did not write,
+// least recently written first, until at most maxHotEntries entries are kept (n: the
+// entries kept now), and returns how many are kept. An agent writes into a few directories
+// again and again: those stay, with their pieces, while one it touched once goes.
+func (r *Repo) evictHot(written map[string]hotTree, n int) int {
+	type dirGen struct {
+		dir string
+		gen uint64
+	}
+	keep := make(map[plumbing.Hash]bool, len(written)) // a tree this commit wrote stays
+	for _, w := range written {
+		keep[w.h] = true
+	}
+	var old []dirGen
+	for dir, h := range r.hotDirs {
+		if _, now := written[dir]; !now {
+			old = append(old, dirGen{dir, r.hot[h].gen})
+		}
+	}
+	slices.SortFunc(old, func(a, b dirGen) int { return cmp.Compare(a.gen, b.gen) })
+	for _, d := range old {
+		if n <= maxHotEntries {
+			break
+		}
+		h := r.hotDirs[d.dir]
+		if tv := r.hot[h]; tv != nil && !keep[h] {
+			n -= len(tv.entries)
+			delete(r.hot, h)
+		}
+		delete(r.hotDirs, d.dir)
+	}
+	return n
 }

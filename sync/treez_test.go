@@ -210,3 +210,34 @@ func samePieces(a, b *packedTree) int {
 	}
 	return same
 }
+
+// Past the budget, the hot trees of the directories written longest ago go first; the
+// ones written again and again stay.
+func TestHotTreesEvictLeastRecentlyWritten(t *testing.T) {
+	dir := newGitDir(t)
+	for _, d := range []string{"d1", "d2", "d3"} {
+		for i := range 100 {
+			writeFile(t, dir, fmt.Sprintf("%s/f%03d", d, i), "x\n")
+		}
+	}
+	runGit(t, dir, "add", "-A")
+	runGit(t, dir, "commit", "-q", "-m", "init")
+	r := openTest(t, dir, testOptions())
+	defer func(m int) { maxHotEntries = m }(maxHotEntries)
+	maxHotEntries = 250 // two of the three directories, and the root
+	for i, d := range []string{"d1", "d2", "d1", "d3"} {
+		writeFile(t, dir, d+"/f000", fmt.Sprintf("change %d\n", i))
+		if _, err := r.CommitPaths([]string{filepath.Join(dir, d, "f000")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for d, want := range map[string]bool{"": true, "d1": true, "d2": false, "d3": true} {
+		h, ok := r.hotDirs[d]
+		if ok && r.hot[h] == nil {
+			ok = false
+		}
+		if ok != want {
+			t.Errorf("directory %q hot = %v, want %v (hot: %v)", d, ok, want, r.hotDirs)
+		}
+	}
+}
