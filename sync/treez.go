@@ -36,16 +36,16 @@ const (
 	treeChunk = 32 << 10  // raw bytes per piece
 )
 
-// packedTree is a tree object's content and its compressed pieces, in order.
+// packedTree is the compressed pieces of a tree object's content, in order. The tree's
+// entries (treeView) say what each piece holds, so no copy of the content is kept.
 type packedTree struct {
-	raw    []byte
 	chunks []zchunk
 }
 
-// zchunk is one piece: n raw bytes, their adler-32, and their deflate bytes (sync-flushed,
-// not final). z is never modified once made, so trees share it.
+// zchunk is one piece: ne entries of n raw bytes, their adler-32, and their deflate bytes
+// (sync-flushed, not final). z is never modified once made, so trees share it.
 type zchunk struct {
-	n     int
+	ne, n int
 	adler uint32
 	z     []byte
 }
@@ -55,62 +55,81 @@ var flatePool = gosync.Pool{New: func() any {
 	return fw
 }}
 
-// deflatePiece compresses raw on its own, ending in a sync flush.
-func deflatePiece(raw []byte) zchunk {
+// deflatePiece compresses raw (ne entries) on its own, ending in a sync flush.
+func deflatePiece(raw []byte, ne int) zchunk {
 	var buf bytes.Buffer
-	buf.Grow(len(raw)/2 + 64)
+	buf.Grow(len(raw)*5/8 + 64)
 	fw := flatePool.Get().(*flate.Writer)
 	fw.Reset(&buf)
 	_, _ = fw.Write(raw) // a bytes.Buffer does not fail
 	_ = fw.Flush()
 	flatePool.Put(fw)
-	return zchunk{n: len(raw), adler: adler32.Checksum(raw), z: buf.Bytes()}
+	z := buf.Bytes()
+	if cap(z) > len(z)+len(z)/4 {
+		z = bytes.Clone(z) // kept: no slack
+	}
+	return zchunk{ne: ne, n: len(raw), adler: adler32.Checksum(raw), z: z}
 }
 
-// packPieces compresses raw[off:end] as pieces of about treeChunk bytes.
-func packPieces(out []zchunk, raw []byte, off, end int) []zchunk {
-	m := end - off
-	if m <= 0 {
+// entrySize is the length of e in a tree object: octal mode, space, name, NUL, id.
+func entrySize(e object.TreeEntry) int {
+	n := 1
+	for m := uint32(e.Mode) >> 3; m > 0; m >>= 3 {
+		n++
+	}
+	return n + 1 + len(e.Name) + 1 + len(e.Hash)
+}
+
+// packPieces compresses es (encoded as raw) as pieces of about treeChunk bytes each, cut
+// between entries.
+func packPieces(out []zchunk, es []object.TreeEntry, raw []byte) []zchunk {
+	if len(es) == 0 {
 		return out
 	}
-	k := max(1, (m+treeChunk/2)/treeChunk)
-	for i := range k {
-		out = append(out, deflatePiece(raw[off+m*i/k:off+m*(i+1)/k]))
+	k := max(1, (len(raw)+treeChunk/2)/treeChunk)
+	target := (len(raw) + k - 1) / k
+	start, off, n := 0, 0, 0
+	for i, e := range es {
+		n += entrySize(e)
+		if n >= target || i == len(es)-1 {
+			out = append(out, deflatePiece(raw[off:off+n], i+1-start))
+			start, off, n = i+1, off+n, 0
+		}
 	}
 	return out
 }
 
-// packTree splits raw into pieces, reusing base's pieces (nil: none) whose bytes are
-// unchanged at the start and at the end of raw.
-func packTree(raw []byte, base *packedTree) *packedTree {
-	pt := &packedTree{raw: raw}
-	if base == nil {
-		pt.chunks = packPieces(nil, raw, 0, len(raw))
+// packTree splits es (encoded as raw) into pieces, reusing the pieces of base (nil: none)
+// whose entries are unchanged at the start and at the end of es.
+func packTree(es []object.TreeEntry, raw []byte, base *treeView) *packedTree {
+	pt := &packedTree{}
+	if base == nil || base.z == nil {
+		pt.chunks = packPieces(nil, es, raw)
 		return pt
 	}
-	old := base.raw
-	i, off := 0, 0 // the unchanged head: base.chunks[:i], raw[:off]
-	for i < len(base.chunks) {
-		n := base.chunks[i].n
-		if off+n > len(raw) || !bytes.Equal(old[off:off+n], raw[off:off+n]) {
+	old, chunks := base.entries, base.z.chunks
+	i, ei, off := 0, 0, 0 // the unchanged head: chunks[:i], es[:ei], raw[:off]
+	for i < len(chunks) {
+		c := chunks[i]
+		if ei+c.ne > len(es) || !slices.Equal(old[ei:ei+c.ne], es[ei:ei+c.ne]) {
 			break
 		}
-		off += n
+		ei, off = ei+c.ne, off+c.n
 		i++
 	}
-	j, endOld, endNew := len(base.chunks), len(old), len(raw) // the unchanged tail: base.chunks[j:]
+	j, eo, en, end := len(chunks), len(old), len(es), len(raw) // the unchanged tail: chunks[j:]
 	for j > i {
-		n := base.chunks[j-1].n
-		if endNew-n < off || !bytes.Equal(old[endOld-n:endOld], raw[endNew-n:endNew]) {
+		c := chunks[j-1]
+		if en-c.ne < ei || !slices.Equal(old[eo-c.ne:eo], es[en-c.ne:en]) {
 			break
 		}
-		endOld, endNew = endOld-n, endNew-n
+		eo, en, end = eo-c.ne, en-c.ne, end-c.n
 		j--
 	}
-	pt.chunks = make([]zchunk, 0, len(base.chunks)+2)
-	pt.chunks = append(pt.chunks, base.chunks[:i]...)
-	pt.chunks = packPieces(pt.chunks, raw, off, endNew)
-	pt.chunks = append(pt.chunks, base.chunks[j:]...)
+	pt.chunks = make([]zchunk, 0, len(chunks)+2)
+	pt.chunks = append(pt.chunks, chunks[:i]...)
+	pt.chunks = packPieces(pt.chunks, es[ei:en], raw[off:end])
+	pt.chunks = append(pt.chunks, chunks[j:]...)
 	return pt
 }
 
@@ -138,7 +157,7 @@ func adler32Combine(a, b uint32, lenB int) uint32 {
 	return uint32(s1 | s2<<16)
 }
 
-// appendZlibPieces appends the zlib stream of hdr+pt.raw to b: the zlib header, hdr as
+// appendZlibPieces appends the zlib stream of hdr and the pieces' content to b: the zlib header, hdr as
 // a stored block, the pieces, an empty final block and the combined adler-32.
 func appendZlibPieces(b, hdr []byte, pt *packedTree) []byte {
 	b = append(b, 0x78, 0x01) // deflate, 32K window, fastest (as zlib level 1 writes it)
@@ -154,11 +173,12 @@ func appendZlibPieces(b, hdr []byte, pt *packedTree) []byte {
 	return binary.BigEndian.AppendUint32(b, sum)
 }
 
-// writeTreePacked stores a tree of packMin bytes or more (see packedTree), reusing base's
-// pieces, and returns its id and pieces for the next commit. Durable only after flush.
-func (b *objectBatch) writeTreePacked(raw []byte, base *packedTree) (plumbing.Hash, *packedTree, error) {
+// writeTreePacked stores the tree es (encoded as raw, packMin bytes or more) in pieces,
+// reusing base's, and returns its id and pieces for the next commit. Durable only after
+// flush.
+func (b *objectBatch) writeTreePacked(es []object.TreeEntry, raw []byte, base *treeView) (plumbing.Hash, *packedTree, error) {
 	h := hashObject(plumbing.TreeObject, raw)
-	pt := packTree(raw, base)
+	pt := packTree(es, raw, base)
 	if b.has(h) {
 		return h, pt, nil
 	}
@@ -191,25 +211,19 @@ func (b *objectBatch) writeTreePacked(raw []byte, base *packedTree) (plumbing.Ha
 // writeTree encodes and stores the tree es; base is the tree it was made from (nil: none),
 // whose pieces a big tree reuses. Returns the pieces of a big tree (nil for a small one).
 func (b *objectBatch) writeTree(es []object.TreeEntry, base *treeView) (plumbing.Hash, *packedTree, error) {
-	n := 0
-	for _, e := range es {
-		n += len(e.Name) + 28
-	}
-	if n >= packMin {
-		var bz *packedTree
-		if base != nil {
-			bz = base.z
-		}
-		// Kept (the next commit's base), so not pooled.
-		return b.writeTreePacked(appendTree(make([]byte, 0, n), es), bz)
-	}
-	// The encoding is garbage once written (hashed and compressed): pooled.
+	// The encoding is garbage once written (hashed and compressed): pooled, so a commit in
+	// a 24k-file directory does not leave a 2 MB buffer behind each time.
 	bp := treeBufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 8<<20 {
+			treeBufPool.Put(bp)
+		}
+	}()
 	*bp = appendTree((*bp)[:0], es)
-	h, err := b.write(plumbing.TreeObject, *bp)
-	if cap(*bp) <= 8<<20 {
-		treeBufPool.Put(bp)
+	if len(*bp) >= packMin {
+		return b.writeTreePacked(es, *bp, base)
 	}
+	h, err := b.write(plumbing.TreeObject, *bp)
 	return h, nil, err
 }
 

@@ -10,10 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 func TestAdler32Combine(t *testing.T) {
@@ -40,10 +43,11 @@ func TestAdler32Combine(t *testing.T) {
 }
 
 // inflatePieces decompresses the zlib stream of a packed tree with Go's own reader (which
-// checks the adler-32) and compares it with what it must hold.
-func inflatePieces(t *testing.T, pt *packedTree) {
+// checks the adler-32) and compares it with the tree object of es.
+func inflatePieces(t *testing.T, es []object.TreeEntry, pt *packedTree) {
 	t.Helper()
-	hdr := objectHeader(plumbing.TreeObject, int64(len(pt.raw)))
+	raw := appendTree(nil, es)
+	hdr := objectHeader(plumbing.TreeObject, int64(len(raw)))
 	zr, err := zlib.NewReader(bytes.NewReader(appendZlibPieces(nil, hdr, pt)))
 	if err != nil {
 		t.Fatal(err)
@@ -52,48 +56,56 @@ func inflatePieces(t *testing.T, pt *packedTree) {
 	if err != nil {
 		t.Fatalf("inflate: %v", err)
 	}
-	if !bytes.Equal(got, append(hdr, pt.raw...)) {
-		t.Fatalf("inflated %d bytes, not the %d of the tree", len(got), len(hdr)+len(pt.raw))
+	if !bytes.Equal(got, append(hdr, raw...)) {
+		t.Fatalf("inflated %d bytes, not the %d of the tree", len(got), len(hdr)+len(raw))
+	}
+	ne := 0
+	for _, c := range pt.chunks {
+		ne += c.ne
+	}
+	if ne != len(es) {
+		t.Fatalf("pieces hold %d entries, the tree %d", ne, len(es))
 	}
 }
 
 // A change recompresses only the pieces it touches; the rest are the base's, shared.
 func TestPackTreeReusesUnchangedPieces(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	raw := make([]byte, 600<<10)
-	for i := range raw {
-		raw[i] = "abcdefgh0123\x00"[rng.IntN(13)]
+	entry := func(i int) object.TreeEntry {
+		e := object.TreeEntry{Name: fmt.Sprintf("2024-%06d-a-memory-file-name.html", i), Mode: filemode.Regular}
+		e.Hash[0], e.Hash[1], e.Hash[19] = byte(i), byte(i>>8), byte(rng.IntN(256))
+		return e
 	}
-	base := packTree(raw, nil)
-	inflatePieces(t, base)
-	for round := range 40 {
-		nw := bytes.Clone(base.raw)
+	var es []object.TreeEntry
+	for i := range 8000 {
+		es = append(es, entry(i*10))
+	}
+	base := &treeView{entries: es}
+	base.z = packTree(es, appendTree(nil, es), nil)
+	inflatePieces(t, es, base.z)
+	for round := range 60 {
+		nw := slices.Clone(base.entries)
 		at := rng.IntN(len(nw))
 		switch round % 3 {
-		case 0: // modify in place
-			nw[at] ^= 0x55
+		case 0: // modify
+			nw[at].Hash[5]++
 		case 1: // insert
-			nw = append(nw[:at], append([]byte("inserted entry\x00"), nw[at:]...)...)
+			nw = slices.Insert(nw, at, entry(rng.IntN(80000)))
 		case 2: // delete
-			nw = append(nw[:at], nw[min(len(nw), at+90):]...)
+			nw = slices.Delete(nw, at, at+1)
 		}
-		pt := packTree(nw, base)
-		inflatePieces(t, pt)
-		shared := map[*byte]bool{}
-		for _, c := range base.chunks {
-			shared[&c.z[0]] = true
-		}
-		fresh := 0
-		for _, c := range pt.chunks {
-			if !shared[&c.z[0]] {
-				fresh++
-			}
-		}
-		if fresh > 2 {
+		pt := packTree(nw, appendTree(nil, nw), base)
+		inflatePieces(t, nw, pt)
+		if fresh := len(pt.chunks) - samePieces(base.z, pt); fresh > 2 {
 			t.Fatalf("round %d: %d of %d pieces recompressed for one change", round, fresh, len(pt.chunks))
 		}
-		base = pt
+		base = &treeView{entries: nw, z: pt}
 	}
+	// Changes far apart: the pieces between them are compressed again (correct, not minimal).
+	nw := slices.Clone(base.entries)
+	nw[0].Hash[3]++
+	nw[len(nw)-1].Hash[3]++
+	inflatePieces(t, nw, packTree(nw, appendTree(nil, nw), base))
 }
 
 // A directory big enough to be written in pieces, changed commit after commit in the ways
@@ -151,6 +163,7 @@ func TestBigTreePiecesMatchGit(t *testing.T) {
 		if tv == nil || tv.z == nil {
 			t.Fatalf("%s: big/'s tree is not kept in pieces", step)
 		}
+		inflatePieces(t, tv.entries, tv.z)
 		return tv.z
 	}
 	edit := func(p, s string) { writeFile(t, dir, p, s) }
