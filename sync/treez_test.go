@@ -254,3 +254,55 @@ func TestHotTreesEvictLeastRecentlyWritten(t *testing.T) {
 		}
 	}
 }
+
+// A full index refresh (at start) decodes every tree of HEAD; the big ones stay hot, in
+// pieces, so the first commit in a big directory after a start reuses them.
+func TestFullRefreshWarmsBigTrees(t *testing.T) {
+	dir := newGitDir(t)
+	for i := range 2200 {
+		writeFile(t, dir, fmt.Sprintf("big/2024-a-memory-with-a-long-descriptive-file-name-%04d.html", i), "x\n")
+	}
+	writeFile(t, dir, "small/a.html", "a\n")
+	runGit(t, dir, "add", "-A")
+	runGit(t, dir, "commit", "-q", "-m", "init")
+	r := openTest(t, dir, testOptions())
+	if err := r.RefreshIndex(); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	h := r.hotDirs["big"]
+	warm := r.hot[h]
+	_, smallHot := r.hotDirs["small"]
+	r.mu.Unlock()
+	if warm == nil || warm.z == nil {
+		t.Fatalf("after a full refresh big/ is not hot in pieces (hot dirs %v)", r.hotDirs)
+	}
+	if smallHot {
+		t.Fatal("a small directory was warmed")
+	}
+	if want := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD:big")); h.String() != want {
+		t.Fatalf("warm tree of big/ is %s, HEAD has %s", h, want)
+	}
+	p := filepath.Join(dir, "big", "2024-a-memory-with-a-long-descriptive-file-name-1100.html")
+	writeFile(t, dir, "big/2024-a-memory-with-a-long-descriptive-file-name-1100.html", "changed\n")
+	if _, err := r.CommitPaths([]string{p}); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	now := r.hot[r.hotDirs["big"]]
+	r.mu.Unlock()
+	if now == nil || now.z == nil || samePieces(warm.z, now.z) < len(now.z.chunks)-2 {
+		t.Fatal("the first commit in big/ did not reuse the warm pieces")
+	}
+	ls := runGit(t, dir, "ls-tree", "HEAD:big")
+	cmd := exec.Command("git", "mktree")
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, gitEnv(), strings.NewReader(ls)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(out)), strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD:big")); got != want {
+		t.Fatalf("memd's tree %s, git mktree %s", want, got)
+	}
+	runGit(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress")
+}
