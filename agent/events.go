@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
-	memsync "github.com/memd-dev/memd/sync"
 )
 
 // eventLog is the status document's `events`: the last metrics.MaxEvents things that
@@ -117,7 +117,7 @@ func (a *Agent) event(kind string, parts ...metrics.Part) {
 // conflictEvents: one event per conflict copy, naming the file and the copy beside it.
 func (a *Agent) conflictEvents(copies []string) {
 	for _, cp := range copies {
-		orig, ok := memsync.ConflictCopyOriginal(cp)
+		orig, ok := memd.ConflictCopyOriginal(cp)
 		if !ok && strings.HasSuffix(cp, ".conflicts.jsonl") {
 			orig, ok = strings.TrimSuffix(cp, ".conflicts.jsonl")+".jsonl", true
 		}

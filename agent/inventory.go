@@ -243,7 +243,7 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 
 // noteCopy remembers rel when it is a conflict copy (a regular file the walk or a commit saw).
 func (v *inventory) noteCopy(rel string) {
-	if _, ok := memsync.ConflictCopyOriginal(rel); ok {
+	if _, ok := memd.ConflictCopyOriginal(rel); ok {
 		v.copies[rel] = struct{}{}
 	}
 }
@@ -493,4 +493,18 @@ func changedFiles(cs []memsync.Change) []string {
 		out = append(out, c.Path)
 	}
 	return out
+}
+
+// setConfig takes a reloaded config (SIGHUP) without a restart: a new expire.soft_grace
+// re-judges the notes at the next snapshot, a new expire.ledger is read in place of the old.
+func (v *inventory) setConfig(cfg memd.Config) {
+	old := v.cfg.Expire
+	v.cfg = cfg
+	if cfg.Expire.SoftGrace != old.SoftGrace {
+		v.lc = ledgerCounts{}
+	}
+	if cfg.Expire.Ledger != old.Ledger {
+		v.ledger, v.ledgerT, v.lc = nil, time.Time{}, ledgerCounts{}
+		v.update(cfg.Repo, []string{cfg.Expire.Ledger})
+	}
 }

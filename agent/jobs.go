@@ -11,12 +11,9 @@ import (
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/watcher"
 )
-
-// maxCASRetries bounds how often a commit is retried when HEAD moved under it (a user's own
-// `git commit` in the repo); each retry re-reads HEAD.
-const maxCASRetries = 5
 
 // doCommit commits the pending paths. The paths are taken before the lock so that changes
 // arriving meanwhile form the next batch; on failure they go back into the set.
@@ -41,28 +38,14 @@ func (a *Agent) doCommit(ctx context.Context) error {
 	return nil
 }
 
-// commitPaths commits under the writer lock with HEAD compare-and-set retries.
+// commitPaths commits through the session (the writer lock while reading, HEAD
+// compare-and-set retries) and notes the commit in the inventory, metrics and status.
 func (a *Agent) commitPaths(ctx context.Context, paths []string, kind string) error {
 	start := time.Now()
 	hook := a.hookStart(memd.HookAfterCommit)
-	var res memsync.CommitResult
-	var err error
-	for i := 0; i < maxCASRetries; i++ {
-		release, lerr := a.acquireLock(ctx)
-		if lerr != nil {
-			err = lerr
-			break
-		}
-		// The lock is released as soon as the paths are read: the fsyncs and the ref move
-		// that follow touch nothing a writer writes.
-		res, err = a.repo.CommitPathsRead(paths, release)
-		release()
-		if !errors.Is(err, memsync.ErrHeadMoved) {
-			break
-		}
-	}
+	res, err := a.sess.CommitPending(ctx, paths)
 	if err != nil {
-		return fmt.Errorf("commit %d paths: %w", len(paths), err)
+		return err
 	}
 	a.inv.update(a.cfg.Repo, paths)
 	if res.Hash == "" {
@@ -141,16 +124,13 @@ func (a *Agent) doSync(ctx context.Context) error {
 	a.setBusy("syncing")
 	before, _ := a.repo.Head()
 	hook := a.hookStart(memd.HookAfterSync)
-	ro := memsync.RemoteOptionsFromConfig(a.cfg)
-	ro.LocalWork = func(fn func() error) error { return a.withLock(ctx, fn) }
 	// Edits in a merge's way are committed like any batch: the lock only while reading.
-	ro.CommitFirst = func(paths []string) error { return a.commitPaths(ctx, paths, "change") }
-	res, err := a.repo.Sync(ctx, ro)
+	res, err := a.sess.SyncOnce(ctx, func(paths []string) error { return a.commitPaths(ctx, paths, "change") })
 	a.metrics.PushAttempts(res.PushAttempts)
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
 	a.hookEnd(hook)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind
-	contention := err != nil && (errors.Is(err, memsync.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced))
+	contention := err != nil && (errors.Is(err, gitremote.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced))
 	if contention {
 		a.contention++
 	} else {
@@ -169,7 +149,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.noteMerge(res, before) // a merge may have happened before the push failed
 		prev := a.st.syncState
 		switch {
-		case errors.Is(err, memsync.ErrOffline):
+		case errors.Is(err, gitremote.ErrOffline):
 			a.st.syncState = metrics.StateOffline
 		default:
 			// The remote answered (auth, unrelated history, a refused push, a
@@ -290,6 +270,8 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	}
 	old := a.cfg
 	a.cfg = cfg
+	a.sess.SetConfig(cfg) // the writer lock's settings, the remote's options
+	a.inv.setConfig(cfg)  // the ledger path and the soft grace behind memd_ledger_notes
 	if ign, err := watcher.NewIgnorer(cfg.Repo, cfg.Watch.Ignore); err == nil {
 		a.ignorer = ign
 		a.repo.SetIgnore(ign.Ignored)
@@ -354,8 +336,8 @@ func plural(n int, word string) string {
 }
 
 func (a *Agent) sleepRunner() *sleep.Runner {
-	return sleep.NewRunner(a.cfg.Repo, a.repo, sleep.Options{
-		Config: a.cfg, Now: a.now, Logger: a.log, Phases: a.cfg.Sleep.Phases, Ignore: a.ignorer.Ignored,
+	return a.sess.SleepRunner(sleep.Options{
+		Phases: a.cfg.Sleep.Phases, Ignore: a.ignorer.Ignored,
 	})
 }
 

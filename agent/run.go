@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -28,7 +28,8 @@ type Agent struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	repo    *memsync.Repo
+	sess    *Session
+	repo    *memsync.Repo // sess.Repo()
 	watch   *watcher.Watcher
 	ignorer *watcher.Ignorer
 	metrics *metrics.Metrics
@@ -43,7 +44,7 @@ type Agent struct {
 	current     atomic.Pointer[jobState]
 
 	st      state // owner-only
-	backoff *memsync.Backoff
+	backoff *gitremote.Backoff
 	// syncWaiting is set while a failed sync waits out its backoff; the backoff timer
 	// clears it and kicks the next attempt.
 	syncWaiting atomic.Bool
@@ -74,19 +75,16 @@ func New(opts Options) (*Agent, error) {
 	}
 	a := &Agent{opts: opts, cfg: opts.Config, log: opts.Logger, now: opts.Now, k: newKicks()}
 	a.current.Store(&jobState{})
-	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
-	if err != nil {
-		return nil, fmt.Errorf("ignore rules: %w", err)
-	}
-	a.ignorer = ign
-	repo, err := memsync.Open(a.cfg.Repo, a.repoOptions(a.cfg))
+	a.metrics = metrics.New(opts.Version)
+	a.hub = metrics.NewHub()
+	// Opening applies the start-up invariants (a crash's merge finished, its half sleep
+	// undone) before anything reads the tree: the inventory, the watcher, the reconcile.
+	sess, err := Open(context.Background(), a.cfg, OpenOptions{Logger: a.log, Now: a.now, Who: "memd", LockHeld: a.metrics.LockHeld})
 	if err != nil {
 		return nil, err
 	}
-	a.repo = repo
-	a.metrics = metrics.New(opts.Version)
-	a.hub = metrics.NewHub()
-	a.backoff = memsync.NewBackoff(time.Second, 10*time.Minute, nil)
+	a.sess, a.repo, a.ignorer = sess, sess.Repo(), sess.Ignorer()
+	a.backoff = gitremote.NewBackoff(time.Second, 10*time.Minute, nil)
 	a.inv = newInventory(a.cfg)
 	// The last document carries the events, commit hours and last sleep of the previous run:
 	// ids go on from there (a reader shows each event once across restarts), and the page
@@ -98,15 +96,9 @@ func New(opts Options) (*Agent, error) {
 			a.st.lastSleep = &sleepInfo{at: s.At, counts: s.Counts}
 		}
 	}
-	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: repo.ChangedPaths,
+	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: a.repo.ChangedPaths,
 		Logger: a.log, Done: a.hookDone})
 	return a, nil
-}
-
-func (a *Agent) repoOptions(cfg memd.Config) memsync.Options {
-	o := memsync.OptionsFromConfig(cfg)
-	o.Logger, o.Now, o.Ignore = a.log, a.now, a.ignorer.Ignored
-	return o
 }
 
 // Kick* let signal handlers and tests ask for a job; they never block.
@@ -114,22 +106,12 @@ func (a *Agent) KickSync()      { kick(a.k.sync) }
 func (a *Agent) KickReconcile() { kick(a.k.reconcile) }
 func (a *Agent) Reload()        { kick(a.k.reload) }
 
-// Run runs the agent until ctx is done, then finishes the running job, commits what is
-// pending and returns nil (SIGTERM is a clean stop, exit 0).
+// Run runs the agent until ctx is done; the running job gets ctx, so its waits end with it
+// (docs/ARCHITECTURE.md §2). Then it commits what is pending and returns nil (SIGTERM is a
+// clean stop, exit 0).
 func (a *Agent) Run(ctx context.Context) error {
-	// A merge killed mid-checkout must be finished before the start-up reconcile, or the
-	// reconcile would commit the not-yet-updated files as reverts of the merge.
-	// One that can be neither finished nor undone never blocks start-up: commits wait
-	// (sync.ErrMergeInProgress) and every sync tries again; the log says why.
-	if done, err := a.repo.FinishInterruptedMerge(); err != nil {
-		a.log.Error("interrupted merge could not be finished; commits wait until it is", "err", err)
-	} else if done {
-		a.log.Warn("finished a merge that was interrupted by a crash")
-	}
-	// Likewise a sleep phase killed mid-apply: undo it from its journal first.
-	if err := a.sleepRunner().Recover(); err != nil {
-		return fmt.Errorf("recover interrupted sleep: %w", err)
-	}
+	// New's Open finished what a crash left (a merge, a half sleep) and clears a stale
+	// index lock in the background.
 	w, err := watcher.New(a.cfg.Repo, watcher.Options{
 		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignore: a.cfg.Watch.Ignore, Logger: a.log,
 	})
@@ -167,17 +149,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Start-up: publish, READY, then reconcile (catches what changed while memd was down),
 	// then sync and the sleep schedule.
 	a.setBusy("starting")
-	// A git or memd killed while holding .git/index.lock leaves it behind, and a memd killed
-	// between a commit and its index refresh leaves the index behind HEAD; either way
-	// `git status` shows committed files as changed until the next commit. Clear a stale
-	// lock (it must be a couple of seconds old, so this can wait: off the start path) and
-	// bring the index up to HEAD.
-	go func() {
-		if err := a.repo.ClearStaleIndexLock(); err != nil {
-			a.log.Warn("index lock at start", "err", err)
-		}
-		a.repo.ScheduleIndexRefresh()
-	}()
 	// The start-up reconcile is the loop's first job, after READY: at 100k files it is a
 	// `git status` of hundreds of ms, and READY should not wait for it. The first sync
 	// and the sleep schedule start after it (startReconciled), so neither runs on a tree
@@ -200,12 +171,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("memd running", "repo", a.cfg.Repo, "version", a.opts.Version)
 
 	for {
+		// A stop is seen before any other ready kick: select picks among ready cases at
+		// random, and each job after the cancel would only fail on its cancelled ctx.
+		if ctx.Err() != nil {
+			return a.shutdown(ctx, stopWatch, watchDone, batchesDone)
+		}
 		select {
 		case <-ctx.Done():
-			return a.shutdown(stopWatch, watchDone, batchesDone)
+			return a.shutdown(ctx, stopWatch, watchDone, batchesDone)
 		case inv := <-invReady:
-			a.runJob("inventory", func(context.Context) error {
+			a.runJob(ctx, "inventory", func(context.Context) error {
 				inv.catchUp(a.cfg.Repo, a.ignorer, a.inv) // what jobs touched while it was built
+				inv.setConfig(a.cfg)                      // it was built with the start-up one
 				a.inv = inv
 				// The build parsed every memory file: at 100k files that is tens of MB of
 				// garbage the heap would keep as RSS. Give it back once, off the owner.
@@ -213,15 +190,15 @@ func (a *Agent) Run(ctx context.Context) error {
 				return nil
 			})
 		case <-a.k.commit:
-			a.runJob("commit", a.doCommit)
+			a.runJob(ctx, "commit", a.doCommit)
 		case <-a.k.reconcile:
-			a.runJob("reconcile", a.doReconcile)
+			a.runJob(ctx, "reconcile", a.doReconcile)
 		case <-a.k.sync:
-			a.runJob("sync", a.doSync)
+			a.runJob(ctx, "sync", a.doSync)
 		case slot := <-a.k.sleep:
-			a.runJob("sleep", func(ctx context.Context) error { return a.doSleep(ctx, slot) })
+			a.runJob(ctx, "sleep", func(ctx context.Context) error { return a.doSleep(ctx, slot) })
 		case <-a.k.reload:
-			a.runJob("reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
+			a.runJob(ctx, "reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
 		case <-a.k.hooks:
 			for _, msg := range a.hookFails.takeFresh() {
 				a.event(metrics.KindWarn, metrics.Part{Text: msg, Kind: metrics.KindWarn})
@@ -267,18 +244,20 @@ func (a *Agent) sleepTrigger(slot time.Time) {
 	}
 }
 
-// runJob runs one job on the owner goroutine and publishes the state after it.
-func (a *Agent) runJob(name string, fn func(ctx context.Context) error) {
+// runJob runs one job on the owner goroutine and publishes the state after it. ctx is Run's:
+// a stop cancels what the job waits on (a fetch, a push, the writer lock, the next op of a
+// sleep apply, which is then undone), so the job ends soon and the stop commits.
+func (a *Agent) runJob(ctx context.Context, name string, fn func(ctx context.Context) error) {
 	a.setJob(name)
 	defer a.setJob("")
-	if err := fn(context.Background()); err != nil {
+	if err := fn(ctx); err != nil {
 		a.log.Error(name+" failed", "err", err)
 	}
 	a.st.busy = ""
 	a.publish()
 }
 
-func (a *Agent) shutdown(stopWatch context.CancelFunc, watchDone, batchesDone chan struct{}) error {
+func (a *Agent) shutdown(ctx context.Context, stopWatch context.CancelFunc, watchDone, batchesDone chan struct{}) error {
 	if n := a.opts.Notifier; n != nil {
 		n.Stopping()
 	}
@@ -296,7 +275,8 @@ func (a *Agent) shutdown(stopWatch context.CancelFunc, watchDone, batchesDone ch
 	} else {
 		a.pending.add(dirty)
 	}
-	a.runJob("commit", a.doCommit)
+	// The last commit is the stop's own work: not cancelled, bounded by lock.timeout.
+	a.runJob(context.WithoutCancel(ctx), "commit", a.doCommit)
 	// Hooks get a short grace (a memhtml index update takes a second), then are killed: a
 	// stop must not wait out hooks.timeout. They run before the repo closes: they read it.
 	a.hooks.Close(hookStopGrace)
@@ -305,7 +285,7 @@ func (a *Agent) shutdown(stopWatch context.CancelFunc, watchDone, batchesDone ch
 		_ = a.server.Shutdown(sctx)
 		cancel()
 	}
-	a.repo.Close()
+	a.sess.Close()
 	a.log.Info("memd stopped")
 	return nil
 }
@@ -319,40 +299,6 @@ func (a *Agent) alive() error {
 		return errors.New("watcher not running")
 	}
 	return nil
-}
-
-// withLock runs fn under the writer lock so a writer holding .memory.lock is never
-// committed mid-write.
-func (a *Agent) withLock(ctx context.Context, fn func() error) error {
-	release, err := a.acquireLock(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return fn()
-}
-
-// acquireLock takes the writer lock; release (idempotent) gives it back and adds the time
-// it was held to memd_writer_lock_held_seconds_total.
-func (a *Agent) acquireLock(ctx context.Context) (release func(), err error) {
-	lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{
-		Timeout: a.cfg.Lock.Timeout.D(), Context: "memd", Logger: a.log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	held := time.Now()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			if err := lk.Release(); err != nil {
-				a.log.Warn("release writer lock", "err", err)
-			}
-			d := time.Since(held)
-			a.metrics.LockHeld(d)
-			a.log.Debug("writer lock released", "held", d)
-		})
-	}, nil
 }
 
 // memoryFloor is the least soft memory limit boundMemory sets.

@@ -54,11 +54,8 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 	var moves []move
 	for _, mp := range s.memPaths() {
 		m := s.mems[mp]
-		why, until := archiveFile(mp, m, env)
+		why := ArchiveReason(mp, m, env.now, env.cfg.Archive.KeepYears, env.cfg.Archive.DoneTasksAfter.D())
 		if why == "" {
-			if !until.IsZero() {
-				p.changesAfter(until)
-			}
 			continue
 		}
 		y := archiveYear(mp, m)
@@ -73,20 +70,6 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-// archiveFile is archive's rule for one memory file (it depends on no other file, which
-// the delta plan relies on): why it moves, or "" and the clock past which it would (zero:
-// none).
-func archiveFile(mp string, m *memd.Memory, env *planEnv) (why string, until time.Time) {
-	doneAfter := env.cfg.Archive.DoneTasksAfter.D()
-	why = ArchiveReason(mp, m, env.now, env.cfg.Archive.KeepYears, doneAfter)
-	// A done task ages into the archive by the clock alone. (The year rule turns with
-	// now.Year(), which the idle fingerprint compares itself.)
-	if why == "" && m.Type == "task" && m.TaskStatus == "done" && !m.UpdatedAt.IsZero() && !(env.now.Sub(m.UpdatedAt) > doneAfter) {
-		until = m.UpdatedAt.Add(doneAfter)
-	}
-	return why, until
 }
 
 // planMoves adds the moves (pure renames) and, in the same plan, the rewrites of what points

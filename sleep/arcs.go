@@ -33,7 +33,6 @@ func groupArcs(s *snapshot, key string) map[arcKey][]memd.ArcEpisode {
 // arcKeysOf appends to out the groups the memory file at mp is a member of (each key once)
 // and returns them with its event date: none unless it is an active episode
 // (memhtml-type episodic, whatever its name) outside archive/ with a known date.
-// Membership depends on the file alone (the delta plan relies on that).
 func arcKeysOf(mp string, m *memd.Memory, key string, out []arcKey) ([]arcKey, time.Time) {
 	if !m.IsEpisode() || m.Status == "archived" || memd.IsArchived(mp) {
 		return out, time.Time{}
@@ -78,9 +77,7 @@ func planArcs(s *snapshot, env *planEnv) (*plan, error) {
 	min := arcsMin(env.cfg)
 	groups := groupArcs(s, env.cfg.Arcs.Key)
 	keys := make([]arcKey, 0, len(groups))
-	p.arcGroups = make(map[arcKey]int, len(groups))
 	for k, eps := range groups {
-		p.arcGroups[k] = len(eps)
 		if len(eps) >= min {
 			keys = append(keys, k)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ const (
 	// coarse filesystem clocks).
 	racyWindow = int64(2 * time.Second)
 )
+
+// retiredStateFiles are caches of earlier versions (the gob parse cache; the idle record and
+// its walk, retired with the idle-run target): removed when the parse cache is saved.
+var retiredStateFiles = []string{oldParseCacheName, "sleep-idle.json", "sleep-idle.walk"}
 
 // contentHash identifies the bytes a cached parse came from.
 type contentHash [16]byte
@@ -310,7 +315,7 @@ func writeParseCache(dir string, saved int64, paths []string, mems map[string]*m
 	if err != nil {
 		return fmt.Errorf("parse cache: %w", err)
 	}
-	_ = removeStateFiles(dir, oldParseCacheName)
+	_ = removeStateFiles(dir, retiredStateFiles...)
 	return nil
 }
 
@@ -364,5 +369,75 @@ func encodeParseCache(w *bufio.Writer, saved int64, paths []string, mems map[str
 	if _, err := w.Write(b); err != nil {
 		return fmt.Errorf("parse cache: %w", err)
 	}
+	return nil
+}
+
+// fromCache takes from the parse cache (nil: none) the parses of the memory files (sorted)
+// whose stat matches and is not racy, and returns the files left to read: those whose stat
+// changed (or is racy) are read and, when their bytes hash as cached, not parsed again (a
+// rename or a touch costs a read, not a parse).
+func (s *snapshot) fromCache(pc *cacheReader, files []treeFile, slab *memSlab) []readJob {
+	var work []readJob
+	for _, f := range files {
+		p, st, have := f.rel, f.st, f.statted
+		var e cacheEntry
+		var cached bool
+		if pc != nil {
+			e, cached = pc.seek(p)
+		}
+		if cached && have && e.st == st && st.stamp() < pc.saved-racyWindow {
+			if m, err := decodeMem(e.payload, slab); err == nil {
+				s.mems[p] = m
+				s.keys[p] = cacheKey{st: st, statted: true, hash: e.hash, hashed: e.hashed}
+				continue
+			}
+		}
+		j := readJob{path: p, st: st, statted: have}
+		if cached && e.hashed {
+			j.cached, j.hash, j.payload = true, e.hash, e.payload
+		}
+		work = append(work, j)
+	}
+	return work
+}
+
+// noteCacheUse records how far the cache (nil: none) lags the walk: read of its files
+// (memory files of the walk) were read past it.
+func (s *snapshot) noteCacheUse(pc *cacheReader, read, files int) {
+	// Every file a stat hit and as many entries as files: the cache is exactly current.
+	s.cacheDirty = pc == nil || read > 0 || pc.count != files
+	if pc == nil {
+		s.stale = math.MaxInt // no cache at all: always write one
+	} else {
+		s.stale = read + max(pc.count-files, 0)
+	}
+}
+
+// minCacheRewrite is how many stale entries always justify rewriting the parse cache; above
+// it, a hundredth of the files does.
+const minCacheRewrite = 256
+
+// saveCacheIfWorth saves the cache unless the run applied nothing and only a few files
+// were read past it (a day's writes): reading those again next time costs less than
+// rewriting every entry (tens of MB at 100k files). The cache is only a cache: every entry
+// is checked by stat (and content hash) when used, so a stale one costs a read, never a
+// wrong parse.
+func (s *snapshot) saveCacheIfWorth(dir string) error {
+	if !s.applied && s.stale > 0 && s.stale <= max(minCacheRewrite, len(s.mems)/100) {
+		return nil
+	}
+	return s.saveCache(dir)
+}
+
+// saveCache writes the parse cache for the tree as it is now (the run's own writes and
+// moves included), when anything changed since it was read.
+func (s *snapshot) saveCache(dir string) error {
+	if !s.cacheDirty || s.virtual {
+		return nil
+	}
+	if err := writeParseCache(dir, s.saved, s.memPaths(), s.mems, s.keys); err != nil {
+		return err
+	}
+	s.cacheDirty = false
 	return nil
 }

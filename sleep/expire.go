@@ -54,11 +54,8 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 	// (the writer's own date wins over the type rules there), arcs excepted.
 	var moves []move
 	for _, mp := range s.memPaths() {
-		mv, ok, until := expireFile(mp, s.mems[mp], env.now, grace)
-		if ok {
+		if mv, ok := expireFile(mp, s.mems[mp], env.now, grace); ok {
 			moves = append(moves, mv)
-		} else if !until.IsZero() {
-			p.changesAfter(until)
 		}
 	}
 	if err := planMoves(s, env, p, moves, "archived"); err != nil {
@@ -67,23 +64,22 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 	return p, nil
 }
 
-// expireFile is expire's rule for one memory file (a file's verdict depends on nothing
-// else, which the delta plan relies on): the move when it is past its valid-until plus the
-// grace, else the clock past which it would be (zero: none).
-func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (mv move, ok bool, until time.Time) {
+// expireFile is expire's rule for one memory file: the move when it is past its
+// valid-until plus the grace.
+func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (mv move, ok bool) {
 	// Tasks and arcs are exempt, as memhtml's reprieve phase exempts them: a task ends by
 	// being done, an arc is derived.
 	if memd.IsArchived(mp) || m.Type == "arc" || m.Type == "task" || m.ValidUntilAt.IsZero() {
-		return move{}, false, time.Time{}
+		return move{}, false
 	}
 	if !now.After(m.ValidUntilAt.Add(grace)) {
-		return move{}, false, m.ValidUntilAt.Add(grace)
+		return move{}, false
 	}
 	year := m.Year(mp)
 	if year == 0 {
 		year = m.ValidUntilAt.UTC().Year()
 	}
-	return move{from: mp, to: memd.ArchivePath(mp, year), reason: "valid-until " + m.ValidUntil + " passed"}, true, time.Time{}
+	return move{from: mp, to: memd.ArchivePath(mp, year), reason: "valid-until " + m.ValidUntil + " passed"}, true
 }
 
 func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byte, grace time.Duration) error {
@@ -97,9 +93,6 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			p.counts["unparseable"]++
 		}
 		v := memd.JudgeNote(ln.Record, env.now, grace)
-		if t, ok := memd.NoteChangesAfter(ln.Record, env.now, grace); ok {
-			p.changesAfter(t)
-		}
 		if v.Bad != "" {
 			p.counts["invalid"]++
 			p.item("report", ledgerPath, "", "note "+ln.Record.ID+": "+v.Bad)
@@ -127,37 +120,56 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			}
 			existing[v.Year] = ids
 		}
-		rec := ln.Record.Clone()
-		if err := rec.Set("drainedAt", env.now.UTC().Format(time.RFC3339)); err != nil {
-			return fmt.Errorf("drain %s: %w", rec.ID, err)
-		}
-		if err := rec.Set("drainReason", v.Reason); err != nil {
-			return fmt.Errorf("drain %s: %w", rec.ID, err)
-		}
-		line, err := rec.MarshalJSON()
+		line, err := drainedLine(ln.Record, v.Reason, env.now)
 		if err != nil {
-			return fmt.Errorf("drain %s: %w", rec.ID, err)
+			return err
 		}
 		// A run killed between the two writes could leave the record in both files; the
 		// drained copy is then the one kept (nothing lost, nothing doubled).
-		if rec.ID == "" || !ids[rec.ID] {
+		if id := ln.Record.ID; id == "" || !ids[id] {
 			drained[v.Year] = append(drained[v.Year], line)
-			ids[rec.ID] = true
+			ids[id] = true
 		}
 		drainedN++
 		p.counts["drained"]++
 		p.counts["drained_"+ln.Record.Lifecycle.Mode]++
-		p.item("drain", ledgerPath, drainedPath(v.Year), "note "+rec.ID+": "+v.Reason)
+		p.item("drain", ledgerPath, drainedPath(v.Year), "note "+ln.Record.ID+": "+v.Reason)
 	}
 	if drainedN == 0 {
 		return nil
 	}
+	// Appended first, in the same commit as the ledger rewrite.
+	if err := appendDrained(s, p, drained); err != nil {
+		return err
+	}
+	led.Lines = keep
+	p.write(ledgerPath, led.Bytes(), raw, true)
+	return nil
+}
+
+// drainedLine is the record as its drained file keeps it: stamped with when and why.
+func drainedLine(r *memd.Record, reason string, now time.Time) ([]byte, error) {
+	rec := r.Clone()
+	if err := rec.Set("drainedAt", now.UTC().Format(time.RFC3339)); err != nil {
+		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)
+	}
+	if err := rec.Set("drainReason", reason); err != nil {
+		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)
+	}
+	line, err := rec.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)
+	}
+	return line, nil
+}
+
+// appendDrained plans the appends of the drained lines to each year's drained file.
+func appendDrained(s *snapshot, p *plan, drained map[int][][]byte) error {
 	years := make([]int, 0, len(drained))
 	for y := range drained {
 		years = append(years, y)
 	}
 	sort.Ints(years)
-	// Appended first, in the same commit as the ledger rewrite.
 	for _, y := range years {
 		dp := drainedPath(y)
 		old, found, err := s.read(dp)
@@ -175,8 +187,6 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 		}
 		p.write(dp, buf.Bytes(), old, found)
 	}
-	led.Lines = keep
-	p.write(ledgerPath, led.Bytes(), raw, true)
 	return nil
 }
 

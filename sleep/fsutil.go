@@ -64,14 +64,6 @@ func writeStateStream(stateDir, name string, perm os.FileMode, write func(w *buf
 	})
 }
 
-// writeStateCache writes a small cache file in the state dir (atomic for readers, no fsync).
-func writeStateCache(stateDir, name string, data []byte, perm os.FileMode) error {
-	return writeStateStream(stateDir, name, perm, func(w *bufio.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
 // writeStateFile writes name in the state dir atomically and durably (temp file, fsync,
 // rename), so a reader or a crash sees the old bytes or the new ones, never a mix.
 func writeStateFile(stateDir, name string, data []byte, perm os.FileMode) error {

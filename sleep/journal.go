@@ -48,22 +48,6 @@ type plan struct {
 	ops    []op
 	items  []Item
 	counts map[string]int
-	// until is the earliest clock time at which the same snapshot could plan differently
-	// (a note expiring, a grace or a done-task age passing); zero = none. The idle
-	// fingerprint trusts an empty plan only before it.
-	until time.Time
-	// arcGroups (arcs only) is the size of every group, for the delta plan: an episode
-	// added later brings its group to the threshold or not.
-	arcGroups map[arcKey]int
-}
-
-// changesAfter records that a clock past t could change the plan ("past" is strict in
-// every rule, so the plan holds up to t itself).
-func (p *plan) changesAfter(t time.Time) {
-	t = t.Add(time.Nanosecond)
-	if p.until.IsZero() || t.Before(p.until) {
-		p.until = t
-	}
 }
 
 func newPlan() *plan { return &plan{counts: map[string]int{}} }
@@ -258,6 +242,70 @@ func (j *journal) checkParents(rel string) error {
 
 // openJournal checks every op's guard against the tree, saves the old bytes and writes the
 // manifest. Nothing in the tree has changed when it returns.
+// check refuses an op the tree no longer allows: a path beyond a symlink, a write over bytes
+// other than the plan saw, a move of a file gone or onto one that exists.
+func (j *journal) check(o op) error {
+	for _, rel := range []string{o.path, o.to} {
+		if rel == "" {
+			continue
+		}
+		if err := safefs.CheckRel(rel); err != nil {
+			return symlinkErr("sleep: plan for", rel, err)
+		}
+		if err := j.checkParents(rel); err != nil {
+			return err
+		}
+	}
+	switch o.kind {
+	case opWrite:
+		cur, err := j.tree.ReadFile(o.path)
+		exists := err == nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return symlinkErr("read", o.path, err)
+		}
+		if exists != o.exists || (exists && !bytes.Equal(cur, o.expect)) {
+			return fmt.Errorf("%s: %w", o.path, ErrConflict)
+		}
+	case opMove:
+		fi, err := j.tree.Lstat(o.path)
+		if err != nil {
+			return symlinkErr("move", o.path, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("move %s: not a regular file", o.path)
+		}
+		if _, err := j.tree.Lstat(o.to); err == nil {
+			return fmt.Errorf("move %s: destination %s exists: %w", o.path, o.to, ErrConflict)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return symlinkErr("move "+o.path+" to", o.to, err)
+		}
+	}
+	return nil
+}
+
+// backup is op i's journal entry, with the old bytes a write replaces saved beside the
+// manifest (not fsynced one by one: openJournal makes them all durable at once).
+func (j *journal) backup(i int, o op) (journalEntry, error) {
+	e := journalEntry{Kind: o.kind, Path: o.path, To: o.to}
+	if o.kind != opWrite {
+		return e, nil
+	}
+	e.NewHash = sum(o.data)
+	if !o.exists {
+		return e, nil
+	}
+	e.Existed = true
+	e.Backup = strconv.Itoa(i)
+	err := j.sd.WriteCache(journalDirName+"/"+e.Backup, 0o600, time.Time{}, func(w io.Writer) error {
+		_, err := w.Write(o.expect)
+		return err
+	})
+	if err != nil {
+		return e, fmt.Errorf("sleep journal backup of %s: %w", o.path, err)
+	}
+	return e, nil
+}
+
 func (r *Runner) openJournal(runID, ph string, p *plan) (_ *journal, err error) {
 	t, sd, err := r.openTrees()
 	if err != nil {
@@ -271,40 +319,8 @@ func (r *Runner) openJournal(runID, ph string, p *plan) (_ *journal, err error) 
 		}
 	}()
 	for _, o := range p.ops {
-		for _, rel := range []string{o.path, o.to} {
-			if rel == "" {
-				continue
-			}
-			if err := safefs.CheckRel(rel); err != nil {
-				return nil, symlinkErr("sleep: plan for", rel, err)
-			}
-			if err := j.checkParents(rel); err != nil {
-				return nil, err
-			}
-		}
-		switch o.kind {
-		case opWrite:
-			cur, err := t.ReadFile(o.path)
-			exists := err == nil
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, symlinkErr("read", o.path, err)
-			}
-			if exists != o.exists || (exists && !bytes.Equal(cur, o.expect)) {
-				return nil, fmt.Errorf("%s: %w", o.path, ErrConflict)
-			}
-		case opMove:
-			fi, err := t.Lstat(o.path)
-			if err != nil {
-				return nil, symlinkErr("move", o.path, err)
-			}
-			if !fi.Mode().IsRegular() {
-				return nil, fmt.Errorf("move %s: not a regular file", o.path)
-			}
-			if _, err := t.Lstat(o.to); err == nil {
-				return nil, fmt.Errorf("move %s: destination %s exists: %w", o.path, o.to, ErrConflict)
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return nil, symlinkErr("move "+o.path+" to", o.to, err)
-			}
+		if err := j.check(o); err != nil {
+			return nil, err
 		}
 	}
 	if err := sd.Ensure(); err != nil {
@@ -317,21 +333,9 @@ func (r *Runner) openJournal(runID, ph string, p *plan) (_ *journal, err error) 
 		return nil, fmt.Errorf("sleep journal %s: %w", j.dir, err)
 	}
 	for i, o := range p.ops {
-		e := journalEntry{Kind: o.kind, Path: o.path, To: o.to}
-		if o.kind == opWrite {
-			e.NewHash = sum(o.data)
-			if o.exists {
-				e.Existed = true
-				e.Backup = strconv.Itoa(i)
-				// Not fsynced one by one: flushFS below makes them all durable at once.
-				data := o.expect
-				if err := sd.WriteCache(journalDirName+"/"+e.Backup, 0o600, time.Time{}, func(w io.Writer) error {
-					_, err := w.Write(data)
-					return err
-				}); err != nil {
-					return nil, fmt.Errorf("sleep journal backup of %s: %w", o.path, err)
-				}
-			}
+		e, err := j.backup(i, o)
+		if err != nil {
+			return nil, err
 		}
 		j.man.Entries = append(j.man.Entries, e)
 	}
@@ -416,6 +420,16 @@ func (j *journal) apply(i int) error {
 		}
 	}
 	return nil
+}
+
+// abort undoes the apply after cause stopped it and drops the journal; an undo that fails
+// keeps the journal (the next start's Recover tries again) and is named beside cause.
+func (j *journal) abort(cause error, log *slog.Logger) error {
+	if err := j.undo(log); err != nil {
+		return fmt.Errorf("%w (and undo: %v)", cause, err)
+	}
+	j.remove()
+	return cause
 }
 
 // undo reverts the applied entries, newest first, each guarded.

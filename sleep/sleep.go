@@ -19,13 +19,9 @@
 //   - The tree is made durable with one syncfs per apply (not an fsync per file) before the
 //     commit.
 //   - Parsed memory heads are cached in .git/memd/sleep-parse.bin by stat (size, mtime,
-//     ctime, inode) and content hash; a night whose plans all come out empty records a
-//     fingerprint of everything the planners read (.git/memd/sleep-idle.json, see idle.go),
-//     so the next night with nothing changed costs one walk and an lstat per memory file,
-//     less than a `git status`. A night after a day of new or edited memory files,
-//     MEMORY.md files and ledger notes that change no plan is answered from that record
-//     too, after judging only what changed (the delta plan, delta.go); anything it cannot
-//     prove harmless plans the whole tree.
+//     ctime, inode) and content hash (the caching planner, planner.go), so a night re-reads
+//     only the files that changed. No other cache: a night with nothing to do plans the
+//     whole tree from it (well under a second at 100k files).
 package sleep
 
 import (
@@ -181,14 +177,12 @@ func (r *Report) summarize() {
 
 // Runner runs sleep phases over one repo.
 type Runner struct {
-	dir   string
-	store Store
-	opts  Options
-	log   *slog.Logger
-	now   func() time.Time
-	// idleHit: the last Run's results came from the idle record; deltaHit: from the record
-	// after a delta plan (tests).
-	idleHit, deltaHit bool
+	dir     string
+	store   Store
+	opts    Options
+	log     *slog.Logger
+	now     func() time.Time
+	planner planner
 }
 
 // NewRunner returns a runner for the repo at repoDir committing through store.
@@ -203,6 +197,12 @@ func NewRunner(repoDir string, store Store, opts Options) *Runner {
 	if r.opts.StateDir == "" {
 		r.opts.StateDir = filepath.Join(repoDir, ".git", memd.StateDirName)
 	}
+	wall := r.opts.wallNow
+	if wall == nil {
+		wall = time.Now
+	}
+	plain := plainPlanner{dir: repoDir, ignore: r.opts.Ignore, progress: r.opts.Progress}
+	r.planner = cachingPlanner{plainPlanner: plain, stateDir: r.opts.StateDir, wall: wall}
 	return r
 }
 
@@ -230,199 +230,131 @@ func SelectPhases(names []string) ([]string, error) {
 	return out, nil
 }
 
-// Run runs the selected phases for runID (RunID(slot) for a scheduled slot). The error is
-// for what stops the whole run (bad phase list, unreadable repo); a failing phase is recorded
-// in its PhaseResult and the run goes on.
+// Run runs the selected phases for runID (RunID(slot) for a scheduled slot): recover what a
+// killed run left, read the tree, then plan, apply and commit each phase in turn, and record
+// the run. The error is for what stops the whole run (bad phase list, unreadable repo); a
+// failing phase is recorded in its PhaseResult and the run goes on.
 func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 	start := time.Now()
 	now := r.now()
 	rep := Report{RunID: runID, At: now.UTC(), DryRun: r.opts.DryRun}
-	names := r.opts.Phases
-	if names == nil {
-		names = r.opts.Config.Sleep.Phases
-	}
-	phases, err := SelectPhases(names)
+	phases, err := r.phases()
 	if err != nil {
 		return rep, err
 	}
-	done := map[string]bool{}
-	if !r.opts.DryRun {
-		clearStaleLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.log)
-		done, err = r.committedPhases(runID)
-		if err != nil {
-			return rep, err
-		}
-		if err := r.recoverJournal(runID, done); err != nil {
-			return rep, err
-		}
-	}
-	wall := time.Now
-	if r.opts.wallNow != nil {
-		wall = r.opts.wallNow
-	}
-	saved := wall().UnixNano() // before the walk: anything touched after it is racy
-	walk, err := walkTree(r.dir, r.opts.Ignore)
+	done, err := r.recover(ctx, runID)
 	if err != nil {
 		return rep, err
 	}
-	var toPlan []string
-	for _, ph := range phases {
-		if !done[ph] {
-			toPlan = append(toPlan, ph)
-		}
+	snap, err := r.planner.load()
+	if err != nil {
+		return rep, err
 	}
-	idle := idleKey(r.dir, walk, r.opts.Config)
-	rec := readIdle(r.opts.StateDir)
-	var delta *deltaPlan
-	if !rec.holds(idle, now, toPlan) {
-		// Not the record's tree: maybe only a few memory files that change no plan.
-		var why string
-		if delta, why = r.planDelta(rec, idle, walk, now, toPlan); delta == nil {
-			rec = nil
-			r.log.Debug("sleep: planning the whole tree", "why", why)
-		} else {
-			r.log.Debug("sleep: only new or edited memory files that change no plan", "read", delta.read)
-		}
-	}
-	r.idleHit = rec != nil && delta == nil
-	r.deltaHit = delta != nil
-	// Nothing changed since a run whose plans were all empty: its results, no parse.
-	var snap *snapshot
-	if rec == nil {
-		// A dry run reads the parse cache but writes nothing, not even the cache.
-		snap, err = snapshotOf(r.dir, walk, saved, r.opts.StateDir, r.opts.Progress)
-		if err != nil {
-			return rep, err
-		}
-		snap.virtual = r.opts.DryRun
-		snap.ledger = ledgerPath(r.opts.Config)
-	} else if delta == nil {
-		r.log.Debug("sleep: nothing changed since an idle run", "since", rec.From, "until", rec.Until)
-	}
-	var succeeded []string
-	var planned []PhaseResult
-	var until time.Time
-	var groups map[arcKey]int
-	allEmpty := true
+	// A dry run reads the parse cache but writes nothing, not even the cache.
+	snap.virtual = r.opts.DryRun
+	env := &planEnv{cfg: r.opts.Config, now: now, log: r.log, progress: r.opts.Progress, dryRun: r.opts.DryRun, ctx: ctx}
 	for _, ph := range phases {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		pr := PhaseResult{Name: ph, Counts: map[string]int{}}
-		t0 := time.Now()
 		if done[ph] {
-			pr.Skipped = true
-			rep.Phases = append(rep.Phases, pr)
+			rep.Phases = append(rep.Phases, PhaseResult{Name: ph, Counts: map[string]int{}, Skipped: true})
 			continue
 		}
-		if rec != nil {
-			pr = rec.replay(ph)
-			if delta != nil {
-				if ip := delta.phases[ph]; ip != nil {
-					pr = ip.result()
-				}
-				planned = append(planned, pr)
-			}
-		} else {
-			p := r.runPhase(ctx, runID, ph, now, snap, &pr)
-			if p == nil || len(p.ops) > 0 || pr.Err != nil || pr.Counts["summarized"]+pr.Counts["summarizer_failed"] > 0 {
-				allEmpty = false // (a summarizer ran: its output may differ next time)
-			} else if !p.until.IsZero() && (until.IsZero() || p.until.Before(until)) {
-				until = p.until
-			}
-			if p != nil && ph == PhaseArcs {
-				groups = p.arcGroups
-			}
-			planned = append(planned, pr)
-		}
-		pr.Duration = time.Since(t0)
-		if pr.Err != nil {
-			pr.Error = pr.Err.Error()
-			r.log.Error("sleep phase failed", "phase", ph, "run", runID, "err", pr.Err)
-		} else {
-			// A dry run's plan is its output (the report); the log line would only repeat it.
-			level := slog.LevelInfo
-			if r.opts.DryRun {
-				level = slog.LevelDebug
-			}
-			r.log.Log(ctx, level, "sleep phase", "phase", ph, "run", runID, "commit", pr.Commit, "counts", countsString(pr.Counts, ","))
-			succeeded = append(succeeded, ph)
-		}
-		rep.Phases = append(rep.Phases, pr)
+		rep.Phases = append(rep.Phases, r.runPhase(ctx, runID, ph, snap, env))
 	}
 	if !r.opts.DryRun {
-		if snap != nil && snap.uncovered {
-			allEmpty = false
-		}
-		if snap != nil {
-			if err := snap.saveCacheIfWorth(r.opts.StateDir); err != nil {
-				r.log.Warn("cannot write the sleep parse cache", "err", err)
-			}
-			var err error
-			if allEmpty && len(planned) > 0 {
-				err = writeIdle(r.opts.StateDir, idle, saved, now, until, planned, walk, groups)
-			} else {
-				err = removeIdle(r.opts.StateDir)
-			}
-			if err != nil {
-				r.log.Warn("cannot write the sleep idle record", "err", err)
-			}
-		} else if delta != nil {
-			// The record, moved on to this tree: tomorrow compares with today.
-			if err := writeIdle(r.opts.StateDir, idle, saved, now, delta.until, planned, walk, delta.groups); err != nil {
-				r.log.Warn("cannot write the sleep idle record", "err", err)
-			}
-		}
-		if len(succeeded) > 0 {
-			if err := markDone(r.opts.StateDir, succeeded, runID, now); err != nil {
-				r.log.Warn("cannot record sleep state", "err", err)
-			}
-		}
-		rep.GC = r.gc(ctx)
+		r.record(ctx, &rep, snap, now)
 	}
 	rep.summarize()
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }
 
-// runPhase plans, applies and commits one phase, filling pr. It returns the plan (nil when
-// planning failed).
-func (r *Runner) runPhase(ctx context.Context, runID, ph string, now time.Time, snap *snapshot, pr *PhaseResult) *plan {
-	env := &planEnv{cfg: r.opts.Config, now: now, log: r.log, progress: r.opts.Progress, dryRun: r.opts.DryRun, ctx: ctx}
-	var p *plan
-	var err error
-	switch ph {
-	case PhaseExpire:
-		p, err = planExpire(snap, env)
-	case PhaseArcs:
-		p, err = planArcs(snap, env)
-	case PhaseArchive:
-		p, err = planArchive(snap, env)
-	case PhaseTidy:
-		p, err = planTidy(snap, env)
+// phases is the run's phase list in canonical order.
+func (r *Runner) phases() ([]string, error) {
+	if r.opts.Phases != nil {
+		return SelectPhases(r.opts.Phases)
 	}
-	if err != nil {
-		pr.Err = fmt.Errorf("sleep %s: plan: %w", ph, err)
-		return nil
-	}
-	pr.Counts = p.counts
-	pr.Items = p.items
-	if len(p.ops) == 0 {
-		return p
-	}
+	return SelectPhases(r.opts.Config.Sleep.Phases)
+}
+
+// recover clears a stale writer lock, undoes a phase a killed run left half applied, and
+// returns the phases already committed for runID (none in a dry run, which touches nothing).
+func (r *Runner) recover(ctx context.Context, runID string) (map[string]bool, error) {
 	if r.opts.DryRun {
-		snap.apply(p)
-		return p
+		return map[string]bool{}, nil
 	}
-	hash, err := r.applyAndCommit(ctx, runID, ph, p)
+	clearStaleLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.log)
+	done, err := r.committedPhases(runID)
 	if err != nil {
-		pr.Err = fmt.Errorf("sleep %s: %w", ph, err)
-		// The tree is as before; forget the plan's file contents from the snapshot too.
-		return p
+		return nil, err
 	}
-	pr.Commit = hash
+	if err := r.recoverJournal(runID, done); err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+// runPhase plans, applies and commits one phase, and logs what it did.
+func (r *Runner) runPhase(ctx context.Context, runID, ph string, snap *snapshot, env *planEnv) PhaseResult {
+	t0 := time.Now()
+	pr := PhaseResult{Name: ph, Counts: map[string]int{}}
+	if p, err := r.planner.plan(ph, snap, env); err != nil {
+		pr.Err = fmt.Errorf("sleep %s: plan: %w", ph, err)
+	} else {
+		pr.Counts, pr.Items = p.counts, p.items
+		pr.Commit, pr.Err = r.apply(ctx, runID, ph, snap, p)
+	}
+	pr.Duration = time.Since(t0)
+	if pr.Err != nil {
+		pr.Error = pr.Err.Error()
+		r.log.Error("sleep phase failed", "phase", ph, "run", runID, "err", pr.Err)
+		return pr
+	}
+	// A dry run's plan is its output (the report); the log line would only repeat it.
+	level := slog.LevelInfo
+	if r.opts.DryRun {
+		level = slog.LevelDebug
+	}
+	r.log.Log(ctx, level, "sleep phase", "phase", ph, "run", runID, "commit", pr.Commit, "counts", countsString(pr.Counts, ","))
+	return pr
+}
+
+// apply applies p and commits it (a dry run only imagines it in the snapshot), and brings
+// the snapshot up to date for the phases after it. A failed apply or commit leaves the tree
+// and the snapshot as they were.
+func (r *Runner) apply(ctx context.Context, runID, ph string, snap *snapshot, p *plan) (commit string, err error) {
+	if len(p.ops) == 0 {
+		return "", nil
+	}
+	if !r.opts.DryRun {
+		if commit, err = r.applyAndCommit(ctx, runID, ph, p); err != nil {
+			return "", fmt.Errorf("sleep %s: %w", ph, err)
+		}
+	}
 	snap.apply(p)
-	return p
+	return commit, nil
+}
+
+// record keeps what the run leaves for the next one: the parse cache, each phase's success
+// (sleep.json, for catch-up), then packs loose objects.
+func (r *Runner) record(ctx context.Context, rep *Report, snap *snapshot, now time.Time) {
+	if err := r.planner.keep(snap); err != nil {
+		r.log.Warn("cannot write the sleep parse cache", "err", err)
+	}
+	var succeeded []string
+	for _, pr := range rep.Phases {
+		if !pr.Skipped && pr.Err == nil {
+			succeeded = append(succeeded, pr.Name)
+		}
+	}
+	if len(succeeded) > 0 {
+		if err := markDone(r.opts.StateDir, succeeded, rep.RunID, now); err != nil {
+			r.log.Warn("cannot record sleep state", "err", err)
+		}
+	}
+	rep.GC = r.gc(ctx)
 }
 
 // applyAndCommit takes the writer lock, applies p's ops (journalled), commits them, and
@@ -442,23 +374,29 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 		return "", err
 	}
 	defer j.close()
-	undo := func(cause error) error {
-		if uerr := j.undo(r.log); uerr != nil {
-			return fmt.Errorf("%w (and undo: %v)", cause, uerr)
-		}
-		j.remove()
-		return cause
+	if err := r.applyOps(ctx, j, ph, p); err != nil {
+		return "", j.abort(err, r.log)
 	}
+	hash, err := r.commit(runID, ph, p)
+	if err != nil {
+		return "", j.abort(fmt.Errorf("commit: %w", err), r.log)
+	}
+	j.remove()
+	return hash, nil
+}
+
+// applyOps applies p's ops through the journal and makes the tree's new bytes durable.
+func (r *Runner) applyOps(ctx context.Context, j *journal, ph string, p *plan) error {
 	for i := range p.ops {
 		if err := ctx.Err(); err != nil {
-			return "", undo(err)
+			return err
 		}
 		if err := j.apply(i); err != nil {
-			return "", undo(err)
+			return err
 		}
 		if r.opts.afterOp != nil {
 			if err := r.opts.afterOp(ph, i); err != nil {
-				return "", undo(err)
+				return err
 			}
 		}
 		progress(r.opts.Progress, ph, i+1, len(p.ops))
@@ -466,24 +404,21 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 	progressDone(r.opts.Progress, len(p.ops))
 	// The tree's new bytes durable before the commit names them (a power loss after the
 	// commit must not leave HEAD ahead of garbage in the tree).
-	if err := flushFS(r.dir); err != nil {
-		return "", undo(err)
-	}
+	return flushFS(r.dir)
+}
+
+// commit commits the paths p touched as one sleep commit of phase ph.
+func (r *Runner) commit(runID, ph string, p *plan) (string, error) {
 	msg := commitMessage(ph, runID, p.counts)
-	var res memsync.CommitResult
 	for attempt := 0; ; attempt++ {
-		res, err = r.store.CommitPathsMessage(p.paths(), msg, memsync.KindSleep)
+		res, err := r.store.CommitPathsMessage(p.paths(), msg, memsync.KindSleep)
 		// Someone committed between our read of HEAD and the ref update: the retry builds
 		// on the new HEAD (our paths are still as we wrote them).
-		if !errors.Is(err, memsync.ErrHeadMoved) || attempt == 2 {
-			break
+		if errors.Is(err, memsync.ErrHeadMoved) && attempt < 2 {
+			continue
 		}
+		return res.Hash, err
 	}
-	if err != nil {
-		return "", undo(fmt.Errorf("commit: %w", err))
-	}
-	j.remove()
-	return res.Hash, nil
 }
 
 func lockFile(cfg memd.Config) string {

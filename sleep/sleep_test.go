@@ -83,10 +83,18 @@ func TestFullSleep(t *testing.T) {
 		}
 	}
 
-	// expire
-	ex := byPhase["expire"].Counts
-	if ex["drained"] != 3 || ex["stale"] != 2 || ex["archived"] != 1 || ex["unparseable"] != 1 {
-		t.Errorf("expire counts %v", ex)
+	checkFullExpire(t, dir, byPhase["expire"].Counts)
+	checkFullArcs(t, dir, byPhase["arcs"].Counts)
+	checkFullArchive(t, dir, base, byPhase["archive"].Counts)
+	checkFullTidy(t, dir)
+	checkNextNights(t, dir, store)
+}
+
+// checkFullExpire checks what expire did to the fixture.
+func checkFullExpire(t *testing.T, dir string, c map[string]int) {
+	t.Helper()
+	if c["drained"] != 3 || c["stale"] != 2 || c["archived"] != 1 || c["unparseable"] != 1 {
+		t.Errorf("expire counts %v", c)
 	}
 	ledger := readFile(t, dir, "memory.jsonl")
 	for _, id := range []string{"r1", "l1", "p1", "h-future", "h-exact", "s-grace", "s-future", "rc1"} {
@@ -111,9 +119,12 @@ func TestFullSleep(t *testing.T) {
 	if !exists(dir, validF) {
 		t.Error("memory within its valid-until grace was moved")
 	}
+}
 
-	// arcs
-	if c := byPhase["arcs"].Counts; c["created"] != 2 {
+// checkFullArcs checks the arcs written for the fixture.
+func checkFullArcs(t *testing.T, dir string, c map[string]int) {
+	t.Helper()
+	if c["created"] != 2 {
 		t.Errorf("arcs counts %v, want created=2", c)
 	}
 	arc24 := readFile(t, dir, "areas/arcs/person-sanju-rao-2024.html")
@@ -130,9 +141,12 @@ func TestFullSleep(t *testing.T) {
 	// The archived year keeps its arc, which now links the archive paths.
 	mustContain(t, "arc 2024 links archive", arc24, `href="/archive/2024/`+epOld1+`"`)
 	mustNotContain(t, "arc 2024 links old path", arc24, `href="/`+epOld1+`"`)
+}
 
-	// archive
-	if c := byPhase["archive"].Counts; c["archived"] != 5 {
+// checkFullArchive checks the fixture's moves, its rename commit and the links repointed.
+func checkFullArchive(t *testing.T, dir, base string, c map[string]int) {
+	t.Helper()
+	if c["archived"] != 5 {
 		t.Errorf("archive counts %v, want archived=5", c)
 	}
 	for _, p := range []string{epOld1, epOld2, epOld3} {
@@ -167,9 +181,12 @@ func TestFullSleep(t *testing.T) {
 	mustContain(t, "index repointed", idx, "- [[archive/2024/"+epOld1+"|Rollback]] \u00b7 type:episodic subject:oncall \u00b7 the rollback\n")
 	mustContain(t, "index repointed", idx, "- [[archive/2025/"+semArch+"|Old flags]]")
 	mustContain(t, "index kept", idx, "- [["+epNew1+"|Checkout outage]]")
+}
 
-	// tidy: the project MEMORY.md in template with a backup; the link inside an archived
-	// file repointed in tidy's own commit (the archive commit left its bytes alone).
+// checkFullTidy checks the project MEMORY.md in template with a backup, and the link inside
+// an archived file repointed in tidy's own commit (the archive commit left its bytes alone).
+func checkFullTidy(t *testing.T, dir string) {
+	t.Helper()
 	pmd := readFile(t, dir, projectMD)
 	if r := memd.InspectProjectMD([]byte(pmd)); !r.InTemplate {
 		t.Errorf("project MEMORY.md not in template: %+v\n%s", r, pmd)
@@ -181,8 +198,12 @@ func TestFullSleep(t *testing.T) {
 	tc := phaseCommit(t, dir, "tidy")
 	tns := git(t, dir, "diff", "--name-status", tc+"~1", tc)
 	mustContain(t, "tidy touched the archived file", tns, "M\tarchive/2024/"+epOld3)
+}
 
-	// Nothing left uncommitted, and a second night is a no-op.
+// checkNextNights: nothing left uncommitted after the full run, and the nights after it
+// (the same run id, then another) commit nothing.
+func checkNextNights(t *testing.T, dir string, store *memsync.Repo) {
+	t.Helper()
 	store.WaitIndexRefresh()
 	if st := git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("tree not clean after sleep:\n%s", st)

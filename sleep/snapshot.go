@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	gosync "sync"
-	"time"
 
 	"github.com/memd-dev/memd"
 )
@@ -37,31 +35,20 @@ type snapshot struct {
 	parsed     int      // memory files parsed (not from the cache)
 	checked    int      // memory files read to compare with the cache's content hash
 	sorted     []string // memPaths, until the next apply
-	// ledger is the ledger's path; uncovered is set when a planner read a file the idle
-	// fingerprint does not stat (anything but the ledger, memory files and MEMORY.md
-	// files of the walk, e.g. through a symlink): such a run records no fingerprint.
-	ledger    string
-	uncovered bool
 	// stale counts the files read past the cache (and entries for files gone); applied
 	// says a plan was applied. Few stale and none applied: not worth rewriting the cache.
 	stale   int
 	applied bool
 }
 
-// loadSnapshot walks root (skipping .git and symlinks) and parses every memory file.
+// loadSnapshot walks root (skipping .git and symlinks) and parses every memory file: the
+// plain planner's read.
 func loadSnapshot(root string, progressW io.Writer) (*snapshot, error) {
-	saved := time.Now().UnixNano()
-	t, err := walkTree(root, nil)
-	if err != nil {
-		return nil, err
-	}
-	return snapshotOf(root, t, saved, "", progressW)
+	return plainPlanner{dir: root, progress: progressW}.load()
 }
 
-// snapshotOf builds the snapshot of a walk taken at saved. With a cache dir, a memory
-// file whose stat matches the parse cache, and is not racy, is not read again; a file
-// whose stat changed (or is racy) is read and, when its bytes hash as cached, not parsed
-// again (a rename or a touch costs a read, not a parse).
+// snapshotOf builds the snapshot of a walk taken at saved, parsing every memory file. With
+// a cache dir, the parse cache there answers for the files it still vouches for (cache.go).
 func snapshotOf(root string, t *tree, saved int64, cacheDir string, progressW io.Writer) (*snapshot, error) {
 	nmem := 0
 	for _, f := range t.files {
@@ -80,32 +67,12 @@ func snapshotOf(root string, t *tree, saved int64, cacheDir string, progressW io
 	}
 	// The cache is sorted the same way: the lookup is a merge.
 	slices.SortFunc(htmls, func(a, b treeFile) int { return strings.Compare(a.rel, b.rel) })
+	var slab memSlab
 	var pc *cacheReader
 	if cacheDir != "" {
 		pc = openParseCache(cacheDir)
 	}
-	var slab memSlab
-	var work []readJob
-	for _, f := range htmls {
-		p, st, have := f.rel, f.st, f.statted
-		var e cacheEntry
-		var cached bool
-		if pc != nil {
-			e, cached = pc.seek(p)
-		}
-		if cached && have && e.st == st && st.stamp() < pc.saved-racyWindow {
-			if m, err := decodeMem(e.payload, &slab); err == nil {
-				s.mems[p] = m
-				s.keys[p] = cacheKey{st: st, statted: true, hash: e.hash, hashed: e.hashed}
-				continue
-			}
-		}
-		j := readJob{path: p, st: st, statted: have}
-		if cached && e.hashed {
-			j.cached, j.hash, j.payload = true, e.hash, e.payload
-		}
-		work = append(work, j)
-	}
+	work := s.fromCache(pc, htmls, &slab)
 	if err := s.readAll(work, &slab, progressW); err != nil {
 		return nil, err
 	}
@@ -116,43 +83,10 @@ func snapshotOf(root string, t *tree, saved int64, cacheDir string, progressW io
 			s.sorted = append(s.sorted, f.rel)
 		}
 	}
-	// Every file a stat hit and as many entries as files: the cache is exactly current.
-	s.cacheDirty = cacheDir != "" && (pc == nil || len(work) > 0 || pc.count != len(htmls))
-	if pc == nil {
-		s.stale = math.MaxInt // no cache at all: always write one
-	} else {
-		s.stale = len(work) + max(pc.count-len(htmls), 0)
+	if cacheDir != "" {
+		s.noteCacheUse(pc, len(work), len(htmls))
 	}
 	return s, nil
-}
-
-// minCacheRewrite is how many stale entries always justify rewriting the parse cache; above
-// it, a hundredth of the files does.
-const minCacheRewrite = 256
-
-// saveCacheIfWorth saves the cache unless the run applied nothing and only a few files
-// were read past it (a day's writes): reading those again next time costs less than
-// rewriting every entry (tens of MB at 100k files). The cache is only a cache: every entry
-// is checked by stat (and content hash) when used, so a stale one costs a read, never a
-// wrong parse.
-func (s *snapshot) saveCacheIfWorth(dir string) error {
-	if !s.applied && s.stale > 0 && s.stale <= max(minCacheRewrite, len(s.mems)/100) {
-		return nil
-	}
-	return s.saveCache(dir)
-}
-
-// saveCache writes the parse cache for the tree as it is now (the run's own writes and
-// moves included), when anything changed since it was read.
-func (s *snapshot) saveCache(dir string) error {
-	if !s.cacheDirty || s.virtual {
-		return nil
-	}
-	if err := writeParseCache(dir, s.saved, s.memPaths(), s.mems, s.keys); err != nil {
-		return err
-	}
-	s.cacheDirty = false
-	return nil
 }
 
 // readJob is one memory file to read: parsed, or, when the cache has an entry with a
@@ -289,9 +223,6 @@ func readMemoryBytes(abs string) ([]byte, bool) {
 // read returns a file's current bytes (the dry-run overlay first). exists is false for a
 // missing file.
 func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
-	if rel != s.ledger && !(s.files[rel] && (isMemoryPath(rel) || isMemoryMD(rel))) {
-		s.uncovered = true
-	}
 	if b, ok := s.overlay[rel]; ok {
 		return b, true, nil
 	}

@@ -148,8 +148,8 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 	return p, nil
 }
 
-// tidyMD plans one MEMORY.md (not archived) with the bytes data: it depends on nothing but
-// the file and, for index bullets, movedAway (the delta plan relies on that).
+// tidyMD plans one MEMORY.md (not archived) with the bytes data; movedAway says where an
+// index bullet's target went.
 func tidyMD(s *snapshot, env *planEnv, p *plan, md string, data []byte, movedAway func(string) (string, bool)) {
 	switch memd.DetectMemoryMDKind(data) {
 	case memd.MemoryMDIndex:

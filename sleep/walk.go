@@ -1,8 +1,6 @@
 package sleep
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -229,35 +227,4 @@ func plainMemoryPath(p string) bool {
 		}
 	}
 	return p[strings.LastIndexByte(p, '/')+1:] != memd.MemoryExt
-}
-
-// fingerprint hashes the walk: every path in order, whether it is a memory file, and the
-// stat of every file the planners read. Two walks with the same fingerprint saw the same
-// files with the same stats.
-func (t *tree) fingerprint() [sha256.Size]byte {
-	h := sha256.New()
-	var buf []byte
-	for _, f := range t.files {
-		buf = buf[:0]
-		buf = binary.AppendUvarint(buf, uint64(len(f.rel)))
-		buf = append(buf, f.rel...)
-		flags := byte(0)
-		if f.mem {
-			flags |= 1
-		}
-		if f.statted {
-			flags |= 2
-			buf = append(buf, flags)
-			buf = binary.AppendVarint(buf, f.st.Size)
-			buf = binary.AppendVarint(buf, f.st.Mtime)
-			buf = binary.AppendVarint(buf, f.st.Ctime)
-			buf = binary.AppendUvarint(buf, f.st.Ino)
-		} else {
-			buf = append(buf, flags)
-		}
-		h.Write(buf)
-	}
-	var out [sha256.Size]byte
-	h.Sum(out[:0])
-	return out
 }

@@ -46,15 +46,6 @@ func lstatFile(abs string) (fileStat, bool) {
 	return fileStat{Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino}, true
 }
 
-// statFollow is the stat of a path through symlinks (the ledger is read that way).
-func statFollow(abs string) (fileStat, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(abs, &st); err != nil {
-		return fileStat{}, &os.PathError{Op: "stat", Path: abs, Err: err}
-	}
-	return fileStat{Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino}, nil
-}
-
 // openRegular opens a regular file for reading, never through a symlink (O_NOFOLLOW) and
 // without blocking on a FIFO (O_NONBLOCK), and returns its size: one open and one fstat
 // instead of ParseMemoryFile's lstat, open and fstat.

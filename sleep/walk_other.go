@@ -39,19 +39,6 @@ func lstatFile(abs string) (fileStat, bool) {
 	return st, true
 }
 
-// statFollow is the stat of a path through symlinks (the ledger is read that way).
-func statFollow(abs string) (fileStat, error) {
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return fileStat{}, err
-	}
-	st := fileStat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.Ino = uint64(sys.Ino)
-	}
-	return st, nil
-}
-
 // openRegular opens a regular file for reading, never through a symlink, and returns its
 // size (lstat, open, then a check that the open file is the one lstat saw).
 func openRegular(abs string) (*os.File, int64, bool) {

@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // ChangedPaths lists the file paths whose content or mode differs between the trees of
@@ -40,7 +42,7 @@ func (r *Repo) ChangedPaths(from, to string) ([]string, error) {
 		return nil, err
 	}
 	out := map[string]pathChange{}
-	if err := mgDiffTrees(r.repo.Storer, a, b, "", out); err != nil {
+	if err := treemerge.DiffTrees(r.repo.Storer, a, b, "", out); err != nil {
 		return nil, fmt.Errorf("changed paths in %s between %s and %s: %w", r.dir, from, to, err)
 	}
 	paths := make([]string, 0, len(out))

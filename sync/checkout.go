@@ -18,32 +18,59 @@ package sync
 //     edited meanwhile, so the caller commits them first and merges again).
 //  3. the marker is written and the branch moves (merge.go moveHeadLocked).
 //  4. apply: deletions, then each temp renamed over its target only if the
-//     target still has the stamp prepare took (safefs Temp.CommitIf).
+//     target still has the stamp prepare took (safefs Temp.CommitHold,
+//     Tree.RemoveHold).
 //
-// The remaining window for a lost update is between the re-stat in step 4
-// and the rename right after it (two syscalls), plus a rewrite in place that
-// keeps the size and lands within the filesystem's timestamp granularity
-// after the check (ext4: a jiffy), which no stat can see. A path edited
-// between step 2 and its rename in step 4 is not clobbered: it is left as
-// it is and reported (late), and the caller commits it on the version it was
-// made on and merges it (edits.go, mergeEditsLocked) so that its edit and the
-// merge's change both stay.
+// A path edited between step 2 and its rename in step 4 is not clobbered: it
+// is left as it is and reported (late), and the caller commits it on the
+// version it was made on and merges it (edits.go, mergeEditsLocked) so that
+// its edit and the merge's change both stay.
+//
+// A writer that opened a file before step 4's re-stat and writes after the
+// rename writes into the version the rename took off the name (finding 11 of
+// docs/RELIABILITY.md: a ledger append in no git object). So step 4 never
+// lets a version vanish: the rename is an atomic exchange (a removal a rename
+// to a temp name), and what it took off the name is held open (heldVersion)
+// for at least heldMin (2 s), past the sync that took it. Each edit-merge
+// round, and every commit (requireNoMergeLocked), reads the held versions
+// again; one a writer changed is merged three-way against the version
+// prepare verified and committed (mergeHeldLocked), so an append, a
+// truncate-and-rewrite, or a file another process renamed over the target in
+// the microseconds after the re-stat all survive, for every path the
+// checkout replaces or removes, not only the ledger. What remains:
+//   - a write through a descriptor opened before the swap that comes after
+//     the release: more than heldMin after the swap, and after the first
+//     commit or edit merge from then on (the "released versions" debug line
+//     logs held_for); a process that exits (a one-shot memd sync) releases
+//     them right after its edit merges;
+//   - in a file over 256 KiB (readHeldBelow; smaller ones are always hashed),
+//     a rewrite in place that keeps the size and lands within the file
+//     system's timestamp granularity (ext4: a jiffy), which no stat can see;
+//   - a crash before the merge of a held version: it lived only in an
+//     unlinked inode;
+//   - on a file system without an atomic exchange (errNoSwap in safefs), a
+//     file renamed over the target between the re-stat and the rename (tens
+//     of microseconds, BenchmarkCommitIfWindow).
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	gosync "sync"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/memd-dev/memd/internal/safefs"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // ErrWorktreeChanged: a path the checkout would replace or remove was
@@ -86,6 +113,11 @@ var hookBeforeVerify func()
 
 // hookApplyErr (tests) fails the rename of a path, as a full disk would.
 var hookApplyErr func(rel string) error
+
+// hookBeforeReplace (tests) runs just before apply's last re-stat of a path it
+// replaces or removes: a writer that opens the file there and writes after the
+// rename writes into the version taken off the name (heldVersion).
+var hookBeforeReplace func(rel string)
 
 type coKind uint8
 
@@ -151,7 +183,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 	}()
 	s := r.repo.Storer
 	var open []*safefs.Temp // written, not yet fsynced and closed
-	for _, p := range sortedKeys(changes) {
+	for _, p := range slices.Sorted(maps.Keys(changes)) {
 		if isLockFile(p) {
 			continue
 		}
@@ -187,7 +219,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 			}
 			if !drains {
 				if strict {
-					return co, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, ErrPathConflict)
+					return co, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, treemerge.ErrPathConflict)
 				}
 				co.dirty = append(co.dirty, p)
 				continue
@@ -205,7 +237,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 				continue // a gitlink has no work tree content of ours
 			}
 			if err := co.makeTemp(s, it, changes); err != nil {
-				if !strict && (errors.Is(err, safefs.ErrSymlink) || errors.Is(err, ErrPathConflict)) {
+				if !strict && (errors.Is(err, safefs.ErrSymlink) || errors.Is(err, treemerge.ErrPathConflict)) {
 					co.dirty = append(co.dirty, p)
 					continue
 				}
@@ -331,7 +363,7 @@ func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes m
 
 // mkParents creates dir's missing components. blocked: a component is a
 // file or symlink this checkout deletes, so the directory can only be made
-// after the deletions. Anything else in the way is ErrPathConflict.
+// after the deletions. Anything else in the way is treemerge.ErrPathConflict.
 func (co *checkout) mkParents(dir string, changes map[string]pathChange) (blocked bool, err error) {
 	comps := strings.Split(dir, "/")
 	for i := range comps {
@@ -355,7 +387,7 @@ func (co *checkout) mkParents(dir string, changes map[string]pathChange) (blocke
 		if c, ok := changes[pre]; ok && c.To == nil {
 			return true, nil
 		}
-		return false, fmt.Errorf("%s is a %s: %w", pre, kindOf(fi), ErrPathConflict)
+		return false, fmt.Errorf("%s is a %s: %w", pre, kindOf(fi), treemerge.ErrPathConflict)
 	}
 	return false, nil
 }
@@ -435,14 +467,23 @@ func (co *checkout) apply() (late []string, err error) {
 		if it.kind != coDel {
 			continue
 		}
-		if !it.ignored {
-			if st, err := co.t.Stamp(it.path); err != nil || st != it.stamp {
+		if it.ignored {
+			if err := co.t.Remove(it.path); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, safefs.ErrSymlink) {
+				return late, fmt.Errorf("remove %s: %w", it.path, err)
+			}
+		} else {
+			if hookBeforeReplace != nil {
+				hookBeforeReplace(it.path)
+			}
+			d, err := co.t.RemoveHold(it.path, it.stamp)
+			if isLate(err) {
 				late = append(late, it.path)
 				continue
 			}
-		}
-		if err := co.t.Remove(it.path); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, safefs.ErrSymlink) {
-			return late, fmt.Errorf("remove %s: %w", it.path, err)
+			if err != nil {
+				return late, fmt.Errorf("remove %s: %w", it.path, err)
+			}
+			co.r.keepHeld(it, d)
 		}
 		co.prune(path.Dir(it.path))
 		dirs[path.Dir(it.path)] = true
@@ -474,7 +515,13 @@ func (co *checkout) apply() (late []string, err error) {
 		case it.ignored:
 			err = it.tmp.Commit()
 		default:
-			err = it.tmp.CommitIf(want)
+			if hookBeforeReplace != nil {
+				hookBeforeReplace(it.path)
+			}
+			var d *safefs.Displaced
+			if d, err = it.tmp.CommitHold(want); err == nil && d != nil {
+				co.r.keepHeld(it, d)
+			}
 		}
 		if errors.Is(err, safefs.ErrChanged) {
 			late = append(late, it.path)
@@ -484,8 +531,8 @@ func (co *checkout) apply() (late []string, err error) {
 			return late, fmt.Errorf("check out %s: %w", it.path, err)
 		}
 		dirs[path.Dir(it.path)] = true
-		if hookAfterWorkWrite != nil {
-			hookAfterWorkWrite(it.path)
+		if h := co.r.hooks; h != nil && h.afterWorkWrite != nil {
+			h.afterWorkWrite(it.path)
 		}
 	}
 	// The renames are durable before the caller drops the marker.
@@ -594,5 +641,148 @@ func (r *Repo) removeTempFiles(changes map[string]pathChange) {
 				_ = t.Remove(rel)
 			}
 		}
+	}
+}
+
+// isLate: a replace or removal found the path no longer the version prepare
+// checked (edited, removed, a symlink or file put in its parent chain): left as
+// it is, merged by the caller.
+func isLate(err error) bool {
+	return errors.Is(err, safefs.ErrChanged) || errors.Is(err, fs.ErrNotExist) ||
+		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, safefs.ErrSymlink)
+}
+
+// heldVersion is a version of a file the checkout took off its name (replaced or
+// removed; safefs CommitHold, RemoveHold), held open until the sync's edit merges
+// are done (edits.go). A writer that opened the file before the swap and writes
+// after it writes here (docs/RELIABILITY.md, finding 11); what it wrote is carried
+// into a commit, merged three-way against the version the checkout verified, instead
+// of vanishing with the inode.
+type heldVersion struct {
+	path string
+	d    *safefs.Displaced
+	base mEntry       // the version last known to be in a commit (first: the one prepare verified)
+	seen safefs.Stamp // d's stamp when it last held base (zero: read it to know)
+	at   time.Time    // when it was taken off its name
+}
+
+// maxHeld bounds the versions held at once: past it, those no writer touched are
+// released (a checkout replacing 100,000 files must not hold 100,000 descriptors).
+const maxHeld = 256
+
+// keepHeld holds d, the version it's checkout took off it.path.
+func (r *Repo) keepHeld(it *coItem, d *safefs.Displaced) {
+	if it.c.From == nil {
+		d.Close() // nothing of a commit was there: no version to merge against
+		return
+	}
+	hv := &heldVersion{path: it.path, d: d, base: *it.c.From, at: time.Now()}
+	if d.Held().SameButCtime(it.stamp) {
+		hv.seen = d.Held() // unchanged up to the swap
+	}
+	if len(r.held) >= maxHeld {
+		r.pruneHeld()
+	}
+	r.held = append(r.held, hv)
+}
+
+// pruneHeld releases the held versions no writer changed.
+func (r *Repo) pruneHeld() {
+	keep := r.held[:0]
+	for _, hv := range r.held {
+		if st, err := hv.d.Stat(); err == nil && st == hv.seen {
+			hv.d.Close()
+			continue
+		}
+		keep = append(keep, hv)
+	}
+	clear(r.held[len(keep):])
+	r.held = keep
+}
+
+// readHeldBelow: a held version this small is read and hashed whatever its stamp
+// says, so a rewrite in place that keeps size and mtime (within a timestamp tick)
+// is seen too; a bigger one (a long ledger, where writers append) only when its
+// stamp moved.
+const readHeldBelow = 256 << 10
+
+// heldEdit is what a writer left in a held version: its content and entry.
+type heldEdit struct {
+	hv   *heldVersion
+	data []byte
+	to   mEntry
+	st   safefs.Stamp // the held file's stamp when it was read
+}
+
+// heldEditsLocked reads every held version a writer may have changed since it was
+// last known to be in a commit and returns those that differ from it.
+func (r *Repo) heldEditsLocked() []heldEdit {
+	var out []heldEdit
+	for _, hv := range r.held {
+		if l, ok := hv.d.Link(); ok {
+			// A symlink cannot be written into; a different one is a
+			// writer's, renamed over the target just before the swap.
+			e := mEntry{Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(l)), Mode: filemode.Symlink}
+			if !e.Same(&hv.base) {
+				out = append(out, heldEdit{hv: hv, data: []byte(l), to: e})
+			}
+			continue
+		}
+		if !hv.d.Regular() {
+			continue // a FIFO or socket a writer put there: no content of ours
+		}
+		st, err := hv.d.Stat()
+		if err != nil || st == hv.seen && st.Size > readHeldBelow {
+			continue
+		}
+		data, err := hv.d.ReadAll()
+		if err != nil {
+			r.log.Warn("read a version taken off its name by the checkout", "repo", r.dir, "path", hv.path, "err", err)
+			continue
+		}
+		e := mEntry{Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Mode: filemode.Regular}
+		if st.Mode&0o111 != 0 {
+			e.Mode = filemode.Executable
+		}
+		if e.Hash == hv.base.Hash {
+			hv.seen = st
+			continue
+		}
+		out = append(out, heldEdit{hv: hv, data: data, to: e, st: st})
+	}
+	return out
+}
+
+// heldMin is how long a held version is kept at least (it outlives the sync that
+// took it; the next commit or edit merge reads it again): a writer must hold a
+// descriptor opened before the swap this long before it writes to write into a
+// version nobody reads again. A var for tests.
+var heldMin = 2 * time.Second
+
+// releaseHeldLocked closes the held versions older than heldMin, just read and
+// found unchanged by the caller.
+func (r *Repo) releaseHeldLocked() {
+	if len(r.held) == 0 {
+		return
+	}
+	var longest time.Duration
+	n := 0
+	keep := r.held[:0]
+	for _, hv := range r.held {
+		age := time.Since(hv.at)
+		if age < heldMin {
+			keep = append(keep, hv)
+			continue
+		}
+		longest = max(longest, age)
+		hv.d.Close()
+		n++
+	}
+	clear(r.held[len(keep):])
+	r.held = keep
+	if n > 0 {
+		// The window that remains: a writer whose open came before a swap and
+		// whose write comes after this (docs/RELIABILITY.md, finding 11).
+		r.log.Debug("released versions the checkout took off their names", "repo", r.dir, "n", n, "held_for", longest, "still_held", len(keep))
 	}
 }

@@ -35,13 +35,13 @@ func appendFile(t testing.TB, dir, rel, s string) {
 // the moment set by arm. Both records must end up in B's file, B's HEAD and the remote.
 // remerged says which way the edit must come back: merged again after the ref moved
 // (mergeEditsLocked, edits.go), or committed on the old HEAD before it moved.
-func ledgerCase(t *testing.T, remerged bool, arm func(fire func())) {
+func ledgerCase(t *testing.T, remerged bool, arm func(r *Repo, fire func())) {
 	w := newSyncWorld(t, map[string]string{"memory.jsonl": rec("r0")})
 	appendFile(t, w.aDir, "memory.jsonl", rec("r1"))
 	mustCommit(t, w.a, "memory.jsonl")
 	mustSync(t, w.a)
 	fired := false
-	arm(func() {
+	arm(w.b, func() {
 		if !fired {
 			fired = true
 			appendFile(t, w.bDir, "memory.jsonl", rec("r2"))
@@ -72,7 +72,7 @@ func ledgerCase(t *testing.T, remerged bool, arm func(fire func())) {
 // An edit between the check and the ref move: ErrWorktreeChanged (HEAD not moved), the
 // edit is committed on the old HEAD and merged, nothing clobbered.
 func TestCheckoutEditBeforeRefMove(t *testing.T) {
-	ledgerCase(t, false, func(fire func()) {
+	ledgerCase(t, false, func(_ *Repo, fire func()) {
 		hookBeforeVerify = fire
 		t.Cleanup(func() { hookBeforeVerify = nil })
 	})
@@ -81,9 +81,9 @@ func TestCheckoutEditBeforeRefMove(t *testing.T) {
 // An edit after the ref moved, before the file's rename: CommitIf refuses to clobber it,
 // the edit is committed on the old head and merged into the new one (mergeEditsLocked, edits.go).
 func TestCheckoutEditAfterRefMove(t *testing.T) {
-	ledgerCase(t, true, func(fire func()) {
-		hookAfterRefMove = func() error { fire(); return nil }
-		t.Cleanup(func() { hookAfterRefMove = nil })
+	ledgerCase(t, true, func(r *Repo, fire func()) {
+		r.setCrashHooks(&crashHooks{afterRefMove: func() error { fire(); return nil }})
+		t.Cleanup(func() { r.setCrashHooks(nil) })
 	})
 }
 
@@ -131,9 +131,9 @@ func mustHash(t *testing.T, dir, rev string) plumbing.Hash {
 func TestInterruptedMergeUndoneWhenUnfinishable(t *testing.T) {
 	w := divergedWorld(t)
 	oldHead := revParse(t, w.bDir, "HEAD")
-	hookAfterRefMove = func() error { return errSimulatedCrash }
+	w.b.setCrashHooks(&crashHooks{afterRefMove: func() error { return errSimulatedCrash }})
 	_, err := w.b.Sync(t.Context(), RemoteOptions{})
-	hookAfterRefMove = nil
+	w.b.setCrashHooks(nil)
 	if !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("Sync err = %v", err)
 	}

@@ -1,6 +1,11 @@
 package sync
 
-import "github.com/memd-dev/memd"
+import (
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/gitremote"
+)
 
 // OptionsFromConfig maps the config's sync section onto Repo options (Logger, Now and
 // Ignore are the caller's to set).
@@ -22,4 +27,9 @@ func RemoteOptionsFromConfig(cfg memd.Config) RemoteOptions {
 		Ledger:  cfg.Expire.Ledger,
 		Timeout: s.Timeout.D(),
 	}
+}
+
+// authFor picks the auth method for rawURL from ro's credentials.
+func (ro RemoteOptions) authFor(rawURL string) (transport.AuthMethod, error) {
+	return gitremote.Credentials{SSHKey: ro.SSHKey, KnownHosts: ro.KnownHosts, TokenEnv: ro.TokenEnv, TokenFile: ro.TokenFile}.AuthFor(rawURL)
 }

@@ -2,6 +2,8 @@ package sync
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -30,7 +32,7 @@ func (r *Repo) syncDurableDirsLocked() error {
 		return err
 	}
 	defer t.Close()
-	if err := syncWorkDirs(t, sortedKeys(r.durable.dirs)); err != nil {
+	if err := syncWorkDirs(t, slices.Sorted(maps.Keys(r.durable.dirs))); err != nil {
 		return fmt.Errorf("update work tree in %s: %w", r.dir, err)
 	}
 	clear(r.durable.dirs)

@@ -23,6 +23,9 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // ErrCheckoutRaced says writers kept editing the paths a checkout had to update, round
@@ -44,60 +47,97 @@ type editMerge struct {
 // mergeEditsLocked: the branch moved from base to head, and the checkout found skipped
 // (repo-relative) edited since it checked them; their From side in the checkout was
 // base's entry. Commit them on base, merge into head, check out; repeat while the
-// checkout is raced. skipped empty = nothing to do (the marker is already gone).
+// checkout is raced. Each round also carries what writers left in the versions the
+// checkouts took off their names (heldVersion, checkout.go): merged three-way against
+// the version the checkout verified, on top of the round's result. When nothing is
+// left to merge the held versions are released. skipped empty and nothing held
+// changed = nothing to do (the marker is already gone).
 func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (editMerge, error) {
 	res := editMerge{Head: head}
 	s := r.repo.Storer
-	for len(skipped) > 0 {
-		if base.IsZero() {
+	for {
+		held := r.heldEditsLocked()
+		if len(skipped) == 0 && len(held) == 0 {
+			r.releaseHeldLocked()
+			return res, nil
+		}
+		if base.IsZero() && len(skipped) > 0 {
 			// A first checkout into an unborn branch (adopt): no head the edits were
 			// made on; they stay in the tree for the next commit, as before.
 			r.log.Info("paths edited during checkout left for the next commit", "repo", r.dir, "paths", skipped)
 			return res, r.removeMergeMarker()
 		}
 		if res.Rounds == maxEditMerges {
+			// The held versions stay held: the next edit merge carries them.
 			return res, fmt.Errorf("sync %s: %s: %w (%d rounds); kept on disk, merged by the next commit or sync",
-				r.dir, strings.Join(skipped, ", "), ErrCheckoutRaced, res.Rounds)
+				r.dir, strings.Join(append(skipped, heldPaths(held)...), ", "), ErrCheckoutRaced, res.Rounds)
 		}
 		res.Rounds++
-		cr, side, err := r.writeChangeCommitLocked(base, skipped, "", KindChange, nil)
-		if err != nil {
-			return res, fmt.Errorf("commit edits made during checkout in %s: %w", r.dir, err)
-		}
-		if side.IsZero() {
-			side = base // the edits are not committable (ignored, unreadable) or undone
-		}
-		baseTree, err := r.commitTreeLocked(base)
-		if err != nil {
-			return res, err
-		}
-		sideTree, err := r.commitTreeLocked(side)
-		if err != nil {
+		// The renames of the checkout before are durable before this round's
+		// marker replaces the one that guards them (durable.go).
+		if err := r.syncDurableDirsLocked(); err != nil {
 			return res, err
 		}
 		headTree, err := r.commitTreeLocked(head)
 		if err != nil {
 			return res, err
 		}
-		mr, err := r.mergeTreesLocked(baseTree, sideTree, headTree, r.editPolicy())
-		if err != nil {
-			return res, fmt.Errorf("merge edits made during checkout into %s in %s: %w", short(head), r.dir, err)
+		side, sideTree, merged := base, plumbing.ZeroHash, headTree
+		var cr CommitResult
+		var conflicts []string
+		if len(skipped) > 0 {
+			if cr, side, err = r.writeChangeCommitLocked(base, skipped, "", KindChange, nil); err != nil {
+				return res, fmt.Errorf("commit edits made during checkout in %s: %w", r.dir, err)
+			}
+			if side.IsZero() {
+				side = base // the edits are not committable (ignored, unreadable) or undone
+			}
+			baseTree, err := r.commitTreeLocked(base)
+			if err != nil {
+				return res, err
+			}
+			if sideTree, err = r.commitTreeLocked(side); err != nil {
+				return res, err
+			}
+			mr, err := r.mergeTreesLocked(baseTree, sideTree, headTree, r.editPolicy())
+			if err != nil {
+				return res, fmt.Errorf("merge edits made during checkout into %s in %s: %w", short(head), r.dir, err)
+			}
+			merged, conflicts = mr.Tree, mr.Conflicts
+		}
+		carried := make([]Change, 0, len(held))
+		if len(held) > 0 {
+			t, cc, err := r.mergeHeldLocked(merged, held)
+			if err != nil {
+				return res, fmt.Errorf("merge writes into versions the checkout replaced, into %s in %s: %w", short(head), r.dir, err)
+			}
+			merged, conflicts = t, append(conflicts, cc...)
+			for _, he := range held {
+				carried = append(carried, Change{Path: he.hv.path, Op: 'M'})
+			}
+			if len(skipped) == 0 && merged == headTree {
+				// What the writers left is in head already: nothing to commit.
+				markCarried(held)
+				res.Rounds--
+				continue
+			}
 		}
 		changes := map[string]pathChange{}
-		if err := mgDiffTrees(s, headTree, mr.Tree, "", changes); err != nil {
+		if err := treemerge.DiffTrees(s, headTree, merged, "", changes); err != nil {
 			return res, err
 		}
-		// The work tree holds side's version at the edited paths, whatever head has.
+		// The work tree holds side's version at the edited paths, whatever head has
+		// (and head's at the paths whose held versions were carried).
 		for _, p := range skipped {
-			from, err := mgTreeFile(s, sideTree, p)
+			from, err := treemerge.TreeFile(s, sideTree, p)
 			if err != nil {
 				return res, err
 			}
-			to, err := mgTreeFile(s, mr.Tree, p)
+			to, err := treemerge.TreeFile(s, merged, p)
 			if err != nil {
 				return res, err
 			}
-			if from.same(to) {
+			if from.Same(to) {
 				delete(changes, p)
 				continue
 			}
@@ -111,32 +151,127 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 		}
 		next := head
 		msg := "memd: merge edits made during checkout"
-		if side != base {
-			msg = editMergeMessage(r.opts.Hostname, cr.Changes, mr.Conflicts)
-			next, err = r.writeCommitLocked(mr.Tree, []plumbing.Hash{head, side}, msg)
-			if err != nil {
+		var parents []plumbing.Hash
+		switch {
+		case side != base:
+			parents = []plumbing.Hash{head, side}
+		case merged != headTree:
+			parents = []plumbing.Hash{head} // only held versions carried: on head, no side
+		}
+		if parents != nil {
+			msg = editMergeMessage(r.opts.Hostname, append(cr.Changes, carried...), conflicts)
+			if next, err = r.writeCommitLocked(merged, parents, msg); err != nil {
 				return res, fmt.Errorf("write edit merge commit in %s: %w", r.dir, err)
 			}
 		}
-		r.log.Info("merged edits made during sync", "repo", r.dir, "paths", skipped, "round", res.Rounds,
-			"side", short(side), "commit", short(next), "conflicts", len(mr.Conflicts))
-		late, err := r.moveHeadFromLocked(side, head, next, changes, firstLine(msg), nil)
+		// The marker names what the work tree holds outside changes' To: side at the
+		// edited paths, head everywhere else (all of it when only held versions
+		// were carried).
+		from := side
+		if len(skipped) == 0 {
+			from = head
+		}
+		r.log.Info("merged edits made during sync", "repo", r.dir, "paths", skipped, "carried", heldPaths(held),
+			"round", res.Rounds, "side", short(side), "commit", short(next), "conflicts", len(conflicts))
+		late, err := r.moveHeadFromLocked(from, head, next, changes, firstLine(msg), nil)
 		var wc *WorktreeChangedError
 		if errors.As(err, &wc) && !wc.Moved {
 			// Edited again before the branch moved: nothing moved, the marker
-			// still names base; commit what the tree holds now, next round.
+			// still names base; commit what the tree holds now, next round (the
+			// held versions are read again then).
 			skipped = unionPaths(skipped, wc.Paths)
 			continue
 		}
 		if err != nil {
 			return res, err
 		}
+		markCarried(held)
 		skipped = late
 		res.Head = next
-		res.Conflicts = append(res.Conflicts, mr.Conflicts...)
-		base, head = side, next
+		res.Conflicts = append(res.Conflicts, conflicts...)
+		base, head = from, next
 	}
-	return res, nil
+}
+
+// carryHeldLocked merges what writers left in versions a checkout took off their
+// names and still holds (those younger than heldMin outlive the sync that took them)
+// into HEAD, and releases the old ones: a commit calls it first, so a write through
+// a descriptor opened before the swap that came after the sync is merged by the next
+// commit (or the next sync's edit merges). A failure keeps them for the next try; a
+// checkout it left unfinished is finished before the commit, or the commit waits.
+func (r *Repo) carryHeldLocked() error {
+	if len(r.held) == 0 {
+		return nil
+	}
+	head, err := r.readBranch()
+	if err != nil || head.IsZero() {
+		return err
+	}
+	if _, err := r.mergeEditsLocked(head, head, nil); err != nil {
+		r.log.Warn("merge writes into versions the checkout replaced", "repo", r.dir, "err", err)
+		if _, err := r.finishInterruptedMergeLocked(); err != nil {
+			return fmt.Errorf("%w: %w", ErrMergeInProgress, err)
+		}
+	}
+	return nil
+}
+
+// mergeHeldLocked merges what writers left in held versions into tree: per path,
+// three-way between the version last known to be in a commit (base), the writer's
+// (ours) and tree's (theirs), with the edit policy (the ledger record by record, a
+// memory edited on both sides gets its conflict copy). A path tree can no longer
+// hold (a directory there now) gets the writer's version as a conflict copy.
+func (r *Repo) mergeHeldLocked(tree plumbing.Hash, held []heldEdit) (plumbing.Hash, []string, error) {
+	st := r.newMgStore()
+	defer st.discard()
+	bases, ours := map[string]*mEntry{}, map[string]*mEntry{}
+	for _, he := range held {
+		h, err := st.WriteBlob(he.data)
+		if err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		b := he.hv.base
+		bases[he.hv.path], ours[he.hv.path] = &b, &mEntry{Hash: h, Mode: he.to.Mode}
+	}
+	baseTree, err := treemerge.PatchTree(st.Store, tree, bases)
+	if errors.Is(err, treemerge.ErrPathConflict) {
+		copies := map[string]*mEntry{}
+		for p, e := range ours {
+			copies[memd.ConflictCopyPath(p, r.opts.Hostname, r.opts.Now())] = e
+		}
+		bases, ours, baseTree, err = nil, copies, tree, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	oursTree, err := treemerge.PatchTree(st.Store, tree, ours)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if err := st.flush(); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	mr, err := r.mergeTreesLocked(baseTree, oursTree, tree, r.editPolicy())
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	return mr.Tree, mr.Conflicts, nil
+}
+
+// markCarried: the held versions' contents are in a commit now; what a writer adds
+// later is merged against them.
+func markCarried(held []heldEdit) {
+	for _, he := range held {
+		he.hv.base, he.hv.seen = he.to, he.st
+	}
+}
+
+func heldPaths(held []heldEdit) []string {
+	out := make([]string, len(held))
+	for i, he := range held {
+		out[i] = he.hv.path
+	}
+	return out
 }
 
 func unionPaths(a, b []string) []string {
@@ -152,12 +287,12 @@ func unionPaths(a, b []string) []string {
 }
 
 // editPolicy is the merge policy for edit merges (the sync's own ledger and host).
-func (r *Repo) editPolicy() MergePolicy {
+func (r *Repo) editPolicy() memd.MergePolicy {
 	l := r.opts.Ledger
 	if l == "" {
-		l = DefaultLedgerPath
+		l = memd.DefaultLedgerFile
 	}
-	return MergePolicy{Ledgers: []string{l}, Host: r.opts.Hostname, Now: r.opts.Now()}
+	return memd.MergePolicy{Ledgers: []string{l}, Host: r.opts.Hostname, Now: r.opts.Now()}
 }
 
 // editMergeMessage: what the side commit changed, its conflict copies, the host trailer.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 func ledgerRec(id string) string {
@@ -60,17 +62,17 @@ func TestEditDuringCheckoutIsMerged(t *testing.T) {
 		t.Run(fmt.Sprint(rounds), func(t *testing.T) {
 			w := ledgerRaceWorld(t)
 			var ids []string
-			hookAfterRefMove = func() error {
+			w.b.setCrashHooks(&crashHooks{afterRefMove: func() error {
 				if len(ids) < rounds {
 					id := fmt.Sprintf("b-during-%d", len(ids))
 					appendLedger(t, w.bDir, id)
 					ids = append(ids, id)
 				}
 				return nil
-			}
-			defer func() { hookAfterRefMove = nil }()
+			}})
+			defer w.b.setCrashHooks(nil)
 			res := mustSync(t, w.b)
-			hookAfterRefMove = nil
+			w.b.setCrashHooks(nil)
 			if res.EditMerges != rounds || !res.Pushed {
 				t.Errorf("EditMerges = %d, Pushed = %v; want %d, true", res.EditMerges, res.Pushed, rounds)
 			}
@@ -93,15 +95,15 @@ func TestEditDuringCheckoutIsMerged(t *testing.T) {
 func TestEditRacingEveryRound(t *testing.T) {
 	w := ledgerRaceWorld(t)
 	var ids []string
-	hookAfterRefMove = func() error {
+	w.b.setCrashHooks(&crashHooks{afterRefMove: func() error {
 		id := fmt.Sprintf("b-during-%d", len(ids))
 		appendLedger(t, w.bDir, id)
 		ids = append(ids, id)
 		return nil
-	}
+	}})
 	_, err := w.b.Sync(t.Context(), pushOpts())
-	hookAfterRefMove = nil
-	if !errors.Is(err, ErrCheckoutRaced) || errors.Is(err, ErrOffline) {
+	w.b.setCrashHooks(nil)
+	if !errors.Is(err, ErrCheckoutRaced) || errors.Is(err, gitremote.ErrOffline) {
 		t.Fatalf("Sync err = %v, want ErrCheckoutRaced", err)
 	}
 	if _, ok, _, _ := readMarker(w.b); !ok {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 func TestClearStaleIndexLock(t *testing.T) {
@@ -63,8 +65,8 @@ func TestIndexLockOfLiveGitIsKept(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(lock, old, old) // even an old lock is live while git runs
 	err = r.clearStaleLock(lock, 200*time.Millisecond, 0)
-	if !errors.Is(err, ErrLocked) {
-		t.Fatalf("want ErrLocked while git runs, got %v", err)
+	if !errors.Is(err, gitstore.ErrLocked) {
+		t.Fatalf("want gitstore.ErrLocked while git runs, got %v", err)
 	}
 	if _, err := os.Stat(lock); err != nil {
 		t.Fatal("a live git's lock was removed")
@@ -94,7 +96,7 @@ func TestFreshLockWithoutGitWaitsForMinAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := r.clearStaleLock(lock, 50*time.Millisecond, time.Hour)
-	if !errors.Is(err, ErrLocked) {
+	if !errors.Is(err, gitstore.ErrLocked) {
 		t.Fatalf("fresh lock: %v", err)
 	}
 	if _, err := os.Stat(lock); err != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // .git/index upkeep (DESIGN §3). Commits never touch the index; it is
@@ -43,7 +45,7 @@ import (
 // identity (inode, size, mtime) of the file we wrote, and the paths memd
 // committed since. If nothing else touched the index or the branch, only
 // those paths' entries are re-made and spliced into the file
-// (indexfile.go); otherwise the whole HEAD tree is walked, reusing every
+// (sync/gitstore); otherwise the whole HEAD tree is walked, reusing every
 // existing entry whose blob id and mode still match, and a file that
 // already is exactly that is kept.
 
@@ -129,7 +131,7 @@ func (r *Repo) ScheduleIndexRefresh() {
 			s.mu.Lock()
 			closed := s.closed
 			s.mu.Unlock()
-			if !errors.Is(err, ErrLocked) || attempt >= indexRetries || closed {
+			if !errors.Is(err, gitstore.ErrLocked) || attempt >= indexRetries || closed {
 				r.log.Warn("index refresh failed", "repo", r.dir, "err", err)
 				return
 			}
@@ -180,7 +182,7 @@ func (r *Repo) refresh(started func()) error {
 	done := false
 	defer func() {
 		if !done {
-			rollbackLock(lock)
+			gitstore.RollbackLock(lock)
 		}
 	}()
 
@@ -223,7 +225,7 @@ func (r *Repo) refresh(started func()) error {
 	entries := -1
 	if incremental {
 		entries, err = r.spliceRefresh(indexPath, lock, head, pending)
-		if errors.Is(err, errNotSpliceable) {
+		if errors.Is(err, gitstore.ErrNotSpliceable) {
 			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
 			entries, err = -1, resetFile(lock)
 		}
@@ -311,21 +313,21 @@ func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Has
 	if err != nil {
 		return 0, err
 	}
-	edits := make([]indexEdit, 0, len(fs))
+	edits := make([]gitstore.IndexEdit, 0, len(fs))
 	for _, f := range fs {
-		ed := indexEdit{name: f.name}
+		ed := gitstore.IndexEdit{Name: f.name}
 		if f.ok {
-			ed.e = r.indexEntry(f.name, f.e.Mode, f.e.Hash)
+			ed.Entry = r.indexEntry(f.name, f.e.Mode, f.e.Hash)
 		}
 		edits = append(edits, ed)
 	}
-	sort.Slice(edits, func(i, j int) bool { return edits[i].name < edits[j].name })
+	sort.Slice(edits, func(i, j int) bool { return edits[i].Name < edits[j].Name })
 	f, err := os.Open(indexPath)
 	if err != nil {
-		return 0, errNotSpliceable
+		return 0, gitstore.ErrNotSpliceable
 	}
 	defer f.Close()
-	return spliceIndex(f, lock, edits)
+	return gitstore.SpliceIndex(f, lock, edits)
 }
 
 // fullRefresh writes into lock the index of HEAD's whole tree, reusing every entry of the
@@ -373,10 +375,10 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash)
 	if !root.IsZero() {
 		r.warmHot(tc, root) // every tree of HEAD is decoded now (treewarm.go)
 	}
-	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && plainIndexFile(indexPath) {
+	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && gitstore.PlainIndexFile(indexPath) {
 		return len(entries), true, nil
 	}
-	return len(entries), false, writeIndex(lock, entries)
+	return len(entries), false, gitstore.WriteIndex(lock, entries)
 }
 
 // rootTree is the tree of commit head (zero for an unborn branch).
@@ -496,12 +498,12 @@ func installIndex(tmp *os.File, indexPath string, was fileID) error {
 		_ = os.Remove(name)
 		return fmt.Errorf("write index: %w", err)
 	}
-	lock, err := createLock(indexPath, 0)
+	lock, err := gitstore.CreateLock(indexPath, 0)
 	if err != nil {
 		_ = os.Remove(name)
 		return err
 	}
-	defer rollbackLock(lock)
+	defer gitstore.RollbackLock(lock)
 	if hookIndexLockHeld != nil {
 		hookIndexLockHeld(name)
 	}
@@ -511,7 +513,7 @@ func installIndex(tmp *os.File, indexPath string, was fileID) error {
 	}
 	if now != was {
 		_ = os.Remove(name)
-		return fmt.Errorf("index %s changed during the refresh: %w", indexPath, ErrLocked)
+		return fmt.Errorf("index %s changed during the refresh: %w", indexPath, gitstore.ErrLocked)
 	}
 	if err := os.Rename(name, indexPath); err != nil {
 		_ = os.Remove(name)

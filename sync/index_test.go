@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 func TestIndexFollowsCommitsInBackground(t *testing.T) {
@@ -99,7 +101,7 @@ func TestIndexLockHeldBacksOff(t *testing.T) {
 	}
 	writeFile(t, dir, "b.html", "b")
 	mustCommit(t, r, "b.html") // commits never wait on the index
-	if err := r.RefreshIndex(); !errors.Is(err, ErrLocked) {
+	if err := r.RefreshIndex(); !errors.Is(err, gitstore.ErrLocked) {
 		t.Fatalf("RefreshIndex with held lock: %v", err)
 	}
 	if b, err := os.ReadFile(lock); err != nil || string(b) != "someone" {

@@ -1,9 +1,8 @@
 package sync
 
-// Three-way merge of trees, done by memd itself (go-git v5 merges
-// fast-forward only). Only the paths that differ are visited: trees are
-// diffed recursively and identical subtrees (same hash) are skipped, so the
-// cost follows the number of changed paths, not the size of the repo.
+// Moving HEAD to a merged or fetched commit and checking it out. The merge
+// of the trees itself is sync/treemerge's; what each path gets is the
+// domain policy's (memd.MergePolicy).
 //
 // Crash safety of a fast-forward or merge (the ref moves before the work
 // tree follows it):
@@ -34,291 +33,37 @@ package sync
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
-// ErrPathConflict is returned when a merge would need a file and a
-// directory at the same path. Nothing is changed; a person must rename one.
-var ErrPathConflict = errors.New("file and directory at the same path")
+// pathChange is treemerge.Change under the name the checkout and the sync
+// code use.
+type pathChange = treemerge.Change
 
-// Test hooks, nil in production: they let tests stop a sync at the points
-// where a crash matters (a returned error abandons the sync right there, as
-// a SIGKILL would, leaving files and marker as they are).
-var (
-	hookBeforeRefMove  func() error
-	hookAfterRefMove   func() error
-	hookAfterWorkWrite func(rel string)
-)
+// mEntry is one tree entry as the merge sees it.
+type mEntry = treemerge.Entry
 
-// mEntry is a file (blob, symlink or gitlink) in a tree.
-type mEntry struct {
-	Hash plumbing.Hash
-	Mode filemode.FileMode
-}
-
-func (e *mEntry) same(o *mEntry) bool {
-	if e == nil || o == nil {
-		return e == nil && o == nil
-	}
-	return e.Hash == o.Hash && e.Mode == o.Mode
-}
-
-// pathChange is one path's change between two trees; nil = absent.
-type pathChange struct {
-	From, To *mEntry
-}
-
-// mgDiffTrees records in out every file path whose entry differs between
-// trees a and b (zero hash = empty tree), skipping equal subtrees.
-func mgDiffTrees(s storer.EncodedObjectStorer, a, b plumbing.Hash, prefix string, out map[string]pathChange) error {
-	if a == b {
-		return nil
-	}
-	ae, err := mgTreeEntries(s, a)
-	if err != nil {
-		return err
-	}
-	be, err := mgTreeEntries(s, b)
-	if err != nil {
-		return err
-	}
-	bm := make(map[string]object.TreeEntry, len(be))
-	for _, e := range be {
-		bm[e.Name] = e
-	}
-	am := make(map[string]bool, len(ae))
-	for _, x := range ae {
-		am[x.Name] = true
-		y, ok := bm[x.Name]
-		if ok && x.Hash == y.Hash && x.Mode == y.Mode {
-			continue
-		}
-		if err := mgDiffEntry(s, prefix+x.Name, &x, ptrIf(ok, y), out); err != nil {
-			return err
-		}
-	}
-	for _, y := range be {
-		if am[y.Name] {
-			continue
-		}
-		if err := mgDiffEntry(s, prefix+y.Name, nil, &y, out); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func ptrIf(ok bool, e object.TreeEntry) *object.TreeEntry {
-	if !ok {
-		return nil
-	}
-	return &e
-}
-
-// mgDiffEntry diffs one name present on at least one side. A directory on
-// one side against a file (or nothing) on the other expands to its files.
-func mgDiffEntry(s storer.EncodedObjectStorer, name string, x, y *object.TreeEntry, out map[string]pathChange) error {
-	xDir := x != nil && x.Mode == filemode.Dir
-	yDir := y != nil && y.Mode == filemode.Dir
-	var xh, yh plumbing.Hash
-	if xDir {
-		xh = x.Hash
-	}
-	if yDir {
-		yh = y.Hash
-	}
-	if xDir || yDir {
-		if err := mgDiffTrees(s, xh, yh, name+"/", out); err != nil {
-			return err
-		}
-	}
-	var from, to *mEntry
-	if x != nil && !xDir {
-		from = &mEntry{x.Hash, x.Mode}
-	}
-	if y != nil && !yDir {
-		to = &mEntry{y.Hash, y.Mode}
-	}
-	if from != nil || to != nil {
-		out[name] = pathChange{from, to}
-	}
-	return nil
-}
-
-func mgTreeEntries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEntry, error) {
-	if h.IsZero() {
-		return nil, nil
-	}
-	t, err := object.GetTree(s, h)
-	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", h, err)
-	}
-	return t.Entries, nil
-}
-
-// mgPatchTree writes the tree that results from applying changes (path →
-// entry, nil = delete) to the tree root, creating and dropping directories
-// as needed, and returns its hash. Only the directories along changed paths
-// are rewritten.
-func mgPatchTree(st *mgStore, root plumbing.Hash, changes map[string]*mEntry) (plumbing.Hash, error) {
-	h, _, err := mgPatchDir(st, root, "", changes)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if h.IsZero() { // everything deleted: git's empty tree
-		return st.writeTree(nil)
-	}
-	return h, nil
-}
-
-func mgPatchDir(st *mgStore, tree plumbing.Hash, prefix string, changes map[string]*mEntry) (plumbing.Hash, bool, error) {
-	ents, err := mgTreeEntries(st.s, tree)
-	if err != nil {
-		return plumbing.ZeroHash, false, err
-	}
-	byName := make(map[string]object.TreeEntry, len(ents)+len(changes))
-	for _, e := range ents {
-		byName[e.Name] = e
-	}
-	sub := map[string]map[string]*mEntry{}
-	files := map[string]*mEntry{}
-	for p, e := range changes {
-		if dir, rest, ok := strings.Cut(p, "/"); ok {
-			m := sub[dir]
-			if m == nil {
-				m = map[string]*mEntry{}
-				sub[dir] = m
-			}
-			m[rest] = e
-		} else {
-			files[p] = e
-		}
-	}
-	// Directories first, so a file replacing an emptied directory (or a
-	// directory replacing a deleted file) sees the final state.
-	for _, dir := range sortedKeys(sub) {
-		var child plumbing.Hash
-		if cur, ok := byName[dir]; ok {
-			if cur.Mode == filemode.Dir {
-				child = cur.Hash
-			} else if fe, set := files[dir]; !set || fe != nil {
-				// A file stays at dir: only deletions below it are
-				// harmless (nothing there to delete).
-				if mgAllNil(sub[dir]) {
-					continue
-				}
-				return plumbing.ZeroHash, false, fmt.Errorf("merge %s%s: %w", prefix, dir, ErrPathConflict)
-			} else {
-				delete(byName, dir) // the file is deleted in this change set
-			}
-		}
-		h, empty, err := mgPatchDir(st, child, prefix+dir+"/", sub[dir])
-		if err != nil {
-			return plumbing.ZeroHash, false, err
-		}
-		if empty {
-			delete(byName, dir)
-		} else {
-			byName[dir] = object.TreeEntry{Name: dir, Mode: filemode.Dir, Hash: h}
-		}
-	}
-	for _, p := range sortedKeys(files) {
-		e := files[p]
-		cur, exists := byName[p]
-		if e == nil {
-			if exists && cur.Mode != filemode.Dir {
-				delete(byName, p)
-			}
-			continue
-		}
-		if exists && cur.Mode == filemode.Dir {
-			return plumbing.ZeroHash, false, fmt.Errorf("merge %s%s: %w", prefix, p, ErrPathConflict)
-		}
-		byName[p] = object.TreeEntry{Name: p, Mode: e.Mode, Hash: e.Hash}
-	}
-	if len(byName) == 0 {
-		return plumbing.ZeroHash, true, nil
-	}
-	list := make([]object.TreeEntry, 0, len(byName))
-	for _, e := range byName {
-		list = append(list, e)
-	}
-	h, err := st.writeTree(list)
-	return h, false, err
-}
-
-func mgAllNil(m map[string]*mEntry) bool {
-	for _, e := range m {
-		if e != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// mgStore writes the objects of a merge through objectBatch (durable once
-// flushed, git's loose format) and keeps the blobs it wrote readable before
-// the flush.
+// mgStore is a treemerge.Store writing through an objectBatch (git's loose
+// format, durable once flushed).
 type mgStore struct {
-	s     storer.EncodedObjectStorer
-	b     *objectBatch
-	blobs map[plumbing.Hash][]byte
+	*treemerge.Store
+	b *objectBatch
 }
 
 func (r *Repo) newMgStore() *mgStore {
-	return &mgStore{s: r.repo.Storer, b: newObjectBatch(r), blobs: map[plumbing.Hash][]byte{}}
-}
-
-func (st *mgStore) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
-	sort.Sort(object.TreeEntrySorter(entries))
-	t := &object.Tree{Entries: entries}
-	obj := &plumbing.MemoryObject{}
-	if err := t.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
-	}
-	content, err := io.ReadAll(rd)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
-	}
-	h, err := st.b.write(plumbing.TreeObject, content)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("write tree: %w", err)
-	}
-	return h, nil
-}
-
-func (st *mgStore) writeBlob(data []byte) (plumbing.Hash, error) {
-	h, err := st.b.write(plumbing.BlobObject, data)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
-	}
-	st.blobs[h] = data
-	return h, nil
-}
-
-func (st *mgStore) readBlob(e *mEntry) ([]byte, error) {
-	if e != nil {
-		if b, ok := st.blobs[e.Hash]; ok {
-			return b, nil
-		}
-	}
-	return mgReadBlob(st.s, e)
+	b := newObjectBatch(r)
+	return &mgStore{Store: treemerge.NewStore(r.repo.Storer, b.write), b: b}
 }
 
 // flush makes the written objects durable and visible.
@@ -326,90 +71,19 @@ func (st *mgStore) flush() error { return st.b.flush() }
 
 func (st *mgStore) discard() { st.b.discard() }
 
-func mgReadBlob(s storer.EncodedObjectStorer, e *mEntry) ([]byte, error) {
-	if e == nil {
-		return nil, nil
-	}
-	obj, err := s.EncodedObject(plumbing.BlobObject, e.Hash)
-	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
-	}
-	defer rd.Close()
-	b, err := io.ReadAll(rd)
-	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
-	}
-	return b, nil
+// crashHooks stop a sync at the points where a crash matters (a returned
+// error abandons the sync right there, as a SIGKILL would, leaving files and
+// marker as they are). Only tests set them (export_test.go); nil in production.
+type crashHooks struct {
+	beforeRefMove  func() error
+	afterRefMove   func() error
+	afterWorkWrite func(rel string)
 }
 
-// mgRenames pairs the paths a side deleted with the paths it added holding
-// the same blob (a pure rename, as an archive move is). An add is used once.
-// Among several candidates the archive mapping of the old path wins
-// (archive/<YYYY>/<old>), then the first in path order.
-func mgRenames(changes map[string]pathChange) map[string]string {
-	added := map[plumbing.Hash][]string{}
-	for _, p := range sortedKeys(changes) {
-		c := changes[p]
-		if c.From == nil && c.To != nil && c.To.Mode != filemode.Symlink {
-			added[c.To.Hash] = append(added[c.To.Hash], p)
-		}
-	}
-	if len(added) == 0 {
-		return nil
-	}
-	used := map[string]bool{}
-	out := map[string]string{}
-	for _, p := range sortedKeys(changes) {
-		c := changes[p]
-		if c.From == nil || c.To != nil {
-			continue
-		}
-		cands := added[c.From.Hash]
-		pick := ""
-		for _, q := range cands {
-			if !used[q] && mgUnarchive(q) == p {
-				pick = q
-				break
-			}
-		}
-		if pick == "" {
-			for _, q := range cands {
-				if !used[q] {
-					pick = q
-					break
-				}
-			}
-		}
-		if pick != "" {
-			used[pick] = true
-			out[p] = pick
-		}
-	}
-	return out
-}
-
-// mgUnarchive strips one archive/<YYYY>/ prefix; p itself when there is none.
-func mgUnarchive(p string) string {
-	if orig, _, ok := memd.UnarchivePath(p); ok {
-		return orig
-	}
-	return p
-}
-
-// treeMergeResult is what mergeTreesLocked produced.
-type treeMergeResult struct {
-	Tree      plumbing.Hash
-	Conflicts []string // conflict copies written
-}
-
-// mergeTreesLocked merges ours' and theirs' trees against base: start from
-// theirs, replay ours' changes, per-path policy for paths both touched.
-func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolicy) (res treeMergeResult, err error) {
-	s := r.repo.Storer
+// mergeTreesLocked merges ours' and theirs' trees against base
+// (treemerge.Merge), writing the new objects in git's loose format, durable
+// before it returns.
+func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol memd.MergePolicy) (res treemerge.Result, err error) {
 	st := r.newMgStore()
 	defer func() {
 		if err == nil {
@@ -417,301 +91,7 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol MergePolic
 		}
 		st.discard()
 	}()
-	dO, dT := map[string]pathChange{}, map[string]pathChange{}
-	if err := mgDiffTrees(s, base, ours, "", dO); err != nil {
-		return treeMergeResult{}, fmt.Errorf("diff base..ours: %w", err)
-	}
-	if err := mgDiffTrees(s, base, theirs, "", dT); err != nil {
-		return treeMergeResult{}, fmt.Errorf("diff base..theirs: %w", err)
-	}
-	rO, rT := mgRenames(dO), mgRenames(dT)
-
-	set := map[string]*mEntry{} // changes applied to theirs' tree
-	fixed := map[string]bool{}  // paths decided by a rename rule
-	var conflicts []string
-	losers := map[string][][]byte{} // conflicts file → ledger loser lines
-	pol.memoryMDAt = memoryMDReader(st, ours, theirs)
-
-	// theirsAt reads the entry theirs' tree holds at p.
-	theirsAt := func(p string) *mEntry {
-		if c, ok := dT[p]; ok {
-			return c.To
-		}
-		if c, ok := dO[p]; ok {
-			return c.From // unchanged by theirs: base's entry
-		}
-		e, _ := mgTreeFile(s, theirs, p)
-		return e
-	}
-
-	// Renames by ours of a path theirs changed: theirs' change lands at the
-	// new path, nothing at the old one.
-	for _, old := range sortedKeys(rO) {
-		nw := rO[old]
-		t, ok := dT[old]
-		if !ok || t.To == nil {
-			continue // theirs did not change (or also deleted) it
-		}
-		if _, clash := dT[nw]; clash {
-			continue // theirs also wrote the new path: general rules decide
-		}
-		set[nw] = t.To
-		set[old] = nil
-		fixed[nw], fixed[old] = true, true
-	}
-	// Renames by theirs of a path ours changed: ours' change lands at the
-	// new path.
-	for _, old := range sortedKeys(rT) {
-		nw := rT[old]
-		o, ok := dO[old]
-		if !ok || o.To == nil {
-			continue
-		}
-		if _, clash := dO[nw]; clash {
-			continue
-		}
-		set[nw] = o.To
-		fixed[nw], fixed[old] = true, true // old stays deleted (theirs' tree)
-	}
-
-	for _, p := range sortedKeys(dO) {
-		if fixed[p] {
-			continue
-		}
-		o := dO[p]
-		t, both := dT[p]
-		if !both {
-			set[p] = o.To // only ours touched it
-			continue
-		}
-		if o.To.same(t.To) {
-			continue // same result on both sides
-		}
-		switch {
-		case o.To == nil:
-			continue // ours deleted, theirs changed: the change stays
-		case t.To == nil:
-			set[p] = o.To // theirs deleted, ours changed: the change stays
-			continue
-		}
-		// Both changed p differently.
-		bb, err := st.readBlob(o.From)
-		if err != nil {
-			return res, err
-		}
-		ob, err := st.readBlob(o.To)
-		if err != nil {
-			return res, err
-		}
-		tb, err := st.readBlob(t.To)
-		if err != nil {
-			return res, err
-		}
-		regular := o.To.Mode.IsFile() && t.To.Mode.IsFile() && o.To.Mode != filemode.Symlink && t.To.Mode != filemode.Symlink
-		kind := KindOther
-		if regular {
-			kind = pol.KindOf(p, bb, ob, tb)
-		}
-		var merged []byte
-		if kind.projectLayout() {
-			m, note, err := pol.MergeProjectLayout(kind, p, bb, ob, tb)
-			switch {
-			case err != nil:
-				r.log.Warn("structured merge refused, keeping a conflict copy", "err", err)
-				kind = KindOther
-			case note != "":
-				r.log.Warn(note)
-			}
-			merged = m
-		}
-		switch kind {
-		case KindProjectMD, KindTopicFile, KindNewer:
-			// merged above
-		case KindDerived:
-			continue // theirs; the next sleep renders it again
-		case KindLedger:
-			var lost [][]byte
-			merged, lost = MergeLedger(bb, ob, tb)
-			if len(lost) > 0 {
-				cp := ConflictsPathFor(p)
-				losers[cp] = append(losers[cp], lost...)
-			}
-		case KindLineUnion:
-			merged = MergeLineUnion(bb, ob, tb)
-		case KindIndexMD:
-			merged = MergeIndexMD(bb, ob, tb)
-		default:
-			cp := ConflictCopyPath(p, pol.Host, pol.Now)
-			for i := 2; mgExists(s, theirs, dO, set, cp); i++ {
-				cp = ConflictCopyPath(p, fmt.Sprintf("%s-%d", pol.Host, i), pol.Now)
-			}
-			set[cp] = o.To
-			conflicts = append(conflicts, cp)
-			continue
-		}
-		h, err := st.writeBlob(merged)
-		if err != nil {
-			return res, err
-		}
-		set[p] = &mEntry{Hash: h, Mode: t.To.Mode}
-	}
-
-	for _, cp := range sortedKeys(losers) {
-		cur, ok := set[cp]
-		if !ok {
-			cur = theirsAt(cp)
-		}
-		data, err := st.readBlob(cur)
-		if err != nil {
-			return res, err
-		}
-		h, err := st.writeBlob(AppendMissingLines(data, losers[cp]))
-		if err != nil {
-			return res, err
-		}
-		set[cp] = &mEntry{Hash: h, Mode: filemode.Regular}
-	}
-
-	moved, err := mgResolveFileDir(s, theirs, set, pol)
-	if err != nil {
-		return res, err
-	}
-	conflicts = append(conflicts, moved...)
-	sort.Strings(conflicts)
-	tree, err := mgPatchTree(st, theirs, set)
-	if err != nil {
-		return res, err
-	}
-	res.Tree = tree
-	res.Conflicts = conflicts
-	return res, nil
-}
-
-// mgExists says whether the merged tree would hold p (a conflict copy name
-// must not overwrite anything).
-func mgExists(s storer.EncodedObjectStorer, theirs plumbing.Hash, dO map[string]pathChange, set map[string]*mEntry, p string) bool {
-	if e, ok := set[p]; ok {
-		return e != nil
-	}
-	if c, ok := dO[p]; ok && c.To != nil {
-		return true
-	}
-	e, _ := mgTreeFile(s, theirs, p)
-	return e != nil
-}
-
-// mgTreeFile looks up one file path in a tree (nil when absent or a
-// directory).
-func mgTreeFile(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*mEntry, error) {
-	e, err := mgTreeLookup(s, tree, p)
-	if err != nil || e == nil || e.Mode == filemode.Dir {
-		return nil, err
-	}
-	return &mEntry{e.Hash, e.Mode}, nil
-}
-
-// mgTreeLookup finds the entry (file or directory) at p; nil when absent.
-func mgTreeLookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*object.TreeEntry, error) {
-	h := tree
-	for {
-		ents, err := mgTreeEntries(s, h)
-		if err != nil {
-			return nil, err
-		}
-		name, rest, more := strings.Cut(p, "/")
-		var found *object.TreeEntry
-		for i := range ents {
-			if ents[i].Name == name {
-				found = &ents[i]
-				break
-			}
-		}
-		if found == nil || !more {
-			return found, nil
-		}
-		if found.Mode != filemode.Dir {
-			return nil, nil
-		}
-		h, p = found.Hash, rest
-	}
-}
-
-// mgResolveFileDir handles ours' files that would collide with theirs'
-// tree as file against directory (one side made areas/x a file, the other
-// a directory): theirs stays, ours' file moves to a conflict copy name
-// (for a file under a path theirs holds as a file, the whole directory
-// part is renamed: areas/x.conflict-…/y.html). Nothing is dropped and the
-// merge does not get stuck on ErrPathConflict.
-func mgResolveFileDir(s storer.EncodedObjectStorer, theirs plumbing.Hash, set map[string]*mEntry, pol MergePolicy) ([]string, error) {
-	var moved []string
-	for _, p := range sortedKeys(set) {
-		e := set[p]
-		if e == nil {
-			continue
-		}
-		target := ""
-		te, err := mgTreeLookup(s, theirs, p)
-		if err != nil {
-			return nil, err
-		}
-		if te != nil && te.Mode == filemode.Dir {
-			gone, err := mgAllDeletedUnder(s, te.Hash, set, p)
-			if err != nil {
-				return nil, err
-			}
-			if !gone {
-				target = ConflictCopyPath(p, pol.Host, pol.Now)
-			}
-		} else {
-			for i := strings.IndexByte(p, '/'); i >= 0; i = mgNextSlash(p, i) {
-				anc := p[:i]
-				if del, ok := set[anc]; ok && del == nil {
-					continue // theirs' file there is deleted by ours
-				}
-				ae, err := mgTreeLookup(s, theirs, anc)
-				if err != nil {
-					return nil, err
-				}
-				if ae != nil && ae.Mode != filemode.Dir {
-					target = ConflictCopyPath(anc, pol.Host, pol.Now) + p[i:]
-					break
-				}
-				if ae == nil {
-					break // nothing deeper can collide
-				}
-			}
-		}
-		if target == "" {
-			continue
-		}
-		delete(set, p)
-		set[target] = e
-		moved = append(moved, target)
-	}
-	return moved, nil
-}
-
-func mgNextSlash(p string, i int) int {
-	j := strings.IndexByte(p[i+1:], '/')
-	if j < 0 {
-		return -1
-	}
-	return i + 1 + j
-}
-
-// mgAllDeletedUnder: does set delete every file of theirs' directory dir
-// (ours replaced the directory by a file)? Then the file is no collision.
-func mgAllDeletedUnder(s storer.EncodedObjectStorer, dirHash plumbing.Hash, set map[string]*mEntry, dir string) (bool, error) {
-	files := map[string]pathChange{}
-	if err := mgDiffTrees(s, dirHash, plumbing.ZeroHash, dir+"/", files); err != nil {
-		return false, err
-	}
-	for f := range files {
-		if e, ok := set[f]; !ok || e != nil {
-			return false, nil
-		}
-	}
-	return true, nil
+	return treemerge.Merge(st.Store, base, ours, theirs, pol, r.log)
 }
 
 // ---- work tree ----
@@ -729,7 +109,7 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 	co := &checkout{r: r, t: t}
 	defer t.Close()
 	var dirty []string
-	for _, p := range sortedKeys(changes) {
+	for _, p := range slices.Sorted(maps.Keys(changes)) {
 		if isLockFile(p) || r.ignoredPath(p) {
 			continue
 		}
@@ -899,12 +279,13 @@ func (r *Repo) removeMergeMarker() error {
 var ErrMergeInProgress = errors.New("an interrupted checkout is not finished")
 
 // requireNoMergeLocked is called before any commit of the work tree: an
-// interrupted checkout is finished (or undone) first.
+// interrupted checkout is finished (or undone) first, and writes into versions
+// a checkout replaced are merged (edits.go carryHeldLocked).
 func (r *Repo) requireNoMergeLocked() error {
 	if _, err := r.finishInterruptedMergeLocked(); err != nil {
 		return fmt.Errorf("%w: %w", ErrMergeInProgress, err)
 	}
-	return nil
+	return r.carryHeldLocked()
 }
 
 // FinishInterruptedMerge completes a fast-forward or merge that a crash cut
@@ -1011,7 +392,7 @@ func (r *Repo) undoInterruptedLocked(old, nw plumbing.Hash, changes map[string]p
 // refresh and callers' counts).
 func mgChangeList(changes map[string]pathChange) []Change {
 	out := make([]Change, 0, len(changes))
-	for _, p := range sortedKeys(changes) {
+	for _, p := range slices.Sorted(maps.Keys(changes)) {
 		c := changes[p]
 		op := byte('M')
 		switch {
@@ -1036,7 +417,7 @@ func (r *Repo) commitDiffLocked(a, b plumbing.Hash) (map[string]pathChange, erro
 		return nil, err
 	}
 	out := map[string]pathChange{}
-	if err := mgDiffTrees(r.repo.Storer, ta, tb, "", out); err != nil {
+	if err := treemerge.DiffTrees(r.repo.Storer, ta, tb, "", out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -1122,8 +503,8 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 		}
 	}
 	t2 := time.Now()
-	if hookBeforeRefMove != nil {
-		if err := hookBeforeRefMove(); err != nil {
+	if r.hooks != nil && r.hooks.beforeRefMove != nil {
+		if err := r.hooks.beforeRefMove(); err != nil {
 			return nil, err // as a crash would: temps and marker stay
 		}
 	}
@@ -1134,8 +515,8 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 			return nil, err
 		}
 	}
-	if hookAfterRefMove != nil {
-		if err := hookAfterRefMove(); err != nil {
+	if r.hooks != nil && r.hooks.afterRefMove != nil {
+		if err := r.hooks.afterRefMove(); err != nil {
 			return nil, err
 		}
 	}

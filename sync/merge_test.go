@@ -9,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
 var errSimulatedCrash = errors.New("simulated crash")
@@ -84,9 +81,9 @@ func checkDivergedResult(t *testing.T, w *syncWorld) {
 func TestInterruptedMergeAfterRefMove(t *testing.T) {
 	w := divergedWorld(t)
 	oldHead := revParse(t, w.bDir, "HEAD")
-	hookAfterRefMove = func() error { return errSimulatedCrash }
+	w.b.setCrashHooks(&crashHooks{afterRefMove: func() error { return errSimulatedCrash }})
 	_, err := w.b.Sync(context.Background(), RemoteOptions{})
-	hookAfterRefMove = nil
+	w.b.setCrashHooks(nil)
 	if !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("Sync err = %v", err)
 	}
@@ -109,9 +106,9 @@ func TestInterruptedMergeAfterRefMove(t *testing.T) {
 func TestInterruptedMergeBeforeRefMove(t *testing.T) {
 	w := divergedWorld(t)
 	oldHead := revParse(t, w.bDir, "HEAD")
-	hookBeforeRefMove = func() error { return errSimulatedCrash }
+	w.b.setCrashHooks(&crashHooks{beforeRefMove: func() error { return errSimulatedCrash }})
 	_, err := w.b.Sync(context.Background(), RemoteOptions{})
-	hookBeforeRefMove = nil
+	w.b.setCrashHooks(nil)
 	if !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("Sync err = %v", err)
 	}
@@ -124,9 +121,9 @@ func TestInterruptedMergeBeforeRefMove(t *testing.T) {
 
 func TestInterruptedMergeKeepsEditsMadeSince(t *testing.T) {
 	w := divergedWorld(t)
-	hookAfterRefMove = func() error { return errSimulatedCrash }
+	w.b.setCrashHooks(&crashHooks{afterRefMove: func() error { return errSimulatedCrash }})
 	_, err := w.b.Sync(context.Background(), RemoteOptions{})
-	hookAfterRefMove = nil
+	w.b.setCrashHooks(nil)
 	if !errors.Is(err, errSimulatedCrash) {
 		t.Fatal(err)
 	}
@@ -215,104 +212,10 @@ func TestCrashHelperProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hookAfterWorkWrite = func(string) {
+	r.setCrashHooks(&crashHooks{afterWorkWrite: func(string) {
 		_ = os.WriteFile(os.Getenv("MEMD_CRASH_HELPER_READY"), []byte("x"), 0o644)
 		select {} // wait for SIGKILL
-	}
+	}})
 	_, err = r.Sync(context.Background(), RemoteOptions{})
 	t.Fatalf("sync returned instead of being killed: %v", err)
-}
-
-func TestPatchTreeAndDiff(t *testing.T) {
-	dir := newGitDir(t)
-	writeFile(t, dir, "a/b/c.txt", "c\n")
-	writeFile(t, dir, "a/d.txt", "d\n")
-	writeFile(t, dir, "top.txt", "t\n")
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "x")
-	r := openTest(t, dir, testOptions())
-	s := r.repo.Storer
-	root := plumbing.NewHash(revParse(t, dir, "HEAD^{tree}"))
-	st := r.newMgStore()
-	blob, err := st.writeBlob([]byte("new\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, err := st.readBlob(&mEntry{Hash: blob}); err != nil || string(b) != "new\n" {
-		t.Fatalf("blob not readable before flush: %q, %v", b, err)
-	}
-	e := &mEntry{Hash: blob, Mode: filemode.Regular}
-	cases := []struct {
-		name    string
-		changes map[string]*mEntry
-		want    map[string]pathChange // expected diff root → result (To only checked)
-		err     error
-	}{
-		{"add deep", map[string]*mEntry{"x/y/z.txt": e}, map[string]pathChange{"x/y/z.txt": {To: e}}, nil},
-		{"delete last file drops dirs", map[string]*mEntry{"a/b/c.txt": nil}, map[string]pathChange{"a/b/c.txt": {}}, nil},
-		{"file replaces dir", map[string]*mEntry{"a/b/c.txt": nil, "a/b": e}, map[string]pathChange{"a/b/c.txt": {}, "a/b": {To: e}}, nil},
-		{"dir replaces file", map[string]*mEntry{"top.txt": nil, "top.txt/in": e}, map[string]pathChange{"top.txt": {}, "top.txt/in": {To: e}}, nil},
-		{"file onto live dir", map[string]*mEntry{"a": e}, nil, ErrPathConflict},
-		{"dir under live file", map[string]*mEntry{"top.txt/in": e}, nil, ErrPathConflict},
-		{"delete missing is no-op", map[string]*mEntry{"nope/x": nil}, map[string]pathChange{}, nil},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h, err := mgPatchTree(st, root, c.changes)
-			if c.err != nil {
-				if !errors.Is(err, c.err) {
-					t.Fatalf("err = %v, want %v", err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := st.flush(); err != nil {
-				t.Fatal(err)
-			}
-			diff := map[string]pathChange{}
-			if err := mgDiffTrees(s, root, h, "", diff); err != nil {
-				t.Fatal(err)
-			}
-			if len(diff) != len(c.want) {
-				t.Fatalf("diff %v, want %v", diff, c.want)
-			}
-			for p, w := range c.want {
-				if got, ok := diff[p]; !ok || !got.To.same(w.To) {
-					t.Errorf("path %s: %+v, want To %+v", p, got, w.To)
-				}
-			}
-			// git agrees the tree is well formed.
-			runGit(t, dir, "ls-tree", "-r", h.String())
-		})
-	}
-}
-
-func TestRenameDetection(t *testing.T) {
-	h1, h2 := plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222")
-	e1, e2 := &mEntry{Hash: h1, Mode: filemode.Regular}, &mEntry{Hash: h2, Mode: filemode.Regular}
-	changes := map[string]pathChange{
-		"areas/x.html":                    {From: e1},
-		"areas/copy.html":                 {To: e1},
-		"archive/2024/areas/x.html":       {To: e1},
-		"areas/y.html":                    {From: e2},
-		"resources/y.html":                {To: e2},
-		"areas/z.html":                    {From: &mEntry{Hash: plumbing.NewHash("3333333333333333333333333333333333333333"), Mode: filemode.Regular}},
-		"areas/modified.html":             {From: e1, To: e2},
-		"archive/2023/areas/nothing.html": {To: e2},
-	}
-	got := mgRenames(changes)
-	if got["areas/x.html"] != "archive/2024/areas/x.html" {
-		t.Errorf("archive mapping not preferred: %v", got)
-	}
-	if got["areas/y.html"] == "" {
-		t.Errorf("plain rename missed: %v", got)
-	}
-	if _, ok := got["areas/z.html"]; ok {
-		t.Errorf("pure delete taken as rename: %v", got)
-	}
-	if mgUnarchive("archive/2024/a/b.html") != "a/b.html" || mgUnarchive("archive/20x4/a") != "archive/20x4/a" || mgUnarchive("areas/a") != "areas/a" {
-		t.Error("mgUnarchive")
-	}
 }

@@ -236,7 +236,7 @@ func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs 
 	s := r.repo.Storer
 	flags := map[plumbing.Hash]uint8{}
 	commits := map[plumbing.Hash]*object.Commit{}
-	q := &pushQueue{}
+	q := &commitHeap{}
 	add := func(h plumbing.Hash, f uint8) error {
 		prev := flags[h]
 		if prev|f == prev {
@@ -251,7 +251,7 @@ func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs 
 			}
 			commits[h] = c
 		}
-		heap.Push(q, pwItem{c: c, f: prev | f})
+		heap.Push(q, paintedCommit{c: c, f: prev | f, open: (prev|f)&pwOld == 0})
 		return nil
 	}
 	if err := add(local, pwLocal); err != nil {
@@ -264,8 +264,8 @@ func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs 
 	// them can be new. Re-queuing on a flag change (a commit reached from
 	// old after it was popped as local-only) carries the old mark down even
 	// when committer dates go backwards.
-	for q.Len() > 0 && q.localOnly > 0 {
-		it := heap.Pop(q).(pwItem)
+	for q.Len() > 0 && q.open > 0 {
+		it := heap.Pop(q).(paintedCommit)
 		st.Walked++
 		if st.Walked > pushWalkLimit {
 			return nil, false, errPushWalkTooLong
@@ -410,37 +410,4 @@ next:
 		}
 	}
 	return nil
-}
-
-type pwItem struct {
-	c *object.Commit
-	f uint8
-}
-
-// pushQueue is a max-heap by committer time that counts the entries not
-// (yet) reachable from old.
-type pushQueue struct {
-	items     []pwItem
-	localOnly int
-}
-
-func (q *pushQueue) Len() int { return len(q.items) }
-func (q *pushQueue) Less(i, j int) bool {
-	return q.items[i].c.Committer.When.After(q.items[j].c.Committer.When)
-}
-func (q *pushQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
-func (q *pushQueue) Push(x any) {
-	it := x.(pwItem)
-	if it.f&pwOld == 0 {
-		q.localOnly++
-	}
-	q.items = append(q.items, it)
-}
-func (q *pushQueue) Pop() any {
-	it := q.items[len(q.items)-1]
-	q.items = q.items[:len(q.items)-1]
-	if it.f&pwOld == 0 {
-		q.localOnly--
-	}
-	return it
 }

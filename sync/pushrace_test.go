@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 // racingPeer makes A commit and push a new file every time B's sync finishes the local
@@ -58,8 +60,8 @@ func TestPushRaceLostEveryRoundIsNotOffline(t *testing.T) {
 	mustCommit(t, w.b, "areas")
 	locked := 0
 	res, err := w.b.Sync(t.Context(), racingPeer(t, w, MaxSyncAttempts, &locked))
-	if !errors.Is(err, ErrPushRejected) || errors.Is(err, ErrOffline) || errors.Is(err, ErrAuth) {
-		t.Fatalf("Sync err = %v, want ErrPushRejected only", err)
+	if !errors.Is(err, gitremote.ErrPushRejected) || errors.Is(err, gitremote.ErrOffline) || errors.Is(err, gitremote.ErrAuth) {
+		t.Fatalf("Sync err = %v, want gitremote.ErrPushRejected only", err)
 	}
 	if res.PushAttempts != MaxSyncAttempts || res.Ahead == 0 {
 		t.Errorf("PushAttempts %d (want %d), ahead %d (want > 0)", res.PushAttempts, MaxSyncAttempts, res.Ahead)
@@ -81,11 +83,11 @@ func TestRaceRejectionKinds(t *testing.T) {
 		"cannot lock ref 'refs/heads/main': Unable to create '/r.git/refs/heads/main.lock': No space left": false,
 		"unpack-objects abnormal exit":                                                                     false,
 	} {
-		err := classifyRemoteErr("push", "origin", "", errors.New(msg))
-		if got := errors.Is(err, ErrPushRejected); got != want {
-			t.Errorf("%q: ErrPushRejected = %v, want %v", msg, got, want)
+		err := gitremote.Classify("push", "origin", "", errors.New(msg))
+		if got := errors.Is(err, gitremote.ErrPushRejected); got != want {
+			t.Errorf("%q: gitremote.ErrPushRejected = %v, want %v", msg, got, want)
 		}
-		if errors.Is(err, ErrOffline) {
+		if errors.Is(err, gitremote.ErrOffline) {
 			t.Errorf("%q: classified offline", msg)
 		}
 	}

@@ -18,6 +18,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitstore"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // DefaultRemote is the remote name when RemoteOptions.Remote is empty.
@@ -76,7 +81,7 @@ func (ro RemoteOptions) withDefaults() RemoteOptions {
 		ro.Timeout = DefaultNetworkTimeout
 	}
 	if ro.Ledger == "" {
-		ro.Ledger = DefaultLedgerPath
+		ro.Ledger = memd.DefaultLedgerFile
 	}
 	if ro.LocalWork == nil {
 		ro.LocalWork = func(fn func() error) error { return fn() }
@@ -114,7 +119,7 @@ func (r *Repo) SetRemote(name, url string) error {
 		return fmt.Errorf("set remote %s: empty URL", name)
 	}
 	if _, err := transport.NewEndpoint(url); err != nil {
-		return fmt.Errorf("set remote %s to %s: %w", name, RedactURL(url), err)
+		return fmt.Errorf("set remote %s to %s: %w", name, gitremote.RedactURL(url), err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -133,10 +138,10 @@ func (r *Repo) SetRemote(name, url string) error {
 	}
 	rc.URLs = []string{url}
 	if err := rc.Validate(); err != nil {
-		return fmt.Errorf("set remote %s to %s: %w", name, RedactURL(url), err)
+		return fmt.Errorf("set remote %s to %s: %w", name, gitremote.RedactURL(url), err)
 	}
 	if err := r.repo.SetConfig(cfg); err != nil {
-		return fmt.Errorf("set remote %s: write config: %s", name, RedactURL(err.Error()))
+		return fmt.Errorf("set remote %s: write config: %s", name, gitremote.RedactURL(err.Error()))
 	}
 	return nil
 }
@@ -191,7 +196,7 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 		return false, fmt.Errorf("adopt %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 	}
 	changes := map[string]pathChange{}
-	if err := mgDiffTrees(r.repo.Storer, plumbing.ZeroHash, rc.TreeHash, "", changes); err != nil {
+	if err := treemerge.DiffTrees(r.repo.Storer, plumbing.ZeroHash, rc.TreeHash, "", changes); err != nil {
 		return false, err
 	}
 	dirty, err := r.dirtyPaths(changes)
@@ -249,7 +254,7 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	}
 	auth, err := ro.authFor(url)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("fetch %s (%s): %w", ro.Remote, RedactURL(url), err)
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
 	}
 	rem, err := r.repo.Remote(ro.Remote)
 	if err != nil {
@@ -278,12 +283,12 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
 		}
-		return plumbing.ZeroHash, classifyRemoteErr("fetch", ro.Remote, url, err)
+		return plumbing.ZeroHash, gitremote.Classify("fetch", ro.Remote, url, err)
 	}
 	if err == nil {
 		r.consolidatePacksLocked(ctx)
 	}
-	h, err := readRef(r.gitDir, track.String())
+	h, err := gitstore.ReadRef(r.gitDir, track.String())
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", ro.Remote, err)
 	}
@@ -300,7 +305,7 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	}
 	auth, err := ro.authFor(url)
 	if err != nil {
-		return fmt.Errorf("push %s (%s): %w", ro.Remote, RedactURL(url), err)
+		return fmt.Errorf("push %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
 	}
 	rem, err := r.repo.Remote(ro.Remote)
 	if err != nil {
@@ -318,7 +323,7 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
 		}
-		return classifyRemoteErr("push", ro.Remote, url, err)
+		return gitremote.Classify("push", ro.Remote, url, err)
 	}
 	// The remote now has local: record it so ahead/behind are right even
 	// when the remote config has no matching fetch refspec.
@@ -421,7 +426,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			res.Pushed = true
 			break
 		}
-		if !errors.Is(pushErr, ErrPushRejected) || ctx.Err() != nil {
+		if !errors.Is(pushErr, gitremote.ErrPushRejected) || ctx.Err() != nil {
 			return r.finishResult(ro, res, pushErr)
 		}
 		// Someone pushed first: fetch their commits, merge, try again. A
@@ -460,7 +465,7 @@ func (r *Repo) AheadBehind(ro RemoteOptions) (ahead, behind int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	remote, err := readRef(r.gitDir, r.trackingRef(ro).String())
+	remote, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
 	if err != nil {
 		return 0, 0, fmt.Errorf("ahead/behind %s: %w", ro.Remote, err)
 	}
@@ -603,7 +608,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	}
 	targetTree := rc.TreeHash
 	if pl.merge {
-		pol := MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
+		pol := memd.MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
 			OursTime: lc.Committer.When, TheirsTime: rc.Committer.When}
 		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
 		if err != nil {
@@ -612,7 +617,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		targetTree, pl.conflicts = mr.Tree, mr.Conflicts
 	}
 	pl.changes = map[string]pathChange{}
-	if err := mgDiffTrees(s, localTree, targetTree, "", pl.changes); err != nil {
+	if err := treemerge.DiffTrees(s, localTree, targetTree, "", pl.changes); err != nil {
 		return nil, err
 	}
 	pl.msg = "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
@@ -737,10 +742,10 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 	flags := map[plumbing.Hash]uint8{}
 	// expanded: commits whose parents were pushed. Commit times are not a topological order
 	// (equal within a second, or skewed), so a commit may be expanded before a child reaches
-	// it from the other side; it is then queued again as unfinished (again), so the walk
+	// it from the other side; it is then queued again as open, so the walk
 	// cannot stop before its new flags reach the ancestors it already painted.
 	expanded := map[plumbing.Hash]bool{}
-	q := &commitQueue{}
+	q := &commitHeap{}
 	push := func(h plumbing.Hash, f uint8) error {
 		if h.IsZero() {
 			return nil
@@ -754,7 +759,7 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 		if err != nil {
 			return fmt.Errorf("ahead/behind: read commit %s: %w", h, err)
 		}
-		heap.Push(q, queued{c: c, f: old | f, again: expanded[h]})
+		heap.Push(q, paintedCommit{c: c, f: old | f, open: old|f != fromLocal|fromRemote || expanded[h]})
 		return nil
 	}
 	if err := push(local, fromLocal); err != nil {
@@ -764,10 +769,10 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 		return 0, 0, err
 	}
 	for q.Len() > 0 {
-		if q.allBoth() {
+		if q.open == 0 {
 			break
 		}
-		it := heap.Pop(q).(queued)
+		it := heap.Pop(q).(paintedCommit)
 		expanded[it.c.Hash] = true
 		f := flags[it.c.Hash]
 		for _, p := range it.c.ParentHashes {
@@ -787,38 +792,3 @@ func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) 
 	}
 	return ahead, behind, nil
 }
-
-type queued struct {
-	c     *object.Commit
-	f     uint8
-	again bool // re-queued after its flags grew: unfinished even when reached from both
-}
-
-// commitQueue is a max-heap by committer time; it counts entries not yet
-// reachable from both sides so allBoth is O(1).
-type commitQueue struct {
-	items   []queued
-	partial int
-}
-
-func (q *commitQueue) Len() int { return len(q.items) }
-func (q *commitQueue) Less(i, j int) bool {
-	return q.items[i].c.Committer.When.After(q.items[j].c.Committer.When)
-}
-func (q *commitQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
-func (q *commitQueue) Push(x any) {
-	it := x.(queued)
-	if it.f != 3 || it.again {
-		q.partial++
-	}
-	q.items = append(q.items, it)
-}
-func (q *commitQueue) Pop() any {
-	it := q.items[len(q.items)-1]
-	q.items = q.items[:len(q.items)-1]
-	if it.f != 3 || it.again {
-		q.partial--
-	}
-	return it
-}
-func (q *commitQueue) allBoth() bool { return q.partial == 0 }

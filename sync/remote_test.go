@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -723,7 +725,7 @@ func TestSyncRandomNothingLost(t *testing.T) {
 			files[fmt.Sprintf("areas/j/2024010%d-m%d.html", i%9, i)] = fmt.Sprintf("base %d\n", i)
 		}
 		w := newSyncWorld(t, files)
-		paths := sortedKeys(files)
+		paths := slices.Sorted(maps.Keys(files))
 		written := map[string]bool{} // contents a side wrote
 		for _, side := range []struct {
 			name string

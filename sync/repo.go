@@ -1,6 +1,14 @@
 // Package sync keeps an AI-agent memory repo committed and synced through
-// go-git. Importers alias it (memsync) because it shadows the standard
-// library's sync.
+// go-git: Repo is the owner's handle on one repo (commit, index refresh,
+// reconcile, checkout, fetch → merge → push). The pure parts are
+// subpackages: treemerge (the three-way tree merge), gitremote (a remote's
+// credentials, error kinds, redaction, backoff) and gitstore (git's lock
+// files, refs and index file, as git writes them); the merge policy is the
+// root model's (memd.MergePolicy).
+//
+// The package keeps the name of the product's folder, so it shadows the
+// standard library's sync: importers alias it memsync, and inside it the
+// standard one is gosync (docs/ARCHITECTURE.md §1 says why).
 //
 // Concurrency: go-git is not safe for concurrent use. A *Repo is meant to be
 // driven by one owner goroutine (docs/ARCHITECTURE.md §2). The coalesced index
@@ -34,12 +42,17 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // ErrHeadMoved is returned when the branch ref changed between the start of
 // a commit and its ref update (compare-and-set failure). Nothing was lost:
 // the caller retries and the retry builds on the new HEAD.
 var ErrHeadMoved = errors.New("HEAD moved during commit")
+
+// ErrUnrelatedHistory is returned when the remote branch shares no history
+// with the local one. memd never merges such histories silently.
+var ErrUnrelatedHistory = errors.New("remote history is unrelated to local history")
 
 // ErrNotRepo is returned by Open for a directory that is not a git work tree.
 var ErrNotRepo = errors.New("not a git repository")
@@ -125,6 +138,9 @@ type Repo struct {
 	// durable is a sync's checkout tail left for after the writer lock
 	// (durable.go); under mu.
 	durable durableState
+	// held: versions a checkout took off their names, open until the edit
+	// merges are done (checkout.go heldVersion); under mu.
+	held []*heldVersion
 
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
@@ -139,6 +155,8 @@ type Repo struct {
 	// testPushStats, when set (tests only), receives each push's
 	// enumeration statistics (push.go).
 	testPushStats func(pushStats)
+	// hooks, set by tests only, stop a sync where a crash matters (merge.go).
+	hooks *crashHooks
 }
 
 // objectCacheSize bounds go-git's cache of decoded objects. git.PlainOpen gives every
@@ -384,7 +402,7 @@ func (r *Repo) Head() (string, error) {
 // else packed-refs). Zero hash = unborn. It reads files only, so it is safe
 // without r.mu.
 func (r *Repo) readBranch() (plumbing.Hash, error) {
-	h, err := readRef(r.gitDir, r.BranchRef().String())
+	h, err := gitstore.ReadRef(r.gitDir, r.BranchRef().String())
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("read %s in %s: %w", r.BranchRef(), r.dir, err)
 	}

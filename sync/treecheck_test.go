@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 type rawEntry struct {
@@ -104,7 +106,7 @@ func FuzzTreeNames(f *testing.F) {
 			return
 		}
 		changes := map[string]pathChange{}
-		if err := mgDiffTrees(s, plumbing.ZeroHash, tree, "", changes); err != nil {
+		if err := treemerge.DiffTrees(s, plumbing.ZeroHash, tree, "", changes); err != nil {
 			t.Fatal(err)
 		}
 		root := "/work/tree"

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/agent"
 	"github.com/memd-dev/memd/demo"
 	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 func init() {
@@ -51,16 +53,17 @@ func cmdInit(a *app, args []string) int {
 	if _, err := memsync.Init(dir, a.cfg.Sync.Branch); err != nil {
 		return a.fail("init %s: %v", dir, err)
 	}
-	// Reopen with the configured author and clock (Init only creates the repository).
-	opts := memsync.OptionsFromConfig(a.cfg)
-	opts.Now, opts.Logger = a.now, a.log
-	repo, err := memsync.Open(dir, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// Reopen the way every command opens a repo (docs/ARCHITECTURE.md §10): the configured
+	// author, clock and ignore rules, and an existing repo's crash leftovers repaired before
+	// init commits what it added (Init only creates the repository).
+	sess, err := agent.Open(ctx, a.cfg, agent.OpenOptions{Logger: a.log, Now: a.now, Who: "memd init"})
 	if err != nil {
 		return a.fail("open %s: %v", dir, err)
 	}
-	defer repo.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	defer sess.Close()
+	repo := sess.Repo()
 	ro := memsync.RemoteOptionsFromConfig(a.cfg)
 	ro.URL = *remote
 	if *remote != "" {
@@ -73,10 +76,10 @@ func cmdInit(a *app, args []string) int {
 		}
 		adopted, err := repo.AdoptRemote(ctx, ro)
 		if err != nil {
-			return a.fail("remote %s: %v", memsync.RedactURL(*remote), err)
+			return a.fail("remote %s: %v", gitremote.RedactURL(*remote), err)
 		}
 		if adopted {
-			fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, memsync.RedactURL(*remote))
+			fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, gitremote.RedactURL(*remote))
 		}
 	}
 	// The layout is told after an adopted remote is checked out: a new machine's empty
@@ -113,7 +116,7 @@ func cmdInit(a *app, args []string) int {
 	if err != nil {
 		return a.fail("init commit: %v", err)
 	}
-	if err := repo.RefreshIndex(); err != nil {
+	if err := sess.RefreshIndex(); err != nil {
 		return a.fail("init index: %v", err)
 	}
 	if res.Hash != "" {
@@ -121,7 +124,7 @@ func cmdInit(a *app, args []string) int {
 	}
 	if *remote != "" && a.cfg.Sync.Push {
 		if _, err := repo.Sync(ctx, ro); err != nil {
-			return a.fail("first sync with %s: %v (the local repo is ready; memd run retries)", memsync.RedactURL(*remote), err)
+			return a.fail("first sync with %s: %v (the local repo is ready; memd run retries)", gitremote.RedactURL(*remote), err)
 		}
 		fmt.Fprintf(a.stdout, "pushed to %s/%s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}

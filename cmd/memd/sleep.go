@@ -12,9 +12,8 @@ import (
 	"syscall"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/agent"
 	"github.com/memd-dev/memd/sleep"
-	memsync "github.com/memd-dev/memd/sync"
-	"github.com/memd-dev/memd/watcher"
 )
 
 func init() {
@@ -53,36 +52,25 @@ func cmdSleep(a *app, args []string) int {
 			return exitUsage
 		}
 	}
-	opts := memsync.OptionsFromConfig(a.cfg)
-	opts.Now, opts.Logger = a.now, a.log
-	repo, err := memsync.Open(a.cfg.Repo, opts)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// Opened the way `memd run` opens it (docs/ARCHITECTURE.md §10): a merge a crash left
+	// half checked out is finished before a plan reads the tree, a half-applied phase undone,
+	// a stale .git/index.lock cleared. The committer's ignore rules, the same the daemon
+	// uses: sleep never plans, and the repo never commits, a path .gitignore or memd's list
+	// excludes. A dry run repairs nothing: it writes nothing.
+	sess, err := agent.Open(ctx, a.cfg, agent.OpenOptions{Logger: a.log, Now: a.now, Who: "memd sleep", ReadOnly: *dryRun})
 	if err != nil {
 		return a.fail("sleep: %v", err)
 	}
-	defer repo.Close()
-	// The committer's ignore rules, the same the daemon uses: sleep never plans, and the
-	// repo never commits, a path .gitignore or memd's list excludes.
-	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
-	if err != nil {
-		return a.fail("sleep: ignore rules: %v", err)
-	}
-	repo.SetIgnore(ign.Ignored)
-	// A sleep (or git) killed while holding .git/index.lock leaves it behind, and the index
-	// then never follows HEAD again; `memd run` clears it at start, and so does this.
-	if !*dryRun {
-		if err := repo.ClearStaleIndexLock(); err != nil {
-			a.log.Warn("index lock", "err", err)
-		}
-	}
+	defer sess.Close()
+	repo := sess.Repo()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var progress io.Writer
 	if f, ok := a.stderr.(*os.File); ok && !*asJSON && isTerminal(f) {
 		progress = f
 	}
-	ro := sleep.Options{Config: a.cfg, Now: a.now, Logger: a.log, DryRun: *dryRun, Progress: progress,
-		StateDir: a.cfg.StateDir(), NoGC: *noGC, Ignore: ign.Ignored}
+	ro := sleep.Options{DryRun: *dryRun, Progress: progress, StateDir: a.cfg.StateDir(), NoGC: *noGC}
 	if len(phases) > 0 {
 		ro.Phases = phases
 	}
@@ -90,7 +78,7 @@ func cmdSleep(a *app, args []string) int {
 	// --now resumes (committed phases are skipped, a half-applied one is undone first).
 	runID := sleep.RunID(a.now())
 	before, okBefore := head(repo)
-	rep, err := sleep.NewRunner(a.cfg.Repo, repo, ro).Run(ctx, runID)
+	rep, err := sess.SleepRunner(ro).Run(ctx, runID)
 	if after, ok := head(repo); ok && okBefore && !*dryRun {
 		// The phases' commits are done and their lock released: the hook sees the result.
 		defer a.runHooks(repo, oneShotHook{memd.HookAfterSleep, before, after})

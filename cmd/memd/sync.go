@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/agent"
 	memsync "github.com/memd-dev/memd/sync"
-	"github.com/memd-dev/memd/watcher"
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 func init() {
@@ -21,48 +22,21 @@ func cmdSync(a *app, args []string) int {
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
-	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
-	if err != nil {
-		return a.fail("sync: ignore rules: %v", err)
-	}
-	opts := memsync.OptionsFromConfig(a.cfg)
-	opts.Now, opts.Logger, opts.Ignore = a.now, a.log, ign.Ignored
-	repo, err := memsync.Open(a.cfg.Repo, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	// Opened the way `memd run` opens it: a merge or a sleep a crash left half done is
+	// finished or undone before anything here reads the tree (docs/ARCHITECTURE.md §10).
+	sess, err := agent.Open(ctx, a.cfg, agent.OpenOptions{Logger: a.log, Now: a.now, Who: "memd sync"})
 	if err != nil {
 		return a.fail("sync: %v", err)
 	}
-	defer repo.Close()
-	// A git or memd killed while holding .git/index.lock leaves it behind (see memd run).
-	if err := repo.ClearStaleIndexLock(); err != nil {
-		a.log.Warn("index lock", "err", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	// The writer lock is held for local work only (DESIGN §4): this commit, and each
-	// round's merge and checkout inside Sync, never a fetch or a push.
-	locked := func(fn func() error) error {
-		lk, err := memd.AcquireLock(ctx, a.cfg.LockPath(), memd.LockOptions{Timeout: a.cfg.Lock.Timeout.D(), Context: "memd sync", Logger: a.log})
-		if err != nil {
-			return err
-		}
-		defer lk.Release()
-		return fn()
-	}
-	var res memsync.CommitResult
+	defer sess.Close()
+	repo := sess.Repo()
+	// The writer lock is held for local work only (docs/ARCHITECTURE.md §4): while this
+	// commit reads its paths, and around each round's merge and checkout, never a fetch or
+	// a push.
 	beforeCommit, okCommit := head(repo)
-	err = locked(func() error {
-		if _, err := repo.FinishInterruptedMerge(); err != nil {
-			return fmt.Errorf("finish interrupted merge: %w", err)
-		}
-		dirty, err := repo.Reconcile()
-		if err != nil {
-			return err
-		}
-		if res, err = repo.CommitPaths(dirty); err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		return nil
-	})
+	res, err := sess.CommitChanges(ctx)
 	if err != nil {
 		return a.fail("sync: %v", err)
 	}
@@ -81,15 +55,13 @@ func cmdSync(a *app, args []string) int {
 	if err != nil || !ok {
 		return a.fail("sync: no remote %q in %s (set one with `git remote add` or `memd init --remote URL`)", a.cfg.Sync.Remote, a.cfg.Repo)
 	}
-	ro := memsync.RemoteOptionsFromConfig(a.cfg)
-	ro.LocalWork = locked
-	sr, err := repo.Sync(ctx, ro)
+	sr, err := sess.SyncOnce(ctx, nil)
 	if after, ok := head(repo); ok && okSync {
 		steps = append(steps, oneShotHook{memd.HookAfterSync, beforeSync, after})
 	}
 	if err != nil {
 		switch {
-		case errors.Is(err, memsync.ErrAuth):
+		case errors.Is(err, gitremote.ErrAuth):
 			return a.fail("sync: authentication failed: %v", err)
 		case errors.Is(err, memsync.ErrUnrelatedHistory):
 			return a.fail("sync: %v; local history kept, nothing merged", err)
@@ -98,7 +70,7 @@ func cmdSync(a *app, args []string) int {
 		}
 		return a.fail("sync: %v (local commits are kept; memd run retries)", err)
 	}
-	if err := repo.RefreshIndex(); err != nil {
+	if err := sess.RefreshIndex(); err != nil {
 		a.log.Warn("index refresh", "err", err)
 	}
 	switch {

@@ -585,7 +585,9 @@ func (tm *Temp) Commit() error { return tm.commit(nil) }
 // CommitIf is Commit, but only when the target is still what want says
 // (Stamp taken when the caller checked it); otherwise the temp file is
 // removed and the error wraps ErrChanged. The remaining window is the time
-// between this re-stat and the rename (one syscall).
+// between this re-stat and the rename (one syscall), and a write into the
+// replaced file through a descriptor opened before the re-stat; CommitHold
+// (hold.go) closes both, and the checkout uses it.
 func (tm *Temp) CommitIf(want Stamp) error { return tm.commit(&want) }
 
 func (tm *Temp) commit(want *Stamp) error {

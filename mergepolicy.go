@@ -1,19 +1,17 @@
-package sync
+package memd
 
 // Merge policy: pure functions over blob contents that decide what a path
-// holds after a three-way merge. No git, no disk: merge.go feeds them the
-// base, ours and theirs bytes and writes what they return.
+// holds after a three-way merge (docs/ARCHITECTURE.md §4). No git, no disk:
+// the tree merge (sync/treemerge) feeds them the base, ours and theirs bytes
+// and writes what they return.
 
 import (
 	"bytes"
 	"path"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/memd-dev/memd"
 )
 
 // FileKind says which merge rule applies to a path.
@@ -35,10 +33,10 @@ const (
 	// index.html / sitemap.xml listings): theirs wins, never conflict-copied.
 	KindDerived
 	// KindProjectMD is a project-kind MEMORY.md: merged by section and
-	// bullet (memd.MergeProjectMemoryMD).
+	// bullet (MergeProjectMemoryMD).
 	KindProjectMD
 	// KindTopicFile is a *.md beside a project-kind MEMORY.md (history.md,
-	// …): merged by line (memd.MergeTopicFile).
+	// …): merged by line (MergeTopicFile).
 	KindTopicFile
 	// KindNewer is a derived file of the project-memory layout
 	// (MEMORY.pre-migration.md, memory-save.failed-reply.txt): the newer
@@ -67,16 +65,13 @@ func (k FileKind) String() string {
 	}
 }
 
-// DefaultLedgerPath is the repo-relative ledger path when none is configured.
-const DefaultLedgerPath = memd.DefaultLedgerFile
-
-// arcsDirPrefix: derived arcs live under memd.ArcsDir.
-const arcsDirPrefix = memd.ArcsDir + "/"
+// arcsDirPrefix: derived arcs live under ArcsDir.
+const arcsDirPrefix = ArcsDir + "/"
 
 // MergePolicy holds what the per-path rules need to know beyond the bytes.
 type MergePolicy struct {
 	// Ledgers are the repo-relative ledger paths merged by record id;
-	// empty means DefaultLedgerPath.
+	// empty means DefaultLedgerFile.
 	Ledgers []string
 	// Host names the machine in conflict copy names.
 	Host string
@@ -86,15 +81,15 @@ type MergePolicy struct {
 	// a KindNewer path takes the side whose head is later (theirs on a tie).
 	OursTime, TheirsTime time.Time
 
-	// memoryMDAt returns the versions of a MEMORY.md in the two trees being
+	// MemoryMDAt returns the versions of a MEMORY.md in the two trees being
 	// merged (ours, theirs; nil where absent), so a topic file is told by the
 	// MEMORY.md in its directory. The tree merge sets it.
-	memoryMDAt func(mdPath string) [][]byte
+	MemoryMDAt func(mdPath string) [][]byte
 }
 
 func (p MergePolicy) isLedger(name string) bool {
 	if len(p.Ledgers) == 0 {
-		return name == DefaultLedgerPath
+		return name == DefaultLedgerFile
 	}
 	for _, l := range p.Ledgers {
 		if name == l {
@@ -109,7 +104,7 @@ func (p MergePolicy) isLedger(name string) bool {
 // (or the project kind) only when every present version is of that kind,
 // otherwise it is treated as an ordinary file, so neither kind is ever
 // merged by the other's rule. A *.md is a topic file when the MEMORY.md in
-// its directory is project-kind in ours' or theirs' tree (memoryMDAt).
+// its directory is project-kind in ours' or theirs' tree (MemoryMDAt).
 func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 	base := path.Base(name)
 	switch {
@@ -117,15 +112,15 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindLedger
 	case strings.HasSuffix(base, ".drained.jsonl"), strings.HasSuffix(base, ".conflicts.jsonl"):
 		return KindLineUnion
-	case strings.HasPrefix(name, arcsDirPrefix), memd.IsGenerated(name):
+	case strings.HasPrefix(name, arcsDirPrefix), IsGenerated(name):
 		// memhtml's index.html / sitemap.xml listings are regenerated (its .gitattributes
 		// merges them merge=ours): derived like arcs.
 		return KindDerived
-	case memd.IsProjectLayoutDerived(name):
+	case IsProjectLayoutDerived(name):
 		return KindNewer
 	case base == "MEMORY.md":
 		return memoryMDKind(contents)
-	case memd.IsTopicFileName(base) && p.besideProjectMD(name):
+	case IsTopicFileName(base) && p.besideProjectMD(name):
 		return KindTopicFile
 	}
 	return KindOther
@@ -139,10 +134,10 @@ func memoryMDKind(contents [][]byte) FileKind {
 		if len(bytes.TrimSpace(c)) == 0 {
 			continue // absent or empty (a new file): no evidence either way
 		}
-		switch memd.DetectMemoryMDKind(c) {
-		case memd.MemoryMDIndex:
+		switch DetectMemoryMDKind(c) {
+		case MemoryMDIndex:
 			index++
-		case memd.MemoryMDProject:
+		case MemoryMDProject:
 			project++
 		default:
 			return KindOther
@@ -160,11 +155,11 @@ func memoryMDKind(contents [][]byte) FileKind {
 // besideProjectMD says whether the MEMORY.md in name's directory is
 // project-kind on either side of the merge.
 func (p MergePolicy) besideProjectMD(name string) bool {
-	if p.memoryMDAt == nil {
+	if p.MemoryMDAt == nil {
 		return false
 	}
-	for _, v := range p.memoryMDAt(path.Join(path.Dir(name), "MEMORY.md")) {
-		if memd.DetectMemoryMDKind(v) == memd.MemoryMDProject {
+	for _, v := range p.MemoryMDAt(path.Join(path.Dir(name), "MEMORY.md")) {
+		if DetectMemoryMDKind(v) == MemoryMDProject {
 			return true
 		}
 	}
@@ -321,11 +316,11 @@ func parseLedgerLines(b []byte, cache map[string]parsedStamp) []ledgerLine {
 		ps, ok := cache[string(trimmed)]
 		if !ok {
 			// The model's reader: what it cannot read (or has no id) is kept verbatim.
-			if r, err := memd.ParseRecord(trimmed); err == nil && r.ID != "" {
+			if r, err := ParseRecord(trimmed); err == nil && r.ID != "" {
 				ps.id = strconv.Quote(r.ID) // quoted: the "#n" of a duplicate cannot collide with an id
-				ps.when, _ = memd.ParseTime(r.UpdatedAt)
+				ps.when, _ = ParseTime(r.UpdatedAt)
 				if ps.when.IsZero() {
-					ps.when, _ = memd.ParseTime(r.CreatedAt)
+					ps.when, _ = ParseTime(r.CreatedAt)
 				}
 			}
 			cache[string(trimmed)] = ps
@@ -453,22 +448,6 @@ func MergeLedger(base, ours, theirs []byte) (merged []byte, losers [][]byte) {
 		}
 	}
 	return joinLines(out), losers
-}
-
-// MergeIndexMD merges an index-kind MEMORY.md: union of bullets, ours
-// first, each path once, removals on one side kept (memd.MergeIndexMD).
-func MergeIndexMD(base, ours, theirs []byte) []byte {
-	return memd.MergeIndexMD(base, ours, theirs)
-}
-
-// sortedKeys returns a map's keys in order (deterministic merges).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // conflictCopyName matches what ConflictCopyPath makes of a base name: stem, host (with an

@@ -1,4 +1,4 @@
-package sync
+package gitstore
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func goGitIndex(t *testing.T, entries []*index.Entry) []byte {
 	return b.Bytes()
 }
 
-// writeIndex is byte-for-byte go-git's encoder (which git reads), only faster.
+// WriteIndex is byte-for-byte go-git's encoder (which git reads), only faster.
 func TestWriteIndexMatchesGoGit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 7, 300} {
@@ -62,11 +62,11 @@ func TestWriteIndexMatchesGoGit(t *testing.T) {
 			entries = append(entries, testEntry(rng, name))
 		}
 		var got bytes.Buffer
-		if err := writeIndex(&got, append([]*index.Entry(nil), entries...)); err != nil {
+		if err := WriteIndex(&got, append([]*index.Entry(nil), entries...)); err != nil {
 			t.Fatal(err)
 		}
 		if want := goGitIndex(t, entries); !bytes.Equal(got.Bytes(), want) {
-			t.Fatalf("%d entries: writeIndex differs from go-git's encoder (%d vs %d bytes)", n, got.Len(), len(want))
+			t.Fatalf("%d entries: Write differs from go-git's encoder (%d vs %d bytes)", n, got.Len(), len(want))
 		}
 	}
 }
@@ -82,28 +82,28 @@ func TestSpliceIndexEqualsFullWrite(t *testing.T) {
 	}
 	for round := 0; round < 20; round++ {
 		var file bytes.Buffer
-		if err := writeIndex(&file, values(base)); err != nil {
+		if err := WriteIndex(&file, values(base)); err != nil {
 			t.Fatal(err)
 		}
-		var edits []indexEdit
+		var edits []IndexEdit
 		for _, name := range names {
 			if rng.IntN(25) != 0 {
 				continue
 			}
 			if rng.IntN(3) == 0 {
-				edits = append(edits, indexEdit{name: name}) // remove (maybe absent)
+				edits = append(edits, IndexEdit{Name: name}) // remove (maybe absent)
 				delete(base, name)
 				continue
 			}
 			e := testEntry(rng, name)
-			edits = append(edits, indexEdit{name: name, e: e})
+			edits = append(edits, IndexEdit{Name: name, Entry: e})
 			base[name] = e
 		}
-		edits = append(edits, indexEdit{name: "0first.html", e: testEntry(rng, "0first.html")}, indexEdit{name: "zz/last.html", e: testEntry(rng, "zz/last.html")})
-		base["0first.html"], base["zz/last.html"] = edits[len(edits)-2].e, edits[len(edits)-1].e
-		sort.Slice(edits, func(i, j int) bool { return edits[i].name < edits[j].name })
+		edits = append(edits, IndexEdit{Name: "0first.html", Entry: testEntry(rng, "0first.html")}, IndexEdit{Name: "zz/last.html", Entry: testEntry(rng, "zz/last.html")})
+		base["0first.html"], base["zz/last.html"] = edits[len(edits)-2].Entry, edits[len(edits)-1].Entry
+		sort.Slice(edits, func(i, j int) bool { return edits[i].Name < edits[j].Name })
 		var got bytes.Buffer
-		n, err := spliceIndex(bytes.NewReader(file.Bytes()), &got, edits)
+		n, err := SpliceIndex(bytes.NewReader(file.Bytes()), &got, edits)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,29 +119,29 @@ func TestSpliceIndexEqualsFullWrite(t *testing.T) {
 	}
 }
 
-// Files the splice cannot copy from are refused with errNotSpliceable (the caller does a
+// Files the splice cannot copy from are refused with ErrNotSpliceable (the caller does a
 // full refresh), never spliced into garbage.
 func TestSpliceIndexRefusesForeignFiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var good bytes.Buffer
-	if err := writeIndex(&good, []*index.Entry{testEntry(rng, "a.html"), testEntry(rng, "b.html")}); err != nil {
+	if err := WriteIndex(&good, []*index.Entry{testEntry(rng, "a.html"), testEntry(rng, "b.html")}); err != nil {
 		t.Fatal(err)
 	}
 	v4 := append([]byte(nil), good.Bytes()...)
 	v4[7] = 4
 	long := []*index.Entry{testEntry(rng, strings.Repeat("n", 5000))}
 	var longFile bytes.Buffer
-	if err := writeIndex(&longFile, long); err != nil {
+	if err := WriteIndex(&longFile, long); err != nil {
 		t.Fatal(err)
 	}
-	edit := []indexEdit{{name: "a.html", e: testEntry(rng, "a.html")}}
+	edit := []IndexEdit{{Name: "a.html", Entry: testEntry(rng, "a.html")}}
 	for name, file := range map[string][]byte{
 		"empty": nil, "not an index": []byte("hello, this is not DIRC at all"), "version 4": v4,
 		"truncated": good.Bytes()[:40], "long name": longFile.Bytes(),
 	} {
 		var out bytes.Buffer
-		if _, err := spliceIndex(bytes.NewReader(file), &out, edit); !errors.Is(err, errNotSpliceable) {
-			t.Errorf("%s: err = %v, want errNotSpliceable", name, err)
+		if _, err := SpliceIndex(bytes.NewReader(file), &out, edit); !errors.Is(err, ErrNotSpliceable) {
+			t.Errorf("%s: err = %v, want ErrNotSpliceable", name, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sync
+package gitstore
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 // The index file, written the way go-git's encoder writes it (version 2, no extensions,
 // entries sorted by name, SHA-1 trailer) but without its reflection-based per-field
 // binary.Write, which costs ~90 ms of CPU and ~40 MB of garbage per write at 100k files.
-// spliceIndex rewrites a file memd wrote itself with only the changed paths' entries
+// SpliceIndex rewrites a file memd wrote itself with only the changed paths' entries
 // re-encoded, streaming: the rest is copied through, so a refresh after a one-file commit
 // reads and writes the file once each and allocates nothing that grows with the repo.
 // (git's format has no way to patch a file in place: the header counts the entries and the
@@ -32,14 +32,14 @@ const (
 	indexTrailerSize = sha1.Size
 )
 
-// errNotSpliceable: the index file is not one spliceIndex can copy from (version 4, a name
+// ErrNotSpliceable: the index file is not one SpliceIndex can copy from (version 4, a name
 // of 4095 bytes or more, a short or foreign file); do a full refresh instead.
-var errNotSpliceable = errors.New("index file cannot be spliced")
+var ErrNotSpliceable = errors.New("index file cannot be spliced")
 
-// indexEdit is one path's new entry; e nil removes the path.
-type indexEdit struct {
-	name string
-	e    *index.Entry
+// IndexEdit is one path's new entry; Entry nil removes the path.
+type IndexEdit struct {
+	Name  string
+	Entry *index.Entry
 }
 
 // indexWriter hashes what it writes and appends the trailer in finish.
@@ -88,8 +88,8 @@ func (iw *indexWriter) finish() error {
 	return err
 }
 
-// writeIndex writes a complete version-2 index of entries (sorted here by name).
-func writeIndex(w io.Writer, entries []*index.Entry) error {
+// WriteIndex writes a complete version-2 index of entries (sorted here by name).
+func WriteIndex(w io.Writer, entries []*index.Entry) error {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	iw := newIndexWriter(w)
 	if err := iw.header(2, len(entries)); err != nil {
@@ -150,11 +150,11 @@ type rawEntries struct {
 func readRawHeader(r *bufio.Reader) (*rawEntries, error) {
 	var h [indexHeaderLen]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return nil, errNotSpliceable
+		return nil, ErrNotSpliceable
 	}
 	v := binary.BigEndian.Uint32(h[4:])
 	if string(h[:4]) != indexSignature || (v != 2 && v != 3) {
-		return nil, errNotSpliceable
+		return nil, ErrNotSpliceable
 	}
 	return &rawEntries{r: r, version: v, count: int(binary.BigEndian.Uint32(h[8:])), buf: make([]byte, 0, 512)}, nil
 }
@@ -164,19 +164,19 @@ func readRawHeader(r *bufio.Reader) (*rawEntries, error) {
 func (x *rawEntries) next() (raw, name []byte, err error) {
 	b := x.buf[:indexEntryFixed]
 	if _, err := io.ReadFull(x.r, b); err != nil {
-		return nil, nil, errNotSpliceable
+		return nil, nil, ErrNotSpliceable
 	}
 	flags := binary.BigEndian.Uint16(b[60:])
 	hdr := indexEntryFixed
 	if flags&indexFlagExtend != 0 {
 		if x.version < 3 {
-			return nil, nil, errNotSpliceable
+			return nil, nil, ErrNotSpliceable
 		}
 		hdr += 2
 	}
 	n := int(flags & indexNameMask)
 	if n == indexNameMask {
-		return nil, nil, errNotSpliceable
+		return nil, nil, ErrNotSpliceable
 	}
 	total := hdr + n
 	total += 8 - total%8
@@ -187,17 +187,17 @@ func (x *rawEntries) next() (raw, name []byte, err error) {
 	}
 	b = x.buf[:total]
 	if _, err := io.ReadFull(x.r, b[indexEntryFixed:]); err != nil {
-		return nil, nil, errNotSpliceable
+		return nil, nil, ErrNotSpliceable
 	}
 	return b, b[hdr : hdr+n], nil
 }
 
-// spliceIndex copies the index file src to w with edits (sorted by name, one per name)
+// SpliceIndex copies the index file src to w with edits (sorted by name, one per name)
 // applied, in two streaming passes over src: the first finds which edited names src has,
 // for the entry count in the header; the second copies. Extensions in src are dropped (a
 // file memd wrote has none). It returns the number of entries written.
-func spliceIndex(src io.ReadSeeker, w io.Writer, edits []indexEdit) (int, error) {
-	if !sort.SliceIsSorted(edits, func(i, j int) bool { return edits[i].name < edits[j].name }) {
+func SpliceIndex(src io.ReadSeeker, w io.Writer, edits []IndexEdit) (int, error) {
+	if !sort.SliceIsSorted(edits, func(i, j int) bool { return edits[i].Name < edits[j].Name }) {
 		return 0, fmt.Errorf("splice index: edits not sorted")
 	}
 	br := bufio.NewReaderSize(src, 256<<10)
@@ -218,17 +218,17 @@ func spliceIndex(src io.ReadSeeker, w io.Writer, edits []indexEdit) (int, error)
 			if err != nil {
 				return nil, err
 			}
-			for i < len(edits) && edits[i].name < string(name) {
-				if edits[i].e != nil {
-					if err := emit(nil, edits[i].e); err != nil {
+			for i < len(edits) && edits[i].Name < string(name) {
+				if edits[i].Entry != nil {
+					if err := emit(nil, edits[i].Entry); err != nil {
 						return nil, err
 					}
 				}
 				i++
 			}
-			if i < len(edits) && edits[i].name == string(name) {
-				if edits[i].e != nil {
-					if err := emit(nil, edits[i].e); err != nil {
+			if i < len(edits) && edits[i].Name == string(name) {
+				if edits[i].Entry != nil {
+					if err := emit(nil, edits[i].Entry); err != nil {
 						return nil, err
 					}
 				}
@@ -240,8 +240,8 @@ func spliceIndex(src io.ReadSeeker, w io.Writer, edits []indexEdit) (int, error)
 			}
 		}
 		for ; i < len(edits); i++ {
-			if edits[i].e != nil {
-				if err := emit(nil, edits[i].e); err != nil {
+			if edits[i].Entry != nil {
+				if err := emit(nil, edits[i].Entry); err != nil {
 					return nil, err
 				}
 			}
@@ -268,9 +268,9 @@ func spliceIndex(src io.ReadSeeker, w io.Writer, edits []indexEdit) (int, error)
 	return n, iw.finish()
 }
 
-// plainIndexFile reports whether the index file at path holds entries spliceIndex can copy
+// PlainIndexFile reports whether the index file at path holds entries SpliceIndex can copy
 // and nothing else (no extensions), i.e. it can be kept as HEAD's index and spliced later.
-func plainIndexFile(path string) bool {
+func PlainIndexFile(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false

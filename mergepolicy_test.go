@@ -1,4 +1,4 @@
-package sync
+package memd
 
 import (
 	"fmt"
@@ -209,7 +209,7 @@ func TestMergeLedgerDuplicateIDsKept(t *testing.T) {
 	}
 }
 
-func TestMergeIndexMD(t *testing.T) {
+func TestMergeIndexMDUnion(t *testing.T) {
 	h := "# Memory index"
 	b1 := "- [[areas/a.html|A]] · type:semantic subject:a · one"
 	b2 := "- [[areas/b.html|B]] · type:semantic subject:b · two"

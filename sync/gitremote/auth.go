@@ -1,4 +1,11 @@
-package sync
+// Package gitremote is what memd knows about a git remote apart from any repo
+// (docs/ARCHITECTURE.md §4): the credentials a remote URL is reached with (ssh
+// key or agent, known_hosts, an https token re-read on each attempt; never a
+// prompt), the kinds a remote's failure is sorted into (ErrOffline, ErrAuth,
+// ErrPushRejected), the redaction that keeps credentials out of every message,
+// and the backoff between attempts. Fetching, merging and pushing, which need
+// the repo, are sync's (sync/remote.go, sync/push.go).
+package gitremote
 
 import (
 	"context"
@@ -26,10 +33,6 @@ var ErrOffline = errors.New("remote unreachable")
 // ssh auth refused, unknown host key). Retrying does not help; a person
 // must fix the credentials.
 var ErrAuth = errors.New("remote authentication failed")
-
-// ErrUnrelatedHistory is returned when the remote branch shares no history
-// with the local one. memd never merges such histories silently.
-var ErrUnrelatedHistory = errors.New("remote history is unrelated to local history")
 
 // secretParams are query parameters that commonly carry credentials; their values are
 // redacted wherever a URL's query appears.
@@ -172,9 +175,9 @@ type remoteError struct {
 func (e *remoteError) Error() string   { return e.msg }
 func (e *remoteError) Unwrap() []error { return e.kinds }
 
-// classifyRemoteErr wraps a transport error for op ("fetch", "push") on
-// the named remote: ErrAuth, ErrOffline or plain, redacted.
-func classifyRemoteErr(op, remote, rawURL string, err error) error {
+// Classify wraps a transport error for op ("fetch", "push") on the named
+// remote: ErrAuth, ErrOffline, ErrPushRejected or plain, redacted.
+func Classify(op, remote, rawURL string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -274,7 +277,7 @@ func isOfflineErr(err error) bool {
 // readToken returns the https token: the env var first, else the file
 // (trimmed). Both are re-read on every attempt so a rotated token is used
 // at once. A configured file that cannot be read is an error naming it.
-func (ro RemoteOptions) readToken() (string, error) {
+func (ro Credentials) readToken() (string, error) {
 	if ro.TokenEnv != "" {
 		if v := strings.TrimSpace(os.Getenv(ro.TokenEnv)); v != "" {
 			return v, nil
@@ -290,10 +293,17 @@ func (ro RemoteOptions) readToken() (string, error) {
 	return "", nil
 }
 
-// authFor picks the go-git auth method for a remote URL. Nothing here can
+// Credentials are what a remote is authenticated with (config sync.ssh_key,
+// sync.known_hosts, sync.token_env, sync.token_file); empty fields are unset.
+type Credentials struct {
+	SSHKey, KnownHosts  string
+	TokenEnv, TokenFile string
+}
+
+// AuthFor picks the go-git auth method for a remote URL. Nothing here can
 // prompt: go-git never asks on a terminal, and ssh without a key or agent
 // simply fails with ErrAuth.
-func (ro RemoteOptions) authFor(rawURL string) (transport.AuthMethod, error) {
+func (ro Credentials) AuthFor(rawURL string) (transport.AuthMethod, error) {
 	ep, err := transport.NewEndpoint(rawURL)
 	if err != nil {
 		// The parse error quotes the URL (or a piece of its password, "invalid URL escape

@@ -1,4 +1,4 @@
-package sync
+package gitremote
 
 import (
 	"math/rand/v2"

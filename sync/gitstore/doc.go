@@ -1,0 +1,9 @@
+// Package gitstore is the part of git's on-disk repository memd writes and
+// reads itself instead of through go-git, each the way git does it: lock
+// files (O_EXCL "<file>.lock", written, fsynced, renamed over the file) and
+// when one left by a killed process is stale, refs (loose, then
+// packed-refs), and the index file, written as go-git's encoder does (only
+// faster) or spliced with a few changed entries (docs/ARCHITECTURE.md §9.1,
+// §9.5). It holds no state: which ref moves when, and what the index holds,
+// is sync's (sync/gitlock.go, sync/index.go).
+package gitstore

@@ -1,0 +1,210 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Git's own lock protocol. We do not use go-git's CheckAndSetReference: it
+// serialises with flock(2), which git does not honour, and rewrites the ref
+// file in place (truncate + write), so a crash can leave an empty ref. Git
+// takes "<file>.lock" with O_CREAT|O_EXCL, writes the new content there and
+// renames it over the file; doing the same interlocks with a git commit
+// running beside us and makes the ref update atomic.
+//
+// These files (refs, packed-refs, the index, loose objects and their locks)
+// live inside .git and are written with plain os calls, not internal/safefs:
+// no fetched tree can name a path in .git (sync/treecheck.go refuses `.git` in any
+// spelling), O_EXCL lock files never follow a link, and git itself writes them
+// the same way.
+
+// ErrLocked is returned when a git lock file (ref or index) is held by
+// someone else for longer than we are willing to wait.
+var ErrLocked = errors.New("git lock held")
+
+// lockPoll is how often a held lock is re-checked.
+const lockPoll = 20 * time.Millisecond
+
+// CreateLock creates path+".lock" exclusively, waiting up to wait for a
+// holder to let go. The caller writes, then CommitLock or RollbackLock.
+func CreateLock(path string, wait time.Duration) (*os.File, error) {
+	lock := path + ".lock"
+	deadline := time.Now().Add(wait)
+	for {
+		f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("lock %s: %w", lock, err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("lock %s: %w", lock, ErrLocked)
+		}
+		time.Sleep(lockPoll)
+	}
+}
+
+// CommitLock fsyncs and closes the lock file and renames it over path.
+func CommitLock(f *os.File, path string) error {
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("sync %s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("close %s: %w", f.Name(), err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("rename %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+func RollbackLock(f *os.File) {
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+}
+
+// ReadRef resolves a ref name (e.g. refs/heads/main) to a hash the way git
+// does: the loose file first, else packed-refs. Missing = zero hash, nil.
+// Symbolic refs are followed a few levels.
+func ReadRef(gitDir, name string) (plumbing.Hash, error) {
+	for depth := 0; depth < 5; depth++ {
+		b, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(name)))
+		if err == nil {
+			s := strings.TrimSpace(string(b))
+			if target, ok := strings.CutPrefix(s, "ref:"); ok {
+				name = strings.TrimSpace(target)
+				continue
+			}
+			if !plumbing.IsHash(s) {
+				return plumbing.ZeroHash, fmt.Errorf("ref %s: bad content %q", name, s)
+			}
+			return plumbing.NewHash(s), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return plumbing.ZeroHash, fmt.Errorf("ref %s: %w", name, err)
+		}
+		return readPackedRef(gitDir, name)
+	}
+	return plumbing.ZeroHash, fmt.Errorf("ref %s: symbolic ref loop", name)
+}
+
+func readPackedRef(gitDir, name string) (plumbing.Hash, error) {
+	b, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("packed-refs: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' || line[0] == '^' {
+			continue
+		}
+		hash, ref, ok := strings.Cut(line, " ")
+		if ok && ref == name && plumbing.IsHash(hash) {
+			return plumbing.NewHash(hash), nil
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// Stale lock files (index.lock, a ref's lock).
+//
+// How "live" is decided: on Linux we scan /proc for processes whose command
+// name starts with "git" and whose current directory is inside this repo
+// (git chdirs to the work tree top; `git -C` too). If one exists the lock is
+// live and we wait for it (bounded). If none exists the lock is only removed
+// once its mtime is at least minAge old (ClearStaleLock), which covers a non-git
+// writer (a libgit2/go-git tool) that holds it briefly. Without /proc
+// (macOS, BSD) we cannot see other processes' cwd, so only age decides:
+// older than blindStaleAge is stale.
+const blindStaleAge = 10 * time.Minute
+
+// ClearStaleLock removes the git lock file lock once it is stale: no live
+// git in the work tree workDir and at least minAge old (or, without /proc,
+// older than blindStaleAge). It waits up to wait for a live one to go away.
+func ClearStaleLock(lock, workDir string, wait, minAge time.Duration, log *slog.Logger) error {
+	deadline := time.Now().Add(wait)
+	for {
+		fi, err := os.Lstat(lock)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock %s: %w", lock, err)
+		}
+		age := time.Since(fi.ModTime())
+		live, canSee := LiveGitProcess(workDir)
+		stale := false
+		switch {
+		case canSee && !live && age >= minAge:
+			stale = true
+		case !canSee && age >= max(minAge, blindStaleAge):
+			stale = true
+		}
+		if stale {
+			if err := os.Remove(lock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove stale lock %s: %w", lock, err)
+			}
+			log.Warn("removed stale git lock", "lock", lock, "age", age.Round(time.Second).String())
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("lock %s (age %s, live git: %v): %w", lock, age.Round(time.Millisecond), live, ErrLocked)
+		}
+		time.Sleep(lockPoll)
+	}
+}
+
+// LiveGitProcess reports whether a git process runs with its cwd inside the
+// work tree workDir. canSee is false when /proc is not available.
+func LiveGitProcess(workDir string) (live, canSee bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, false
+	}
+	if _, err := os.Stat("/proc/self/cwd"); err != nil {
+		return false, false
+	}
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || !bytes.HasPrefix(comm, []byte("git")) {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err != nil {
+			// Another user's process: we cannot see its cwd; be
+			// conservative only if it could be ours — it cannot write
+			// our repo without access, so ignore it.
+			continue
+		}
+		if cwd == workDir || strings.HasPrefix(cwd, workDir+"/") {
+			return true, true
+		}
+	}
+	return false, true
+}

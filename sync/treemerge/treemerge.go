@@ -1,0 +1,699 @@
+// Package treemerge is memd's three-way merge of git trees (go-git v5 merges
+// fast-forward only; docs/ARCHITECTURE.md §4). Only the paths that differ are
+// visited: trees are diffed recursively and identical subtrees (same hash) are
+// skipped, so the cost follows the number of changed paths, not the size of
+// the repo. What a path both sides changed holds after the merge is the domain
+// policy's (memd.MergePolicy); this package applies it to trees. It never
+// touches the work tree or a ref: moving HEAD and checking the result out,
+// crash-safely, is sync's (sync/merge.go).
+package treemerge
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/memd-dev/memd"
+)
+
+// ErrPathConflict is returned when a merge would need a file and a
+// directory at the same path. Nothing is changed; a person must rename one.
+var ErrPathConflict = errors.New("file and directory at the same path")
+
+// Entry is a file (blob, symlink or gitlink) in a tree.
+type Entry struct {
+	Hash plumbing.Hash
+	Mode filemode.FileMode
+}
+
+func (e *Entry) Same(o *Entry) bool {
+	if e == nil || o == nil {
+		return e == nil && o == nil
+	}
+	return e.Hash == o.Hash && e.Mode == o.Mode
+}
+
+// Change is one path's change between two trees; nil = absent.
+type Change struct {
+	From, To *Entry
+}
+
+// DiffTrees records in out every file path whose entry differs between
+// trees a and b (zero hash = empty tree), skipping equal subtrees.
+func DiffTrees(s storer.EncodedObjectStorer, a, b plumbing.Hash, prefix string, out map[string]Change) error {
+	if a == b {
+		return nil
+	}
+	ae, err := treeEntries(s, a)
+	if err != nil {
+		return err
+	}
+	be, err := treeEntries(s, b)
+	if err != nil {
+		return err
+	}
+	bm := make(map[string]object.TreeEntry, len(be))
+	for _, e := range be {
+		bm[e.Name] = e
+	}
+	am := make(map[string]bool, len(ae))
+	for _, x := range ae {
+		am[x.Name] = true
+		y, ok := bm[x.Name]
+		if ok && x.Hash == y.Hash && x.Mode == y.Mode {
+			continue
+		}
+		if err := diffEntry(s, prefix+x.Name, &x, ptrIf(ok, y), out); err != nil {
+			return err
+		}
+	}
+	for _, y := range be {
+		if am[y.Name] {
+			continue
+		}
+		if err := diffEntry(s, prefix+y.Name, nil, &y, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ptrIf(ok bool, e object.TreeEntry) *object.TreeEntry {
+	if !ok {
+		return nil
+	}
+	return &e
+}
+
+// diffEntry diffs one name present on at least one side. A directory on
+// one side against a file (or nothing) on the other expands to its files.
+func diffEntry(s storer.EncodedObjectStorer, name string, x, y *object.TreeEntry, out map[string]Change) error {
+	xDir := x != nil && x.Mode == filemode.Dir
+	yDir := y != nil && y.Mode == filemode.Dir
+	var xh, yh plumbing.Hash
+	if xDir {
+		xh = x.Hash
+	}
+	if yDir {
+		yh = y.Hash
+	}
+	if xDir || yDir {
+		if err := DiffTrees(s, xh, yh, name+"/", out); err != nil {
+			return err
+		}
+	}
+	var from, to *Entry
+	if x != nil && !xDir {
+		from = &Entry{x.Hash, x.Mode}
+	}
+	if y != nil && !yDir {
+		to = &Entry{y.Hash, y.Mode}
+	}
+	if from != nil || to != nil {
+		out[name] = Change{from, to}
+	}
+	return nil
+}
+
+func treeEntries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEntry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	t, err := object.GetTree(s, h)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	}
+	return t.Entries, nil
+}
+
+// PatchTree writes, through st, the tree that results from applying changes (path →
+// entry, nil = delete) to the tree root, creating and dropping directories
+// as needed, and returns its hash. Only the directories along changed paths
+// are rewritten.
+func PatchTree(st *Store, root plumbing.Hash, changes map[string]*Entry) (plumbing.Hash, error) {
+	h, _, err := patchDir(st, root, "", changes)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if h.IsZero() { // everything deleted: git's empty tree
+		return st.writeTree(nil)
+	}
+	return h, nil
+}
+
+func patchDir(st *Store, tree plumbing.Hash, prefix string, changes map[string]*Entry) (plumbing.Hash, bool, error) {
+	ents, err := treeEntries(st.s, tree)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	byName := make(map[string]object.TreeEntry, len(ents)+len(changes))
+	for _, e := range ents {
+		byName[e.Name] = e
+	}
+	sub := map[string]map[string]*Entry{}
+	files := map[string]*Entry{}
+	for p, e := range changes {
+		if dir, rest, ok := strings.Cut(p, "/"); ok {
+			m := sub[dir]
+			if m == nil {
+				m = map[string]*Entry{}
+				sub[dir] = m
+			}
+			m[rest] = e
+		} else {
+			files[p] = e
+		}
+	}
+	// Directories first, so a file replacing an emptied directory (or a
+	// directory replacing a deleted file) sees the final state.
+	for _, dir := range slices.Sorted(maps.Keys(sub)) {
+		var child plumbing.Hash
+		if cur, ok := byName[dir]; ok {
+			if cur.Mode == filemode.Dir {
+				child = cur.Hash
+			} else if fe, set := files[dir]; !set || fe != nil {
+				// A file stays at dir: only deletions below it are
+				// harmless (nothing there to delete).
+				if allNil(sub[dir]) {
+					continue
+				}
+				return plumbing.ZeroHash, false, fmt.Errorf("merge %s%s: %w", prefix, dir, ErrPathConflict)
+			} else {
+				delete(byName, dir) // the file is deleted in this change set
+			}
+		}
+		h, empty, err := patchDir(st, child, prefix+dir+"/", sub[dir])
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		if empty {
+			delete(byName, dir)
+		} else {
+			byName[dir] = object.TreeEntry{Name: dir, Mode: filemode.Dir, Hash: h}
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		e := files[p]
+		cur, exists := byName[p]
+		if e == nil {
+			if exists && cur.Mode != filemode.Dir {
+				delete(byName, p)
+			}
+			continue
+		}
+		if exists && cur.Mode == filemode.Dir {
+			return plumbing.ZeroHash, false, fmt.Errorf("merge %s%s: %w", prefix, p, ErrPathConflict)
+		}
+		byName[p] = object.TreeEntry{Name: p, Mode: e.Mode, Hash: e.Hash}
+	}
+	if len(byName) == 0 {
+		return plumbing.ZeroHash, true, nil
+	}
+	list := make([]object.TreeEntry, 0, len(byName))
+	for _, e := range byName {
+		list = append(list, e)
+	}
+	h, err := st.writeTree(list)
+	return h, false, err
+}
+
+func allNil(m map[string]*Entry) bool {
+	for _, e := range m {
+		if e != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Store reads the trees being merged and writes the merge's new objects through
+// write (the caller's object writer: sync writes git's loose format and makes
+// them durable once the merge is done); the blobs it wrote stay readable before
+// the caller flushes them.
+type Store struct {
+	s     storer.EncodedObjectStorer
+	write func(t plumbing.ObjectType, content []byte) (plumbing.Hash, error)
+	blobs map[plumbing.Hash][]byte
+}
+
+// NewStore reads from s and writes through write.
+func NewStore(s storer.EncodedObjectStorer, write func(t plumbing.ObjectType, content []byte) (plumbing.Hash, error)) *Store {
+	return &Store{s: s, write: write, blobs: map[plumbing.Hash][]byte{}}
+}
+
+func (st *Store) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
+	sort.Sort(object.TreeEntrySorter(entries))
+	t := &object.Tree{Entries: entries}
+	obj := &plumbing.MemoryObject{}
+	if err := t.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	content, err := io.ReadAll(rd)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	h, err := st.write(plumbing.TreeObject, content)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write tree: %w", err)
+	}
+	return h, nil
+}
+
+// WriteBlob writes data as a blob; it stays readable through st before the
+// caller flushes its writer.
+func (st *Store) WriteBlob(data []byte) (plumbing.Hash, error) {
+	h, err := st.write(plumbing.BlobObject, data)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	st.blobs[h] = data
+	return h, nil
+}
+
+func (st *Store) readBlob(e *Entry) ([]byte, error) {
+	if e != nil {
+		if b, ok := st.blobs[e.Hash]; ok {
+			return b, nil
+		}
+	}
+	return readBlob(st.s, e)
+}
+
+func readBlob(s storer.EncodedObjectStorer, e *Entry) ([]byte, error) {
+	if e == nil {
+		return nil, nil
+	}
+	obj, err := s.EncodedObject(plumbing.BlobObject, e.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", e.Hash, err)
+	}
+	return b, nil
+}
+
+// renames pairs the paths a side deleted with the paths it added holding
+// the same blob (a pure rename, as an archive move is). An add is used once.
+// Among several candidates the archive mapping of the old path wins
+// (archive/<YYYY>/<old>), then the first in path order.
+func renames(changes map[string]Change) map[string]string {
+	added := map[plumbing.Hash][]string{}
+	for _, p := range slices.Sorted(maps.Keys(changes)) {
+		c := changes[p]
+		if c.From == nil && c.To != nil && c.To.Mode != filemode.Symlink {
+			added[c.To.Hash] = append(added[c.To.Hash], p)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	out := map[string]string{}
+	for _, p := range slices.Sorted(maps.Keys(changes)) {
+		c := changes[p]
+		if c.From == nil || c.To != nil {
+			continue
+		}
+		cands := added[c.From.Hash]
+		pick := ""
+		for _, q := range cands {
+			if !used[q] && unarchive(q) == p {
+				pick = q
+				break
+			}
+		}
+		if pick == "" {
+			for _, q := range cands {
+				if !used[q] {
+					pick = q
+					break
+				}
+			}
+		}
+		if pick != "" {
+			used[pick] = true
+			out[p] = pick
+		}
+	}
+	return out
+}
+
+// unarchive strips one archive/<YYYY>/ prefix; p itself when there is none.
+func unarchive(p string) string {
+	if orig, _, ok := memd.UnarchivePath(p); ok {
+		return orig
+	}
+	return p
+}
+
+// Result is what Merge produced.
+type Result struct {
+	Tree      plumbing.Hash
+	Conflicts []string // conflict copies written
+}
+
+// Merge merges ours' and theirs' trees against base: start from theirs,
+// replay ours' changes, per-path policy for paths both touched. The new
+// objects go through st; log gets a line for a structured merge refused or
+// over its cap.
+func Merge(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, log *slog.Logger) (res Result, err error) {
+	s := st.s
+	dO, dT := map[string]Change{}, map[string]Change{}
+	if err := DiffTrees(s, base, ours, "", dO); err != nil {
+		return Result{}, fmt.Errorf("diff base..ours: %w", err)
+	}
+	if err := DiffTrees(s, base, theirs, "", dT); err != nil {
+		return Result{}, fmt.Errorf("diff base..theirs: %w", err)
+	}
+	rO, rT := renames(dO), renames(dT)
+
+	set := map[string]*Entry{} // changes applied to theirs' tree
+	fixed := map[string]bool{} // paths decided by a rename rule
+	var conflicts []string
+	losers := map[string][][]byte{} // conflicts file → ledger loser lines
+	pol.MemoryMDAt = memoryMDReader(st, ours, theirs)
+
+	// theirsAt reads the entry theirs' tree holds at p.
+	theirsAt := func(p string) *Entry {
+		if c, ok := dT[p]; ok {
+			return c.To
+		}
+		if c, ok := dO[p]; ok {
+			return c.From // unchanged by theirs: base's entry
+		}
+		e, _ := TreeFile(s, theirs, p)
+		return e
+	}
+
+	// Renames by ours of a path theirs changed: theirs' change lands at the
+	// new path, nothing at the old one.
+	for _, old := range slices.Sorted(maps.Keys(rO)) {
+		nw := rO[old]
+		t, ok := dT[old]
+		if !ok || t.To == nil {
+			continue // theirs did not change (or also deleted) it
+		}
+		if _, clash := dT[nw]; clash {
+			continue // theirs also wrote the new path: general rules decide
+		}
+		set[nw] = t.To
+		set[old] = nil
+		fixed[nw], fixed[old] = true, true
+	}
+	// Renames by theirs of a path ours changed: ours' change lands at the
+	// new path.
+	for _, old := range slices.Sorted(maps.Keys(rT)) {
+		nw := rT[old]
+		o, ok := dO[old]
+		if !ok || o.To == nil {
+			continue
+		}
+		if _, clash := dO[nw]; clash {
+			continue
+		}
+		set[nw] = o.To
+		fixed[nw], fixed[old] = true, true // old stays deleted (theirs' tree)
+	}
+
+	for _, p := range slices.Sorted(maps.Keys(dO)) {
+		if fixed[p] {
+			continue
+		}
+		o := dO[p]
+		t, both := dT[p]
+		if !both {
+			set[p] = o.To // only ours touched it
+			continue
+		}
+		if o.To.Same(t.To) {
+			continue // same result on both sides
+		}
+		switch {
+		case o.To == nil:
+			continue // ours deleted, theirs changed: the change stays
+		case t.To == nil:
+			set[p] = o.To // theirs deleted, ours changed: the change stays
+			continue
+		}
+		// Both changed p differently.
+		bb, err := st.readBlob(o.From)
+		if err != nil {
+			return res, err
+		}
+		ob, err := st.readBlob(o.To)
+		if err != nil {
+			return res, err
+		}
+		tb, err := st.readBlob(t.To)
+		if err != nil {
+			return res, err
+		}
+		regular := o.To.Mode.IsFile() && t.To.Mode.IsFile() && o.To.Mode != filemode.Symlink && t.To.Mode != filemode.Symlink
+		kind := memd.KindOther
+		if regular {
+			kind = pol.KindOf(p, bb, ob, tb)
+		}
+		var merged []byte
+		if kind.ProjectLayout() {
+			m, note, err := pol.MergeProjectLayout(kind, p, bb, ob, tb)
+			switch {
+			case err != nil:
+				log.Warn("structured merge refused, keeping a conflict copy", "err", err)
+				kind = memd.KindOther
+			case note != "":
+				log.Warn(note)
+			}
+			merged = m
+		}
+		switch kind {
+		case memd.KindProjectMD, memd.KindTopicFile, memd.KindNewer:
+			// merged above
+		case memd.KindDerived:
+			continue // theirs; the next sleep renders it again
+		case memd.KindLedger:
+			var lost [][]byte
+			merged, lost = memd.MergeLedger(bb, ob, tb)
+			if len(lost) > 0 {
+				cp := memd.ConflictsPathFor(p)
+				losers[cp] = append(losers[cp], lost...)
+			}
+		case memd.KindLineUnion:
+			merged = memd.MergeLineUnion(bb, ob, tb)
+		case memd.KindIndexMD:
+			merged = memd.MergeIndexMD(bb, ob, tb)
+		default:
+			cp := memd.ConflictCopyPath(p, pol.Host, pol.Now)
+			for i := 2; holds(s, theirs, dO, set, cp); i++ {
+				cp = memd.ConflictCopyPath(p, fmt.Sprintf("%s-%d", pol.Host, i), pol.Now)
+			}
+			set[cp] = o.To
+			conflicts = append(conflicts, cp)
+			continue
+		}
+		h, err := st.WriteBlob(merged)
+		if err != nil {
+			return res, err
+		}
+		set[p] = &Entry{Hash: h, Mode: t.To.Mode}
+	}
+
+	for _, cp := range slices.Sorted(maps.Keys(losers)) {
+		cur, ok := set[cp]
+		if !ok {
+			cur = theirsAt(cp)
+		}
+		data, err := st.readBlob(cur)
+		if err != nil {
+			return res, err
+		}
+		h, err := st.WriteBlob(memd.AppendMissingLines(data, losers[cp]))
+		if err != nil {
+			return res, err
+		}
+		set[cp] = &Entry{Hash: h, Mode: filemode.Regular}
+	}
+
+	moved, err := resolveFileDir(s, theirs, set, pol)
+	if err != nil {
+		return res, err
+	}
+	conflicts = append(conflicts, moved...)
+	sort.Strings(conflicts)
+	tree, err := PatchTree(st, theirs, set)
+	if err != nil {
+		return res, err
+	}
+	res.Tree = tree
+	res.Conflicts = conflicts
+	return res, nil
+}
+
+// exists says whether the merged tree would hold p (a conflict copy name
+// must not overwrite anything).
+func holds(s storer.EncodedObjectStorer, theirs plumbing.Hash, dO map[string]Change, set map[string]*Entry, p string) bool {
+	if e, ok := set[p]; ok {
+		return e != nil
+	}
+	if c, ok := dO[p]; ok && c.To != nil {
+		return true
+	}
+	e, _ := TreeFile(s, theirs, p)
+	return e != nil
+}
+
+// TreeFile looks up one file path in a tree (nil when absent or a
+// directory).
+func TreeFile(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*Entry, error) {
+	e, err := treeLookup(s, tree, p)
+	if err != nil || e == nil || e.Mode == filemode.Dir {
+		return nil, err
+	}
+	return &Entry{e.Hash, e.Mode}, nil
+}
+
+// treeLookup finds the entry (file or directory) at p; nil when absent.
+func treeLookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*object.TreeEntry, error) {
+	h := tree
+	for {
+		ents, err := treeEntries(s, h)
+		if err != nil {
+			return nil, err
+		}
+		name, rest, more := strings.Cut(p, "/")
+		var found *object.TreeEntry
+		for i := range ents {
+			if ents[i].Name == name {
+				found = &ents[i]
+				break
+			}
+		}
+		if found == nil || !more {
+			return found, nil
+		}
+		if found.Mode != filemode.Dir {
+			return nil, nil
+		}
+		h, p = found.Hash, rest
+	}
+}
+
+// resolveFileDir handles ours' files that would collide with theirs'
+// tree as file against directory (one side made areas/x a file, the other
+// a directory): theirs stays, ours' file moves to a conflict copy name
+// (for a file under a path theirs holds as a file, the whole directory
+// part is renamed: areas/x.conflict-…/y.html). Nothing is dropped and the
+// merge does not get stuck on ErrPathConflict.
+func resolveFileDir(s storer.EncodedObjectStorer, theirs plumbing.Hash, set map[string]*Entry, pol memd.MergePolicy) ([]string, error) {
+	var moved []string
+	for _, p := range slices.Sorted(maps.Keys(set)) {
+		e := set[p]
+		if e == nil {
+			continue
+		}
+		target := ""
+		te, err := treeLookup(s, theirs, p)
+		if err != nil {
+			return nil, err
+		}
+		if te != nil && te.Mode == filemode.Dir {
+			gone, err := allDeletedUnder(s, te.Hash, set, p)
+			if err != nil {
+				return nil, err
+			}
+			if !gone {
+				target = memd.ConflictCopyPath(p, pol.Host, pol.Now)
+			}
+		} else {
+			for i := strings.IndexByte(p, '/'); i >= 0; i = nextSlash(p, i) {
+				anc := p[:i]
+				if del, ok := set[anc]; ok && del == nil {
+					continue // theirs' file there is deleted by ours
+				}
+				ae, err := treeLookup(s, theirs, anc)
+				if err != nil {
+					return nil, err
+				}
+				if ae != nil && ae.Mode != filemode.Dir {
+					target = memd.ConflictCopyPath(anc, pol.Host, pol.Now) + p[i:]
+					break
+				}
+				if ae == nil {
+					break // nothing deeper can collide
+				}
+			}
+		}
+		if target == "" {
+			continue
+		}
+		delete(set, p)
+		set[target] = e
+		moved = append(moved, target)
+	}
+	return moved, nil
+}
+
+func nextSlash(p string, i int) int {
+	j := strings.IndexByte(p[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
+// allDeletedUnder: does set delete every file of theirs' directory dir
+// (ours replaced the directory by a file)? Then the file is no collision.
+func allDeletedUnder(s storer.EncodedObjectStorer, dirHash plumbing.Hash, set map[string]*Entry, dir string) (bool, error) {
+	files := map[string]Change{}
+	if err := DiffTrees(s, dirHash, plumbing.ZeroHash, dir+"/", files); err != nil {
+		return false, err
+	}
+	for f := range files {
+		if e, ok := set[f]; !ok || e != nil {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// memoryMDReader returns MemoryMDAt for a merge of the trees ours and
+// theirs: the MEMORY.md at a path in each, read once.
+func memoryMDReader(st *Store, ours, theirs plumbing.Hash) func(string) [][]byte {
+	cache := map[string][][]byte{}
+	return func(md string) [][]byte {
+		if v, ok := cache[md]; ok {
+			return v
+		}
+		var out [][]byte
+		for _, tree := range []plumbing.Hash{ours, theirs} {
+			e, err := TreeFile(st.s, tree, md)
+			if err != nil || e == nil {
+				continue
+			}
+			if b, err := st.readBlob(e); err == nil {
+				out = append(out, b)
+			}
+		}
+		cache[md] = out
+		return out
+	}
+}
