@@ -2,7 +2,6 @@ package sync
 
 import (
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/klauspost/compress/zlib"
 )
 
 // Incremental commit (DESIGN §3). Cost grows with the number of given paths
@@ -116,6 +116,8 @@ func newTreeCacheHot(st storer.EncodedObjectStorer, hot map[plumbing.Hash]*treeV
 type treeView struct {
 	entries []object.TreeEntry
 	byName  map[string]int
+	z       *packedTree // a big tree memd wrote: its bytes and compressed pieces (treez.go)
+	gen     uint64      // when a commit last wrote it (Repo.hot's eviction order)
 }
 
 func newTreeView(entries []object.TreeEntry) *treeView {
@@ -694,7 +696,7 @@ func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
 
 // maxHotEntries bounds Repo.hot (~70 bytes an entry: ~4.5 MB, the largest directories of
 // a 100k-file repo; each entry kept costs about twice that in RSS with the GC's headroom).
-const maxHotEntries = 1 << 16
+var maxHotEntries = 1 << 16 // a var for tests
 
 // hotTree is a tree a commit wrote at a directory (zero hash: the directory went away).
 type hotTree struct {
@@ -703,7 +705,8 @@ type hotTree struct {
 }
 
 // keepHot makes a commit's new trees the hot views of their directories, replacing the
-// ones they supersede. Past maxHotEntries only this commit's are kept.
+// ones they supersede. Past maxHotEntries the directories written longest ago go first
+// (evictHot); if this commit's alone are too many, only the smallest of them stay.
 func (r *Repo) keepHot(written map[string]hotTree) {
 	if r.hot == nil {
 		r.hot, r.hotDirs = map[plumbing.Hash]*treeView{}, map[string]plumbing.Hash{}
@@ -714,12 +717,16 @@ func (r *Repo) keepHot(written map[string]hotTree) {
 			delete(r.hotDirs, dir)
 		}
 		if !w.h.IsZero() {
+			w.tv.gen = hotClock.Add(1)
 			r.hotDirs[dir], r.hot[w.h] = w.h, w.tv
 		}
 	}
 	n := 0
 	for _, tv := range r.hot {
 		n += len(tv.entries)
+	}
+	if n > maxHotEntries {
+		n = r.evictHot(written, n)
 	}
 	if n > maxHotEntries {
 		r.hot, r.hotDirs = nil, nil
@@ -933,16 +940,9 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 		}
 		return plumbing.ZeroHash, true, nil
 	}
-	// The encoding is garbage once written (hashed and compressed): pooled, so a commit in
-	// a 40k-file directory does not leave a 2 MB buffer behind each time.
-	bp := treeBufPool.Get().(*[]byte)
-	*bp = appendTree((*bp)[:0], entries)
-	h, err := s.objs.write(plumbing.TreeObject, *bp)
-	if cap(*bp) <= 8<<20 {
-		treeBufPool.Put(bp)
-	}
+	h, z, err := s.objs.writeTree(entries, btv)
 	if err == nil && s.written != nil {
-		s.written[prefix] = hotTree{h, &treeView{entries: entries}}
+		s.written[prefix] = hotTree{h, &treeView{entries: entries, z: z}}
 	}
 	return h, false, err
 }

@@ -373,6 +373,9 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash)
 			return 0, false, err
 		}
 	}
+	if !root.IsZero() {
+		r.warmHot(tc, root) // every tree of HEAD is decoded now (treewarm.go)
+	}
 	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && gitstore.PlainIndexFile(indexPath) {
 		return len(entries), true, nil
 	}
