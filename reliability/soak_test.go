@@ -170,6 +170,11 @@ func TestSoak(t *testing.T) {
 	if !ok {
 		_, whyA := a.settled(0)
 		_, whyB := b.settled(0)
+		// The daemons' own words say why (offline, a refused push, a stuck merge).
+		for i, d := range daemons {
+			st, _ := os.ReadFile(filepath.Join(worlds[i].repo, ".git", "memd", "status.json"))
+			t.Logf("agent %c status.json: %s%s", 'A'+i, st, d.Describe())
+		}
 		t.Fatalf("the clones did not converge: A %s; B %s", whyA, whyB)
 	}
 	var problems []string
