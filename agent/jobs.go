@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
-	"github.com/memd-dev/memd/watcher"
 )
 
 // maxCASRetries bounds how often a commit is retried when HEAD moved under it (a user's own
@@ -26,6 +26,7 @@ func (a *Agent) doCommit(ctx context.Context) error {
 		return nil
 	}
 	a.st.pending = len(paths)
+	a.files() // a .gitignore edit the watcher saw applies to this commit
 	err := a.commitPaths(ctx, paths, "change")
 	if err != nil {
 		a.pending.add(paths)
@@ -86,6 +87,7 @@ func (a *Agent) doReconcile(ctx context.Context) error {
 	if a.startPending {
 		defer a.startReconciled()
 	}
+	a.files()
 	dirty, err := a.repo.Reconcile()
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
@@ -93,7 +95,7 @@ func (a *Agent) doReconcile(ctx context.Context) error {
 	if !a.startPending {
 		// The start-up one needs no scan: the first inventory is built by a walk that
 		// began after the watcher, and the paths this reconcile commits are noted.
-		a.inv.scan(a.cfg.Repo, a.ignorer)
+		a.inv.scan(a.cfg.Repo, a.files())
 	}
 	if len(dirty) == 0 {
 		return nil
@@ -280,6 +282,10 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	if err == nil {
 		err = cfg.Validate(a.opts.ScheduleValidator)
 	}
+	var ign *repofiles.Ignorer // built once, for the committer, the watcher, the inventory and sleep
+	if err == nil {
+		ign, err = repofiles.New(a.cfg.Repo, cfg.Watch.Ignore)
+	}
 	if err != nil {
 		a.log.Error("reload rejected; keeping the running config", "err", err)
 		return
@@ -290,11 +296,7 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	}
 	old := a.cfg
 	a.cfg = cfg
-	if ign, err := watcher.NewIgnorer(cfg.Repo, cfg.Watch.Ignore); err == nil {
-		a.ignorer = ign
-		a.repo.SetIgnore(ign.Ignored)
-	}
-	a.watch.SetIgnore(cfg.Watch.Ignore)
+	a.setFiles(ign)
 	a.hooks.SetConfig(cfg.Hooks)
 	for _, h := range memd.HookNames {
 		if len(cfg.Hooks.Argv(h)) == 0 {
@@ -355,7 +357,7 @@ func plural(n int, word string) string {
 
 func (a *Agent) sleepRunner() *sleep.Runner {
 	return sleep.NewRunner(a.cfg.Repo, a.repo, sleep.Options{
-		Config: a.cfg, Now: a.now, Logger: a.log, Phases: a.cfg.Sleep.Phases, Ignore: a.ignorer.Ignored,
+		Config: a.cfg, Now: a.now, Logger: a.log, Phases: a.cfg.Sleep.Phases, Ignore: a.files().Ignored,
 	})
 }
 

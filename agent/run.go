@@ -15,6 +15,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/hooks"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
@@ -30,7 +31,7 @@ type Agent struct {
 
 	repo    *memsync.Repo
 	watch   *watcher.Watcher
-	ignorer *watcher.Ignorer
+	ignorer *repofiles.Ignorer // the rules in force: files() keeps them current
 	metrics *metrics.Metrics
 	hub     *metrics.Hub
 	server  *metrics.Server
@@ -74,7 +75,7 @@ func New(opts Options) (*Agent, error) {
 	}
 	a := &Agent{opts: opts, cfg: opts.Config, log: opts.Logger, now: opts.Now, k: newKicks()}
 	a.current.Store(&jobState{})
-	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
+	ign, err := repofiles.New(a.cfg.Repo, a.cfg.Watch.Ignore)
 	if err != nil {
 		return nil, fmt.Errorf("ignore rules: %w", err)
 	}
@@ -131,7 +132,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("recover interrupted sleep: %w", err)
 	}
 	w, err := watcher.New(a.cfg.Repo, watcher.Options{
-		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignore: a.cfg.Watch.Ignore, Logger: a.log,
+		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignorer: a.ignorer, Logger: a.log,
 	})
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", a.cfg.Repo, err)
@@ -159,7 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer close(batchesDone); a.readBatches() }()
 
 	invReady := make(chan *inventory, 1)
-	go func(cfg memd.Config, ign *watcher.Ignorer) { invReady <- buildInventory(cfg, ign) }(a.cfg, a.ignorer)
+	go func(cfg memd.Config, ign *repofiles.Ignorer) { invReady <- buildInventory(cfg, ign) }(a.cfg, a.ignorer)
 
 	a.loopRunning.Store(true)
 	defer a.loopRunning.Store(false)
@@ -205,7 +206,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return a.shutdown(stopWatch, watchDone, batchesDone)
 		case inv := <-invReady:
 			a.runJob("inventory", func(context.Context) error {
-				inv.catchUp(a.cfg.Repo, a.ignorer, a.inv) // what jobs touched while it was built
+				inv.catchUp(a.cfg.Repo, a.files(), a.inv) // what jobs touched while it was built
 				a.inv = inv
 				// The build parsed every memory file: at 100k files that is tens of MB of
 				// garbage the heap would keep as RSS. Give it back once, off the owner.

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memd-dev/memd/watcher"
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 // The walk honours the committer's ignore rules (issue 12 item 7): an ignored folder is not
@@ -27,7 +27,7 @@ func TestWalkHonoursIgnore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ign, err := watcher.NewIgnorer(dir, nil)
+	ign, err := repofiles.New(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"syscall"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
-	"github.com/memd-dev/memd/watcher"
 )
 
 func init() {
@@ -62,7 +62,7 @@ func cmdSleep(a *app, args []string) int {
 	defer repo.Close()
 	// The committer's ignore rules, the same the daemon uses: sleep never plans, and the
 	// repo never commits, a path .gitignore or memd's list excludes.
-	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
+	ign, err := repofiles.New(a.cfg.Repo, a.cfg.Watch.Ignore)
 	if err != nil {
 		return a.fail("sleep: ignore rules: %v", err)
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	memsync "github.com/memd-dev/memd/sync"
-	"github.com/memd-dev/memd/watcher"
 )
 
 func init() {
@@ -21,7 +21,7 @@ func cmdSync(a *app, args []string) int {
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
-	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
+	ign, err := repofiles.New(a.cfg.Repo, a.cfg.Watch.Ignore)
 	if err != nil {
 		return a.fail("sync: ignore rules: %v", err)
 	}
