@@ -438,22 +438,7 @@ func (s *stager) parentsAreDirs(rel string) bool {
 // underNestedRepo reports whether an ancestor directory of rel holds a
 // .git (a nested repository). Cached per commit.
 func (s *stager) underNestedRepo(rel string) bool {
-	for i := 0; i < len(rel); i++ {
-		if rel[i] != '/' {
-			continue
-		}
-		dir := rel[:i]
-		nested, known := s.nested[dir]
-		if !known {
-			_, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(dir), ".git"))
-			nested = err == nil
-			s.nested[dir] = nested
-		}
-		if nested {
-			return true
-		}
-	}
-	return false
+	return repofiles.InNestedRepo(s.r.dir, rel, s.nested)
 }
 
 func isNotDir(err error) bool {
@@ -502,7 +487,7 @@ func (s *stager) stageDir(rel string) error {
 	}
 	if rel != "" {
 		// A nested repository is not ours to commit.
-		if _, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(rel), ".git")); err == nil {
+		if repofiles.NestedRepo(filepath.Join(s.r.dir, filepath.FromSlash(rel))) {
 			return nil
 		}
 	}

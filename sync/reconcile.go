@@ -119,8 +119,9 @@ func (r *Repo) parsePorcelainZ(out []byte) []string {
 
 func (r *Repo) filterSorted(set map[string]bool) []string {
 	out := make([]string, 0, len(set))
+	nested := make(map[string]bool) // git lists the files of a .git it cannot open as a repo
 	for p := range set {
-		if p == "" || r.ignoredPath(p) {
+		if p == "" || r.ignoredPath(p) || repofiles.InNestedRepo(r.dir, p, nested) {
 			continue
 		}
 		out = append(out, p)

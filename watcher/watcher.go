@@ -49,12 +49,12 @@ var ErrRunning = errors.New("watcher: Run already called")
 type Options struct {
 	Quiet, MaxDelay time.Duration // defaults 2s, 30s when zero
 	Ignore          []string      // extra gitignore-style patterns (config watch.ignore)
-	// Ignorer, when set, is the rules to start with (the agent's, built once per config
-	// load and shared with the committer); Ignore is then not read. nil: New builds them.
-	Ignorer *repofiles.Ignorer
 	Buffer          int           // fsnotify Events channel buffer; 0 = unbuffered (fsnotify's default)
 	Logger          *slog.Logger  // nil = discard
 	Clock           Clock         // nil = real time
+	// Ignorer, when set, is the rules to start with (the agent's, built once per config
+	// load and shared with the committer); Ignore is then not read. nil: New builds them.
+	Ignorer *repofiles.Ignorer
 	// ScanInterval is how often directories that could not be watched are scanned
 	// (default 15s). The scan timer only runs while such directories exist.
 	ScanInterval time.Duration

@@ -22,4 +22,3 @@ func BenchmarkIgnored(b *testing.B) {
 		}
 	}
 }
-

@@ -151,3 +151,26 @@ func AbsRoot(root string) (string, error) {
 	}
 	return abs, nil
 }
+
+// InNestedRepo reports whether an ancestor directory of rel is a nested repository, so a
+// path named by an event or by git status is held to Walk's rule. cache (directory →
+// answer) makes it one lstat per directory over a pass; it may be nil.
+func InNestedRepo(root, rel string, cache map[string]bool) bool {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		nested, known := cache[dir]
+		if !known {
+			nested = NestedRepo(filepath.Join(root, filepath.FromSlash(dir)))
+			if cache != nil {
+				cache[dir] = nested
+			}
+		}
+		if nested {
+			return true
+		}
+	}
+	return false
+}
