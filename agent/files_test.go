@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"context"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/doctor"
+	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/testutil"
+	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/watcher"
+)
+
+// TestEveryConsumerSeesTheSameFiles (issue 18 §1): on a tree full of ignored files,
+// symlinks, nested repositories, a FIFO and memhtml's non-memories, every consumer of
+// internal/repofiles sees the fixture's files through its own entry point: reconcile (git
+// status and the walk), the commit's staged set (read back with git), doctor, the
+// inventory and the watcher (what it watches and reports). Sleep's parallel walk is
+// checked on the same fixture in sleep.TestWalkSeesTheRepoFiles.
+func TestEveryConsumerSeesTheSameFiles(t *testing.T) {
+	isolateGit(t)
+	m := testutil.NewMixedRepo(t)
+	ig, err := repofiles.New(m.Root, testutil.MixedRepoIgnore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(who string, got, want []string) {
+		t.Helper()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %q\nwant %q", who, got, want)
+		}
+	}
+	repo, err := memsync.Open(m.Root, memsync.Options{Ignore: ig.Ignored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+
+	// Reconcile, both ways (nothing is committed yet: every file is dirty).
+	dirty, err := repo.Reconcile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("reconcile (git status)", dirty, m.Files)
+	t.Run("without git", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		dirty, err := repo.Reconcile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("reconcile (walk)", dirty, m.Files)
+	})
+
+	// The commit's walk: every name at the root, each directory staged by walking it; the
+	// staged set read back with git itself.
+	ents, err := os.ReadDir(m.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top []string
+	for _, e := range ents {
+		if e.Name() != ".git" {
+			top = append(top, e.Name())
+		}
+	}
+	if _, err := repo.CommitPaths(top); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "-C", m.Root, "ls-tree", "-r", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var staged, links []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		meta, p, _ := strings.Cut(line, "\t")
+		staged = append(staged, p)
+		if strings.HasPrefix(meta, "120000 ") {
+			links = append(links, p)
+		}
+	}
+	same("commit", staged, m.Files)
+	same("commit's symlinks", links, m.Links)
+
+	// Doctor counts every file and reports nothing about what is not one.
+	rep, err := doctor.Check(m.Root, doctor.Options{Ignored: ig.Ignored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Files != len(m.Files) {
+		t.Errorf("doctor counts %d files, want %d", rep.Files, len(m.Files))
+	}
+	for _, f := range rep.Findings {
+		if slices.Contains(m.Decoys, f.Path) {
+			t.Errorf("doctor reports on %s, not a file of the repo: %s", f.Path, f.Message)
+		}
+	}
+
+	// The inventory: the memories and MEMORY.md files among the files.
+	cfg := memd.DefaultConfig()
+	cfg.Repo = m.Root
+	inv := buildInventory(cfg, ig)
+	same("inventory memories", slices.Collect(maps.Keys(inv.files)), m.Memories)
+	same("inventory MEMORY.md", slices.Collect(maps.Keys(inv.mds)), []string{"projects/p/MEMORY.md"})
+
+	// The watcher, on the same rules: it watches the directories the walk enters, and of
+	// every regular file written (decoys too) it reports exactly the repo's.
+	w, err := watcher.New(m.Root, watcher.Options{Ignorer: ig, Quiet: 30 * time.Millisecond, MaxDelay: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Stats().WatchedDirs; got != len(m.Dirs) {
+		t.Errorf("watcher watches %d directories, want %d (%q)", got, len(m.Dirs), m.Dirs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for _, rel := range append(slices.Clone(m.Regular), m.Decoys...) {
+		f, err := os.OpenFile(filepath.Join(m.Root, filepath.FromSlash(rel)), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString("more\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Events arrive in order: once the sentinel written last is reported, so is all else.
+	const sentinel = "zz-sentinel"
+	if err := os.WriteFile(filepath.Join(m.Root, sentinel), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reported := map[string]bool{}
+	deadline := time.After(20 * time.Second)
+	for !reported[sentinel] {
+		select {
+		case b := <-w.Batches():
+			for _, p := range b.Paths {
+				reported[p] = true
+			}
+		case <-deadline:
+			t.Fatalf("watcher never reported %s; reported %q", sentinel, slices.Sorted(maps.Keys(reported)))
+		}
+	}
+	delete(reported, sentinel)
+	same("watcher reports", slices.Collect(maps.Keys(reported)), m.Regular)
+	for _, d := range m.Decoys {
+		if !w.Ignorer().Ignored(d, false) && !repofiles.InNestedRepo(m.Root, d, nil) {
+			t.Errorf("watcher's rules take %s for a file of the repo", d)
+		}
+	}
+}
