@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -160,5 +161,62 @@ func TestEveryConsumerSeesTheSameFiles(t *testing.T) {
 		if !w.Ignorer().Ignored(d, false) && !repofiles.InNestedRepo(m.Root, d, nil) {
 			t.Errorf("watcher's rules take %s for a file of the repo", d)
 		}
+	}
+}
+
+// TestGitignoreEditReachesTheCommitter: the watcher rebuilds the rules when a .gitignore
+// changes and reports what they no longer ignore; the committer adopts the same rules
+// before it commits, so that file is committed (the agent once kept its start-up rules and
+// dropped it until a restart).
+func TestGitignoreEditReachesTheCommitter(t *testing.T) {
+	isolateGit(t)
+	cfg := memd.DefaultConfig()
+	cfg.Repo = newRepo(t)
+	gi := filepath.Join(cfg.Repo, ".gitignore")
+	orig, err := os.ReadFile(gi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gi, append(slices.Clone(orig), "*.secret\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "areas/20260101-x.secret"
+	if err := os.WriteFile(filepath.Join(cfg.Repo, filepath.FromSlash(secret)), []byte("s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{Config: cfg, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.repo.Close()
+	w, err := watcher.New(cfg.Repo, watcher.Options{Ignorer: a.ignorer, Quiet: 30 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.watch = w // as Run does; this test plays the owner goroutine itself
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	go a.readBatches()
+	defer func() { cancel(); <-done }()
+
+	if err := os.WriteFile(gi, orig, 0o644); err != nil { // *.secret no longer ignored
+		t.Fatal(err)
+	}
+	var paths []string
+	testutil.WaitFor(t, "the watcher to report "+secret, 10*time.Second, func() bool {
+		paths = append(paths, a.pending.take()...)
+		return slices.Contains(paths, secret)
+	}, func() string { return fmt.Sprint(paths) })
+	a.pending.add(paths)
+	if err := a.doCommit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "-C", cfg.Repo, "ls-tree", "-r", "--name-only", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), secret) {
+		t.Fatalf("%s, no longer ignored, was not committed:\n%s", secret, out)
 	}
 }
