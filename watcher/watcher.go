@@ -565,7 +565,7 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 	case ev.Has(fsnotify.Create):
 		fi, err := os.Lstat(ev.Name)
 		if err == nil && fi.IsDir() {
-			if !ig.Ignored(rel, true) {
+			if !ig.Ignored(rel, true) && !repofiles.NestedRepo(ev.Name) { // Walk's rule for a directory
 				w.addTree(rel, true)
 			}
 		} else if !ig.Ignored(rel, false) {
