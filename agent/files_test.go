@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
@@ -218,5 +219,35 @@ func TestGitignoreEditReachesTheCommitter(t *testing.T) {
 	}
 	if !strings.Contains(string(out), secret) {
 		t.Fatalf("%s, no longer ignored, was not committed:\n%s", secret, out)
+	}
+}
+
+// TestReloadWithBadIgnorePatternIsRejected: the reload builds the rules once, and a bad
+// watch.ignore pattern rejects the reload, logged and naming the pattern, instead of
+// being swallowed while the rest of the new config applies.
+func TestReloadWithBadIgnorePatternIsRejected(t *testing.T) {
+	isolateGit(t)
+	cfg := memd.DefaultConfig()
+	cfg.Repo = newRepo(t)
+	bad := cfg
+	bad.Watch.Ignore = []string{"*.bak", "[bad"}
+	bad.Sync.PullInterval = memd.Duration(time.Hour)
+	logs := &testutil.LockedBuffer{}
+	a, err := New(Options{Config: cfg, Version: "test", Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		LoadConfig: func() (memd.Config, error) { return bad, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.repo.Close()
+	before := a.ignorer
+	pull, reconcile := time.NewTicker(time.Minute), time.NewTicker(time.Minute)
+	defer pull.Stop()
+	defer reconcile.Stop()
+	a.doReload(pull, reconcile)
+	if !strings.Contains(logs.String(), "reload rejected") || !strings.Contains(logs.String(), `[bad`) {
+		t.Errorf("no rejection naming the pattern in the log:\n%s", logs.String())
+	}
+	if a.ignorer != before || a.cfg.Sync.PullInterval == bad.Sync.PullInterval {
+		t.Error("a rejected reload changed the running rules or config")
 	}
 }

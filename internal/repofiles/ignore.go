@@ -47,17 +47,6 @@ type Ignorer struct {
 	dirs  sync.Map // dir rel → ignored (itself or an ancestor); valid for these rules only
 }
 
-// CheckPatterns validates gitignore-style patterns (config watch.ignore) and names the
-// first bad one.
-func CheckPatterns(patterns []string) error {
-	for _, p := range patterns {
-		if err := checkPattern(p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func checkPattern(p string) error {
 	q := strings.TrimPrefix(strings.TrimSpace(p), "!")
 	if strings.Trim(q, "/") == "" {
@@ -110,9 +99,6 @@ func (ig *Ignorer) Extend(start string, fn Funcs) (*Ignorer, error) {
 	err := c.walkReading(start, fn)
 	return c, err
 }
-
-// Root is the absolute repo root the rules were read from.
-func (ig *Ignorer) Root() string { return ig.root }
 
 // Gitignores is how many .gitignore files the rules were read from.
 func (ig *Ignorer) Gitignores() int { return ig.files }

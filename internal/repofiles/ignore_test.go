@@ -170,10 +170,10 @@ func TestNewErrors(t *testing.T) {
 	if !errors.Is(err, repofiles.ErrBadPattern) || !strings.Contains(err.Error(), `"bad["`) {
 		t.Fatalf("New(bad pattern) = %v, want ErrBadPattern naming it", err)
 	}
-	if err := repofiles.CheckPatterns([]string{"", "x"}); !errors.Is(err, repofiles.ErrBadPattern) {
+	if _, err := repofiles.New(t.TempDir(), []string{"", "x"}); !errors.Is(err, repofiles.ErrBadPattern) {
 		t.Fatalf("empty pattern: %v", err)
 	}
-	if err := repofiles.CheckPatterns([]string{"*.bak", "drafts/", "**/tmp", "!keep.bak"}); err != nil {
+	if _, err := repofiles.New(t.TempDir(), []string{"*.bak", "drafts/", "**/tmp", "!keep.bak"}); err != nil {
 		t.Fatalf("good patterns refused: %v", err)
 	}
 }
