@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	memsync "github.com/memd-dev/memd/sync"
-	"github.com/memd-dev/memd/watcher"
 )
 
 // inventory keeps what the metrics and the status report about the tree: one entry per
@@ -172,7 +172,7 @@ func newInventory(cfg memd.Config) *inventory {
 
 // scan walks the tree, re-reading only files whose size or mtime changed. A cold inventory
 // waits for buildInventory instead.
-func (v *inventory) scan(root string, ign *watcher.Ignorer) {
+func (v *inventory) scan(root string, ign *repofiles.Ignorer) {
 	if !v.warm {
 		v.sinceAll = true
 		return
@@ -182,7 +182,7 @@ func (v *inventory) scan(root string, ign *watcher.Ignorer) {
 
 // catchUp brings a freshly built inventory up to what the jobs run while it was being
 // built touched (cold's notes): the paths they committed, or a full scan if one was asked.
-func (v *inventory) catchUp(root string, ign *watcher.Ignorer, cold *inventory) {
+func (v *inventory) catchUp(root string, ign *repofiles.Ignorer, cold *inventory) {
 	if cold.sinceAll {
 		v.walk(root, ign)
 		return
@@ -191,26 +191,12 @@ func (v *inventory) catchUp(root string, ign *watcher.Ignorer, cold *inventory) 
 }
 
 // walk is the full scan; memory files that need parsing are parsed in parallel.
-func (v *inventory) walk(root string, ign *watcher.Ignorer) {
+func (v *inventory) walk(root string, ign *repofiles.Ignorer) {
 	var toParse []string
 	seen := make(map[string]bool, len(v.files))
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if rel == "." {
-			return nil
-		}
-		if ign != nil && ign.Ignored(rel, d.IsDir()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() || !d.Type().IsRegular() {
-			return nil
+	_ = repofiles.Walk(root, "", ign.Ignored, repofiles.Funcs{File: func(rel string, d fs.DirEntry) error {
+		if !d.Type().IsRegular() {
+			return nil // a symlink is committed as a link; the inventory never reads through one
 		}
 		seen[rel] = true
 		v.noteCopy(rel)
@@ -220,7 +206,7 @@ func (v *inventory) walk(root string, ign *watcher.Ignorer) {
 		}
 		v.refresh(root, rel, d)
 		return nil
-	})
+	}})
 	for i, e := range parseMemories(root, toParse) {
 		v.set(toParse[i], e)
 	}
@@ -385,7 +371,7 @@ func parseMemories(root string, rels []string) []invEntry {
 
 // buildInventory makes the first full inventory off the owner goroutine (at 100k files it
 // parses for seconds; memd must not wait for it to be ready). The owner swaps it in.
-func buildInventory(cfg memd.Config, ign *watcher.Ignorer) *inventory {
+func buildInventory(cfg memd.Config, ign *repofiles.Ignorer) *inventory {
 	v := newInventory(cfg)
 	v.walk(cfg.Repo, ign)
 	v.warm = true
@@ -480,7 +466,7 @@ func (a *Agent) inventoryAfterMove(before string) {
 	}
 	if err != nil {
 		a.log.Warn("inventory: diff after the head moved; scanning the tree", "err", err)
-		a.inv.scan(a.cfg.Repo, a.ignorer)
+		a.inv.scan(a.cfg.Repo, a.files())
 		return
 	}
 	a.inv.update(a.cfg.Repo, paths)

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/sync/gitremote"
-	"github.com/memd-dev/memd/watcher"
 )
 
 // doCommit commits the pending paths. The paths are taken before the lock so that changes
@@ -23,6 +23,7 @@ func (a *Agent) doCommit(ctx context.Context) error {
 		return nil
 	}
 	a.st.pending = len(paths)
+	a.files() // a .gitignore edit the watcher saw applies to this commit
 	err := a.commitPaths(ctx, paths, memd.CommitChange)
 	if err != nil {
 		a.pending.add(paths)
@@ -69,6 +70,7 @@ func (a *Agent) doReconcile(ctx context.Context) error {
 	if a.startPending {
 		defer a.startReconciled()
 	}
+	a.files()
 	dirty, err := a.repo.Reconcile()
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
@@ -76,7 +78,7 @@ func (a *Agent) doReconcile(ctx context.Context) error {
 	if !a.startPending {
 		// The start-up one needs no scan: the first inventory is built by a walk that
 		// began after the watcher, and the paths this reconcile commits are noted.
-		a.inv.scan(a.cfg.Repo, a.ignorer)
+		a.inv.scan(a.cfg.Repo, a.files())
 	}
 	if len(dirty) == 0 {
 		return nil
@@ -260,6 +262,10 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	if err == nil {
 		err = cfg.Validate(a.opts.ScheduleValidator)
 	}
+	var ign *repofiles.Ignorer // built once, for the committer, the watcher, the inventory and sleep
+	if err == nil {
+		ign, err = repofiles.New(a.cfg.Repo, cfg.Watch.Ignore)
+	}
 	if err != nil {
 		a.log.Error("reload rejected; keeping the running config", "err", err)
 		return
@@ -272,11 +278,7 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	a.cfg = cfg
 	a.sess.SetConfig(cfg) // the writer lock's settings, the remote's options
 	a.inv.setConfig(cfg)  // the ledger path and the soft grace behind memd_ledger_notes
-	if ign, err := watcher.NewIgnorer(cfg.Repo, cfg.Watch.Ignore); err == nil {
-		a.ignorer = ign
-		a.repo.SetIgnore(ign.Ignored)
-	}
-	a.watch.SetIgnore(cfg.Watch.Ignore)
+	a.setFiles(ign)
 	a.hooks.SetConfig(cfg.Hooks)
 	for _, h := range memd.HookNames {
 		if len(cfg.Hooks.Argv(h)) == 0 {
@@ -337,7 +339,7 @@ func plural(n int, word string) string {
 
 func (a *Agent) sleepRunner() *sleep.Runner {
 	return a.sess.SleepRunner(sleep.Options{
-		Phases: a.cfg.Sleep.Phases, Ignore: a.ignorer.Ignored,
+		Phases: a.cfg.Sleep.Phases, Ignore: a.files().Ignored,
 	})
 }
 

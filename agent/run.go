@@ -14,6 +14,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/hooks"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
@@ -31,7 +32,7 @@ type Agent struct {
 	sess    *Session
 	repo    *memsync.Repo // sess.Repo()
 	watch   *watcher.Watcher
-	ignorer *watcher.Ignorer
+	ignorer *repofiles.Ignorer // the rules in force: files() keeps them current
 	metrics *metrics.Metrics
 	hub     *metrics.Hub
 	server  *metrics.Server
@@ -113,7 +114,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// New's Open finished what a crash left (a merge, a half sleep) and clears a stale
 	// index lock in the background.
 	w, err := watcher.New(a.cfg.Repo, watcher.Options{
-		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignore: a.cfg.Watch.Ignore, Logger: a.log,
+		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignorer: a.ignorer, Logger: a.log,
 	})
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", a.cfg.Repo, err)
@@ -141,7 +142,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer close(batchesDone); a.readBatches() }()
 
 	invReady := make(chan *inventory, 1)
-	go func(cfg memd.Config, ign *watcher.Ignorer) { invReady <- buildInventory(cfg, ign) }(a.cfg, a.ignorer)
+	go func(cfg memd.Config, ign *repofiles.Ignorer) { invReady <- buildInventory(cfg, ign) }(a.cfg, a.ignorer)
 
 	a.loopRunning.Store(true)
 	defer a.loopRunning.Store(false)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
-	"github.com/memd-dev/memd/watcher"
 )
 
 // Session is a memory repo opened the one way every command opens it (docs/ARCHITECTURE.md
@@ -24,7 +24,7 @@ import (
 type Session struct {
 	cfg     memd.Config
 	repo    *memsync.Repo
-	ignorer *watcher.Ignorer
+	ignorer *repofiles.Ignorer
 	log     *slog.Logger
 	now     func() time.Time
 	who     string
@@ -76,7 +76,7 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
-	ign, err := watcher.NewIgnorer(cfg.Repo, cfg.Watch.Ignore)
+	ign, err := repofiles.New(cfg.Repo, cfg.Watch.Ignore)
 	if err != nil {
 		repo.Close()
 		return nil, fmt.Errorf("ignore rules of %s: %w", cfg.Repo, err)
@@ -125,7 +125,7 @@ func (s *Session) recover() error {
 func (s *Session) Repo() *memsync.Repo { return s.repo }
 
 // Ignorer is the ignore rule Open built (a reload builds a new one: the agent keeps its own).
-func (s *Session) Ignorer() *watcher.Ignorer { return s.ignorer }
+func (s *Session) Ignorer() *repofiles.Ignorer { return s.ignorer }
 
 // SetConfig takes a reloaded config: the writer lock's file and timeout and the remote's
 // options follow it. The repo path cannot change.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
 
@@ -58,8 +59,9 @@ type Report struct {
 type Options struct {
 	Ledger   string // repo-relative ledger path (expire.ledger)
 	LockFile string // writer lock file name (lock.file)
-	// Ignored skips paths (the watcher's ignore rules); nil skips only .git.
-	Ignored func(rel string, isDir bool) bool
+	// Ignored skips paths ((*repofiles.Ignorer).Ignored, the committer's rules); nil
+	// skips only what every walk skips (.git, the writer lock, nested repositories).
+	Ignored repofiles.Rule
 	// Progress, when set, gets a carriage-return progress line (a terminal).
 	Progress io.Writer
 }
@@ -88,37 +90,21 @@ func Check(root string, opt Options) (*Report, error) {
 	// 1. Walk once: every file path, the memory files to parse, MEMORY.md files.
 	exists := map[string]bool{}
 	var htmls, mds, outside []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			rel, _ := filepath.Rel(root, p)
-			add(Problem, "read", filepath.ToSlash(rel), "cannot read: %v", err)
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if rel == "." {
-			return nil
-		}
-		if rel == ".git" || (opt.Ignored != nil && opt.Ignored(rel, d.IsDir())) {
-			if d.IsDir() {
-				return filepath.SkipDir
+	err := repofiles.Walk(root, "", opt.Ignored, repofiles.Funcs{
+		Fail: func(rel string, err error) { add(Problem, "read", rel, "cannot read: %v", err) },
+		File: func(rel string, _ fs.DirEntry) error {
+			rep.Files++
+			exists[rel] = true
+			switch {
+			case memd.IsMemoryMD(rel):
+				mds = append(mds, rel)
+			case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsNonMemory(rel):
+				htmls = append(htmls, rel)
+			case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsGenerated(rel) && rel != "README.html" && !strings.HasPrefix(rel, ".memhtml/"):
+				outside = append(outside, rel)
 			}
 			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rep.Files++
-		exists[rel] = true
-		switch {
-		case memd.IsMemoryMD(rel):
-			mds = append(mds, rel)
-		case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsNonMemory(rel):
-			htmls = append(htmls, rel)
-		case strings.HasSuffix(rel, memd.MemoryExt) && !memd.IsGenerated(rel) && rel != "README.html" && !strings.HasPrefix(rel, ".memhtml/"):
-			outside = append(outside, rel)
-		}
-		return nil
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("walk %s: %w", root, err)

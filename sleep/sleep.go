@@ -89,7 +89,7 @@ type Options struct {
 	StateDir string
 	// NoGC skips `git gc --auto` after the phases.
 	NoGC bool
-	// Ignore is the committer's ignore rule (watcher.Ignorer.Ignored); sleep never plans a
+	// Ignore is the committer's ignore rule ((*repofiles.Ignorer).Ignored); sleep never plans a
 	// path it ignores. nil ignores only .git.
 	Ignore Ignore
 

@@ -10,6 +10,7 @@ import (
 	gosync "sync"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 // fileStat is what decides whether what sleep read from a file still holds: git's stat
@@ -41,14 +42,16 @@ type tree struct {
 	maxStamp int64 // the latest stamp of a stat'ed file
 }
 
-// Ignore is the committer's ignore rule (watcher.Ignorer.Ignored: .gitignore files, memd's
-// list and watch.ignore) for a repo-relative, '/'-separated path. The walk never lists an
-// ignored file or enters an ignored directory, so sleep never plans, writes or commits a
-// path the committer would not; nil ignores only .git.
-type Ignore func(rel string, isDir bool) bool
+// Ignore is the committer's ignore rule ((*repofiles.Ignorer).Ignored: .gitignore files,
+// memd's list and watch.ignore) for a repo-relative, '/'-separated path. The walk never
+// lists an ignored file or enters an ignored directory or a nested repository, so sleep
+// never plans, writes or commits a path the committer would not; nil applies only the
+// rules every walk applies.
+type Ignore = repofiles.Rule
 
-// walkTree lists root like filepath.WalkDir would (skipping .git directories, non-regular
-// files and whatever ignore says), on GOMAXPROCS goroutines: at 100k files the walk is mostly
+// walkTree lists the regular files among the repo's files (repofiles.Walk's set, decided
+// per entry by repofiles.SkipDir and SkipFile, less the symlinks sleep never reads or
+// rewrites), on GOMAXPROCS goroutines: at 100k files the walk is mostly
 // getdents and lstat system calls, which run in parallel as git's preload-index does.
 // Only memory files and MEMORY.md files are lstat'ed; for every other file the planners
 // only ask whether it exists, which the directory listing answers.
@@ -150,17 +153,14 @@ func readTreeDir(abs, rel string, ignore Ignore) (files []treeFile, dirs []strin
 		name := e.Name()
 		typ := e.Type()
 		if typ.IsDir() {
-			if name != ".git" && (ignore == nil || !ignore(joinRel(rel, name), true)) {
+			if !repofiles.SkipDir(filepath.Join(abs, name), joinRel(rel, name), ignore) {
 				dirs = append(dirs, name)
 			}
 			continue
 		}
-		if !typ.IsRegular() {
-			continue // symlinks are committed as links, never followed or rewritten
-		}
 		f := treeFile{rel: joinRel(rel, name)}
-		if ignore != nil && ignore(f.rel, false) {
-			continue
+		if !typ.IsRegular() || repofiles.SkipFile(f.rel, typ, ignore) {
+			continue // symlinks are committed as links, never followed or rewritten
 		}
 		f.mem = isMemoryPath(f.rel)
 		if f.mem || name == memoryMDName {

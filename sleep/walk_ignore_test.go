@@ -3,9 +3,11 @@ package sleep
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
-	"github.com/memd-dev/memd/watcher"
+	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // The walk honours the committer's ignore rules (issue 12 item 7): an ignored folder is not
@@ -27,7 +29,7 @@ func TestWalkHonoursIgnore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ign, err := watcher.NewIgnorer(dir, nil)
+	ign, err := repofiles.New(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,5 +52,36 @@ func TestWalkHonoursIgnore(t *testing.T) {
 	all, _ := walkTree(dir, nil)
 	if len(all.files) != 5 {
 		t.Errorf("without rules the walk lists %d files, want 5", len(all.files))
+	}
+}
+
+// TestWalkSeesTheRepoFiles: sleep's parallel walk lists the regular files among the repo's
+// files (repofiles.Walk's set; the other consumers are checked on the same fixture in
+// agent.TestEveryConsumerSeesTheSameFiles): nothing ignored, nothing in a nested
+// repository, no FIFO; symlinks are committed as links but sleep never reads or rewrites
+// one, so it does not list them.
+func TestWalkSeesTheRepoFiles(t *testing.T) {
+	m := testutil.NewMixedRepo(t)
+	ign, err := repofiles.New(m.Root, testutil.MixedRepoIgnore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := walkTree(m.Root, ign.Ignored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, mems []string
+	for _, f := range tr.files {
+		got = append(got, f.rel)
+		if f.mem {
+			mems = append(mems, f.rel)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, m.Regular) {
+		t.Errorf("sleep's walk:\n got %q\nwant %q", got, m.Regular)
+	}
+	if !slices.Equal(mems, m.Memories) {
+		t.Errorf("sleep's memories: got %q, want %q", mems, m.Memories)
 	}
 }

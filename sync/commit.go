@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/klauspost/compress/zlib"
+
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 // Incremental commit (DESIGN §3). Cost grows with the number of given paths
@@ -438,22 +440,7 @@ func (s *stager) parentsAreDirs(rel string) bool {
 // underNestedRepo reports whether an ancestor directory of rel holds a
 // .git (a nested repository). Cached per commit.
 func (s *stager) underNestedRepo(rel string) bool {
-	for i := 0; i < len(rel); i++ {
-		if rel[i] != '/' {
-			continue
-		}
-		dir := rel[:i]
-		nested, known := s.nested[dir]
-		if !known {
-			_, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(dir), ".git"))
-			nested = err == nil
-			s.nested[dir] = nested
-		}
-		if nested {
-			return true
-		}
-	}
-	return false
+	return repofiles.InNestedRepo(s.r.dir, rel, s.nested)
 }
 
 func isNotDir(err error) bool {
@@ -502,7 +489,7 @@ func (s *stager) stageDir(rel string) error {
 	}
 	if rel != "" {
 		// A nested repository is not ours to commit.
-		if _, err := os.Lstat(filepath.Join(s.r.dir, filepath.FromSlash(rel), ".git")); err == nil {
+		if repofiles.NestedRepo(filepath.Join(s.r.dir, filepath.FromSlash(rel))) {
 			return nil
 		}
 	}
@@ -512,55 +499,40 @@ func (s *stager) stageDir(rel string) error {
 		ok = false
 	}
 	seen := make(map[string]bool)
-	root := filepath.Join(s.r.dir, filepath.FromSlash(rel))
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // vanished while walking: a later batch sees it
-			}
+	var walkErr error
+	err = repofiles.Walk(s.r.dir, rel, s.r.ignored, repofiles.Funcs{
+		Fail: func(p string, err error) {
 			if errors.Is(err, fs.ErrPermission) {
 				// Unreadable directory: what HEAD has under it stays
 				// (the deletion pass below cannot confirm it is gone).
-				rp, _ := filepath.Rel(s.r.dir, p)
-				_ = s.skip(filepath.ToSlash(rp), err)
-				if d != nil && d.IsDir() && p != root {
-					return filepath.SkipDir
+				_ = s.skip(p, err)
+			} else if walkErr == nil {
+				walkErr = err
+			}
+		},
+		File: func(p string, d fs.DirEntry) error {
+			fi, err := d.Info()
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // vanished while walking: a later batch sees it
 				}
-				return nil
+				return err
 			}
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		r, _ := filepath.Rel(s.r.dir, p)
-		r = filepath.ToSlash(r)
-		if s.r.ignored(r, d.IsDir()) {
-			if d.IsDir() {
-				return filepath.SkipDir
+			if !repofiles.IsFile(fi.Mode().Type()) {
+				return nil // became a FIFO or the like since the listing: never opened
 			}
-			return nil
-		}
-		if d.IsDir() {
-			// A nested repository is not ours to commit.
-			if _, err := os.Lstat(filepath.Join(p, ".git")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
-			return nil
-		}
-		seen[r] = true
-		return s.stageFile(r, p, fi)
+			seen[p] = true
+			return s.stageFile(p, filepath.Join(s.r.dir, filepath.FromSlash(p)), fi)
+		},
 	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		err = nil // vanished while walking: a later batch sees it
+	case errors.Is(err, fs.ErrPermission):
+		err = s.skip(rel, err)
+	case err == nil:
+		err = walkErr
+	}
 	if err != nil {
 		return fmt.Errorf("walk %s: %w", rel, err)
 	}

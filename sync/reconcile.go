@@ -3,7 +3,6 @@ package sync
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 // Reconcile (docs/ARCHITECTURE.md §3): a full comparison of the work tree with HEAD that
@@ -118,8 +119,9 @@ func (r *Repo) parsePorcelainZ(out []byte) []string {
 
 func (r *Repo) filterSorted(set map[string]bool) []string {
 	out := make([]string, 0, len(set))
+	nested := make(map[string]bool) // git lists the files of a .git it cannot open as a repo
 	for p := range set {
-		if p == "" || r.ignoredPath(p) {
+		if p == "" || r.ignoredPath(p) || repofiles.InNestedRepo(r.dir, p, nested) {
 			continue
 		}
 		out = append(out, p)
@@ -187,64 +189,48 @@ func (r *Repo) reconcileWalkLocked() ([]string, error) {
 	}
 	dirty := make(map[string]bool)
 	seen := make(map[string]bool, len(tracked))
-	err = filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+	var walkErr error
+	err = repofiles.Walk(r.dir, "", r.ignored, repofiles.Funcs{
+		Fail: func(_ string, err error) {
+			if walkErr == nil {
+				walkErr = err
+			}
+		},
+		File: func(rel string, d fs.DirEntry) error {
+			fi, err := d.Info()
+			if err != nil || !repofiles.IsFile(fi.Mode().Type()) {
+				return nil // gone, or a FIFO or the like since the listing: never opened
+			}
+			seen[rel] = true
+			w, ok := tracked[rel]
+			if !ok {
+				dirty[rel] = true
 				return nil
 			}
-			return err
-		}
-		if p == r.dir {
-			return nil
-		}
-		rel, _ := filepath.Rel(r.dir, p)
-		rel = filepath.ToSlash(rel)
-		if r.ignored(rel, d.IsDir()) {
-			if d.IsDir() {
-				return filepath.SkipDir
+			mode := filemode.Regular
+			switch {
+			case fi.Mode()&fs.ModeSymlink != 0:
+				mode = filemode.Symlink
+			case fi.Mode()&0o111 != 0:
+				mode = filemode.Executable
+			}
+			if mode != w.mode {
+				dirty[rel] = true
+				return nil
+			}
+			if e, ok := cache[rel]; ok && e.Hash == w.hash && statClean(e, fi, idxMtime) {
+				return nil
+			}
+			h, err := hashWorkFile(filepath.Join(r.dir, filepath.FromSlash(rel)), fi)
+			if err != nil || h != w.hash {
+				dirty[rel] = true
 			}
 			return nil
-		}
-		if d.IsDir() {
-			if _, err := os.Lstat(filepath.Join(p, ".git")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		isLink := fi.Mode()&fs.ModeSymlink != 0
-		if !fi.Mode().IsRegular() && !isLink {
-			return nil
-		}
-		seen[rel] = true
-		w, ok := tracked[rel]
-		if !ok {
-			dirty[rel] = true
-			return nil
-		}
-		mode := filemode.Regular
-		switch {
-		case isLink:
-			mode = filemode.Symlink
-		case fi.Mode()&0o111 != 0:
-			mode = filemode.Executable
-		}
-		if mode != w.mode {
-			dirty[rel] = true
-			return nil
-		}
-		if e, ok := cache[rel]; ok && e.Hash == w.hash && statClean(e, fi, idxMtime) {
-			return nil
-		}
-		h, err := hashWorkFile(p, fi)
-		if err != nil || h != w.hash {
-			dirty[rel] = true
-		}
-		return nil
+		},
 	})
+	if err == nil {
+		err = walkErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reconcile %s: walk: %w", r.dir, err)
 	}

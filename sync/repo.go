@@ -73,8 +73,9 @@ type Options struct {
 	Author Author
 	Logger *slog.Logger
 	Now    func() time.Time // commit timestamps; nil = time.Now
-	// Ignore is the watcher's Ignorer.Ignored; nil = only .git/ and
-	// .memory.lock are skipped (those are always skipped).
+	// Ignore is the repo's ignore rule, (*repofiles.Ignorer).Ignored; nil =
+	// only .git/, .memory.lock and nested repositories are skipped (those
+	// always are).
 	Ignore   func(rel string, isDir bool) bool
 	Hostname string // for messages / conflict names; default os.Hostname
 	// Ledger is the repo-relative ledger that merges of edits made during a

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 const isLinux = runtime.GOOS == "linux"
@@ -99,14 +102,15 @@ func (w *Watcher) watchDir(rel string) {
 }
 
 // snapFile records a file of an unwatched directory for the fallback scan.
-func (w *Watcher) snapFile(rel string, d fs.DirEntry) {
+func (w *Watcher) snapFile(rel string, d fs.DirEntry) error {
 	st := w.dirs[parentOf(rel)]
 	if st == nil || st.snap == nil {
-		return
+		return nil
 	}
 	if s, ok := stampOf(d); ok {
 		st.snap[baseOf(rel)] = s
 	}
+	return nil
 }
 
 func (w *Watcher) listFailed(rel string, err error) {
@@ -120,23 +124,19 @@ func (w *Watcher) addTree(rel string, report bool) {
 	// A .gitignore that comes with the tree never produces its own event: read them on
 	// the way down, as New does, so the walk already honours them.
 	cur := w.ign.Load()
-	ig := cur.clone()
-	err := walkTree(w.root, rel, ig, walkFuncs{
-		dir: func(d string) {
-			ig.readGitignore(w.root, d)
-			w.watchDir(d)
-		},
-		file: func(f string, d fs.DirEntry) {
-			w.snapFile(f, d)
+	ig, err := cur.Extend(rel, repofiles.Funcs{
+		Dir: w.watchDir,
+		File: func(f string, d fs.DirEntry) error {
 			if report {
 				w.markDirty(f)
 			}
+			return w.snapFile(f, d)
 		},
-		fail: w.listFailed,
+		Fail: w.listFailed,
 	})
-	if ig.files > cur.files {
-		w.ign.Store(ig)
-		w.log.Info("ignore rules extended", "dir", rel, "gitignores", ig.files)
+	// A SetIgnore meanwhile wins: its rules were read from the whole tree after this one.
+	if ig.Gitignores() > cur.Gitignores() && w.ign.CompareAndSwap(cur, ig) {
+		w.log.Info("ignore rules extended", "dir", rel, "gitignores", ig.Gitignores())
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -177,28 +177,29 @@ func (w *Watcher) dropTree(rel string) {
 // known yet are watched and their files reported; known ones that are gone or now
 // ignored are dropped. With old (the ignore rules before a reload), files that old
 // ignored and the current rules do not are reported too.
-func (w *Watcher) resync(old *Ignorer) {
+func (w *Watcher) resync(old *repofiles.Ignorer) {
 	ig := w.ign.Load()
 	visited := map[string]struct{}{}
 	fresh := map[string]struct{}{}
-	err := walkTree(w.root, "", ig, walkFuncs{
-		dir: func(rel string) {
+	err := repofiles.Walk(w.root, "", ig.Ignored, repofiles.Funcs{
+		Dir: func(rel string) {
 			visited[rel] = struct{}{}
 			if w.dirs[rel] == nil {
 				fresh[rel] = struct{}{}
 				w.watchDir(rel)
 			}
 		},
-		file: func(rel string, d fs.DirEntry) {
+		File: func(rel string, d fs.DirEntry) error {
 			_, isNew := fresh[parentOf(rel)]
-			if isNew {
-				w.snapFile(rel, d)
-			}
 			if isNew || (old != nil && old.Ignored(rel, false)) {
 				w.markDirty(rel)
 			}
+			if isNew {
+				return w.snapFile(rel, d)
+			}
+			return nil
 		},
-		fail: w.listFailed,
+		Fail: w.listFailed,
 	})
 	if err != nil {
 		w.log.Error("resync walk failed", "err", err)
@@ -262,7 +263,7 @@ func (w *Watcher) scanDir(rel string) {
 	abs := w.abs(rel)
 	// Try the watch before listing so nothing falls between the two.
 	watched := w.addWatch(abs) == nil
-	ents, err := readDir(abs)
+	ents, err := os.ReadDir(abs)
 	if err != nil {
 		if watched {
 			_ = w.fw.Remove(abs)
@@ -281,7 +282,7 @@ func (w *Watcher) scanDir(rel string) {
 	for _, e := range ents {
 		child := joinRel(rel, e.Name())
 		if e.IsDir() {
-			if ig.ignoredLeaf(child, true) {
+			if repofiles.SkipDir(filepath.Join(abs, e.Name()), child, ig.Ignored) {
 				continue
 			}
 			dirsSeen[child] = struct{}{}
@@ -290,7 +291,7 @@ func (w *Watcher) scanDir(rel string) {
 			}
 			continue
 		}
-		if ig.ignoredLeaf(child, false) {
+		if repofiles.SkipFile(child, e.Type(), ig.Ignored) {
 			continue
 		}
 		s, ok := stampOf(e)

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 // Defaults for the zero Options fields.
@@ -50,6 +52,9 @@ type Options struct {
 	Buffer          int           // fsnotify Events channel buffer; 0 = unbuffered (fsnotify's default)
 	Logger          *slog.Logger  // nil = discard
 	Clock           Clock         // nil = real time
+	// Ignorer, when set, is the rules to start with (the agent's, built once per config
+	// load and shared with the committer); Ignore is then not read. nil: New builds them.
+	Ignorer *repofiles.Ignorer
 	// ScanInterval is how often directories that could not be watched are scanned
 	// (default 15s). The scan timer only runs while such directories exist.
 	ScanInterval time.Duration
@@ -101,10 +106,9 @@ type Watcher struct {
 	fw       *fsnotify.Watcher
 	hook     func(string, func(string) error) error
 
-	ign atomic.Pointer[Ignorer]
+	ign atomic.Pointer[repofiles.Ignorer]
 
 	// Reader-owned: touched only by New (before Run) and the reader goroutine.
-	extra     []string
 	dirs      map[string]*dirState
 	unwatched int
 	watchErr  string // first error that left a directory unwatched
@@ -141,7 +145,7 @@ type Watcher struct {
 // cannot be watched are scanned periodically instead, and the first batch asks for a
 // rescan. Events are queued from here on; Run delivers them.
 func New(root string, opts Options) (*Watcher, error) {
-	abs, err := absRoot(root)
+	abs, err := repofiles.AbsRoot(root)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +157,6 @@ func New(root string, opts Options) (*Watcher, error) {
 		log:      opts.Logger,
 		clock:    opts.Clock,
 		hook:     opts.addWatch,
-		extra:    append([]string(nil), opts.Ignore...),
 		dirs:     map[string]*dirState{},
 		pending:  map[string]struct{}{},
 		tick:     make(chan struct{}, 1),
@@ -192,20 +195,14 @@ func New(root string, opts Options) (*Watcher, error) {
 		return nil, fmt.Errorf("watch %s: %w", abs, err)
 	}
 
-	ig, err := newIgnorerBase(abs, w.extra)
-	if err != nil {
-		w.fw.Close()
-		return nil, err
+	// One walk adds the watches (and, without prebuilt rules, reads the .gitignore files).
+	funcs := repofiles.Funcs{Dir: w.watchDir, File: w.snapFile, Fail: w.listFailed}
+	ig := opts.Ignorer
+	if ig != nil {
+		err = repofiles.Walk(abs, "", ig.Ignored, funcs)
+	} else {
+		ig, err = repofiles.Build(abs, opts.Ignore, funcs)
 	}
-	// One walk both reads the .gitignore files and adds the watches.
-	err = walkTree(abs, "", ig, walkFuncs{
-		dir: func(rel string) {
-			ig.readGitignore(abs, rel)
-			w.watchDir(rel)
-		},
-		file: w.snapFile,
-		fail: w.listFailed,
-	})
 	if err == nil {
 		if st := w.dirs[""]; st == nil || !st.watched {
 			err = fmt.Errorf("cannot watch the repo root: %s", w.watchErr)
@@ -216,7 +213,7 @@ func New(root string, opts Options) (*Watcher, error) {
 		return nil, fmt.Errorf("watch %s: %w", abs, err)
 	}
 	w.ign.Store(ig)
-	w.log.Debug("watching", "root", abs, "dirs", w.nWatched.Load(), "gitignores", ig.files)
+	w.log.Debug("watching", "root", abs, "dirs", w.nWatched.Load(), "gitignores", ig.Gitignores())
 	return w, nil
 }
 
@@ -239,25 +236,21 @@ func (w *Watcher) Flush() {
 	}
 }
 
-// SetIgnore replaces the extra ignore patterns (config reload). The reader goroutine
-// applies it (it may block briefly if called many times before Run starts): files the
-// old rules hid and the new ones do not are reported, watches follow the new rules. A
-// bad pattern is logged and the old rules stay; validate with CheckPatterns first to
-// report it to the user.
-func (w *Watcher) SetIgnore(patterns []string) {
-	if err := CheckPatterns(patterns); err != nil {
-		w.log.Error("ignore patterns not applied", "err", err)
-		return
-	}
-	p := append([]string(nil), patterns...)
+// SetIgnore replaces the ignore rules (a config reload: the agent builds them once and
+// hands the same rules to the committer). Ignorer returns them from here on; the reader
+// goroutine then brings the watches in line (it may block briefly if called many times
+// before Run starts): files the old rules hid and the new ones do not are reported.
+func (w *Watcher) SetIgnore(ig *repofiles.Ignorer) {
+	old := w.ign.Swap(ig)
 	w.onReader(func() {
-		w.extra = p
-		w.reloadIgnore("watch.ignore changed")
+		w.log.Info("ignore rules replaced", "gitignores", ig.Gitignores())
+		w.resync(old)
 	})
 }
 
 // Ignorer returns the ignore rules the watcher currently applies.
-func (w *Watcher) Ignorer() *Ignorer { return w.ign.Load() }
+// A .gitignore change replaces them; the agent adopts the new ones for its committer.
+func (w *Watcher) Ignorer() *repofiles.Ignorer { return w.ign.Load() }
 
 // Stats returns a snapshot of the counters.
 func (w *Watcher) Stats() Stats {
@@ -556,7 +549,7 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		return
 	}
 	ig := w.ign.Load()
-	if special(strings.Split(rel, "/")) {
+	if repofiles.Private(rel) {
 		return
 	}
 	switch {
@@ -572,7 +565,7 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 	case ev.Has(fsnotify.Create):
 		fi, err := os.Lstat(ev.Name)
 		if err == nil && fi.IsDir() {
-			if !ig.Ignored(rel, true) {
+			if !ig.Ignored(rel, true) && !repofiles.NestedRepo(ev.Name) { // Walk's rule for a directory
 				w.addTree(rel, true)
 			}
 		} else if !ig.Ignored(rel, false) {
@@ -611,18 +604,20 @@ func (w *Watcher) handleErr(err error) {
 }
 
 // reloadIgnore rebuilds the ignore rules, then brings the watches in line and reports the
-// files that the new rules no longer ignore.
+// files that the new rules no longer ignore. A SetIgnore meanwhile wins the swap; the
+// rebuild then starts over from its rules, so neither change is lost.
 func (w *Watcher) reloadIgnore(why string) {
-	old := w.ign.Load()
-	ig, err := newIgnorerBase(w.root, w.extra)
-	if err == nil {
-		err = walkTree(w.root, "", ig, walkFuncs{dir: func(rel string) { ig.readGitignore(w.root, rel) }})
+	for {
+		old := w.ign.Load()
+		ig, err := old.Reload()
+		if err != nil {
+			w.log.Error("ignore rules not reloaded", "why", why, "err", err)
+			return
+		}
+		if w.ign.CompareAndSwap(old, ig) {
+			w.log.Info("ignore rules reloaded", "why", why, "gitignores", ig.Gitignores())
+			w.resync(old)
+			return
+		}
 	}
-	if err != nil {
-		w.log.Error("ignore rules not reloaded", "why", why, "err", err)
-		return
-	}
-	w.ign.Store(ig)
-	w.log.Info("ignore rules reloaded", "why", why, "gitignores", ig.files)
-	w.resync(old)
 }

@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/memd-dev/memd/doctor"
-	"github.com/memd-dev/memd/watcher"
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 func init() { register("doctor", "read-only health report; exit 1 when a problem is found", cmdDoctor) }
@@ -21,7 +21,7 @@ func cmdDoctor(a *app, args []string) int {
 	if _, err := os.Stat(a.cfg.Repo); err != nil {
 		return a.fail("doctor: %v", err)
 	}
-	ign, err := watcher.NewIgnorer(a.cfg.Repo, a.cfg.Watch.Ignore)
+	ign, err := repofiles.New(a.cfg.Repo, a.cfg.Watch.Ignore)
 	if err != nil {
 		return a.fail("doctor: ignore rules: %v", err)
 	}

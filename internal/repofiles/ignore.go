@@ -1,11 +1,10 @@
-package watcher
+package repofiles
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,9 +18,10 @@ import (
 
 // DefaultIgnore is memd's own ignore list: editor swap, backup and temp files that are
 // never memories (vim writes "4913" to probe a directory, emacs ".#name" lock links), and
-// the lines `memd init` puts in .gitignore (memd.IgnoreLines: the writer lock, memd's temp
-// names, memhtml's databases), so a repo whose .gitignore predates `memd init` never commits
-// them. These apply above .gitignore, so a .gitignore cannot re-include them.
+// memd.IgnoreLines, what `memd init` writes into .gitignore (the writer lock, the temp
+// names of memd's atomic writes, memhtml's databases), so a repo whose .gitignore predates
+// `memd init` never commits them either. These apply above .gitignore, so a .gitignore
+// cannot re-include them.
 var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, memd.IgnoreLines...)
 
 // lockName is the writer lock (docs/FORMATS.md §5). It is never committed.
@@ -32,27 +32,19 @@ var ErrBadPattern = errors.New("bad ignore pattern")
 
 // Ignorer answers "is this path outside memd's concern": .git, the writer lock, paths
 // ignored by .gitignore files (root and nested, plus .git/info/exclude) through go-git's
-// matcher, memd's DefaultIgnore and the configured extra patterns.
+// matcher, memd's DefaultIgnore and the configured extra patterns (watch.ignore).
 //
-// An Ignorer is immutable once built and safe for concurrent use; a reload builds a new one.
+// An Ignorer is immutable once built and safe for concurrent use; a reload builds a new one
+// (Reload) and every consumer is handed that one.
 type Ignorer struct {
+	root  string             // absolute repo root
+	extra []string           // watch.ignore, as given
 	base  []entry            // .git/info/exclude: lowest priority
 	byDir map[string][]entry // dir rel ("" = root) → its .gitignore
 	top   []entry            // DefaultIgnore + extra: highest priority
 	m     matcher
 	files int      // .gitignore files read
 	dirs  sync.Map // dir rel → ignored (itself or an ancestor); valid for these rules only
-}
-
-// CheckPatterns validates gitignore-style patterns (config watch.ignore) and names the
-// first bad one.
-func CheckPatterns(patterns []string) error {
-	for _, p := range patterns {
-		if err := checkPattern(p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func checkPattern(p string) error {
@@ -71,30 +63,63 @@ func checkPattern(p string) error {
 	return nil
 }
 
-// NewIgnorer reads every .gitignore under root (not inside ignored directories, as git
-// does) and combines them with DefaultIgnore and extra.
-func NewIgnorer(root string, extra []string) (*Ignorer, error) {
-	abs, err := absRoot(root)
+// New reads every .gitignore under root (not inside ignored directories or nested
+// repositories, as git does) and combines them with DefaultIgnore and extra (watch.ignore).
+// The error names the root or the bad pattern.
+func New(root string, extra []string) (*Ignorer, error) {
+	return Build(root, extra, Funcs{})
+}
+
+// Build is New with a walk's callbacks: one walk of the repo both reads the rules and
+// visits the files (the watcher adds its watches on it).
+func Build(root string, extra []string, fn Funcs) (*Ignorer, error) {
+	abs, err := AbsRoot(root)
 	if err != nil {
 		return nil, err
 	}
-	ig, err := newIgnorerBase(abs, extra)
+	ig, err := newBase(abs, extra)
 	if err != nil {
 		return nil, err
 	}
-	err = walkTree(abs, "", ig, walkFuncs{
-		dir: func(rel string) { ig.readGitignore(abs, rel) },
-	})
-	if err != nil {
+	if err := ig.walkReading("", fn); err != nil {
 		return nil, fmt.Errorf("ignore rules for %s: %w", abs, err)
 	}
 	return ig, nil
 }
 
-// newIgnorerBase builds an Ignorer without any .gitignore; the caller's walk adds them
-// directory by directory (readGitignore) so ignored directories are never entered.
-func newIgnorerBase(root string, extra []string) (*Ignorer, error) {
-	ig := &Ignorer{byDir: map[string][]entry{}}
+// Reload builds the rules again from the files on disk, with the same root and extra
+// patterns (a .gitignore changed).
+func (ig *Ignorer) Reload() (*Ignorer, error) { return New(ig.root, ig.extra) }
+
+// Extend walks start (a tree that appeared) like Walk and returns ig extended with the
+// .gitignore files found on the way down; ig itself is not changed. A .gitignore that
+// comes with a moved-in tree produces no event of its own: this is how it is read.
+func (ig *Ignorer) Extend(start string, fn Funcs) (*Ignorer, error) {
+	c := ig.clone()
+	err := c.walkReading(start, fn)
+	return c, err
+}
+
+// Gitignores is how many .gitignore files the rules were read from.
+func (ig *Ignorer) Gitignores() int { return ig.files }
+
+// walkReading walks start, reading each directory's .gitignore before its entries are
+// matched, so ignored directories are never entered and their rules never read.
+func (ig *Ignorer) walkReading(start string, fn Funcs) error {
+	dir := fn.Dir
+	fn.Dir = func(rel string) {
+		ig.readGitignore(rel)
+		if dir != nil {
+			dir(rel)
+		}
+	}
+	return walk(ig.root, start, ig.ignoredLeaf, fn)
+}
+
+// newBase builds an Ignorer without any .gitignore; the caller's walk adds them
+// directory by directory (readGitignore).
+func newBase(root string, extra []string) (*Ignorer, error) {
+	ig := &Ignorer{root: root, extra: append([]string(nil), extra...), byDir: map[string][]entry{}}
 	for _, p := range DefaultIgnore {
 		ig.top = append(ig.top, newEntry(p, nil))
 	}
@@ -113,8 +138,8 @@ func newIgnorerBase(root string, extra []string) (*Ignorer, error) {
 
 // readGitignore adds dir's .gitignore, if any, and rebuilds the matcher so the walk can
 // use it for dir's entries.
-func (ig *Ignorer) readGitignore(root, dir string) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(dir), ".gitignore"))
+func (ig *Ignorer) readGitignore(dir string) {
+	data, err := os.ReadFile(filepath.Join(ig.root, filepath.FromSlash(dir), ".gitignore"))
 	if err != nil {
 		return // none, or unreadable: git treats both as no rules
 	}
@@ -133,7 +158,7 @@ func (ig *Ignorer) readGitignore(root, dir string) {
 
 // clone copies the rules so a walk can extend them without touching the published ones.
 func (ig *Ignorer) clone() *Ignorer {
-	c := &Ignorer{base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir))}
+	c := &Ignorer{root: ig.root, extra: ig.extra, base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir))}
 	for d, ps := range ig.byDir {
 		c.byDir[d] = ps
 	}
@@ -176,7 +201,8 @@ func parseIgnoreFile(data []byte, domain []string) []entry {
 	return ps
 }
 
-// Ignored reports whether the repo-relative, '/'-separated path rel is ignored. It is
+// Ignored reports whether the repo-relative, '/'-separated path rel is ignored. A nil
+// Ignorer ignores only what every walk skips (.git, the writer lock). It is
 // also true for .git, anything under a .git directory and the writer lock. A path under
 // an ignored directory is ignored (git cannot re-include inside an excluded directory).
 // Directory answers are cached, so a walk pays one match per file.
@@ -188,6 +214,9 @@ func (ig *Ignorer) Ignored(rel string, isDir bool) bool {
 	parts := strings.Split(rel, "/")
 	if special(parts) {
 		return true
+	}
+	if ig == nil {
+		return false
 	}
 	if n := len(parts); n > 1 && ig.dirIgnored(rel[:strings.LastIndexByte(rel, '/')], parts[:n-1]) {
 		return true
@@ -225,84 +254,6 @@ func special(parts []string) bool {
 		}
 	}
 	return parts[len(parts)-1] == lockName
-}
-
-// absRoot resolves root to a clean absolute path of an existing directory.
-func absRoot(root string) (string, error) {
-	if root == "" {
-		return "", errors.New("repo root is empty")
-	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return "", fmt.Errorf("repo root %q: %w", root, err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("repo root %q: %w", root, err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("repo root %q: not a directory", root)
-	}
-	return abs, nil
-}
-
-// walkFuncs are the callbacks of walkTree. dir runs before the directory is listed (so a
-// watch added there sees everything created after the listing); file runs for every
-// non-ignored non-directory entry (symlinks included, never followed); fail for a
-// directory that cannot be listed.
-type walkFuncs struct {
-	dir  func(rel string)
-	file func(rel string, d fs.DirEntry)
-	fail func(rel string, err error)
-}
-
-// walkTree walks start (repo-relative, "" = root) and below, skipping ignored paths.
-// Directories that vanish during the walk are skipped silently; it fails only when start
-// itself cannot be listed.
-func walkTree(root, start string, ig *Ignorer, fn walkFuncs) error {
-	var firstErr error
-	var rec func(rel string)
-	rec = func(rel string) {
-		if fn.dir != nil {
-			fn.dir(rel)
-		}
-		ents, err := readDir(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			if rel == start {
-				firstErr = err
-			} else if fn.fail != nil && !errors.Is(err, fs.ErrNotExist) {
-				fn.fail(rel, err)
-			}
-			return
-		}
-		for _, e := range ents {
-			child := e.Name()
-			if rel != "" {
-				child = rel + "/" + child
-			}
-			if e.IsDir() {
-				if !ig.ignoredLeaf(child, true) {
-					rec(child)
-				}
-				continue
-			}
-			if fn.file != nil && !ig.ignoredLeaf(child, false) {
-				fn.file(child, e)
-			}
-		}
-	}
-	rec(start)
-	return firstErr
-}
-
-// readDir lists a directory without sorting (directory order is fine for us and cheaper).
-func readDir(dir string) ([]fs.DirEntry, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.ReadDir(-1)
 }
 
 // entry is one go-git pattern plus a cheap necessary condition on a path component. Most
@@ -365,4 +316,10 @@ func anyComponent(path []string, f func(string) bool) bool {
 		}
 	}
 	return false
+}
+
+// Private reports whether rel is git's or memd's own: under a .git (at any depth) or the
+// writer lock. Every rule set ignores these; the watcher drops their events unmatched.
+func Private(rel string) bool {
+	return special(strings.Split(strings.Trim(rel, "/"), "/"))
 }

@@ -1,16 +1,17 @@
-package watcher_test
+package repofiles_test
 
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/safefs"
-	"github.com/memd-dev/memd/watcher"
 )
 
 // gitignoreTree is a repo with root, nested and info/exclude rules, and paths that hit
@@ -66,7 +67,7 @@ func gitignoreTree(t *testing.T) (root string, files, dirs []string) {
 // TestIgnorerAgreesWithGit checks every path against `git check-ignore`.
 func TestIgnorerAgreesWithGit(t *testing.T) {
 	root, files, dirs := gitignoreTree(t)
-	ig, err := watcher.NewIgnorer(root, nil)
+	ig, err := repofiles.New(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func gitCheckIgnore(t *testing.T, root string, paths []string) map[string]bool {
 func TestIgnorerMemdRules(t *testing.T) {
 	root := newRepo(t)
 	write(t, root, ".gitignore", "!*.swp\n") // cannot re-include memd's own list
-	ig, err := watcher.NewIgnorer(root, []string{"*.bak", "private/"})
+	ig, err := repofiles.New(root, []string{"*.bak", "private/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +123,8 @@ func TestIgnorerMemdRules(t *testing.T) {
 		{"x.tmp", false, true, "DefaultIgnore"},
 		{"areas/.memd-tmp-x", false, true, "an older memd's temp name (memd.IgnoreLines)"},
 		{"sub/.memory.lock", false, true, "the lock line of memd.IgnoreLines, as .gitignore has it"},
+		{".memd-tmp-123", false, true, "memd's older temp name"},
+		{"areas/.memd-ABC.tmp", false, true, "memd's temp name"},
 		{".memhtml/index.db", false, true, "memhtml's index"},
 		{".memhtml/state.db-wal", false, true, "memhtml's state side file"},
 		{".memhtml/index.db-shm", false, true, "memhtml's index side file"},
@@ -142,8 +145,8 @@ func TestIgnorerMemdRules(t *testing.T) {
 			t.Errorf("Ignored(%q) = %v, want %v (%s)", c.rel, got, c.want, c.cause)
 		}
 	}
-	if len(watcher.DefaultIgnore) != 5+len(memd.IgnoreLines) {
-		t.Errorf("DefaultIgnore = %q", watcher.DefaultIgnore)
+	if len(repofiles.DefaultIgnore) != 5+len(memd.IgnoreLines) {
+		t.Errorf("DefaultIgnore = %q", repofiles.DefaultIgnore)
 	}
 }
 
@@ -153,7 +156,7 @@ func TestIgnorerSkipsGitignoreInIgnoredDir(t *testing.T) {
 	// git never reads rules inside an ignored directory; neither may we.
 	write(t, root, "vendor/.gitignore", "!*\n")
 	write(t, root, "vendor/x.html", "x")
-	ig, err := watcher.NewIgnorer(root, nil)
+	ig, err := repofiles.New(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,19 +165,19 @@ func TestIgnorerSkipsGitignoreInIgnoredDir(t *testing.T) {
 	}
 }
 
-func TestNewIgnorerErrors(t *testing.T) {
+func TestNewErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "gone")
-	if _, err := watcher.NewIgnorer(missing, nil); err == nil || !strings.Contains(err.Error(), missing) {
-		t.Fatalf("NewIgnorer(missing) = %v, want an error naming it", err)
+	if _, err := repofiles.New(missing, nil); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("New(missing) = %v, want an error naming it", err)
 	}
-	_, err := watcher.NewIgnorer(t.TempDir(), []string{"ok", "bad[", "also-ok"})
-	if !errors.Is(err, watcher.ErrBadPattern) || !strings.Contains(err.Error(), `"bad["`) {
-		t.Fatalf("NewIgnorer(bad pattern) = %v, want ErrBadPattern naming it", err)
+	_, err := repofiles.New(t.TempDir(), []string{"ok", "bad[", "also-ok"})
+	if !errors.Is(err, repofiles.ErrBadPattern) || !strings.Contains(err.Error(), `"bad["`) {
+		t.Fatalf("New(bad pattern) = %v, want ErrBadPattern naming it", err)
 	}
-	if err := watcher.CheckPatterns([]string{"", "x"}); !errors.Is(err, watcher.ErrBadPattern) {
+	if _, err := repofiles.New(t.TempDir(), []string{"", "x"}); !errors.Is(err, repofiles.ErrBadPattern) {
 		t.Fatalf("empty pattern: %v", err)
 	}
-	if err := watcher.CheckPatterns([]string{"*.bak", "drafts/", "**/tmp", "!keep.bak"}); err != nil {
+	if _, err := repofiles.New(t.TempDir(), []string{"*.bak", "drafts/", "**/tmp", "!keep.bak"}); err != nil {
 		t.Fatalf("good patterns refused: %v", err)
 	}
 }
@@ -188,7 +191,7 @@ func TestIgnorerUnreadableGitignoreIsNoRules(t *testing.T) {
 	if err := os.Chmod(filepath.Join(root, ".gitignore"), 0); err != nil {
 		t.Fatal(err)
 	}
-	ig, err := watcher.NewIgnorer(root, nil)
+	ig, err := repofiles.New(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +211,7 @@ func FuzzIgnored(f *testing.F) {
 	if err := os.WriteFile(filepath.Join(root, ".gitignore"), []byte("*.log\nbuild/\n!keep.log\n[\n"), 0o644); err != nil {
 		f.Fatal(err)
 	}
-	ig, err := watcher.NewIgnorer(root, []string{"*.bak"})
+	ig, err := repofiles.New(root, []string{"*.bak"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -233,7 +236,7 @@ func TestIgnorerIgnoresSafefsTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	ig, err := watcher.NewIgnorer(root, nil)
+	ig, err := repofiles.New(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,5 +249,38 @@ func TestIgnorerIgnoresSafefsTemps(t *testing.T) {
 			t.Errorf("safefs temp %s (for %s) is not ignored", tm.Path(), rel)
 		}
 		tm.Abort()
+	}
+}
+
+func newRepo(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	gitCmd(t, dir, "init", "-q")
+	return dir
+}
+
+func gitCmd(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+			return "" // check-ignore: not ignored
+		}
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
+}
+
+func write(t testing.TB, root, rel, content string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

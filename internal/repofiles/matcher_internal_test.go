@@ -1,4 +1,4 @@
-package watcher
+package repofiles
 
 import (
 	"math/rand"
