@@ -18,15 +18,27 @@ import (
 // `git commit` in the repo); each retry re-reads HEAD.
 const maxCASRetries = 5
 
-// doCommit commits the pending paths. The paths are taken before the lock so that changes
-// arriving meanwhile form the next batch; on failure they go back into the set.
+// doCommit commits the pending paths, then kicks a sync. The paths are taken before the
+// lock so that changes arriving meanwhile form the next batch; on failure they go back
+// into the set.
 func (a *Agent) doCommit(ctx context.Context) error {
+	if took, err := a.commitPending(ctx); !took || err != nil {
+		return err
+	}
+	a.kickSyncIfRemote()
+	return nil
+}
+
+// commitPending is doCommit without the kick: a sync commits through it between push
+// rounds (RemoteOptions.BeforeRetry), and its next round pushes the commit. took says
+// whether there were paths to commit.
+func (a *Agent) commitPending(ctx context.Context) (took bool, err error) {
 	paths := a.pending.take()
 	if len(paths) == 0 {
-		return nil
+		return false, nil
 	}
 	a.st.pending = len(paths)
-	err := a.commitPaths(ctx, paths, "change")
+	err = a.commitPaths(ctx, paths, "change")
 	if err != nil {
 		a.pending.add(paths)
 		a.retryLater(a.k.commit, 5*time.Second)
@@ -34,11 +46,10 @@ func (a *Agent) doCommit(ctx context.Context) error {
 			a.event(metrics.KindError, metrics.Part{Text: "error:", Kind: metrics.KindError}, metrics.Part{Text: " " + err.Error()})
 		}
 		a.st.lastErr = err.Error()
-		return err
+		return true, err
 	}
 	a.st.pending = a.pending.len()
-	a.kickSyncIfRemote()
-	return nil
+	return true, nil
 }
 
 // commitPaths commits under the writer lock with HEAD compare-and-set retries.
@@ -145,6 +156,8 @@ func (a *Agent) doSync(ctx context.Context) error {
 	ro.LocalWork = func(fn func() error) error { return a.withLock(ctx, fn) }
 	// Edits in a merge's way are committed like any batch: the lock only while reading.
 	ro.CommitFirst = func(paths []string) error { return a.commitPaths(ctx, paths, "change") }
+	// Edits that arrived while a push lost its race go into the next round's push.
+	ro.BeforeRetry = func() { _, _ = a.commitPending(ctx) } // a failure is doCommit's: retried, reported
 	res, err := a.repo.Sync(ctx, ro)
 	a.metrics.PushAttempts(res.PushAttempts)
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
@@ -182,9 +195,9 @@ func (a *Agent) doSync(ctx context.Context) error {
 		}
 		a.st.syncErr = err.Error()
 		wait := a.backoff.Next()
-		if errors.Is(err, memsync.ErrUnsafeTree) {
-			// The remote answers: look for the fix at the normal pace, not
-			// after a backoff grown to ten minutes.
+		if errors.Is(err, memsync.ErrUnsafeTree) || contention {
+			// The remote answers: look for the fix (or the end of the race) at
+			// the normal pace, not after a backoff grown to ten minutes.
 			wait = min(wait, a.cfg.Sync.PullInterval.D())
 		}
 		if prev != a.st.syncState {
