@@ -194,12 +194,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 			a.syncEvent(err)
 		}
 		a.st.syncErr = err.Error()
-		wait := a.backoff.Next()
-		if errors.Is(err, memsync.ErrUnsafeTree) || contention {
-			// The remote answers: look for the fix (or the end of the race) at
-			// the normal pace, not after a backoff grown to ten minutes.
-			wait = min(wait, a.cfg.Sync.PullInterval.D())
-		}
+		wait := syncRetryWait(err, contention, a.backoff.Next(), a.cfg.Sync.PullInterval.D())
 		if prev != a.st.syncState {
 			a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
 		}
@@ -223,6 +218,17 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.st.detail = fmt.Sprintf("pushed to %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}
 	return nil
+}
+
+// syncRetryWait is the wait before the sync after one that failed with err: the backoff's
+// delay, except where the remote answers and waiting longer cannot help (a commit naming a
+// path memd will not write, or contention past maxContention): then at most pull_interval,
+// the normal pace, not a backoff grown to ten minutes.
+func syncRetryWait(err error, contention bool, backoff, pullInterval time.Duration) time.Duration {
+	if contention || errors.Is(err, memsync.ErrUnsafeTree) {
+		return min(backoff, pullInterval)
+	}
+	return backoff
 }
 
 // noteMerge records what a sync brought in (also one that then lost its push race).
