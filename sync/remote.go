@@ -37,20 +37,23 @@ const DefaultPushRetryJitter = 50 * time.Millisecond
 
 // maxRetrySlots caps the growth of retryPause's window, in slots, and
 // maxRetrySlot the slot: a round slowed by a loaded machine or a slow
-// remote does not stretch the pause past a couple of seconds.
+// remote does not stretch the pause past a second. Two slots, not more:
+// a machine that lost many rounds while the race was crowded should not
+// still wait long once it has thinned (in the swarm bench the last
+// machines to push spent seconds pausing with four).
 const (
-	maxRetrySlots = 4
+	maxRetrySlots = 2
 	maxRetrySlot  = 500 * time.Millisecond
 )
 
 // retryPause is the pause before round attempt+1 after a push lost the race
 // in round attempt, which took round (fetch to rejection): a random share rnd
 // in [0,1) of attempt slots (at most maxRetrySlots), a slot being the round's
-// own duration (at least jitter, at most maxRetrySlot). Machines that lost the same race spread out
-// over about as many rounds as there were of them, instead of all fetching
-// and merging again at once only for one to win: on a loaded machine those
-// merges share the CPU, so every round of every contender grew with their
-// number. The slot follows the round, so a fast remote still retries within
+// own duration (at least jitter, at most maxRetrySlot). Machines that lost
+// the same race spread out over a round or two instead of all fetching and
+// merging again at once only for one to win: on a loaded machine those
+// merges share the CPU, so every contender's round grew with their number.
+// The slot follows the round, so a fast remote still retries within
 // milliseconds.
 func retryPause(attempt int, round, jitter time.Duration, rnd float64) time.Duration {
 	slot := min(max(round, jitter), maxRetrySlot)

@@ -20,8 +20,8 @@ func TestRetryPause(t *testing.T) {
 		explanation string
 	}{
 		{1, 200 * ms, 50 * ms, 0.5, 100 * ms, "one slot, the round's length"},
-		{3, 200 * ms, 50 * ms, 0.5, 300 * ms, "the window grows with the attempt"},
-		{9, 200 * ms, 50 * ms, 0.5, 400 * ms, "up to maxRetrySlots slots"},
+		{2, 200 * ms, 50 * ms, 0.5, 200 * ms, "the window grows with the attempt"},
+		{9, 200 * ms, 50 * ms, 0.5, 200 * ms, "up to maxRetrySlots slots"},
 		{2, 5 * ms, 50 * ms, 0.5, 50 * ms, "a fast round: the jitter is the least slot"},
 		{2, 4 * time.Second, 50 * ms, 0.5, 500 * ms, "a slow round: the slot stops at maxRetrySlot"},
 		{0, 200 * ms, 50 * ms, 0.5, 100 * ms, "attempt 0 counts as 1"},
@@ -69,8 +69,9 @@ func TestPushRaceCommitsBeforeRetry(t *testing.T) {
 	}
 	for i, d := range pauses {
 		attempt := i + 1
-		lo := time.Duration(0.5 * float64(ro.PushRetryJitter) * float64(attempt))
-		hi := time.Duration(0.5 * float64(maxRetrySlot) * float64(attempt))
+		slots := float64(min(attempt, maxRetrySlots))
+		lo := time.Duration(0.5 * float64(ro.PushRetryJitter) * slots)
+		hi := time.Duration(0.5 * float64(maxRetrySlot) * slots)
 		if d < lo || d > hi {
 			t.Errorf("pause after round %d = %s, want within [%s, %s]", attempt, d, lo, hi)
 		}
