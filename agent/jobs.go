@@ -15,16 +15,28 @@ import (
 	"github.com/memd-dev/memd/sync/gitremote"
 )
 
-// doCommit commits the pending paths. The paths are taken before the lock so that changes
-// arriving meanwhile form the next batch; on failure they go back into the set.
+// doCommit commits the pending paths, then kicks a sync. The paths are taken before the
+// lock so that changes arriving meanwhile form the next batch; on failure they go back
+// into the set.
 func (a *Agent) doCommit(ctx context.Context) error {
+	if took, err := a.commitPending(ctx); !took || err != nil {
+		return err
+	}
+	a.kickSyncIfRemote()
+	return nil
+}
+
+// commitPending is doCommit without the kick: a sync commits through it between push
+// rounds (RemoteOptions.BeforeRetry), and its next round pushes the commit. took says
+// whether there were paths to commit.
+func (a *Agent) commitPending(ctx context.Context) (took bool, err error) {
 	paths := a.pending.take()
 	if len(paths) == 0 {
-		return nil
+		return false, nil
 	}
 	a.st.pending = len(paths)
 	a.files() // a .gitignore edit the watcher saw applies to this commit
-	err := a.commitPaths(ctx, paths, memd.CommitChange)
+	err = a.commitPaths(ctx, paths, memd.CommitChange)
 	if err != nil {
 		a.pending.add(paths)
 		a.retryLater(a.k.commit, 5*time.Second)
@@ -32,11 +44,10 @@ func (a *Agent) doCommit(ctx context.Context) error {
 			a.event(metrics.KindError, metrics.Part{Text: "error:", Kind: metrics.KindError}, metrics.Part{Text: " " + err.Error()})
 		}
 		a.st.lastErr = err.Error()
-		return err
+		return true, err
 	}
 	a.st.pending = a.pending.len()
-	a.kickSyncIfRemote()
-	return nil
+	return true, nil
 }
 
 // commitPaths commits through the session (the writer lock while reading, HEAD
@@ -127,7 +138,9 @@ func (a *Agent) doSync(ctx context.Context) error {
 	before, _ := a.repo.Head()
 	hook := a.hookStart(memd.HookAfterSync)
 	// Edits in a merge's way are committed like any batch: the lock only while reading.
-	res, err := a.sess.SyncOnce(ctx, func(paths []string) error { return a.commitPaths(ctx, paths, memd.CommitChange) })
+	res, err := a.sess.SyncOnce(ctx, func(paths []string) error { return a.commitPaths(ctx, paths, memd.CommitChange) },
+		// Edits that arrived while a push lost its race go into the next round's push.
+		func() { _, _ = a.commitPending(ctx) }) // a failure is doCommit's: retried, reported
 	a.metrics.PushAttempts(res.PushAttempts)
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
 	a.hookEnd(hook)
@@ -163,12 +176,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 			a.syncEvent(err)
 		}
 		a.st.syncErr = err.Error()
-		wait := a.backoff.Next()
-		if errors.Is(err, memsync.ErrUnsafeTree) {
-			// The remote answers: look for the fix at the normal pace, not
-			// after a backoff grown to ten minutes.
-			wait = min(wait, a.cfg.Sync.PullInterval.D())
-		}
+		wait := syncRetryWait(err, contention, a.backoff.Next(), a.cfg.Sync.PullInterval.D())
 		if prev != a.st.syncState {
 			a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
 		}
@@ -192,6 +200,17 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.st.detail = fmt.Sprintf("pushed to %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}
 	return nil
+}
+
+// syncRetryWait is the wait before the sync after one that failed with err: the backoff's
+// delay, except where the remote answers and waiting longer cannot help (a commit naming a
+// path memd will not write, or contention past maxContention): then at most pull_interval,
+// the normal pace, not a backoff grown to ten minutes.
+func syncRetryWait(err error, contention bool, backoff, pullInterval time.Duration) time.Duration {
+	if contention || errors.Is(err, memsync.ErrUnsafeTree) {
+		return min(backoff, pullInterval)
+	}
+	return backoff
 }
 
 // noteMerge records what a sync brought in (also one that then lost its push race).

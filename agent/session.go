@@ -226,14 +226,16 @@ func (s *Session) CommitChanges(ctx context.Context) (memsync.CommitResult, erro
 
 // SyncOnce fetches, merges and pushes once (§4), holding the writer lock for each round's
 // local work only, never across the network. Edits in a checkout's way are committed first by
-// commitFirst (nil: CommitPending), which takes the lock itself.
-func (s *Session) SyncOnce(ctx context.Context, commitFirst func(paths []string) error) (memsync.SyncResult, error) {
+// commitFirst (nil: CommitPending), which takes the lock itself; beforeRetry (may be nil) runs
+// before each round that follows a lost push race.
+func (s *Session) SyncOnce(ctx context.Context, commitFirst func(paths []string) error, beforeRetry func()) (memsync.SyncResult, error) {
 	if commitFirst == nil {
 		commitFirst = func(paths []string) error { _, err := s.CommitPending(ctx, paths); return err }
 	}
 	ro := memsync.RemoteOptionsFromConfig(s.cfg)
 	ro.LocalWork = func(fn func() error) error { return s.WithLock(ctx, fn) }
 	ro.CommitFirst = commitFirst
+	ro.BeforeRetry = beforeRetry
 	return s.repo.Sync(ctx, ro)
 }
 

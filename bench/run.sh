@@ -18,13 +18,17 @@ fi
 # The swarm row (issue 13): N clones of one bare remote, a real `memd run` on each, lock-free
 # writers for a while, then the time until one HEAD everywhere. CPU heavy: RUNS runs of N
 # daemons. `bench/run.sh swarm` runs this row alone and replaces its section in RESULTS.md.
+# MEMD_SWARM_N, MEMD_SWARM_FOR and MEMD_SWARM_RUNS override the size (a lighter row while
+# iterating on a shared machine; the table's row is N=10, 60s, 3 runs).
 if [ "${BENCH_QUICK:-}" = 1 ]; then
   swarm_n=4 swarm_for=20s swarm_runs=1
 else
   swarm_n=10 swarm_for=60s swarm_runs=3
 fi
+swarm_n=${MEMD_SWARM_N:-$swarm_n} swarm_for=${MEMD_SWARM_FOR:-$swarm_for} swarm_runs=${MEMD_SWARM_RUNS:-$swarm_runs}
 swarm() { # swarm FILE: append the swarm section to FILE
-  local f=$1 lines="" i line
+  local f=$1 lines="" i line load_before
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "bench: swarm, $swarm_n machines, $swarm_for of writes, $swarm_runs runs" >&2
   for i in $(seq "$swarm_runs"); do
     # A run that loses a write still prints its figures (lost=N); one that never converges
@@ -42,7 +46,7 @@ swarm() { # swarm FILE: append the swarm section to FILE
     printf '%s' "$lines"
     echo '```'
     echo
-    echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)."
+    echo "Load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)."
     echo
     echo "| writes | writes lost (must be 0) | s from the last write to one HEAD everywhere (median; target at most 10) | push attempts per commit | share of time .memory.lock is held (target at most 5%) |"
     echo "| ---: | ---: | ---: | ---: | ---: |"

@@ -36,10 +36,37 @@ const DefaultNetworkTimeout = 60 * time.Second
 // once each win a round within a few: every round lets at least one through.
 const MaxSyncAttempts = 10
 
-// DefaultPushRetryJitter bounds the random pause before a rejected push's
-// next round (times the round number), so machines that lost the same race
-// do not fetch and push again in step.
+// DefaultPushRetryJitter is the least slot of the random pause before a
+// rejected push's next round (retryPause).
 const DefaultPushRetryJitter = 50 * time.Millisecond
+
+// maxRetrySlots caps the growth of retryPause's window, in slots, and
+// maxRetrySlot the slot: a round slowed by a loaded machine or a slow
+// remote does not stretch the pause past a second. Two slots, not more:
+// a machine that lost many rounds while the race was crowded should not
+// still wait long once it has thinned (in the swarm bench the last
+// machines to push spent seconds pausing with four).
+const (
+	maxRetrySlots = 2
+	maxRetrySlot  = 500 * time.Millisecond
+)
+
+// retryPause is the pause before round attempt+1 after a push lost the race
+// in round attempt, which took round (fetch to rejection): a random share rnd
+// in [0,1) of attempt slots (at most maxRetrySlots), a slot being the round's
+// own duration (at least jitter, at most maxRetrySlot). Machines that lost
+// the same race spread out over a round or two instead of all fetching and
+// merging again at once only for one to win: on a loaded machine those
+// merges share the CPU, so every contender's round grew with their number.
+// The slot follows the round, so a fast remote still retries within
+// milliseconds.
+func retryPause(attempt int, round, jitter time.Duration, rnd float64) time.Duration {
+	slot := min(max(round, jitter), maxRetrySlot)
+	if rnd < 0 || rnd >= 1 {
+		rnd = 0
+	}
+	return time.Duration(rnd * float64(slot) * float64(min(max(attempt, 1), maxRetrySlots)))
+}
 
 // RemoteOptions say which remote to sync with and how to authenticate.
 type RemoteOptions struct {
@@ -67,10 +94,18 @@ type RemoteOptions struct {
 	// agent passes its own commit, which holds the lock only while it reads
 	// the paths). nil = CommitPaths inside LocalWork.
 	CommitFirst func(paths []string) error
+	// BeforeRetry runs before each round that follows a lost push race,
+	// outside the writer lock: the agent commits the edits that arrived
+	// during the rounds so far, so the next push carries them rather than
+	// leaving them for a whole new sync after this one.
+	BeforeRetry func()
 	// PushRetryJitter: see DefaultPushRetryJitter; 0 = the default.
 	PushRetryJitter time.Duration
 	// Rand returns a number in [0,1) for the retry pause; nil = math/rand/v2.
 	Rand func() float64
+	// Sleep waits d or until ctx ends (the retry pause); nil = a timer.
+	// Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 func (ro RemoteOptions) withDefaults() RemoteOptions {
@@ -92,7 +127,22 @@ func (ro RemoteOptions) withDefaults() RemoteOptions {
 	if ro.Rand == nil {
 		ro.Rand = rand.Float64
 	}
+	if ro.Sleep == nil {
+		ro.Sleep = sleepCtx
+	}
 	return ro
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // SyncResult says what one Sync did.
@@ -335,7 +385,8 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 
 // Sync fetches, fast-forwards or merges, and pushes (when ro.Push). A push
 // rejected because the remote moved meanwhile is retried at once (fetch →
-// merge → push, after a short random pause) up to MaxSyncAttempts rounds;
+// merge → push, after a short random pause, retryPause, and ro.BeforeRetry)
+// up to MaxSyncAttempts rounds;
 // running out of rounds returns ErrPushRejected, which is contention, not an
 // outage. Errors: ErrOffline (the remote does not answer), ErrAuth
 // (credentials), ErrUnrelatedHistory, ErrPushRejected, ErrCheckoutRaced; all
@@ -421,7 +472,9 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			break
 		}
 		res.PushAttempts++
+		tp := time.Now()
 		pushErr = r.push(ctx, ro, local)
+		r.log.Debug("push", "took", time.Since(tp), "ok", pushErr == nil) // where a round's time goes, with "sync round"
 		if pushErr == nil {
 			res.Pushed = true
 			break
@@ -429,17 +482,19 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		if !errors.Is(pushErr, gitremote.ErrPushRejected) || ctx.Err() != nil {
 			return r.finishResult(ro, res, pushErr)
 		}
-		// Someone pushed first: fetch their commits, merge, try again. A
-		// short random pause, growing with the round, keeps the losers of
-		// one race from colliding again in step.
-		pause := time.Duration(ro.Rand() * float64(ro.PushRetryJitter) * float64(attempt))
-		r.log.Debug("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "pause", pause, "err", pushErr)
-		if attempt < MaxSyncAttempts {
-			select {
-			case <-ctx.Done():
-				return r.finishResult(ro, res, ctx.Err())
-			case <-time.After(pause):
-			}
+		// Someone pushed first: fetch their commits, merge, try again,
+		// after a random pause that spreads the losers of one race
+		// (retryPause).
+		if attempt == MaxSyncAttempts {
+			break
+		}
+		pause := retryPause(attempt, time.Since(t0), ro.PushRetryJitter, ro.Rand())
+		r.log.Debug("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "round", time.Since(t0), "pause", pause, "err", pushErr)
+		if err := ro.Sleep(ctx, pause); err != nil {
+			return r.finishResult(ro, res, err)
+		}
+		if ro.BeforeRetry != nil {
+			ro.BeforeRetry()
 		}
 	}
 	if pushErr != nil {
@@ -571,10 +626,10 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", r.BranchRef(), err)
 		}
-		// Ahead/behind first: it walks only the divergence, so the common
-		// cases (only ahead, fast-forward) never walk the whole history
-		// the way a merge-base search does.
-		ahead, behind, err := r.aheadBehindLocked(local, remote)
+		// One walk of the divergence gives ahead/behind and the merge base
+		// (mergebase.go): the common cases (only ahead, fast-forward) and
+		// the merges never walk the whole history.
+		ahead, behind, bases, err := r.divergenceLocked(local, remote)
 		if err != nil {
 			return nil, err
 		}
@@ -584,10 +639,6 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		case ahead == 0:
 			// fast-forward
 		default:
-			bases, err := lc.MergeBase(rc)
-			if err != nil {
-				return nil, fmt.Errorf("merge base of %s and %s: %w", short(local), short(remote), err)
-			}
 			if len(bases) == 0 {
 				return nil, fmt.Errorf("sync %s with %s/%s (local %s, remote %s): %w",
 					r.dir, ro.Remote, r.opts.Branch, short(local), short(remote), ErrUnrelatedHistory)

@@ -55,7 +55,7 @@ func cmdSync(a *app, args []string) int {
 	if err != nil || !ok {
 		return a.fail("sync: no remote %q in %s (set one with `git remote add` or `memd init --remote URL`)", a.cfg.Sync.Remote, a.cfg.Repo)
 	}
-	sr, err := sess.SyncOnce(ctx, nil)
+	sr, err := sess.SyncOnce(ctx, nil, nil)
 	if after, ok := head(repo); ok && okSync {
 		steps = append(steps, oneShotHook{memd.HookAfterSync, beforeSync, after})
 	}

@@ -1,0 +1,35 @@
+package agent
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
+)
+
+// TestSyncRetryWait: a failed sync waits out the backoff, except when the remote answers and
+// only time can fix it (a push race lost sync after sync, a commit memd refuses to check
+// out): then never longer than pull_interval, however far the backoff has grown.
+func TestSyncRetryWait(t *testing.T) {
+	grown, pull := 8*time.Minute, time.Second
+	for _, c := range []struct {
+		name       string
+		err        error
+		contention bool
+		backoff    time.Duration
+		want       time.Duration
+	}{
+		{"offline", fmt.Errorf("fetch origin: %w", gitremote.ErrOffline), false, grown, grown},
+		{"auth", fmt.Errorf("fetch origin: %w", gitremote.ErrAuth), false, grown, grown},
+		{"race lost past maxContention", fmt.Errorf("push origin: still rejected: %w", gitremote.ErrPushRejected), true, grown, pull},
+		{"checkout raced past maxContention", fmt.Errorf("sync: %w", memsync.ErrCheckoutRaced), true, grown, pull},
+		{"unsafe tree", fmt.Errorf("sync: %w", memsync.ErrUnsafeTree), false, grown, pull},
+		{"a short backoff stays short", fmt.Errorf("push: %w", gitremote.ErrPushRejected), true, 300 * time.Millisecond, 300 * time.Millisecond},
+	} {
+		if got := syncRetryWait(c.err, c.contention, c.backoff, pull); got != c.want {
+			t.Errorf("%s: wait %s, want %s", c.name, got, c.want)
+		}
+	}
+}
