@@ -129,8 +129,8 @@ type Report struct {
 	Counts map[string]int `json:"counts"`
 	// Drained counts drained notes by lifecycle mode (memd_notes_drained_total{mode}).
 	Drained map[memd.LifecycleMode]int `json:"drained,omitempty"`
-	GC      string         `json:"gc,omitempty"` // "ran", "skipped: …" or "failed: …"
-	Elapsed time.Duration  `json:"elapsed_ns"`
+	GC      string                     `json:"gc,omitempty"` // "ran", "skipped: …" or "failed: …"
+	Elapsed time.Duration              `json:"elapsed_ns"`
 }
 
 // Failed reports whether any phase failed.
