@@ -151,12 +151,10 @@ func IsGenerated(p string) bool {
 	return base == GeneratedNames[0] || base == GeneratedNames[1]
 }
 
+// isBucket is ParseBucket's match without its error: BucketOf must not allocate.
 func isBucket(s string) bool {
-	switch Bucket(s) { // not ParseBucket: BucketOf must not allocate
-	case BucketProjects, BucketAreas, BucketResources, BucketArchive:
-		return true
-	}
-	return false
+	_, ok := lookupName(s, Buckets)
+	return ok
 }
 
 // BucketOf returns the PARA bucket p sits in ("" when none). p may carry leading or

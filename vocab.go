@@ -94,15 +94,24 @@ func ParseBucket(s string) (Bucket, error) { return parseName(s, Buckets, ErrUnk
 
 // Known reports whether m is one of LifecycleModes (a ledger may carry any string).
 func (m LifecycleMode) Known() bool {
-	_, err := ParseLifecycleMode(string(m))
-	return err == nil
+	_, ok := lookupName(string(m), LifecycleModes)
+	return ok
+}
+
+// lookupName is the one match of a name against its closed set: exact bytes, no
+// allocation (BucketOf runs it on every path a walk sees).
+func lookupName[T ~string](s string, known []T) (T, bool) {
+	for _, k := range known {
+		if string(k) == s {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 func parseName[T ~string](s string, known []T, sentinel error, plural string) (T, error) {
-	for _, k := range known {
-		if string(k) == s {
-			return k, nil
-		}
+	if k, ok := lookupName(s, known); ok {
+		return k, nil
 	}
 	return "", fmt.Errorf("%w %q (%s: %s)", sentinel, s, plural, JoinNames(known, ", "))
 }

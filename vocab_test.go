@@ -91,3 +91,16 @@ func TestUnknownModeIsCarried(t *testing.T) {
 		t.Fatalf("re-encoded %q (%v), want the line verbatim", out, err)
 	}
 }
+
+// BucketOf shares ParseBucket's match but runs on every path a walk sees: it must not
+// allocate, on a hit or a miss.
+func TestBucketOfDoesNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(200, func() {
+		_ = BucketOf("areas/x.html")
+		_ = BucketOf(".memhtml/index.db")
+		_ = ModeSoftExpiry.Known()
+		_ = LifecycleMode("forever").Known()
+	}); n != 0 {
+		t.Fatalf("%v allocations a run, want 0", n)
+	}
+}

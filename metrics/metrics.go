@@ -382,7 +382,7 @@ func noteKeys(m map[NoteKey]int) []NoteKey {
 	}
 	var extra []NoteKey
 	for k := range m {
-		if !slices.Contains(NoteModes, k.Mode) || !slices.Contains(NoteStates, k.State) {
+		if !k.Mode.Known() || !slices.Contains(NoteStates, k.State) {
 			extra = append(extra, k)
 		}
 	}
