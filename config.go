@@ -88,9 +88,9 @@ type LockConfig struct {
 
 // SleepConfig: when the nightly phases run and which.
 type SleepConfig struct {
-	Schedule string   `yaml:"schedule"`
-	CatchUp  bool     `yaml:"catch_up"`
-	Phases   []string `yaml:"phases"`
+	Schedule string  `yaml:"schedule"`
+	CatchUp  bool    `yaml:"catch_up"`
+	Phases   []Phase `yaml:"phases"`
 }
 
 // ExpireConfig: the ledger and the soft-expiry grace.
@@ -180,9 +180,6 @@ type LogConfig struct {
 	Format string `yaml:"format"`
 }
 
-// SleepPhases lists the sleep phases in the order they always run.
-var SleepPhases = []string{PhaseExpire, PhaseArcs, PhaseArchive, PhaseTidy}
-
 // DefaultConfig returns the built-in defaults of docs/ARCHITECTURE.md §7.
 func DefaultConfig() Config {
 	return Config{
@@ -191,7 +188,7 @@ func DefaultConfig() Config {
 		Sync: SyncConfig{Remote: "origin", Branch: "main", Push: true, PullInterval: Duration(5 * time.Minute),
 			TokenEnv: "MEMD_GIT_TOKEN", Timeout: Duration(60 * time.Second)},
 		Lock:    LockConfig{File: DefaultLockFile, Timeout: Duration(10 * time.Second)},
-		Sleep:   SleepConfig{Schedule: "0 3 * * *", CatchUp: true, Phases: append([]string(nil), SleepPhases...)},
+		Sleep:   SleepConfig{Schedule: "0 3 * * *", CatchUp: true, Phases: slices.Clone(SleepPhases)},
 		Expire:  ExpireConfig{Ledger: DefaultLedgerFile, SoftGrace: Duration(336 * time.Hour)},
 		Arcs:    ArcsConfig{Key: "entity", MinEpisodes: 3, Summarizer: SummarizerConfig{Timeout: Duration(120 * time.Second)}},
 		Archive: ArchiveConfig{KeepYears: 1, DoneTasksAfter: Duration(720 * time.Hour)},
@@ -309,10 +306,10 @@ func (c *Config) validateSleep(checkSchedule ScheduleValidator) error {
 			return configErr("sleep.schedule", c.Sleep.Schedule, err.Error())
 		}
 	}
-	seen := map[string]bool{}
+	seen := map[Phase]bool{}
 	for _, p := range c.Sleep.Phases {
-		if !slices.Contains(SleepPhases, p) {
-			return configErr("sleep.phases", p, "unknown phase (phases: "+strings.Join(SleepPhases, ", ")+")")
+		if _, err := ParsePhase(string(p)); err != nil {
+			return configErr("sleep.phases", p, "unknown phase (phases: "+JoinNames(SleepPhases, ", ")+")")
 		}
 		if seen[p] {
 			return configErr("sleep.phases", p, "listed twice")

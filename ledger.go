@@ -20,9 +20,9 @@ import (
 
 // Lifecycle is a note's lifecycle: mode persistent, read-count, hard-expiry or soft-expiry.
 type Lifecycle struct {
-	Mode           string `json:"mode"`
-	RemainingReads *int   `json:"remainingReads,omitempty"`
-	ExpiresAt      string `json:"expiresAt,omitempty"`
+	Mode           LifecycleMode `json:"mode"`
+	RemainingReads *int          `json:"remainingReads,omitempty"`
+	ExpiresAt      string        `json:"expiresAt,omitempty"`
 }
 
 // Record is one ledger record. The typed fields mirror the well-known keys; every other key
@@ -52,10 +52,11 @@ type recordTyped struct {
 }
 
 type lcSnap struct {
-	set             bool
-	Mode, ExpiresAt string
-	hasReads        bool
-	reads           int
+	set       bool
+	Mode      LifecycleMode
+	ExpiresAt string
+	hasReads  bool
+	reads     int
 }
 
 func snapLC(lc *Lifecycle) lcSnap {
@@ -270,7 +271,7 @@ func parseLifecycle(v []byte, vs string) (*Lifecycle, error) {
 				return nil, fmt.Errorf("%s is %s, want a string", f.key, jsonShort(f.value))
 			}
 			if f.key == "mode" {
-				lc.Mode = s
+				lc.Mode = LifecycleMode(s) // unknown modes are carried as written
 			} else {
 				lc.ExpiresAt = s
 			}
@@ -775,14 +776,6 @@ func (r *Record) Expiry() (time.Time, bool) {
 	return ParseTime(r.Lifecycle.ExpiresAt)
 }
 
-// Lifecycle modes (docs/FORMATS.md §4).
-const (
-	ModePersistent = "persistent"
-	ModeReadCount  = "read-count"
-	ModeHardExpiry = "hard-expiry"
-	ModeSoftExpiry = "soft-expiry"
-)
-
 // A note's lifecycle states, the state label of memd_ledger_notes (docs/ARCHITECTURE.md §6).
 const (
 	NoteLive    = "live"
@@ -793,10 +786,10 @@ const (
 // NoteVerdict is what a note's lifecycle says at one instant.
 type NoteVerdict struct {
 	Drain  bool
-	Stale  bool   // soft-expiry past expiresAt (reported; drained once the grace passed too)
-	Reason string // drain reason, written into drainReason: the lifecycle mode
-	Year   int    // year of the drained file: the expiry year, else the drain year
-	Bad    string // an unusable lifecycle (e.g. an unparseable expiresAt): kept and reported
+	Stale  bool          // soft-expiry past expiresAt (reported; drained once the grace passed too)
+	Reason LifecycleMode // drain reason, written into drainReason: the lifecycle mode
+	Year   int           // year of the drained file: the expiry year, else the drain year
+	Bad    string        // an unusable lifecycle (e.g. an unparseable expiresAt): kept and reported
 }
 
 // State is the verdict as memd_ledger_notes labels it. An unusable lifecycle is kept, so

@@ -20,7 +20,7 @@ func TestJudgeNoteBoundaries(t *testing.T) {
 	cases := []struct {
 		name, js     string
 		drain, stale bool
-		reason       string
+		reason       LifecycleMode
 	}{
 		{"hard 1s past", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(-time.Second) + `"}}`, true, false, ModeHardExpiry},
 		{"hard exactly now", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(0) + `"}}`, false, false, ""},

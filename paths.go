@@ -10,14 +10,6 @@ import (
 	"unicode/utf8"
 )
 
-// The four PARA buckets. PARA is fixed at four: special folders live inside them.
-const (
-	BucketProjects  = "projects"
-	BucketAreas     = "areas"
-	BucketResources = "resources"
-	BucketArchive   = "archive"
-)
-
 // Special folders and the memory file extension (docs/FORMATS.md §1).
 const (
 	InboxDir     = "areas/inbox"
@@ -29,9 +21,6 @@ const (
 
 // TasksSubdir is the directory segment tasks sit under inside a project or the inbox.
 const TasksSubdir = "tasks"
-
-// Buckets lists the four PARA buckets in their canonical order.
-var Buckets = []string{BucketProjects, BucketAreas, BucketResources, BucketArchive}
 
 // ErrBadHref is wrapped by HrefToPath for every href it refuses.
 var ErrBadHref = errors.New("not a root-relative memory href")
@@ -162,17 +151,15 @@ func IsGenerated(p string) bool {
 	return base == GeneratedNames[0] || base == GeneratedNames[1]
 }
 
+// isBucket is ParseBucket's match without its error: BucketOf must not allocate.
 func isBucket(s string) bool {
-	switch s {
-	case BucketProjects, BucketAreas, BucketResources, BucketArchive:
-		return true
-	}
-	return false
+	_, ok := lookupName(s, Buckets)
+	return ok
 }
 
 // BucketOf returns the PARA bucket p sits in ("" when none). p may carry leading or
 // repeated slashes; it does not allocate.
-func BucketOf(p string) string {
+func BucketOf(p string) Bucket {
 	i := 0
 	for i < len(p) && p[i] == '/' {
 		i++
@@ -180,7 +167,7 @@ func BucketOf(p string) string {
 	p = p[i:]
 	first, _, _ := strings.Cut(p, "/")
 	if isBucket(first) {
-		return first
+		return Bucket(first)
 	}
 	return ""
 }
@@ -188,7 +175,7 @@ func BucketOf(p string) string {
 // ArchivePath maps p to archive/<YYYY>/<p>, the whole normalised path mirrored under a
 // four-digit year, so the move is a pure rename that git follows.
 func ArchivePath(p string, year int) string {
-	return BucketArchive + "/" + yearSegment(year) + "/" + NormalizePath(p)
+	return string(BucketArchive) + "/" + yearSegment(year) + "/" + NormalizePath(p)
 }
 
 func yearSegment(year int) string {
@@ -204,7 +191,7 @@ func yearSegment(year int) string {
 
 // splitArchive parses archive/<YYYY>/<rest> out of a normalised path. rest may be "".
 func splitArchive(n string) (year int, rest string, ok bool) {
-	after, found := strings.CutPrefix(n, BucketArchive+"/")
+	after, found := strings.CutPrefix(n, string(BucketArchive)+"/")
 	if !found {
 		return 0, "", false
 	}
@@ -275,7 +262,7 @@ func Place(in PlacementInput) string {
 		return ArcsDir
 	case TypeTask:
 		if ws != "" {
-			return BucketProjects + "/" + ws + "/" + TasksSubdir
+			return string(BucketProjects) + "/" + ws + "/" + TasksSubdir
 		}
 		return TaskInboxDir
 	}
@@ -288,13 +275,13 @@ func Place(in PlacementInput) string {
 		}
 	}
 	if ws != "" {
-		return BucketProjects + "/" + ws
+		return string(BucketProjects) + "/" + ws
 	}
 	switch typ {
 	case "semantic", "procedural", "precedent":
 		for _, t := range in.Tags {
 			if s := Slug(t); s != "" {
-				return BucketResources + "/" + s
+				return string(BucketResources) + "/" + s
 			}
 		}
 	}

@@ -83,7 +83,7 @@ func TestPathViolation(t *testing.T) {
 }
 
 func TestBucketOf(t *testing.T) {
-	cases := map[string]string{
+	cases := map[string]Bucket{
 		"projects/a/b.html": "projects",
 		"/areas/x.html":     "areas",
 		"resources":         "resources",

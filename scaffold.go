@@ -13,7 +13,7 @@ import (
 
 // SkeletonDirs are the folders `memd init` creates, each holding a .gitkeep so git keeps it.
 var SkeletonDirs = []string{
-	BucketProjects, BucketAreas, BucketResources, BucketArchive,
+	string(BucketProjects), string(BucketAreas), string(BucketResources), string(BucketArchive),
 	InboxDir, TaskInboxDir, ArcsDir, PeopleDir,
 }
 
@@ -42,7 +42,7 @@ const (
 // and none of the four PARA buckets, else LayoutPARA (an empty or new directory included).
 func DetectLayout(dir string) (string, error) {
 	for _, b := range Buckets {
-		if st, err := os.Stat(filepath.Join(dir, b)); err == nil && st.IsDir() {
+		if st, err := os.Stat(filepath.Join(dir, string(b))); err == nil && st.IsDir() {
 			return LayoutPARA, nil
 		}
 	}

@@ -1,10 +1,18 @@
 package memd
 
-import "github.com/memd-dev/memd/internal/statedir"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/memd-dev/memd/internal/statedir"
+)
 
 // The names memd's packages share, defined once: a label, a default file name or a phase is
-// spelled here and nowhere else. Buckets and special folders are in paths.go, lifecycle
-// modes and note states beside JudgeNote in ledger.go.
+// spelled here and nowhere else. Special folders are in paths.go, note states beside JudgeNote
+// in ledger.go. Phases, lifecycle modes and buckets are types of their own: a config key, a
+// flag or a ledger line reaches them as a string, converted once at that edge with
+// ParsePhase, ParseLifecycleMode or ParseBucket.
 
 // Default repo-relative files (docs/FORMATS.md §4, §5); config may name others.
 const (
@@ -17,13 +25,114 @@ const (
 // committed (sleep journal and state, merge marker, status document). Config.StateDir joins it.
 const StateDirName = statedir.Name
 
-// Sleep phases (docs/ARCHITECTURE.md §5), in the order they always run: SleepPhases.
+// Phase is a sleep phase (docs/ARCHITECTURE.md §5): the sleep.phases entries, `memd sleep
+// --phase`, the phase label of memd_sleep_* and the Memd-Phase trailer.
+type Phase string
+
+// Sleep phases, in the order they always run: SleepPhases.
 const (
-	PhaseExpire  = "expire"
-	PhaseArcs    = "arcs"
-	PhaseArchive = "archive"
-	PhaseTidy    = "tidy"
+	PhaseExpire  Phase = "expire"
+	PhaseArcs    Phase = "arcs"
+	PhaseArchive Phase = "archive"
+	PhaseTidy    Phase = "tidy"
 )
+
+// SleepPhases lists the sleep phases in the order they always run.
+var SleepPhases = []Phase{PhaseExpire, PhaseArcs, PhaseArchive, PhaseTidy}
+
+// LifecycleMode is a ledger note's lifecycle.mode (docs/FORMATS.md §4), and the mode label of
+// memd_ledger_notes. A ledger line keeps whatever mode it was written with: an unknown one is
+// carried, never judged (its note stays live).
+type LifecycleMode string
+
+// Lifecycle modes: LifecycleModes lists them.
+const (
+	ModePersistent LifecycleMode = "persistent"
+	ModeReadCount  LifecycleMode = "read-count"
+	ModeHardExpiry LifecycleMode = "hard-expiry"
+	ModeSoftExpiry LifecycleMode = "soft-expiry"
+)
+
+// LifecycleModes are the lifecycle modes in label order.
+var LifecycleModes = []LifecycleMode{ModePersistent, ModeReadCount, ModeHardExpiry, ModeSoftExpiry}
+
+// Bucket is one of the four PARA buckets, a top-level folder of the repo (docs/FORMATS.md §1).
+// PARA is fixed at four: special folders live inside them.
+type Bucket string
+
+// The four PARA buckets: Buckets lists them.
+const (
+	BucketProjects  Bucket = "projects"
+	BucketAreas     Bucket = "areas"
+	BucketResources Bucket = "resources"
+	BucketArchive   Bucket = "archive"
+)
+
+// Buckets lists the four PARA buckets in their canonical order.
+var Buckets = []Bucket{BucketProjects, BucketAreas, BucketResources, BucketArchive}
+
+// Sentinels of the parse functions, for callers that branch on the kind of bad name.
+var (
+	ErrUnknownPhase  = errors.New("unknown sleep phase")
+	ErrUnknownMode   = errors.New("unknown lifecycle mode")
+	ErrUnknownBucket = errors.New("not a PARA bucket")
+)
+
+// ParsePhase returns the phase named s. Names are case-sensitive, as config and the trailer
+// spell them; the error names s and lists the phases.
+func ParsePhase(s string) (Phase, error) { return parseName(s, SleepPhases, ErrUnknownPhase, "phases") }
+
+// ParseLifecycleMode returns the lifecycle mode named s (case-sensitive); the error names s and
+// lists the modes.
+func ParseLifecycleMode(s string) (LifecycleMode, error) {
+	return parseName(s, LifecycleModes, ErrUnknownMode, "modes")
+}
+
+// ParseBucket returns the bucket named s (case-sensitive; a path's first segment); the error
+// names s and lists the buckets.
+func ParseBucket(s string) (Bucket, error) { return parseName(s, Buckets, ErrUnknownBucket, "buckets") }
+
+// Known reports whether m is one of LifecycleModes (a ledger may carry any string).
+func (m LifecycleMode) Known() bool {
+	_, ok := lookupName(string(m), LifecycleModes)
+	return ok
+}
+
+// lookupName is the one match of a name against its closed set: exact bytes, no
+// allocation (BucketOf runs it on every path a walk sees).
+func lookupName[T ~string](s string, known []T) (T, bool) {
+	for _, k := range known {
+		if string(k) == s {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func parseName[T ~string](s string, known []T, sentinel error, plural string) (T, error) {
+	if k, ok := lookupName(s, known); ok {
+		return k, nil
+	}
+	return "", fmt.Errorf("%w %q (%s: %s)", sentinel, s, plural, JoinNames(known, ", "))
+}
+
+// JoinNames joins typed names with sep, for messages and flag help.
+func JoinNames[T ~string](names []T, sep string) string {
+	ss := make([]string, len(names))
+	for i, n := range names {
+		ss[i] = string(n)
+	}
+	return strings.Join(ss, sep)
+}
+
+// Names returns typed names as strings: metric label lists, JSON keys.
+func Names[T ~string](names []T) []string {
+	ss := make([]string, len(names))
+	for i, n := range names {
+		ss[i] = string(n)
+	}
+	return ss
+}
 
 // CommitKind is what made a commit: the kind label of memd_commits_total
 // (docs/ARCHITECTURE.md §6).

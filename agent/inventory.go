@@ -392,7 +392,7 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 	var s invSnapshot
 	s.Memories = make(map[string]int, len(memd.Buckets))
 	for i, b := range memd.Buckets {
-		s.Memories[b] = v.n.buckets[i]
+		s.Memories[string(b)] = v.n.buckets[i]
 	}
 	s.Inbox, s.TaskInbox, s.Invalid, s.Arcs = v.n.inbox, v.n.taskInbox, v.n.invalid, v.n.arcs
 	s.Snapshot.Inbox, s.Snapshot.TaskInbox, s.Snapshot.Invalid = s.Inbox, s.TaskInbox, s.Invalid

@@ -246,7 +246,7 @@ func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 		if ph.Err == nil {
 			_ = a.sched.MarkDone(ph.Name, a.now())
 		} else {
-			failed = append(failed, ph.Name+": "+ph.Err.Error())
+			failed = append(failed, string(ph.Name)+": "+ph.Err.Error())
 		}
 		if ph.Commit != "" && !ph.Skipped {
 			a.st.hours.add(a.now(), 1)

@@ -113,6 +113,22 @@ func (a *Agent) Reload()        { kick(a.k.reload) }
 func (a *Agent) Run(ctx context.Context) error {
 	// New's Open finished what a crash left (a merge, a half sleep) and clears a stale
 	// index lock in the background.
+	if err := a.startParts(); err != nil {
+		return err
+	}
+	r := a.startGoroutines()
+
+	a.loopRunning.Store(true)
+	defer a.loopRunning.Store(false)
+
+	a.startUp(r)
+	defer r.stopTimers()
+	a.announceReady(ctx)
+	return a.loop(ctx, r)
+}
+
+// startParts makes the watcher and the sleep scheduler, and starts the HTTP server.
+func (a *Agent) startParts() error {
 	w, err := watcher.New(a.cfg.Repo, watcher.Options{
 		Quiet: a.cfg.Watch.Quiet.D(), MaxDelay: a.cfg.Watch.MaxDelay.D(), Ignorer: a.ignorer, Logger: a.log,
 	})
@@ -134,7 +150,25 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.log.Info("http listening", "addr", a.server.Addr())
 	}
+	return nil
+}
 
+// running is what Run started beside the owner loop: the goroutines shutdown waits for and
+// the loop's timers.
+type running struct {
+	stopWatch              context.CancelFunc
+	watchDone, batchesDone chan struct{}
+	invReady               chan *inventory // the inventory built off the owner, once
+
+	trim            *time.Timer
+	pull, reconcile *time.Ticker
+}
+
+func (r *running) stopTimers() { r.trim.Stop(); r.pull.Stop(); r.reconcile.Stop() }
+
+// startGoroutines starts the watcher, the batch reader and the inventory build.
+func (a *Agent) startGoroutines() *running {
+	w := a.watch
 	wctx, stopWatch := context.WithCancel(context.Background())
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); _ = w.Run(wctx) }()
@@ -143,10 +177,11 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	invReady := make(chan *inventory, 1)
 	go func(cfg memd.Config, ign *repofiles.Ignorer) { invReady <- buildInventory(cfg, ign) }(a.cfg, a.ignorer)
+	return &running{stopWatch: stopWatch, watchDone: watchDone, batchesDone: batchesDone, invReady: invReady}
+}
 
-	a.loopRunning.Store(true)
-	defer a.loopRunning.Store(false)
-
+// startUp queues the start-up reconcile and arms the loop's timers.
+func (a *Agent) startUp(r *running) {
 	// Start-up: publish, READY, then reconcile (catches what changed while memd was down),
 	// then sync and the sleep schedule.
 	a.setBusy("starting")
@@ -159,18 +194,24 @@ func (a *Agent) Run(ctx context.Context) error {
 	// trim returns memory to the OS once memd has been idle a while: a commit or sync at
 	// 100k files leaves tens of MB of garbage that GC would otherwise keep until the next
 	// burst of work. One-shot, re-armed by each job: no timer runs while memd stays idle.
-	trim := time.NewTimer(idleTrimAfter)
-	defer trim.Stop()
-	pull := time.NewTicker(a.cfg.Sync.PullInterval.D())
-	reconcile := time.NewTicker(a.cfg.Watch.Reconcile.D())
-	defer func() { pull.Stop(); reconcile.Stop() }()
+	r.trim = time.NewTimer(idleTrimAfter)
+	r.pull = time.NewTicker(a.cfg.Sync.PullInterval.D())
+	r.reconcile = time.NewTicker(a.cfg.Watch.Reconcile.D())
+}
 
+// announceReady tells the service manager memd is ready and starts its watchdog.
+func (a *Agent) announceReady(ctx context.Context) {
 	if n := a.opts.Notifier; n != nil {
 		n.Ready()
 		go n.RunWatchdog(ctx, func() bool { return a.alive() == nil })
 	}
 	a.log.Info("memd running", "repo", a.cfg.Repo, "version", a.opts.Version)
+}
 
+// loop is the owner goroutine: one job at a time, until ctx is cancelled.
+func (a *Agent) loop(ctx context.Context, r *running) error {
+	stopWatch, watchDone, batchesDone, invReady := r.stopWatch, r.watchDone, r.batchesDone, r.invReady
+	trim, pull, reconcile := r.trim, r.pull, r.reconcile
 	for {
 		// A stop is seen before any other ready kick: select picks among ready cases at
 		// random, and each job after the cancel would only fail on its cancelled ctx.
@@ -181,15 +222,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return a.shutdown(ctx, stopWatch, watchDone, batchesDone)
 		case inv := <-invReady:
-			a.runJob(ctx, "inventory", func(context.Context) error {
-				inv.catchUp(a.cfg.Repo, a.ignorer, a.inv) // what jobs touched while it was built
-				inv.setConfig(a.cfg)                      // it was built with the start-up one
-				a.inv = inv
-				// The build parsed every memory file: at 100k files that is tens of MB of
-				// garbage the heap would keep as RSS. Give it back once, off the owner.
-				go func() { debug.FreeOSMemory(); boundMemory() }()
-				return nil
-			})
+			a.runJob(ctx, "inventory", func(context.Context) error { a.adoptInventory(inv); return nil })
 		case <-a.k.commit:
 			a.runJob(ctx, "commit", a.doCommit)
 		case <-a.k.reconcile:
@@ -222,6 +255,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		trim.Reset(idleTrimAfter)
 	}
+}
+
+// adoptInventory makes the inventory built at start-up the agent's.
+func (a *Agent) adoptInventory(inv *inventory) {
+	inv.catchUp(a.cfg.Repo, a.ignorer, a.inv) // what jobs touched while it was built
+	inv.setConfig(a.cfg)                      // it was built with the start-up one
+	a.inv = inv
+	// The build parsed every memory file: at 100k files that is tens of MB of
+	// garbage the heap would keep as RSS. Give it back once, off the owner.
+	go func() { debug.FreeOSMemory(); boundMemory() }()
 }
 
 // readBatches is the only consumer of the watcher: it fills the pending set and kicks.

@@ -410,7 +410,7 @@ func (g *gen) episode(day time.Time, entity string) mem {
 	case r < 8:
 		m.path = memd.InboxDir + "/" + file
 	case r < 30:
-		m.path = memd.BucketAreas + "/" + area + "/" + file
+		m.path = string(memd.BucketAreas) + "/" + area + "/" + file
 	default:
 		m.path = memd.Place(memd.PlacementInput{MemoryType: "episodic", Workspace: s.project}) + "/" + file
 	}
@@ -869,10 +869,7 @@ func (g *gen) wroteUnder(dir string) bool {
 
 // gitkeeps puts a .gitkeep in every PARA folder that is still empty, so git keeps it.
 func (g *gen) gitkeeps() error {
-	for _, d := range []string{
-		memd.BucketProjects, memd.BucketAreas, memd.BucketResources, memd.BucketArchive,
-		memd.InboxDir, memd.TaskInboxDir, memd.ArcsDir, memd.PeopleDir,
-	} {
+	for _, d := range memd.SkeletonDirs {
 		if err := g.tree.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("demo: create %s: %w", d, err)
 		}

@@ -157,7 +157,7 @@ func TestGenerate300(t *testing.T) {
 	if !hasPrefix(tree, memd.PeopleDir+"/") || !hasPrefix(tree, "projects/") || !hasPrefix(tree, "resources/") {
 		t.Errorf("PARA layout incomplete")
 	}
-	for _, d := range []string{memd.ArcsDir, memd.BucketArchive} {
+	for _, d := range []string{memd.ArcsDir, string(memd.BucketArchive)} {
 		if tree[d+"/.gitkeep"] == nil {
 			t.Errorf("empty %s has no .gitkeep", d)
 		}
@@ -201,7 +201,7 @@ func TestGenerate300(t *testing.T) {
 
 	// Ledger: every line parses; notes in every mode and state.
 	led := memd.ParseLedger(tree["memory.jsonl"])
-	modes := map[string]int{}
+	modes := map[memd.LifecycleMode]int{}
 	kinds := map[string]int{}
 	zeroReads, pastHard, futureHard, pastSoft, futureSoft := 0, 0, 0, 0, 0
 	for i, l := range led.Lines {

@@ -73,7 +73,8 @@ type memInfo struct {
 	links []string // target paths of <link href>s
 }
 
-// Check runs every check over the repo at root.
+// Check runs every check over the repo at root: one walk, then each check in turn over what
+// it found.
 func Check(root string, opt Options) (*Report, error) {
 	start := time.Now()
 	if opt.Ledger == "" {
@@ -82,13 +83,44 @@ func Check(root string, opt Options) (*Report, error) {
 	if opt.LockFile == "" {
 		opt.LockFile = memd.DefaultLockFile
 	}
-	rep := &Report{Repo: root}
-	add := func(sev Severity, check, p, format string, args ...any) {
-		rep.Findings = append(rep.Findings, Finding{Severity: sev, Check: check, Path: p, Message: fmt.Sprintf(format, args...)})
+	c := &checker{root: root, opt: opt, rep: &Report{Repo: root}, exists: map[string]bool{}}
+	files, err := c.walk()
+	if err != nil {
+		return nil, err
 	}
+	c.checkMemories(files.htmls)
+	c.checkOutside(files.outside)
+	c.checkInbox()
+	c.checkMemoryMDs(files.mds)
+	c.checkLedger()
+	c.checkLock()
+	c.rep.tally()
+	c.rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	return c.rep, nil
+}
 
-	// 1. Walk once: every file path, the memory files to parse, MEMORY.md files.
-	exists := map[string]bool{}
+// checker is one Check run: the report it fills and the paths the walk saw.
+type checker struct {
+	root   string
+	opt    Options
+	rep    *Report
+	exists map[string]bool // every file path the walk saw (link and bullet targets)
+}
+
+func (c *checker) add(sev Severity, check, p, format string, args ...any) {
+	c.rep.Findings = append(c.rep.Findings, Finding{Severity: sev, Check: check, Path: p, Message: fmt.Sprintf(format, args...)})
+}
+
+// walked is what the walk sorts out for the checks to read.
+type walked struct {
+	htmls   []string // memory files
+	mds     []string // MEMORY.md files
+	outside []string // .html files outside the buckets (not memories)
+}
+
+// walk visits every file once: counts it, keeps its path, and sorts out the ones to parse.
+func (c *checker) walk() (walked, error) {
+	root, opt, rep, exists, add := c.root, c.opt, c.rep, c.exists, c.add
 	var htmls, mds, outside []string
 	err := repofiles.Walk(root, "", opt.Ignored, repofiles.Funcs{
 		Fail: func(rel string, err error) { add(Problem, "read", rel, "cannot read: %v", err) },
@@ -107,110 +139,144 @@ func Check(root string, opt Options) (*Report, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", root, err)
+		return walked{}, fmt.Errorf("walk %s: %w", root, err)
 	}
+	return walked{htmls: htmls, mds: mds, outside: outside}, nil
+}
 
-	// 2. Parse memory files on every core.
-	infos := parseAll(root, htmls, opt.Progress)
-	// Not memories (docs/FORMATS.md §2), but one written as a memory outside the buckets is worth
-	// a warning: memhtml never indexes it.
-	for _, mi := range parseAll(root, outside, nil) {
+// checkOutside warns of a memory written outside the buckets: not memories (docs/FORMATS.md
+// §2), but memhtml never indexes it.
+func (c *checker) checkOutside(outside []string) {
+	for _, mi := range parseAll(c.root, outside, nil) {
 		if mi.mem == nil {
 			continue
 		}
 		for name := range mi.mem.Metas {
 			if strings.HasPrefix(name, "memhtml-") {
-				add(Warning, "path", mi.rel, "a memory file outside the four buckets (%s): memhtml never indexes it; move it under one", strings.Join(memd.Buckets, ", "))
+				c.add(Warning, "path", mi.rel, "a memory file outside the four buckets (%s): memhtml never indexes it; move it under one", memd.JoinNames(memd.Buckets, ", "))
 				break
 			}
 		}
 	}
+}
+
+// checkMemories parses the memory files on every core and checks each one (path, content,
+// placement, links), then the content hashes across them; it counts memories and the inboxes.
+func (c *checker) checkMemories(htmls []string) {
 	// Active memories by content hash: memhtml's index has a unique key on it (tasks and
 	// archive/ excepted), so two of one hash make its rebuild of the whole repo fail.
 	byHash := map[string][]string{}
-	for _, mi := range infos {
-		rel := mi.rel
-		if v := memd.PathViolation(rel); v != "" {
-			add(Problem, "path", rel, "%s", v)
-		}
-		if mi.err != nil {
-			add(Problem, "memory", rel, "cannot read: %v", mi.err)
+	for _, mi := range parseAll(c.root, htmls, c.opt.Progress) {
+		if !c.checkMemory(mi) {
 			continue
 		}
-		rep.Memories++
-		for _, v := range mi.mem.Violations {
-			add(Problem, "memory", rel, "%s", v)
-		}
-		for _, w := range mi.mem.Warnings {
-			add(Warning, "memory", rel, "%s", w)
-		}
-		if mi.mem.Valid() && mi.mem.ComputedHash != "" && !memd.IsArchived(rel) && mi.mem.Type != memd.TypeTask {
-			byHash[mi.mem.ComputedHash] = append(byHash[mi.mem.ComputedHash], rel)
-		}
-		dir := path.Dir(rel)
-		switch dir {
-		case memd.InboxDir:
-			rep.Inbox++
-		case memd.TaskInboxDir:
-			rep.TaskInbox++
-		}
-		if m := misplaced(rel, mi.mem); m != "" {
-			add(Warning, "placement", rel, "%s", m)
-		}
-		for _, target := range mi.links {
-			if !exists[target] {
-				add(Problem, "link", rel, "links to %s, which does not exist", memd.PathToHref(target))
-			}
+		if mi.mem.Valid() && mi.mem.ComputedHash != "" && !memd.IsArchived(mi.rel) && mi.mem.Type != memd.TypeTask {
+			byHash[mi.mem.ComputedHash] = append(byHash[mi.mem.ComputedHash], mi.rel)
 		}
 	}
+	c.checkDuplicates(byHash)
+}
+
+// checkMemory checks one parsed memory file; false when it could not be read.
+func (c *checker) checkMemory(mi memInfo) bool {
+	rel, rep, add := mi.rel, c.rep, c.add
+	if v := memd.PathViolation(rel); v != "" {
+		add(Problem, "path", rel, "%s", v)
+	}
+	if mi.err != nil {
+		add(Problem, "memory", rel, "cannot read: %v", mi.err)
+		return false
+	}
+	rep.Memories++
+	for _, v := range mi.mem.Violations {
+		add(Problem, "memory", rel, "%s", v)
+	}
+	for _, w := range mi.mem.Warnings {
+		add(Warning, "memory", rel, "%s", w)
+	}
+	switch path.Dir(rel) {
+	case memd.InboxDir:
+		rep.Inbox++
+	case memd.TaskInboxDir:
+		rep.TaskInbox++
+	}
+	if m := misplaced(rel, mi.mem); m != "" {
+		add(Warning, "placement", rel, "%s", m)
+	}
+	for _, target := range mi.links {
+		if !c.exists[target] {
+			add(Problem, "link", rel, "links to %s, which does not exist", memd.PathToHref(target))
+		}
+	}
+	return true
+}
+
+// checkDuplicates reports active memories sharing one content hash.
+func (c *checker) checkDuplicates(byHash map[string][]string) {
 	for _, paths := range byHash {
 		if len(paths) < 2 {
 			continue
 		}
 		sort.Strings(paths)
-		add(Problem, "duplicate", paths[0], "same article (content hash) as %s: memhtml cannot index two active memories with one content hash; archive or edit all but one",
+		c.add(Problem, "duplicate", paths[0], "same article (content hash) as %s: memhtml cannot index two active memories with one content hash; archive or edit all but one",
 			strings.Join(paths[1:], ", "))
 	}
-	// The status line owns the inbox thresholds (docs/FORMATS.md §1): doctor warns at the
-	// depth the line does.
-	if rep.Inbox > statusline.InboxWarnAbove {
-		add(Warning, "inbox", memd.InboxDir, "inbox holds %d memories (over %d): place them", rep.Inbox, statusline.InboxWarnAbove)
-	}
-	if rep.TaskInbox > statusline.TaskInboxWarnAbove {
-		add(Warning, "inbox", memd.TaskInboxDir, "task inbox holds %d tasks (over %d): file them under a project", rep.TaskInbox, statusline.TaskInboxWarnAbove)
-	}
+}
 
-	// 3. MEMORY.md files of both kinds.
+// checkInbox warns of a deep inbox. The status line owns the inbox thresholds
+// (docs/FORMATS.md §1): doctor warns at the depth the line does.
+func (c *checker) checkInbox() {
+	if c.rep.Inbox > statusline.InboxWarnAbove {
+		c.add(Warning, "inbox", memd.InboxDir, "inbox holds %d memories (over %d): place them", c.rep.Inbox, statusline.InboxWarnAbove)
+	}
+	if c.rep.TaskInbox > statusline.TaskInboxWarnAbove {
+		c.add(Warning, "inbox", memd.TaskInboxDir, "task inbox holds %d tasks (over %d): file them under a project", c.rep.TaskInbox, statusline.TaskInboxWarnAbove)
+	}
+}
+
+// checkMemoryMDs checks the MEMORY.md files of both kinds.
+func (c *checker) checkMemoryMDs(mds []string) {
 	for _, rel := range mds {
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		data, err := os.ReadFile(filepath.Join(c.root, filepath.FromSlash(rel)))
 		if err != nil {
-			add(Problem, "memory_md", rel, "cannot read: %v", err)
+			c.add(Problem, "memory_md", rel, "cannot read: %v", err)
 			continue
 		}
-		checkMemoryMD(rel, data, exists, add)
+		checkMemoryMD(rel, data, c.exists, c.add)
 	}
+}
 
-	// 4. The ledger.
-	if l, err := memd.ReadLedger(filepath.Join(root, filepath.FromSlash(opt.Ledger))); err != nil {
-		add(Problem, "ledger", opt.Ledger, "cannot read: %v", err)
+// checkLedger reports ledger lines that do not parse (kept as they are).
+func (c *checker) checkLedger() {
+	ledger := c.opt.Ledger
+	l, err := memd.ReadLedger(filepath.Join(c.root, filepath.FromSlash(ledger)))
+	if err != nil {
+		c.add(Problem, "ledger", ledger, "cannot read: %v", err)
+		return
+	}
+	for i, ln := range l.Lines {
+		if ln.Err != nil {
+			c.add(Problem, "ledger", ledger, "line %d does not parse (%v); it is kept as it is", i+1, ln.Err)
+		}
+	}
+}
+
+// checkLock reports a writer lock: stale (a problem) or held (a warning).
+func (c *checker) checkLock() {
+	lockFile := c.opt.LockFile
+	info, err := memd.ReadLockInfo(filepath.Join(c.root, lockFile))
+	if err != nil {
+		return
+	}
+	if memd.LockIsStale(info) {
+		c.add(Problem, "lock", lockFile, "stale writer lock: pid %d on %s (acquired %s) is not running; memd takes it over, or remove it", info.PID, info.Hostname, info.AcquiredAt)
 	} else {
-		for i, ln := range l.Lines {
-			if ln.Err != nil {
-				add(Problem, "ledger", opt.Ledger, "line %d does not parse (%v); it is kept as it is", i+1, ln.Err)
-			}
-		}
+		c.add(Warning, "lock", lockFile, "writer lock held by pid %d on %s since %s", info.PID, info.Hostname, info.AcquiredAt)
 	}
+}
 
-	// 5. The writer lock.
-	lockPath := filepath.Join(root, opt.LockFile)
-	if info, err := memd.ReadLockInfo(lockPath); err == nil {
-		if memd.LockIsStale(info) {
-			add(Problem, "lock", opt.LockFile, "stale writer lock: pid %d on %s (acquired %s) is not running; memd takes it over, or remove it", info.PID, info.Hostname, info.AcquiredAt)
-		} else {
-			add(Warning, "lock", opt.LockFile, "writer lock held by pid %d on %s since %s", info.PID, info.Hostname, info.AcquiredAt)
-		}
-	}
-
+// tally sorts the findings (problems first, then by check and path) and counts them.
+func (rep *Report) tally() {
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i], rep.Findings[j]
 		if a.Severity != b.Severity {
@@ -228,8 +294,6 @@ func Check(root string, opt Options) (*Report, error) {
 			rep.Warnings++
 		}
 	}
-	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
-	return rep, nil
 }
 
 func parseAll(root string, rels []string, progress io.Writer) []memInfo {

@@ -257,7 +257,7 @@ func TestProjectMemoryTwoMachines(t *testing.T) {
 			t.Errorf("%s: %v", w.repo, err)
 		}
 		for _, bucket := range memd.Buckets {
-			if _, err := os.Stat(w.path(bucket)); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(w.path(string(bucket))); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s: a PARA bucket %s appeared", w.repo, bucket)
 			}
 		}

@@ -24,10 +24,10 @@ import (
 // Label values known in advance; each is exported as 0 before its first event so a rate()
 // or an alert has a series to read from the start.
 var (
-	Buckets       = memd.Buckets
+	Buckets       = memd.Names(memd.Buckets) // Snapshot.Memories keys: a status-document map
 	CommitKinds   = memd.CommitKinds
 	SleepPhases   = memd.SleepPhases
-	NoteModes     = []string{memd.ModePersistent, memd.ModeReadCount, memd.ModeHardExpiry, memd.ModeSoftExpiry}
+	NoteModes     = memd.LifecycleModes
 	NoteStates    = []string{memd.NoteLive, memd.NoteStale, memd.NoteExpired}
 	LedgerTypes   = []string{memd.RecordRule, memd.RecordLesson, memd.RecordNote}
 	Hooks         = memd.HookNames
@@ -36,8 +36,11 @@ var (
 	sleepBuckets  = []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 120, 300, 600}
 )
 
-// NoteKey labels memd_ledger_notes.
-type NoteKey struct{ Mode, State string }
+// NoteKey labels memd_ledger_notes. Mode is as the ledger wrote it, known or not.
+type NoteKey struct {
+	Mode  memd.LifecycleMode
+	State string
+}
 
 // MDStat is one MEMORY.md file's size. Project marks the project-memory kind (which has caps).
 type MDStat struct {
@@ -57,8 +60,8 @@ type Snapshot struct {
 	WatchedDirs, Pending            int
 	Ahead, Behind                   int
 	LastCommit, LastSync            time.Time
-	SleepLastSuccess                map[string]time.Time // by phase
-	WatchEvents, WatchRescans       uint64               // the watcher's own counters
+	SleepLastSuccess                map[memd.Phase]time.Time
+	WatchEvents, WatchRescans       uint64 // the watcher's own counters
 }
 
 // Metrics owns memd's registry. All methods are safe for concurrent use.
@@ -86,7 +89,7 @@ type Metrics struct {
 	mu           sync.Mutex
 	lastCommit   time.Time
 	lastSync     time.Time
-	sleepSuccess map[string]time.Time
+	sleepSuccess map[memd.Phase]time.Time
 }
 
 // New builds the registry: Go and process collectors, build info, the event metrics and the
@@ -115,7 +118,7 @@ func New(version string) *Metrics {
 	m.lockHeld = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_writer_lock_held_seconds_total", Help: "Time memd held the writer lock (.memory.lock)."})
 	m.pushAttempts = prometheus.NewCounter(prometheus.CounterOpts{Name: "memd_push_attempts_total", Help: "Pushes tried, rejected ones included."})
 
-	m.sleepSuccess = map[string]time.Time{}
+	m.sleepSuccess = map[memd.Phase]time.Time{}
 	m.reg.MustRegister(m.commits, m.commitDuration, m.syncs, m.syncFailures,
 		m.conflicts, m.sleepRuns, m.sleepFailures, m.sleepDuration, m.archived,
 		m.arcsWritten, m.notesDrained, m.hookRuns, m.lockHeld, m.pushAttempts, (*snapshotCollector)(m))
@@ -124,12 +127,12 @@ func New(version string) *Metrics {
 		m.commits.WithLabelValues(string(k))
 	}
 	for _, p := range SleepPhases {
-		m.sleepRuns.WithLabelValues(p)
-		m.sleepFailures.WithLabelValues(p)
-		m.sleepDuration.WithLabelValues(p)
+		m.sleepRuns.WithLabelValues(string(p))
+		m.sleepFailures.WithLabelValues(string(p))
+		m.sleepDuration.WithLabelValues(string(p))
 	}
 	for _, md := range NoteModes {
-		m.notesDrained.WithLabelValues(md)
+		m.notesDrained.WithLabelValues(string(md))
 	}
 	for _, h := range Hooks {
 		for _, r := range HookResults {
@@ -188,14 +191,15 @@ func (m *Metrics) PushAttempts(n int) { addN(m.pushAttempts, n) }
 func (m *Metrics) Conflicts(n int) { addN(m.conflicts, n) }
 
 // SleepPhase records one phase run.
-func (m *Metrics) SleepPhase(phase string, d time.Duration, err error, at time.Time) {
-	if !utf8.ValidString(phase) { // a label value that would panic client_golang
+func (m *Metrics) SleepPhase(phase memd.Phase, d time.Duration, err error, at time.Time) {
+	label := string(phase)
+	if !utf8.ValidString(label) { // a label value that would panic client_golang
 		return
 	}
-	m.sleepRuns.WithLabelValues(phase).Inc()
-	m.sleepDuration.WithLabelValues(phase).Observe(d.Seconds())
+	m.sleepRuns.WithLabelValues(label).Inc()
+	m.sleepDuration.WithLabelValues(label).Observe(d.Seconds())
 	if err != nil {
-		m.sleepFailures.WithLabelValues(phase).Inc()
+		m.sleepFailures.WithLabelValues(label).Inc()
 		return
 	}
 	m.mu.Lock()
@@ -210,9 +214,9 @@ func (m *Metrics) Archived(n int) { addN(m.archived, n) }
 func (m *Metrics) ArcsWritten(n int) { addN(m.arcsWritten, n) }
 
 // NotesDrained adds drained notes of one lifecycle mode.
-func (m *Metrics) NotesDrained(mode string, n int) {
+func (m *Metrics) NotesDrained(mode memd.LifecycleMode, n int) {
 	if n > 0 {
-		if c, err := m.notesDrained.GetMetricWithLabelValues(mode); err == nil { // mode comes from the ledger
+		if c, err := m.notesDrained.GetMetricWithLabelValues(string(mode)); err == nil { // mode comes from the ledger
 			c.Add(float64(n))
 		}
 	}
@@ -300,7 +304,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	// The timestamps move with events between snapshots, so they are built per scrape.
 	c.mu.Lock()
 	lastCommit, lastSync := later(c.lastCommit, s.LastCommit), later(c.lastSync, s.LastSync)
-	success := make(map[string]time.Time, len(c.sleepSuccess)+len(s.SleepLastSuccess))
+	success := make(map[memd.Phase]time.Time, len(c.sleepSuccess)+len(s.SleepLastSuccess))
 	for ph, t := range c.sleepSuccess {
 		success[ph] = t
 	}
@@ -311,7 +315,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLastCommit, unix(lastCommit))
 	gauge(descLastSync, unix(lastSync))
 	for _, ph := range withKnown(SleepPhases, success) {
-		gauge(descSleepSuccess, unix(success[ph]), ph)
+		gauge(descSleepSuccess, unix(success[ph]), string(ph))
 	}
 }
 
@@ -336,7 +340,7 @@ func snapshotMetrics(s *Snapshot) []prometheus.Metric {
 		gauge(descLedger, float64(s.LedgerRecords[t]), t)
 	}
 	for _, k := range noteKeys(s.LedgerNotes) {
-		gauge(descNotes, float64(s.LedgerNotes[k]), k.Mode, k.State)
+		gauge(descNotes, float64(s.LedgerNotes[k]), string(k.Mode), k.State)
 	}
 	seen := make(map[string]bool, len(s.MemoryMD))
 	for _, md := range s.MemoryMD {
@@ -357,15 +361,15 @@ func snapshotMetrics(s *Snapshot) []prometheus.Metric {
 }
 
 // withKnown is the known label values followed by any others the snapshot has, sorted.
-func withKnown[V any](known []string, m map[string]V) []string {
-	out := append([]string(nil), known...)
-	var extra []string
+func withKnown[K ~string, V any](known []K, m map[K]V) []K {
+	out := slices.Clone(known)
+	var extra []K
 	for k := range m {
 		if !slices.Contains(known, k) {
 			extra = append(extra, k)
 		}
 	}
-	sort.Strings(extra)
+	slices.Sort(extra)
 	return append(out, extra...)
 }
 
@@ -378,7 +382,7 @@ func noteKeys(m map[NoteKey]int) []NoteKey {
 	}
 	var extra []NoteKey
 	for k := range m {
-		if !slices.Contains(NoteModes, k.Mode) || !slices.Contains(NoteStates, k.State) {
+		if !k.Mode.Known() || !slices.Contains(NoteStates, k.State) {
 			extra = append(extra, k)
 		}
 	}

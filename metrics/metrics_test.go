@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
 )
 
@@ -154,7 +155,7 @@ func TestValuesAfterEvents(t *testing.T) {
 		LedgerNotes:   map[metrics.NoteKey]int{{Mode: "soft-expiry", State: "stale"}: 2},
 		MemoryMD:      []metrics.MDStat{{Path: "MEMORY.md", Lines: 120, Bytes: 9000}},
 		WatchedDirs:   11, Pending: 3, Ahead: 1, Behind: 2,
-		SleepLastSuccess: map[string]time.Time{"tidy": at.Add(-time.Hour)},
+		SleepLastSuccess: map[memd.Phase]time.Time{"tidy": at.Add(-time.Hour)},
 		WatchEvents:      99, WatchRescans: 1,
 	})
 	want := `

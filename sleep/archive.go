@@ -67,7 +67,7 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 		}
 		moves = append(moves, move{from: mp, to: memd.ArchivePath(mp, y), reason: why})
 	}
-	if err := planMoves(s, env, p, moves, "archived"); err != nil {
+	if err := planMoves(s, env, p, moves, CountArchived); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -3,7 +3,7 @@ package sleep
 // Report.Counts keys (status last_sleep and the agent's metrics read them).
 const (
 	CountArcs     = "arcs"     // arcs written (created or updated)
-	CountArchived = "archived" // memories moved under archive/ (expire and archive)
+	CountArchived = "archived" // memories moved under archive/: also the expire and archive phases' own count
 	CountExpired  = "expired"  // ledger notes drained
 	CountStale    = "stale"    // ledger notes soft-expired, in their grace
 	CountLinks    = "links"    // links and index bullets repointed

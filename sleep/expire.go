@@ -58,7 +58,7 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 			moves = append(moves, mv)
 		}
 	}
-	if err := planMoves(s, env, p, moves, "archived"); err != nil {
+	if err := planMoves(s, env, p, moves, CountArchived); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -132,8 +132,8 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 		}
 		drainedN++
 		p.counts["drained"]++
-		p.counts["drained_"+ln.Record.Lifecycle.Mode]++
-		p.item("drain", ledgerPath, drainedPath(v.Year), "note "+ln.Record.ID+": "+v.Reason)
+		p.counts["drained_"+string(ln.Record.Lifecycle.Mode)]++
+		p.item("drain", ledgerPath, drainedPath(v.Year), "note "+ln.Record.ID+": "+string(v.Reason))
 	}
 	if drainedN == 0 {
 		return nil
@@ -148,12 +148,12 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 }
 
 // drainedLine is the record as its drained file keeps it: stamped with when and why.
-func drainedLine(r *memd.Record, reason string, now time.Time) ([]byte, error) {
+func drainedLine(r *memd.Record, reason memd.LifecycleMode, now time.Time) ([]byte, error) {
 	rec := r.Clone()
 	if err := rec.Set("drainedAt", now.UTC().Format(time.RFC3339)); err != nil {
 		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)
 	}
-	if err := rec.Set("drainReason", reason); err != nil {
+	if err := rec.Set("drainReason", string(reason)); err != nil {
 		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)
 	}
 	line, err := rec.MarshalJSON()
@@ -191,5 +191,5 @@ func appendDrained(s *snapshot, p *plan, drained map[int][][]byte) error {
 }
 
 func drainedPath(year int) string {
-	return path.Join(memd.BucketArchive, fmt.Sprintf("%04d", year), DrainedFile)
+	return path.Join(string(memd.BucketArchive), fmt.Sprintf("%04d", year), DrainedFile)
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/internal/statedir"
+
+	"github.com/memd-dev/memd"
 )
 
 type opKind string
@@ -99,7 +101,7 @@ type journalEntry struct {
 
 type journalManifest struct {
 	Run     string         `json:"run"`
-	Phase   string         `json:"phase"`
+	Phase   memd.Phase     `json:"phase"`
 	Entries []journalEntry `json:"entries"`
 }
 
@@ -255,7 +257,7 @@ func (j *journal) backup(i int, o op) (journalEntry, error) {
 	return e, nil
 }
 
-func (r *Runner) openJournal(runID, ph string, p *plan) (_ *journal, err error) {
+func (r *Runner) openJournal(runID string, ph memd.Phase, p *plan) (_ *journal, err error) {
 	t, sd, err := r.openTrees()
 	if err != nil {
 		return nil, err
@@ -466,7 +468,7 @@ func (j *journal) remove() {
 
 // recoverJournal undoes a phase that a killed run left half applied. If that phase was in
 // fact committed (killed after the commit), the journal is only removed.
-func (r *Runner) recoverJournal(runID string, done map[string]bool) error {
+func (r *Runner) recoverJournal(runID string, done map[memd.Phase]bool) error {
 	dir := r.journalDir()
 	t, sd, err := r.openTrees()
 	if err != nil {

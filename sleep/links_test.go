@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd"
 )
 
 // A folder sleep would move or write into that is a symlink to elsewhere (issue 12 item 4):
@@ -23,7 +25,7 @@ func TestSleepRefusesSymlinkedFolders(t *testing.T) {
 	}
 	before := head(t, dir)
 	store := openStore(t, dir)
-	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"archive"} })
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{"archive"} })
 	if len(rep.Phases) != 1 || rep.Phases[0].Err == nil {
 		t.Fatalf("archive through a symlinked archive/2024: %+v, want a failed phase", rep.Phases)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 // A planner reads the tree the phases plan on, plans each phase on it, and keeps what it
@@ -17,7 +19,7 @@ type planner interface {
 	// load walks the repo and parses its memory files.
 	load() (*snapshot, error)
 	// plan is one phase's plan on s (pure: nothing is written).
-	plan(ph string, s *snapshot, env *planEnv) (*plan, error)
+	plan(ph memd.Phase, s *snapshot, env *planEnv) (*plan, error)
 	// keep is called after the phases of a run that writes (not a dry run).
 	keep(s *snapshot) error
 }
@@ -37,7 +39,7 @@ func (p plainPlanner) load() (*snapshot, error) {
 	return snapshotOf(p.dir, t, 0, "", p.progress)
 }
 
-func (plainPlanner) plan(ph string, s *snapshot, env *planEnv) (*plan, error) {
+func (plainPlanner) plan(ph memd.Phase, s *snapshot, env *planEnv) (*plan, error) {
 	switch ph {
 	case PhaseExpire:
 		return planExpire(s, env)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 
 func helperMain() int {
 	dir := os.Getenv("MEMD_SLEEP_DIR")
-	phase := os.Getenv("MEMD_SLEEP_KILL_PHASE")
+	phase := memd.Phase(os.Getenv("MEMD_SLEEP_KILL_PHASE"))
 	at, _ := strconv.Atoi(os.Getenv("MEMD_SLEEP_KILL_AT"))
 	marker := os.Getenv("MEMD_SLEEP_MARKER")
 	store, err := openStoreErr(dir)
@@ -37,7 +38,7 @@ func helperMain() int {
 		return 3
 	}
 	opts := Options{Config: testConfig(), Now: func() time.Time { return fixNow }, NoGC: true,
-		afterOp: func(ph string, i int) error {
+		afterOp: func(ph memd.Phase, i int) error {
 			if ph == phase && i == at {
 				_ = os.WriteFile(marker, []byte("ready"), 0o644)
 				select {} // wait for SIGKILL

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	gosync "sync"
 	"time"
 
@@ -39,9 +40,9 @@ func parseSchedule(spec string) (cron.Schedule, error) {
 // is when catch-up started watching a repo that has never slept, so a first missed night is
 // still caught up.
 type State struct {
-	Version  int                   `json:"version"`
-	Baseline time.Time             `json:"baseline,omitzero"`
-	Phases   map[string]PhaseState `json:"phases"`
+	Version  int                       `json:"version"`
+	Baseline time.Time                 `json:"baseline,omitzero"`
+	Phases   map[memd.Phase]PhaseState `json:"phases"`
 }
 
 // PhaseState is one phase's last success.
@@ -52,7 +53,7 @@ type PhaseState struct {
 
 // ReadState reads <stateDir>/sleep.json; a missing file is an empty state.
 func ReadState(stateDir string) (State, error) {
-	st := State{Version: 1, Phases: map[string]PhaseState{}}
+	st := State{Version: 1, Phases: map[memd.Phase]PhaseState{}}
 	p := filepath.Join(stateDir, StateFile)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
@@ -62,10 +63,10 @@ func ReadState(stateDir string) (State, error) {
 		return st, fmt.Errorf("read sleep state %s: %w", p, err)
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
-		return State{Version: 1, Phases: map[string]PhaseState{}}, fmt.Errorf("sleep state %s: %w", p, err)
+		return State{Version: 1, Phases: map[memd.Phase]PhaseState{}}, fmt.Errorf("sleep state %s: %w", p, err)
 	}
 	if st.Phases == nil {
-		st.Phases = map[string]PhaseState{}
+		st.Phases = map[memd.Phase]PhaseState{}
 	}
 	return st, nil
 }
@@ -81,7 +82,7 @@ func updateState(stateDir string, f func(*State)) error {
 	st, err := ReadState(stateDir)
 	if err != nil {
 		// A corrupt state file only costs a catch-up; replace it rather than stop sleeping.
-		st = State{Version: 1, Phases: map[string]PhaseState{}}
+		st = State{Version: 1, Phases: map[memd.Phase]PhaseState{}}
 	}
 	f(&st)
 	st.Version = 1
@@ -96,11 +97,11 @@ func updateState(stateDir string, f func(*State)) error {
 }
 
 // MarkDone records a successful run of phase at time at (and its run id) in sleep.json.
-func MarkDone(stateDir, phase, runID string, at time.Time) error {
-	return markDone(stateDir, []string{phase}, runID, at)
+func MarkDone(stateDir string, phase memd.Phase, runID string, at time.Time) error {
+	return markDone(stateDir, []memd.Phase{phase}, runID, at)
 }
 
-func markDone(stateDir string, phases []string, runID string, at time.Time) error {
+func markDone(stateDir string, phases []memd.Phase, runID string, at time.Time) error {
 	return updateState(stateDir, func(st *State) {
 		for _, ph := range phases {
 			st.Phases[ph] = PhaseState{LastSuccess: at.UTC(), Run: runID}
@@ -123,7 +124,7 @@ type Scheduler struct {
 	trigger  func(slot time.Time)
 
 	// Phases whose last success decides catch-up (default: all four).
-	Phases []string
+	Phases []memd.Phase
 	// CatchUp off: only the cron times fire.
 	CatchUp bool
 	// Logger; nil discards.
@@ -148,7 +149,7 @@ func NewScheduler(spec string, stateDir string, now func() time.Time, trigger fu
 		now = time.Now
 	}
 	return &Scheduler{spec: spec, sched: sched, stateDir: stateDir, now: now, trigger: trigger,
-		Phases: append([]string(nil), memd.SleepPhases...), CatchUp: true, CheckEvery: time.Minute}, nil
+		Phases: slices.Clone(memd.SleepPhases), CatchUp: true, CheckEvery: time.Minute}, nil
 }
 
 func (s *Scheduler) logger() *slog.Logger {
@@ -203,7 +204,7 @@ func (s *Scheduler) Due(now time.Time) (slot time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	s.mu.Lock()
-	phases := append([]string(nil), s.Phases...)
+	phases := slices.Clone(s.Phases)
 	s.mu.Unlock()
 	for _, p := range phases {
 		last := st.Baseline
@@ -350,7 +351,7 @@ func (s *Scheduler) Stop() {
 }
 
 // MarkDone records phase's success at at (see the package func MarkDone).
-func (s *Scheduler) MarkDone(phase string, at time.Time) error {
+func (s *Scheduler) MarkDone(phase memd.Phase, at time.Time) error {
 	return MarkDone(s.stateDir, phase, RunID(s.Prev(at)), at)
 }
 

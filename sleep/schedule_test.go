@@ -7,6 +7,8 @@ import (
 	gosync "sync"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 func TestValidateSchedule(t *testing.T) {
@@ -67,7 +69,7 @@ func TestCatchUpAfterThreeMissedNightsRunsOnce(t *testing.T) {
 	if err := MarkDone(dir, "expire", "20261126T030000Z", mustTime(t, "2026-11-26T03:00:05Z")); err != nil {
 		t.Fatal(err)
 	}
-	for _, ph := range []string{"arcs", "archive", "tidy"} {
+	for _, ph := range []memd.Phase{"arcs", "archive", "tidy"} {
 		if err := MarkDone(dir, ph, "20261126T030000Z", mustTime(t, "2026-11-26T03:00:09Z")); err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +103,7 @@ func TestCatchUpAfterThreeMissedNightsRunsOnce(t *testing.T) {
 	}
 	mu.Unlock()
 	// The owner runs it and records success; then nothing is due until tomorrow 03:00.
-	for _, ph := range []string{"expire", "arcs", "archive", "tidy"} {
+	for _, ph := range []memd.Phase{"expire", "arcs", "archive", "tidy"} {
 		if err := s.MarkDone(ph, now); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +138,7 @@ func TestCatchUpAfterThreeMissedNightsRunsOnce(t *testing.T) {
 func TestDueWhenOnePhaseMissing(t *testing.T) {
 	dir := t.TempDir()
 	at := mustTime(t, "2026-11-30T03:00:10Z")
-	for _, ph := range []string{"expire", "arcs", "tidy"} {
+	for _, ph := range []memd.Phase{"expire", "arcs", "tidy"} {
 		if err := MarkDone(dir, ph, "x", at); err != nil {
 			t.Fatal(err)
 		}

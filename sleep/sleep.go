@@ -61,7 +61,7 @@ const (
 var ErrConflict = errors.New("file changed since the plan")
 
 // ErrUnknownPhase is returned for a phase name that is not one of the four.
-var ErrUnknownPhase = errors.New("unknown sleep phase")
+var ErrUnknownPhase = memd.ErrUnknownPhase
 
 // Store is the commit boundary; *memsync.Repo satisfies it.
 type Store interface {
@@ -75,7 +75,7 @@ type Options struct {
 	// NewRunner's repoDir is the repo).
 	Config memd.Config
 	// Phases to run; nil means Config.Sleep.Phases. Always run in canonical order.
-	Phases []string
+	Phases []memd.Phase
 	// Now is the clock; nil = time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -94,8 +94,8 @@ type Options struct {
 	Ignore Ignore
 
 	// test hooks
-	afterOp func(phase string, i int) error // called after each applied op; an error fails the phase
-	wallNow func() time.Time                // the wall clock for the racy rule; nil = time.Now
+	afterOp func(phase memd.Phase, i int) error // called after each applied op; an error fails the phase
+	wallNow func() time.Time                    // the wall clock for the racy rule; nil = time.Now
 }
 
 // Item is one planned action, for --dry-run and --json.
@@ -108,7 +108,7 @@ type Item struct {
 
 // PhaseResult is what one phase did.
 type PhaseResult struct {
-	Name     string         `json:"phase"`
+	Name     memd.Phase     `json:"phase"`
 	Counts   map[string]int `json:"counts"`
 	Commit   string         `json:"commit,omitempty"`
 	Skipped  bool           `json:"skipped,omitempty"` // already committed for this run id
@@ -128,9 +128,9 @@ type Report struct {
 	// archive and expire), expired (notes drained), plus stale, repaired, links.
 	Counts map[string]int `json:"counts"`
 	// Drained counts drained notes by lifecycle mode (memd_notes_drained_total{mode}).
-	Drained map[string]int `json:"drained,omitempty"`
-	GC      string         `json:"gc,omitempty"` // "ran", "skipped: …" or "failed: …"
-	Elapsed time.Duration  `json:"elapsed_ns"`
+	Drained map[memd.LifecycleMode]int `json:"drained,omitempty"`
+	GC      string                     `json:"gc,omitempty"` // "ran", "skipped: …" or "failed: …"
+	Elapsed time.Duration              `json:"elapsed_ns"`
 }
 
 // Failed reports whether any phase failed.
@@ -145,23 +145,23 @@ func (r Report) Failed() bool {
 
 // summarize fills Counts and Drained from the phases.
 func (r *Report) summarize() {
-	r.Counts, r.Drained = map[string]int{}, map[string]int{}
+	r.Counts, r.Drained = map[string]int{}, map[memd.LifecycleMode]int{}
 	for _, p := range r.Phases {
 		c := p.Counts
 		switch p.Name {
 		case PhaseExpire:
 			r.Counts[CountExpired] += c["drained"]
-			r.Counts[CountArchived] += c["archived"]
+			r.Counts[CountArchived] += c[CountArchived]
 			r.Counts[CountStale] += c["stale"]
 			for k, v := range c {
 				if mode, ok := strings.CutPrefix(k, "drained_"); ok {
-					r.Drained[mode] += v
+					r.Drained[memd.LifecycleMode(mode)] += v
 				}
 			}
 		case PhaseArcs:
 			r.Counts[CountArcs] += c["created"] + c["updated"]
 		case PhaseArchive:
-			r.Counts[CountArchived] += c["archived"]
+			r.Counts[CountArchived] += c[CountArchived]
 			r.Counts[CountLinks] += c["links"] + c["bullets"]
 		case PhaseTidy:
 			r.Counts[CountRepaired] += c["repaired"]
@@ -206,22 +206,18 @@ func NewRunner(repoDir string, store Store, opts Options) *Runner {
 	return r
 }
 
-// SelectPhases returns the named phases in canonical order, refusing unknown names.
-func SelectPhases(names []string) ([]string, error) {
-	want := map[string]bool{}
+// SelectPhases returns the named phases in canonical order, refusing unknown names
+// (memd.ParsePhase's error).
+func SelectPhases(names []memd.Phase) ([]memd.Phase, error) {
+	want := map[memd.Phase]bool{}
 	for _, n := range names {
-		ok := false
-		for _, p := range memd.SleepPhases {
-			if p == n {
-				ok = true
-			}
+		p, err := memd.ParsePhase(string(n))
+		if err != nil {
+			return nil, err
 		}
-		if !ok {
-			return nil, fmt.Errorf("%w %q (phases: %s)", ErrUnknownPhase, n, strings.Join(memd.SleepPhases, ", "))
-		}
-		want[n] = true
+		want[p] = true
 	}
-	var out []string
+	var out []memd.Phase
 	for _, p := range memd.SleepPhases {
 		if want[p] {
 			out = append(out, p)
@@ -272,7 +268,7 @@ func (r *Runner) Run(ctx context.Context, runID string) (Report, error) {
 }
 
 // phases is the run's phase list in canonical order.
-func (r *Runner) phases() ([]string, error) {
+func (r *Runner) phases() ([]memd.Phase, error) {
 	if r.opts.Phases != nil {
 		return SelectPhases(r.opts.Phases)
 	}
@@ -281,9 +277,9 @@ func (r *Runner) phases() ([]string, error) {
 
 // recover clears a stale writer lock, undoes a phase a killed run left half applied, and
 // returns the phases already committed for runID (none in a dry run, which touches nothing).
-func (r *Runner) recover(ctx context.Context, runID string) (map[string]bool, error) {
+func (r *Runner) recover(ctx context.Context, runID string) (map[memd.Phase]bool, error) {
 	if r.opts.DryRun {
-		return map[string]bool{}, nil
+		return map[memd.Phase]bool{}, nil
 	}
 	clearStaleLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.log)
 	done, err := r.committedPhases(runID)
@@ -297,7 +293,7 @@ func (r *Runner) recover(ctx context.Context, runID string) (map[string]bool, er
 }
 
 // runPhase plans, applies and commits one phase, and logs what it did.
-func (r *Runner) runPhase(ctx context.Context, runID, ph string, snap *snapshot, env *planEnv) PhaseResult {
+func (r *Runner) runPhase(ctx context.Context, runID string, ph memd.Phase, snap *snapshot, env *planEnv) PhaseResult {
 	t0 := time.Now()
 	pr := PhaseResult{Name: ph, Counts: map[string]int{}}
 	if p, err := r.planner.plan(ph, snap, env); err != nil {
@@ -324,7 +320,7 @@ func (r *Runner) runPhase(ctx context.Context, runID, ph string, snap *snapshot,
 // apply applies p and commits it (a dry run only imagines it in the snapshot), and brings
 // the snapshot up to date for the phases after it. A failed apply or commit leaves the tree
 // and the snapshot as they were.
-func (r *Runner) apply(ctx context.Context, runID, ph string, snap *snapshot, p *plan) (commit string, err error) {
+func (r *Runner) apply(ctx context.Context, runID string, ph memd.Phase, snap *snapshot, p *plan) (commit string, err error) {
 	if len(p.ops) == 0 {
 		return "", nil
 	}
@@ -343,7 +339,7 @@ func (r *Runner) record(ctx context.Context, rep *Report, snap *snapshot, now ti
 	if err := r.planner.keep(snap); err != nil {
 		r.log.Warn("cannot write the sleep parse cache", "err", err)
 	}
-	var succeeded []string
+	var succeeded []memd.Phase
 	for _, pr := range rep.Phases {
 		if !pr.Skipped && pr.Err == nil {
 			succeeded = append(succeeded, pr.Name)
@@ -359,8 +355,8 @@ func (r *Runner) record(ctx context.Context, rep *Report, snap *snapshot, now ti
 
 // applyAndCommit takes the writer lock, applies p's ops (journalled), commits them, and
 // undoes them if anything fails.
-func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) (string, error) {
-	release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+ph, r.log)
+func (r *Runner) applyAndCommit(ctx context.Context, runID string, ph memd.Phase, p *plan) (string, error) {
+	release, err := acquireWriterLock(ctx, filepath.Join(r.dir, lockFile(r.opts.Config)), r.opts.Config.Lock.Timeout.D(), "memd sleep "+string(ph), r.log)
 	if err != nil {
 		return "", fmt.Errorf("writer lock: %w", err)
 	}
@@ -386,7 +382,7 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID, ph string, p *plan) 
 }
 
 // applyOps applies p's ops through the journal and makes the tree's new bytes durable.
-func (r *Runner) applyOps(ctx context.Context, j *journal, ph string, p *plan) error {
+func (r *Runner) applyOps(ctx context.Context, j *journal, ph memd.Phase, p *plan) error {
 	for i := range p.ops {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -399,7 +395,7 @@ func (r *Runner) applyOps(ctx context.Context, j *journal, ph string, p *plan) e
 				return err
 			}
 		}
-		progress(r.opts.Progress, ph, i+1, len(p.ops))
+		progress(r.opts.Progress, string(ph), i+1, len(p.ops))
 	}
 	progressDone(r.opts.Progress, len(p.ops))
 	// The tree's new bytes durable before the commit names them (a power loss after the
@@ -408,7 +404,7 @@ func (r *Runner) applyOps(ctx context.Context, j *journal, ph string, p *plan) e
 }
 
 // commit commits the paths p touched as one sleep commit of phase ph.
-func (r *Runner) commit(runID, ph string, p *plan) (string, error) {
+func (r *Runner) commit(runID string, ph memd.Phase, p *plan) (string, error) {
 	msg := commitMessage(ph, runID, p.counts)
 	for attempt := 0; ; attempt++ {
 		res, err := r.store.CommitPathsMessage(p.paths(), msg, memsync.KindSleep)
@@ -429,7 +425,7 @@ func lockFile(cfg memd.Config) string {
 }
 
 // commitMessage is `sleep(<phase>): <counts>` then the trailers.
-func commitMessage(ph, runID string, counts map[string]int) string {
+func commitMessage(ph memd.Phase, runID string, counts map[string]int) string {
 	// The subject keeps the totals; breakdowns (drained_<mode>) are in the trailer only.
 	totals := map[string]int{}
 	for k, v := range counts {
@@ -478,8 +474,8 @@ func parseTrailers(msg string) map[string]string {
 const commitHistoryLimit = 500
 
 // committedPhases reads which phases are already committed for runID from git log.
-func (r *Runner) committedPhases(runID string) (map[string]bool, error) {
-	done := map[string]bool{}
+func (r *Runner) committedPhases(runID string) (map[memd.Phase]bool, error) {
+	done := map[memd.Phase]bool{}
 	msgs, err := r.store.CommitMessages(commitHistoryLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read commit messages: %w", err)
@@ -487,7 +483,7 @@ func (r *Runner) committedPhases(runID string) (map[string]bool, error) {
 	for _, m := range msgs {
 		t := parseTrailers(m)
 		if t[TrailerRun] == runID && t[TrailerPhase] != "" {
-			done[t[TrailerPhase]] = true
+			done[memd.Phase(t[TrailerPhase])] = true // as committed; an unknown name matches no phase
 		}
 	}
 	return done, nil

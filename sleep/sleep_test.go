@@ -75,7 +75,7 @@ func TestFullSleep(t *testing.T) {
 			t.Errorf("commit %d trailers %v", i, tr)
 		}
 	}
-	byPhase := map[string]PhaseResult{}
+	byPhase := map[memd.Phase]PhaseResult{}
 	for _, p := range rep.Phases {
 		byPhase[p.Name] = p
 		if p.Commit == "" {
@@ -247,7 +247,7 @@ func TestArcsThresholdAndUpdate(t *testing.T) {
 	initRepo(t, dir)
 	store := openStore(t, dir)
 	cfg := testConfig()
-	arcsOnly := func(o *Options) { o.Phases = []string{"arcs"} }
+	arcsOnly := func(o *Options) { o.Phases = []memd.Phase{"arcs"} }
 	h0 := head(t, dir)
 	rep := runSleep(t, dir, store, cfg, arcsOnly)
 	if rep.Phases[0].Counts["created"] != 1 {
@@ -266,7 +266,7 @@ func TestArcsThresholdAndUpdate(t *testing.T) {
 
 	// Nothing changed: no commit, same bytes (a new run id so the trailers don't skip it).
 	h1 := head(t, dir)
-	if _, err := NewRunner(dir, store, Options{Config: cfg, Phases: []string{"arcs"}, Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "again"); err != nil {
+	if _, err := NewRunner(dir, store, Options{Config: cfg, Phases: []memd.Phase{"arcs"}, Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "again"); err != nil {
 		t.Fatal(err)
 	}
 	if head(t, dir) != h1 || readFile(t, dir, "areas/arcs/team-red-2026.html") != red {
@@ -279,7 +279,7 @@ func TestArcsThresholdAndUpdate(t *testing.T) {
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-q", "-m", "more")
 	h2 := head(t, dir)
-	rep, err := NewRunner(dir, store, Options{Config: cfg, Phases: []string{"arcs"}, Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "third")
+	rep, err := NewRunner(dir, store, Options{Config: cfg, Phases: []memd.Phase{"arcs"}, Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "third")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,12 +306,12 @@ func TestFailedPhaseIsUndoneAndLaterPhasesRun(t *testing.T) {
 	buildFixture(t, dir)
 	store := openStore(t, dir)
 	// Run expire and arcs first so the archive run starts from a committed tree.
-	runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"expire", "arcs"} })
+	runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{"expire", "arcs"} })
 	h := head(t, dir)
 	notesBefore, indexBefore := readFile(t, dir, noteFile), readFile(t, dir, indexMD)
 	boom := errors.New("injected failure")
 	failAt := func(o *Options) {
-		o.afterOp = func(phase string, i int) error {
+		o.afterOp = func(phase memd.Phase, i int) error {
 			if phase == "archive" && i == 4 {
 				return boom
 			}
@@ -320,7 +320,7 @@ func TestFailedPhaseIsUndoneAndLaterPhasesRun(t *testing.T) {
 	}
 	// Archive alone: the tree is exactly as before.
 	before := treeDigest(t, dir)
-	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"archive"}; failAt(o) })
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{"archive"}; failAt(o) })
 	if !rep.Failed() || !errors.Is(rep.Phases[0].Err, boom) || rep.Phases[0].Commit != "" {
 		t.Fatalf("archive result %+v", rep.Phases[0])
 	}
@@ -337,7 +337,7 @@ func TestFailedPhaseIsUndoneAndLaterPhasesRun(t *testing.T) {
 		t.Fatal("failed phase committed")
 	}
 	// Archive then tidy: archive fails, tidy still runs and commits its own work only.
-	rep = runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"archive", "tidy"}; failAt(o) })
+	rep = runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{"archive", "tidy"}; failAt(o) })
 	if !rep.Failed() || rep.Phases[0].Err == nil {
 		t.Fatalf("archive result %+v", rep.Phases[0])
 	}
@@ -371,7 +371,7 @@ func TestFailedPhaseRealError(t *testing.T) {
 	git(t, dir, "commit", "-q", "-m", "obstacle")
 	store := openStore(t, dir)
 	before := treeDigest(t, dir)
-	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"archive"} })
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{"archive"} })
 	if !rep.Failed() {
 		t.Fatal("archive succeeded through a file where a directory must be")
 	}
@@ -422,7 +422,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".git", "memd", StateFile)); err == nil {
 		t.Error("dry run wrote sleep.json")
 	}
-	counts := map[string]map[string]int{}
+	counts := map[memd.Phase]map[string]int{}
 	var items []Item
 	for _, p := range rep.Phases {
 		counts[p.Name] = p.Counts
@@ -463,7 +463,7 @@ func TestHeldWriterLockBlocksApply(t *testing.T) {
 	h := head(t, dir)
 	cfg := testConfig()
 	cfg.Lock.Timeout = memd.Duration(300 * time.Millisecond)
-	rep := runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []string{"expire"} })
+	rep := runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []memd.Phase{"expire"} })
 	if !rep.Failed() || !errors.Is(rep.Phases[0].Err, memd.ErrLockTimeout) {
 		t.Fatalf("expire under a held lock: %+v", rep.Phases[0])
 	}
@@ -474,7 +474,7 @@ func TestHeldWriterLockBlocksApply(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, ".memory.lock")); err != nil {
 		t.Fatal(err)
 	}
-	rep = runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []string{"expire"} })
+	rep = runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []memd.Phase{"expire"} })
 	if rep.Failed() || rep.Phases[0].Commit == "" {
 		t.Fatalf("expire after release: %+v", rep.Phases[0])
 	}
@@ -542,7 +542,7 @@ func TestFailedCommitIsUndone(t *testing.T) {
 	buildFixture(t, dir)
 	store := failingStore{Store: openStore(t, dir), prefix: "sleep(expire)"}
 	before := treeDigest(t, dir)
-	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"expire"} })
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{"expire"} })
 	if !rep.Failed() || !strings.Contains(rep.Phases[0].Error, "disk on fire") {
 		t.Fatalf("%+v", rep.Phases[0])
 	}
@@ -564,7 +564,7 @@ func TestTidyRepointsToArchive(t *testing.T) {
 	initRepo(t, dir)
 	store := openStore(t, dir)
 	h := head(t, dir)
-	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []string{"tidy"} })
+	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{"tidy"} })
 	if rep.Failed() {
 		t.Fatal(rep.Phases[0].Err)
 	}
@@ -591,7 +591,7 @@ func TestArcsByTag(t *testing.T) {
 	initRepo(t, dir)
 	cfg := testConfig()
 	cfg.Arcs.Key = "tag"
-	runSleep(t, dir, openStore(t, dir), cfg, func(o *Options) { o.Phases = []string{"arcs"} })
+	runSleep(t, dir, openStore(t, dir), cfg, func(o *Options) { o.Phases = []memd.Phase{"arcs"} })
 	if !exists(dir, "areas/arcs/incident-2026.html") || exists(dir, "areas/arcs/db-2026.html") {
 		t.Fatalf("tag arcs: %v", treeList(t, dir))
 	}

@@ -338,7 +338,7 @@ func (s *snapshot) archivedAt() map[string]string {
 	out := map[string]string{}
 	years := map[string]int{}
 	for p := range s.files {
-		if !strings.HasPrefix(p, memd.BucketArchive+"/") {
+		if !strings.HasPrefix(p, string(memd.BucketArchive)+"/") {
 			continue
 		}
 		orig, year, ok := memd.UnarchivePath(p)

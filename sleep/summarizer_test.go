@@ -119,7 +119,7 @@ func TestArcsWithSummarizer(t *testing.T) {
 			store := openStore(t, dir)
 			cfg := testConfig()
 			cfg.Arcs.Summarizer.Command = script(t, c.body)
-			rep := runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []string{"arcs"} })
+			rep := runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []memd.Phase{"arcs"} })
 			if rep.Failed() || rep.Phases[0].Counts["created"] != 1 || rep.Phases[0].Counts["summarizer_failed"] != c.failed {
 				t.Fatalf("%+v", rep.Phases[0])
 			}

@@ -216,7 +216,7 @@ func plainMemoryPath(p string) bool {
 	if !hasDir {
 		return false
 	}
-	switch first {
+	switch memd.Bucket(first) {
 	case memd.BucketProjects, memd.BucketAreas, memd.BucketResources, memd.BucketArchive:
 	default:
 		return false

@@ -207,7 +207,7 @@ func main() {
 	runtime.GC()
 	c0 = cpuTime()
 	t0 = time.Now()
-	rep3, err := sleep.NewRunner(led, lrepo, sleep.Options{Config: cfg, Phases: []string{"expire"}, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-6")
+	rep3, err := sleep.NewRunner(led, lrepo, sleep.Options{Config: cfg, Phases: []memd.Phase{memd.PhaseExpire}, Now: func() time.Time { return now }, NoGC: true}).Run(context.Background(), "bench-6")
 	expire, expireCPU := time.Since(t0), cpuTime()-c0
 	check(err)
 	lrepo.WaitIndexRefresh()

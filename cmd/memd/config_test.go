@@ -47,6 +47,8 @@ func TestBadConfigExitsTwoNamingKeyAndValue(t *testing.T) {
 		{"negative", "arcs:\n  min_episodes: 0\n", []string{"arcs.min_episodes", "0"}},
 		{"float for int", "archive:\n  keep_years: 1.5\n", []string{"archive.keep_years", "1.5"}},
 		{"bad phase", "sleep:\n  phases: [expire, dream]\n", []string{"sleep.phases", "dream"}},
+		{"phase case", "sleep:\n  phases: [Tidy]\n", []string{"sleep.phases", "Tidy", "unknown phase (phases: expire, arcs, archive, tidy)"}},
+		{"phase twice", "sleep:\n  phases: [tidy, tidy]\n", []string{"sleep.phases", "tidy", "listed twice"}},
 		{"bad level", "log:\n  level: loud\n", []string{"log.level", "loud"}},
 		{"non-loopback listen", "http:\n  listen: 0.0.0.0:9\n", []string{"http.listen", "0.0.0.0:9"}},
 		{"quiet over max", "watch:\n  quiet: 1m\n  max_delay: 10s\n", []string{"watch.max_delay", "10s"}},

@@ -77,7 +77,7 @@ func TestInitProjectMemoryLayout(t *testing.T) {
 		t.Errorf("doctor after tidy: exit %d\n%s", code, out)
 	}
 	for _, b := range memd.Buckets {
-		if _, err := os.Stat(filepath.Join(dir, b)); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(dir, string(b))); !os.IsNotExist(err) {
 			t.Errorf("sleep added %s", b)
 		}
 	}
@@ -85,7 +85,7 @@ func TestInitProjectMemoryLayout(t *testing.T) {
 	if code, _, stderr := runApp(t, "init", dir); code != 0 {
 		t.Fatalf("second init: %d %s", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, memd.BucketProjects)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, string(memd.BucketProjects))); !os.IsNotExist(err) {
 		t.Error("second init added the PARA skeleton")
 	}
 }
@@ -96,7 +96,7 @@ func TestInitLayoutFlag(t *testing.T) {
 	if code, _, stderr := runApp(t, "init", "--layout", "project-memory", empty); code != 0 {
 		t.Fatalf("init --layout project-memory: %d %s", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(empty, memd.BucketAreas)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(empty, string(memd.BucketAreas))); !os.IsNotExist(err) {
 		t.Error("--layout project-memory added buckets")
 	}
 	forced := seed003Dir(t)

@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("sleep", "run sleep phases now, in order (expire, arcs, archive, tidy)", cmdSleep)
+	register("sleep", "run sleep phases now, in order ("+memd.JoinNames(memd.SleepPhases, ", ")+")", cmdSleep)
 	// A bad sleep.schedule is a config error (exit 2) naming the spec.
 	validateSchedule = sleep.ValidateSchedule
 }
@@ -38,18 +38,21 @@ func (p *phaseList) Set(v string) error {
 func cmdSleep(a *app, args []string) int {
 	fs := a.flags("sleep", "")
 	var phases phaseList
-	fs.Var(&phases, "phase", "run only this `phase` (expire, arcs, archive, tidy); repeatable; default: sleep.phases")
+	fs.Var(&phases, "phase", "run only this `phase` ("+memd.JoinNames(memd.SleepPhases, ", ")+"); repeatable; default: sleep.phases")
 	dryRun := fs.Bool("dry-run", false, "print the plan and write nothing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noGC := fs.Bool("no-gc", false, "skip `git gc --auto` after the phases")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
-	if len(phases) > 0 {
-		if _, err := sleep.SelectPhases(phases); err != nil {
+	var only []memd.Phase // the flag's strings, converted here: the runner sees phases only
+	for _, s := range phases {
+		p, err := memd.ParsePhase(s)
+		if err != nil {
 			fmt.Fprintf(a.stderr, "memd: sleep: --phase: %v\n", err)
 			return exitUsage
 		}
+		only = append(only, p)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -70,8 +73,8 @@ func cmdSleep(a *app, args []string) int {
 		progress = f
 	}
 	ro := sleep.Options{DryRun: *dryRun, Progress: progress, StateDir: a.cfg.StateDir(), NoGC: *noGC}
-	if len(phases) > 0 {
-		ro.Phases = phases
+	if len(only) > 0 {
+		ro.Phases = only
 	}
 	// The run id is the clock's second: a run killed midway and started again with the same
 	// --now resumes (committed phases are skipped, a half-applied one is undone first).

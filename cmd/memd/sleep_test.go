@@ -113,9 +113,12 @@ func TestSleepCommand(t *testing.T) {
 		t.Fatal("--dry-run wrote")
 	}
 
-	code, _, errs = runMemd(t, "sleep", "--repo", dir, "--phase", "dream")
-	if code != 2 || !strings.Contains(errs, "dream") {
-		t.Fatalf("unknown phase: exit %d, stderr %q (want 2 naming it)", code, errs)
+	for _, bad := range []string{"dream", "Tidy"} { // names are case-sensitive, as config spells them
+		code, _, errs = runMemd(t, "sleep", "--repo", dir, "--phase", "expire,"+bad)
+		want := `memd: sleep: --phase: unknown sleep phase "` + bad + `" (phases: expire, arcs, archive, tidy)`
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Fatalf("unknown phase: exit %d, stderr %q (want 2 and %q)", code, errs, want)
+		}
 	}
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte("sleep:\n  schedule: \"every night\"\n"), 0o644); err != nil {

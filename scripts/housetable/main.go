@@ -37,8 +37,8 @@ import (
 	"strings"
 )
 
-// names are the shared literals of issue 18's "one vocabulary" (vocab.go, paths.go,
-// ledger.go's modes), by what they name.
+// names are the shared literals of issue 18's "one vocabulary" (vocab.go: phases, modes,
+// buckets and kinds are typed there), by what they name.
 var names = []struct{ what, lit string }{
 	{"ledger file", "memory.jsonl"},
 	{"lock file", ".memory.lock"},

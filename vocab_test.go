@@ -1,0 +1,106 @@
+package memd
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each parse function takes exactly the names config, flags and the ledger spell (byte for
+// byte: no case folding, no trimming) and names the bad input with the sentinel callers test.
+func TestParseNames(t *testing.T) {
+	type result struct {
+		got string
+		err error
+	}
+	phase := func(s string) result { p, err := ParsePhase(s); return result{string(p), err} }
+	mode := func(s string) result { m, err := ParseLifecycleMode(s); return result{string(m), err} }
+	bucket := func(s string) result { b, err := ParseBucket(s); return result{string(b), err} }
+	cases := []struct {
+		name     string
+		parse    func(string) result
+		in       string
+		sentinel error // nil: in parses to itself
+		lists    string
+	}{
+		{"phase expire", phase, "expire", nil, ""},
+		{"phase arcs", phase, "arcs", nil, ""},
+		{"phase archive", phase, "archive", nil, ""},
+		{"phase tidy", phase, "tidy", nil, ""},
+		{"phase unknown", phase, "nap", ErrUnknownPhase, "expire, arcs, archive, tidy"},
+		{"phase case", phase, "Expire", ErrUnknownPhase, "expire, arcs, archive, tidy"},
+		{"phase spaced", phase, " tidy", ErrUnknownPhase, "expire, arcs, archive, tidy"},
+		{"phase empty", phase, "", ErrUnknownPhase, "expire, arcs, archive, tidy"},
+		{"mode persistent", mode, "persistent", nil, ""},
+		{"mode read-count", mode, "read-count", nil, ""},
+		{"mode hard-expiry", mode, "hard-expiry", nil, ""},
+		{"mode soft-expiry", mode, "soft-expiry", nil, ""},
+		{"mode unknown", mode, "forever", ErrUnknownMode, "persistent, read-count, hard-expiry, soft-expiry"},
+		{"mode case", mode, "Hard-Expiry", ErrUnknownMode, "persistent, read-count, hard-expiry, soft-expiry"},
+		{"mode underscore", mode, "soft_expiry", ErrUnknownMode, "persistent, read-count, hard-expiry, soft-expiry"},
+		{"bucket projects", bucket, "projects", nil, ""},
+		{"bucket areas", bucket, "areas", nil, ""},
+		{"bucket resources", bucket, "resources", nil, ""},
+		{"bucket archive", bucket, "archive", nil, ""},
+		{"bucket unknown", bucket, "inbox", ErrUnknownBucket, "projects, areas, resources, archive"},
+		{"bucket case", bucket, "Areas", ErrUnknownBucket, "projects, areas, resources, archive"},
+		{"bucket path", bucket, "areas/inbox", ErrUnknownBucket, "projects, areas, resources, archive"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.parse(c.in)
+			if c.sentinel == nil {
+				if r.err != nil || r.got != c.in {
+					t.Fatalf("parse(%q) = %q, %v; want itself", c.in, r.got, r.err)
+				}
+				return
+			}
+			if !errors.Is(r.err, c.sentinel) {
+				t.Fatalf("parse(%q) err = %v, want %v", c.in, r.err, c.sentinel)
+			}
+			if r.got != "" {
+				t.Errorf("parse(%q) returned %q beside its error", c.in, r.got)
+			}
+			if msg := r.err.Error(); !strings.Contains(msg, `"`+c.in+`"`) || !strings.Contains(msg, c.lists) {
+				t.Errorf("parse(%q) error %q: want the input quoted and %q listed", c.in, msg, c.lists)
+			}
+		})
+	}
+}
+
+// A ledger may carry a mode memd does not know: it is decoded as written, reported unknown,
+// judged live (never drained) and written back byte for byte.
+func TestUnknownModeIsCarried(t *testing.T) {
+	line := `{"id":"a","type":"note","lifecycle":{"mode":"Forever","expiresAt":"2000-01-01"}}`
+	r, err := ParseRecord([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Lifecycle.Mode != "Forever" || r.Lifecycle.Mode.Known() {
+		t.Fatalf("mode = %q known=%v, want Forever, unknown", r.Lifecycle.Mode, r.Lifecycle.Mode.Known())
+	}
+	if !ModeSoftExpiry.Known() {
+		t.Fatal("soft-expiry not known")
+	}
+	if v := JudgeNote(r, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), 0); v.Drain || v.Stale || v.State() != NoteLive {
+		t.Fatalf("unknown mode judged %+v, want live", v)
+	}
+	out, err := r.MarshalJSON()
+	if err != nil || string(out) != line {
+		t.Fatalf("re-encoded %q (%v), want the line verbatim", out, err)
+	}
+}
+
+// BucketOf shares ParseBucket's match but runs on every path a walk sees: it must not
+// allocate, on a hit or a miss.
+func TestBucketOfDoesNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(200, func() {
+		_ = BucketOf("areas/x.html")
+		_ = BucketOf(".memhtml/index.db")
+		_ = ModeSoftExpiry.Known()
+		_ = LifecycleMode("forever").Known()
+	}); n != 0 {
+		t.Fatalf("%v allocations a run, want 0", n)
+	}
+}
