@@ -188,53 +188,15 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		if isLockFile(p) {
 			continue
 		}
-		c := changes[p]
-		it := &coItem{path: p, c: c, ignored: r.ignoredPath(p)}
-		st, h, there, isDir, err := co.workState(p)
+		it, err := co.classify(p, changes, strict)
 		if err != nil {
 			return co, err
 		}
-		it.stamp, it.want = st, st
-		if c.To == nil {
-			switch {
-			case !there:
-				continue // already gone
-			case !isDir && c.From != nil && h == c.From.Hash:
-				it.kind = coDel
-			case it.ignored:
-				continue // an ignored file of the user's: kept, never committed
-			default:
-				co.dirty = append(co.dirty, p)
-				continue
-			}
-			co.items = append(co.items, it)
-			continue
-		}
-		switch {
-		case there && !isDir && h == c.To.Hash:
-			it.kind = coMode
-		case isDir:
-			drains, err := r.mgDirDrains(co.t, p, changes)
-			if err != nil {
-				return co, err
-			}
-			if !drains {
-				if strict {
-					return co, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, treemerge.ErrPathConflict)
-				}
-				co.dirty = append(co.dirty, p)
-				continue
-			}
-			it.kind = coWrite
-			it.want = safefs.Stamp{} // gone once its files are deleted
-		case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
-			it.kind = coWrite
-		default:
-			co.dirty = append(co.dirty, p)
-			continue
+		if it == nil {
+			continue // nothing to do, or left alone (co.dirty)
 		}
 		if it.kind == coWrite {
-			if c.To.Mode == filemode.Submodule {
+			if it.c.To.Mode == filemode.Submodule {
 				continue // a gitlink has no work tree content of ours
 			}
 			if err := co.makeTemp(s, it, changes); err != nil {
@@ -271,6 +233,58 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		}
 	}
 	return co, nil
+}
+
+// classify decides what the checkout does at p from what the work tree
+// holds there: delete it, fix its mode or write it (coItem.kind). nil:
+// nothing to do, or an edit in the way (added to co.dirty; when strict, a
+// directory with other files in the way is an error).
+func (co *checkout) classify(p string, changes map[string]pathChange, strict bool) (*coItem, error) {
+	c := changes[p]
+	it := &coItem{path: p, c: c, ignored: co.r.ignoredPath(p)}
+	st, h, there, isDir, err := co.workState(p)
+	if err != nil {
+		return nil, err
+	}
+	it.stamp, it.want = st, st
+	if c.To == nil {
+		switch {
+		case !there:
+			return nil, nil // already gone
+		case !isDir && c.From != nil && h == c.From.Hash:
+			it.kind = coDel
+			return it, nil
+		case it.ignored:
+			return nil, nil // an ignored file of the user's: kept, never committed
+		default:
+			co.dirty = append(co.dirty, p)
+			return nil, nil
+		}
+	}
+	switch {
+	case there && !isDir && h == c.To.Hash:
+		it.kind = coMode
+	case isDir:
+		drains, err := co.r.mgDirDrains(co.t, p, changes)
+		if err != nil {
+			return nil, err
+		}
+		if !drains {
+			if strict {
+				return nil, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, treemerge.ErrPathConflict)
+			}
+			co.dirty = append(co.dirty, p)
+			return nil, nil
+		}
+		it.kind = coWrite
+		it.want = safefs.Stamp{} // gone once its files are deleted
+	case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
+		it.kind = coWrite
+	default:
+		co.dirty = append(co.dirty, p)
+		return nil, nil
+	}
+	return it, nil
 }
 
 // workState stamps rel and hashes what is there (a link's target for a
