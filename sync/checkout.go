@@ -478,6 +478,32 @@ func (co *checkout) abort() {
 func (co *checkout) apply() (late []string, err error) {
 	defer co.t.Close()
 	var dirs = map[string]bool{}
+	if late, err = co.removeDeleted(dirs); err != nil {
+		return late, err
+	}
+	if late, err = co.writeItems(dirs, late); err != nil {
+		return late, err
+	}
+	// The renames are durable before the caller drops the marker.
+	ds := make([]string, 0, len(dirs))
+	for d := range dirs {
+		ds = append(ds, d)
+	}
+	sort.Strings(ds)
+	if co.deferSync {
+		co.synced = ds
+		return late, nil
+	}
+	if err := syncWorkDirs(co.t, ds); err != nil {
+		return late, err
+	}
+	return late, nil
+}
+
+// removeDeleted removes the paths the checkout deletes, holding the version
+// taken off each name (heldVersion); an ignored file is simply removed. A
+// path edited since prepare is late. dirs collects the directories changed.
+func (co *checkout) removeDeleted(dirs map[string]bool) (late []string, err error) {
 	for _, it := range co.items {
 		if it.kind != coDel {
 			continue
@@ -503,6 +529,13 @@ func (co *checkout) apply() (late []string, err error) {
 		co.prune(path.Dir(it.path))
 		dirs[path.Dir(it.path)] = true
 	}
+	return late, nil
+}
+
+// writeItems renames the prepared temps over their paths (holding the
+// version replaced) and fixes the modes that changed; a path edited since
+// prepare joins late. dirs collects the directories changed.
+func (co *checkout) writeItems(dirs map[string]bool, late []string) ([]string, error) {
 	for _, it := range co.items {
 		switch it.kind {
 		case coMode:
@@ -549,19 +582,6 @@ func (co *checkout) apply() (late []string, err error) {
 		if h := co.r.hooks; h != nil && h.afterWorkWrite != nil {
 			h.afterWorkWrite(it.path)
 		}
-	}
-	// The renames are durable before the caller drops the marker.
-	ds := make([]string, 0, len(dirs))
-	for d := range dirs {
-		ds = append(ds, d)
-	}
-	sort.Strings(ds)
-	if co.deferSync {
-		co.synced = ds
-		return late, nil
-	}
-	if err := syncWorkDirs(co.t, ds); err != nil {
-		return late, err
 	}
 	return late, nil
 }
