@@ -108,18 +108,6 @@ const lockFileName = memd.DefaultLockFile
 // system, as macOS has by default, maps ".MEMORY.LOCK" onto it).
 func isLockFile(p string) bool { return strings.EqualFold(p, lockFileName) }
 
-// hookBeforeVerify (tests) runs between prepare and the re-stat before the
-// ref moves: a writer's edit there must surface as ErrWorktreeChanged.
-var hookBeforeVerify func()
-
-// hookApplyErr (tests) fails the rename of a path, as a full disk would.
-var hookApplyErr func(rel string) error
-
-// hookBeforeReplace (tests) runs just before apply's last re-stat of a path it
-// replaces or removes: a writer that opens the file there and writes after the
-// rename writes into the version taken off the name (heldVersion).
-var hookBeforeReplace func(rel string)
-
 type coKind uint8
 
 const (
@@ -225,8 +213,8 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		return co, err
 	}
 	if strict {
-		if hookBeforeVerify != nil {
-			hookBeforeVerify()
+		if h := r.hooks; h != nil && h.beforeVerify != nil {
+			h.beforeVerify()
 		}
 		if changed := co.changedSince(); len(changed) > 0 {
 			return co, &WorktreeChangedError{Paths: changed}
@@ -513,8 +501,8 @@ func (co *checkout) removeDeleted(dirs map[string]bool) (late []string, err erro
 				return late, fmt.Errorf("remove %s: %w", it.path, err)
 			}
 		} else {
-			if hookBeforeReplace != nil {
-				hookBeforeReplace(it.path)
+			if h := co.r.hooks; h != nil && h.beforeReplace != nil {
+				h.beforeReplace(it.path)
 			}
 			d, err := co.t.RemoveHold(it.path, it.stamp)
 			if isLate(err) {
@@ -548,8 +536,8 @@ func (co *checkout) writeItems(dirs map[string]bool, late []string) ([]string, e
 		if it.tmp == nil {
 			continue
 		}
-		if hookApplyErr != nil {
-			if err := hookApplyErr(it.path); err != nil {
+		if h := co.r.hooks; h != nil && h.applyErr != nil {
+			if err := h.applyErr(it.path); err != nil {
 				return late, fmt.Errorf("check out %s: %w", it.path, err)
 			}
 		}
@@ -563,8 +551,8 @@ func (co *checkout) writeItems(dirs map[string]bool, late []string) ([]string, e
 		case it.ignored:
 			err = it.tmp.Commit()
 		default:
-			if hookBeforeReplace != nil {
-				hookBeforeReplace(it.path)
+			if h := co.r.hooks; h != nil && h.beforeReplace != nil {
+				h.beforeReplace(it.path)
 			}
 			var d *safefs.Displaced
 			if d, err = it.tmp.CommitHold(want); err == nil && d != nil {

@@ -71,13 +71,24 @@ func (st *mgStore) flush() error { return st.b.flush() }
 
 func (st *mgStore) discard() { st.b.discard() }
 
-// crashHooks stop a sync at the points where a crash matters (a returned
-// error abandons the sync right there, as a SIGKILL would, leaving files and
-// marker as they are). Only tests set them (export_test.go); nil in production.
+// crashHooks are a Repo's test seams: they stop a sync at the points where a
+// crash matters (a returned error abandons the sync right there, as a SIGKILL
+// would, leaving files and marker as they are) or let a writer race the
+// checkout. Only tests set them (export_test.go); nil in production.
 type crashHooks struct {
 	beforeRefMove  func() error
 	afterRefMove   func() error
 	afterWorkWrite func(rel string)
+	// beforeVerify runs between a strict prepare and its re-stat before the
+	// ref moves: a writer's edit there must surface as ErrWorktreeChanged.
+	beforeVerify func()
+	// applyErr fails the rename of a path, as a full disk would.
+	applyErr func(rel string) error
+	// beforeReplace runs just before apply's last re-stat of a path it
+	// replaces or removes: a writer that opens the file there and writes
+	// after the rename writes into the version taken off the name
+	// (heldVersion).
+	beforeReplace func(rel string)
 }
 
 // mergeTreesLocked merges ours' and theirs' trees against base

@@ -155,7 +155,8 @@ type Repo struct {
 	// testPushStats, when set (tests only), receives each push's
 	// enumeration statistics (push.go).
 	testPushStats func(pushStats)
-	// hooks, set by tests only, stop a sync where a crash matters (merge.go).
+	// hooks, set by tests only, stop a sync where a crash matters or let a
+	// writer race the checkout (crashHooks, merge.go).
 	hooks *crashHooks
 }
 
