@@ -286,9 +286,6 @@ func Init(dir string, branch string) (*Repo, error) {
 // Dir is the absolute work tree root.
 func (r *Repo) Dir() string { return r.dir }
 
-// GitDir is the absolute .git directory.
-func (r *Repo) GitDir() string { return r.gitDir }
-
 // Branch is the branch memd commits to.
 func (r *Repo) Branch() string { return r.opts.Branch }
 
