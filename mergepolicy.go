@@ -368,24 +368,10 @@ func itoa(n int) string {
 func MergeLedger(base, ours, theirs []byte) (merged []byte, losers [][]byte) {
 	cache := map[string]parsedStamp{}
 	bl, ol, tl := parseLedgerLines(base, cache), parseLedgerLines(ours, cache), parseLedgerLines(theirs, cache)
-	bm := map[string]ledgerLine{}
-	for _, l := range bl {
-		if l.key != "" {
-			bm[l.key] = l
-		}
-	}
-	om := map[string]ledgerLine{}
-	for _, l := range ol {
-		if l.key != "" {
-			om[l.key] = l
-		}
-	}
-	tm := map[string]ledgerLine{}
-	tRaw := map[string]int{}
+	bm, om, tm := ledgerByKey(bl), ledgerByKey(ol), ledgerByKey(tl)
+	tRaw := map[string]int{} // theirs' lines without an id, by content
 	for _, l := range tl {
-		if l.key != "" {
-			tm[l.key] = l
-		} else {
+		if l.key == "" {
 			tRaw[string(l.raw)]++
 		}
 	}
@@ -398,33 +384,62 @@ func MergeLedger(base, ours, theirs []byte) (merged []byte, losers [][]byte) {
 		}
 		b, inBase := bm[t.key]
 		o, inOurs := om[t.key]
-		oursChanged := !inBase || !inOurs || !bytes.Equal(o.raw, b.raw)
-		theirsChanged := !inBase || !bytes.Equal(t.raw, b.raw)
-		switch {
-		case inOurs && bytes.Equal(o.raw, t.raw):
-			out = append(out, t.raw)
-		case !oursChanged:
-			out = append(out, t.raw) // only theirs changed (or nobody)
-		case !inOurs:
-			// ours deleted it (inBase must hold, else oursChanged is about
-			// an id ours never had). Unchanged on theirs → stays deleted;
-			// changed on theirs → the change survives.
-			if !inBase || theirsChanged {
-				out = append(out, t.raw)
-			}
-		case !theirsChanged:
-			out = append(out, o.raw) // only ours changed
-		default:
-			// both changed (or both added) the id differently
-			if o.when.After(t.when) {
-				out = append(out, o.raw)
-				losers = append(losers, t.raw)
-			} else {
-				out = append(out, t.raw)
-				losers = append(losers, o.raw)
-			}
+		line, keep, loser := mergeLedgerRecord(b, inBase, o, inOurs, t)
+		if keep {
+			out = append(out, line)
+		}
+		if loser != nil {
+			losers = append(losers, loser)
 		}
 	}
+	return joinLines(appendOursOnly(out, ol, bm, tm, tRaw)), losers
+}
+
+// ledgerByKey indexes the lines that have an id.
+func ledgerByKey(lines []ledgerLine) map[string]ledgerLine {
+	m := map[string]ledgerLine{}
+	for _, l := range lines {
+		if l.key != "" {
+			m[l.key] = l
+		}
+	}
+	return m
+}
+
+// mergeLedgerRecord decides the record theirs (t) holds, given base's and
+// ours' lines for its id: the line kept (keep false: it stays deleted) and
+// the loser's line when both changed it.
+func mergeLedgerRecord(b ledgerLine, inBase bool, o ledgerLine, inOurs bool, t ledgerLine) (line []byte, keep bool, loser []byte) {
+	oursChanged := !inBase || !inOurs || !bytes.Equal(o.raw, b.raw)
+	theirsChanged := !inBase || !bytes.Equal(t.raw, b.raw)
+	switch {
+	case inOurs && bytes.Equal(o.raw, t.raw):
+		return t.raw, true, nil
+	case !oursChanged:
+		return t.raw, true, nil // only theirs changed (or nobody)
+	case !inOurs:
+		// ours deleted it (inBase must hold, else oursChanged is about
+		// an id ours never had). Unchanged on theirs → stays deleted;
+		// changed on theirs → the change survives.
+		if !inBase || theirsChanged {
+			return t.raw, true, nil
+		}
+		return nil, false, nil
+	case !theirsChanged:
+		return o.raw, true, nil // only ours changed
+	default:
+		// both changed (or both added) the id differently
+		if o.when.After(t.when) {
+			return o.raw, true, t.raw
+		}
+		return t.raw, true, o.raw
+	}
+}
+
+// appendOursOnly appends ours' lines theirs does not hold: records only ours
+// added or changed after theirs deleted them, and lines without an id that
+// theirs has fewer copies of (tRaw counts theirs'; it is consumed).
+func appendOursOnly(out [][]byte, ol []ledgerLine, bm, tm map[string]ledgerLine, tRaw map[string]int) [][]byte {
 	for _, o := range ol {
 		if o.key == "" {
 			if tRaw[string(o.raw)] > 0 {
@@ -447,7 +462,7 @@ func MergeLedger(base, ours, theirs []byte) (merged []byte, losers [][]byte) {
 			out = append(out, o.raw) // theirs deleted, ours changed: keep
 		}
 	}
-	return joinLines(out), losers
+	return out
 }
 
 // conflictCopyName matches what ConflictCopyPath makes of a base name: stem, host (with an

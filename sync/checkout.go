@@ -108,18 +108,6 @@ const lockFileName = memd.DefaultLockFile
 // system, as macOS has by default, maps ".MEMORY.LOCK" onto it).
 func isLockFile(p string) bool { return strings.EqualFold(p, lockFileName) }
 
-// hookBeforeVerify (tests) runs between prepare and the re-stat before the
-// ref moves: a writer's edit there must surface as ErrWorktreeChanged.
-var hookBeforeVerify func()
-
-// hookApplyErr (tests) fails the rename of a path, as a full disk would.
-var hookApplyErr func(rel string) error
-
-// hookBeforeReplace (tests) runs just before apply's last re-stat of a path it
-// replaces or removes: a writer that opens the file there and writes after the
-// rename writes into the version taken off the name (heldVersion).
-var hookBeforeReplace func(rel string)
-
 type coKind uint8
 
 const (
@@ -188,53 +176,15 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		if isLockFile(p) {
 			continue
 		}
-		c := changes[p]
-		it := &coItem{path: p, c: c, ignored: r.ignoredPath(p)}
-		st, h, there, isDir, err := co.workState(p)
+		it, err := co.classify(p, changes, strict)
 		if err != nil {
 			return co, err
 		}
-		it.stamp, it.want = st, st
-		if c.To == nil {
-			switch {
-			case !there:
-				continue // already gone
-			case !isDir && c.From != nil && h == c.From.Hash:
-				it.kind = coDel
-			case it.ignored:
-				continue // an ignored file of the user's: kept, never committed
-			default:
-				co.dirty = append(co.dirty, p)
-				continue
-			}
-			co.items = append(co.items, it)
-			continue
-		}
-		switch {
-		case there && !isDir && h == c.To.Hash:
-			it.kind = coMode
-		case isDir:
-			drains, err := r.mgDirDrains(co.t, p, changes)
-			if err != nil {
-				return co, err
-			}
-			if !drains {
-				if strict {
-					return co, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, treemerge.ErrPathConflict)
-				}
-				co.dirty = append(co.dirty, p)
-				continue
-			}
-			it.kind = coWrite
-			it.want = safefs.Stamp{} // gone once its files are deleted
-		case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
-			it.kind = coWrite
-		default:
-			co.dirty = append(co.dirty, p)
-			continue
+		if it == nil {
+			continue // nothing to do, or left alone (co.dirty)
 		}
 		if it.kind == coWrite {
-			if c.To.Mode == filemode.Submodule {
+			if it.c.To.Mode == filemode.Submodule {
 				continue // a gitlink has no work tree content of ours
 			}
 			if err := co.makeTemp(s, it, changes); err != nil {
@@ -263,14 +213,66 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 		return co, err
 	}
 	if strict {
-		if hookBeforeVerify != nil {
-			hookBeforeVerify()
+		if h := r.hooks; h != nil && h.beforeVerify != nil {
+			h.beforeVerify()
 		}
 		if changed := co.changedSince(); len(changed) > 0 {
 			return co, &WorktreeChangedError{Paths: changed}
 		}
 	}
 	return co, nil
+}
+
+// classify decides what the checkout does at p from what the work tree
+// holds there: delete it, fix its mode or write it (coItem.kind). nil:
+// nothing to do, or an edit in the way (added to co.dirty; when strict, a
+// directory with other files in the way is an error).
+func (co *checkout) classify(p string, changes map[string]pathChange, strict bool) (*coItem, error) {
+	c := changes[p]
+	it := &coItem{path: p, c: c, ignored: co.r.ignoredPath(p)}
+	st, h, there, isDir, err := co.workState(p)
+	if err != nil {
+		return nil, err
+	}
+	it.stamp, it.want = st, st
+	if c.To == nil {
+		switch {
+		case !there:
+			return nil, nil // already gone
+		case !isDir && c.From != nil && h == c.From.Hash:
+			it.kind = coDel
+			return it, nil
+		case it.ignored:
+			return nil, nil // an ignored file of the user's: kept, never committed
+		default:
+			co.dirty = append(co.dirty, p)
+			return nil, nil
+		}
+	}
+	switch {
+	case there && !isDir && h == c.To.Hash:
+		it.kind = coMode
+	case isDir:
+		drains, err := co.r.mgDirDrains(co.t, p, changes)
+		if err != nil {
+			return nil, err
+		}
+		if !drains {
+			if strict {
+				return nil, fmt.Errorf("check out %s: a directory with other files is in the way: %w", p, treemerge.ErrPathConflict)
+			}
+			co.dirty = append(co.dirty, p)
+			return nil, nil
+		}
+		it.kind = coWrite
+		it.want = safefs.Stamp{} // gone once its files are deleted
+	case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
+		it.kind = coWrite
+	default:
+		co.dirty = append(co.dirty, p)
+		return nil, nil
+	}
+	return it, nil
 }
 
 // workState stamps rel and hashes what is there (a link's target for a
@@ -464,6 +466,32 @@ func (co *checkout) abort() {
 func (co *checkout) apply() (late []string, err error) {
 	defer co.t.Close()
 	var dirs = map[string]bool{}
+	if late, err = co.removeDeleted(dirs); err != nil {
+		return late, err
+	}
+	if late, err = co.writeItems(dirs, late); err != nil {
+		return late, err
+	}
+	// The renames are durable before the caller drops the marker.
+	ds := make([]string, 0, len(dirs))
+	for d := range dirs {
+		ds = append(ds, d)
+	}
+	sort.Strings(ds)
+	if co.deferSync {
+		co.synced = ds
+		return late, nil
+	}
+	if err := syncWorkDirs(co.t, ds); err != nil {
+		return late, err
+	}
+	return late, nil
+}
+
+// removeDeleted removes the paths the checkout deletes, holding the version
+// taken off each name (heldVersion); an ignored file is simply removed. A
+// path edited since prepare is late. dirs collects the directories changed.
+func (co *checkout) removeDeleted(dirs map[string]bool) (late []string, err error) {
 	for _, it := range co.items {
 		if it.kind != coDel {
 			continue
@@ -473,8 +501,8 @@ func (co *checkout) apply() (late []string, err error) {
 				return late, fmt.Errorf("remove %s: %w", it.path, err)
 			}
 		} else {
-			if hookBeforeReplace != nil {
-				hookBeforeReplace(it.path)
+			if h := co.r.hooks; h != nil && h.beforeReplace != nil {
+				h.beforeReplace(it.path)
 			}
 			d, err := co.t.RemoveHold(it.path, it.stamp)
 			if isLate(err) {
@@ -489,6 +517,13 @@ func (co *checkout) apply() (late []string, err error) {
 		co.prune(path.Dir(it.path))
 		dirs[path.Dir(it.path)] = true
 	}
+	return late, nil
+}
+
+// writeItems renames the prepared temps over their paths (holding the
+// version replaced) and fixes the modes that changed; a path edited since
+// prepare joins late. dirs collects the directories changed.
+func (co *checkout) writeItems(dirs map[string]bool, late []string) ([]string, error) {
 	for _, it := range co.items {
 		switch it.kind {
 		case coMode:
@@ -501,8 +536,8 @@ func (co *checkout) apply() (late []string, err error) {
 		if it.tmp == nil {
 			continue
 		}
-		if hookApplyErr != nil {
-			if err := hookApplyErr(it.path); err != nil {
+		if h := co.r.hooks; h != nil && h.applyErr != nil {
+			if err := h.applyErr(it.path); err != nil {
 				return late, fmt.Errorf("check out %s: %w", it.path, err)
 			}
 		}
@@ -516,8 +551,8 @@ func (co *checkout) apply() (late []string, err error) {
 		case it.ignored:
 			err = it.tmp.Commit()
 		default:
-			if hookBeforeReplace != nil {
-				hookBeforeReplace(it.path)
+			if h := co.r.hooks; h != nil && h.beforeReplace != nil {
+				h.beforeReplace(it.path)
 			}
 			var d *safefs.Displaced
 			if d, err = it.tmp.CommitHold(want); err == nil && d != nil {
@@ -535,19 +570,6 @@ func (co *checkout) apply() (late []string, err error) {
 		if h := co.r.hooks; h != nil && h.afterWorkWrite != nil {
 			h.afterWorkWrite(it.path)
 		}
-	}
-	// The renames are durable before the caller drops the marker.
-	ds := make([]string, 0, len(dirs))
-	for d := range dirs {
-		ds = append(ds, d)
-	}
-	sort.Strings(ds)
-	if co.deferSync {
-		co.synced = ds
-		return late, nil
-	}
-	if err := syncWorkDirs(co.t, ds); err != nil {
-		return late, err
 	}
 	return late, nil
 }

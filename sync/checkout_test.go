@@ -72,9 +72,9 @@ func ledgerCase(t *testing.T, remerged bool, arm func(r *Repo, fire func())) {
 // An edit between the check and the ref move: ErrWorktreeChanged (HEAD not moved), the
 // edit is committed on the old HEAD and merged, nothing clobbered.
 func TestCheckoutEditBeforeRefMove(t *testing.T) {
-	ledgerCase(t, false, func(_ *Repo, fire func()) {
-		hookBeforeVerify = fire
-		t.Cleanup(func() { hookBeforeVerify = nil })
+	ledgerCase(t, false, func(r *Repo, fire func()) {
+		r.setCrashHooks(&crashHooks{beforeVerify: fire})
+		t.Cleanup(func() { r.setCrashHooks(nil) })
 	})
 }
 
@@ -140,15 +140,15 @@ func TestInterruptedMergeUndoneWhenUnfinishable(t *testing.T) {
 	if revParse(t, w.bDir, "HEAD") == oldHead {
 		t.Fatal("ref did not move")
 	}
-	hookApplyErr = func(rel string) error {
+	b2 := openTest(t, w.bDir, hostOptions("hostb"))
+	b2.setCrashHooks(&crashHooks{applyErr: func(rel string) error {
 		if rel == "projects/new/one.html" {
 			return errors.New("simulated ENOSPC")
 		}
 		return nil
-	}
-	b2 := openTest(t, w.bDir, hostOptions("hostb"))
+	}})
 	done, err := b2.FinishInterruptedMerge()
-	hookApplyErr = nil
+	b2.setCrashHooks(nil)
 	if err != nil || !done {
 		t.Fatalf("FinishInterruptedMerge = %v, %v; want undone", done, err)
 	}

@@ -835,76 +835,19 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 		}
 		btv = tv
 	}
-	var existing map[string]object.TreeEntry
-	if !base.IsZero() && len(node.dirs) > 0 {
-		tv, _ := s.tree(base)
-		existing = make(map[string]object.TreeEntry, len(node.dirs))
-		for name := range node.dirs {
-			if i, ok := tv.find(name); ok {
-				existing[name] = tv.entries[i]
-			}
-		}
-	}
 	for name, e := range node.files {
 		if e.del {
 			continue
 		}
 		entries = append(entries, object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash})
 	}
-	for name, child := range node.dirs {
-		if f, ok := node.files[name]; ok && !f.del {
-			continue // a file now sits where the directory was
-		}
-		sub := plumbing.ZeroHash
-		if old, ok := existing[name]; ok {
-			switch old.Mode {
-			case filemode.Dir:
-				sub = old.Hash
-			case filemode.Submodule:
-				entries = append(entries, old) // never touched
-				continue
-			default:
-				// A blob replaced by a directory: the blob goes.
-				p := name
-				if prefix != "" {
-					p = prefix + "/" + name
-				}
-				if _, named := s.edits[p]; !named {
-					s.edits[p] = edit{del: true, op: 'D'}
-				}
-			}
-		}
-		p := name
-		if prefix != "" {
-			p = prefix + "/" + name
-		}
-		h, _, err := s.rebuild(sub, child, p)
-		if err != nil {
-			return plumbing.ZeroHash, false, err
-		}
-		if !h.IsZero() {
-			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
-		}
+	entries, err := s.rebuildDirs(btv, node, prefix, entries)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
 	}
 	sortTreeEntries(entries)
 	if btv != nil {
-		named := func(e object.TreeEntry) bool {
-			_, f := node.files[e.Name]
-			_, d := node.dirs[e.Name]
-			return f || d
-		}
-		if btv.byName != nil { // a base out of git's order: sorted now, as git would write it
-			var kept []object.TreeEntry
-			for _, e := range btv.entries {
-				if !named(e) {
-					kept = append(kept, e)
-				}
-			}
-			sortTreeEntries(kept)
-			entries = mergeTreeEntries(kept, entries)
-		} else {
-			entries = mergeBase(btv.entries, named, entries)
-		}
+		entries = keepBaseEntries(btv, node, entries)
 	}
 	if len(entries) == 0 {
 		if s.written != nil {
@@ -917,6 +860,77 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 		s.written[prefix] = hotTree{h, &treeView{entries: entries, z: z}}
 	}
 	return h, false, err
+}
+
+// rebuildDirs rebuilds node's subdirectories on the base tree's (btv; nil =
+// no base) and appends their entries. A base blob a directory replaces is
+// recorded as a delete unless an edit names it.
+func (s *stager) rebuildDirs(btv *treeView, node *trie, prefix string, entries []object.TreeEntry) ([]object.TreeEntry, error) {
+	for name, child := range node.dirs {
+		if f, ok := node.files[name]; ok && !f.del {
+			continue // a file now sits where the directory was
+		}
+		p := name
+		if prefix != "" {
+			p = prefix + "/" + name
+		}
+		sub := plumbing.ZeroHash
+		if old, ok := btv.entry(name); ok {
+			switch old.Mode {
+			case filemode.Dir:
+				sub = old.Hash
+			case filemode.Submodule:
+				entries = append(entries, old) // never touched
+				continue
+			default:
+				// A blob replaced by a directory: the blob goes.
+				if _, named := s.edits[p]; !named {
+					s.edits[p] = edit{del: true, op: 'D'}
+				}
+			}
+		}
+		h, _, err := s.rebuild(sub, child, p)
+		if err != nil {
+			return nil, err
+		}
+		if !h.IsZero() {
+			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		}
+	}
+	return entries, nil
+}
+
+// keepBaseEntries merges the sorted new entries with the base tree's
+// entries no edit of node names.
+func keepBaseEntries(btv *treeView, node *trie, entries []object.TreeEntry) []object.TreeEntry {
+	named := func(e object.TreeEntry) bool {
+		_, f := node.files[e.Name]
+		_, d := node.dirs[e.Name]
+		return f || d
+	}
+	if btv.byName != nil { // a base out of git's order: sorted now, as git would write it
+		var kept []object.TreeEntry
+		for _, e := range btv.entries {
+			if !named(e) {
+				kept = append(kept, e)
+			}
+		}
+		sortTreeEntries(kept)
+		return mergeTreeEntries(kept, entries)
+	}
+	return mergeBase(btv.entries, named, entries)
+}
+
+// entry is the entry named name in tv; false when there is none (or no tv).
+func (tv *treeView) entry(name string) (object.TreeEntry, bool) {
+	if tv == nil {
+		return object.TreeEntry{}, false
+	}
+	i, ok := tv.find(name)
+	if !ok {
+		return object.TreeEntry{}, false
+	}
+	return tv.entries[i], true
 }
 
 // mergeBase merges base (in git's order) without the entries skip names with add (sorted).

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 func TestCommitAddModifyDelete(t *testing.T) {
@@ -393,10 +395,10 @@ func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = git.Process.Kill(); _ = git.Wait() }()
-	waitFor(t, "git process visible", 5*time.Second, func() bool {
+	testutil.WaitFor(t, "git process visible", 5*time.Second, func() bool {
 		live, _ := r.liveGitProcess()
 		return live
-	})
+	}, nil)
 	lock := filepath.Join(dir, ".git/refs/heads/main.lock")
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -54,7 +54,6 @@ type editMerge struct {
 // changed = nothing to do (the marker is already gone).
 func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (editMerge, error) {
 	res := editMerge{Head: head}
-	s := r.repo.Storer
 	for {
 		held := r.heldEditsLocked()
 		if len(skipped) == 0 && len(held) == 0 {
@@ -78,101 +77,33 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 		if err := r.syncDurableDirsLocked(); err != nil {
 			return res, err
 		}
-		headTree, err := r.commitTreeLocked(head)
+		rd, err := r.mergeEditRoundLocked(base, head, skipped, held)
 		if err != nil {
 			return res, err
 		}
-		side, sideTree, merged := base, plumbing.ZeroHash, headTree
-		var cr CommitResult
-		var conflicts []string
-		if len(skipped) > 0 {
-			if cr, side, err = r.writeChangeCommitLocked(base, skipped, "", KindChange, nil); err != nil {
-				return res, fmt.Errorf("commit edits made during checkout in %s: %w", r.dir, err)
-			}
-			if side.IsZero() {
-				side = base // the edits are not committable (ignored, unreadable) or undone
-			}
-			baseTree, err := r.commitTreeLocked(base)
-			if err != nil {
-				return res, err
-			}
-			if sideTree, err = r.commitTreeLocked(side); err != nil {
-				return res, err
-			}
-			mr, err := r.mergeTreesLocked(baseTree, sideTree, headTree, r.editPolicy())
-			if err != nil {
-				return res, fmt.Errorf("merge edits made during checkout into %s in %s: %w", short(head), r.dir, err)
-			}
-			merged, conflicts = mr.Tree, mr.Conflicts
+		if len(held) > 0 && len(skipped) == 0 && rd.merged == rd.headTree {
+			// What the writers left is in head already: nothing to commit.
+			markCarried(held)
+			res.Rounds--
+			continue
 		}
-		carried := make([]Change, 0, len(held))
-		if len(held) > 0 {
-			t, cc, err := r.mergeHeldLocked(merged, held)
-			if err != nil {
-				return res, fmt.Errorf("merge writes into versions the checkout replaced, into %s in %s: %w", short(head), r.dir, err)
-			}
-			merged, conflicts = t, append(conflicts, cc...)
-			for _, he := range held {
-				carried = append(carried, Change{Path: he.hv.path, Op: 'M'})
-			}
-			if len(skipped) == 0 && merged == headTree {
-				// What the writers left is in head already: nothing to commit.
-				markCarried(held)
-				res.Rounds--
-				continue
-			}
-		}
-		changes := map[string]pathChange{}
-		if err := treemerge.DiffTrees(s, headTree, merged, "", changes); err != nil {
+		changes, err := r.editChangesLocked(rd, base, skipped)
+		if err != nil {
 			return res, err
 		}
-		// The work tree holds side's version at the edited paths, whatever head has
-		// (and head's at the paths whose held versions were carried).
-		for _, p := range skipped {
-			from, err := treemerge.TreeFile(s, sideTree, p)
-			if err != nil {
-				return res, err
-			}
-			to, err := treemerge.TreeFile(s, merged, p)
-			if err != nil {
-				return res, err
-			}
-			if from.Same(to) {
-				delete(changes, p)
-				continue
-			}
-			if side == base {
-				// Nothing of the edit could be committed: never overwrite it.
-				r.log.Warn("path edited during checkout cannot be committed; left as it is", "repo", r.dir, "path", p)
-				delete(changes, p)
-				continue
-			}
-			changes[p] = pathChange{From: from, To: to}
-		}
-		next := head
-		msg := "memd: merge edits made during checkout"
-		var parents []plumbing.Hash
-		switch {
-		case side != base:
-			parents = []plumbing.Hash{head, side}
-		case merged != headTree:
-			parents = []plumbing.Hash{head} // only held versions carried: on head, no side
-		}
-		if parents != nil {
-			msg = editMergeMessage(r.opts.Hostname, append(cr.Changes, carried...), conflicts)
-			if next, err = r.writeCommitLocked(merged, parents, msg); err != nil {
-				return res, fmt.Errorf("write edit merge commit in %s: %w", r.dir, err)
-			}
+		next, msg, err := r.commitEditRoundLocked(rd, base, head)
+		if err != nil {
+			return res, err
 		}
 		// The marker names what the work tree holds outside changes' To: side at the
 		// edited paths, head everywhere else (all of it when only held versions
 		// were carried).
-		from := side
+		from := rd.side
 		if len(skipped) == 0 {
 			from = head
 		}
 		r.log.Info("merged edits made during sync", "repo", r.dir, "paths", skipped, "carried", heldPaths(held),
-			"round", res.Rounds, "side", short(side), "commit", short(next), "conflicts", len(conflicts))
+			"round", res.Rounds, "side", short(rd.side), "commit", short(next), "conflicts", len(rd.conflicts))
 		late, err := r.moveHeadFromLocked(from, head, next, changes, firstLine(msg), nil)
 		var wc *WorktreeChangedError
 		if errors.As(err, &wc) && !wc.Moved {
@@ -188,9 +119,120 @@ func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (edi
 		markCarried(held)
 		skipped = late
 		res.Head = next
-		res.Conflicts = append(res.Conflicts, conflicts...)
+		res.Conflicts = append(res.Conflicts, rd.conflicts...)
 		base, head = from, next
 	}
+}
+
+// editRound is one round of mergeEditsLocked: the edits committed on base
+// (side) merged into head's tree, and the held versions carried on top.
+type editRound struct {
+	headTree  plumbing.Hash
+	side      plumbing.Hash // the side commit; base when nothing was committable
+	sideTree  plumbing.Hash
+	merged    plumbing.Hash // the round's tree
+	cr        CommitResult  // the side commit's changes
+	conflicts []string
+	carried   []Change // the held versions carried
+}
+
+// mergeEditRoundLocked commits skipped on base, merges that side commit into
+// head's tree and the held versions on top of the result.
+func (r *Repo) mergeEditRoundLocked(base, head plumbing.Hash, skipped []string, held []heldEdit) (editRound, error) {
+	headTree, err := r.commitTreeLocked(head)
+	if err != nil {
+		return editRound{}, err
+	}
+	rd := editRound{headTree: headTree, side: base, merged: headTree}
+	if len(skipped) > 0 {
+		if rd.cr, rd.side, err = r.writeChangeCommitLocked(base, skipped, "", KindChange, nil); err != nil {
+			return rd, fmt.Errorf("commit edits made during checkout in %s: %w", r.dir, err)
+		}
+		if rd.side.IsZero() {
+			rd.side = base // the edits are not committable (ignored, unreadable) or undone
+		}
+		baseTree, err := r.commitTreeLocked(base)
+		if err != nil {
+			return rd, err
+		}
+		if rd.sideTree, err = r.commitTreeLocked(rd.side); err != nil {
+			return rd, err
+		}
+		mr, err := r.mergeTreesLocked(baseTree, rd.sideTree, headTree, r.editPolicy())
+		if err != nil {
+			return rd, fmt.Errorf("merge edits made during checkout into %s in %s: %w", short(head), r.dir, err)
+		}
+		rd.merged, rd.conflicts = mr.Tree, mr.Conflicts
+	}
+	rd.carried = make([]Change, 0, len(held))
+	if len(held) > 0 {
+		t, cc, err := r.mergeHeldLocked(rd.merged, held)
+		if err != nil {
+			return rd, fmt.Errorf("merge writes into versions the checkout replaced, into %s in %s: %w", short(head), r.dir, err)
+		}
+		rd.merged, rd.conflicts = t, append(rd.conflicts, cc...)
+		for _, he := range held {
+			rd.carried = append(rd.carried, Change{Path: he.hv.path, Op: 'M'})
+		}
+	}
+	return rd, nil
+}
+
+// editChangesLocked is what the checkout of the round's tree changes: head's
+// tree to the merge, except that at the edited paths the work tree holds the
+// side's version.
+func (r *Repo) editChangesLocked(rd editRound, base plumbing.Hash, skipped []string) (map[string]pathChange, error) {
+	s := r.repo.Storer
+	changes := map[string]pathChange{}
+	if err := treemerge.DiffTrees(s, rd.headTree, rd.merged, "", changes); err != nil {
+		return nil, err
+	}
+	// The work tree holds side's version at the edited paths, whatever head has
+	// (and head's at the paths whose held versions were carried).
+	for _, p := range skipped {
+		from, err := treemerge.TreeFile(s, rd.sideTree, p)
+		if err != nil {
+			return nil, err
+		}
+		to, err := treemerge.TreeFile(s, rd.merged, p)
+		if err != nil {
+			return nil, err
+		}
+		if from.Same(to) {
+			delete(changes, p)
+			continue
+		}
+		if rd.side == base {
+			// Nothing of the edit could be committed: never overwrite it.
+			r.log.Warn("path edited during checkout cannot be committed; left as it is", "repo", r.dir, "path", p)
+			delete(changes, p)
+			continue
+		}
+		changes[p] = pathChange{From: from, To: to}
+	}
+	return changes, nil
+}
+
+// commitEditRoundLocked writes the round's merge commit: on head and the side
+// commit, or on head alone when only held versions were carried. Nothing to
+// commit leaves next at head.
+func (r *Repo) commitEditRoundLocked(rd editRound, base, head plumbing.Hash) (next plumbing.Hash, msg string, err error) {
+	next = head
+	msg = "memd: merge edits made during checkout"
+	var parents []plumbing.Hash
+	switch {
+	case rd.side != base:
+		parents = []plumbing.Hash{head, rd.side}
+	case rd.merged != rd.headTree:
+		parents = []plumbing.Hash{head} // only held versions carried: on head, no side
+	}
+	if parents != nil {
+		msg = editMergeMessage(r.opts.Hostname, append(rd.cr.Changes, rd.carried...), rd.conflicts)
+		if next, err = r.writeCommitLocked(rd.merged, parents, msg); err != nil {
+			return next, msg, fmt.Errorf("write edit merge commit in %s: %w", r.dir, err)
+		}
+	}
+	return next, msg, nil
 }
 
 // carryHeldLocked merges what writers left in versions a checkout took off their

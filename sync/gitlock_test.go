@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -54,10 +55,10 @@ func TestIndexLockOfLiveGitIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	waitFor(t, "git process visible", 5*time.Second, func() bool {
+	testutil.WaitFor(t, "git process visible", 5*time.Second, func() bool {
 		live, _ := r.liveGitProcess()
 		return live
-	})
+	}, nil)
 	lock := filepath.Join(dir, ".git/index.lock")
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 
 // lateWriter arms the finding-11 race on B for rel (docs/RELIABILITY.md): a writer
 // that takes no lock opens rel just before the checkout's last re-stat of it
-// (hookBeforeReplace) and writes after the checkout replaced or removed it
-// (hookAfterWorkWrite, or the next path's hook for a removal), through the descriptor
+// (crashHooks.beforeReplace) and writes after the checkout replaced or removed it
+// (crashHooks.afterWorkWrite, or the next path's hook for a removal), through the descriptor
 // it opened: into the version taken off the name. flag is the writer's open flags;
 // write does the writing. It reports whether the writer ran.
 func lateWriter(t *testing.T, r *Repo, dir, rel string, flag int, write func(f *os.File)) (ran func() bool) {
@@ -26,7 +26,7 @@ func lateWriter(t *testing.T, r *Repo, dir, rel string, flag int, write func(f *
 			}
 		}
 	}
-	hookBeforeReplace = func(p string) {
+	beforeReplace := func(p string) {
 		if p == rel && f == nil {
 			var err error
 			if f, err = os.OpenFile(filepath.Join(dir, rel), flag, 0); err != nil {
@@ -36,8 +36,8 @@ func lateWriter(t *testing.T, r *Repo, dir, rel string, flag int, write func(f *
 		}
 		finish() // a removal has no after-hook: the next path's check is after it
 	}
-	r.setCrashHooks(&crashHooks{afterWorkWrite: func(string) { finish() }})
-	t.Cleanup(func() { hookBeforeReplace = nil; r.setCrashHooks(nil) })
+	r.setCrashHooks(&crashHooks{beforeReplace: beforeReplace, afterWorkWrite: func(string) { finish() }})
+	t.Cleanup(func() { r.setCrashHooks(nil) })
 	return func() bool { finish(); return done }
 }
 
@@ -185,17 +185,17 @@ func TestAppendAfterSyncCarriedByNextCommit(t *testing.T) {
 	t.Cleanup(func() { heldMin = 2 * time.Second })
 	w := ledgerRaceWorld(t)
 	var f *os.File
-	hookBeforeReplace = func(p string) {
+	w.b.setCrashHooks(&crashHooks{beforeReplace: func(p string) {
 		if p == "memory.jsonl" && f == nil {
 			var err error
 			if f, err = os.OpenFile(filepath.Join(w.bDir, p), os.O_WRONLY|os.O_APPEND, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
-	}
-	t.Cleanup(func() { hookBeforeReplace = nil })
+	}})
+	t.Cleanup(func() { w.b.setCrashHooks(nil) })
 	mustSync(t, w.b)
-	hookBeforeReplace = nil
+	w.b.setCrashHooks(nil)
 	if f == nil {
 		t.Fatal("the writer never opened the file")
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -19,9 +20,9 @@ func TestIndexFollowsCommitsInBackground(t *testing.T) {
 	writeFile(t, dir, "areas/b.html", "b")
 	mustCommit(t, r, "a.html", "areas")
 	// The commit schedules a refresh by itself; wait for git to agree.
-	waitFor(t, "background index refresh", 10*time.Second, func() bool {
+	testutil.WaitFor(t, "background index refresh", 10*time.Second, func() bool {
 		return runGit(t, dir, "status", "--porcelain", "-uall") == ""
-	})
+	}, nil)
 	r.WaitIndexRefresh()
 	// Several commits in a row: each refresh is incremental, and the
 	// result still matches HEAD exactly.
@@ -114,9 +115,9 @@ func TestIndexLockHeldBacksOff(t *testing.T) {
 	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "index to catch up after the lock is released", 20*time.Second, func() bool {
+	testutil.WaitFor(t, "index to catch up after the lock is released", 20*time.Second, func() bool {
 		return runGit(t, dir, "status", "--porcelain", "-uall") == ""
-	})
+	}, nil)
 }
 
 // TestIndexLockHeldOnlyForTheRename: by the time the refresh holds .git/index.lock, the

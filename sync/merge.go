@@ -71,13 +71,24 @@ func (st *mgStore) flush() error { return st.b.flush() }
 
 func (st *mgStore) discard() { st.b.discard() }
 
-// crashHooks stop a sync at the points where a crash matters (a returned
-// error abandons the sync right there, as a SIGKILL would, leaving files and
-// marker as they are). Only tests set them (export_test.go); nil in production.
+// crashHooks are a Repo's test seams: they stop a sync at the points where a
+// crash matters (a returned error abandons the sync right there, as a SIGKILL
+// would, leaving files and marker as they are) or let a writer race the
+// checkout. Only tests set them (export_test.go); nil in production.
 type crashHooks struct {
 	beforeRefMove  func() error
 	afterRefMove   func() error
 	afterWorkWrite func(rel string)
+	// beforeVerify runs between a strict prepare and its re-stat before the
+	// ref moves: a writer's edit there must surface as ErrWorktreeChanged.
+	beforeVerify func()
+	// applyErr fails the rename of a path, as a full disk would.
+	applyErr func(rel string) error
+	// beforeReplace runs just before apply's last re-stat of a path it
+	// replaces or removes: a writer that opens the file there and writes
+	// after the rename writes into the version taken off the name
+	// (heldVersion).
+	beforeReplace func(rel string)
 }
 
 // mergeTreesLocked merges ours' and theirs' trees against base
@@ -468,32 +479,9 @@ func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]
 // then the marker stays until they are merged.
 func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) ([]string, error) {
 	t0 := time.Now()
-	if co == nil {
-		// The marker first when it names the head we are at (a crash before
-		// the ref moves then drops it and the temps with it); an edit
-		// merge's round keeps the previous round's marker until it is ready.
-		marked := false
-		if base == cur {
-			if err := r.writeMergeMarker(base, nw); err != nil {
-				return nil, err
-			}
-			marked = true
-		}
-		var err error
-		if co, err = r.prepareCheckout(changes, true); err != nil {
-			if marked {
-				_ = r.removeMergeMarker()
-			}
-			return nil, err
-		}
-		co.marked = marked
-	} else if changed := co.changedSince(); len(changed) > 0 {
-		// Prepared before the lock: anything edited since is a writer's.
-		co.abort()
-		if co.marked {
-			_ = r.removeMergeMarker() // it named the head we stay at
-		}
-		return nil, &WorktreeChangedError{Paths: changed}
+	co, err := r.readyCheckoutLocked(base, cur, nw, changes, co)
+	if err != nil {
+		return nil, err
 	}
 	t1 := time.Now()
 	if !co.marked {
@@ -503,22 +491,8 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 		}
 	}
 	t2 := time.Now()
-	if r.hooks != nil && r.hooks.beforeRefMove != nil {
-		if err := r.hooks.beforeRefMove(); err != nil {
-			return nil, err // as a crash would: temps and marker stay
-		}
-	}
-	if cur != nw {
-		if err := r.updateRef(r.BranchRef().String(), nw, cur, msg); err != nil {
-			co.abort()
-			_ = r.removeMergeMarker()
-			return nil, err
-		}
-	}
-	if r.hooks != nil && r.hooks.afterRefMove != nil {
-		if err := r.hooks.afterRefMove(); err != nil {
-			return nil, err
-		}
+	if err := r.moveRefLocked(co, cur, nw, msg); err != nil {
+		return nil, err
 	}
 	t3 := time.Now()
 	deferred := co.deferSync
@@ -547,4 +521,64 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 		return nil, nil
 	}
 	return nil, r.removeMergeMarker()
+}
+
+// readyCheckoutLocked prepares the checkout of changes (co nil) or, for one
+// prepared before the lock, verifies nothing was edited since. A checkout
+// that is not ready leaves no marker of its own behind.
+func (r *Repo) readyCheckoutLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, co *checkout) (*checkout, error) {
+	if co == nil {
+		// The marker first when it names the head we are at (a crash before
+		// the ref moves then drops it and the temps with it); an edit
+		// merge's round keeps the previous round's marker until it is ready.
+		marked := false
+		if base == cur {
+			if err := r.writeMergeMarker(base, nw); err != nil {
+				return nil, err
+			}
+			marked = true
+		}
+		co, err := r.prepareCheckout(changes, true)
+		if err != nil {
+			if marked {
+				_ = r.removeMergeMarker()
+			}
+			return nil, err
+		}
+		co.marked = marked
+		return co, nil
+	}
+	if changed := co.changedSince(); len(changed) > 0 {
+		// Prepared before the lock: anything edited since is a writer's.
+		co.abort()
+		if co.marked {
+			_ = r.removeMergeMarker() // it named the head we stay at
+		}
+		return nil, &WorktreeChangedError{Paths: changed}
+	}
+	return co, nil
+}
+
+// moveRefLocked moves the branch from cur to nw (the marker is written), the
+// crash hooks around it. A failed move aborts the checkout and drops the
+// marker; a crash hook's error leaves both, as a crash would.
+func (r *Repo) moveRefLocked(co *checkout, cur, nw plumbing.Hash, msg string) error {
+	if r.hooks != nil && r.hooks.beforeRefMove != nil {
+		if err := r.hooks.beforeRefMove(); err != nil {
+			return err // as a crash would: temps and marker stay
+		}
+	}
+	if cur != nw {
+		if err := r.updateRef(r.BranchRef().String(), nw, cur, msg); err != nil {
+			co.abort()
+			_ = r.removeMergeMarker()
+			return err
+		}
+	}
+	if r.hooks != nil && r.hooks.afterRefMove != nil {
+		if err := r.hooks.afterRefMove(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

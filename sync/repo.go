@@ -156,7 +156,8 @@ type Repo struct {
 	// testPushStats, when set (tests only), receives each push's
 	// enumeration statistics (push.go).
 	testPushStats func(pushStats)
-	// hooks, set by tests only, stop a sync where a crash matters (merge.go).
+	// hooks, set by tests only, stop a sync where a crash matters or let a
+	// writer race the checkout (crashHooks, merge.go).
 	hooks *crashHooks
 }
 
@@ -285,9 +286,6 @@ func Init(dir string, branch string) (*Repo, error) {
 
 // Dir is the absolute work tree root.
 func (r *Repo) Dir() string { return r.dir }
-
-// GitDir is the absolute .git directory.
-func (r *Repo) GitDir() string { return r.gitDir }
 
 // Branch is the branch memd commits to.
 func (r *Repo) Branch() string { return r.opts.Branch }

@@ -122,18 +122,6 @@ func statusClean(t testing.TB, r *Repo) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // benchRepo returns a fresh copy (cp -a) of a committed and packed repo of
 // n small files spread ~100 a folder; the original is built once per test
 // binary and size. Also returns the files' paths.

@@ -18,33 +18,11 @@ func init() {
 }
 
 func cmdInit(a *app, args []string) int {
-	fs := a.flags("init", "[DIR]")
-	remote := fs.String("remote", "", "git remote `URL` to sync with (empty remote: first push creates main; with history: adopted)")
-	withDemo := fs.Bool("demo", false, "add a realistic sample memory repo (a few hundred memories over several years)")
-	count := fs.Int("demo-count", 300, "how many demo memories (with --demo)")
-	layout := fs.String("layout", "", "repo `LAYOUT`: "+memd.LayoutPARA+" (the four PARA buckets) or "+memd.LayoutProjectMemory+
-		" (<project>/MEMORY.md and topic files, no buckets); default: "+memd.LayoutProjectMemory+
-		" when DIR (with the adopted --remote checked out) holds a project MEMORY.md and no PARA bucket, else "+memd.LayoutPARA)
-	if code, ok := a.parse(fs, args); !ok {
+	o, code, ok := parseInit(a, args)
+	if !ok {
 		return code
 	}
-	if *layout != "" && *layout != memd.LayoutPARA && *layout != memd.LayoutProjectMemory {
-		fmt.Fprintf(a.stderr, "memd init: --layout %q: want %s or %s\n", *layout, memd.LayoutPARA, memd.LayoutProjectMemory)
-		return exitUsage
-	}
-	if fs.NArg() > 1 {
-		fmt.Fprintln(a.stderr, "memd init: at most one DIR")
-		return exitUsage
-	}
-	dir := a.cfg.Repo
-	if fs.NArg() == 1 {
-		dir = absPath(memd.ExpandHome(fs.Arg(0)))
-		a.cfg.Repo = dir
-	}
-	if *withDemo && *layout == memd.LayoutProjectMemory {
-		fmt.Fprintf(a.stderr, "memd init: --demo writes PARA memories; it needs --layout %s\n", memd.LayoutPARA)
-		return exitUsage
-	}
+	dir := o.dir
 	// DIR is the user's choice (a plain path); inside it everything goes through safefs
 	// (Scaffold, demo.Generate, the checkout).
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -65,54 +43,24 @@ func cmdInit(a *app, args []string) int {
 	defer sess.Close()
 	repo := sess.Repo()
 	ro := memsync.RemoteOptionsFromConfig(a.cfg)
-	ro.URL = *remote
-	if *remote != "" {
-		if err := repo.SetRemote(a.cfg.Sync.Remote, *remote); err != nil {
-			return a.fail("remote: %v", err)
-		}
-		// As git clone would: plain git pull/push/status work beside memd.
-		if _, err := repo.SetUpstream(a.cfg.Sync.Remote); err != nil {
-			return a.fail("remote: %v", err)
-		}
-		adopted, err := repo.AdoptRemote(ctx, ro)
-		if err != nil {
-			return a.fail("remote %s: %v", gitremote.RedactURL(*remote), err)
-		}
-		if adopted {
-			fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, gitremote.RedactURL(*remote))
+	ro.URL = o.remote
+	if o.remote != "" {
+		if err := initRemote(ctx, a, repo, ro); err != nil {
+			return a.fail("%v", err)
 		}
 	}
-	// The layout is told after an adopted remote is checked out: a new machine's empty
-	// directory takes the layout of the repo it joins.
-	switch {
-	case *layout != "":
-	case *withDemo:
-		*layout = memd.LayoutPARA
-	default:
-		if *layout, err = memd.DetectLayout(dir); err != nil {
-			return a.fail("init %s: %v", dir, err)
-		}
-	}
-	created, err := memd.ScaffoldLayout(dir, *layout)
+	created, err := initContent(a, &o)
 	if err != nil {
-		return a.fail("init %s: %v", dir, err)
-	}
-	if *withDemo {
-		st, err := demo.Generate(dir, demo.Options{Memories: *count, Now: a.now(), Seed: 1})
-		if err != nil {
-			return a.fail("demo: %v", err)
-		}
-		fmt.Fprintf(a.stdout, "demo: %d memories (%d episodes, %d tasks, %d in the inbox), %d ledger notes\n",
-			st.Memories, st.Episodes, st.Tasks, st.Inbox, st.Notes)
+		return a.fail("%v", err)
 	}
 	// An existing repo only gets what init added; demo and adopted files are all new.
 	paths := created
-	if *withDemo {
+	if o.demo {
 		if paths, err = repo.Reconcile(); err != nil {
 			return a.fail("init %s: %v", dir, err)
 		}
 	}
-	res, err := repo.CommitPathsMessage(paths, initMessage(*layout, len(created), *withDemo), memsync.KindChange)
+	res, err := repo.CommitPathsMessage(paths, initMessage(o.layout, len(created), o.demo), memsync.KindChange)
 	if err != nil {
 		return a.fail("init commit: %v", err)
 	}
@@ -122,17 +70,108 @@ func cmdInit(a *app, args []string) int {
 	if res.Hash != "" {
 		fmt.Fprintf(a.stdout, "committed %d files on %s\n", res.Added+res.Modified+res.Deleted, a.cfg.Sync.Branch)
 	}
-	if *remote != "" && a.cfg.Sync.Push {
+	if o.remote != "" && a.cfg.Sync.Push {
 		if _, err := repo.Sync(ctx, ro); err != nil {
-			return a.fail("first sync with %s: %v (the local repo is ready; memd run retries)", gitremote.RedactURL(*remote), err)
+			return a.fail("first sync with %s: %v (the local repo is ready; memd run retries)", gitremote.RedactURL(o.remote), err)
 		}
 		fmt.Fprintf(a.stdout, "pushed to %s/%s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}
-	if *layout == memd.LayoutProjectMemory {
-		fmt.Fprintf(a.stdout, "layout: %s (project MEMORY.md files and topic files, no PARA buckets)\n", *layout)
+	if o.layout == memd.LayoutProjectMemory {
+		fmt.Fprintf(a.stdout, "layout: %s (project MEMORY.md files and topic files, no PARA buckets)\n", o.layout)
 	}
 	fmt.Fprintf(a.stdout, "memory repo ready: %s\n", dir)
 	return exitOK
+}
+
+// initOptions are memd init's flags and DIR.
+type initOptions struct {
+	dir    string
+	remote string
+	layout string // empty: told from DIR once the remote is adopted
+	demo   bool
+	count  int
+}
+
+// parseInit parses and checks memd init's arguments; DIR becomes the
+// config's repo.
+func parseInit(a *app, args []string) (o initOptions, code int, ok bool) {
+	fs := a.flags("init", "[DIR]")
+	remote := fs.String("remote", "", "git remote `URL` to sync with (empty remote: first push creates main; with history: adopted)")
+	withDemo := fs.Bool("demo", false, "add a realistic sample memory repo (a few hundred memories over several years)")
+	count := fs.Int("demo-count", 300, "how many demo memories (with --demo)")
+	layout := fs.String("layout", "", "repo `LAYOUT`: "+memd.LayoutPARA+" (the four PARA buckets) or "+memd.LayoutProjectMemory+
+		" (<project>/MEMORY.md and topic files, no buckets); default: "+memd.LayoutProjectMemory+
+		" when DIR (with the adopted --remote checked out) holds a project MEMORY.md and no PARA bucket, else "+memd.LayoutPARA)
+	if code, ok := a.parse(fs, args); !ok {
+		return o, code, false
+	}
+	if *layout != "" && *layout != memd.LayoutPARA && *layout != memd.LayoutProjectMemory {
+		fmt.Fprintf(a.stderr, "memd init: --layout %q: want %s or %s\n", *layout, memd.LayoutPARA, memd.LayoutProjectMemory)
+		return o, exitUsage, false
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintln(a.stderr, "memd init: at most one DIR")
+		return o, exitUsage, false
+	}
+	dir := a.cfg.Repo
+	if fs.NArg() == 1 {
+		dir = absPath(memd.ExpandHome(fs.Arg(0)))
+		a.cfg.Repo = dir
+	}
+	if *withDemo && *layout == memd.LayoutProjectMemory {
+		fmt.Fprintf(a.stderr, "memd init: --demo writes PARA memories; it needs --layout %s\n", memd.LayoutPARA)
+		return o, exitUsage, false
+	}
+	return initOptions{dir: dir, remote: *remote, layout: *layout, demo: *withDemo, count: *count}, exitOK, true
+}
+
+// initRemote sets the remote and its upstream and adopts the remote's
+// history when it has one.
+func initRemote(ctx context.Context, a *app, repo *memsync.Repo, ro memsync.RemoteOptions) error {
+	if err := repo.SetRemote(a.cfg.Sync.Remote, ro.URL); err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	// As git clone would: plain git pull/push/status work beside memd.
+	if _, err := repo.SetUpstream(a.cfg.Sync.Remote); err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	adopted, err := repo.AdoptRemote(ctx, ro)
+	if err != nil {
+		return fmt.Errorf("remote %s: %w", gitremote.RedactURL(ro.URL), err)
+	}
+	if adopted {
+		fmt.Fprintf(a.stdout, "adopted %s/%s from %s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch, gitremote.RedactURL(ro.URL))
+	}
+	return nil
+}
+
+// initContent settles the layout (o.layout), scaffolds it and adds the demo
+// memories; it returns the paths the scaffold created.
+func initContent(a *app, o *initOptions) (created []string, err error) {
+	// The layout is told after an adopted remote is checked out: a new machine's empty
+	// directory takes the layout of the repo it joins.
+	switch {
+	case o.layout != "":
+	case o.demo:
+		o.layout = memd.LayoutPARA
+	default:
+		if o.layout, err = memd.DetectLayout(o.dir); err != nil {
+			return nil, fmt.Errorf("init %s: %w", o.dir, err)
+		}
+	}
+	created, err = memd.ScaffoldLayout(o.dir, o.layout)
+	if err != nil {
+		return nil, fmt.Errorf("init %s: %w", o.dir, err)
+	}
+	if o.demo {
+		st, err := demo.Generate(o.dir, demo.Options{Memories: o.count, Now: a.now(), Seed: 1})
+		if err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		fmt.Fprintf(a.stdout, "demo: %d memories (%d episodes, %d tasks, %d in the inbox), %d ledger notes\n",
+			st.Memories, st.Episodes, st.Tasks, st.Inbox, st.Notes)
+	}
+	return created, nil
 }
 
 func initMessage(layout string, created int, withDemo bool) string {

@@ -377,175 +377,225 @@ type Result struct {
 // objects go through st; log gets a line for a structured merge refused or
 // over its cap.
 func Merge(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, log *slog.Logger) (res Result, err error) {
-	s := st.s
-	dO, dT := map[string]Change{}, map[string]Change{}
-	if err := DiffTrees(s, base, ours, "", dO); err != nil {
-		return Result{}, fmt.Errorf("diff base..ours: %w", err)
+	m, err := newMerger(st, base, ours, theirs, pol, log)
+	if err != nil {
+		return Result{}, err
 	}
-	if err := DiffTrees(s, base, theirs, "", dT); err != nil {
-		return Result{}, fmt.Errorf("diff base..theirs: %w", err)
-	}
-	rO, rT := renames(dO), renames(dT)
-
-	set := map[string]*Entry{} // changes applied to theirs' tree
-	fixed := map[string]bool{} // paths decided by a rename rule
-	var conflicts []string
-	losers := map[string][][]byte{} // conflicts file → ledger loser lines
-	pol.MemoryMDAt = memoryMDReader(st, ours, theirs)
-
-	// theirsAt reads the entry theirs' tree holds at p.
-	theirsAt := func(p string) *Entry {
-		if c, ok := dT[p]; ok {
-			return c.To
-		}
-		if c, ok := dO[p]; ok {
-			return c.From // unchanged by theirs: base's entry
-		}
-		e, _ := TreeFile(s, theirs, p)
-		return e
-	}
-
-	// Renames by ours of a path theirs changed: theirs' change lands at the
-	// new path, nothing at the old one.
-	for _, old := range slices.Sorted(maps.Keys(rO)) {
-		nw := rO[old]
-		t, ok := dT[old]
-		if !ok || t.To == nil {
-			continue // theirs did not change (or also deleted) it
-		}
-		if _, clash := dT[nw]; clash {
-			continue // theirs also wrote the new path: general rules decide
-		}
-		set[nw] = t.To
-		set[old] = nil
-		fixed[nw], fixed[old] = true, true
-	}
-	// Renames by theirs of a path ours changed: ours' change lands at the
-	// new path.
-	for _, old := range slices.Sorted(maps.Keys(rT)) {
-		nw := rT[old]
-		o, ok := dO[old]
-		if !ok || o.To == nil {
-			continue
-		}
-		if _, clash := dO[nw]; clash {
-			continue
-		}
-		set[nw] = o.To
-		fixed[nw], fixed[old] = true, true // old stays deleted (theirs' tree)
-	}
-
-	for _, p := range slices.Sorted(maps.Keys(dO)) {
-		if fixed[p] {
-			continue
-		}
-		o := dO[p]
-		t, both := dT[p]
-		if !both {
-			set[p] = o.To // only ours touched it
-			continue
-		}
-		if o.To.Same(t.To) {
-			continue // same result on both sides
-		}
-		switch {
-		case o.To == nil:
-			continue // ours deleted, theirs changed: the change stays
-		case t.To == nil:
-			set[p] = o.To // theirs deleted, ours changed: the change stays
-			continue
-		}
-		// Both changed p differently.
-		bb, err := st.readBlob(o.From)
-		if err != nil {
+	m.carryRenames()
+	for _, p := range slices.Sorted(maps.Keys(m.dO)) {
+		if err := m.mergePath(p); err != nil {
 			return res, err
 		}
-		ob, err := st.readBlob(o.To)
-		if err != nil {
-			return res, err
-		}
-		tb, err := st.readBlob(t.To)
-		if err != nil {
-			return res, err
-		}
-		regular := o.To.Mode.IsFile() && t.To.Mode.IsFile() && o.To.Mode != filemode.Symlink && t.To.Mode != filemode.Symlink
-		kind := memd.KindOther
-		if regular {
-			kind = pol.KindOf(p, bb, ob, tb)
-		}
-		var merged []byte
-		if kind.ProjectLayout() {
-			m, note, err := pol.MergeProjectLayout(kind, p, bb, ob, tb)
-			switch {
-			case err != nil:
-				log.Warn("structured merge refused, keeping a conflict copy", "err", err)
-				kind = memd.KindOther
-			case note != "":
-				log.Warn(note)
-			}
-			merged = m
-		}
-		switch kind {
-		case memd.KindProjectMD, memd.KindTopicFile, memd.KindNewer:
-			// merged above
-		case memd.KindDerived:
-			continue // theirs; the next sleep renders it again
-		case memd.KindLedger:
-			var lost [][]byte
-			merged, lost = memd.MergeLedger(bb, ob, tb)
-			if len(lost) > 0 {
-				cp := memd.ConflictsPathFor(p)
-				losers[cp] = append(losers[cp], lost...)
-			}
-		case memd.KindLineUnion:
-			merged = memd.MergeLineUnion(bb, ob, tb)
-		case memd.KindIndexMD:
-			merged = memd.MergeIndexMD(bb, ob, tb)
-		default:
-			cp := memd.ConflictCopyPath(p, pol.Host, pol.Now)
-			for i := 2; holds(s, theirs, dO, set, cp); i++ {
-				cp = memd.ConflictCopyPath(p, fmt.Sprintf("%s-%d", pol.Host, i), pol.Now)
-			}
-			set[cp] = o.To
-			conflicts = append(conflicts, cp)
-			continue
-		}
-		h, err := st.WriteBlob(merged)
-		if err != nil {
-			return res, err
-		}
-		set[p] = &Entry{Hash: h, Mode: t.To.Mode}
 	}
-
-	for _, cp := range slices.Sorted(maps.Keys(losers)) {
-		cur, ok := set[cp]
-		if !ok {
-			cur = theirsAt(cp)
-		}
-		data, err := st.readBlob(cur)
-		if err != nil {
-			return res, err
-		}
-		h, err := st.WriteBlob(memd.AppendMissingLines(data, losers[cp]))
-		if err != nil {
-			return res, err
-		}
-		set[cp] = &Entry{Hash: h, Mode: filemode.Regular}
+	if err := m.appendLosers(); err != nil {
+		return res, err
 	}
-
-	moved, err := resolveFileDir(s, theirs, set, pol)
+	moved, err := resolveFileDir(m.s, theirs, m.set, m.pol)
 	if err != nil {
 		return res, err
 	}
-	conflicts = append(conflicts, moved...)
+	conflicts := append(m.conflicts, moved...)
 	sort.Strings(conflicts)
-	tree, err := PatchTree(st, theirs, set)
+	tree, err := PatchTree(st, theirs, m.set)
 	if err != nil {
 		return res, err
 	}
 	res.Tree = tree
 	res.Conflicts = conflicts
 	return res, nil
+}
+
+// merger is one Merge's state: both sides' changes against base and the
+// changes it applies to theirs' tree.
+type merger struct {
+	st        *Store
+	s         storer.EncodedObjectStorer
+	theirs    plumbing.Hash
+	pol       memd.MergePolicy
+	log       *slog.Logger
+	dO, dT    map[string]Change
+	set       map[string]*Entry   // changes applied to theirs' tree
+	fixed     map[string]bool     // paths decided by a rename rule
+	conflicts []string            // conflict copies written
+	losers    map[string][][]byte // conflicts file → ledger loser lines
+}
+
+// newMerger diffs both sides against base.
+func newMerger(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, log *slog.Logger) (*merger, error) {
+	s := st.s
+	dO, dT := map[string]Change{}, map[string]Change{}
+	if err := DiffTrees(s, base, ours, "", dO); err != nil {
+		return nil, fmt.Errorf("diff base..ours: %w", err)
+	}
+	if err := DiffTrees(s, base, theirs, "", dT); err != nil {
+		return nil, fmt.Errorf("diff base..theirs: %w", err)
+	}
+	pol.MemoryMDAt = memoryMDReader(st, ours, theirs)
+	return &merger{
+		st: st, s: s, theirs: theirs, pol: pol, log: log,
+		dO: dO, dT: dT,
+		set:    map[string]*Entry{},
+		fixed:  map[string]bool{},
+		losers: map[string][][]byte{},
+	}, nil
+}
+
+// theirsAt reads the entry theirs' tree holds at p.
+func (m *merger) theirsAt(p string) *Entry {
+	if c, ok := m.dT[p]; ok {
+		return c.To
+	}
+	if c, ok := m.dO[p]; ok {
+		return c.From // unchanged by theirs: base's entry
+	}
+	e, _ := TreeFile(m.s, m.theirs, p)
+	return e
+}
+
+// carryRenames moves one side's change to a path the other side renamed,
+// and fixes both paths so the general rules leave them alone.
+func (m *merger) carryRenames() {
+	rO, rT := renames(m.dO), renames(m.dT)
+	// Renames by ours of a path theirs changed: theirs' change lands at the
+	// new path, nothing at the old one.
+	for _, old := range slices.Sorted(maps.Keys(rO)) {
+		nw := rO[old]
+		t, ok := m.dT[old]
+		if !ok || t.To == nil {
+			continue // theirs did not change (or also deleted) it
+		}
+		if _, clash := m.dT[nw]; clash {
+			continue // theirs also wrote the new path: general rules decide
+		}
+		m.set[nw] = t.To
+		m.set[old] = nil
+		m.fixed[nw], m.fixed[old] = true, true
+	}
+	// Renames by theirs of a path ours changed: ours' change lands at the
+	// new path.
+	for _, old := range slices.Sorted(maps.Keys(rT)) {
+		nw := rT[old]
+		o, ok := m.dO[old]
+		if !ok || o.To == nil {
+			continue
+		}
+		if _, clash := m.dO[nw]; clash {
+			continue
+		}
+		m.set[nw] = o.To
+		m.fixed[nw], m.fixed[old] = true, true // old stays deleted (theirs' tree)
+	}
+}
+
+// mergePath replays ours' change of p onto theirs' tree.
+func (m *merger) mergePath(p string) error {
+	if m.fixed[p] {
+		return nil
+	}
+	o := m.dO[p]
+	t, both := m.dT[p]
+	if !both {
+		m.set[p] = o.To // only ours touched it
+		return nil
+	}
+	if o.To.Same(t.To) {
+		return nil // same result on both sides
+	}
+	switch {
+	case o.To == nil:
+		return nil // ours deleted, theirs changed: the change stays
+	case t.To == nil:
+		m.set[p] = o.To // theirs deleted, ours changed: the change stays
+		return nil
+	}
+	return m.mergeBoth(p, o, t)
+}
+
+// mergeBoth merges p, which both sides changed differently, by the policy
+// for its kind; a kind with no merge gets a conflict copy of ours.
+func (m *merger) mergeBoth(p string, o, t Change) error {
+	bb, err := m.st.readBlob(o.From)
+	if err != nil {
+		return err
+	}
+	ob, err := m.st.readBlob(o.To)
+	if err != nil {
+		return err
+	}
+	tb, err := m.st.readBlob(t.To)
+	if err != nil {
+		return err
+	}
+	pol := m.pol
+	regular := o.To.Mode.IsFile() && t.To.Mode.IsFile() && o.To.Mode != filemode.Symlink && t.To.Mode != filemode.Symlink
+	kind := memd.KindOther
+	if regular {
+		kind = pol.KindOf(p, bb, ob, tb)
+	}
+	var merged []byte
+	if kind.ProjectLayout() {
+		mm, note, err := pol.MergeProjectLayout(kind, p, bb, ob, tb)
+		switch {
+		case err != nil:
+			m.log.Warn("structured merge refused, keeping a conflict copy", "err", err)
+			kind = memd.KindOther
+		case note != "":
+			m.log.Warn(note)
+		}
+		merged = mm
+	}
+	switch kind {
+	case memd.KindProjectMD, memd.KindTopicFile, memd.KindNewer:
+		// merged above
+	case memd.KindDerived:
+		return nil // theirs; the next sleep renders it again
+	case memd.KindLedger:
+		var lost [][]byte
+		merged, lost = memd.MergeLedger(bb, ob, tb)
+		if len(lost) > 0 {
+			cp := memd.ConflictsPathFor(p)
+			m.losers[cp] = append(m.losers[cp], lost...)
+		}
+	case memd.KindLineUnion:
+		merged = memd.MergeLineUnion(bb, ob, tb)
+	case memd.KindIndexMD:
+		merged = memd.MergeIndexMD(bb, ob, tb)
+	default:
+		cp := memd.ConflictCopyPath(p, pol.Host, pol.Now)
+		for i := 2; holds(m.s, m.theirs, m.dO, m.set, cp); i++ {
+			cp = memd.ConflictCopyPath(p, fmt.Sprintf("%s-%d", pol.Host, i), pol.Now)
+		}
+		m.set[cp] = o.To
+		m.conflicts = append(m.conflicts, cp)
+		return nil
+	}
+	h, err := m.st.WriteBlob(merged)
+	if err != nil {
+		return err
+	}
+	m.set[p] = &Entry{Hash: h, Mode: t.To.Mode}
+	return nil
+}
+
+// appendLosers appends the ledger lines that lost a merge to their
+// conflicts files, so no record is lost.
+func (m *merger) appendLosers() error {
+	for _, cp := range slices.Sorted(maps.Keys(m.losers)) {
+		cur, ok := m.set[cp]
+		if !ok {
+			cur = m.theirsAt(cp)
+		}
+		data, err := m.st.readBlob(cur)
+		if err != nil {
+			return err
+		}
+		h, err := m.st.WriteBlob(memd.AppendMissingLines(data, m.losers[cp]))
+		if err != nil {
+			return err
+		}
+		m.set[cp] = &Entry{Hash: h, Mode: filemode.Regular}
+	}
+	return nil
 }
 
 // exists says whether the merged tree would hold p (a conflict copy name
