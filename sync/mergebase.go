@@ -10,7 +10,7 @@ import (
 )
 
 // divergenceLocked is ahead/behind and the merge base of local and remote in one walk:
-// git's paint_down_to_common on the commit heap of aheadBehindLocked. Every commit is
+// git's paint_down_to_common on the one commit heap (commitheap.go). Every commit is
 // painted with the sides it is reachable from; a commit reachable from both that no
 // common ancestor already reached (not stale) is a merge-base candidate, and paints its
 // ancestors stale. The walk ends once every queued commit is stale, so its cost follows the
@@ -28,7 +28,11 @@ func (r *Repo) divergenceLocked(local, remote plumbing.Hash) (ahead, behind int,
 	}
 	const fromLocal, fromRemote, stale = 1, 2, 4
 	flags := map[plumbing.Hash]uint8{}
-	expanded := map[plumbing.Hash]bool{} // as in aheadBehindLocked: re-queued when flags grow
+	// expanded: commits whose parents were pushed. Commit times are not a topological order
+	// (equal within a second, or skewed), so a commit may be expanded before a child reaches
+	// it from the other side; it is then queued again as open, so the walk cannot stop
+	// before its new flags reach the ancestors it already painted.
+	expanded := map[plumbing.Hash]bool{}
 	q := &commitHeap{}
 	push := func(h plumbing.Hash, f uint8) error {
 		if h.IsZero() {

@@ -5,7 +5,6 @@ package sync
 // http(s), ssh) with a deadline each; none of them can prompt.
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -781,65 +780,10 @@ func mergeMessage(remote, branch, host string, conflicts []string) string {
 	return b.String()
 }
 
-// aheadBehindLocked walks both histories newest first, painting each commit
-// with the sides it is reachable from, and stops once every commit still
-// queued is reachable from both (git's paint-down). Cost follows the
-// divergence, not the length of history.
+// aheadBehindLocked counts the commits only local has and those only remote has: the
+// divergence walk of mergebase.go, whose cost follows the divergence, not the length of
+// history.
 func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) {
-	if local == remote {
-		return 0, 0, nil
-	}
-	const fromLocal, fromRemote = 1, 2
-	flags := map[plumbing.Hash]uint8{}
-	// expanded: commits whose parents were pushed. Commit times are not a topological order
-	// (equal within a second, or skewed), so a commit may be expanded before a child reaches
-	// it from the other side; it is then queued again as open, so the walk
-	// cannot stop before its new flags reach the ancestors it already painted.
-	expanded := map[plumbing.Hash]bool{}
-	q := &commitHeap{}
-	push := func(h plumbing.Hash, f uint8) error {
-		if h.IsZero() {
-			return nil
-		}
-		old := flags[h]
-		if old|f == old {
-			return nil
-		}
-		flags[h] = old | f
-		c, err := object.GetCommit(r.repo.Storer, h)
-		if err != nil {
-			return fmt.Errorf("ahead/behind: read commit %s: %w", h, err)
-		}
-		heap.Push(q, paintedCommit{c: c, f: old | f, open: old|f != fromLocal|fromRemote || expanded[h]})
-		return nil
-	}
-	if err := push(local, fromLocal); err != nil {
-		return 0, 0, err
-	}
-	if err := push(remote, fromRemote); err != nil {
-		return 0, 0, err
-	}
-	for q.Len() > 0 {
-		if q.open == 0 {
-			break
-		}
-		it := heap.Pop(q).(paintedCommit)
-		expanded[it.c.Hash] = true
-		f := flags[it.c.Hash]
-		for _, p := range it.c.ParentHashes {
-			if err := push(p, f); err != nil {
-				return 0, 0, err
-			}
-		}
-	}
-	ahead, behind := 0, 0
-	for _, f := range flags {
-		switch f {
-		case fromLocal:
-			ahead++
-		case fromRemote:
-			behind++
-		}
-	}
-	return ahead, behind, nil
+	ahead, behind, _, err := r.divergenceLocked(local, remote)
+	return ahead, behind, err
 }
