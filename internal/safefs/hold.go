@@ -121,20 +121,9 @@ func (s Stamp) SameButCtime(o Stamp) bool {
 // rename is replaced unseen (the window BenchmarkCommitIfWindow measures).
 func (tm *Temp) CommitHold(want Stamp) (d *Displaced, err error) {
 	err = tm.finish(tm.rel, func() error {
-		if err := tm.acquire("rename"); err != nil {
+		base, got, err := tm.targetStamp()
+		if err != nil {
 			return err
-		}
-		_, base := split(tm.rel)
-		fi, lerr := tm.parent.Lstat(base)
-		if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
-			return perr("rename", tm.rel, lerr)
-		}
-		if lerr == nil && fi.IsDir() {
-			return perr("rename", tm.rel, syscall.EISDIR)
-		}
-		var got Stamp
-		if lerr == nil {
-			got = stampOf(fi)
 		}
 		if got != want {
 			return perr("rename", tm.rel, ErrChanged)
@@ -142,7 +131,6 @@ func (tm *Temp) CommitHold(want Stamp) (d *Displaced, err error) {
 		if hookBeforeSwap != nil {
 			hookBeforeSwap(tm.rel)
 		}
-		var err error
 		d, err = tm.swap(base, want)
 		return err
 	})

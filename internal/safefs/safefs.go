@@ -613,31 +613,37 @@ func (tm *Temp) CommitIf(want Stamp) error { return tm.commit(&want) }
 
 func (tm *Temp) commit(want *Stamp) error {
 	return tm.finish(tm.rel, func() error {
-		if err := tm.acquire("rename"); err != nil {
+		base, got, err := tm.targetStamp()
+		if err != nil {
 			return err
 		}
-		_, base := split(tm.rel)
-		fi, lerr := tm.parent.Lstat(base)
-		if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
-			return perr("rename", tm.rel, lerr)
-		}
-		if lerr == nil && fi.IsDir() {
-			return perr("rename", tm.rel, syscall.EISDIR)
-		}
-		if want != nil {
-			var got Stamp
-			if lerr == nil {
-				got = stampOf(fi)
-			}
-			if got != *want {
-				return perr("rename", tm.rel, ErrChanged)
-			}
+		if want != nil && got != *want {
+			return perr("rename", tm.rel, ErrChanged)
 		}
 		if err := tm.parent.Rename(tm.name, base); err != nil {
 			return perr("rename", tm.rel, err)
 		}
 		return nil
 	})
+}
+
+// targetStamp takes the parent for the rename and re-stats the target: its base name and
+// its Stamp (zero when absent). A directory at the target is never replaced.
+func (tm *Temp) targetStamp() (base string, got Stamp, err error) {
+	if err := tm.acquire("rename"); err != nil {
+		return "", Stamp{}, err
+	}
+	_, base = split(tm.rel)
+	fi, lerr := tm.parent.Lstat(base)
+	switch {
+	case errors.Is(lerr, fs.ErrNotExist):
+		return base, Stamp{}, nil
+	case lerr != nil:
+		return "", Stamp{}, perr("rename", tm.rel, lerr)
+	case fi.IsDir():
+		return "", Stamp{}, perr("rename", tm.rel, syscall.EISDIR)
+	}
+	return base, stampOf(fi), nil
 }
 
 // finish closes (fsyncs) the temp file and runs rename, the one way every commit ends: once
