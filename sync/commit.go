@@ -696,7 +696,7 @@ func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
 
 // maxHotEntries bounds Repo.hot (~70 bytes an entry: ~4.5 MB, the largest directories of
 // a 100k-file repo; each entry kept costs about twice that in RSS with the GC's headroom).
-var maxHotEntries = 1 << 16 // a var for tests
+var maxHotEntries = 1 << 17 // a var for tests
 
 // hotTree is a tree a commit wrote at a directory (zero hash: the directory went away).
 type hotTree struct {

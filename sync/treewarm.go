@@ -66,7 +66,12 @@ func (r *Repo) warmHot(tc *treeCache, root plumbing.Hash) {
 	for _, tv := range r.hot {
 		n += len(tv.entries)
 	}
-	for _, b := range warm {
+	// Smallest first, so the biggest trees carry the newest clock: past the budget a commit
+	// evicts the trees written longest ago (evictHot), and a warmed 2 MB tree evicted by
+	// the first commit in another directory was read and compressed cold again by the next
+	// commit in its own. Reading the warm set in reverse keeps the same trees within budget.
+	for i := len(warm) - 1; i >= 0; i-- {
+		b := warm[i]
 		if _, ok := r.hotDirs[b.dir]; ok || r.hot[b.h] != nil || n+len(b.tv.entries) > maxHotEntries {
 			continue
 		}
