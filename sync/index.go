@@ -411,6 +411,7 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash)
 	if !root.IsZero() {
 		r.warmHot(tc, root) // every tree of HEAD is decoded now (treewarm.go)
 	}
+	r.primeObjects()
 	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && gitstore.PlainIndexFile(indexPath) {
 		return len(entries), true, nil
 	}
