@@ -268,6 +268,8 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 			restore()
 			return false, fmt.Errorf("refresh index of %s: %w", r.dir, err)
 		}
+		// After the index is in place (a user's git reads it), and never waiting for r.mu.
+		defer r.primeObjects()
 		if unchanged {
 			// The file on disk already is HEAD's index (a restart): keep it, unwritten.
 			s.refreshed(head, chainHead, curFile)
@@ -411,7 +413,6 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash)
 	if !root.IsZero() {
 		r.warmHot(tc, root) // every tree of HEAD is decoded now (treewarm.go)
 	}
-	r.primeObjects()
 	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && gitstore.PlainIndexFile(indexPath) {
 		return len(entries), true, nil
 	}

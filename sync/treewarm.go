@@ -84,9 +84,13 @@ func (r *Repo) warmHot(tc *treeCache, root plumbing.Hash) {
 // primeObjects loads the owner's go-git pack indexes now, in the refresher's goroutine: go-git
 // reads them all on the first lookup that misses the loose objects (a commit asking whether
 // its new blob exists), which made the first commit after a start at 100k files 10-25 ms
-// slower than the next (the bench's repo has ~5 MB of pack indexes).
+// slower than the next (the bench's repo has ~5 MB of pack indexes). A commit holding r.mu
+// loads them itself: then this does nothing rather than wait (a refresh that waited for a
+// commit left .git/index behind HEAD for longer).
 func (r *Repo) primeObjects() {
-	r.mu.Lock()
+	if !r.mu.TryLock() {
+		return
+	}
 	defer r.mu.Unlock()
 	r.syncPacksLocked()
 	_ = r.repo.Storer.HasEncodedObject(plumbing.ZeroHash) // loads the indexes; the answer is no
