@@ -80,7 +80,8 @@ func New(opts Options) (*Agent, error) {
 	a.hub = metrics.NewHub()
 	// Opening applies the start-up invariants (a crash's merge finished, its half sleep
 	// undone) before anything reads the tree: the inventory, the watcher, the reconcile.
-	sess, err := Open(context.Background(), a.cfg, OpenOptions{Logger: a.log, Now: a.now, Who: "memd", LockHeld: a.metrics.LockHeld})
+	sess, err := Open(context.Background(), a.cfg, OpenOptions{Logger: a.log, Now: a.now, Who: "memd", LockHeld: a.metrics.LockHeld,
+		DeferIndexUpkeep: true}) // started at READY (Run)
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +207,9 @@ func (a *Agent) announceReady(ctx context.Context) {
 		go n.RunWatchdog(ctx, func() bool { return a.alive() == nil })
 	}
 	a.log.Info("memd running", "repo", a.cfg.Repo, "version", a.opts.Version)
+	// The stale index.lock check and the start-up index refresh (with the big trees' warming)
+	// run from READY on: they are seconds of CPU at 100k files (OpenOptions.DeferIndexUpkeep).
+	a.sess.StartIndexUpkeep()
 }
 
 // loop is the owner goroutine: one job at a time, until ctx is cancelled.

@@ -29,8 +29,10 @@ type Session struct {
 	now     func() time.Time
 	who     string
 	held    func(time.Duration)
-	// startup is the stale index.lock check, off the start path (§9.5).
-	startup sync.WaitGroup
+	// startup is the stale index.lock check and the start-up index refresh, off the start
+	// path (§9.5); startOnce starts it once (Open, or StartIndexUpkeep when deferred).
+	startup   sync.WaitGroup
+	startOnce sync.Once
 }
 
 // OpenOptions tune Open. Zero values take the defaults.
@@ -45,6 +47,12 @@ type OpenOptions struct {
 	// LockHeld is told how long each hold of the writer lock lasted (the agent's
 	// memd_writer_lock_held_seconds_total).
 	LockHeld func(time.Duration)
+	// DeferIndexUpkeep leaves the stale index.lock check and the start-up index refresh to
+	// StartIndexUpkeep (memd run calls it at READY): at 100k files the full refresh decodes
+	// every tree and warms the big ones, seconds of CPU that would otherwise compete with
+	// the watcher's set-up on the way to READY. Commits do not touch the index (§9.5), so
+	// none waits for it.
+	DeferIndexUpkeep bool
 }
 
 // maxCASRetries bounds how often a commit is retried when HEAD moved under it (a user's own
@@ -90,18 +98,28 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 		repo.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Repo, err)
 	}
-	s.startup.Add(1)
-	go func() {
-		defer s.startup.Done()
-		// Left by a git or memd killed holding it; it must be a couple of seconds old to be
-		// judged stale, so this waits, off the start path. A memd killed between a commit
-		// and its index refresh left the index behind HEAD: refresh it either way.
-		if err := repo.ClearStaleIndexLock(); err != nil {
-			s.log.Warn("index lock at start", "err", err)
-		}
-		repo.ScheduleIndexRefresh()
-	}()
+	if !o.DeferIndexUpkeep {
+		s.StartIndexUpkeep()
+	}
 	return s, nil
+}
+
+// StartIndexUpkeep clears a stale .git/index.lock and brings the index up to HEAD, in the
+// background; once per session (Open calls it unless told to defer, OpenOptions).
+func (s *Session) StartIndexUpkeep() {
+	s.startOnce.Do(func() {
+		s.startup.Add(1)
+		go func() {
+			defer s.startup.Done()
+			// Left by a git or memd killed holding it; it must be a couple of seconds old to
+			// be judged stale, so this waits, off the start path. A memd killed between a
+			// commit and its index refresh left the index behind HEAD: refresh it either way.
+			if err := s.repo.ClearStaleIndexLock(); err != nil {
+				s.log.Warn("index lock at start", "err", err)
+			}
+			s.repo.ScheduleIndexRefresh()
+		}()
+	})
 }
 
 // recover is Open's repairs; the caller holds the writer lock.
@@ -242,6 +260,7 @@ func (s *Session) SyncOnce(ctx context.Context, commitFirst func(paths []string)
 // RefreshIndex brings .git/index up to HEAD now (a one-shot command's last step), after
 // Open's stale-lock check.
 func (s *Session) RefreshIndex() error {
+	s.StartIndexUpkeep()
 	s.startup.Wait()
 	return s.repo.RefreshIndex()
 }

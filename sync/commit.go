@@ -666,9 +666,12 @@ func (s *treeCache) tree(h plumbing.Hash) (*treeView, error) {
 	return tv, nil
 }
 
-// maxHotEntries bounds Repo.hot (~70 bytes an entry: ~4.5 MB, the largest directories of
-// a 100k-file repo; each entry kept costs about twice that in RSS with the GC's headroom).
-var maxHotEntries = 1 << 16 // a var for tests
+// maxHotEntries bounds Repo.hot (~70 bytes an entry and its pieces ~30: up to ~13 MB). The
+// 100k-file demo's directories of packMin bytes or more hold ~102k entries: at 1<<16 the
+// warm set left a 10k-file directory cold and each commit elsewhere evicted a warm tree,
+// read and compressed cold again by the next commit in it (the 100k p90); RSS after 20
+// commits stayed ~88-90 MiB either way (the soft memory limit, agent.boundMemory).
+var maxHotEntries = 1 << 17 // a var for tests
 
 // hotTree is a tree a commit wrote at a directory (zero hash: the directory went away).
 type hotTree struct {

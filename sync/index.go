@@ -180,13 +180,36 @@ func (r *Repo) refresh(started func()) error {
 	if err != nil {
 		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
 	}
-	done := false
+	installed := false
 	defer func() {
-		if !done {
+		if !installed {
 			gitstore.RollbackLock(lock)
 		}
 	}()
+	for try := 1; ; try++ {
+		installed, err = r.refreshOnce(indexPath, lock, try < maxSuperseded)
+		if !errors.Is(err, errSuperseded) {
+			return err
+		}
+		// A commit moved HEAD between reading it and the lookups: start again from the new
+		// HEAD and its pending paths (the ones taken are back in them), whose trees the
+		// commit left hot, instead of decoding the superseded head's trees cold under r.mu.
+		r.log.Debug("index refresh: superseded by a commit, again", "repo", r.dir, "try", try)
+	}
+}
 
+// maxSuperseded bounds how often a refresh starts again because commits keep moving HEAD
+// under it; the last try splices the head it read, superseded or not.
+const maxSuperseded = 4
+
+// errSuperseded: HEAD moved after the refresh read it; nothing was written.
+var errSuperseded = errors.New("index refresh superseded by a commit")
+
+// refreshOnce is one try of refresh, holding s.run: it writes the new index into lock and
+// installs it (installed: lock is consumed), or finds nothing to do. canRetry: it may give
+// up with errSuperseded when a commit moved HEAD before its lookups (lock left empty).
+func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (installed bool, err error) {
+	s := &r.idx
 	// Snapshot what memd committed so far; restore it on failure.
 	s.mu.Lock()
 	valid, lastHead, chainHead, lastFile := s.valid, s.lastHead, s.chainHead, s.lastFile
@@ -206,7 +229,7 @@ func (r *Repo) refresh(started func()) error {
 	head, err := r.readBranch()
 	if err != nil {
 		restore()
-		return err
+		return false, err
 	}
 	if r.testDuringRefresh != nil {
 		r.testDuringRefresh()
@@ -217,7 +240,7 @@ func (r *Repo) refresh(started func()) error {
 	}
 	incremental := valid && curFile == lastFile && head == chainHead && !lastHead.IsZero()
 	if incremental && len(pending) == 0 && head == lastHead {
-		return nil // the index is already exactly HEAD's; the deferred rollback drops the temp
+		return false, nil // the index is already exactly HEAD's; the caller drops the temp
 	}
 	if !incremental {
 		r.log.Debug("index refresh: full", "repo", r.dir, "valid", valid, "same_file", curFile == lastFile,
@@ -225,14 +248,17 @@ func (r *Repo) refresh(started func()) error {
 	}
 	entries := -1
 	if incremental {
-		entries, err = r.spliceRefresh(indexPath, lock, head, pending)
+		entries, err = r.spliceRefresh(indexPath, lock, head, pending, canRetry)
 		if errors.Is(err, gitstore.ErrNotSpliceable) {
 			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
 			entries, err = -1, resetFile(lock)
 		}
 		if err != nil {
 			restore()
-			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+			if errors.Is(err, errSuperseded) {
+				return false, err
+			}
+			return false, fmt.Errorf("refresh index of %s: %w", r.dir, err)
 		}
 	}
 	if entries < 0 {
@@ -240,19 +266,20 @@ func (r *Repo) refresh(started func()) error {
 		n, unchanged, err := r.fullRefresh(indexPath, lock, head)
 		if err != nil {
 			restore()
-			return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+			return false, fmt.Errorf("refresh index of %s: %w", r.dir, err)
 		}
+		// After the index is in place (a user's git reads it), and never waiting for r.mu.
+		defer r.primeObjects()
 		if unchanged {
 			// The file on disk already is HEAD's index (a restart): keep it, unwritten.
 			s.refreshed(head, chainHead, curFile)
-			return nil
+			return false, nil
 		}
 		entries = n
 	}
-	done = true
 	if err := installIndex(lock, indexPath, curFile); err != nil {
 		restore()
-		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+		return true, fmt.Errorf("refresh index of %s: %w", r.dir, err)
 	}
 	var id fileID
 	if fi, err := os.Stat(indexPath); err == nil {
@@ -260,7 +287,7 @@ func (r *Repo) refresh(started func()) error {
 	}
 	s.refreshed(head, chainHead, id)
 	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
-	return nil
+	return true, nil
 }
 
 // refreshed records that the index file (id) now is head's. chainHead is the newest memd
@@ -285,8 +312,11 @@ func (s *indexState) refreshed(head, chainHead plumbing.Hash, id fileID) {
 //
 // The lookups go through the owner's go-git instance under r.mu (a few ms: the trees along
 // the changed paths), so the refresher keeps no second copy of the pack indexes and object
-// cache; the file reads and the write run outside it.
-func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Hash, pending map[string]struct{}) (int, error) {
+// cache; the file reads and the write run outside it. They are a few ms because the last
+// commit left those trees hot: a head that a commit has since superseded has cold trees
+// (at 100k files, a 2 MB tree to read and decode while every commit waits for r.mu), so
+// with canRetry a moved HEAD, read again under r.mu, returns errSuperseded instead.
+func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Hash, pending map[string]struct{}, canRetry bool) (int, error) {
 	type found struct {
 		name string
 		e    object.TreeEntry
@@ -296,6 +326,13 @@ func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Has
 	err := func() error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		if canRetry {
+			// Commits move the branch under r.mu: what is read here stays HEAD until the
+			// lookups are done.
+			if now, err := r.readBranch(); err == nil && now != head {
+				return errSuperseded
+			}
+		}
 		r.syncPacksLocked()
 		root, err := r.rootTree(r.repo.Storer, head)
 		if err != nil {

@@ -69,3 +69,38 @@ func TestIndexRefreshOverlappedByCommitStaysIncremental(t *testing.T) {
 		t.Fatalf("%d incremental refreshes after the overlapped one, want 1:\n%s", n, logs.String())
 	}
 }
+
+// A refresh whose HEAD a commit superseded before its lookups starts again from the new
+// HEAD (whose trees that commit left hot) instead of splicing the old one: at 100k files the
+// old head's big tree is cold, and decoding it under r.mu held up the next commit. So the
+// commit that overlaps a refresh costs one index write, not two.
+func TestIndexRefreshSupersededByCommitSplicesTheNewHead(t *testing.T) {
+	dir := newGitDir(t)
+	var logs syncBuf
+	o := testOptions()
+	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	r := openTest(t, dir, o)
+	for i := 0; i < 20; i++ {
+		writeFile(t, dir, fmt.Sprintf("areas/f%d.html", i), "x")
+	}
+	mustCommit(t, r, "areas")
+	r.WaitIndexRefresh()
+	before := strings.Count(logs.String(), "msg=\"index refreshed\"")
+	r.testDuringRefresh = func() { // after the refresh read HEAD, before its lookups
+		r.testDuringRefresh = nil
+		writeFile(t, dir, "areas/f1.html", "during the refresh")
+		mustCommit(t, r, "areas/f1.html")
+	}
+	writeFile(t, dir, "areas/f0.html", "first")
+	mustCommit(t, r, "areas/f0.html")
+	r.WaitIndexRefresh()
+	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+		t.Fatalf("status:\n%s", out)
+	}
+	if !strings.Contains(logs.String(), "superseded by a commit") {
+		t.Fatalf("the refresh did not see HEAD move under it:\n%s", logs.String())
+	}
+	if n := strings.Count(logs.String(), "msg=\"index refreshed\"") - before; n != 1 {
+		t.Fatalf("%d index writes for two commits overlapping one refresh, want 1 (the superseded head's spliced too?):\n%s", n, logs.String())
+	}
+}

@@ -306,3 +306,41 @@ func TestFullRefreshWarmsBigTrees(t *testing.T) {
 	}
 	runGit(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress")
 }
+
+// The warmed trees carry the clock biggest last, so the first commit past the budget
+// evicts the smaller warmed tree, not the biggest (which the next commit in its directory
+// would read and compress cold again: ~20 ms for a 2 MB tree).
+func TestWarmedBigTreesEvictSmallestFirst(t *testing.T) {
+	dir := newGitDir(t)
+	// Long names: a tree of packMin bytes in fewer files.
+	name := strings.Repeat("a-memory-with-a-long-descriptive-file-name-", 4) + "%04d.html"
+	for d, n := range map[string]int{"big1": 900, "big2": 700, "mid": 300} {
+		for i := range n {
+			writeFile(t, dir, fmt.Sprintf("%s/"+name, d, i), "x\n")
+		}
+	}
+	runGit(t, dir, "add", "-A")
+	runGit(t, dir, "commit", "-q", "-m", "init")
+	r := openTest(t, dir, testOptions())
+	defer func(m int) { maxHotEntries = m }(maxHotEntries)
+	maxHotEntries = 1850 // both big trees warm (1600 of 1850 - 1850/8), not with mid/ too
+	if err := r.RefreshIndex(); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.hotDirs) != 2 {
+		t.Fatalf("warmed %v, want big1 and big2", r.hotDirs)
+	}
+	writeFile(t, dir, fmt.Sprintf("mid/"+name, 1), "changed\n")
+	if _, err := r.CommitPaths([]string{filepath.Join(dir, "mid", fmt.Sprintf(name, 1))}); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]bool{"big1": true, "big2": false, "mid": true} {
+		h, ok := r.hotDirs[d]
+		if ok && r.hot[h] == nil {
+			ok = false
+		}
+		if ok != want {
+			t.Errorf("directory %q hot = %v, want %v (hot: %v)", d, ok, want, r.hotDirs)
+		}
+	}
+}

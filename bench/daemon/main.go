@@ -44,6 +44,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the work directory")
 	workDir := flag.String("work", "", "work directory to use and keep; a repo already generated there for a size is reused (not a clean start: for profiling runs)")
 	flag.StringVar(&prof.cpu, "cpuprofile", "", "write the daemon's CPU profile over the measured changes to FILE-<size>.pprof (http.pprof)")
+	flag.StringVar(&prof.log, "log", "", "run the daemon at log level debug and write its log to FILE-<size>.log (each commit's phases, the index refreshes)")
 	flag.StringVar(&prof.heap, "memprofile", "", "write the daemon's heap profile after the measured changes to FILE-<size>.pprof (http.pprof)")
 	flag.Parse()
 
@@ -99,7 +100,7 @@ func fatalf(format string, args ...any) {
 }
 
 // prof names the profile files (empty: none); either one turns on http.pprof.
-var prof struct{ cpu, heap string }
+var prof struct{ cpu, heap, log string }
 
 type row struct {
 	files      int
@@ -157,6 +158,9 @@ func measure(bin, work string, n, changes int, quiet, idle time.Duration) (row, 
 	}
 	pprofOn := prof.cpu != "" || prof.heap != ""
 	cfg := fmt.Sprintf("watch: {quiet: %s, max_delay: 2s}\nhttp: {listen: \"127.0.0.1:0\", pprof: %t}\nsleep: {catch_up: false}\n", quiet, pprofOn)
+	if prof.log != "" {
+		cfg += "log: {level: debug}\n"
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return r, err
 	}
@@ -198,6 +202,9 @@ func measure(bin, work string, n, changes int, quiet, idle time.Duration) (row, 
 
 	fmt.Fprintf(os.Stderr, "size %d: %d files; memd run ...\n", n, len(files))
 	logs := &logBuf{}
+	if prof.log != "" {
+		defer func() { _ = os.WriteFile(fmt.Sprintf("%s-%d.log", prof.log, n), []byte(logs.String()), 0o644) }()
+	}
 	cmd := exec.Command(bin, "run", "--config", cfgPath, "--repo", repo)
 	cmd.Env, cmd.Stdout, cmd.Stderr = e, logs, logs
 	t0 = time.Now()
