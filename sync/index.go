@@ -65,6 +65,9 @@ type indexState struct {
 	scheduled bool
 	wg        gosync.WaitGroup
 	closed    bool
+	// lockHeld is crashHooks.indexLockHeld (tests only), copied here by setCrashHooks:
+	// the refresher never reads r.hooks, which a test may re-arm while a refresh runs.
+	lockHeld func(tmp string)
 }
 
 type fileID struct {
@@ -211,6 +214,7 @@ type refreshSnapshot struct {
 	lastHead, chainHead plumbing.Hash
 	lastFile            fileID
 	pending             map[string]struct{}
+	lockHeld            func(tmp string) // crashHooks.indexLockHeld
 }
 
 // takePending snapshots what memd committed so far and empties pending for the commits to come.
@@ -218,7 +222,7 @@ func (s *indexState) takePending() refreshSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := refreshSnapshot{valid: s.valid, lastHead: s.lastHead, chainHead: s.chainHead,
-		lastFile: s.lastFile, pending: s.pending}
+		lastFile: s.lastFile, pending: s.pending, lockHeld: s.lockHeld}
 	s.pending = make(map[string]struct{})
 	s.broken = false
 	return snap
@@ -294,7 +298,7 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 		}
 		entries = n
 	}
-	if err := r.installRefreshed(lock, indexPath, curFile, head, snap.chainHead); err != nil {
+	if err := r.installRefreshed(lock, indexPath, curFile, head, snap); err != nil {
 		restore()
 		return true, fmt.Errorf("refresh index of %s: %w", r.dir, err)
 	}
@@ -304,15 +308,15 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 
 // installRefreshed installs the new index in lock over indexPath (installIndex; curFile:
 // the index the refresh started from) and records that the file now on disk is head's.
-func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID, head, chainHead plumbing.Hash) error {
-	if err := installIndex(lock, indexPath, curFile); err != nil {
+func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID, head plumbing.Hash, snap refreshSnapshot) error {
+	if err := installIndex(lock, indexPath, curFile, snap.lockHeld); err != nil {
 		return err
 	}
 	var id fileID
 	if fi, err := os.Stat(indexPath); err == nil {
 		id = statID(fi)
 	}
-	r.idx.refreshed(head, chainHead, id)
+	r.idx.refreshed(head, snap.chainHead, id)
 	return nil
 }
 
@@ -534,10 +538,6 @@ func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *in
 	return e
 }
 
-// hookIndexLockHeld, nil in production, runs while installIndex holds index.lock, with
-// the temp file about to be renamed over the index (tests).
-var hookIndexLockHeld func(tmp string)
-
 // createIndexTemp creates the file a refresh writes the new index into, in .git/memd.
 func (r *Repo) createIndexTemp() (*os.File, error) {
 	dir := filepath.Join(r.gitDir, memd.StateDirName)
@@ -551,8 +551,9 @@ func (r *Repo) createIndexTemp() (*os.File, error) {
 // git's protocol allows: check that the index is still the one the refresh started from
 // (was: its identity then), rename tmp over it, drop the lock. A held lock or an index
 // someone rewrote meanwhile returns ErrLocked and changes nothing (tmp is removed): the next
-// round starts again. The lock file stays empty: git's readers never read it.
-func installIndex(tmp *os.File, indexPath string, was fileID) error {
+// round starts again. The lock file stays empty: git's readers never read it. lockHeld,
+// nil in production, runs with the lock held (crashHooks.indexLockHeld).
+func installIndex(tmp *os.File, indexPath string, was fileID, lockHeld func(tmp string)) error {
 	name := tmp.Name()
 	err := tmp.Sync()
 	if cerr := tmp.Close(); err == nil {
@@ -568,8 +569,8 @@ func installIndex(tmp *os.File, indexPath string, was fileID) error {
 		return err
 	}
 	defer gitstore.RollbackLock(lock)
-	if hookIndexLockHeld != nil {
-		hookIndexLockHeld(name)
+	if lockHeld != nil {
+		lockHeld(name)
 	}
 	var now fileID
 	if fi, err := os.Stat(indexPath); err == nil {
