@@ -425,43 +425,12 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		t1 := time.Now()
 		// The merge is computed before the lock (objects only); under it,
 		// only what touches the work tree and the branch.
-		pl, err := r.planIntegrate(ro, remote)
-		// Edits in the way are committed first, outside the checkout's lock,
-		// and the merge planned again on the new head.
-		for try := 0; err == nil && pl != nil && len(pl.dirty) > 0 && try < maxEditMerges; try++ {
-			if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, ErrHeadMoved) {
-				return r.finishResult(ro, res, fmt.Errorf("commit local changes before merge in %s: %w", r.dir, cerr))
-			}
-			r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(pl.dirty))
-			pl, err = r.planIntegrate(ro, remote)
-		}
+		pl, err := r.planRound(ro, remote)
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
 		t2 := time.Now()
-		var local plumbing.Hash
-		err = ro.LocalWork(func() error {
-			// An interrupted checkout is finished first; a plan that wrote
-			// its own marker knows there was none.
-			if pl == nil || pl.co == nil || !pl.co.marked {
-				if done, err := r.FinishInterruptedMerge(); err != nil || done {
-					pl.drop(r) // its temps may be gone with the interrupted checkout's
-					if err != nil {
-						return err
-					}
-				}
-			}
-			if err := r.integrate(ro, remote, pl, &res); err != nil {
-				return err
-			}
-			var err error
-			local, err = r.readBranch()
-			return err
-		})
-		r.dropPlan(pl) // unless integrate used it (or the lock was not had)
-		if ferr := r.flushDurable(); err == nil {
-			err = ferr
-		}
+		local, err := r.integrateRound(ro, remote, pl, &res)
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
@@ -500,6 +469,51 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		pushErr = fmt.Errorf("push %s: still rejected after %d attempts: %w", ro.Remote, MaxSyncAttempts, pushErr)
 	}
 	return r.finishResult(ro, res, pushErr)
+}
+
+// planRound plans a round's merge of remote (planIntegrate). Edits in the
+// way are committed first, outside the checkout's lock, and the merge planned
+// again on the new head.
+func (r *Repo) planRound(ro RemoteOptions, remote plumbing.Hash) (*integratePlan, error) {
+	pl, err := r.planIntegrate(ro, remote)
+	for try := 0; err == nil && pl != nil && len(pl.dirty) > 0 && try < maxEditMerges; try++ {
+		if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, ErrHeadMoved) {
+			return nil, fmt.Errorf("commit local changes before merge in %s: %w", r.dir, cerr)
+		}
+		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(pl.dirty))
+		pl, err = r.planIntegrate(ro, remote)
+	}
+	return pl, err
+}
+
+// integrateRound is a round's local part, inside ro.LocalWork (the writer
+// lock): finish an interrupted checkout, integrate remote using pl, read the
+// new local head; then drop what of pl is unused and flush.
+func (r *Repo) integrateRound(ro RemoteOptions, remote plumbing.Hash, pl *integratePlan, res *SyncResult) (plumbing.Hash, error) {
+	var local plumbing.Hash
+	err := ro.LocalWork(func() error {
+		// An interrupted checkout is finished first; a plan that wrote
+		// its own marker knows there was none.
+		if pl == nil || pl.co == nil || !pl.co.marked {
+			if done, err := r.FinishInterruptedMerge(); err != nil || done {
+				pl.drop(r) // its temps may be gone with the interrupted checkout's
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if err := r.integrate(ro, remote, pl, res); err != nil {
+			return err
+		}
+		var err error
+		local, err = r.readBranch()
+		return err
+	})
+	r.dropPlan(pl) // unless integrate used it (or the lock was not had)
+	if ferr := r.flushDurable(); err == nil {
+		err = ferr
+	}
+	return local, err
 }
 
 // finishResult fills ahead/behind (best effort) and returns err.
