@@ -670,52 +670,69 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	if err := checkTreeLocked(s, remote, rc.TreeHash, localTree); err != nil {
 		return nil, fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)
 	}
+	if err := r.planTargetLocked(ro, pl, base, lc, rc, localTree); err != nil {
+		return nil, err
+	}
+	if prepare {
+		r.prepareIntegrateLocked(pl)
+	}
+	return pl, nil
+}
+
+// planTargetLocked fills in pl's target: for a merge, the merged tree of
+// base, lc (local) and rc (remote) and its merge commit, written; then the
+// tree diff localTree → target and the commit message.
+func (r *Repo) planTargetLocked(ro RemoteOptions, pl *integratePlan, base, lc, rc *object.Commit, localTree plumbing.Hash) error {
 	targetTree := rc.TreeHash
 	if pl.merge {
 		pol := memd.MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
 			OursTime: lc.Committer.When, TheirsTime: rc.Committer.When}
 		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
 		if err != nil {
-			return nil, fmt.Errorf("merge %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
+			return fmt.Errorf("merge %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 		}
 		targetTree, pl.conflicts = mr.Tree, mr.Conflicts
 	}
 	pl.changes = map[string]pathChange{}
-	if err := treemerge.DiffTrees(s, localTree, targetTree, "", pl.changes); err != nil {
-		return nil, err
+	if err := treemerge.DiffTrees(r.repo.Storer, localTree, targetTree, "", pl.changes); err != nil {
+		return err
 	}
 	pl.msg = "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
 	if pl.merge {
 		pl.msg = mergeMessage(ro.Remote, r.opts.Branch, r.opts.Hostname, pl.conflicts)
-		pl.target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{local, remote}, pl.msg)
+		var err error
+		pl.target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{pl.local, pl.remote}, pl.msg)
 		if err != nil {
-			return nil, fmt.Errorf("write merge commit in %s: %w", r.dir, err)
+			return fmt.Errorf("write merge commit in %s: %w", r.dir, err)
 		}
 	}
-	if prepare {
-		// Any failure (an edit in the way, a path that cannot be written)
-		// is met again, and handled, under the lock.
-		// The marker is written first, off the lock: until the ref moves it
-		// names the head we are at, so a crash (or a dropped plan) drops it
-		// and removes the temps the prepare wrote beside their targets.
-		marked := false
-		if _, _, had, merr := r.readMergeMarker(); merr == nil && !had {
-			marked = r.writeMergeMarker(local, pl.target) == nil
-		}
-		co, err := r.prepareCheckout(pl.changes, true)
-		var wc *WorktreeChangedError
-		switch {
-		case err == nil:
-			co.deferSync, co.marked = true, marked
-			pl.co = co
-		case errors.As(err, &wc) && !wc.Moved:
-			pl.dirty = wc.Paths
-		}
-		if err != nil && marked {
-			_ = r.removeMergeMarker()
-		}
+	return nil
+}
+
+// prepareIntegrateLocked does the checkout's step 1 for pl before the lock:
+// pl.co when the tree was clean, pl.dirty when edits are in the way.
+func (r *Repo) prepareIntegrateLocked(pl *integratePlan) {
+	// Any failure (an edit in the way, a path that cannot be written)
+	// is met again, and handled, under the lock.
+	// The marker is written first, off the lock: until the ref moves it
+	// names the head we are at, so a crash (or a dropped plan) drops it
+	// and removes the temps the prepare wrote beside their targets.
+	marked := false
+	if _, _, had, merr := r.readMergeMarker(); merr == nil && !had {
+		marked = r.writeMergeMarker(pl.local, pl.target) == nil
 	}
-	return pl, nil
+	co, err := r.prepareCheckout(pl.changes, true)
+	var wc *WorktreeChangedError
+	switch {
+	case err == nil:
+		co.deferSync, co.marked = true, marked
+		pl.co = co
+	case errors.As(err, &wc) && !wc.Moved:
+		pl.dirty = wc.Paths
+	}
+	if err != nil && marked {
+		_ = r.removeMergeMarker()
+	}
 }
 
 // integrateOnce does the work under r.mu; it returns the dirty paths
