@@ -80,29 +80,10 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 	}()
 	fallback := func(why string) error {
 		st.Fallback = why
-		r.log.Debug("push through go-git's object walk", "why", why)
-		return rem.PushContext(ctx, &git.PushOptions{
-			RemoteName: rem.Config().Name,
-			RefSpecs:   []config.RefSpec{config.RefSpec(br.String() + ":" + br.String())},
-			Auth:       auth,
-			Force:      false,
-		})
+		return r.pushThroughGoGit(ctx, rem, auth, br, why)
 	}
 
-	// Same target as go-git's PushContext: the remote's last URL (memd's
-	// SetRemote writes exactly one; url, the first, names it in errors).
-	if urls := rem.Config().URLs; len(urls) > 0 {
-		url = urls[len(urls)-1]
-	}
-	ep, err := transport.NewEndpoint(url)
-	if err != nil {
-		return err
-	}
-	c, err := client.NewClient(ep)
-	if err != nil {
-		return err
-	}
-	sess, err := c.NewReceivePackSession(ep, auth)
+	sess, err := openReceivePack(rem, url, auth)
 	if err != nil {
 		return err
 	}
@@ -145,16 +126,8 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 	if old == local {
 		return git.NoErrAlreadyUpToDate
 	}
-	if err := r.repo.Storer.HasEncodedObject(old); err != nil {
-		if !errors.Is(err, plumbing.ErrObjectNotFound) {
-			return fmt.Errorf("push: look up remote head %s: %w", short(old), err)
-		}
-		// The remote moved since our last fetch: old is not in our
-		// history, so this is not a fast-forward. Rejected without
-		// sending anything, as go-git would (after walking all of our
-		// history to find that out); Sync fetches, merges and retries.
-		st.Fallback = "remote head unknown locally: rejected"
-		return fmt.Errorf("non-fast-forward update: %s", br)
+	if err := r.haveRemoteHead(old, br, &st); err != nil {
+		return err
 	}
 
 	objs, ff, err := r.pushObjectsLocked(local, old, &st)
@@ -170,6 +143,62 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 		return fmt.Errorf("non-fast-forward update: %s", br)
 	}
 
+	return r.sendUpdate(ctx, sess, ar, br, old, local, objs)
+}
+
+// pushThroughGoGit pushes br with go-git's PushContext (its own object walk),
+// never forced: for a first push, or when our enumeration cannot serve.
+func (r *Repo) pushThroughGoGit(ctx context.Context, rem *git.Remote, auth transport.AuthMethod,
+	br plumbing.ReferenceName, why string) error {
+	r.log.Debug("push through go-git's object walk", "why", why)
+	return rem.PushContext(ctx, &git.PushOptions{
+		RemoteName: rem.Config().Name,
+		RefSpecs:   []config.RefSpec{config.RefSpec(br.String() + ":" + br.String())},
+		Auth:       auth,
+		Force:      false,
+	})
+}
+
+// openReceivePack opens a receive-pack session with the remote rem.
+func openReceivePack(rem *git.Remote, url string, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
+	// Same target as go-git's PushContext: the remote's last URL (memd's
+	// SetRemote writes exactly one; url, the first, names it in errors).
+	if urls := rem.Config().URLs; len(urls) > 0 {
+		url = urls[len(urls)-1]
+	}
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	return c.NewReceivePackSession(ep, auth)
+}
+
+// haveRemoteHead checks that the remote's head old is in our history; a
+// head we lack rejects the push as a non-fast-forward of br.
+func (r *Repo) haveRemoteHead(old plumbing.Hash, br plumbing.ReferenceName, st *pushStats) error {
+	err := r.repo.Storer.HasEncodedObject(old)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return fmt.Errorf("push: look up remote head %s: %w", short(old), err)
+	}
+	// The remote moved since our last fetch: old is not in our
+	// history, so this is not a fast-forward. Rejected without
+	// sending anything, as go-git would (after walking all of our
+	// history to find that out); Sync fetches, merges and retries.
+	st.Fallback = "remote head unknown locally: rejected"
+	return fmt.Errorf("non-fast-forward update: %s", br)
+}
+
+// sendUpdate asks the remote to move br from old to local and sends objs,
+// returning the remote's verdict.
+func (r *Repo) sendUpdate(ctx context.Context, sess transport.ReceivePackSession, ar *packp.AdvRefs,
+	br plumbing.ReferenceName, old, local plumbing.Hash, objs []plumbing.Hash) error {
 	// As go-git's newReferenceUpdateRequest: agent and report-status from
 	// the server's capabilities; no side-band (no progress is asked for),
 	// no push options, not atomic (one ref).
