@@ -498,9 +498,22 @@ func (s *stager) stageDir(rel string) error {
 		s.edits[rel] = edit{del: true, op: 'D'}
 		ok = false
 	}
+	seen, err := s.stageFilesUnder(rel)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	return s.deleteGoneUnder(rel, head.Hash, seen)
+}
+
+// stageFilesUnder walks the directory rel on disk and stages every file in
+// it, returning the paths seen.
+func (s *stager) stageFilesUnder(rel string) (map[string]bool, error) {
 	seen := make(map[string]bool)
 	var walkErr error
-	err = repofiles.Walk(s.r.dir, rel, s.r.ignored, repofiles.Funcs{
+	err := repofiles.Walk(s.r.dir, rel, s.r.ignored, repofiles.Funcs{
 		Fail: func(p string, err error) {
 			if errors.Is(err, fs.ErrPermission) {
 				// Unreadable directory: what HEAD has under it stays
@@ -534,12 +547,15 @@ func (s *stager) stageDir(rel string) error {
 		err = walkErr
 	}
 	if err != nil {
-		return fmt.Errorf("walk %s: %w", rel, err)
+		return nil, fmt.Errorf("walk %s: %w", rel, err)
 	}
-	if !ok {
-		return nil
-	}
-	return s.walkTree(head.Hash, rel, func(p string, e object.TreeEntry) error {
+	return seen, nil
+}
+
+// deleteGoneUnder records the deletion of each blob of HEAD's tree at rel
+// that the walk did not see and that is confirmed gone from disk.
+func (s *stager) deleteGoneUnder(rel string, tree plumbing.Hash, seen map[string]bool) error {
+	return s.walkTree(tree, rel, func(p string, e object.TreeEntry) error {
 		if seen[p] || e.Mode == filemode.Submodule || s.r.ignored(p, false) {
 			return nil
 		}

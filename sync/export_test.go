@@ -5,4 +5,13 @@ func (r *Repo) Lock()   { r.mu.Lock() }
 func (r *Repo) Unlock() { r.mu.Unlock() }
 
 // setCrashHooks arms r's crash-point hooks (merge.go); nil disarms them.
-func (r *Repo) setCrashHooks(h *crashHooks) { r.hooks = h }
+func (r *Repo) setCrashHooks(h *crashHooks) {
+	r.hooks = h
+	// The index refresher runs beside the owner: it reads its hook under idx.mu.
+	r.idx.mu.Lock()
+	r.idx.lockHeld = nil
+	if h != nil {
+		r.idx.lockHeld = h.indexLockHeld
+	}
+	r.idx.mu.Unlock()
+}

@@ -65,6 +65,9 @@ type indexState struct {
 	scheduled bool
 	wg        gosync.WaitGroup
 	closed    bool
+	// lockHeld is crashHooks.indexLockHeld (tests only), copied here by setCrashHooks:
+	// the refresher never reads r.hooks, which a test may re-arm while a refresh runs.
+	lockHeld func(tmp string)
 }
 
 type fileID struct {
@@ -205,26 +208,44 @@ const maxSuperseded = 4
 // errSuperseded: HEAD moved after the refresh read it; nothing was written.
 var errSuperseded = errors.New("index refresh superseded by a commit")
 
+// refreshSnapshot is what memd committed before a refresh took it: restored on failure.
+type refreshSnapshot struct {
+	valid               bool
+	lastHead, chainHead plumbing.Hash
+	lastFile            fileID
+	pending             map[string]struct{}
+	lockHeld            func(tmp string) // crashHooks.indexLockHeld
+}
+
+// takePending snapshots what memd committed so far and empties pending for the commits to come.
+func (s *indexState) takePending() refreshSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := refreshSnapshot{valid: s.valid, lastHead: s.lastHead, chainHead: s.chainHead,
+		lastFile: s.lastFile, pending: s.pending, lockHeld: s.lockHeld}
+	s.pending = make(map[string]struct{})
+	s.broken = false
+	return snap
+}
+
+// restorePending puts a failed refresh's pending paths back.
+func (s *indexState) restorePending(snap refreshSnapshot) {
+	s.mu.Lock()
+	for p := range snap.pending {
+		s.pending[p] = struct{}{}
+	}
+	s.valid = s.valid && snap.valid && !s.broken
+	s.mu.Unlock()
+}
+
 // refreshOnce is one try of refresh, holding s.run: it writes the new index into lock and
 // installs it (installed: lock is consumed), or finds nothing to do. canRetry: it may give
 // up with errSuperseded when a commit moved HEAD before its lookups (lock left empty).
 func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (installed bool, err error) {
 	s := &r.idx
 	// Snapshot what memd committed so far; restore it on failure.
-	s.mu.Lock()
-	valid, lastHead, chainHead, lastFile := s.valid, s.lastHead, s.chainHead, s.lastFile
-	pending := s.pending
-	s.pending = make(map[string]struct{})
-	s.broken = false
-	s.mu.Unlock()
-	restore := func() {
-		s.mu.Lock()
-		for p := range pending {
-			s.pending[p] = struct{}{}
-		}
-		s.valid = s.valid && valid && !s.broken
-		s.mu.Unlock()
-	}
+	snap := s.takePending()
+	restore := func() { s.restorePending(snap) }
 
 	head, err := r.readBranch()
 	if err != nil {
@@ -238,17 +259,17 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 	if fi, err := os.Stat(indexPath); err == nil {
 		curFile = statID(fi)
 	}
-	incremental := valid && curFile == lastFile && head == chainHead && !lastHead.IsZero()
-	if incremental && len(pending) == 0 && head == lastHead {
+	incremental := snap.valid && curFile == snap.lastFile && head == snap.chainHead && !snap.lastHead.IsZero()
+	if incremental && len(snap.pending) == 0 && head == snap.lastHead {
 		return false, nil // the index is already exactly HEAD's; the caller drops the temp
 	}
 	if !incremental {
-		r.log.Debug("index refresh: full", "repo", r.dir, "valid", valid, "same_file", curFile == lastFile,
-			"head_is_chain", head == chainHead, "had_head", !lastHead.IsZero())
+		r.log.Debug("index refresh: full", "repo", r.dir, "valid", snap.valid, "same_file", curFile == snap.lastFile,
+			"head_is_chain", head == snap.chainHead, "had_head", !snap.lastHead.IsZero())
 	}
 	entries := -1
 	if incremental {
-		entries, err = r.spliceRefresh(indexPath, lock, head, pending, canRetry)
+		entries, err = r.spliceRefresh(indexPath, lock, head, snap.pending, canRetry)
 		if errors.Is(err, gitstore.ErrNotSpliceable) {
 			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
 			entries, err = -1, resetFile(lock)
@@ -272,22 +293,31 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 		defer r.primeObjects()
 		if unchanged {
 			// The file on disk already is HEAD's index (a restart): keep it, unwritten.
-			s.refreshed(head, chainHead, curFile)
+			s.refreshed(head, snap.chainHead, curFile)
 			return false, nil
 		}
 		entries = n
 	}
-	if err := installIndex(lock, indexPath, curFile); err != nil {
+	if err := r.installRefreshed(lock, indexPath, curFile, head, snap); err != nil {
 		restore()
 		return true, fmt.Errorf("refresh index of %s: %w", r.dir, err)
+	}
+	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
+	return true, nil
+}
+
+// installRefreshed installs the new index in lock over indexPath (installIndex; curFile:
+// the index the refresh started from) and records that the file now on disk is head's.
+func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID, head plumbing.Hash, snap refreshSnapshot) error {
+	if err := installIndex(lock, indexPath, curFile, snap.lockHeld); err != nil {
+		return err
 	}
 	var id fileID
 	if fi, err := os.Stat(indexPath); err == nil {
 		id = statID(fi)
 	}
-	s.refreshed(head, chainHead, id)
-	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
-	return true, nil
+	r.idx.refreshed(head, snap.chainHead, id)
+	return nil
 }
 
 // refreshed records that the index file (id) now is head's. chainHead is the newest memd
@@ -508,10 +538,6 @@ func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *in
 	return e
 }
 
-// hookIndexLockHeld, nil in production, runs while installIndex holds index.lock, with
-// the temp file about to be renamed over the index (tests).
-var hookIndexLockHeld func(tmp string)
-
 // createIndexTemp creates the file a refresh writes the new index into, in .git/memd.
 func (r *Repo) createIndexTemp() (*os.File, error) {
 	dir := filepath.Join(r.gitDir, memd.StateDirName)
@@ -525,8 +551,9 @@ func (r *Repo) createIndexTemp() (*os.File, error) {
 // git's protocol allows: check that the index is still the one the refresh started from
 // (was: its identity then), rename tmp over it, drop the lock. A held lock or an index
 // someone rewrote meanwhile returns ErrLocked and changes nothing (tmp is removed): the next
-// round starts again. The lock file stays empty: git's readers never read it.
-func installIndex(tmp *os.File, indexPath string, was fileID) error {
+// round starts again. The lock file stays empty: git's readers never read it. lockHeld,
+// nil in production, runs with the lock held (crashHooks.indexLockHeld).
+func installIndex(tmp *os.File, indexPath string, was fileID, lockHeld func(tmp string)) error {
 	name := tmp.Name()
 	err := tmp.Sync()
 	if cerr := tmp.Close(); err == nil {
@@ -542,8 +569,8 @@ func installIndex(tmp *os.File, indexPath string, was fileID) error {
 		return err
 	}
 	defer gitstore.RollbackLock(lock)
-	if hookIndexLockHeld != nil {
-		hookIndexLockHeld(name)
+	if lockHeld != nil {
+		lockHeld(name)
 	}
 	var now fileID
 	if fi, err := os.Stat(indexPath); err == nil {

@@ -133,7 +133,7 @@ func TestIndexLockHeldOnlyForTheRename(t *testing.T) {
 	mustCommit(t, r, "areas")
 	r.WaitIndexRefresh()
 	calls := 0
-	hookIndexLockHeld = func(tmp string) {
+	r.setCrashHooks(&crashHooks{indexLockHeld: func(tmp string) {
 		calls++
 		idx, _ := readIndexFile(tmp)
 		if idx == nil || len(idx.Entries) != 51 {
@@ -142,12 +142,12 @@ func TestIndexLockHeldOnlyForTheRename(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, ".git", "index.lock")); err != nil {
 			t.Errorf("hook ran without the lock held: %v", err)
 		}
-	}
-	defer func() { hookIndexLockHeld = nil }()
+	}})
+	defer r.setCrashHooks(nil)
 	writeFile(t, dir, "areas/new.html", "new")
 	mustCommit(t, r, "areas/new.html")
 	r.WaitIndexRefresh()
-	hookIndexLockHeld = nil
+	r.setCrashHooks(nil)
 	if calls != 1 {
 		t.Errorf("index written %d times, want 1", calls)
 	}

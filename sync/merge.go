@@ -89,6 +89,10 @@ type crashHooks struct {
 	// after the rename writes into the version taken off the name
 	// (heldVersion).
 	beforeReplace func(rel string)
+	// indexLockHeld runs while an index refresh holds index.lock, with the
+	// temp file (tmp) about to be renamed over the index. Armed for the
+	// refreshes that start after setCrashHooks (indexState.lockHeld).
+	indexLockHeld func(tmp string)
 }
 
 // mergeTreesLocked merges ours' and theirs' trees against base

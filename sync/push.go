@@ -80,29 +80,10 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 	}()
 	fallback := func(why string) error {
 		st.Fallback = why
-		r.log.Debug("push through go-git's object walk", "why", why)
-		return rem.PushContext(ctx, &git.PushOptions{
-			RemoteName: rem.Config().Name,
-			RefSpecs:   []config.RefSpec{config.RefSpec(br.String() + ":" + br.String())},
-			Auth:       auth,
-			Force:      false,
-		})
+		return r.pushThroughGoGit(ctx, rem, auth, br, why)
 	}
 
-	// Same target as go-git's PushContext: the remote's last URL (memd's
-	// SetRemote writes exactly one; url, the first, names it in errors).
-	if urls := rem.Config().URLs; len(urls) > 0 {
-		url = urls[len(urls)-1]
-	}
-	ep, err := transport.NewEndpoint(url)
-	if err != nil {
-		return err
-	}
-	c, err := client.NewClient(ep)
-	if err != nil {
-		return err
-	}
-	sess, err := c.NewReceivePackSession(ep, auth)
+	sess, err := openReceivePack(rem, url, auth)
 	if err != nil {
 		return err
 	}
@@ -145,16 +126,8 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 	if old == local {
 		return git.NoErrAlreadyUpToDate
 	}
-	if err := r.repo.Storer.HasEncodedObject(old); err != nil {
-		if !errors.Is(err, plumbing.ErrObjectNotFound) {
-			return fmt.Errorf("push: look up remote head %s: %w", short(old), err)
-		}
-		// The remote moved since our last fetch: old is not in our
-		// history, so this is not a fast-forward. Rejected without
-		// sending anything, as go-git would (after walking all of our
-		// history to find that out); Sync fetches, merges and retries.
-		st.Fallback = "remote head unknown locally: rejected"
-		return fmt.Errorf("non-fast-forward update: %s", br)
+	if err := r.haveRemoteHead(old, br, &st); err != nil {
+		return err
 	}
 
 	objs, ff, err := r.pushObjectsLocked(local, old, &st)
@@ -170,6 +143,62 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 		return fmt.Errorf("non-fast-forward update: %s", br)
 	}
 
+	return r.sendUpdate(ctx, sess, ar, br, old, local, objs)
+}
+
+// pushThroughGoGit pushes br with go-git's PushContext (its own object walk),
+// never forced: for a first push, or when our enumeration cannot serve.
+func (r *Repo) pushThroughGoGit(ctx context.Context, rem *git.Remote, auth transport.AuthMethod,
+	br plumbing.ReferenceName, why string) error {
+	r.log.Debug("push through go-git's object walk", "why", why)
+	return rem.PushContext(ctx, &git.PushOptions{
+		RemoteName: rem.Config().Name,
+		RefSpecs:   []config.RefSpec{config.RefSpec(br.String() + ":" + br.String())},
+		Auth:       auth,
+		Force:      false,
+	})
+}
+
+// openReceivePack opens a receive-pack session with the remote rem.
+func openReceivePack(rem *git.Remote, url string, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
+	// Same target as go-git's PushContext: the remote's last URL (memd's
+	// SetRemote writes exactly one; url, the first, names it in errors).
+	if urls := rem.Config().URLs; len(urls) > 0 {
+		url = urls[len(urls)-1]
+	}
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	return c.NewReceivePackSession(ep, auth)
+}
+
+// haveRemoteHead checks that the remote's head old is in our history; a
+// head we lack rejects the push as a non-fast-forward of br.
+func (r *Repo) haveRemoteHead(old plumbing.Hash, br plumbing.ReferenceName, st *pushStats) error {
+	err := r.repo.Storer.HasEncodedObject(old)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return fmt.Errorf("push: look up remote head %s: %w", short(old), err)
+	}
+	// The remote moved since our last fetch: old is not in our
+	// history, so this is not a fast-forward. Rejected without
+	// sending anything, as go-git would (after walking all of our
+	// history to find that out); Sync fetches, merges and retries.
+	st.Fallback = "remote head unknown locally: rejected"
+	return fmt.Errorf("non-fast-forward update: %s", br)
+}
+
+// sendUpdate asks the remote to move br from old to local and sends objs,
+// returning the remote's verdict.
+func (r *Repo) sendUpdate(ctx context.Context, sess transport.ReceivePackSession, ar *packp.AdvRefs,
+	br plumbing.ReferenceName, old, local plumbing.Hash, objs []plumbing.Hash) error {
 	// As go-git's newReferenceUpdateRequest: agent and report-status from
 	// the server's capabilities; no side-band (no progress is asked for),
 	// no push options, not atomic (one ref).
@@ -233,9 +262,51 @@ const (
 // in the boundary commits' trees. ff reports whether old is an ancestor of
 // local. Caller holds r.mu.
 func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs []plumbing.Hash, ff bool, err error) {
+	pw, err := r.paintPushLocked(local, old, st)
+	if err != nil {
+		return nil, false, err
+	}
+	// When the walk ends, every commit reached from local only has been
+	// popped and its parents marked, so the local mark has reached old
+	// along any path from local to old that exists.
+	ff = pw.flags[old]&pwLocal != 0
+
+	newCommits, bases, err := pw.newAndBoundary(r.repo.Storer, old)
+	if err != nil {
+		return nil, false, err
+	}
+	st.NewCommits = len(newCommits)
+	seen := map[plumbing.Hash]bool{}
+	for _, c := range newCommits {
+		seen[c.Hash] = true
+		objs = append(objs, c.Hash)
+	}
+	tw := treeWalker{s: r.repo.Storer, seen: seen, st: st, trees: map[plumbing.Hash]map[string]object.TreeEntry{}}
+	for _, c := range newCommits {
+		if err := tw.walk(c.TreeHash, bases); err != nil {
+			return nil, false, err
+		}
+	}
+	objs = append(objs, tw.out...)
+	st.Objects = len(objs)
+	st.Sent = objs
+	return objs, ff, nil
+}
+
+// pushWalk is the painted commit walk of a push: each commit reached, with
+// the pwLocal/pwOld marks it got.
+type pushWalk struct {
+	flags   map[plumbing.Hash]uint8
+	commits map[plumbing.Hash]*object.Commit
+}
+
+// paintPushLocked walks the commits of local and old together, newest first,
+// marking each with the sides it is reachable from, until every commit still
+// queued is reachable from old. Caller holds r.mu.
+func (r *Repo) paintPushLocked(local, old plumbing.Hash, st *pushStats) (*pushWalk, error) {
 	s := r.repo.Storer
-	flags := map[plumbing.Hash]uint8{}
-	commits := map[plumbing.Hash]*object.Commit{}
+	pw := &pushWalk{flags: map[plumbing.Hash]uint8{}, commits: map[plumbing.Hash]*object.Commit{}}
+	flags, commits := pw.flags, pw.commits
 	q := &commitHeap{}
 	add := func(h plumbing.Hash, f uint8) error {
 		prev := flags[h]
@@ -255,10 +326,10 @@ func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs 
 		return nil
 	}
 	if err := add(local, pwLocal); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if err := add(old, pwOld); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	// Stop once every queued commit is reachable from old: nothing below
 	// them can be new. Re-queuing on a flag change (a commit reached from
@@ -268,58 +339,45 @@ func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs 
 		it := heap.Pop(q).(paintedCommit)
 		st.Walked++
 		if st.Walked > pushWalkLimit {
-			return nil, false, errPushWalkTooLong
+			return nil, errPushWalkTooLong
 		}
 		f := flags[it.c.Hash]
 		for _, p := range it.c.ParentHashes {
 			if err := add(p, f); err != nil {
-				return nil, false, err
+				return nil, err
 			}
 		}
 	}
-	// When the walk ends, every commit reached from local only has been
-	// popped and its parents marked, so the local mark has reached old
-	// along any path from local to old that exists.
-	ff = flags[old]&pwLocal != 0
+	return pw, nil
+}
 
-	seen := map[plumbing.Hash]bool{}
+// newAndBoundary lists the new commits (reached from local only) and the
+// trees of the boundary commits: old and the old-side parents of new
+// commits, whose trees the remote has in full.
+func (pw *pushWalk) newAndBoundary(s storer.EncodedObjectStorer, old plumbing.Hash) (newCommits []*object.Commit, bases []plumbing.Hash, err error) {
 	baseSet := map[plumbing.Hash]bool{old: true}
-	var newCommits []*object.Commit
-	for h, f := range flags {
+	for h, f := range pw.flags {
 		if f != pwLocal {
 			continue
 		}
-		c := commits[h]
+		c := pw.commits[h]
 		newCommits = append(newCommits, c)
-		seen[h] = true
-		objs = append(objs, h)
 		for _, p := range c.ParentHashes {
-			if flags[p]&pwOld != 0 {
+			if pw.flags[p]&pwOld != 0 {
 				baseSet[p] = true
 			}
 		}
 	}
-	st.NewCommits = len(newCommits)
-	var bases []plumbing.Hash
 	for h := range baseSet {
-		c := commits[h]
+		c := pw.commits[h]
 		if c == nil {
 			if c, err = object.GetCommit(s, h); err != nil {
-				return nil, false, fmt.Errorf("push: read boundary commit %s: %w", h, err)
+				return nil, nil, fmt.Errorf("push: read boundary commit %s: %w", h, err)
 			}
 		}
 		bases = append(bases, c.TreeHash)
 	}
-	tw := treeWalker{s: r.repo.Storer, seen: seen, st: st, trees: map[plumbing.Hash]map[string]object.TreeEntry{}}
-	for _, c := range newCommits {
-		if err := tw.walk(c.TreeHash, bases); err != nil {
-			return nil, false, err
-		}
-	}
-	objs = append(objs, tw.out...)
-	st.Objects = len(objs)
-	st.Sent = objs
-	return objs, ff, nil
+	return newCommits, bases, nil
 }
 
 // treeWalker collects the objects of new trees missing from the boundary

@@ -149,44 +149,12 @@ func (r *Repo) reconcileWalkLocked() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	type want struct {
-		mode filemode.FileMode
-		hash plumbing.Hash
-	}
-	tracked := make(map[string]want)
 	r.syncPacksLocked()
-	if !head.IsZero() {
-		c, err := getCommit(r.repo.Storer, head)
-		if err != nil {
-			return nil, fmt.Errorf("reconcile %s: read %s: %w", r.dir, head, err)
-		}
-		tc := newTreeCache(r.repo.Storer)
-		err = tc.walkTree(c.TreeHash, "", func(p string, e object.TreeEntry) error {
-			if e.Mode != filemode.Submodule {
-				tracked[p] = want{e.Mode, e.Hash}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("reconcile %s: %w", r.dir, err)
-		}
+	tracked, err := r.headBlobsLocked(head)
+	if err != nil {
+		return nil, err
 	}
-	// The index's stat cache, as git uses it: only entries that name
-	// HEAD's blob help; racily clean ones (mtime not before the index
-	// file's) must be re-read.
-	idxPath := filepath.Join(r.gitDir, "index")
-	cache := make(map[string]*index.Entry)
-	var idxMtime time.Time
-	if idx, _ := readIndexFile(idxPath); idx != nil {
-		if fi, err := os.Stat(idxPath); err == nil {
-			idxMtime = fi.ModTime()
-		}
-		for _, e := range idx.Entries {
-			if e.Stage == 0 {
-				cache[e.Name] = e
-			}
-		}
-	}
+	cache := r.readStatCache()
 	dirty := make(map[string]bool)
 	seen := make(map[string]bool, len(tracked))
 	var walkErr error
@@ -203,26 +171,7 @@ func (r *Repo) reconcileWalkLocked() ([]string, error) {
 			}
 			seen[rel] = true
 			w, ok := tracked[rel]
-			if !ok {
-				dirty[rel] = true
-				return nil
-			}
-			mode := filemode.Regular
-			switch {
-			case fi.Mode()&fs.ModeSymlink != 0:
-				mode = filemode.Symlink
-			case fi.Mode()&0o111 != 0:
-				mode = filemode.Executable
-			}
-			if mode != w.mode {
-				dirty[rel] = true
-				return nil
-			}
-			if e, ok := cache[rel]; ok && e.Hash == w.hash && statClean(e, fi, idxMtime) {
-				return nil
-			}
-			h, err := hashWorkFile(filepath.Join(r.dir, filepath.FromSlash(rel)), fi)
-			if err != nil || h != w.hash {
+			if !ok || cache.differs(r.dir, rel, fi, w) {
 				dirty[rel] = true
 			}
 			return nil
@@ -240,6 +189,81 @@ func (r *Repo) reconcileWalkLocked() ([]string, error) {
 		}
 	}
 	return r.filterSorted(dirty), nil
+}
+
+// headBlob is what HEAD has at a path.
+type headBlob struct {
+	mode filemode.FileMode
+	hash plumbing.Hash
+}
+
+// headBlobsLocked lists every blob and link of head's tree (gitlinks left out); none for
+// an unborn branch.
+func (r *Repo) headBlobsLocked(head plumbing.Hash) (map[string]headBlob, error) {
+	tracked := make(map[string]headBlob)
+	if head.IsZero() {
+		return tracked, nil
+	}
+	c, err := getCommit(r.repo.Storer, head)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s: read %s: %w", r.dir, head, err)
+	}
+	tc := newTreeCache(r.repo.Storer)
+	err = tc.walkTree(c.TreeHash, "", func(p string, e object.TreeEntry) error {
+		if e.Mode != filemode.Submodule {
+			tracked[p] = headBlob{e.Mode, e.Hash}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s: %w", r.dir, err)
+	}
+	return tracked, nil
+}
+
+// statCache is the index's stat cache, as git uses it: only entries that name
+// HEAD's blob help; racily clean ones (mtime not before the index
+// file's) must be re-read.
+type statCache struct {
+	entries  map[string]*index.Entry
+	idxMtime time.Time
+}
+
+// readStatCache reads the stage-0 entries of the repo's index; none when it is unreadable.
+func (r *Repo) readStatCache() statCache {
+	idxPath := filepath.Join(r.gitDir, "index")
+	c := statCache{entries: make(map[string]*index.Entry)}
+	if idx, _ := readIndexFile(idxPath); idx != nil {
+		if fi, err := os.Stat(idxPath); err == nil {
+			c.idxMtime = fi.ModTime()
+		}
+		for _, e := range idx.Entries {
+			if e.Stage == 0 {
+				c.entries[e.Name] = e
+			}
+		}
+	}
+	return c
+}
+
+// differs says whether the work tree file rel (fi, under dir) is not HEAD's blob w: its
+// mode differs, or the stat cache cannot vouch for it and its content hashes differently.
+func (c statCache) differs(dir, rel string, fi fs.FileInfo, w headBlob) bool {
+	mode := filemode.Regular
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		mode = filemode.Symlink
+	case fi.Mode()&0o111 != 0:
+		mode = filemode.Executable
+	}
+	if mode != w.mode {
+		return true
+	}
+	if e, ok := c.entries[rel]; ok && e.Hash == w.hash && statClean(e, fi, c.idxMtime) {
+		return false
+	}
+	h, err := hashWorkFile(filepath.Join(dir, filepath.FromSlash(rel)), fi)
+	return err != nil || h != w.hash
 }
 
 // statClean says whether an index entry's stat data still describes fi and

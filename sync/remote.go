@@ -425,43 +425,12 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		t1 := time.Now()
 		// The merge is computed before the lock (objects only); under it,
 		// only what touches the work tree and the branch.
-		pl, err := r.planIntegrate(ro, remote)
-		// Edits in the way are committed first, outside the checkout's lock,
-		// and the merge planned again on the new head.
-		for try := 0; err == nil && pl != nil && len(pl.dirty) > 0 && try < maxEditMerges; try++ {
-			if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, ErrHeadMoved) {
-				return r.finishResult(ro, res, fmt.Errorf("commit local changes before merge in %s: %w", r.dir, cerr))
-			}
-			r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(pl.dirty))
-			pl, err = r.planIntegrate(ro, remote)
-		}
+		pl, err := r.planRound(ro, remote)
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
 		t2 := time.Now()
-		var local plumbing.Hash
-		err = ro.LocalWork(func() error {
-			// An interrupted checkout is finished first; a plan that wrote
-			// its own marker knows there was none.
-			if pl == nil || pl.co == nil || !pl.co.marked {
-				if done, err := r.FinishInterruptedMerge(); err != nil || done {
-					pl.drop(r) // its temps may be gone with the interrupted checkout's
-					if err != nil {
-						return err
-					}
-				}
-			}
-			if err := r.integrate(ro, remote, pl, &res); err != nil {
-				return err
-			}
-			var err error
-			local, err = r.readBranch()
-			return err
-		})
-		r.dropPlan(pl) // unless integrate used it (or the lock was not had)
-		if ferr := r.flushDurable(); err == nil {
-			err = ferr
-		}
+		local, err := r.integrateRound(ro, remote, pl, &res)
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
@@ -500,6 +469,51 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		pushErr = fmt.Errorf("push %s: still rejected after %d attempts: %w", ro.Remote, MaxSyncAttempts, pushErr)
 	}
 	return r.finishResult(ro, res, pushErr)
+}
+
+// planRound plans a round's merge of remote (planIntegrate). Edits in the
+// way are committed first, outside the checkout's lock, and the merge planned
+// again on the new head.
+func (r *Repo) planRound(ro RemoteOptions, remote plumbing.Hash) (*integratePlan, error) {
+	pl, err := r.planIntegrate(ro, remote)
+	for try := 0; err == nil && pl != nil && len(pl.dirty) > 0 && try < maxEditMerges; try++ {
+		if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, ErrHeadMoved) {
+			return nil, fmt.Errorf("commit local changes before merge in %s: %w", r.dir, cerr)
+		}
+		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(pl.dirty))
+		pl, err = r.planIntegrate(ro, remote)
+	}
+	return pl, err
+}
+
+// integrateRound is a round's local part, inside ro.LocalWork (the writer
+// lock): finish an interrupted checkout, integrate remote using pl, read the
+// new local head; then drop what of pl is unused and flush.
+func (r *Repo) integrateRound(ro RemoteOptions, remote plumbing.Hash, pl *integratePlan, res *SyncResult) (plumbing.Hash, error) {
+	var local plumbing.Hash
+	err := ro.LocalWork(func() error {
+		// An interrupted checkout is finished first; a plan that wrote
+		// its own marker knows there was none.
+		if pl == nil || pl.co == nil || !pl.co.marked {
+			if done, err := r.FinishInterruptedMerge(); err != nil || done {
+				pl.drop(r) // its temps may be gone with the interrupted checkout's
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if err := r.integrate(ro, remote, pl, res); err != nil {
+			return err
+		}
+		var err error
+		local, err = r.readBranch()
+		return err
+	})
+	r.dropPlan(pl) // unless integrate used it (or the lock was not had)
+	if ferr := r.flushDurable(); err == nil {
+		err = ferr
+	}
+	return local, err
 }
 
 // finishResult fills ahead/behind (best effort) and returns err.
@@ -656,52 +670,69 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	if err := checkTreeLocked(s, remote, rc.TreeHash, localTree); err != nil {
 		return nil, fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)
 	}
+	if err := r.planTargetLocked(ro, pl, base, lc, rc, localTree); err != nil {
+		return nil, err
+	}
+	if prepare {
+		r.prepareIntegrateLocked(pl)
+	}
+	return pl, nil
+}
+
+// planTargetLocked fills in pl's target: for a merge, the merged tree of
+// base, lc (local) and rc (remote) and its merge commit, written; then the
+// tree diff localTree → target and the commit message.
+func (r *Repo) planTargetLocked(ro RemoteOptions, pl *integratePlan, base, lc, rc *object.Commit, localTree plumbing.Hash) error {
 	targetTree := rc.TreeHash
 	if pl.merge {
 		pol := memd.MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
 			OursTime: lc.Committer.When, TheirsTime: rc.Committer.When}
 		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
 		if err != nil {
-			return nil, fmt.Errorf("merge %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
+			return fmt.Errorf("merge %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 		}
 		targetTree, pl.conflicts = mr.Tree, mr.Conflicts
 	}
 	pl.changes = map[string]pathChange{}
-	if err := treemerge.DiffTrees(s, localTree, targetTree, "", pl.changes); err != nil {
-		return nil, err
+	if err := treemerge.DiffTrees(r.repo.Storer, localTree, targetTree, "", pl.changes); err != nil {
+		return err
 	}
 	pl.msg = "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
 	if pl.merge {
 		pl.msg = mergeMessage(ro.Remote, r.opts.Branch, r.opts.Hostname, pl.conflicts)
-		pl.target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{local, remote}, pl.msg)
+		var err error
+		pl.target, err = r.writeCommitLocked(targetTree, []plumbing.Hash{pl.local, pl.remote}, pl.msg)
 		if err != nil {
-			return nil, fmt.Errorf("write merge commit in %s: %w", r.dir, err)
+			return fmt.Errorf("write merge commit in %s: %w", r.dir, err)
 		}
 	}
-	if prepare {
-		// Any failure (an edit in the way, a path that cannot be written)
-		// is met again, and handled, under the lock.
-		// The marker is written first, off the lock: until the ref moves it
-		// names the head we are at, so a crash (or a dropped plan) drops it
-		// and removes the temps the prepare wrote beside their targets.
-		marked := false
-		if _, _, had, merr := r.readMergeMarker(); merr == nil && !had {
-			marked = r.writeMergeMarker(local, pl.target) == nil
-		}
-		co, err := r.prepareCheckout(pl.changes, true)
-		var wc *WorktreeChangedError
-		switch {
-		case err == nil:
-			co.deferSync, co.marked = true, marked
-			pl.co = co
-		case errors.As(err, &wc) && !wc.Moved:
-			pl.dirty = wc.Paths
-		}
-		if err != nil && marked {
-			_ = r.removeMergeMarker()
-		}
+	return nil
+}
+
+// prepareIntegrateLocked does the checkout's step 1 for pl before the lock:
+// pl.co when the tree was clean, pl.dirty when edits are in the way.
+func (r *Repo) prepareIntegrateLocked(pl *integratePlan) {
+	// Any failure (an edit in the way, a path that cannot be written)
+	// is met again, and handled, under the lock.
+	// The marker is written first, off the lock: until the ref moves it
+	// names the head we are at, so a crash (or a dropped plan) drops it
+	// and removes the temps the prepare wrote beside their targets.
+	marked := false
+	if _, _, had, merr := r.readMergeMarker(); merr == nil && !had {
+		marked = r.writeMergeMarker(pl.local, pl.target) == nil
 	}
-	return pl, nil
+	co, err := r.prepareCheckout(pl.changes, true)
+	var wc *WorktreeChangedError
+	switch {
+	case err == nil:
+		co.deferSync, co.marked = true, marked
+		pl.co = co
+	case errors.As(err, &wc) && !wc.Moved:
+		pl.dirty = wc.Paths
+	}
+	if err != nil && marked {
+		_ = r.removeMergeMarker()
+	}
 }
 
 // integrateOnce does the work under r.mu; it returns the dirty paths
