@@ -408,24 +408,7 @@ const maxOpenTemps = 32
 // closeTemps fsyncs and closes temp files, in parallel (the filesystem
 // folds concurrent fsyncs into few journal commits).
 func closeTemps(tmps []*safefs.Temp) error {
-	errs := make([]error, len(tmps))
-	work := make(chan int)
-	var wg gosync.WaitGroup
-	for range min(16, len(tmps)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				errs[i] = tmps[i].Close()
-			}
-		}()
-	}
-	for i := range tmps {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
+	return inParallel(len(tmps), func(i int) error { return tmps[i].Close() })
 }
 
 // changedSince lists the paths no longer at the stamp prepare took.

@@ -1228,19 +1228,25 @@ func (b *objectBatch) flush() error {
 
 // parallelFsync fsyncs files or directories with a few workers.
 func parallelFsync(names []string) error {
-	errs := make([]error, len(names))
+	return inParallel(len(names), func(i int) error { return fsyncPath(names[i]) })
+}
+
+// inParallel runs fn(0..n-1) on up to 16 workers and joins the errors: the filesystem folds
+// concurrent fsyncs into few journal commits.
+func inParallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
 	work := make(chan int)
 	var wg gosync.WaitGroup
-	for range min(16, len(names)) {
+	for range min(16, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				errs[i] = fsyncPath(names[i])
+				errs[i] = fn(i)
 			}
 		}()
 	}
-	for i := range names {
+	for i := range n {
 		work <- i
 	}
 	close(work)
