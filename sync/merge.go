@@ -365,11 +365,7 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 // leaving paths edited since alone (returned). The tree of b is vetted again
 // (the marker names it).
 func (r *Repo) checkoutLenientLocked(a, b plumbing.Hash, changes map[string]pathChange) ([]string, error) {
-	ta, err := r.commitTreeLocked(a)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := r.commitTreeLocked(b)
+	ta, tb, err := r.commitTreesLocked(a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -421,13 +417,18 @@ func mgChangeList(changes map[string]pathChange) []Change {
 	return out
 }
 
+// commitTreesLocked is the trees of commits a and b (zero = the empty tree).
+func (r *Repo) commitTreesLocked(a, b plumbing.Hash) (ta, tb plumbing.Hash, err error) {
+	if ta, err = r.commitTreeLocked(a); err != nil {
+		return
+	}
+	tb, err = r.commitTreeLocked(b)
+	return
+}
+
 // commitDiffLocked diffs the trees of two commits (zero = empty).
 func (r *Repo) commitDiffLocked(a, b plumbing.Hash) (map[string]pathChange, error) {
-	ta, err := r.commitTreeLocked(a)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := r.commitTreeLocked(b)
+	ta, tb, err := r.commitTreesLocked(a, b)
 	if err != nil {
 		return nil, err
 	}
