@@ -9,6 +9,9 @@ import (
 	"testing"
 )
 
+// (A test fixture: it writes with plain os calls on purpose, to build what internal/safefs
+// refuses to, links out of the repo and a FIFO among them.)
+//
 // MixedRepo is a git work tree full of what is not a file of the repo, beside what is:
 // ignored files (root and nested .gitignore, .git/info/exclude, memd's own list and
 // watch.ignore's MixedRepoIgnore), symlinks (to a file, to a directory, a loop, outside
