@@ -9,15 +9,15 @@ import (
 	"testing"
 )
 
-// (A test fixture: it writes with plain os calls on purpose, to build what internal/safefs
-// refuses to, links out of the repo and a FIFO among them.)
-//
 // MixedRepo is a git work tree full of what is not a file of the repo, beside what is:
 // ignored files (root and nested .gitignore, .git/info/exclude, memd's own list and
 // watch.ignore's MixedRepoIgnore), symlinks (to a file, to a directory, a loop, outside
 // the repo, dangling), nested repositories (a real one and a .git file), a FIFO named like
 // a memory, and memhtml's non-memories. The tests of every consumer of
 // internal/repofiles check what they see against Files.
+//
+// It writes with plain os calls on purpose: it builds what internal/safefs refuses to
+// (links out of the repo, a FIFO).
 type MixedRepo struct {
 	Root     string
 	Files    []string // the files of the repo, sorted: what a commit holds
