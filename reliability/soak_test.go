@@ -20,6 +20,8 @@ type sample struct {
 	at         time.Duration
 	rssKB      int
 	heapMiB    float64 // go_memstats_heap_inuse_bytes
+	liveMiB    float64 // go_memstats_heap_alloc_bytes: reachable plus not yet swept
+	nextGCMiB  float64 // go_memstats_next_gc_bytes: the GC's goal, 2x the last live heap
 	goroutines int
 	fds        int
 	latency    time.Duration // write → in HEAD
@@ -67,8 +69,9 @@ func TestSoak(t *testing.T) {
 	rng := scenarioRand(t, "soak")
 	cfg := strings.Replace(fastConfig, "sync: {pull_interval: 1s, timeout: 3s}", "sync: {pull_interval: 2s, timeout: 10s}", 1) +
 		"sleep: {schedule: \"*/2 * * * *\", catch_up: true}\n"
-	// MEMD_SOAK_PROFILE=DIR saves agent A's heap profile at the end of each quarter
-	// (heap-q1.pprof …), for `go tool pprof -diff_base` when something grows.
+	// MEMD_SOAK_PROFILE=DIR saves each agent's heap profile at the end of each quarter
+	// (heap-A-q1.pprof …), for `go tool pprof -diff_base` when something grows, and logs
+	// each clone's `git count-objects -v` beside it.
 	profDir := os.Getenv("MEMD_SOAK_PROFILE")
 	if profDir != "" {
 		cfg = strings.Replace(cfg, `http: {listen: "127.0.0.1:0"}`, `http: {listen: "127.0.0.1:0", pprof: true}`, 1)
@@ -108,12 +111,19 @@ func TestSoak(t *testing.T) {
 	series := make([][]sample, len(worlds))
 	probe := 0
 	quarter := 0
+	snapshot := func(q int) {
+		for i, d := range daemons {
+			if code, body, err := d.Get("/debug/pprof/heap"); err == nil && code == 200 {
+				must(t, os.WriteFile(filepath.Join(profDir, fmt.Sprintf("heap-%c-q%d.pprof", 'A'+i, q)), []byte(body), 0o644))
+			}
+			objs, _ := exec.Command("git", "-C", worlds[i].repo, "count-objects", "-v").Output()
+			t.Logf("agent %c at quarter %d (%s): %s", 'A'+i, q, time.Since(start).Round(time.Second), strings.Join(strings.Fields(string(objs)), " "))
+		}
+	}
 	for time.Since(start) < dur-dur/10 {
 		if q := int(4 * time.Since(start) / (dur - dur/10)); profDir != "" && q > quarter {
 			quarter = q
-			if code, body, err := daemons[0].Get("/debug/pprof/heap"); err == nil && code == 200 {
-				must(t, os.WriteFile(filepath.Join(profDir, fmt.Sprintf("heap-q%d.pprof", q)), []byte(body), 0o644))
-			}
+			snapshot(q)
 		}
 		for i, w := range worlds {
 			d := daemons[i]
@@ -126,6 +136,12 @@ func TestSoak(t *testing.T) {
 			}
 			if h, ok := d.Metric("go_memstats_heap_inuse_bytes"); ok {
 				s.heapMiB = h / (1 << 20)
+			}
+			if h, ok := d.Metric("go_memstats_heap_alloc_bytes"); ok {
+				s.liveMiB = h / (1 << 20)
+			}
+			if h, ok := d.Metric("go_memstats_next_gc_bytes"); ok {
+				s.nextGCMiB = h / (1 << 20)
 			}
 			probe++
 			rel := fmt.Sprintf("areas/probe/p%d.html", i)
@@ -140,6 +156,9 @@ func TestSoak(t *testing.T) {
 			series[i] = append(series[i], s)
 		}
 		time.Sleep(every)
+	}
+	if profDir != "" {
+		snapshot(4)
 	}
 	exp := map[string]expectation{}
 	writes := 0
@@ -192,23 +211,23 @@ func TestSoak(t *testing.T) {
 
 	// Report and check flatness.
 	var tbl strings.Builder
-	fmt.Fprintf(&tbl, "\n| t | agent | RSS MiB | heap in use MiB | goroutines | open fds | commit latency |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(&tbl, "\n| t | agent | RSS MiB | heap in use MiB | heap alloc MiB | next GC MiB | goroutines | open fds | commit latency |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for j := range series[0] {
 		for i := range series {
 			if j < len(series[i]) {
 				s := series[i][j]
-				fmt.Fprintf(&tbl, "| %s | %c | %.1f | %.1f | %d | %d | %s |\n", s.at.Round(time.Second), 'A'+i, float64(s.rssKB)/1024,
-					s.heapMiB, s.goroutines, s.fds, s.latency.Round(time.Millisecond))
+				fmt.Fprintf(&tbl, "| %s | %c | %.1f | %.1f | %.1f | %.1f | %d | %d | %s |\n", s.at.Round(time.Second), 'A'+i, float64(s.rssKB)/1024,
+					s.heapMiB, s.liveMiB, s.nextGCMiB, s.goroutines, s.fds, s.latency.Round(time.Millisecond))
 			}
 		}
 	}
 	t.Log(tbl.String())
-	// flat checks the last quarter's average against the second's: ≤ factor x + slack.
-	flat := func(name string, i int, get func(sample) float64, factor, slack float64) string {
+	// quarters averages one series over its first, second and last quarter.
+	quarters := func(i int, get func(sample) float64) (first, second, last float64, ok bool) {
 		ss := series[i]
 		q := len(ss) / 4
 		if q == 0 {
-			return ""
+			return 0, 0, 0, false
 		}
 		avg := func(xs []sample) float64 {
 			sum := 0.0
@@ -217,23 +236,34 @@ func TestSoak(t *testing.T) {
 			}
 			return sum / float64(len(xs))
 		}
-		// The first quarter is warm-up: go-git's object cache (4 MiB, sync/repo.go) and the
-		// fetched packs' indexes (merged past 16 packs, sync/packs.go) fill to their bounds.
-		// A leak keeps growing after that, so the second quarter is the baseline.
-		first, second, last := avg(ss[:q]), avg(ss[q:2*q]), avg(ss[len(ss)-q:])
+		return avg(ss[:q]), avg(ss[q : 2*q]), avg(ss[len(ss)-q:]), true
+	}
+	// flat checks the last quarter's average against the second's: ≤ factor x + slack.
+	// The first quarter is warm-up: go-git's object cache (4 MiB, sync/repo.go) and the
+	// fetched packs' indexes (merged past 16 packs, sync/packs.go) fill to their bounds.
+	// A leak keeps growing after that, so the second quarter is the baseline.
+	flat := func(name string, i int, get func(sample) float64, factor, slack float64) string {
+		first, second, last, ok := quarters(i, get)
+		if !ok {
+			return ""
+		}
 		msg := fmt.Sprintf("agent %c %s: first quarter %.1f, second %.1f, last %.1f", 'A'+i, name, first, second, last)
 		t.Log(msg)
-		if last > second*factor+slack {
+		if factor > 0 && last > second*factor+slack {
 			problems = append(problems, msg+fmt.Sprintf(" (the last quarter grew more than %.1fx + %.0f over the second)", factor, slack))
 		}
 		return fmt.Sprintf("%c %s %.0f→%.0f→%.0f", 'A'+i, name, first, second, last)
 	}
+	// info reports a series without a check: the GC's goal (twice the heap live after the
+	// last collection) tells a live heap that grew from garbage awaiting collection.
+	info := func(name string, i int, get func(sample) float64) string { return flat(name, i, get, 0, 0) }
 	var notes []string
 	for i := range series {
 		notes = append(notes,
 			// Memory plateaus: the last quarter within 1.1x the second (issue 17), no slack.
 			flat("RSS MiB", i, func(s sample) float64 { return float64(s.rssKB) / 1024 }, 1.1, 0),
 			flat("heap MiB", i, func(s sample) float64 { return s.heapMiB }, 1.1, 0),
+			info("next GC MiB", i, func(s sample) float64 { return s.nextGCMiB }),
 			flat("goroutines", i, func(s sample) float64 { return float64(s.goroutines) }, 1.5, 10),
 			flat("fds", i, func(s sample) float64 { return float64(s.fds) }, 1.5, 8),
 			flat("latency ms", i, func(s sample) float64 { return float64(s.latency.Milliseconds()) }, 1.5, 3000))
