@@ -499,7 +499,8 @@ func (r *Runner) gc(ctx context.Context) string {
 	if err != nil {
 		return "skipped: git not installed"
 	}
-	cmd := exec.CommandContext(ctx, git, "-C", r.dir, "gc", "--auto", "--quiet")
+	// A .rev beside each pack lets memd's pack reader (sync/gitstore) map offsets from the file.
+	cmd := exec.CommandContext(ctx, git, "-C", r.dir, "-c", "pack.writeReverseIndex=true", "gc", "--auto", "--quiet")
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		r.log.Warn("git gc --auto failed", "err", err, "output", strings.TrimSpace(string(out)))

@@ -33,7 +33,8 @@ func (r *Repo) consolidatePacksLocked(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	cmd := exec.CommandContext(ctx, git, "-C", r.dir, "repack", "--geometric=2", "-d", "-q")
+	// A .rev beside the new pack lets gitstore.PackIndex answer offset lookups from the file.
+	cmd := exec.CommandContext(ctx, git, "-C", r.dir, "-c", "pack.writeReverseIndex=true", "repack", "--geometric=2", "-d", "-q")
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()
 	r.syncPacksLocked()

@@ -39,7 +39,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/sync/gitstore"
@@ -178,9 +177,10 @@ const indexCacheSize = 256 * cache.KiByte
 // bounded by objectCacheSize.
 func openGit(dir string) (*git.Repository, error) { return openGitCache(dir, objectCacheSize) }
 
+// Objects are read through gitstore.Storage, whose pack indexes stay in the files instead of
+// on the heap.
 func openGitCache(dir string, size cache.FileSize) (*git.Repository, error) {
-	dot := osfs.New(filepath.Join(dir, ".git"))
-	return git.Open(filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(size), filesystem.Options{LargeObjectThreshold: largeObject}), osfs.New(dir))
+	return git.Open(gitstore.NewStorage(filepath.Join(dir, ".git"), cache.NewObjectLRU(size), largeObject), osfs.New(dir))
 }
 
 // Open opens the git work tree at dir. Errors name the dir.

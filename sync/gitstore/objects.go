@@ -1,0 +1,344 @@
+package gitstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+)
+
+// Storage is go-git's filesystem storage with its object reads taken over: loose objects
+// are read as go-git reads them, packed ones through a PackIndex per pack, so the heap does
+// not grow with the objects a repository gains (go-git keeps every pack's whole index on
+// the heap; see PackIndex). References, the index, config and object writes stay go-git's.
+//
+// Every method of go-git's ObjectStorage that would load its own indexes is overridden
+// here; the one exception is a repository with alternates, whose missing objects are
+// looked up through go-git's (memd never creates one). Safe for concurrent use, as go-git's
+// storage is.
+type Storage struct {
+	*filesystem.Storage
+	gitDir      string
+	dot         *dotgit.DotGit
+	cache       cache.Object
+	largeObject int64
+
+	mu    sync.Mutex
+	packs []*PackIndex // nil until a packed object is wanted; Reindex drops them
+}
+
+// NewStorage opens the storage of the .git directory gitDir with the object cache c and
+// go-git's large-object threshold (objects above it are streamed from disk, not held).
+func NewStorage(gitDir string, c cache.Object, largeObject int64) *Storage {
+	fs := osfs.New(gitDir)
+	return &Storage{
+		Storage:     filesystem.NewStorageWithOptions(fs, c, filesystem.Options{LargeObjectThreshold: largeObject}),
+		gitDir:      gitDir,
+		dot:         dotgit.New(fs),
+		cache:       c,
+		largeObject: largeObject,
+	}
+}
+
+// Reindex forgets the packs, so the next packed read lists objects/pack again: after git
+// (a repack, a gc, the user's fetch) changed them behind memd's back, or after a fetch.
+func (s *Storage) Reindex() {
+	s.mu.Lock()
+	s.packs = nil
+	s.mu.Unlock()
+	s.Storage.Reindex()
+}
+
+// packIndexes lists and opens the pack indexes once per Reindex. A pack whose .idx is not
+// there yet (git renames the .pack into place first) is skipped until the next Reindex.
+func (s *Storage) packIndexes() ([]*PackIndex, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.packs != nil {
+		return s.packs, nil
+	}
+	hashes, err := s.dot.ObjectPacks()
+	if err != nil {
+		return nil, fmt.Errorf("list packs in %s: %w", s.gitDir, err)
+	}
+	packs := make([]*PackIndex, 0, len(hashes))
+	for _, h := range hashes {
+		idx, err := OpenPackIndex(filepath.Join(s.gitDir, "objects", "pack", "pack-"+h.String()+".idx"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if idx.PackChecksum() != h {
+			return nil, fmt.Errorf("%w %s: it describes pack %s", ErrBadPackIndex, idx.name, idx.PackChecksum())
+		}
+		packs = append(packs, idx)
+	}
+	// The biggest pack first: most lookups end there.
+	slices.SortStableFunc(packs, func(a, b *PackIndex) int { return b.n - a.n })
+	s.packs = packs
+	return packs, nil
+}
+
+// findPacked is the pack holding h and its offset there, or ErrObjectNotFound.
+func (s *Storage) findPacked(h plumbing.Hash) (*PackIndex, int64, error) {
+	packs, err := s.packIndexes()
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, idx := range packs {
+		o, err := idx.FindOffset(h)
+		if err == nil {
+			return idx, o, nil
+		}
+		if !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, 0, err
+		}
+	}
+	return nil, 0, plumbing.ErrObjectNotFound
+}
+
+// withPack runs read on the open pack that holds h, at h's offset. A pack that went away
+// (git repacked behind memd's back) makes it list the packs again and retry once, so a
+// repack never fails a read.
+func (s *Storage) withPack(h plumbing.Hash, read func(p *packfile.Packfile, idx *PackIndex, o int64) error) error {
+	for attempt := 0; ; attempt++ {
+		idx, o, err := s.findPacked(h)
+		if err != nil {
+			return err
+		}
+		f, err := s.dot.ObjectPack(idx.PackChecksum())
+		if (errors.Is(err, dotgit.ErrPackfileNotFound) || errors.Is(err, os.ErrNotExist)) && attempt == 0 {
+			s.Reindex()
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("open the pack of %s: %w", idx.name, err)
+		}
+		p := packfile.NewPackfileWithCache(idx, s.dot.Fs(), f, s.cache, s.largeObject)
+		err = read(p, idx, o)
+		if cerr := p.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+}
+
+// hasAlternates says whether objects/info/alternates names other object stores.
+func (s *Storage) hasAlternates() bool {
+	alt, err := s.dot.Alternates()
+	return err == nil && len(alt) > 0
+}
+
+// EncodedObject implements storer.EncodedObjectStorer.
+func (s *Storage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	obj, err := s.object(h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) && s.hasAlternates() {
+		return s.Storage.EncodedObject(t, h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t != plumbing.AnyObject && obj.Type() != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	return obj, nil
+}
+
+// DeltaObject implements storer.DeltaObjectStorer with whole objects: a pack encoder then
+// computes its own deltas, which go-git's reads would otherwise pull through its indexes.
+func (s *Storage) DeltaObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	return s.EncodedObject(t, h)
+}
+
+func (s *Storage) object(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if obj, ok := s.cache.Get(h); ok {
+		return obj, nil
+	}
+	obj, err := s.loose(h)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return obj, err
+	}
+	err = s.withPack(h, func(p *packfile.Packfile, idx *PackIndex, o int64) error {
+		// GetByOffset would ask the index for h's name by offset; we know it.
+		if obj, err = p.Get(h); err != nil {
+			return fmt.Errorf("read object %s at %d in %s: %w", h, o, idx.name, err)
+		}
+		return nil
+	})
+	return obj, err
+}
+
+// loose reads a loose object as go-git's ObjectStorage does, or ErrObjectNotFound.
+func (s *Storage) loose(h plumbing.Hash) (obj plumbing.EncodedObject, err error) {
+	f, err := s.dot.Object(h)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, plumbing.ErrObjectNotFound
+		}
+		return nil, err
+	}
+	defer closeInto(f, &err)
+	r, err := objfile.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("loose object %s: %w", h, err)
+	}
+	defer closeInto(r, &err)
+	t, size, err := r.Header()
+	if err != nil {
+		return nil, fmt.Errorf("loose object %s: %w", h, err)
+	}
+	if s.largeObject > 0 && size > s.largeObject {
+		return dotgit.NewEncodedObject(s.dot, h, t, size), nil
+	}
+	mo := &plumbing.MemoryObject{}
+	mo.SetType(t)
+	mo.SetSize(size)
+	w, err := mo.Writer()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		return nil, fmt.Errorf("loose object %s: %w", h, err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	s.cache.Put(mo)
+	return mo, nil
+}
+
+func closeInto(c io.Closer, err *error) {
+	if cerr := c.Close(); *err == nil {
+		*err = cerr
+	}
+}
+
+// HasEncodedObject implements storer.EncodedObjectStorer.
+func (s *Storage) HasEncodedObject(h plumbing.Hash) error {
+	if f, err := s.dot.Object(h); err == nil {
+		return f.Close()
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	_, _, err := s.findPacked(h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) && s.hasAlternates() {
+		return s.Storage.HasEncodedObject(h)
+	}
+	return err
+}
+
+// EncodedObjectSize implements storer.EncodedObjectSizeQuerier.
+func (s *Storage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	if obj, ok := s.cache.Get(h); ok {
+		return obj.Size(), nil
+	}
+	size, err := s.looseSize(h)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return size, err
+	}
+	err = s.withPack(h, func(p *packfile.Packfile, _ *PackIndex, o int64) error {
+		size, err = p.GetSizeByOffset(o)
+		return err
+	})
+	if errors.Is(err, plumbing.ErrObjectNotFound) && s.hasAlternates() {
+		return s.Storage.EncodedObjectSize(h)
+	}
+	return size, err
+}
+
+// looseSize reads a loose object's header, or says ErrObjectNotFound.
+func (s *Storage) looseSize(h plumbing.Hash) (size int64, err error) {
+	f, err := s.dot.Object(h)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return 0, plumbing.ErrObjectNotFound
+		}
+		return 0, err
+	}
+	defer closeInto(f, &err)
+	r, err := objfile.NewReader(f)
+	if err != nil {
+		return 0, fmt.Errorf("loose object %s: %w", h, err)
+	}
+	defer closeInto(r, &err)
+	_, size, err = r.Header()
+	return size, err
+}
+
+// IterEncodedObjects implements storer.EncodedObjectStorer: every loose and packed object
+// of type t, each read when the iterator reaches it.
+func (s *Storage) IterEncodedObjects(t plumbing.ObjectType) (storer.EncodedObjectIter, error) {
+	hashes, err := s.dot.Objects()
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[plumbing.Hash]bool, len(hashes))
+	for _, h := range hashes {
+		seen[h] = true
+	}
+	packs, err := s.packIndexes()
+	if err != nil {
+		return nil, err
+	}
+	for _, idx := range packs {
+		it, _ := idx.Entries()
+		for {
+			e, err := it.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !seen[e.Hash] {
+				seen[e.Hash] = true
+				hashes = append(hashes, e.Hash)
+			}
+		}
+	}
+	return storer.NewEncodedObjectLookupIter(s, t, hashes), nil
+}
+
+// HashesWithPrefix implements go-git's short-hash lookup over loose and packed objects.
+func (s *Storage) HashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
+	out, err := s.dot.ObjectsWithPrefix(prefix)
+	if err != nil {
+		return nil, err
+	}
+	packs, err := s.packIndexes()
+	if err != nil {
+		return nil, err
+	}
+	for _, idx := range packs {
+		out = idx.HashesWithPrefix(out, prefix)
+	}
+	slices.SortFunc(out, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(out), nil
+}
+
+// PackfileWriter implements storer.PackfileWriter (a fetch writes its pack through it). The
+// new pack is seen by the next read; go-git's own would load every index first.
+func (s *Storage) PackfileWriter() (io.WriteCloser, error) {
+	w, err := s.dot.NewObjectPack()
+	if err != nil {
+		return nil, err
+	}
+	w.Notify = func(plumbing.Hash, *idxfile.Writer) { s.Reindex() }
+	return w, nil
+}
