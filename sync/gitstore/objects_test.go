@@ -255,7 +255,7 @@ func TestStorageHeapDoesNotGrowWithObjects(t *testing.T) {
 		objs   []gitObject
 	}
 	var repos []repo
-	for _, commits := range []int{300, 3000} {
+	for _, commits := range []int{200, 1500} {
 		dir, g, _ := packedRepo(t, commits, false)
 		repos = append(repos, repo{filepath.Join(dir, ".git"), allObjects(t, g, dir)})
 	}
