@@ -4,6 +4,9 @@
 // when one left by a killed process is stale, refs (loose, then
 // packed-refs), and the index file, written as go-git's encoder does (only
 // faster) or spliced with a few changed entries (docs/ARCHITECTURE.md §9.1,
-// §9.5). It holds no state: which ref moves when, and what the index holds,
+// §9.5), and the reading of objects: Storage is go-git's storage with packed
+// objects found through PackIndex, which reads a pack's .idx in place from a
+// memory map as git does instead of decoding it onto the heap. Its only state
+// is the list of open packs: which ref moves when, and what the index holds,
 // is sync's (sync/gitlock.go, sync/index.go).
 package gitstore
