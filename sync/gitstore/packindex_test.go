@@ -414,3 +414,47 @@ func FuzzPackIndex(f *testing.F) {
 		_, _ = idx.FindOffset(plumbing.Hash{0xff})
 	})
 }
+
+// BenchmarkPackIndexLookup compares PackIndex's lookups with go-git's MemoryIndex on the
+// same real .idx: FindOffset of present and absent names, and FindHash (the OFS-delta base
+// lookup), without a .rev file.
+func BenchmarkPackIndexLookup(b *testing.B) {
+	dir, g, path := packedRepo(b, 3000, false)
+	es := showIndex(b, g, dir, path)
+	ours, err := OpenPackIndex(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem := idxfile.NewMemoryIndex()
+	f, _ := os.Open(path)
+	if err := idxfile.NewDecoder(f).Decode(mem); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	for _, c := range []struct {
+		name string
+		idx  idxfile.Index
+	}{{"PackIndex", ours}, {"MemoryIndex", mem}} {
+		b.Run("present/"+c.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := c.idx.FindOffset(es[i%len(es)].Hash); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("absent/"+c.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				h := es[i%len(es)].Hash
+				h[19] ^= 0xff
+				_, _ = c.idx.FindOffset(h)
+			}
+		})
+		b.Run("byOffset/"+c.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := c.idx.FindHash(int64(es[i%len(es)].Offset)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
