@@ -38,7 +38,11 @@ type Storage struct {
 	largeObject int64
 
 	mu    sync.Mutex
-	packs []*PackIndex // nil until a packed object is wanted; Reindex drops them
+	packs []*PackIndex // nil until a packed object is wanted and after a Reindex
+	// open keeps each pack's index across a Reindex: a pack's files never change under
+	// its name, so only new packs are mapped (a fetch reindexes, and remapping every pack
+	// each time left one mapping per fetch until the GC released them).
+	open map[plumbing.Hash]*PackIndex
 }
 
 // NewStorage opens the storage of the .git directory gitDir with the object cache c and
@@ -54,8 +58,8 @@ func NewStorage(gitDir string, c cache.Object, largeObject int64) *Storage {
 	}
 }
 
-// Reindex forgets the packs, so the next packed read lists objects/pack again: after git
-// (a repack, a gc, the user's fetch) changed them behind memd's back, or after a fetch.
+// Reindex makes the next packed read list objects/pack again: after git (a repack, a gc,
+// the user's fetch) changed it behind memd's back, or after a fetch.
 func (s *Storage) Reindex() {
 	s.mu.Lock()
 	s.packs = nil
@@ -76,19 +80,25 @@ func (s *Storage) packIndexes() ([]*PackIndex, error) {
 		return nil, fmt.Errorf("list packs in %s: %w", s.gitDir, err)
 	}
 	packs := make([]*PackIndex, 0, len(hashes))
+	open := make(map[plumbing.Hash]*PackIndex, len(hashes))
 	for _, h := range hashes {
-		idx, err := OpenPackIndex(filepath.Join(s.gitDir, "objects", "pack", "pack-"+h.String()+".idx"))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if idx.PackChecksum() != h {
-			return nil, fmt.Errorf("%w %s: it describes pack %s", ErrBadPackIndex, idx.name, idx.PackChecksum())
+		idx := s.open[h]
+		if idx == nil {
+			idx, err = OpenPackIndex(filepath.Join(s.gitDir, "objects", "pack", "pack-"+h.String()+".idx"))
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if idx.PackChecksum() != h {
+				return nil, fmt.Errorf("%w %s: it describes pack %s", ErrBadPackIndex, idx.name, idx.PackChecksum())
+			}
 		}
 		packs = append(packs, idx)
+		open[h] = idx
 	}
+	s.open = open // a removed pack's index is released once no reader holds it
 	// The biggest pack first: most lookups end there.
 	slices.SortStableFunc(packs, func(a, b *PackIndex) int { return b.n - a.n })
 	s.packs = packs

@@ -300,3 +300,31 @@ func TestStorageHeapDoesNotGrowWithObjects(t *testing.T) {
 		t.Fatalf("Storage keeps %.1f bytes an object on the heap (the 4-byte offset order expected)", ours)
 	}
 }
+
+// TestStorageReindexKeepsOpenPacks: a Reindex maps only the packs that are new; a pack that
+// is still there keeps its one mapping (a daemon reindexes after every fetch).
+func TestStorageReindexKeepsOpenPacks(t *testing.T) {
+	dir, g, _ := packedRepo(t, 50, false)
+	s := NewStorage(filepath.Join(dir, ".git"), cache.NewObjectLRU(0), 1<<20)
+	before, err := s.packIndexes()
+	if err != nil || len(before) != 1 {
+		t.Fatalf("packs %d, %v", len(before), err)
+	}
+	if _, err := g.Run(dir, nil, "commit", "-q", "--allow-empty", "-m", "one more"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(dir, nil, "repack", "-dq"); err != nil { // a second pack, of the new commit
+		t.Fatal(err)
+	}
+	s.Reindex()
+	after, err := s.packIndexes()
+	if err != nil || len(after) != 2 {
+		t.Fatalf("packs after the repack %d, %v", len(after), err)
+	}
+	if after[0] != before[0] {
+		t.Fatal("the pack that stayed was mapped again")
+	}
+	if err := s.HasEncodedObject(plumbing.NewHash(g.Rev(dir, "HEAD"))); err != nil {
+		t.Fatalf("the new pack's commit: %v", err)
+	}
+}
