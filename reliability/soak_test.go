@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,28 +41,6 @@ func procRSS(pid int) int {
 		}
 	}
 	return -1
-}
-
-// scrape reads the named series from one GET of d's /metrics (0 for one it lacks).
-func scrape(t *testing.T, d *testutil.Daemon, names ...string) map[string]float64 {
-	t.Helper()
-	code, body, err := d.Get("/metrics")
-	if err != nil || code != 200 {
-		t.Fatalf("/metrics: %d %v%s", code, err, d.Describe())
-	}
-	out := make(map[string]float64, len(names))
-	for _, l := range strings.Split(body, "\n") {
-		name, v, ok := strings.Cut(l, " ")
-		if !ok || !slices.Contains(names, name) {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil {
-			t.Fatalf("metric %q: %v", l, err)
-		}
-		out[name] = f
-	}
-	return out
 }
 
 func procFDs(pid int) int {
@@ -161,7 +138,7 @@ func TestSoak(t *testing.T) {
 				t.Fatalf("agent %d exited%s", i, d.Describe())
 			}
 			s := sample{at: time.Since(start), rssKB: procRSS(d.PID()), fds: procFDs(d.PID())}
-			m := scrape(t, d, "go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_next_gc_bytes")
+			m := d.Metrics("go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_next_gc_bytes")
 			s.goroutines = int(m["go_goroutines"])
 			s.heapMiB = m["go_memstats_heap_inuse_bytes"] / (1 << 20)
 			s.liveMiB = m["go_memstats_heap_alloc_bytes"] / (1 << 20)

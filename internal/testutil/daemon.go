@@ -210,25 +210,36 @@ func (d *Daemon) Get(path string) (int, string, error) {
 // fails the test: a broken endpoint is not an absent series.
 func (d *Daemon) Metric(series string) (v float64, ok bool) {
 	d.t.Helper()
+	v, ok = d.Metrics(series)[series]
+	return v, ok
+}
+
+// Metrics reads several series from one GET of /metrics, as Metric does one; a series
+// that is absent is absent from the map.
+func (d *Daemon) Metrics(series ...string) map[string]float64 {
+	d.t.Helper()
 	code, body, err := d.Get("/metrics")
 	if err != nil || code != http.StatusOK {
 		d.t.Fatalf("/metrics: %d %v%s", code, err, d.Describe())
 	}
+	out := make(map[string]float64, len(series))
 	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {
 		l := sc.Text()
-		if strings.HasPrefix(l, series+" ") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(l[len(series):]), 64)
-			if err != nil {
-				d.t.Fatalf("metric %s: %v", l, err)
+		for _, name := range series {
+			if strings.HasPrefix(l, name+" ") {
+				v, err := strconv.ParseFloat(strings.TrimSpace(l[len(name):]), 64)
+				if err != nil {
+					d.t.Fatalf("metric %s: %v", l, err)
+				}
+				out[name] = v
 			}
-			return v, true
 		}
 	}
 	if err := sc.Err(); err != nil {
 		d.t.Fatalf("/metrics: %v", err)
 	}
-	return 0, false
+	return out
 }
 
 // Run runs a short memd command (Env and Dir from o) to completion and returns its combined
