@@ -49,10 +49,17 @@ type Storage struct {
 // go-git's large-object threshold (objects above it are streamed from disk, not held).
 func NewStorage(gitDir string, c cache.Object, largeObject int64) *Storage {
 	fs := osfs.New(gitDir)
+	dot := dotgit.New(fs)
+	// DotGit looks for a receive-pack's incoming objects directory on its first loose miss
+	// and keeps the answer in a field without a lock; asking once here, before any reader
+	// runs, keeps concurrent reads (the checkout's parallel blob reads) from racing on it.
+	if f, err := dot.Object(plumbing.ZeroHash); err == nil {
+		f.Close()
+	}
 	return &Storage{
 		Storage:     filesystem.NewStorageWithOptions(fs, c, filesystem.Options{LargeObjectThreshold: largeObject}),
 		gitDir:      gitDir,
-		dot:         dotgit.New(fs),
+		dot:         dot,
 		cache:       c,
 		largeObject: largeObject,
 	}
