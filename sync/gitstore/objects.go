@@ -27,8 +27,10 @@ import (
 // the heap; see PackIndex). References, the index, config and object writes stay go-git's.
 //
 // Every method of go-git's ObjectStorage that would load its own indexes is overridden
-// here; the one exception is a repository with alternates, whose missing objects are
-// looked up through go-git's (memd never creates one). Safe for concurrent use, as go-git's
+// here; the one exception is a repository with alternates, whose objects EncodedObject
+// looks up through go-git's when they are not here (memd never creates one). Like go-git's,
+// HasEncodedObject and EncodedObjectSize look only here, so a commit's existence checks
+// cost no read of objects/info/alternates. Safe for concurrent use, as go-git's
 // storage is.
 type Storage struct {
 	*filesystem.Storage
@@ -140,7 +142,7 @@ func (s *Storage) withPack(h plumbing.Hash, read func(p *packfile.Packfile, idx 
 			return err
 		}
 		f, err := s.dot.ObjectPack(idx.PackChecksum())
-		if (errors.Is(err, dotgit.ErrPackfileNotFound) || errors.Is(err, os.ErrNotExist)) && attempt == 0 {
+		if errors.Is(err, dotgit.ErrPackfileNotFound) && attempt == 0 {
 			s.Reindex()
 			continue
 		}
@@ -201,25 +203,36 @@ func (s *Storage) object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	return obj, err
 }
 
-// loose reads a loose object as go-git's ObjectStorage does, or ErrObjectNotFound.
-func (s *Storage) loose(h plumbing.Hash) (obj plumbing.EncodedObject, err error) {
-	f, err := s.dot.Object(h)
+// openLoose opens h's loose object and reads its header; the caller closes r, then f.
+// ErrObjectNotFound when h is not loose.
+func (s *Storage) openLoose(h plumbing.Hash) (f io.Closer, r *objfile.Reader, t plumbing.ObjectType, size int64, err error) {
+	file, err := s.dot.Object(h)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil, plumbing.ErrObjectNotFound
+			err = plumbing.ErrObjectNotFound
 		}
+		return nil, nil, 0, 0, err
+	}
+	if r, err = objfile.NewReader(file); err == nil {
+		if t, size, err = r.Header(); err != nil {
+			r.Close()
+		}
+	}
+	if err != nil {
+		file.Close()
+		return nil, nil, 0, 0, fmt.Errorf("loose object %s: %w", h, err)
+	}
+	return file, r, t, size, nil
+}
+
+// loose reads a loose object as go-git's ObjectStorage does, or ErrObjectNotFound.
+func (s *Storage) loose(h plumbing.Hash) (obj plumbing.EncodedObject, err error) {
+	f, r, t, size, err := s.openLoose(h)
+	if err != nil {
 		return nil, err
 	}
 	defer closeInto(f, &err)
-	r, err := objfile.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("loose object %s: %w", h, err)
-	}
 	defer closeInto(r, &err)
-	t, size, err := r.Header()
-	if err != nil {
-		return nil, fmt.Errorf("loose object %s: %w", h, err)
-	}
 	if s.largeObject > 0 && size > s.largeObject {
 		return dotgit.NewEncodedObject(s.dot, h, t, size), nil
 	}
@@ -254,9 +267,6 @@ func (s *Storage) HasEncodedObject(h plumbing.Hash) error {
 		return err
 	}
 	_, _, err := s.findPacked(h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) && s.hasAlternates() {
-		return s.Storage.HasEncodedObject(h)
-	}
 	return err
 }
 
@@ -265,36 +275,18 @@ func (s *Storage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	if obj, ok := s.cache.Get(h); ok {
 		return obj.Size(), nil
 	}
-	size, err := s.looseSize(h)
+	f, r, _, size, err := s.openLoose(h)
+	if err == nil {
+		r.Close()
+		return size, f.Close()
+	}
 	if !errors.Is(err, plumbing.ErrObjectNotFound) {
-		return size, err
+		return 0, err
 	}
 	err = s.withPack(h, func(p *packfile.Packfile, _ *PackIndex, o int64) error {
 		size, err = p.GetSizeByOffset(o)
 		return err
 	})
-	if errors.Is(err, plumbing.ErrObjectNotFound) && s.hasAlternates() {
-		return s.Storage.EncodedObjectSize(h)
-	}
-	return size, err
-}
-
-// looseSize reads a loose object's header, or says ErrObjectNotFound.
-func (s *Storage) looseSize(h plumbing.Hash) (size int64, err error) {
-	f, err := s.dot.Object(h)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return 0, plumbing.ErrObjectNotFound
-		}
-		return 0, err
-	}
-	defer closeInto(f, &err)
-	r, err := objfile.NewReader(f)
-	if err != nil {
-		return 0, fmt.Errorf("loose object %s: %w", h, err)
-	}
-	defer closeInto(r, &err)
-	_, size, err = r.Header()
 	return size, err
 }
 
