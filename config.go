@@ -48,6 +48,7 @@ type Config struct {
 	HTTP    HTTPConfig    `yaml:"http"`
 	Hooks   HooksConfig   `yaml:"hooks"`
 	Log     LogConfig     `yaml:"log"`
+	Secrets SecretsConfig `yaml:"secrets"`
 }
 
 // WatchConfig: debounce windows, extra ignore patterns and the reconcile interval.
@@ -75,6 +76,15 @@ type SyncConfig struct {
 	KnownHosts   string       `yaml:"known_hosts"`
 	TokenEnv     string       `yaml:"token_env"`
 	TokenFile    string       `yaml:"token_file"`
+	// CheckInterval is the cheap look at the remote branch's one ref (DESIGN §9); a fetch
+	// follows only when it moved. PullInterval stays the full fetch's safety net.
+	CheckInterval Duration `yaml:"check_interval"`
+	// MaxFileSize bounds a blob fetched or committed; larger is refused (fetched) or held
+	// (local, reason size).
+	MaxFileSize ByteSize `yaml:"max_file_size"`
+	// MaxDeletes is the mass deletion brake: a commit or a fetched commit deleting more than
+	// this many memory files, and more than MaxDeletesShare of them, pauses instead.
+	MaxDeletes int `yaml:"max_deletes"`
 	// Timeout bounds each fetch or push, so a remote that hangs mid-response never stalls
 	// the owner loop (added to docs/ARCHITECTURE.md §7's keys).
 	Timeout Duration `yaml:"timeout"`
@@ -139,6 +149,15 @@ type HooksConfig struct {
 	AfterSleep  []string `yaml:"after_sleep"`
 	AfterCommit []string `yaml:"after_commit"`
 	Timeout     Duration `yaml:"timeout"`
+	// Env names environment variables passed to hooks besides the scrubbed set (DESIGN §9).
+	Env []string `yaml:"env"`
+}
+
+// SecretsConfig: the secret scan before every commit (DESIGN §9, "Secrets never leave the
+// machine"). Config names a gitleaks TOML that extends or replaces the default rules.
+type SecretsConfig struct {
+	Scan   bool   `yaml:"scan"`
+	Config string `yaml:"config"`
 }
 
 // Hook names, as they appear under hooks: in the config, in logs and in metric labels.
@@ -186,7 +205,8 @@ func DefaultConfig() Config {
 		Repo:  "~/memory",
 		Watch: WatchConfig{Quiet: Duration(2 * time.Second), MaxDelay: Duration(30 * time.Second), Reconcile: Duration(10 * time.Minute)},
 		Sync: SyncConfig{Remote: "origin", Branch: "main", Push: true, PullInterval: Duration(5 * time.Minute),
-			TokenEnv: "MEMD_GIT_TOKEN", Timeout: Duration(60 * time.Second)},
+			TokenEnv: "MEMD_GIT_TOKEN", Timeout: Duration(60 * time.Second),
+			CheckInterval: Duration(10 * time.Second), MaxFileSize: 100 * MiB, MaxDeletes: 50},
 		Lock:    LockConfig{File: DefaultLockFile, Timeout: Duration(10 * time.Second)},
 		Sleep:   SleepConfig{Schedule: "0 3 * * *", CatchUp: true, Phases: slices.Clone(SleepPhases)},
 		Expire:  ExpireConfig{Ledger: DefaultLedgerFile, SoftGrace: Duration(336 * time.Hour)},
@@ -196,6 +216,7 @@ func DefaultConfig() Config {
 		HTTP:    HTTPConfig{Listen: "127.0.0.1:47100"},
 		Hooks:   HooksConfig{Timeout: Duration(60 * time.Second)},
 		Log:     LogConfig{Level: "info", Format: "text"},
+		Secrets: SecretsConfig{Scan: true},
 	}
 }
 
@@ -252,7 +273,7 @@ func (c *Config) validateBasics() error {
 		key string
 		d   Duration
 	}{{"watch.quiet", c.Watch.Quiet}, {"watch.max_delay", c.Watch.MaxDelay}, {"watch.reconcile", c.Watch.Reconcile},
-		{"sync.pull_interval", c.Sync.PullInterval}, {"sync.timeout", c.Sync.Timeout}, {"lock.timeout", c.Lock.Timeout},
+		{"sync.pull_interval", c.Sync.PullInterval}, {"sync.check_interval", c.Sync.CheckInterval}, {"sync.timeout", c.Sync.Timeout}, {"lock.timeout", c.Lock.Timeout},
 		{"arcs.summarizer.timeout", c.Arcs.Summarizer.Timeout}, {"hooks.timeout", c.Hooks.Timeout}}
 	for _, p := range pos {
 		if p.d <= 0 {
@@ -290,6 +311,12 @@ func (c *Config) validateSync() error {
 	}
 	if (c.Sync.Author.Name == "") != (c.Sync.Author.Email == "") {
 		return configErr("sync.author", c.Sync.Author.Name+" <"+c.Sync.Author.Email+">", "set both name and email, or neither")
+	}
+	if c.Sync.MaxFileSize <= 0 {
+		return configErr("sync.max_file_size", c.Sync.MaxFileSize, "must be a positive size such as 100MiB")
+	}
+	if c.Sync.MaxDeletes < 1 {
+		return configErr("sync.max_deletes", c.Sync.MaxDeletes, "must be at least 1")
 	}
 	if c.Lock.File == "" || strings.Contains(c.Lock.File, "/") || c.Lock.File == "." || c.Lock.File == ".." {
 		return configErr("lock.file", c.Lock.File, "must be a file name in the repo root")
@@ -357,6 +384,11 @@ func (c *Config) validateServing() error {
 		// not a failure on every sync.
 		if argv := c.Hooks.Argv(h); len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
 			return configErr("hooks."+h+"[0]", argv[0], "must name the command to run (argv, no shell: [memhtml, index, update])")
+		}
+	}
+	for i, name := range c.Hooks.Env {
+		if name == "" || strings.ContainsAny(name, "= \t\x00") {
+			return configErr(fmt.Sprintf("hooks.env[%d]", i), name, "must be an environment variable name")
 		}
 	}
 	switch c.Log.Level {

@@ -56,6 +56,11 @@ type Facts struct {
 	ConflictCopies []string
 	CommitsPerHour []int
 	Events         []Event
+
+	// Added (DESIGN §9): copied into the document as they are.
+	Paused       *Paused
+	Held         []Held
+	ConflictList []Conflict
 }
 
 // Compose builds the document: state, summary in coloured parts, detail, warnings and the
@@ -99,6 +104,13 @@ func documentOf(f Facts) Document {
 		ConflictCopies: append([]string{}, f.ConflictCopies...),
 		CommitsPerHour: hours(f.CommitsPerHour),
 		Events:         lastEvents(f.Events),
+
+		Held:      append([]Held{}, f.Held...),
+		Conflicts: append([]Conflict{}, f.ConflictList...),
+	}
+	if f.Paused != nil {
+		p := *f.Paused
+		d.Paused = &p
 	}
 	if f.LastCommit != nil {
 		c := *f.LastCommit

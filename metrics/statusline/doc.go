@@ -22,6 +22,16 @@ const (
 	StateConflict = "conflict"
 	StateWarn     = "warn"
 	StateError    = "error"
+	// Added (DESIGN §9): paused while memd stands aside (a branch other than sync.branch, a
+	// git operation in progress, `memd pause`, a held mass deletion); stopped after a clean stop.
+	StatePaused  = "paused"
+	StateStopped = "stopped"
+)
+
+// Held reasons (Document.Held[].Reason).
+const (
+	HeldSecret = "secret"
+	HeldSize   = "size"
 )
 
 // Part kinds: the colour a reader draws a part in. "" is the reader's default colour.
@@ -111,6 +121,39 @@ type Document struct {
 	// Events are the last MaxEvents things that happened, oldest first, ids increasing across
 	// restarts, so a reader shows each exactly once.
 	Events []Event `json:"events"`
+
+	// Added (DESIGN §9).
+	Paused    *Paused    `json:"paused"`    // null unless memd stands aside
+	Held      []Held     `json:"held"`      // files (or ledger records) not committed
+	Conflicts []Conflict `json:"conflicts"` // what `memd conflicts --json` prints
+}
+
+// Paused says why memd stands aside and until when ("" until: until resumed or the repo
+// is back). CommitOnly: commits go on, sync does not.
+type Paused struct {
+	Reason     string `json:"reason"`
+	Until      string `json:"until"`
+	CommitOnly bool   `json:"commit_only"`
+}
+
+// Held is one file not committed: reason secret (with the gitleaks rule and line, never the
+// secret) or size.
+type Held struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+	Rule   string `json:"rule,omitempty"`
+	Line   int    `json:"line,omitempty"`
+}
+
+// Conflict is one conflict copy in the tree: the original path, the copy, the machine and
+// time it came from, and both versions' blob ids.
+type Conflict struct {
+	Path    string    `json:"path"`
+	Copy    string    `json:"copy"`
+	Machine string    `json:"machine"`
+	At      time.Time `json:"at"`
+	Ours    string    `json:"ours"`
+	Theirs  string    `json:"theirs"`
 }
 
 // Event is one thing that happened: a conflict copy made, a sleep run, offline and back, an
