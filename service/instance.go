@@ -64,7 +64,11 @@ func InstanceLabel(instance string) string {
 			b[i] = '_'
 		}
 	}
-	return "dev.memd." + strings.ReplaceAll(string(b), "--", "-_")
+	l := "dev.memd." + strings.ReplaceAll(string(b), "--", "-_")
+	if l == DefaultLabel { // a repo at /agent must not take the default's label
+		l += "_"
+	}
+	return l
 }
 
 // instanceParams completes p for an instance: the label, and --repo always passed (the
@@ -279,7 +283,7 @@ func listLaunchd(e Env) ([]Installed, error) {
 		label := strings.TrimSuffix(filepath.Base(p), ".plist")
 		in := Installed{Kind: Launchd, Unit: label, Path: p, Repo: plistRepo(data)}
 		if label != DefaultLabel {
-			in.Instance = label
+			in.Instance = strings.TrimPrefix(label, "dev.memd.") // InstanceLabel gives the label back
 		}
 		if label == DefaultLabel {
 			out = append([]Installed{in}, out...)
