@@ -82,15 +82,14 @@ func (a *Agent) recordHTTP(addr string) {
 // --all` and `memd service list`. Best effort: a registry that cannot be written costs only
 // the --all line.
 func (a *Agent) register() {
-	dir, err := registry.Dir(os.Getenv)
-	if err == nil {
-		e := registry.Entry{Repo: a.cfg.Repo, PID: os.Getpid(), StartedAt: a.now().UTC()}
-		if a.server != nil {
-			e.HTTP = a.server.Addr()
-		}
-		err = registry.Register(dir, e)
+	if a.opts.Registry == "" {
+		return
 	}
-	if err != nil {
+	e := registry.Entry{Repo: a.cfg.Repo, PID: os.Getpid(), StartedAt: a.now().UTC()}
+	if a.server != nil {
+		e.HTTP = a.server.Addr()
+	}
+	if err := registry.Register(a.opts.Registry, e); err != nil {
 		a.log.Warn("registry: this repo is not listed for memd status --all", "err", err)
 	}
 }
