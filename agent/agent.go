@@ -42,6 +42,9 @@ type Options struct {
 	Notifier Notifier
 	// ScheduleValidator checks sleep.schedule on reload.
 	ScheduleValidator memd.ScheduleValidator
+	// Registry is the machine's repo registry directory (internal/registry) this run adds
+	// its repo to; "" registers nothing (tests).
+	Registry string
 }
 
 // kicks are the job kinds; each is a cap-1 channel so kicks coalesce.

@@ -144,13 +144,10 @@ func (a *Agent) startParts() error {
 	sched.SetCatchUp(a.cfg.Sleep.CatchUp)
 	a.sched = sched
 
-	if a.cfg.HTTP.Listen != "" {
-		a.server = newServer(a)
-		if err := a.server.Start(); err != nil {
-			return fmt.Errorf("http %s: %w", a.cfg.HTTP.Listen, err)
-		}
-		a.log.Info("http listening", "addr", a.server.Addr())
+	if err := a.startHTTP(); err != nil {
+		return err
 	}
+	a.register()
 	return nil
 }
 

@@ -105,6 +105,8 @@ type Result struct {
 	Backup string
 	// Removed lists other files removed with the unit (systemd *.wants/ links to it).
 	Removed []string
+	// Also says what else was written beside Path ("updated …/memd@.service").
+	Also []string
 	// Next are the commands that enable and start (install) or stop (uninstall) the
 	// service; Install and Uninstall never run them.
 	Next []Command
@@ -126,38 +128,14 @@ func Install(k Kind, p Params, e Env, opt Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	old, state, err := inspect(path)
-	if err != nil {
-		return res, err
-	}
-	switch state {
-	case fileMissing:
-		res.Action = Created
-	case fileOurs:
-		if bytes.Equal(old, data) {
-			res.Action = Unchanged
-		} else {
-			res.Action = Updated
-		}
-	case fileForeign:
-		if !opt.Force {
-			return res, fmt.Errorf("%s: %w; use --force to replace it (it is then kept as %s)", path, ErrForeign, backupName(path))
-		}
-		if res.Backup, err = backup(path); err != nil {
-			return res, err
-		}
-		res.Action = Updated
-	}
 	if k == Launchd {
 		// launchd opens the log file but does not create its directory.
 		if err := os.MkdirAll(filepath.Dir(p.LogFile()), 0o755); err != nil {
 			return res, fmt.Errorf("log directory: %w", err)
 		}
 	}
-	if res.Action != Unchanged {
-		if err := writeAtomic(path, data); err != nil {
-			return res, err
-		}
+	if res.Action, res.Backup, err = place(path, data, opt); err != nil {
+		return res, err
 	}
 	res.Next = startCommands(k, path, p.label(), e.UID, res.Action)
 	return res, nil
@@ -175,29 +153,11 @@ func Uninstall(k Kind, e Env, label string, opt Options) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Kind: k, Path: path}
-	_, state, err := inspect(path)
-	if err != nil {
+	if res.Action, res.Backup, err = removeOurs(path, opt); err != nil {
 		return res, err
 	}
-	switch state {
-	case fileMissing:
-		res.Action = Absent
-	case fileOurs:
-		if err := os.Remove(path); err != nil {
-			return res, fmt.Errorf("remove %s: %w", path, err)
-		}
-		res.Action = Removed
-	case fileForeign:
-		if !opt.Force {
-			return res, fmt.Errorf("%s: %w; use --force to remove it (it is then kept as %s)", path, ErrForeign, backupName(path))
-		}
-		if res.Backup, err = backup(path); err != nil {
-			return res, err
-		}
-		res.Action = Removed
-	}
 	if k == Systemd {
-		links, err := removeWantsLinks(filepath.Dir(path), path)
+		links, err := removeWantsLinksNamed(filepath.Dir(path), UnitName, path)
 		res.Removed = links
 		if err != nil {
 			return res, err
@@ -288,13 +248,18 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// removeWantsLinks removes <dir>/*.wants/memd.service links that point at unit, which is
-// what `systemctl --user disable` would do: after the unit file is gone systemctl can no
-// longer read its [Install] section.
-func removeWantsLinks(dir, unit string) ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(dir, "*.wants", filepath.Base(unit)))
+// removeWantsLinksNamed removes <dir>/*.wants/<name> links that point at unit (an
+// instance's link points at the template), which is what `systemctl --user disable` would
+// do: after the unit file is gone systemctl can no longer read its [Install] section.
+func removeWantsLinksNamed(dir, name, unit string) ([]string, error) {
+	// The name is not a pattern: an instance name holds \x escapes, which Glob would read.
+	wants, err := filepath.Glob(filepath.Join(dir, "*.wants"))
 	if err != nil {
 		return nil, err
+	}
+	var matches []string
+	for _, w := range wants {
+		matches = append(matches, filepath.Join(w, name))
 	}
 	var removed []string
 	for _, m := range matches {
@@ -325,14 +290,18 @@ func startCommands(k Kind, path, label string, uid int, a Action) []Command {
 		// bootstrap refuses a label that is loaded: unload the old one first.
 		return []Command{{Argv: []string{"launchctl", "bootout", "gui/" + strconv.Itoa(uid) + "/" + label}, MayFail: true}, boot}
 	}
+	return startUnitCommands(UnitName, a)
+}
+
+func startUnitCommands(unit string, a Action) []Command {
 	reload := Command{Argv: []string{"systemctl", "--user", "daemon-reload"}}
 	if a == Updated {
 		// enable --now does not restart a running service onto the new unit.
 		return []Command{reload,
-			{Argv: []string{"systemctl", "--user", "enable", UnitName}},
-			{Argv: []string{"systemctl", "--user", "restart", UnitName}}}
+			{Argv: []string{"systemctl", "--user", "enable", unit}},
+			{Argv: []string{"systemctl", "--user", "restart", unit}}}
 	}
-	return []Command{reload, {Argv: []string{"systemctl", "--user", "enable", "--now", UnitName}}}
+	return []Command{reload, {Argv: []string{"systemctl", "--user", "enable", "--now", unit}}}
 }
 
 func stopCommands(k Kind, label string, uid int) []Command {

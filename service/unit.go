@@ -63,6 +63,9 @@ type Params struct {
 	Home string
 	// Label is the launchd label; "" means DefaultLabel.
 	Label string
+	// Instance names the per-repo instance (InstanceName of Repo); "" is the default
+	// memd.service / dev.memd.agent.
+	Instance string
 }
 
 // Args is the command line the service runs: memd run [--config F] [--repo R].
@@ -84,9 +87,14 @@ func (p Params) label() string {
 	return p.Label
 }
 
-// LogFile is where launchd sends memd's output: ~/Library/Logs/memd/memd.log.
+// LogFile is where launchd sends memd's output: ~/Library/Logs/memd/memd.log, or
+// <label>.log for an instance.
 func (p Params) LogFile() string {
-	return filepath.Join(p.Home, "Library", "Logs", "memd", "memd.log")
+	name := "memd.log"
+	if p.Instance != "" {
+		name = p.label() + ".log"
+	}
+	return filepath.Join(p.Home, "Library", "Logs", "memd", name)
 }
 
 func (p Params) check(needRepo, needHome bool) error {
@@ -144,10 +152,8 @@ func RenderSystemd(p Params) ([]byte, error) {
 	for i, a := range args {
 		quoted[i] = systemdQuote(a, true)
 	}
-	data := struct {
-		Repo, ExecStart, ReadWritePaths string
-		PrivateTmp                      bool
-	}{
+	return renderUnit(unitData{
+		Unit:      UnitName,
 		Repo:      systemdSpecifiers(p.Repo),
 		ExecStart: strings.Join(quoted, " "),
 		// "-": a repo that does not exist yet must not stop the unit from starting (memd
@@ -155,10 +161,19 @@ func RenderSystemd(p Params) ([]byte, error) {
 		ReadWritePaths: systemdQuote("-"+p.Repo, false),
 		// A private /tmp would hide a repo kept in /tmp or /var/tmp (demos, tests).
 		PrivateTmp: !underTmp(p.Repo),
-	}
+	})
+}
+
+// unitData fills configs/memd.service.tmpl: the plain unit or the per-repo template.
+type unitData struct {
+	Unit, Repo, ExecStart, ReadWritePaths, RemoveArgs string
+	PrivateTmp, Template                              bool
+}
+
+func renderUnit(data unitData) ([]byte, error) {
 	var b bytes.Buffer
 	if err := systemdTmpl.Execute(&b, data); err != nil {
-		return nil, fmt.Errorf("render %s: %w", UnitName, err)
+		return nil, fmt.Errorf("render %s: %w", data.Unit, err)
 	}
 	return b.Bytes(), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
+	"github.com/memd-dev/memd/internal/registry"
 	"github.com/memd-dev/memd/service"
 )
 
@@ -35,11 +36,16 @@ func cmdRun(a *app, args []string) int {
 	}
 	defer pid.Release()
 
+	reg, err := registry.Dir(os.Getenv)
+	if err != nil {
+		log.Warn("registry: this repo is not listed for memd status --all", "err", err)
+	}
 	ag, err := agent.New(agent.Options{
-		Config:  a.cfg,
-		Now:     a.now,
-		Logger:  log,
-		Version: version,
+		Registry: reg,
+		Config:   a.cfg,
+		Now:      a.now,
+		Logger:   log,
+		Version:  version,
 		LoadConfig: func() (memd.Config, error) {
 			if err := a.load(); err != nil {
 				return memd.Config{}, err

@@ -18,7 +18,7 @@ func init() {
 	register("service", "print, install or uninstall the systemd unit / launchd agent", cmdService)
 }
 
-const serviceUsage = "print|install|uninstall"
+const serviceUsage = "print|install|uninstall|list"
 
 func cmdService(a *app, args []string) int {
 	fs := a.flags("service", serviceUsage)
@@ -39,7 +39,7 @@ func cmdService(a *app, args []string) int {
 		return exitUsage
 	}
 	action := fs.Arg(0)
-	if action != "print" && action != "install" && action != "uninstall" {
+	if action != "print" && action != "install" && action != "uninstall" && action != "list" {
 		fmt.Fprintf(a.stderr, "memd service: unknown action %q (want %s)\n", action, serviceUsage)
 		return exitUsage
 	}
@@ -53,7 +53,7 @@ func cmdService(a *app, args []string) int {
 	} else if *useLaunchd {
 		kind = service.Launchd
 	}
-	if *apply && action == "print" {
+	if *apply && (action == "print" || action == "list") {
 		fmt.Fprintln(a.stderr, "memd service: --apply goes with install or uninstall")
 		return exitUsage
 	}
@@ -63,13 +63,11 @@ func cmdService(a *app, args []string) int {
 	}
 	opt := service.Options{Force: *force}
 
+	if action == "list" {
+		return a.serviceList(kind, env)
+	}
 	if action == "uninstall" {
-		// Uninstall needs no config: a broken config must not keep a service installed.
-		res, err := service.Uninstall(kind, env, "", opt)
-		if err != nil {
-			return a.fail("service uninstall: %v", err)
-		}
-		return a.reportUninstall(res, *apply)
+		return a.serviceUninstall(kind, env, opt, *apply)
 	}
 
 	if err := a.load(); err != nil {
@@ -80,15 +78,15 @@ func cmdService(a *app, args []string) int {
 	if err != nil {
 		return a.fail("service: %v", err)
 	}
+	p.Instance = a.instanceFor(kind, env, p.Repo)
 	if action == "print" {
-		data, err := service.Render(kind, p)
-		if err != nil {
-			return a.fail("service print: %v", err)
-		}
-		_, _ = a.stdout.Write(data)
-		return exitOK
+		return a.servicePrint(kind, p)
 	}
-	res, err := service.Install(kind, p, env, opt)
+	install := service.Install
+	if p.Instance != "" {
+		install = service.InstallInstance
+	}
+	res, err := install(kind, p, env, opt)
 	if err != nil {
 		return a.fail("service install: %v", err)
 	}
@@ -155,6 +153,9 @@ func (a *app) reportInstall(res service.Result, p service.Params, apply bool) in
 	}
 	if res.Backup != "" {
 		fmt.Fprintf(a.stdout, "memd: the file that was there is kept as %s\n", res.Backup)
+	}
+	for _, also := range res.Also {
+		fmt.Fprintf(a.stdout, "memd: %s\n", also)
 	}
 	fmt.Fprintf(a.stdout, "memd: it runs %s\n", service.ShellJoin(p.Args()))
 	if apply {

@@ -25,6 +25,7 @@ func init() { register("status", "one status line for prompts, bars and agents",
 func cmdStatus(a *app, args []string) int {
 	fs := a.flags("status", "")
 	format := fs.String("format", "plain", "output `format`: "+strings.Join(statusline.Formats, ", "))
+	all := fs.Bool("all", false, "one line for every repo memd runs on this machine (json: the list)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -36,6 +37,9 @@ func cmdStatus(a *app, args []string) int {
 		if err := rememberConfig(a.configFile); err != nil {
 			a.log.Debug("status: config not remembered for the fast path", "config", a.configFile, "err", err)
 		}
+	}
+	if *all {
+		return a.statusAll(*format)
 	}
 	return statusline.Command(a.cfg.Repo, *format, a.now(), a.stdin, a.stdout, a.stderr)
 }
