@@ -38,7 +38,8 @@ func scanHead(b []byte) headScan {
 	z := html.NewTokenizer(bytes.NewReader(b))
 	var s headScan
 	off := 0
-	inRaw := 0 // inside <title>, <noscript>...: their text is not body text
+	inRaw := 0       // inside <title>, <noscript>...: their text is not body text
+	sawHead := false // an implied head with nothing in it has no place memhtml's editors write to
 	for {
 		tt := z.Next()
 		raw := len(z.Raw())
@@ -49,7 +50,7 @@ func scanHead(b []byte) headScan {
 			return s
 		case html.TextToken:
 			if inRaw == 0 && len(bytes.TrimLeft(z.Text(), " \t\n\f\r")) > 0 {
-				s.tail, s.ok = lineStart(b, start), true
+				s.tail, s.ok = lineStart(b, start), sawHead || len(s.elems) > 0
 				return s // text begins the body
 			}
 		case html.EndTagToken:
@@ -65,8 +66,11 @@ func scanHead(b []byte) headScan {
 			name, hasAttr := z.TagName()
 			a := atom.Lookup(name)
 			if !headElement(a) && a != atom.Html && a != atom.Head {
-				s.tail, s.ok = lineStart(b, start), true
+				s.tail, s.ok = lineStart(b, start), sawHead || len(s.elems) > 0
 				return s
+			}
+			if a == atom.Head {
+				sawHead = true
 			}
 			if a == atom.Title || rawTextHead(a) {
 				inRaw++
