@@ -134,10 +134,14 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 	return KindOther
 }
 
-// allMemdArcs reports whether every present version is an arc memd wrote (IsMemdArc).
+// allMemdArcs reports whether no present version is a memory someone else wrote: every one
+// is an arc memd wrote (IsMemdArc) or not a memory at all (no memhtml-type).
 func allMemdArcs(contents [][]byte) bool {
 	for _, c := range contents {
-		if len(c) > 0 && !IsMemdArc(ParseMemoryBytes(c)) {
+		if len(c) == 0 {
+			continue
+		}
+		if m := ParseMemoryBytes(c); m.Type != "" && !IsMemdArc(m) {
 			return false
 		}
 	}
