@@ -16,6 +16,50 @@ import (
 // ignores metas without its prefix.
 const MetaMembers = "memd-members"
 
+// MetaAuthor is memhtml's provenance meta; ArcAuthor is its value on the arcs memd writes
+// (memhtml's own sleep signs "agent:sleep"). An arc is memd's to rewrite only when it says so
+// (IsMemdArc): a curated arc (`memhtml write --type arc`) or memhtml's own is never touched.
+const (
+	MetaAuthor = "memhtml-author"
+	ArcAuthor  = "agent:memd"
+)
+
+// IsMemdArc reports whether m is an arc memd wrote: type arc signed ArcAuthor, or, for arcs
+// written before memd signed them, unsigned and carrying memd's member hash.
+func IsMemdArc(m *Memory) bool {
+	if m == nil || m.Type != TypeArc {
+		return false
+	}
+	if a := m.Metas[MetaAuthor]; len(a) > 0 {
+		return a[0] == ArcAuthor
+	}
+	return len(m.Metas[MetaMembers]) > 0
+}
+
+// arcOwnMetas are the memhtml metas RenderArc writes itself; any other memhtml meta or link
+// on a memd arc was added by someone else (memhtml's person-links, confidence decay, a
+// reprieve...) and is carried into the rewrite (ArcCarry).
+var arcOwnMetas = []string{MetaType, MetaStatus, MetaCreated, MetaUpdated, MetaContentHash, MetaAuthor, MetaEntity}
+
+// ArcCarry is what a rewrite of the arc whose bytes are old keeps: every memhtml head line
+// RenderArc does not write itself, in document order, each once.
+func ArcCarry(old []byte) []HeadLine {
+	var out []HeadLine
+	for _, l := range HeadLines(old) {
+		if !l.Link && slices.Contains(arcOwnMetas, l.Name) || slices.Contains(out, l) {
+			continue
+		}
+		if !l.Link && !slices.Contains(MetaNames, l.Name) {
+			continue // outside memhtml's vocabulary: never carried into a file memd writes
+		}
+		if l.Link && RelOfToken(l.Name) == "" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 // ArcEpisode is one member of an arc.
 type ArcEpisode struct {
 	Path        string
@@ -30,6 +74,9 @@ type Arc struct {
 	Year     int
 	Episodes []ArcEpisode // rendered sorted by date, then path
 	Summary  string       // plain text; empty → a deterministic sentence
+	// Carry are head lines another writer added to the arc on disk (ArcCarry), kept by the
+	// rewrite: metas in memhtml's order among memd's own, links after them.
+	Carry []HeadLine
 }
 
 // ArcPath is areas/arcs/<Slug(entity)>-<YYYY>.html. An entity with nothing sluggable
@@ -122,21 +169,34 @@ func RenderArc(a Arc) []byte {
 	b.Grow(1024 + 256*len(eps) + len(a.Summary))
 	b.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc(arcTitle(a)))
-	meta := func(name, content string) {
-		fmt.Fprintf(&b, "<meta name=\"%s\" content=\"%s\">\n", name, esc(content))
+	metas := []HeadLine{
+		{Name: MetaType, Value: TypeArc}, {Name: MetaStatus, Value: StatusActive},
+		{Name: MetaCreated, Value: created}, {Name: MetaUpdated, Value: updated},
+		{Name: MetaContentHash, Value: hash}, {Name: MetaAuthor, Value: ArcAuthor},
 	}
-	meta(MetaType, TypeArc)
-	meta(MetaStatus, StatusActive)
-	meta(MetaCreated, created)
-	meta(MetaUpdated, updated)
-	meta(MetaContentHash, hash)
 	if e := plain(a.Entity); e != "" {
-		meta(MetaEntity, e)
+		metas = append(metas, HeadLine{Name: MetaEntity, Value: e})
 	}
-	// The member list lives in the article (<a href> per member): memhtml's edge
-	// vocabulary is closed, so no invented <link rel>; archive's link rewriting repoints
-	// the <a href>s like any other.
-	meta(MetaMembers, ArcMemberHash(a.Episodes))
+	var links []HeadLine
+	for _, l := range a.Carry {
+		if l.Link {
+			links = append(links, l)
+		} else {
+			metas = append(metas, l)
+		}
+	}
+	// memhtml's META_ORDER, so its editors and memd's rewrites keep each other's lines.
+	slices.SortStableFunc(metas, func(x, y HeadLine) int { return metaOrder(x.Name) - metaOrder(y.Name) })
+	for _, m := range metas {
+		b.WriteString(metaLine(m.Name, m.Value) + "\n")
+	}
+	// The member list lives in the article (<a href> per member) and in the members'
+	// memhtml-part-of links to the arc (memhtml's own arcs' edge); archive's link rewriting
+	// repoints the <a href>s like any other.
+	b.WriteString(metaLine(MetaMembers, ArcMemberHash(a.Episodes)) + "\n")
+	for _, l := range links {
+		b.WriteString(linkLine(l.Name, l.Value) + "\n")
+	}
 	b.WriteString("</head>\n<body>\n")
 	b.WriteString(article)
 	b.WriteString("</body>\n</html>\n")

@@ -42,6 +42,9 @@ const (
 	// (MEMORY.pre-migration.md, memory-save.failed-reply.txt): the newer
 	// side wins, never conflict-copied.
 	KindNewer
+	// KindAccessState is memhtml's state-plane sidecar (AccessStatePath):
+	// merged row by row with the maximum of each counter (MergeAccessState).
+	KindAccessState
 )
 
 func (k FileKind) String() string {
@@ -60,6 +63,8 @@ func (k FileKind) String() string {
 		return "topic-file"
 	case KindNewer:
 		return "newer"
+	case KindAccessState:
+		return "access-state"
 	default:
 		return "other"
 	}
@@ -108,13 +113,16 @@ func (p MergePolicy) isLedger(name string) bool {
 func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 	base := path.Base(name)
 	switch {
+	case name == AccessStatePath:
+		return KindAccessState
 	case p.isLedger(name):
 		return KindLedger
 	case strings.HasSuffix(base, ".drained.jsonl"), strings.HasSuffix(base, ".conflicts.jsonl"):
 		return KindLineUnion
-	case strings.HasPrefix(name, arcsDirPrefix), IsGenerated(name):
+	case IsGenerated(name), strings.HasPrefix(name, arcsDirPrefix) && allMemdArcs(contents):
 		// memhtml's index.html / sitemap.xml listings are regenerated (its .gitattributes
-		// merges them merge=ours): derived like arcs.
+		// merges them merge=ours): derived like memd's arcs. An arc memd did not write (a
+		// curated one, memhtml's own) is a file like any other: never dropped for theirs.
 		return KindDerived
 	case IsProjectLayoutDerived(name):
 		return KindNewer
@@ -124,6 +132,20 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindTopicFile
 	}
 	return KindOther
+}
+
+// allMemdArcs reports whether no present version is a memory someone else wrote: every one
+// is an arc memd wrote (IsMemdArc) or not a memory at all (no memhtml-type).
+func allMemdArcs(contents [][]byte) bool {
+	for _, c := range contents {
+		if len(c) == 0 {
+			continue
+		}
+		if m := ParseMemoryBytes(c); m.Type != "" && !IsMemdArc(m) {
+			return false
+		}
+	}
+	return true
 }
 
 // memoryMDKind: index-kind (or project-kind) only when every present version

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"path"
@@ -48,6 +49,10 @@ type inventory struct {
 	// with when it is swapped in (catchUp): since, the paths; sinceAll, a full scan.
 	since    []string
 	sinceAll bool
+	// hashes counts the files holding each unique content key (invEntry.hash); duplicates
+	// is how many keys two or more hold.
+	hashes     map[uint64]int
+	duplicates int
 }
 
 // mdInfo is one MEMORY.md: its size for the metrics and, for the project kind, what the
@@ -92,6 +97,7 @@ func (v *inventory) set(rel string, e invEntry) {
 	v.touched++
 	if old, ok := v.files[rel]; ok {
 		v.n.add(old, -1)
+		v.countHash(old.hash, -1)
 	} else {
 		forDirs(rel, func(d string) {
 			if _, ok := v.dirs[d]; !ok {
@@ -103,6 +109,31 @@ func (v *inventory) set(rel string, e invEntry) {
 	// A clone: rel may be a slice of a walk's absolute path, which the key would keep.
 	v.files[strings.Clone(rel)] = e
 	v.n.add(e, 1)
+	v.countHash(e.hash, 1)
+}
+
+// countHash keeps how many files hold each unique key, and how many keys are held twice or
+// more (duplicate articles: memhtml's index refuses them) in step with files.
+func (v *inventory) countHash(h uint64, d int) {
+	if h == 0 {
+		return
+	}
+	if v.hashes == nil {
+		v.hashes = map[uint64]int{}
+	}
+	before := v.hashes[h]
+	after := before + d
+	if after <= 0 {
+		delete(v.hashes, h)
+	} else {
+		v.hashes[h] = after
+	}
+	switch {
+	case before < 2 && after >= 2:
+		v.duplicates++
+	case before >= 2 && after < 2:
+		v.duplicates--
+	}
 }
 
 func (v *inventory) del(rel string) {
@@ -113,6 +144,7 @@ func (v *inventory) del(rel string) {
 	v.touched++
 	delete(v.files, rel)
 	v.n.add(old, -1)
+	v.countHash(old.hash, -1)
 	forDirs(rel, func(d string) {
 		if v.dirs[d]--; v.dirs[d] <= 0 {
 			delete(v.dirs, d)
@@ -130,8 +162,9 @@ func forDirs(rel string, fn func(string)) {
 // invEntry is kept small: there is one per memory file (100k in a big repo).
 type invEntry struct {
 	size   int64
-	mtime  int64 // UnixNano
-	bucket uint8 // index into memd.Buckets
+	mtime  int64  // UnixNano
+	hash   uint64 // uniqueKey of memd.UniqueContentKey; 0: not under memhtml's unique key
+	bucket uint8  // index into memd.Buckets
 	flags  uint8
 }
 
@@ -161,6 +194,7 @@ func bucketIndex(rel string) uint8 {
 type invSnapshot struct {
 	metrics.Snapshot
 	Inbox, TaskInbox, Invalid int
+	Duplicates                int // content hashes two or more active memories share
 	overCap                   []string
 	untemplated               []string // project MEMORY.md files out of the four-section template
 	copies                    []string // conflict copies waiting, sorted
@@ -331,18 +365,36 @@ func (v *inventory) needsParse(rel string, d fs.DirEntry) bool {
 
 func parseEntry(root, rel string, info fs.FileInfo) invEntry {
 	e := invEntry{size: info.Size(), mtime: info.ModTime().UnixNano(), bucket: bucketIndex(rel)}
-	if m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel))); err == nil && m.Valid() && memd.ValidMemoryPath(rel) {
+	m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if err == nil && m.Valid() && memd.ValidMemoryPath(rel) {
 		e.flags |= entValid
 	}
-	switch path.Dir(rel) {
-	case memd.InboxDir:
-		e.flags |= entInbox
-	case memd.TaskInboxDir:
-		e.flags |= entTaskInbox
-	case memd.ArcsDir:
+	if err == nil {
+		// The inbox depths as memhtml's doctor counts them (tasks included in the inbox).
+		inbox, tasks := memd.InboxDepth(rel, m)
+		if inbox {
+			e.flags |= entInbox
+		}
+		if tasks {
+			e.flags |= entTaskInbox
+		}
+		e.hash = uniqueKey(memd.UniqueContentKey(rel, m))
+	}
+	if path.Dir(rel) == memd.ArcsDir {
 		e.flags |= entArc
 	}
 	return e
+}
+
+// uniqueKey folds a content hash to the inventory's 8 bytes (0: none); a collision of two
+// different articles is 2^-64 a pair.
+func uniqueKey(h string) uint64 {
+	if h == "" {
+		return 0
+	}
+	f := fnv.New64a()
+	f.Write([]byte(h))
+	return max(f.Sum64(), 1)
 }
 
 // parseMemories parses rels on all cores but one; the result is in the order of rels.
@@ -395,6 +447,7 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 		s.Memories[string(b)] = v.n.buckets[i]
 	}
 	s.Inbox, s.TaskInbox, s.Invalid, s.Arcs = v.n.inbox, v.n.taskInbox, v.n.invalid, v.n.arcs
+	s.Duplicates = v.duplicates
 	s.Snapshot.Inbox, s.Snapshot.TaskInbox, s.Snapshot.Invalid = s.Inbox, s.TaskInbox, s.Invalid
 	if v.ledger != nil && (v.lc.records == nil || !now.Before(v.lc.next) || now.Before(v.lc.at)) {
 		v.lc = v.countLedger(now)

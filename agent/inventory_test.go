@@ -147,3 +147,37 @@ func TestInventorySkipsNonMemories(t *testing.T) {
 		t.Errorf("memories %v (total %d), inbox %d, invalid %d: want 1, 1, 0", s.Memories, total, s.Inbox, s.Invalid)
 	}
 }
+
+// Duplicate articles (one content hash on two active memories, which memhtml's index
+// refuses) are counted as the tree changes, and the inbox counts tasks as memhtml's doctor.
+func TestInventoryDuplicatesAndInbox(t *testing.T) {
+	root := t.TempDir()
+	doc := func(typ, claim, extra string) []byte {
+		return []byte("<!doctype html>\n<html>\n<head>\n<title>T</title>\n<meta name=\"memhtml-type\" content=\"" + typ + "\">\n" +
+			"<meta name=\"memhtml-status\" content=\"active\">\n<meta name=\"memhtml-created\" content=\"2025-01-01\">\n" +
+			"<meta name=\"memhtml-updated\" content=\"2025-01-01\">\n" + extra + "</head>\n<body>\n<article>\n<p><mark>" + claim + "</mark></p>\n</article>\n</body>\n</html>\n")
+	}
+	files := map[string][]byte{
+		"areas/x/a.html":           doc("semantic", "Same claim.", ""),
+		"areas/y/b.html":           doc("semantic", "Same claim.", ""),
+		"archive/2026/c.html":      doc("semantic", "Same claim.", ""),
+		"areas/inbox/tasks/t.html": doc("task", "A task.", "<meta name=\"memhtml-task-status\" content=\"todo\">\n"),
+		"areas/inbox/n.html":       doc("semantic", "Unplaced.", ""),
+	}
+	for p, b := range files {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, p), b, 0o644))
+	}
+	cfg := memd.DefaultConfig()
+	cfg.Repo = root
+	inv := buildInventory(cfg, nil)
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	if s := inv.snapshot(now); s.Duplicates != 1 || s.Inbox != 2 || s.TaskInbox != 1 {
+		t.Errorf("duplicates %d, inbox %d, task inbox %d; want 1, 2, 1", s.Duplicates, s.Inbox, s.TaskInbox)
+	}
+	must(t, os.Remove(filepath.Join(root, "areas/y/b.html")))
+	inv.update(root, []string{"areas/y/b.html"})
+	if s := inv.snapshot(now); s.Duplicates != 0 {
+		t.Errorf("duplicates %d after one copy went, want 0", s.Duplicates)
+	}
+}

@@ -170,8 +170,8 @@ func (c *checker) checkMemories(htmls []string) {
 		if !c.checkMemory(mi) {
 			continue
 		}
-		if mi.mem.Valid() && mi.mem.ComputedHash != "" && !memd.IsArchived(mi.rel) && mi.mem.Type != memd.TypeTask {
-			byHash[mi.mem.ComputedHash] = append(byHash[mi.mem.ComputedHash], mi.rel)
+		if k := memd.UniqueContentKey(mi.rel, mi.mem); k != "" {
+			byHash[k] = append(byHash[k], mi.rel)
 		}
 	}
 	c.checkDuplicates(byHash)
@@ -194,11 +194,12 @@ func (c *checker) checkMemory(mi memInfo) bool {
 	for _, w := range mi.mem.Warnings {
 		add(Warning, "memory", rel, "%s", w)
 	}
-	switch path.Dir(rel) {
-	case memd.InboxDir:
+	// memhtml doctor's inbox depths: every indexed memory under areas/inbox/ (tasks too).
+	if inbox, tasks := memd.InboxDepth(rel, mi.mem); inbox {
 		rep.Inbox++
-	case memd.TaskInboxDir:
-		rep.TaskInbox++
+		if tasks {
+			rep.TaskInbox++
+		}
 	}
 	if m := misplaced(rel, mi.mem); m != "" {
 		add(Warning, "placement", rel, "%s", m)

@@ -231,7 +231,7 @@ sleep: {catch_up: false}
 	}
 	for rel, c := range exact {
 		found := ""
-		for _, cand := range []string{rel, "archive/2020/" + rel} {
+		for _, cand := range []string{rel, "archive/2020/" + rel, "archive/2026/" + rel} { // 2026: the run's year (memhtml's archive rule)
 			if _, ok := entries[cand]; ok {
 				found = cand
 			}

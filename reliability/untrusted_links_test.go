@@ -283,7 +283,8 @@ func TestUntrustedLinksSleepFolders(t *testing.T) {
 	u := newULWorld(t, true)
 	var problems []string
 	must(t, os.MkdirAll(filepath.Join(u.attacker, "archive"), 0o755))
-	for _, y := range []string{"2023", "2024", "2025"} {
+	// 2026 is the run's year (sleepNow): memhtml's archive rule files every move there.
+	for _, y := range []string{"2023", "2024", "2025", "2026"} {
 		must(t, os.Symlink(filepath.Join(u.outside, "dir"), filepath.Join(u.attacker, "archive", y)))
 	}
 	u.push("tidy the archive")
@@ -331,7 +332,7 @@ func TestUntrustedLinksSleepFolders(t *testing.T) {
 	}
 
 	// Reverted upstream: the next sync brings real folders back and the phases work.
-	for _, y := range []string{"2023", "2024", "2025"} {
+	for _, y := range []string{"2023", "2024", "2025", "2026"} {
 		must(t, os.Remove(filepath.Join(u.attacker, "archive", y)))
 	}
 	must(t, os.Remove(filepath.Join(u.attacker, "areas", "arcs")))
@@ -343,11 +344,11 @@ func TestUntrustedLinksSleepFolders(t *testing.T) {
 	if code != 0 {
 		problems = append(problems, fmt.Sprintf("memd sleep after the revert: exit %d\n%s", code, out))
 	}
-	if fi, err := os.Lstat(u.path("archive/2023")); err != nil || !fi.IsDir() {
-		problems = append(problems, fmt.Sprintf("archive/2023 after the revert and a sleep: %v %v (want a real folder)", fi, err))
+	if fi, err := os.Lstat(u.path("archive/2026")); err != nil || !fi.IsDir() {
+		problems = append(problems, fmt.Sprintf("archive/2026 after the revert and a sleep: %v %v (want a real folder)", fi, err))
 	}
 	u.expectUnchanged(before, "memd sleep after the revert", &problems)
-	ulReport(t, "untrusted: sleep through symlinked folders", start, 7, problems, "archive/2023-2025 and areas/arcs -> outside; refused naming the path; recovered after a revert")
+	ulReport(t, "untrusted: sleep through symlinked folders", start, 7, problems, "archive/2023-2026 and areas/arcs -> outside; refused naming the path; recovered after a revert")
 }
 
 // countHTML counts the memory files in the work tree (not through links).

@@ -39,17 +39,6 @@ func ArchiveReason(p string, m *memd.Memory, now time.Time, keepYears int, doneA
 	return ""
 }
 
-// archiveYear is the year partition a file is archived under.
-func archiveYear(p string, m *memd.Memory) int {
-	if y := m.Year(p); y != 0 {
-		return y
-	}
-	if !m.UpdatedAt.IsZero() {
-		return m.UpdatedAt.UTC().Year()
-	}
-	return 0
-}
-
 func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 	p := newPlan()
 	var moves []move
@@ -59,13 +48,8 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 		if why == "" {
 			continue
 		}
-		y := archiveYear(mp, m)
-		if y == 0 {
-			p.item("skip", mp, "", "no year known (no <time>, date prefix or memhtml-created)")
-			p.counts["skipped"]++
-			continue
-		}
-		moves = append(moves, move{from: mp, to: memd.ArchivePath(mp, y), reason: why})
+		// memhtml's archive files by the year of the archiving run, not the memory's.
+		moves = append(moves, move{from: mp, to: memd.ArchivePath(mp, env.now.UTC().Year()), reason: why})
 	}
 	if err := planMoves(s, env, p, moves, CountArchived); err != nil {
 		return nil, err
@@ -73,9 +57,11 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 	return p, nil
 }
 
-// planMoves adds the moves (pure renames) and, in the same plan, the rewrites of what points
-// at the old paths from files that stay: <link>/<a> hrefs in memory files (arc lists
-// included) and index-kind MEMORY.md bullets. A moved file's own bytes are not touched.
+// planMoves adds the moves and, in the same plan, the rewrites of what points at the old
+// paths from files that stay: <link>/<a> hrefs in memory files (arc lists included) and
+// index-kind MEMORY.md bullets. A moved memory gets memhtml's archive stamps (memd.ArchiveStamps:
+// head edits only, written at the old path just before the move, so the journal undoes both);
+// its links and article are not touched.
 func planMoves(s *snapshot, env *planEnv, p *plan, moves []move, countKey string) error {
 	if len(moves) == 0 {
 		return nil
@@ -91,6 +77,9 @@ func planMoves(s *snapshot, env *planEnv, p *plan, moves []move, countKey string
 			continue
 		}
 		moved[mv.from] = mv.to
+		if err := planStamps(s, env, p, mv.from); err != nil {
+			return err
+		}
 		p.move(mv.from, mv.to)
 		p.item("move", mv.from, mv.to, mv.reason)
 		p.counts[countKey]++
@@ -102,6 +91,18 @@ func planMoves(s *snapshot, env *planEnv, p *plan, moves []move, countKey string
 		return err
 	}
 	return planIndexRepoints(s, p, moved)
+}
+
+// planStamps stamps the memory at mp as memhtml's archive does before it moves.
+func planStamps(s *snapshot, env *planEnv, p *plan, mp string) error {
+	old, exists, err := s.read(mp)
+	if err != nil || !exists {
+		return err
+	}
+	if data := memd.ArchiveStamps(old, env.now); string(data) != string(old) {
+		p.write(mp, data, old, true)
+	}
+	return nil
 }
 
 // planLinkRewrites rewrites hrefs to the old paths in every memory file that stays and

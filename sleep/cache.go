@@ -26,7 +26,7 @@ const (
 	parseCacheName    = "sleep-parse.bin"
 	oldParseCacheName = "sleep-parse.gob" // the gob cache of earlier versions; removed on save
 	parseCacheMagic   = "memd sleep parse cache\n"
-	parseCacheVersion = 4
+	parseCacheVersion = 5 // 5: the author meta and validity (arcs need both)
 	// racyWindow: a file whose mtime or ctime is this close to (or after) the moment its
 	// stat was taken may be written again within the same timestamp tick without its stat
 	// changing, so its stat alone proves nothing (git's racy-clean rule, with margin for
@@ -225,6 +225,9 @@ func (a *memSlab) linkSlice(n int) []memd.Link {
 	return s
 }
 
+// cachedInvalid stands for the violations of a file the cache says is invalid.
+const cachedInvalid = "invalid (its violations are not cached: memd doctor names them)"
+
 // decodeMem rebuilds the planners' part of a parse from an entry's payload.
 func decodeMem(payload string, slab *memSlab) (*memd.Memory, error) {
 	r := &cacheReader{data: payload}
@@ -233,6 +236,16 @@ func decodeMem(payload string, slab *memSlab) (*memd.Memory, error) {
 	m.TaskStatus, m.Updated, m.ValidUntil = r.str(), r.str(), r.str()
 	if members := r.str(); members != "" {
 		m.Metas = map[string][]string{memd.MetaMembers: {members}}
+	}
+	if author := r.str(); author != "" {
+		if m.Metas == nil {
+			m.Metas = map[string][]string{}
+		}
+		m.Metas[memd.MetaAuthor] = []string{author}
+	}
+	if r.str() != "" {
+		// Only whether the file is valid is kept: arcs list only members memhtml indexes.
+		m.Violations = []string{cachedInvalid}
 	}
 	for _, t := range []*time.Time{&m.CreatedAt, &m.UpdatedAt, &m.EventAt, &m.ValidUntilAt} {
 		if b := r.str(); b != "" && r.err == nil {
@@ -277,6 +290,12 @@ func appendMem(b []byte, m *memd.Memory) ([]byte, error) {
 	str(m.Updated)
 	str(m.ValidUntil)
 	str(m.Meta(memd.MetaMembers))
+	str(m.Meta(memd.MetaAuthor))
+	if m.Valid() {
+		str("")
+	} else {
+		str("x")
+	}
 	for _, t := range []time.Time{m.CreatedAt, m.UpdatedAt, m.EventAt, m.ValidUntilAt} {
 		if t == (time.Time{}) {
 			str("")

@@ -8,8 +8,9 @@ import (
 )
 
 // memhtml's write path names a file by its WRITE date; the event is the first <time
-// datetime> in the article. Episodes written in 2026 about 2023 land in the 2023 arc and in
-// archive/2023/, and an episode with no date in its name counts (by <time>, else created).
+// datetime> in the article. Episodes written in 2026 about 2023 land in the 2023 arc (and are
+// archived as 2023's; memhtml's archive files them under the year of the archiving run,
+// archive/2026/), and an episode with no date in its name counts (by <time>, else created).
 func TestEventDateDecidesArcAndArchiveYear(t *testing.T) {
 	dir := t.TempDir()
 	ep := func(title, event, created string) string {
@@ -38,15 +39,15 @@ func TestEventDateDecidesArcAndArchiveYear(t *testing.T) {
 	arc := readFile(t, dir, "areas/arcs/team-ops-2023.html")
 	mustContain(t, "arc", arc, "team:ops in 2023: 4 episodes, 2023-02-01 to 2023-12-01.")
 	m := memd.ParseMemoryBytes([]byte(arc))
-	if !m.Valid() || len(m.Warnings) > 0 || len(m.Links) > 0 {
+	if !m.Valid() || len(m.Warnings) > 0 || len(m.Links) > 0 || m.Meta(memd.MetaAuthor) != memd.ArcAuthor {
 		t.Errorf("arc: violations %q, warnings %q, links %v", m.Violations, m.Warnings, m.Links)
 	}
 	// List order is event order, and after archiving the members are linked where they went.
 	order := []string{
-		`href="/archive/2023/areas/x/20261120-kickoff.html"`,
-		`href="/archive/2023/areas/x/ops-review.html"`,
-		`href="/archive/2023/areas/x/20261121-incident.html"`,
-		`href="/archive/2023/areas/x/ops-retro.html"`,
+		`href="/archive/2026/areas/x/20261120-kickoff.html"`,
+		`href="/archive/2026/areas/x/ops-review.html"`,
+		`href="/archive/2026/areas/x/20261121-incident.html"`,
+		`href="/archive/2026/areas/x/ops-retro.html"`,
 	}
 	last := -1
 	for _, h := range order {
@@ -57,12 +58,12 @@ func TestEventDateDecidesArcAndArchiveYear(t *testing.T) {
 		last = i
 	}
 	for _, p := range []string{"areas/x/20261120-kickoff.html", "areas/x/20261121-incident.html", "areas/x/ops-review.html", "areas/x/ops-retro.html"} {
-		if exists(dir, p) || !exists(dir, "archive/2023/"+p) {
-			t.Errorf("%s not archived under its event year 2023", p)
+		if exists(dir, p) || !exists(dir, "archive/2026/"+p) {
+			t.Errorf("%s not archived under the run's year 2026", p)
 		}
 	}
 	mustContain(t, "superseded memory", readFile(t, dir, "areas/x/old-runbook.html"),
-		`<meta name="memhtml-superseded-by" content="/archive/2023/areas/x/20261120-kickoff.html">`)
+		`<meta name="memhtml-superseded-by" content="/archive/2026/areas/x/20261120-kickoff.html">`)
 	for _, p := range []string{"areas/x/index.html", ".memhtml/sleep/run.html"} {
 		if !exists(dir, p) || strings.Contains(arc, p) {
 			t.Errorf("%s, not a memory, was moved or counted", p)

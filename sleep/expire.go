@@ -75,11 +75,8 @@ func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (
 	if !now.After(m.ValidUntilAt.Add(grace)) {
 		return move{}, false
 	}
-	year := m.Year(mp)
-	if year == 0 {
-		year = m.ValidUntilAt.UTC().Year()
-	}
-	return move{from: mp, to: memd.ArchivePath(mp, year), reason: "valid-until " + m.ValidUntil + " passed"}, true
+	// memhtml's archive rule: the year of the archiving run (ArchiveStamps).
+	return move{from: mp, to: memd.ArchivePath(mp, now.UTC().Year()), reason: "valid-until " + m.ValidUntil + " passed"}, true
 }
 
 func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byte, grace time.Duration) error {

@@ -149,14 +149,14 @@ func TestJournalOfCommittedPhaseIsNotUndone(t *testing.T) {
 	if err := os.MkdirAll(jdir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	man := journalManifest{Run: RunID(fixNow), Phase: "archive", Entries: []journalEntry{{Kind: opMove, Path: epOld1, To: "archive/2024/" + epOld1}}}
+	man := journalManifest{Run: RunID(fixNow), Phase: "archive", Entries: []journalEntry{{Kind: opMove, Path: epOld1, To: "archive/2026/" + epOld1}}}
 	b, _ := json.Marshal(man)
 	if err := os.WriteFile(filepath.Join(jdir, "journal.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h := head(t, dir)
 	runSleep(t, dir, store, testConfig(), nil)
-	if !exists(dir, "archive/2024/"+epOld1) || exists(dir, epOld1) {
+	if !exists(dir, "archive/2026/"+epOld1) || exists(dir, epOld1) {
 		t.Fatal("a committed phase's move was undone")
 	}
 	if exists(dir, jdir[len(dir)+1:]) || head(t, dir) != h {

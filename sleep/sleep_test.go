@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,7 +140,7 @@ func checkFullArcs(t *testing.T, dir string, c map[string]int) {
 		}
 	}
 	// The archived year keeps its arc, which now links the archive paths.
-	mustContain(t, "arc 2024 links archive", arc24, `href="/archive/2024/`+epOld1+`"`)
+	mustContain(t, "arc 2024 links archive", arc24, `href="/archive/2026/`+epOld1+`"`)
 	mustNotContain(t, "arc 2024 links old path", arc24, `href="/`+epOld1+`"`)
 }
 
@@ -149,14 +150,21 @@ func checkFullArchive(t *testing.T, dir, base string, c map[string]int) {
 	if c["archived"] != 5 {
 		t.Errorf("archive counts %v, want archived=5", c)
 	}
-	for _, p := range []string{epOld1, epOld2, epOld3} {
-		if exists(dir, p) || !exists(dir, "archive/2024/"+p) {
-			t.Errorf("%s not archived to archive/2024", p)
+	// memhtml's archive rule: the year of the archiving run (fixNow, 2026), whatever the
+	// memory's own year, and memhtml's stamps on each moved file.
+	for _, p := range []string{epOld1, epOld2, epOld3, semArch, taskDone} {
+		if exists(dir, p) || !exists(dir, "archive/2026/"+p) {
+			t.Errorf("%s not archived to archive/2026", p)
+			continue
 		}
-	}
-	for p, y := range map[string]string{semArch: "2025", taskDone: "2026"} {
-		if exists(dir, p) || !exists(dir, "archive/"+y+"/"+p) {
-			t.Errorf("%s not archived to archive/%s", p, y)
+		got := readFile(t, dir, "archive/2026/"+p)
+		for _, want := range []string{`<meta name="memhtml-status" content="archived">`,
+			`<meta name="memhtml-updated" content="2026-11-30T03:00:00Z">`,
+			`<meta name="memhtml-archived" content="2026-11-30T03:00:00Z">`} {
+			mustContain(t, "archive stamps", got, want)
+		}
+		if m := memd.ParseMemoryBytes([]byte(got)); !m.Valid() || m.ComputedHash != m.ContentHash && m.ContentHash != "" {
+			t.Errorf("%s: stamped file invalid or its article changed: %v", p, m.Violations)
 		}
 	}
 	for _, p := range []string{epNew1, epThis, personF, semOld, taskFresh, taskOpen, oldArc, noteFile} {
@@ -165,21 +173,25 @@ func checkFullArchive(t *testing.T, dir, base string, c map[string]int) {
 		}
 	}
 	ac := phaseCommit(t, dir, "archive")
+	// The stamps ride in the move commit, as memhtml's do: git still sees each move as a
+	// rename and follows it.
 	ns := git(t, dir, "diff", "-M", "--name-status", ac+"~1", ac)
 	for _, p := range []string{epOld1, epOld2, epOld3, semArch, taskDone} {
-		mustContain(t, "archive diff", ns, "R100\t"+p+"\tarchive/")
+		if !regexp.MustCompile(`(?m)^R\d+\t` + regexp.QuoteMeta(p) + `\tarchive/2026/`).MatchString(ns) {
+			t.Errorf("archive diff: no rename of %s:\n%s", p, ns)
+		}
 	}
-	follow := git(t, dir, "log", "--follow", "--format=%H", "--", "archive/2024/"+epOld1)
+	follow := git(t, dir, "log", "--follow", "--format=%H", "--", "archive/2026/"+epOld1)
 	if !strings.Contains(follow, base) {
 		t.Errorf("git log --follow does not reach the first commit %s:\n%s", base, follow)
 	}
 	notes := readFile(t, dir, noteFile)
-	mustContain(t, "links rewritten", notes, `href="/archive/2024/`+epOld1+`"`)
-	mustContain(t, "links rewritten", notes, `href="/archive/2024/`+epOld2+`"`)
+	mustContain(t, "links rewritten", notes, `href="/archive/2026/`+epOld1+`"`)
+	mustContain(t, "links rewritten", notes, `href="/archive/2026/`+epOld2+`"`)
 	mustContain(t, "link to a staying file kept", notes, `href="/`+epNew1+`"`)
 	idx := readFile(t, dir, indexMD)
-	mustContain(t, "index repointed", idx, "- [[archive/2024/"+epOld1+"|Rollback]] \u00b7 type:episodic subject:oncall \u00b7 the rollback\n")
-	mustContain(t, "index repointed", idx, "- [[archive/2025/"+semArch+"|Old flags]]")
+	mustContain(t, "index repointed", idx, "- [[archive/2026/"+epOld1+"|Rollback]] \u00b7 type:episodic subject:oncall \u00b7 the rollback\n")
+	mustContain(t, "index repointed", idx, "- [[archive/2026/"+semArch+"|Old flags]]")
 	mustContain(t, "index kept", idx, "- [["+epNew1+"|Checkout outage]]")
 }
 
@@ -193,11 +205,11 @@ func checkFullTidy(t *testing.T, dir string) {
 	}
 	mustContain(t, "unsorted kept", pmd, "### Unsorted: Notes")
 	mustContain(t, "backup", readFile(t, dir, "projects/shop/"+memd.PreMigrationName), "## Notes\n- misc\n")
-	moved3 := readFile(t, dir, "archive/2024/"+epOld3)
-	mustContain(t, "archived file repointed by tidy", moved3, `href="/archive/2024/`+epOld1+`"`)
+	moved3 := readFile(t, dir, "archive/2026/"+epOld3)
+	mustContain(t, "archived file repointed by tidy", moved3, `href="/archive/2026/`+epOld1+`"`)
 	tc := phaseCommit(t, dir, "tidy")
 	tns := git(t, dir, "diff", "--name-status", tc+"~1", tc)
-	mustContain(t, "tidy touched the archived file", tns, "M\tarchive/2024/"+epOld3)
+	mustContain(t, "tidy touched the archived file", tns, "M\tarchive/2026/"+epOld3)
 }
 
 // checkNextNights: nothing left uncommitted after the full run, and the nights after it
@@ -362,11 +374,12 @@ func TestFailedPhaseIsUndoneAndLaterPhasesRun(t *testing.T) {
 	}
 }
 
-// A real failure, no hook: archive/2024 is a file, so the archive directory cannot be made.
+// A real failure, no hook: archive/2026 (the run's year) is a file, so the archive directory
+// cannot be made; the stamps written before the moves are undone with them.
 func TestFailedPhaseRealError(t *testing.T) {
 	dir := t.TempDir()
 	buildFixture(t, dir)
-	writeFile(t, dir, "archive/2024", "I am a file in the way\n")
+	writeFile(t, dir, "archive/2026", "I am a file in the way\n")
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-q", "-m", "obstacle")
 	store := openStore(t, dir)
@@ -375,7 +388,7 @@ func TestFailedPhaseRealError(t *testing.T) {
 	if !rep.Failed() {
 		t.Fatal("archive succeeded through a file where a directory must be")
 	}
-	if !strings.Contains(rep.Phases[0].Error, "archive/2024") {
+	if !strings.Contains(rep.Phases[0].Error, "archive/2026") {
 		t.Errorf("error does not name the path: %s", rep.Phases[0].Error)
 	}
 	if treeDigest(t, dir) != before {
@@ -518,7 +531,7 @@ func TestParseCacheSeesEdits(t *testing.T) {
 	if err != nil || rep.Failed() {
 		t.Fatal(err, rep)
 	}
-	if exists(dir, semOld) || !exists(dir, "archive/2020/"+semOld) {
+	if exists(dir, semOld) || !exists(dir, "archive/2026/"+semOld) {
 		t.Fatal("an edited file's new status was not seen (stale parse cache)")
 	}
 }

@@ -243,9 +243,13 @@ func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
 func (s *snapshot) apply(p *plan) {
 	s.sorted = nil
 	s.applied = true
+	written := map[string][]byte{} // memory files this plan wrote, by where they are now
 	for _, o := range p.ops {
 		switch o.kind {
 		case opWrite:
+			if isMemoryPath(o.path) {
+				written[o.path] = o.data
+			}
 			s.files[o.path] = true
 			if s.virtual {
 				s.overlay[o.path] = o.data
@@ -283,7 +287,16 @@ func (s *snapshot) apply(p *plan) {
 					s.mems[o.to] = m
 				}
 			}
-			if k, ok := s.keys[o.path]; ok {
+			if d, ok := written[o.path]; ok {
+				// Stamped just before the move (archive): the stat of the old path was gone
+				// when the write was noted; key the destination by what was written.
+				delete(s.keys, o.path)
+				if st, ok := s.lstatReal(o.to); ok && len(d) <= memd.MaxMemoryFileBytes {
+					s.keys[o.to] = cacheKey{st: st, statted: true, hash: hashContent(d), hashed: true}
+				}
+				delete(written, o.path)
+				written[o.to] = d
+			} else if k, ok := s.keys[o.path]; ok {
 				delete(s.keys, o.path)
 				// A rename keeps size, mtime and inode but not ctime; the content hash
 				// carries over (a pure rename).

@@ -39,6 +39,7 @@ type Facts struct {
 	Ahead, Behind, Pending int
 	Inbox, TaskInbox       int
 	Invalid                int      // memory files that break the format
+	Duplicates             int      // articles two or more active memories share (memhtml's index refuses them)
 	Conflicts              int      // conflict copies the last merge kept beside the originals
 	OverCapMD              []string // MEMORY.md files over their caps (repo-relative paths)
 	UntemplatedMD          []string // project MEMORY.md files out of the four-section template
@@ -147,6 +148,10 @@ func warnings(f Facts) (long, short []string) {
 	}
 	if f.Invalid > 0 {
 		warn(fmt.Sprintf("%d invalid %s (memd doctor names them)", f.Invalid, plural(f.Invalid, "memory", "memories")), fmt.Sprintf("%d invalid", f.Invalid))
+	}
+	if n := f.Duplicates; n > 0 {
+		warn(fmt.Sprintf("%d duplicate %s: memhtml index update fails (memd doctor names them)", n, plural(n, "article", "articles")),
+			fmt.Sprintf("%d %s", n, plural(n, "duplicate", "duplicates")))
 	}
 	if n := len(f.OverCapMD); n > 0 {
 		warn(fmt.Sprintf("%d MEMORY.md over the soft cap: %s", n, strings.Join(firstN(f.OverCapMD, 3), ", ")+more(n, 3)),

@@ -9,6 +9,7 @@
 package treemerge
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -313,15 +314,20 @@ func readBlob(s storer.EncodedObjectStorer, e *Entry) ([]byte, error) {
 }
 
 // renames pairs the paths a side deleted with the paths it added holding
-// the same blob (a pure rename, as an archive move is). An add is used once.
-// Among several candidates the archive mapping of the old path wins
-// (archive/<YYYY>/<old>), then the first in path order.
+// the same blob (a pure rename). An add is used once. Among several
+// candidates the archive mapping of the old path wins (archive/<YYYY>/<old>),
+// then the first in path order. A deleted path left unpaired is paired with
+// an add at its archive mapping whatever the blob (a stamped archive move).
 func renames(changes map[string]Change) map[string]string {
 	added := map[plumbing.Hash][]string{}
+	var archivedAdds []string
 	for _, p := range slices.Sorted(maps.Keys(changes)) {
 		c := changes[p]
 		if c.From == nil && c.To != nil && c.To.Mode != filemode.Symlink {
 			added[c.To.Hash] = append(added[c.To.Hash], p)
+			if unarchive(p) != p && c.To.Mode.IsFile() {
+				archivedAdds = append(archivedAdds, p)
+			}
 		}
 	}
 	if len(added) == 0 {
@@ -355,6 +361,22 @@ func renames(changes map[string]Change) map[string]string {
 			out[p] = pick
 		}
 	}
+	// An archive move that also stamped the file (memhtml's archive, and memd's: the status
+	// and date metas change in the move commit) is a rename too: the add at the deleted
+	// path's archive mapping.
+	for _, p := range slices.Sorted(maps.Keys(changes)) {
+		c := changes[p]
+		if _, paired := out[p]; paired || c.From == nil || c.To != nil {
+			continue
+		}
+		for _, q := range archivedAdds {
+			if !used[q] && unarchive(q) == p {
+				used[q] = true
+				out[p] = q
+				break
+			}
+		}
+	}
 	return out
 }
 
@@ -381,7 +403,9 @@ func Merge(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, lo
 	if err != nil {
 		return Result{}, err
 	}
-	m.carryRenames()
+	if err := m.carryRenames(); err != nil {
+		return res, err
+	}
 	for _, p := range slices.Sorted(maps.Keys(m.dO)) {
 		if err := m.mergePath(p); err != nil {
 			return res, err
@@ -454,7 +478,7 @@ func (m *merger) theirsAt(p string) *Entry {
 
 // carryRenames moves one side's change to a path the other side renamed,
 // and fixes both paths so the general rules leave them alone.
-func (m *merger) carryRenames() {
+func (m *merger) carryRenames() error {
 	rO, rT := renames(m.dO), renames(m.dT)
 	// Renames by ours of a path theirs changed: theirs' change lands at the
 	// new path, nothing at the old one.
@@ -467,7 +491,11 @@ func (m *merger) carryRenames() {
 		if _, clash := m.dT[nw]; clash {
 			continue // theirs also wrote the new path: general rules decide
 		}
-		m.set[nw] = t.To
+		e, err := m.restamped(m.dO[old].From, m.dO[nw].To, t.To)
+		if err != nil {
+			return err
+		}
+		m.set[nw] = e
 		m.set[old] = nil
 		m.fixed[nw], m.fixed[old] = true, true
 	}
@@ -482,9 +510,40 @@ func (m *merger) carryRenames() {
 		if _, clash := m.dO[nw]; clash {
 			continue
 		}
-		m.set[nw] = o.To
+		e, err := m.restamped(m.dT[old].From, m.dT[nw].To, o.To)
+		if err != nil {
+			return err
+		}
+		m.set[nw] = e
 		m.fixed[nw], m.fixed[old] = true, true // old stays deleted (theirs' tree)
 	}
+	return nil
+}
+
+// restamped is changed, moved to where a rename took from: as it is after a pure rename,
+// and with the archive stamps the move added (memd.CarryArchiveStamps) after a stamped one,
+// so the memory still reads as archived.
+func (m *merger) restamped(from, moved, changed *Entry) (*Entry, error) {
+	if from == nil || moved == nil || from.Hash == moved.Hash || !changed.Mode.IsFile() {
+		return changed, nil
+	}
+	mb, err := m.st.readBlob(moved)
+	if err != nil {
+		return nil, err
+	}
+	cb, err := m.st.readBlob(changed)
+	if err != nil {
+		return nil, err
+	}
+	out := memd.CarryArchiveStamps(mb, cb)
+	if bytes.Equal(out, cb) {
+		return changed, nil
+	}
+	h, err := m.st.WriteBlob(out)
+	if err != nil {
+		return nil, err
+	}
+	return &Entry{Hash: h, Mode: changed.Mode}, nil
 }
 
 // mergePath replays ours' change of p onto theirs' tree.
@@ -558,9 +617,14 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 		}
 	case memd.KindLineUnion:
 		merged = memd.MergeLineUnion(bb, ob, tb)
+	case memd.KindAccessState:
+		merged = memd.MergeAccessState(ob, tb) // a maximum needs no base
 	case memd.KindIndexMD:
 		merged = memd.MergeIndexMD(bb, ob, tb)
 	default:
+		if regular && memd.IsArchived(p) && memd.SameButArchiveStamps(ob, tb) {
+			return nil // one memory archived twice (two machines, two instants): theirs
+		}
 		cp := memd.ConflictCopyPath(p, pol.Host, pol.Now)
 		for i := 2; holds(m.s, m.theirs, m.dO, m.set, cp); i++ {
 			cp = memd.ConflictCopyPath(p, fmt.Sprintf("%s-%d", pol.Host, i), pol.Now)
