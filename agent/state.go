@@ -42,6 +42,7 @@ type state struct {
 // publishes the metrics snapshot. Readers never touch git or the tree.
 func (a *Agent) publish() {
 	st := &a.st
+	a.takeQueuedEvents()
 	inv := a.inv.snapshot(a.now())
 	ws := a.watchStats()
 	f := metrics.Facts{
@@ -71,6 +72,7 @@ func (a *Agent) publish() {
 		Arcs:           inv.Arcs,
 		LedgerNotes:    notesByState(inv.LedgerNotes),
 		ConflictCopies: inv.copies,
+		ConflictList:   conflictList(a.cfg.Repo, inv.copies),
 		CommitsPerHour: st.hours.list(a.now()),
 		Events:         st.events.list(),
 	}
