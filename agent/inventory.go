@@ -61,9 +61,27 @@ type mdInfo struct {
 type invCounts struct {
 	buckets                         [4]int // by memd.Buckets index
 	invalid, inbox, taskInbox, arcs int
+	// dups counts memories beyond the first of each content hash (doctor's "duplicate");
+	// bySum counts memories per hash.
+	dups  int
+	bySum map[uint64]int
 }
 
 func (c *invCounts) add(e invEntry, d int) {
+	if e.sum != 0 {
+		if c.bySum == nil {
+			c.bySum = map[uint64]int{}
+		}
+		n := c.bySum[e.sum]
+		if (d > 0 && n >= 1) || (d < 0 && n >= 2) {
+			c.dups += d
+		}
+		if n += d; n <= 0 {
+			delete(c.bySum, e.sum)
+		} else {
+			c.bySum[e.sum] = n
+		}
+	}
 	c.buckets[e.bucket] += d
 	if !e.is(entValid) {
 		c.invalid += d
@@ -133,6 +151,9 @@ type invEntry struct {
 	mtime  int64 // UnixNano
 	bucket uint8 // index into memd.Buckets
 	flags  uint8
+	// sum is the memory's content hash folded to 64 bits when doctor's duplicate rule counts
+	// it (valid, active, not a task), else 0: invCounts finds duplicates by it.
+	sum uint64
 }
 
 const (
@@ -161,6 +182,7 @@ func bucketIndex(rel string) uint8 {
 type invSnapshot struct {
 	metrics.Snapshot
 	Inbox, TaskInbox, Invalid int
+	Duplicates                int
 	overCap                   []string
 	untemplated               []string // project MEMORY.md files out of the four-section template
 	copies                    []string // conflict copies waiting, sorted
@@ -333,6 +355,9 @@ func parseEntry(root, rel string, info fs.FileInfo) invEntry {
 	e := invEntry{size: info.Size(), mtime: info.ModTime().UnixNano(), bucket: bucketIndex(rel)}
 	if m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel))); err == nil && m.Valid() && memd.ValidMemoryPath(rel) {
 		e.flags |= entValid
+		if m.ComputedHash != "" && !memd.IsArchived(rel) && m.Type != memd.TypeTask {
+			e.sum = sum64(m.ComputedHash) // the rule doctor's checkDuplicates applies
+		}
 	}
 	switch path.Dir(rel) {
 	case memd.InboxDir:
@@ -395,6 +420,7 @@ func (v *inventory) snapshot(now time.Time) invSnapshot {
 		s.Memories[string(b)] = v.n.buckets[i]
 	}
 	s.Inbox, s.TaskInbox, s.Invalid, s.Arcs = v.n.inbox, v.n.taskInbox, v.n.invalid, v.n.arcs
+	s.Duplicates = v.n.dups
 	s.Snapshot.Inbox, s.Snapshot.TaskInbox, s.Snapshot.Invalid = s.Inbox, s.TaskInbox, s.Invalid
 	if v.ledger != nil && (v.lc.records == nil || !now.Before(v.lc.next) || now.Before(v.lc.at)) {
 		v.lc = v.countLedger(now)
@@ -493,4 +519,18 @@ func (v *inventory) setConfig(cfg memd.Config) {
 		v.ledger, v.ledgerT, v.lc = nil, time.Time{}, ledgerCounts{}
 		v.update(cfg.Repo, []string{cfg.Expire.Ledger})
 	}
+}
+
+// sum64 folds a content hash to 64 bits (FNV-1a): enough to count duplicates among a repo's
+// memories, at 8 bytes an entry instead of the hash's 64.
+func sum64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	if h == 0 {
+		h = 1
+	}
+	return h
 }

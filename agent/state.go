@@ -77,6 +77,7 @@ func (a *Agent) publish() {
 		Events:         st.events.list(),
 	}
 	f.UntemplatedMD = inv.untemplated
+	f.Duplicates = inv.Duplicates
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}
