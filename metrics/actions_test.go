@@ -42,8 +42,11 @@ func (f *fakeActions) Pause(_ context.Context, reason string, d time.Duration, c
 	f.calls = append(f.calls, fmt.Sprintf("pause %s %s %v", reason, d, commitOnly))
 	return nil
 }
-func (f *fakeActions) Resume(context.Context) error       { f.calls = append(f.calls, "resume"); return nil }
-func (f *fakeActions) AllowDeletes(context.Context) error { f.calls = append(f.calls, "allow"); return nil }
+func (f *fakeActions) Resume(context.Context) error { f.calls = append(f.calls, "resume"); return nil }
+func (f *fakeActions) AllowDeletes(context.Context) error {
+	f.calls = append(f.calls, "allow")
+	return nil
+}
 
 // Every action needs the page's token, a loopback peer and no foreign Origin; it answers with
 // the new document. Without Actions there are no action routes at all.
