@@ -81,7 +81,7 @@ func Compose(f Facts) Document {
 	if d.Detail == "" {
 		d.Detail = defaultDetail(f, d)
 	}
-	d.Sections = []Section{sidebar(d, parts[1:])}
+	d.Sections = append([]Section{sidebar(d, parts[1:])}, concernSections(f, d)...)
 	return d
 }
 
@@ -227,6 +227,9 @@ func sidebar(d Document, state []Part) Section {
 	lines := []Line{{Text: joinText(state), Parts: state}}
 	if d.Detail != "" {
 		lines = append(lines, Line{Text: d.Detail, Kind: KindDim})
+	}
+	if n := syncNumbers(d); n != "" {
+		lines = append(lines, Line{Text: n, Kind: KindDim})
 	}
 	for _, w := range d.Warnings {
 		lines = append(lines, Line{Text: w, Kind: KindWarn})
