@@ -119,6 +119,9 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 	v1 := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
 	writeFile(t, dir, "areas/old.html", "<p>v2</p>\n")
 	mustCommit(t, r, "areas")
+	// memd refreshes .git/index in the background after its commits: let it finish before
+	// git's own commands write the index, or one overwrites the other.
+	r.WaitIndexRefresh()
 	runGit(t, dir, "mv", "areas/old.html", "areas/new.html")
 	runGit(t, dir, "commit", "-qm", "rename")
 	os.MkdirAll(filepath.Join(dir, "archive/2026/areas"), 0o755)
