@@ -94,6 +94,22 @@ func TestPageResolvesAndRestores(t *testing.T) {
 	}
 	w.checkClean(d)
 
+	// Pause from the page writes what `memd pause` writes; resume and "let the deletions
+	// through" write and clear theirs (the daemon's side of them is the writers' work).
+	state := func(name string) bool { _, err := os.Stat(w.path(".git/memd/" + name)); return err == nil }
+	page.Eval(t, `document.querySelector("#pause-for").value = "1h", document.querySelector("#pause").click(), ""`)
+	page.WaitEvalContains(t, q("#result"), "paused", commitTimeout)
+	if b, err := os.ReadFile(w.path(".git/memd/pause.json")); err != nil || !strings.Contains(string(b), `"reason":"paused from the page"`) || !strings.Contains(string(b), `"until":`) {
+		t.Errorf("pause.json after pause: %s %v", b, err)
+	}
+	page.Eval(t, `act("allow-deletes", {}, "allowed"), ""`)
+	page.WaitEvalContains(t, q("#result"), "allowed", commitTimeout)
+	page.Eval(t, `act("resume", {}, "resumed"), ""`)
+	page.WaitEvalContains(t, q("#result"), "resumed", commitTimeout)
+	if state("pause.json") || !state("allow-deletes") {
+		t.Errorf("after resume: pause.json there %v, allow-deletes there %v", state("pause.json"), state("allow-deletes"))
+	}
+
 	if code := d.Stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
