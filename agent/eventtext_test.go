@@ -14,8 +14,8 @@ import (
 func TestReasonOfIsTheInnermostWords(t *testing.T) {
 	dial := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
 	cases := map[error]string{
-		fmt.Errorf("fetch origin: %w: %w", gitremote.ErrOffline, dial): "connection refused",
-		fmt.Errorf("fetch: %w", errors.New("ssh: handshake failed:\nEOF")):  "EOF",
+		fmt.Errorf("fetch origin: %w: %w", gitremote.ErrOffline, dial):     "connection refused",
+		fmt.Errorf("fetch: %w", errors.New("ssh: handshake failed:\nEOF")): "EOF",
 		errors.New("plain"): "plain",
 	}
 	for err, want := range cases {
