@@ -203,23 +203,40 @@ func (r *Repo) movedFrom(parent, c *object.Commit, cur string, blob plumbing.Has
 	return "", plumbing.ZeroHash, nil
 }
 
-// entryIn is the file entry at p in c's tree (ok false: no file there).
+// entryIn is the file entry at p in c's tree (ok false: no file there). It walks the trees
+// itself rather than through go-git's FindEntry, which refuses a name with a control
+// character: such a file is committed like any other, so its history must be read too.
 func (r *Repo) entryIn(c *object.Commit, p string) (object.TreeEntry, bool, error) {
-	t, err := c.Tree()
+	t, err := object.GetTree(r.repo.Storer, c.TreeHash)
 	if err != nil {
 		return object.TreeEntry{}, false, err
 	}
-	e, err := t.FindEntry(p)
-	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
-		return object.TreeEntry{}, false, nil
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		var found *object.TreeEntry
+		for j := range t.Entries {
+			if t.Entries[j].Name == name {
+				found = &t.Entries[j]
+				break
+			}
+		}
+		if found == nil {
+			return object.TreeEntry{}, false, nil
+		}
+		if i == len(parts)-1 {
+			if !found.Mode.IsFile() {
+				return object.TreeEntry{}, false, nil
+			}
+			return *found, true, nil
+		}
+		if found.Mode != filemode.Dir {
+			return object.TreeEntry{}, false, nil
+		}
+		if t, err = object.GetTree(r.repo.Storer, found.Hash); err != nil {
+			return object.TreeEntry{}, false, err
+		}
 	}
-	if err != nil {
-		return object.TreeEntry{}, false, err
-	}
-	if !e.Mode.IsFile() {
-		return object.TreeEntry{}, false, nil
-	}
-	return *e, true, nil
+	return object.TreeEntry{}, false, nil
 }
 
 // Version is one version of a memory to restore: its content and the commit it came from.

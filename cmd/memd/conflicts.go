@@ -31,17 +31,17 @@ func cmdConflicts(a *app, args []string) int {
 	}
 	ign, err := repofiles.New(a.cfg.Repo, a.cfg.Watch.Ignore)
 	if err != nil {
-		return a.fail("conflicts: %v", err)
+		return a.fail("conflicts: %s", statusline.Clean(err.Error()))
 	}
 	list, err := memsync.ListConflicts(a.cfg.Repo, ign.Ignored)
 	if err != nil {
-		return a.fail("conflicts: %v", err)
+		return a.fail("conflicts: %s", statusline.Clean(err.Error()))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(list); err != nil {
-			return a.fail("conflicts: %v", err)
+			return a.fail("conflicts: %s", statusline.Clean(err.Error()))
 		}
 		return exitOK
 	}

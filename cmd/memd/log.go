@@ -25,24 +25,24 @@ func cmdLog(a *app, args []string) int {
 	}
 	rel, err := a.repoRel(fs.Arg(0))
 	if err != nil {
-		return a.fail("log: %v", err)
+		return a.fail("log: %s", statusline.Clean(err.Error()))
 	}
 	ro := memsync.OptionsFromConfig(a.cfg)
 	ro.Logger, ro.Now = a.log, a.now
 	repo, err := memsync.Open(a.cfg.Repo, ro)
 	if err != nil {
-		return a.fail("log: %v", err)
+		return a.fail("log: %s", statusline.Clean(err.Error()))
 	}
 	defer repo.Close()
 	entries, err := repo.Log(rel)
 	if err != nil {
-		return a.fail("log: %v", err)
+		return a.fail("log: %s", statusline.Clean(err.Error()))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(entries); err != nil {
-			return a.fail("log: %v", err)
+			return a.fail("log: %s", statusline.Clean(err.Error()))
 		}
 		return exitOK
 	}

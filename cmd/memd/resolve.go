@@ -31,22 +31,22 @@ func cmdResolve(a *app, args []string) int {
 	}
 	rel, err := a.repoRel(fs.Arg(0))
 	if err != nil {
-		return a.fail("resolve: %v", err)
+		return a.fail("resolve: %s", statusline.Clean(err.Error()))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	sess, err := agent.Open(ctx, a.cfg, agent.OpenOptions{Logger: a.log, Now: a.now, Who: "memd resolve"})
 	if err != nil {
-		return a.fail("resolve: %v", err)
+		return a.fail("resolve: %s", statusline.Clean(err.Error()))
 	}
 	defer sess.Close()
 	before, okBefore := head(sess.Repo())
 	out, err := sess.Resolve(ctx, rel, *keep)
 	if err != nil {
 		if errors.Is(err, memsync.ErrNoConflict) {
-			return a.fail("resolve: %v (memd conflicts lists them)", err)
+			return a.fail("resolve: %s (memd conflicts lists them)", statusline.Clean(err.Error()))
 		}
-		return a.fail("resolve: %v", err)
+		return a.fail("resolve: %s", statusline.Clean(err.Error()))
 	}
 	if after, ok := head(sess.Repo()); ok && okBefore && after != before {
 		defer a.runHooks(sess.Repo(), oneShotHook{memd.HookAfterCommit, before, after})

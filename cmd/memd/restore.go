@@ -29,19 +29,19 @@ func cmdRestore(a *app, args []string) int {
 	}
 	rel, err := a.repoRel(fs.Arg(0))
 	if err != nil {
-		return a.fail("restore: %v", err)
+		return a.fail("restore: %s", statusline.Clean(err.Error()))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	sess, err := agent.Open(ctx, a.cfg, agent.OpenOptions{Logger: a.log, Now: a.now, Who: "memd restore"})
 	if err != nil {
-		return a.fail("restore: %v", err)
+		return a.fail("restore: %s", statusline.Clean(err.Error()))
 	}
 	defer sess.Close()
 	before, okBefore := head(sess.Repo())
 	target, res, err := sess.Restore(ctx, rel, *at)
 	if err != nil {
-		return a.fail("restore: %v (memd log %s shows its versions)", err, statusline.Clean(rel))
+		return a.fail("restore: %s (memd log %s shows its versions)", statusline.Clean(err.Error()), statusline.Clean(rel))
 	}
 	if after, ok := head(sess.Repo()); ok && okBefore && after != before {
 		defer a.runHooks(sess.Repo(), oneShotHook{memd.HookAfterCommit, before, after})
