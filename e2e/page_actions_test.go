@@ -56,8 +56,8 @@ func TestPageResolvesAndRestores(t *testing.T) {
 	page.Eval(t, `document.querySelector('#copies button[aria-label^="compare"]').click(), ""`)
 	page.WaitEval(t, q("#copies .versions .l-del"), "<p>theirs</p>", 10*time.Second)
 	page.WaitEval(t, q("#copies .versions .l-add"), "<p>ours</p>", 10*time.Second)
-	if got := page.Eval(t, `String(document.querySelectorAll("#copies .versions .l-same").length)`); got != "6" {
-		t.Errorf("unchanged lines marked: %s, want 3 a side", got)
+	if got := page.Eval(t, `String(document.querySelectorAll("#copies .versions .l-same").length)`); got != "4" {
+		t.Errorf("unchanged lines marked: %s, want 2 a side", got)
 	}
 	shots(t, page, "conflict")
 
