@@ -367,7 +367,7 @@ func (a *Agent) sleepRunner() *sleep.Runner {
 func (a *Agent) syncEvent(err error) {
 	if a.st.syncState == metrics.StateOffline {
 		a.event(metrics.KindWarn, metrics.Part{Text: "offline", Kind: metrics.KindWarn},
-			metrics.Part{Text: ": " + err.Error() + "; commits kept locally", Kind: metrics.KindDim})
+			metrics.Part{Text: ": " + a.cfg.Sync.Remote + " unreachable (" + reasonOf(err) + "); commits kept locally", Kind: metrics.KindDim})
 		return
 	}
 	a.event(metrics.KindError, metrics.Part{Text: "sync error:", Kind: metrics.KindError}, metrics.Part{Text: " " + err.Error()})

@@ -40,6 +40,7 @@ type Agent struct {
 
 	k       kicks
 	pending pendingSet
+	page    chan pageJob // the page's actions, for the owner (pageactions.go)
 
 	loopRunning atomic.Bool
 	current     atomic.Pointer[jobState]
@@ -74,7 +75,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	a := &Agent{opts: opts, cfg: opts.Config, log: opts.Logger, now: opts.Now, k: newKicks()}
+	a := &Agent{opts: opts, cfg: opts.Config, log: opts.Logger, now: opts.Now, k: newKicks(), page: make(chan pageJob)}
 	a.current.Store(&jobState{})
 	a.metrics = metrics.New(opts.Version)
 	a.hub = metrics.NewHub()
@@ -232,6 +233,10 @@ func (a *Agent) loop(ctx context.Context, r *running) error {
 			a.runJob(ctx, "sync", a.doSync)
 		case slot := <-a.k.sleep:
 			a.runJob(ctx, "sleep", func(ctx context.Context) error { return a.doSleep(ctx, slot) })
+		case j := <-a.page:
+			var err error
+			a.runJob(ctx, j.name, func(ctx context.Context) error { err = j.fn(ctx); return err })
+			j.done <- err
 		case <-a.k.reload:
 			a.runJob(ctx, "reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
 		case <-a.k.hooks:
@@ -370,5 +375,6 @@ const idleTrimAfter = 15 * time.Second
 func newServer(a *Agent) *metrics.Server {
 	s := metrics.NewServer(a.cfg.HTTP.Listen, a.metrics, a.hub, a.alive, a.cfg.HTTP.PProf)
 	s.AllowRemote = a.cfg.HTTP.AllowRemote
+	s.Actions = pageActions{a}
 	return s
 }

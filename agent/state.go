@@ -42,6 +42,7 @@ type state struct {
 // publishes the metrics snapshot. Readers never touch git or the tree.
 func (a *Agent) publish() {
 	st := &a.st
+	a.takeQueuedEvents()
 	inv := a.inv.snapshot(a.now())
 	ws := a.watchStats()
 	f := metrics.Facts{
@@ -72,10 +73,12 @@ func (a *Agent) publish() {
 		Arcs:           inv.Arcs,
 		LedgerNotes:    notesByState(inv.LedgerNotes),
 		ConflictCopies: inv.copies,
+		ConflictList:   conflictList(a.cfg.Repo, inv.copies),
 		CommitsPerHour: st.hours.list(a.now()),
 		Events:         st.events.list(),
 	}
 	f.UntemplatedMD = inv.untemplated
+	f.Duplicates = inv.Duplicates
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

@@ -78,7 +78,7 @@ func TestPageShowsChangeAndConflict(t *testing.T) {
 	}
 	w.write("areas/shared.html", "<p>ours</p>\n")
 	ev := page.WaitEvalContains(t, text("#events li span"), "conflict areas/shared.html changed on both sides; ours kept as areas/shared.conflict-", commitTimeout)
-	cp := page.WaitEvalContains(t, text("#copies li"), "areas/shared.conflict-", commitTimeout)
+	cp := page.WaitEvalContains(t, text("#copies .copy"), "areas/shared.conflict-", commitTimeout)
 	if !strings.HasSuffix(ev, cp) || !strings.HasSuffix(cp, ".html") {
 		t.Fatalf("event %q does not name the copy %q", ev, cp)
 	}

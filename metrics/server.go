@@ -33,7 +33,11 @@ type Server struct {
 	// AllowRemote (http.allow_remote) answers requests for any Host name. Off, only loopback
 	// names and the listen host are answered, so a DNS-rebinding page cannot read memd.
 	AllowRemote bool
+	// Actions, set before Start, makes the page a place to act (metrics/actions.go); nil: the
+	// page only shows.
+	Actions Actions
 
+	token string // the page's CSRF token, new each start of the process
 	addr  string
 	m     *Metrics
 	hub   *Hub
@@ -55,7 +59,7 @@ func NewServer(addr string, m *Metrics, hub *Hub, alive func() error, pprof bool
 	if alive == nil {
 		alive = func() error { return nil }
 	}
-	return &Server{KeepAlive: DefaultKeepAlive, addr: addr, m: m, hub: hub, alive: alive, pprof: pprof, done: make(chan struct{})}
+	return &Server{KeepAlive: DefaultKeepAlive, addr: addr, m: m, hub: hub, alive: alive, pprof: pprof, done: make(chan struct{}), token: newToken()}
 }
 
 // Handler is the server's routes, for tests and for embedding.
@@ -70,6 +74,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /status/events", s.events)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /{$}", s.index)
+	s.routeActions(mux)
 	if s.pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
@@ -232,7 +237,11 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
-	if err := page.Execute(w, d); err != nil {
+	data := pageData{Document: d}
+	if s.Actions != nil {
+		data.Token = s.token
+	}
+	if err := page.Execute(w, data); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
 }

@@ -18,6 +18,7 @@ type (
 	CommitInfo  = statusline.CommitInfo
 	SleepInfo   = statusline.SleepInfo
 	StatusEvent = statusline.Event // one of Document.Events (Event is the hub's SSE event)
+	Conflict    = statusline.Conflict
 )
 
 // Part kinds (colours) and the bounds of the document's events and commit hours.

@@ -49,7 +49,7 @@ func cmdDoctor(a *app, args []string) int {
 			}
 			fmt.Fprintf(a.stdout, "  %-7s %-9s %s%s\n", f.Severity, f.Check, where, f.Message)
 		}
-		fmt.Fprintf(a.stdout, "%d problems, %d warnings\n", rep.Problems, rep.Warnings)
+		fmt.Fprintf(a.stdout, "%d %s, %d %s\n", rep.Problems, plural(rep.Problems, "problem", "problems"), rep.Warnings, plural(rep.Warnings, "warning", "warnings"))
 	}
 	if rep.Problems > 0 {
 		return exitFailed
@@ -61,4 +61,11 @@ func cmdDoctor(a *app, args []string) int {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -74,12 +74,14 @@ func Compose(f Facts) Document {
 	d.Warnings, short = warnings(f)
 	d.State = stateOf(f, d)
 	clock := Part{Text: " · " + f.Now.Format("15:04"), Kind: KindDim}
-	parts := append(append([]Part{{Text: "memd: "}}, headParts(f, d, short)...), clock)
+	front := Part{Text: "memd: "}
+	head := headParts(f, d, short, MaxColumns-Width(front.Text)-Width(clock.Text))
+	parts := append(append([]Part{front}, head...), clock)
 	d.Summary = Summary{Text: joinText(parts), Parts: parts}
 	if d.Detail == "" {
 		d.Detail = defaultDetail(f, d)
 	}
-	d.Sections = []Section{sidebar(d, parts[1:])}
+	d.Sections = append([]Section{sidebar(d, parts[1:])}, concernSections(f, d)...)
 	return d
 }
 
@@ -187,37 +189,36 @@ func stateOf(f Facts, d Document) string {
 	return StateOK
 }
 
-// headParts is the line after "memd: " and before the clock, for d's state.
-func headParts(f Facts, d Document, short []string) []Part {
+// headParts is the line after "memd: " and before the clock, for d's state, fitted to
+// budget columns (line.fit: state first, then counts, then warnings as `+N warnings`).
+func headParts(f Facts, d Document, short []string, budget int) []Part {
+	var l line
 	switch d.State {
 	case StateBusy:
 		what := clean(f.Activity)
 		if what == "" {
 			what = d.Detail
 		}
-		return []Part{{Text: busyText(what), Kind: KindDim}}
+		l.state = []Part{{Text: busyText(what), Kind: KindDim}}
 	case StateError:
-		return []Part{{Text: "error:", Kind: KindError}, {Text: " " + d.Error}}
+		// The message is cut, never the "error:" that says what the line is.
+		l.state = []Part{{Text: "error:", Kind: KindError}, {Text: " " + truncate(d.Error, budget-len("error: "))}}
 	case StateOffline:
-		return append(changeParts(d.LastCommit), Part{Text: " "}, Part{Text: offlineText(f.Ahead), Kind: KindWarn})
-	}
-	head := changeParts(d.LastCommit)
-	if f.Behind > 0 {
-		head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("↓%d", f.Behind), Kind: KindWarn})
-	}
-	if f.Pending > 0 {
-		head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
-	}
-	for i, s := range short {
-		// After a change "+2 1 refused" (seed: changeParts); after "no change" a comma
-		// (seed: noChangeParts), and between warnings a comma.
-		sep := ", "
-		if i == 0 && d.LastCommit != nil && len(head) == 1 {
-			sep = " "
+		l.state = changeParts(d.LastCommit)
+		l.afterChange = d.LastCommit != nil
+		l.counts = []Part{{Text: offlineText(f.Ahead), Kind: KindWarn}}
+	default:
+		l.state = changeParts(d.LastCommit)
+		l.afterChange = d.LastCommit != nil
+		if f.Behind > 0 {
+			l.counts = append(l.counts, Part{Text: fmt.Sprintf("↓%d", f.Behind), Kind: KindWarn})
 		}
-		head = append(head, Part{Text: sep}, Part{Text: s, Kind: KindWarn})
+		if f.Pending > 0 {
+			l.counts = append(l.counts, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
+		}
+		l.warnings = short
 	}
-	return head
+	return l.fit(budget)
 }
 
 // sidebar is the mod's section: the state line without the "memd: " front (the title says
@@ -226,6 +227,9 @@ func sidebar(d Document, state []Part) Section {
 	lines := []Line{{Text: joinText(state), Parts: state}}
 	if d.Detail != "" {
 		lines = append(lines, Line{Text: d.Detail, Kind: KindDim})
+	}
+	if n := syncNumbers(d); n != "" {
+		lines = append(lines, Line{Text: n, Kind: KindDim})
 	}
 	for _, w := range d.Warnings {
 		lines = append(lines, Line{Text: w, Kind: KindWarn})

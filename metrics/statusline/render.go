@@ -91,13 +91,20 @@ func Render(d *Document, format string, now time.Time, pidAlive func(int) bool) 
 		return "", fmt.Errorf("%w %q (known: %s)", ErrUnknownFormat, format, strings.Join(Formats, ", "))
 	}
 	e := Effective(d, now, pidAlive)
-	parts := e.Summary.Parts
+	parts := append([]Part(nil), e.Summary.Parts...)
 	if len(parts) == 0 { // a hand-written document with only text
 		parts = []Part{{Text: e.Summary.Text}}
 	}
+	// Compose fits the line already; a document written by hand is cut here, so no format
+	// draws past MaxColumns.
+	for i := range parts {
+		parts[i].Text = clean(parts[i].Text)
+	}
+	parts = fitParts(parts, MaxColumns)
+	line := truncate(clean(e.Summary.Text), MaxColumns)
 	switch format {
 	case "plain":
-		return clean(e.Summary.Text), nil
+		return line, nil
 	case "ansi", "claude":
 		return ansi(parts), nil
 	case "tmux":
@@ -107,7 +114,7 @@ func Render(d *Document, format string, now time.Time, pidAlive func(int) bool) 
 	case "waybar":
 		return waybar(e)
 	case "i3blocks":
-		full := clean(e.Summary.Text)
+		full := line
 		return full + "\n" + shortText(full) + "\n" + hexColour[stateKind(e.State)] + "\n", nil
 	case "swiftbar":
 		return swiftbar(e), nil
@@ -187,7 +194,7 @@ func waybar(e *Document) (string, error) {
 		Tooltip string `json:"tooltip"`
 		Class   string `json:"class"`
 		Alt     string `json:"alt"`
-	}{pangoEscape(clean(e.Summary.Text)), pangoEscape(strings.Join(nonEmpty(tip), "\n")), e.State, e.State}
+	}{pangoEscape(truncate(clean(e.Summary.Text), MaxColumns)), pangoEscape(strings.Join(nonEmpty(tip), "\n")), e.State, e.State}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -202,7 +209,7 @@ func waybar(e *Document) (string, error) {
 func swiftbar(e *Document) string {
 	esc := func(s string) string { return strings.ReplaceAll(clean(s), "|", "¦") }
 	var b strings.Builder
-	b.WriteString(esc(e.Summary.Text))
+	b.WriteString(esc(truncate(clean(e.Summary.Text), MaxColumns)))
 	if k := stateKind(e.State); e.State != StateOK {
 		b.WriteString(" | color=" + hexColour[k])
 	}

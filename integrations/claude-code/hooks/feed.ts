@@ -16,7 +16,7 @@ export type Section = { key: string; title: string; order: number; lines: Line[]
  * What one `memd status` run said. `line` is the status line without memd's own "memd: " front
  * (the engine prefixes the mod's name); `repo` names the store key of the last streamed event.
  */
-export type Reading = { ok: boolean; line: string; sections: Section[]; events: MemdEvent[]; repo: string }
+export type Reading = { ok: boolean; line: string; sections: Section[]; events: MemdEvent[]; repo: string; copies: string[] }
 
 /** What `$.process.run` answers. */
 export type RunResult = { exitCode: number | null; stdout: string; stderr: string; isStdoutTruncated?: boolean }
@@ -102,7 +102,7 @@ export function bare(summary: string): string {
 
 /** A reading that is one faint line: memd missing, not answering, or saying nothing usable. */
 export function down(text: string, kind: Kind = 'dim'): Reading {
-  return { ok: false, line: text, sections: [{ key: MAIN_KEY, title: MAIN_TITLE, order: MAIN_ORDER, lines: [{ text, kind }] }], events: [], repo: '' }
+  return { ok: false, line: text, sections: [{ key: MAIN_KEY, title: MAIN_TITLE, order: MAIN_ORDER, lines: [{ text, kind }] }], events: [], repo: '', copies: [] }
 }
 
 /** Reads memd's JSON document; anything else is one clear line, never an exception. */
@@ -122,7 +122,7 @@ export function parseStatus(stdout: string): Reading {
   sections.sort((a, b) => a.order - b.order || a.key.localeCompare(b.key))
   const events = (Array.isArray(doc.events) ? doc.events : []).map(eventOf).filter((e): e is MemdEvent => e !== undefined).sort((a, b) => a.id - b.id)
   const repo = typeof doc.repo === 'string' ? doc.repo : ''
-  return { ok: true, line, sections, events, repo }
+  return { ok: true, line, sections, events, repo, copies: copiesOf(doc.conflicts) }
 }
 
 /** The reading of one `memd status --format json` run. */
@@ -159,14 +159,66 @@ export function freshEvents(events: readonly MemdEvent[], last: number): MemdEve
   return events.filter(e => e.id > from).slice(-MAX_STREAM)
 }
 
-/** A stream entry's lines: the event as memd coloured it, and when it happened if that was a while ago. */
+/** A stream entry's lines: the event as memd coloured it, and when it happened (in the user's own zone) if that was a while ago. */
 export function entryLines(ev: MemdEvent, nowMs: number | undefined): Line[] {
   const line: Line = { text: ev.text }
   if (ev.kind !== undefined) line.kind = ev.kind
   if (ev.parts !== undefined) line.parts = ev.parts
   const at = Date.parse(ev.at)
   if (nowMs === undefined || Number.isNaN(at) || nowMs - at < LATE_MS) return [line]
-  return [line, { text: `at ${new Date(at).toISOString().slice(0, 16).replace('T', ' ')} UTC`, kind: 'dim' }]
+  return [line, { text: `at ${localTime(at)}`, kind: 'dim' }]
+}
+
+/** A time as the user's clock shows it: YYYY-MM-DD HH:MM in the local zone. */
+export function localTime(ms: number): string {
+  const d = new Date(ms)
+  const p = (n: number): string => String(n).padStart(2, '0')
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`
+}
+
+/** Stream entry titles by what the event is; the first word of memd's text says it. */
+const TITLES: readonly [RegExp, string][] = [
+  [/^conflict\b/, 'conflict'],
+  [/^sleep\b/, 'sleep'],
+  [/^offline\b/, 'offline'],
+  [/^back online\b/, 'back online'],
+  [/^(sync )?error\b/, 'error'],
+  [/^hooks?[.\s]/, 'hook'],
+  [/^resolved\b/, 'resolved'],
+  [/^restored\b/, 'restored'],
+]
+
+/** The title of an event's stream entry: its kind, else memd's own title. */
+export function titleOf(ev: MemdEvent): string {
+  for (const [re, title] of TITLES) if (re.test(ev.text)) return title
+  return MAIN_TITLE
+}
+
+/**
+ * Whether an event is one the user should hear of in the transcript, as the seed's
+ * memory-save mod writes one line when a save changed something: what went wrong or needs a
+ * hand (a conflict copy, offline, an error, a hook that failed), not news (a sleep run) nor
+ * what the user just did (resolved, restored).
+ */
+export function tellsUser(ev: MemdEvent): boolean {
+  return ev.kind === 'warn' || ev.kind === 'error' || /^back online\b/.test(ev.text)
+}
+
+/** The conflict copies a resolve button can name: a path without spaces or controls. */
+const COPY = /^[^\s\u0000-\u001f\u007f]{1,300}$/
+
+function copiesOf(v: unknown): string[] {
+  if (!Array.isArray(v)) return []
+  const out: string[] = []
+  for (const c of v) {
+    if (isRecord(c) && typeof c.copy === 'string' && COPY.test(c.copy) && c.copy.includes('.conflict-')) out.push(c.copy)
+  }
+  return out.slice(0, 10)
+}
+
+/** The resolve buttons for the conflicts section: one per copy. */
+export function resolveButtons(copies: readonly string[]): { label: string; command: string; args: string }[] {
+  return copies.map(c => ({ label: `resolve ${c.split('/').at(-1) ?? c}`.slice(0, 60), command: 'memd', args: `resolve ${c}` }))
 }
 
 /** The `/memd status` answer: the line first, then the sections' other lines. */
@@ -177,9 +229,10 @@ export function statusAnswer(r: Reading): string {
 
 /**
  * The answer of `/memd sync` or `/memd doctor`: the first line is the result (what the
- * sidebar shows at its foot), then what the command printed.
+ * sidebar shows at its foot), then what the command printed. Doctor's result names its first
+ * finding, and its findings come first after it: the problems themselves, not only counts.
  */
-export function runAnswer(what: 'sync' | 'doctor', r: RunResult): string {
+export function runAnswer(what: 'sync' | 'doctor' | 'resolve', r: RunResult): string {
   const out = r.stdout.split('\n').map(l => l.trimEnd()).filter(l => l !== '').map(fold)
   const ok = r.exitCode === 0 || (what === 'doctor' && r.exitCode === 1 && out.length > 0)
   if (!ok) {
@@ -188,11 +241,17 @@ export function runAnswer(what: 'sync' | 'doctor', r: RunResult): string {
     return [`${what} failed: ${why}`, ...out].join('\n')
   }
   const result = out.at(-1) ?? 'done'
+  if (what === 'doctor') {
+    const findings = out.slice(0, -1).map(l => l.trim().replace(/\s+/g, ' ')).filter(l => /^(problem|warning|error|warn)\b/.test(l))
+    const first = findings.at(0)
+    return [`doctor: ${result}${first === undefined ? '' : ` · ${first}`}`, ...findings].join('\n')
+  }
+  if (what === 'resolve') return [`${what}: ${out.at(0) ?? 'done'}`, ...out.slice(1)].join('\n') // "resolved …" says it
   return [`${what}: ${result}`, ...out.slice(0, -1)].join('\n')
 }
 
 /** Why a command could not start, as its answer's first line. */
-export function runNotStarted(what: 'sync' | 'doctor', err: unknown): string {
+export function runNotStarted(what: 'sync' | 'doctor' | 'resolve', err: unknown): string {
   const r = notStarted(err)
   return `${what} did not run: ${r.line}`
 }

@@ -1,8 +1,12 @@
 import type { EngineInterface, Register } from 'claude-code'
-import { entryLines, freshEvents, notStarted, readingOf, runAnswer, runNotStarted, statusAnswer, type Line, type Reading, type RunResult } from './feed'
+import { entryLines, freshEvents, notStarted, readingOf, resolveButtons, runAnswer, runNotStarted, statusAnswer, tellsUser, titleOf, type Line, type Reading, type RunResult } from './feed'
 
-/** How often an interactive session asks memd again; a -p run draws nothing, so it has no timer. */
-const TICK_MS = 30_000
+/**
+ * How often an interactive session asks memd again, so the feed follows memd within 2 s of a
+ * change (a commit's `committing…` included); a -p run draws nothing, so it has no timer.
+ * `memd status` reads one file and never touches git, so asking this often costs little.
+ */
+const TICK_MS = 2_000
 const STATUS_MS = 10_000
 const SYNC_MS = 5 * 60_000
 const DOCTOR_MS = 2 * 60_000
@@ -13,13 +17,16 @@ const BUTTONS = [
   { label: 'doctor', command: 'memd', args: 'doctor' },
 ] as const
 
-const USAGE = 'use /memd status, /memd sync or /memd doctor'
+const USAGE = 'use /memd status, /memd sync, /memd doctor or /memd resolve COPY ours|theirs|both'
 
 /**
  * What the hooks share: the section keys standing in the sidebar now, and the chain that keeps
  * two refreshes (a timer tick during a turn's end) from streaming one event twice.
  */
-type State = { shown: Set<string>; queue: Promise<unknown> }
+type State = { shown: Set<string>; queue: Promise<unknown>; told?: number }
+
+/** At most this many transcript lines per refresh: a burst is summed up by the sidebar. */
+const MAX_TOLD = 3
 
 /** One `memd <args>` run; a memd that cannot start throws (ENOENT). */
 async function memd($: EngineInterface, args: string[], timeoutMs: number): Promise<RunResult> {
@@ -58,7 +65,7 @@ async function stream($: EngineInterface, r: Reading): Promise<void> {
   let done = last
   try {
     for (const ev of fresh) {
-      if (!(await $.sidebar.set({ consumer: 'memd', key: 'events', title: 'memory repo', lines: entryLines(ev, t), until: 'stream' }))) break
+      if (!(await $.sidebar.set({ consumer: 'memd', key: 'events', title: titleOf(ev), lines: entryLines(ev, t), until: 'stream' }))) break
       done = ev.id
     }
   } finally {
@@ -76,7 +83,7 @@ async function toSidebar($: EngineInterface, state: State, r: Reading): Promise<
     const keys = new Set<string>()
     for (const [i, s] of r.sections.entries()) {
       const lines: Line[] = s.lines
-      const buttons = r.ok && i === 0 ? BUTTONS : undefined
+      const buttons = r.ok && i === 0 ? BUTTONS : r.ok && s.key === 'conflicts' && r.copies.length > 0 ? resolveButtons(r.copies) : undefined
       if (!(await $.sidebar.set({ consumer: 'memd', key: s.key, title: s.title, lines, ...(buttons === undefined ? {} : { buttons }), until: 'session', order: s.order }))) {
         state.shown.clear() // a closed sidebar keeps nothing
         return false
@@ -100,9 +107,32 @@ async function toSidebar($: EngineInterface, state: State, r: Reading): Promise<
   return true
 }
 
+/**
+ * One transcript line per event the user should hear of (feed.tellsUser) that happened while
+ * this session ran: the first reading only sets where that starts.
+ */
+function tell($: EngineInterface, state: State, r: Reading): void {
+  if (!r.ok) return
+  const top = r.events.at(-1)?.id ?? 0
+  if (state.told === undefined || top < state.told) {
+    state.told = top
+    return
+  }
+  const told = state.told
+  for (const ev of r.events.filter(e => e.id > told && tellsUser(e)).slice(-MAX_TOLD)) {
+    try {
+      $.ui.log(`memd: ${ev.text}`)
+    } catch {
+      // No transcript on this surface.
+    }
+  }
+  state.told = top
+}
+
 /** Reads memd and shows it on the one channel that takes it. */
 async function show($: EngineInterface, state: State): Promise<Reading> {
   const r = await read($)
+  tell($, state, r)
   const taken = await toSidebar($, state, r)
   try {
     $.ui.status(taken ? undefined : r.line)
@@ -131,6 +161,26 @@ async function runCommand($: EngineInterface, state: State, what: 'sync' | 'doct
   return text
 }
 
+const KEEPS = new Set(['ours', 'theirs', 'both'])
+
+/** `/memd resolve COPY [ours|theirs|both]`: without a choice, the three commands to pick from. */
+async function resolve($: EngineInterface, state: State, args: string[]): Promise<string> {
+  const [copy, keep] = args
+  if (copy === undefined || copy === '' || args.length > 2 || copy.startsWith('-')) return `resolve: name a conflict copy (${USAGE})`
+  if (keep === undefined) {
+    return [`resolve ${copy}: keep which version?`, `/memd resolve ${copy} ours    the copy (this machine's)`, `/memd resolve ${copy} theirs  the original`, `/memd resolve ${copy} both    both, the copy as a memory of its own`].join('\n')
+  }
+  if (!KEEPS.has(keep)) return `resolve: keep ours, theirs or both, not ${keep.slice(0, 20)}`
+  let text: string
+  try {
+    text = runAnswer('resolve', await memd($, ['resolve', copy, '--keep', keep], SYNC_MS))
+  } catch (err) {
+    text = runNotStarted('resolve', err)
+  }
+  await refresh($, state)
+  return text
+}
+
 async function answer($: EngineInterface, state: State, args: string): Promise<string> {
   const verb = args.trim().split(/\s+/)[0] ?? ''
   switch (verb) {
@@ -143,6 +193,8 @@ async function answer($: EngineInterface, state: State, args: string): Promise<s
       return runCommand($, state, 'sync')
     case 'doctor':
       return runCommand($, state, 'doctor')
+    case 'resolve':
+      return resolve($, state, args.trim().split(/\s+/).slice(1))
   }
   return `unknown: ${verb.slice(0, 40)} (${USAGE})`
 }
@@ -153,7 +205,7 @@ export const register: Register = on => {
   on('session.start', async ($, e, next) => {
     const r = await next(e)
     try {
-      await $.command.register({ name: 'memd', description: 'memd, the memory repo agent: status, sync or doctor (memd)', immediate: true })
+      await $.command.register({ name: 'memd', description: 'memd, the memory repo agent: status, sync, doctor or resolve (memd)', immediate: true })
     } catch {
       // A surface without commands: the feed still draws.
     }

@@ -1,5 +1,5 @@
 import { describe, expect, test, tier } from 'claude-code/testing'
-import { entryLines, freshEvents, LATE_MS, MAX_STREAM, notStarted, parseStatus, runAnswer, type MemdEvent } from '../hooks/feed'
+import { entryLines, freshEvents, LATE_MS, localTime, MAX_STREAM, notStarted, parseStatus, runAnswer, tellsUser, titleOf, type MemdEvent } from '../hooks/feed'
 import { NOW, STATUS } from './fixtures/status'
 
 tier('user')
@@ -36,9 +36,16 @@ describe('feed', () => {
 
   test('an event says when it happened only when that was a while ago', () => {
     expect(entryLines(ev(1), NOW)).toEqual([{ text: 'e1' }])
-    expect(entryLines(ev(1, '2026-11-30T03:00:00Z'), NOW)).toEqual([{ text: 'e1' }, { text: 'at 2026-11-30 03:00 UTC', kind: 'dim' }])
+    expect(entryLines(ev(1, '2026-11-30T03:00:00Z'), NOW)).toEqual([{ text: 'e1' }, { text: `at ${localTime(Date.parse('2026-11-30T03:00:00Z'))}`, kind: 'dim' }])
     expect(entryLines(ev(1, '2026-11-30T14:00:00Z'), Date.parse('2026-11-30T14:00:00Z') + LATE_MS - 1).length).toBe(1)
     expect(entryLines(ev(1, 'not a time'), NOW)).toEqual([{ text: 'e1' }])
+  })
+
+  test('stream entries are titled by what happened; the transcript hears what needs the user', () => {
+    const e = (text: string, kind?: MemdEvent['kind']): MemdEvent => ({ id: 1, at: '2026-11-30T14:32:00Z', text, ...(kind === undefined ? {} : { kind }) })
+    expect(['conflict a.html changed on both sides', 'sleep: arcs 2', 'offline: origin unreachable (connection refused)', 'back online', 'sync error: push refused', 'error: commit failed', 'hooks.after_sync failed: exit status 1', 'resolved a.html', 'restored a.html', 'something new'].map(t => titleOf(e(t))))
+      .toEqual(['conflict', 'sleep', 'offline', 'back online', 'error', 'error', 'hook', 'resolved', 'restored', 'memory repo'])
+    expect([e('conflict x', 'warn'), e('sleep: arcs 2', 'info'), e('error: x', 'error'), e('back online', 'ok'), e('resolved x', 'ok')].map(tellsUser)).toEqual([true, false, true, true, false])
   })
 
   test('a command killed by its timeout says so', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, mock, test, tier, type Engine, type MockClock, type Plugin, type TestBody } from 'claude-code/testing'
 import type { CommandRunInput, On, TurnCompleteInput } from 'claude-code'
 import { NOW, STATUS } from './fixtures/status'
+import { localTime } from '../hooks/feed'
 
 tier('user')
 
@@ -35,6 +36,8 @@ type World = {
   sets: Set[]
   clears: { consumer: string; key: string }[]
   statuses: (string | undefined)[]
+  /** Transcript lines ($.ui.log). */
+  logs: string[]
   clock: MockClock
 }
 
@@ -42,12 +45,13 @@ const printed = (stdout: string): Run => ({ exitCode: 0, stdout, stderr: '', isS
 const failed = (exitCode: number, stderr: string, stdout = ''): Run => ({ exitCode, stdout, stderr, isStdoutTruncated: false, isStderrTruncated: false })
 
 function world(on: On, status: string, store: Record<string, unknown> = {}): World {
-  const w: World = { status: printed(status), runs: {}, argv: [], store: { ...store }, open: true, sets: [], clears: [], statuses: [], clock: mock.clock(on, { now: NOW }) }
+  const w: World = { status: printed(status), runs: {}, argv: [], store: { ...store }, open: true, sets: [], clears: [], statuses: [], logs: [], clock: mock.clock(on, { now: NOW }) }
   on('store.get', (_, e) => ({ value: w.store[e.key] }))
   on('store.set', (_, e) => { w.store[e.key] = e.value; return { value: undefined } })
   on('session.start', (_, e) => ({ cwd: e.cwd }))
   on('command.register', (_, e) => ({ value: { command: e.name } }))
   on('ui.status', (_, e) => { w.statuses.push(e.text); return { value: undefined } })
+  on('ui.log', (_, e) => { w.logs.push(e.text); return { value: undefined } })
   on('turn.complete', (_, e) => ({ text: e.answer }))
   on('process.run', (_, e) => {
     const cmd = e.argv.join(' ')
@@ -103,14 +107,18 @@ const OK_SECTION: Set = {
   order: 20,
 }
 
-/** The stream entry of the fixtures' first event: the night's sleep, with when it happened. */
+/** memd's sections per concern in the fixtures: the last sleep, and ledger notes with one stale. */
+const SLEEP_SECTION: Set = { consumer: 'memd', key: 'sleep', title: 'last sleep', lines: [{ text: '03:00: archived 14, arcs 2, expired 3', kind: 'info' }], until: 'session', order: 22 }
+const NOTES_SECTION: Set = { consumer: 'memd', key: 'notes', title: 'ledger notes', lines: [{ text: '9 live · 1 stale · 0 expired', kind: 'warn' }], until: 'session', order: 23 }
+
+/** The stream entry of the fixtures' first event: the night's sleep, titled so, with when it happened on the user's clock. */
 const SLEEP_ENTRY: Set = {
   consumer: 'memd',
   key: 'events',
-  title: 'memory repo',
+  title: 'sleep',
   lines: [
     { text: 'sleep: arcs 2, archived 14, expired 3', kind: 'info', parts: [{ text: 'sleep:', kind: 'info' }, { text: ' arcs 2, archived 14, expired 3' }] },
-    { text: 'at 2026-11-30 03:00 UTC', kind: 'dim' },
+    { text: `at ${localTime(Date.parse('2026-11-30T03:00:00Z'))}`, kind: 'dim' },
   ],
   until: 'stream',
 }
@@ -118,7 +126,7 @@ const SLEEP_ENTRY: Set = {
 const CONFLICT_ENTRY: Set = {
   consumer: 'memd',
   key: 'events',
-  title: 'memory repo',
+  title: 'conflict',
   lines: [{
     text: 'conflict resources/notes/x.html changed on both sides; ours kept as resources/notes/x.conflict-laptop-20261130T143135Z.html',
     kind: 'warn',
@@ -137,16 +145,20 @@ describe('memd in the sidebar', () => {
     const w = world(on, STATUS.ok)
     seatSidebar(on, w)
     await started($)
-    expect(w.sets).toEqual([OK_SECTION, SLEEP_ENTRY])
+    expect(w.sets).toEqual([OK_SECTION, SLEEP_SECTION, NOTES_SECTION, SLEEP_ENTRY])
     expect(w.statuses).toEqual([undefined])
+    expect(w.logs).toEqual([]) // what happened before the session is not told again
     expect(w.store[`last-event:${REPO}`]).toBe(41)
 
     // A merge made a conflict copy: the section says so, and the stream gets the one new event.
     w.sets = []
     w.status = printed(STATUS.conflict)
     await $.turn.complete(turn())
-    expect(w.sets.map(s => `${s.key}/${s.until}`)).toEqual(['sync/session', 'events/stream'])
-    expect(nth(w, 1)).toEqual(CONFLICT_ENTRY)
+    expect(w.sets.map(s => `${s.key}/${s.until}`)).toEqual(['sync/session', 'conflicts/session', 'sleep/session', 'notes/session', 'events/stream'])
+    expect(nth(w, -1)).toEqual(CONFLICT_ENTRY)
+    expect(nth(w, 1).lines).toEqual([{ text: 'resources/notes/x.conflict-laptop-20261130T143135Z.html', kind: 'warn' }])
+    // Something the user should know about happened: one transcript line.
+    expect(w.logs).toEqual(['memd: conflict resources/notes/x.html changed on both sides; ours kept as resources/notes/x.conflict-laptop-20261130T143135Z.html'])
     expect(nth(w, 0).lines).toEqual([
       { text: '+2 ~1 1 conflict · 14:32', parts: [{ text: '+2 ~1', kind: 'ok' }, { text: ' ' }, { text: '1 conflict', kind: 'warn' }, { text: ' · 14:32', kind: 'dim' }] },
       { text: 'merged origin/main: notes/x.html kept beside as a conflict copy', kind: 'dim' },
@@ -158,15 +170,17 @@ describe('memd in the sidebar', () => {
     await $.turn.complete(turn('agent-1'))
     expect(w.sets).toEqual([])
     await $.turn.complete(turn())
-    expect(w.sets.map(s => s.until)).toEqual(['session'])
+    expect(w.sets.map(s => s.until)).toEqual(['session', 'session', 'session', 'session'])
     expect(w.store[`last-event:${REPO}`]).toBe(42)
+    expect(w.logs.length).toBe(1)
   })
 
   withSidebar('a new session streams only what the last one did not', async ($, on) => {
     const w = world(on, STATUS.conflict, { [`last-event:${REPO}`]: 41 })
     seatSidebar(on, w)
     await started($)
-    expect(w.sets).toEqual([{ ...OK_SECTION, lines: nth(w, 0).lines }, CONFLICT_ENTRY])
+    expect(w.sets.map(s => s.key)).toEqual(['sync', 'conflicts', 'sleep', 'notes', 'events'])
+    expect(nth(w, -1)).toEqual(CONFLICT_ENTRY)
   })
 
   withSidebar('an entry the sidebar refuses: those before it stay marked streamed, it comes again', async ($, on) => {
@@ -174,13 +188,13 @@ describe('memd in the sidebar', () => {
     seatSidebar(on, w)
     w.refuse = 'conflict'
     await started($)
-    expect(w.sets.map(s => s.until)).toEqual(['session', 'stream'])
+    expect(w.sets.map(s => s.until)).toEqual(['session', 'session', 'session', 'session', 'stream'])
     expect(w.store[`last-event:${REPO}`]).toBe(41)
     expect(w.statuses).toEqual([undefined]) // the sections stand: no status line
     w.refuse = undefined
     w.sets = []
     await $.turn.complete(turn())
-    expect(w.sets.slice(1)).toEqual([CONFLICT_ENTRY])
+    expect(w.sets.slice(4)).toEqual([CONFLICT_ENTRY])
     expect(w.store[`last-event:${REPO}`]).toBe(42)
   })
 
@@ -198,8 +212,8 @@ describe('memd in the sidebar', () => {
     const w = world(on, JSON.stringify(doc))
     seatSidebar(on, w)
     await started($)
-    expect(w.sets.map(s => s.key)).toEqual(['sync', 'hooks', 'events'])
-    expect(nth(w, 1)).toEqual({ consumer: 'memd', key: 'hooks', title: 'hooks', lines: [{ text: 'after_sync failed', kind: 'error' }], until: 'session', order: 30 })
+    expect(w.sets.map(s => s.key)).toEqual(['sync', 'sleep', 'notes', 'hooks', 'events'])
+    expect(nth(w, 3)).toEqual({ consumer: 'memd', key: 'hooks', title: 'hooks', lines: [{ text: 'after_sync failed', kind: 'error' }], until: 'session', order: 30 })
     w.status = printed(STATUS.ok)
     await $.turn.complete(turn())
     expect(w.clears).toEqual([{ consumer: 'memd', key: 'hooks' }])
@@ -220,6 +234,7 @@ describe('memd in the sidebar', () => {
       'sleep: arcs 2, archived 14, expired 3',
       'offline: dial tcp: connection refused; commits kept locally',
     ])
+    expect(w.sets.filter(s => s.until === 'stream').map(s => s.title)).toEqual(['sleep', 'offline'])
     expect(w.statuses.at(-1)).toBe(undefined)
   })
 
@@ -303,15 +318,15 @@ describe('memd in the sidebar', () => {
     const w = world(on, STATUS.ok)
     seatSidebar(on, w)
     w.runs['memd sync'] = printed('committed +1 ~0 -0\npushed to origin/main\nin sync (ahead 0, behind 0)\n')
-    w.runs['memd doctor'] = failed(1, '', 'memd doctor: /home/u/memory\n  error   format    areas/x.html: no claim\n1 problems, 0 warnings\n')
+    w.runs['memd doctor'] = failed(1, '', 'memd doctor: /home/u/memory\n  error   format    areas/x.html: no claim\n1 problem, 0 warnings\n')
     await started($)
     const before = w.argv.length
     expect((await $.command.run(command('sync'))).text).toBe('sync: in sync (ahead 0, behind 0)\ncommitted +1 ~0 -0\npushed to origin/main')
     expect(w.argv.slice(before)).toEqual(['memd sync', 'memd status --format json'])
-    expect((await $.command.run(command('doctor'))).text).toBe('doctor: 1 problems, 0 warnings\nmemd doctor: /home/u/memory\n  error   format    areas/x.html: no claim')
+    expect((await $.command.run(command('doctor'))).text).toBe('doctor: 1 problem, 0 warnings · error format areas/x.html: no claim\nerror format areas/x.html: no claim')
     w.runs['memd sync'] = failed(1, 'memd: sync: no remote "origin" in /home/u/memory\n')
     expect((await $.command.run(command('sync'))).text).toBe('sync failed: no remote "origin" in /home/u/memory')
-    expect((await $.command.run(command('frobnicate'))).text).toBe('unknown: frobnicate (use /memd status, /memd sync or /memd doctor)')
+    expect((await $.command.run(command('frobnicate'))).text).toBe('unknown: frobnicate (use /memd status, /memd sync, /memd doctor or /memd resolve COPY ours|theirs|both)')
   })
 
   test('/memd status answers memd\'s line first, then its other lines', async ($, on) => {
@@ -323,18 +338,37 @@ describe('memd in the sidebar', () => {
       'inbox 23 (over 20)',
       'task inbox 12 (over 10)',
       '1 MEMORY.md over the soft cap: projects/memd/MEMORY.md',
+      '03:00: archived 14, arcs 2, expired 3',
+      '9 live · 1 stale · 0 expired',
     ].join('\n'))
     expect((await $.command.run(command(''))).text?.split('\n')[0]).toBe('+2 ~1 inbox 23, tasks 12, 1 MEMORY.md over cap · 14:32')
   })
 
-  test('an interactive session asks memd again every 30 s; a -p run has no timer', async ($, on) => {
+  test('an interactive session follows memd within 2 s; a -p run has no timer', async ($, on) => {
     const w = world(on, STATUS.ok)
     await started($, true)
     const n = w.argv.length
-    await w.clock.advance(30_000)
+    await w.clock.advance(2_000)
     expect(w.argv.length).toBe(n + 1)
     w.status = printed(STATUS.busy)
-    await w.clock.advance(30_000)
+    await w.clock.advance(2_000)
     expect(w.statuses.at(-1)).toBe('committing… · 14:32')
+  })
+
+  withSidebar('conflicts: a resolve button per copy; /memd resolve asks which version, then runs memd resolve and redraws', async ($, on) => {
+    const doc = JSON.parse(STATUS.conflict)
+    const copy = 'resources/notes/x.conflict-laptop-20261130T143135Z.html'
+    doc.conflicts = [{ path: 'resources/notes/x.html', copy, machine: 'laptop', at: '2026-11-30T14:31:35Z', ours: 'a', theirs: 'b' }, { path: 'p q.html', copy: 'p q.conflict-x-20261130T143135Z.html' }]
+    const w = world(on, JSON.stringify(doc))
+    seatSidebar(on, w)
+    await started($)
+    expect(w.sets.find(s => s.key === 'conflicts')?.buttons).toEqual([{ label: 'resolve x.conflict-laptop-20261130T143135Z.html', command: 'memd', args: `resolve ${copy}` }])
+    expect((await $.command.run(command(`resolve ${copy}`))).text?.split('\n')[0]).toBe(`resolve ${copy}: keep which version?`)
+    expect(w.argv.filter(a => a.startsWith('memd resolve'))).toEqual([])
+    w.runs[`memd resolve ${copy} --keep both`] = printed(`resolved resources/notes/x.html: kept both, the copy is now resources/notes/x-laptop.html\ncommitted 0123456789ab\n`)
+    const before = w.argv.length
+    expect((await $.command.run(command(`resolve ${copy} both`))).text).toBe('resolve: resolved resources/notes/x.html: kept both, the copy is now resources/notes/x-laptop.html\ncommitted 0123456789ab')
+    expect(w.argv.slice(before)).toEqual([`memd resolve ${copy} --keep both`, 'memd status --format json'])
+    expect((await $.command.run(command(`resolve ${copy} mine`))).text).toBe('resolve: keep ours, theirs or both, not mine')
   })
 })

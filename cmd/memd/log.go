@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/memd-dev/memd/metrics/statusline"
+	memsync "github.com/memd-dev/memd/sync"
+)
+
+func init() {
+	register("log", "a memory's history, following renames and archive moves", cmdLog)
+}
+
+// cmdLog reads history only: no writer lock, no repair (a read-only open).
+func cmdLog(a *app, args []string) int {
+	fs := a.flags("log", "PATH")
+	asJSON := fs.Bool("json", false, "print the history as JSON, newest first")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	rel, err := a.repoRel(fs.Arg(0))
+	if err != nil {
+		return a.fail("log: %s", statusline.Clean(err.Error()))
+	}
+	ro := memsync.OptionsFromConfig(a.cfg)
+	ro.Logger, ro.Now = a.log, a.now
+	repo, err := memsync.Open(a.cfg.Repo, ro)
+	if err != nil {
+		return a.fail("log: %s", statusline.Clean(err.Error()))
+	}
+	defer repo.Close()
+	entries, err := repo.Log(rel)
+	if err != nil {
+		return a.fail("log: %s", statusline.Clean(err.Error()))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(entries); err != nil {
+			return a.fail("log: %s", statusline.Clean(err.Error()))
+		}
+		return exitOK
+	}
+	for _, e := range entries {
+		fmt.Fprintf(a.stdout, "%s  %s  %-10s %s\n", e.Commit[:12], localTime(e.At), e.Action, statusline.Clean(e.Path))
+		if e.From != "" {
+			fmt.Fprintf(a.stdout, "%26s was %s\n", "", statusline.Clean(e.From))
+		}
+		fmt.Fprintf(a.stdout, "%26s %s\n", "", statusline.Clean(e.Subject))
+	}
+	return exitOK
+}
