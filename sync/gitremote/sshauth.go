@@ -93,7 +93,7 @@ func (a *sshAuth) ClientConfig() (*ssh.ClientConfig, error) {
 		User: a.host.User,
 		Auth: []ssh.AuthMethod{ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
 			if len(signers) == 0 {
-				return nil, errors.New("no ssh key: no agent with keys, no readable identity file")
+				return nil, errors.New("unable to authenticate: no ssh key (no agent with keys, no readable identity file)")
 			}
 			return signers, nil
 		})},
