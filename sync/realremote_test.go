@@ -13,10 +13,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,10 +50,14 @@ func newRealWorld(t *testing.T) *realWorld {
 	for k, v := range map[string]string{
 		"HOME": w.home, "GIT_CONFIG_GLOBAL": filepath.Join(w.home, ".gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
 		"XDG_CONFIG_HOME": filepath.Join(w.home, ".config"), "XDG_RUNTIME_DIR": filepath.Join(w.home, "run"),
-		"SSH_AUTH_SOCK": "", "GIT_SSH_COMMAND": "", "GIT_SSH": "",
-		"http_proxy": "", "https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": "", "no_proxy": "", "NO_PROXY": "",
 	} {
 		t.Setenv(k, v)
+	}
+	// Unset, not empty: git reads an empty no_proxy as set.
+	for _, k := range []string{"SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_SSL_CAINFO", "GIT_SSL_NO_VERIFY",
+		"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
 	}
 	if err := os.MkdirAll(filepath.Join(w.home, "run"), 0o700); err != nil {
 		t.Fatal(err)
@@ -259,4 +267,181 @@ func TestRealSSHProxyCommand(t *testing.T) {
 	w.writeHome(t, ".ssh/config", fmt.Sprintf("Host behind\n  HostName memd-behind-jump.invalid\n  Port %d\n  IdentityFile %s\n  ProxyCommand ssh -F %s -W %s:%%p jump\n",
 		srv.Port, key, jumpCfg, srv.Host))
 	w.agree(t, "behind:"+w.bare, true, RemoteOptions{})
+}
+
+// newHTTPRealWorld serves the remote over git http-backend behind basic auth (user alice,
+// password token).
+func newHTTPRealWorld(t *testing.T, token string, tls bool) (*realWorld, *testutil.GitHTTPServer) {
+	t.Helper()
+	w := newRealWorld(t)
+	runGit(t, w.bare, "config", "http.receivepack", "true")
+	var srv *testutil.GitHTTPServer
+	if tls {
+		srv = testutil.NewGitHTTPSServer(t, filepath.Dir(w.bare), token)
+	} else {
+		srv = testutil.NewGitHTTPServer(t, filepath.Dir(w.bare), token)
+	}
+	srv.SetUser("alice")
+	return w, srv
+}
+
+func TestRealHTTPCredentialHelperAndRotation(t *testing.T) {
+	w, srv := newHTTPRealWorld(t, "tok-1", false)
+	url := srv.URL(filepath.Base(w.bare))
+	store := filepath.Join(w.home, ".git-credentials")
+	w.writeHome(t, ".gitconfig", "[credential]\n\thelper = store\n")
+	// No helper has it yet: git would prompt, memd never does; both fail.
+	if err := w.agree(t, url, false, RemoteOptions{}); !errors.Is(err, gitremote.ErrAuth) {
+		t.Errorf("no credential: err = %v, want ErrAuth", err)
+	}
+	line := fmt.Sprintf("http://alice:tok-1@%s\n", srv.Addr())
+	w.writeHome(t, ".git-credentials", line)
+	err := w.agree(t, url, true, RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The token is rotated on the server: both fail, and both tell the helper (git's reject
+	// drops the stale line from the store), so the user's new token is what the next try
+	// uses; the old one never reaches a message.
+	srv.SetToken("tok-2")
+	err = w.agree(t, url, false, RemoteOptions{})
+	if !errors.Is(err, gitremote.ErrAuth) || strings.Contains(err.Error(), "tok-1") {
+		t.Errorf("rotated: err = %v", err)
+	}
+	if b, _ := os.ReadFile(store); strings.Contains(string(b), "tok-1") {
+		t.Errorf("the rejected credential is still stored: %q", b)
+	}
+	w.writeHome(t, ".git-credentials", fmt.Sprintf("http://alice:tok-2@%s\n", srv.Addr()))
+	w.agree(t, url, true, RemoteOptions{})
+
+	// memd's own sync.token_file overrides the helper, re-read on each attempt.
+	tf := filepath.Join(w.home, "token")
+	w.writeHome(t, "token", "tok-3\n")
+	srv.SetToken("tok-3")
+	if err := w.memdPush(t, RemoteOptions{TokenFile: tf}); err == nil {
+		t.Fatal("token file with user x-access-token: the server wants alice")
+	}
+	srv.SetUser("")
+	if err := w.memdPush(t, RemoteOptions{TokenFile: tf}); err != nil {
+		t.Fatalf("token file: %v", err)
+	}
+	srv.SetToken("tok-4")
+	if err := w.memdPush(t, RemoteOptions{TokenFile: tf}); !errors.Is(err, gitremote.ErrAuth) {
+		t.Fatalf("token rotated on the server: %v", err)
+	}
+	w.writeHome(t, "token", "tok-4\n")
+	if err := w.memdPush(t, RemoteOptions{TokenFile: tf}); err != nil || !w.pushedAll(t) {
+		t.Fatalf("rotated token file: %v", err)
+	}
+}
+
+func TestRealHTTPInsteadOf(t *testing.T) {
+	w, srv := newHTTPRealWorld(t, "tok", false)
+	w.writeHome(t, ".gitconfig", fmt.Sprintf("[url \"http://alice:tok@%s/git/\"]\n\tinsteadOf = https://memory.example.invalid/\n", srv.Addr()))
+	w.agree(t, "https://memory.example.invalid/"+filepath.Base(w.bare), true, RemoteOptions{})
+	// pushInsteadOf: fetch from one place, push to another (here: a push URL without the
+	// password, which the server refuses; both refuse).
+	w.writeHome(t, ".gitconfig", fmt.Sprintf("[url \"http://alice:tok@%s/git/\"]\n\tinsteadOf = https://memory.example.invalid/\n[url \"http://%s/git/\"]\n\tpushInsteadOf = https://memory.example.invalid/\n", srv.Addr(), srv.Addr()))
+	err := w.agree(t, "https://memory.example.invalid/"+filepath.Base(w.bare), false, RemoteOptions{})
+	if !errors.Is(err, gitremote.ErrAuth) || !strings.HasPrefix(err.Error(), "push") {
+		t.Errorf("pushInsteadOf: err = %v, want a push ErrAuth", err)
+	}
+}
+
+func TestRealHTTPProxyAndCAInfo(t *testing.T) {
+	w, srv := newHTTPRealWorld(t, "tok", false)
+	var hits atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if !r.URL.IsAbs() {
+			http.Error(rw, "not a proxy request", http.StatusBadRequest)
+			return
+		}
+		r.RequestURI = ""
+		resp, err := (&http.Transport{}).RoundTrip(r)
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			rw.Header()[k] = v
+		}
+		rw.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(rw, resp.Body)
+	}))
+	t.Cleanup(proxy.Close)
+	url := strings.Replace(srv.URL(filepath.Base(w.bare)), "http://", "http://alice:tok@", 1)
+	w.writeHome(t, ".gitconfig", "[http]\n\tproxy = "+proxy.URL+"\n")
+	w.agree(t, url, true, RemoteOptions{})
+	if hits.Load() == 0 {
+		t.Fatal("http.proxy: nothing went through the proxy")
+	}
+	// NO_PROXY names the host: direct, for git (curl) and memd alike.
+	t.Setenv("NO_PROXY", "127.0.0.1")
+	n := hits.Load()
+	w.agree(t, url, true, RemoteOptions{})
+	if hits.Load() != n {
+		t.Errorf("NO_PROXY: %d requests still went through the proxy", hits.Load()-n)
+	}
+
+	// https with a CA no system trusts: refused by both until http.sslCAInfo names it.
+	w2, tsrv := newHTTPRealWorld(t, "tok", true)
+	turl := strings.Replace(tsrv.URL(filepath.Base(w2.bare)), "https://", "https://alice:tok@", 1)
+	w2.agree(t, turl, false, RemoteOptions{})
+	ca := tsrv.CAFile(t, w2.home)
+	w2.writeHome(t, ".gitconfig", "[http]\n\tsslCAInfo = "+ca+"\n")
+	w2.agree(t, turl, true, RemoteOptions{})
+}
+
+// A pre-receive hook that answers as GitHub's push protection does.
+const pushProtectionHook = `#!/bin/sh
+cat >/dev/null
+echo "error: GH013: Repository rule violations found for refs/heads/main." >&2
+echo "- Push cannot contain secrets" >&2
+exit 1
+`
+
+func TestRealPushRefusedByHook(t *testing.T) {
+	for _, proto := range []string{"http", "ssh"} {
+		t.Run(proto, func(t *testing.T) {
+			var w *realWorld
+			var url string
+			if proto == "http" {
+				var srv *testutil.GitHTTPServer
+				w, srv = newHTTPRealWorld(t, "tok", false)
+				url = strings.Replace(srv.URL(filepath.Base(w.bare)), "http://", "http://alice:tok@", 1)
+			} else {
+				var srv *testutil.SSHServer
+				w, srv, _ = newSSHWorld(t, filepath.Join(t.TempDir(), "k"))
+				url = fmt.Sprintf("ssh://%s:%d%s", srv.Host, srv.Port, w.bare)
+				w.writeHome(t, ".ssh/config", fmt.Sprintf("Host %s\n  IdentityFile %s\n", srv.Host, w.sshKeys[0]))
+			}
+			hook := filepath.Join(w.bare, "hooks", "pre-receive")
+			if err := os.WriteFile(hook, []byte(pushProtectionHook), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			before := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+			err := w.agree(t, url, false, RemoteOptions{})
+			if !errors.Is(err, gitremote.ErrPushRefused) || errors.Is(err, gitremote.ErrOffline) || errors.Is(err, gitremote.ErrPushRejected) {
+				t.Fatalf("err = %v, want ErrPushRefused only", err)
+			}
+			for _, want := range []string{"GH013: Repository rule violations found", "pre-receive hook declined"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %q lacks the remote's %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "tok") {
+				t.Errorf("credential in the error: %v", err)
+			}
+			// The local commit stays; the remote did not move.
+			if after := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main")); after != before {
+				t.Errorf("remote moved from %s to %s", before, after)
+			}
+			if ahead := strings.TrimSpace(runGit(t, w.aDir, "rev-list", "--count", "origin/main..main")); ahead == "0" {
+				t.Errorf("local commit lost: ahead %s", ahead)
+			}
+		})
+	}
 }
