@@ -39,7 +39,17 @@ type realWorld struct {
 
 func newRealWorld(t *testing.T) *realWorld {
 	t.Helper()
-	w := &realWorld{syncWorld: newSyncWorld(t, map[string]string{"seed.txt": "seed\n"})}
+	// One clone (a) of a seeded bare remote: what newSyncWorld makes, without b.
+	sw := &syncWorld{bare: filepath.Join(t.TempDir(), "remote.git")}
+	runGit(t, filepath.Dir(sw.bare), "init", "-q", "--bare", "-b", "main", sw.bare)
+	sw.aDir = filepath.Join(t.TempDir(), "a")
+	runGit(t, filepath.Dir(sw.aDir), "clone", "-q", sw.bare, sw.aDir)
+	writeFile(t, sw.aDir, "seed.txt", "seed\n")
+	runGit(t, sw.aDir, "add", "-A")
+	runGit(t, sw.aDir, "commit", "-q", "-m", "seed")
+	runGit(t, sw.aDir, "push", "-q", "origin", "main")
+	sw.a = openTest(t, sw.aDir, hostOptions("hosta"))
+	w := &realWorld{syncWorld: sw}
 	w.home = t.TempDir()
 	w.ssh = filepath.Join(w.home, ".ssh")
 	if err := os.MkdirAll(w.ssh, 0o700); err != nil {
