@@ -222,6 +222,24 @@ func TestRealSSHKnownHosts(t *testing.T) {
 	w.agree(t, "mem:"+w.bare, false, RemoteOptions{})
 }
 
+func TestRealSSHCertAuthority(t *testing.T) {
+	// known_hosts trusts a CA, not the host's key: the host's certificate is what is checked.
+	w := newRealWorld(t)
+	key := filepath.Join(t.TempDir(), "k")
+	pub := testutil.SSHKeygen(t, key, "")
+	w.sshKeys = []string{key}
+	ca := filepath.Join(t.TempDir(), "host_ca")
+	caPub := testutil.SSHKeygen(t, ca, "")
+	srv := testutil.NewSSHServerCertified(t, ca, pub)
+	f := strings.Fields(caPub)
+	w.writeHome(t, ".ssh/known_hosts", fmt.Sprintf("@cert-authority [%s]:%d %s %s\n", srv.Host, srv.Port, f[0], f[1]))
+	w.writeHome(t, ".ssh/config", fmt.Sprintf("Host mem\n  HostName %s\n  Port %d\n  IdentityFile %s\n", srv.Host, srv.Port, key))
+	w.agree(t, "mem:"+w.bare, true, RemoteOptions{})
+	// The CA revoked: refused by both.
+	w.writeHome(t, ".ssh/known_hosts", fmt.Sprintf("@cert-authority [%s]:%d %s %s\n@revoked * %s %s\n", srv.Host, srv.Port, f[0], f[1], f[0], f[1]))
+	w.agree(t, "mem:"+w.bare, false, RemoteOptions{})
+}
+
 // startAgent runs ssh-agent on sock in the foreground until the test ends and adds key.
 func startAgent(t *testing.T, sock, key string) {
 	t.Helper()

@@ -70,6 +70,18 @@ func SSHKeygen(t testing.TB, path, passphrase string) string {
 // authorized_keys) and stops it when the test ends.
 func NewSSHServer(t testing.TB, authorized ...string) *SSHServer {
 	t.Helper()
+	return newSSHServer(t, "", authorized)
+}
+
+// NewSSHServerCertified is NewSSHServer presenting a host certificate signed by the CA key
+// at caKey (for 127.0.0.1), for known_hosts' @cert-authority.
+func NewSSHServerCertified(t testing.TB, caKey string, authorized ...string) *SSHServer {
+	t.Helper()
+	return newSSHServer(t, caKey, authorized)
+}
+
+func newSSHServer(t testing.TB, caKey string, authorized []string) *SSHServer {
+	t.Helper()
 	NeedTool(t, SSHD)
 	u, err := user.Current()
 	if err != nil {
@@ -80,6 +92,13 @@ func NewSSHServer(t testing.TB, authorized ...string) *SSHServer {
 	s.HostKey = SSHKeygen(t, hostKey, "")
 	if f := strings.Fields(s.HostKey); len(f) >= 2 {
 		s.HostKey = f[0] + " " + f[1]
+	}
+	certLine := ""
+	if caKey != "" {
+		if out, err := exec.Command("ssh-keygen", "-q", "-s", caKey, "-I", "memd-test-host", "-h", "-n", "127.0.0.1", hostKey+".pub").CombinedOutput(); err != nil {
+			t.Fatalf("sign the host key: %v\n%s", err, out)
+		}
+		certLine = "HostCertificate " + hostKey + "-cert.pub\n"
 	}
 	s.SetAuthorized(t, authorized...)
 	if os.Geteuid() == 0 {
@@ -103,7 +122,7 @@ AllowUsers %s
 AllowTcpForwarding yes
 MaxAuthTries 10
 LogLevel VERBOSE
-`, s.Host, s.Port, hostKey, filepath.Join(s.dir, "authorized_keys"), s.User)
+%s`, s.Host, s.Port, hostKey, filepath.Join(s.dir, "authorized_keys"), s.User, certLine)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
