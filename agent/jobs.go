@@ -181,6 +181,14 @@ func (a *Agent) doSync(ctx context.Context) error {
 			a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
 		}
 		a.syncWaiting.Store(true)
+		if errors.Is(err, gitremote.ErrPushRefused) {
+			// A kick queued during this sync (its own commit's) must not ask the remote
+			// again at once: the timer is the next try.
+			select {
+			case <-a.k.sync:
+			default:
+			}
+		}
 		time.AfterFunc(wait, func() { a.syncWaiting.Store(false); kick(a.k.sync) })
 		return nil
 	}
