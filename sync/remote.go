@@ -272,6 +272,13 @@ func (r *Repo) remoteURLLocked(name string) (string, error) {
 	if len(urls) == 0 || urls[0] == "" {
 		return "", fmt.Errorf("remote %q in %s has no URL", name, r.dir)
 	}
+	// As written: go-git already applied the repo's own url.<base>.insteadOf to
+	// rem's URLs, and the Target applies every config's rules once, as git does.
+	if cfg, err := r.repo.Config(); err == nil && cfg.Raw != nil {
+		if raw := cfg.Raw.Section("remote").Subsection(name).Options.GetAll("url"); len(raw) > 0 && raw[0] != "" {
+			return raw[0], nil
+		}
+	}
 	return urls[0], nil
 }
 

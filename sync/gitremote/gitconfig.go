@@ -99,8 +99,11 @@ func gitConfigList(ctx context.Context, dir string, args ...string) ([][2]string
 
 // rewriteURL applies url.<base>.insteadOf (and, for a push, url.<base>.pushInsteadOf
 // first) as git does: the longest matching prefix wins; with no git, the URL as written.
+//
+// A local path or file:// remote is taken as written, without asking git: rewriting one is
+// vanishingly rare, and it spares the git run on every sync of a local remote.
 func rewriteURL(ctx context.Context, dir, op, raw string) (string, error) {
-	if gitBinary == "" {
+	if gitBinary == "" || strings.HasPrefix(raw, "/") || strings.HasPrefix(raw, "file://") {
 		return raw, nil
 	}
 	kv, err := gitConfigList(ctx, dir, "--get-regexp", `^url\..*\.(push)?insteadof$`)

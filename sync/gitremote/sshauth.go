@@ -61,9 +61,9 @@ func resolvedEndpoint(ep *transport.Endpoint, auth transport.AuthMethod) *transp
 // checked against known_hosts strictly.
 type sshAuth struct {
 	host       sshHost
-	keyFiles   []string // sync.ssh_key when set: the only key, no agent
-	knownHosts []string // the files to check host keys against
-	agentConn  net.Conn
+	keyFiles   []string   // sync.ssh_key when set: the only key, no agent
+	knownHosts []string   // the files to check host keys against
+	agentConns []net.Conn // one per connection of the attempt (a push may open two)
 }
 
 func (a *sshAuth) Name() string { return gitssh.PublicKeysCallbackName }
@@ -73,10 +73,10 @@ func (a *sshAuth) String() string {
 
 // Close ends the agent connection this attempt opened.
 func (a *sshAuth) Close() {
-	if a.agentConn != nil {
-		_ = a.agentConn.Close()
-		a.agentConn = nil
+	for _, c := range a.agentConns {
+		_ = c.Close()
 	}
+	a.agentConns = nil
 }
 
 // ClientConfig is called by go-git once per connection.
@@ -195,7 +195,7 @@ func (a *sshAuth) agentSigners() []ssh.Signer {
 	if err != nil {
 		return nil
 	}
-	a.agentConn = c
+	a.agentConns = append(a.agentConns, c)
 	ss, err := agent.NewClient(c).Signers()
 	if err != nil {
 		return nil
