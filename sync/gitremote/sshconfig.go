@@ -48,15 +48,13 @@ func homeDir() string {
 	return "/"
 }
 
-// localUser is the user name ssh logs in as when neither the URL nor the config names one.
+// localUser is the user name ssh logs in as when neither the URL nor the config names one:
+// the password database's name for this uid, as ssh takes it; $USER if that fails.
 func localUser() string {
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	if u, err := user.Current(); err == nil {
+	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
 	}
-	return ""
+	return os.Getenv("USER")
 }
 
 // sshConfigFiles reads ~/.ssh/config and the system config, skipping the missing ones.
