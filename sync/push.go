@@ -154,17 +154,18 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, tgt *gitremote.Tar
 func (r *Repo) pushThroughGoGit(ctx context.Context, rem *git.Remote, tgt *gitremote.Target,
 	br plumbing.ReferenceName, why string) error {
 	r.log.Debug("push through go-git's object walk", "why", why)
-	said := newRemoteSaid()
+	// No Progress: go-git would ask for side-band without "quiet", and receive-pack's unpack
+	// progress, written while go-git is still sending (it reads only after), can fill the
+	// pipe on a large pack. A refusal here carries the verdict without the hook's words.
 	err := rem.PushContext(ctx, &git.PushOptions{
 		RemoteName: rem.Config().Name,
 		RefSpecs:   []config.RefSpec{config.RefSpec(br.String() + ":" + br.String())},
 		Auth:       tgt.Auth,
 		Force:      false,
-		Progress:   said,
 		CABundle:   tgt.CABundle, InsecureSkipTLS: tgt.InsecureSkipTLS, ProxyOptions: tgt.Proxy,
 	})
 	if err != nil && gitremote.IsReportStatus(err) {
-		return &gitremote.Refusal{Status: err.Error(), Remote: said.String()}
+		return &gitremote.Refusal{Status: err.Error()}
 	}
 	return err
 }
@@ -231,6 +232,12 @@ func (r *Repo) sendUpdate(ctx context.Context, sess transport.ReceivePackSession
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
 	req.Commands = []*packp.Command{{Name: br, Old: old, New: local}}
 	said := newRemoteSaid()
+	// quiet: no unpack progress on the side-band while the pack is still being sent
+	// (receive-pack writes it as it reads, and we read nothing until the pack is out: a
+	// large pack would fill the pipe both ways). A hook's words come after, and still do.
+	if ar.Capabilities.Supports(capability.Quiet) {
+		_ = req.Capabilities.Set(capability.Quiet)
+	}
 	if ar.Capabilities.Supports(capability.Sideband64k) {
 		_ = req.Capabilities.Set(capability.Sideband64k)
 		req.Progress = said
