@@ -181,6 +181,14 @@ func (a *Agent) doSync(ctx context.Context) error {
 			a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
 		}
 		a.syncWaiting.Store(true)
+		if errors.Is(err, gitremote.ErrPushRefused) {
+			// A kick queued during this sync (its own commit's) must not ask the remote
+			// again at once: the timer is the next try.
+			select {
+			case <-a.k.sync:
+			default:
+			}
+		}
 		time.AfterFunc(wait, func() { a.syncWaiting.Store(false); kick(a.k.sync) })
 		return nil
 	}
@@ -205,8 +213,14 @@ func (a *Agent) doSync(ctx context.Context) error {
 // syncRetryWait is the wait before the sync after one that failed with err: the backoff's
 // delay, except where the remote answers and waiting longer cannot help (a commit naming a
 // path memd will not write, or contention past maxContention): then at most pull_interval,
-// the normal pace, not a backoff grown to ten minutes.
+// the normal pace, not a backoff grown to ten minutes; a push the remote refused waits at
+// least pull_interval.
 func syncRetryWait(err error, contention bool, backoff, pullInterval time.Duration) time.Duration {
+	if errors.Is(err, gitremote.ErrPushRefused) {
+		// The remote refused for a reason of its own (a hook, push protection): asking
+		// again sooner than the normal pace cannot help, and local commits go on.
+		return max(backoff, pullInterval)
+	}
 	if contention || errors.Is(err, memsync.ErrUnsafeTree) {
 		return min(backoff, pullInterval)
 	}

@@ -33,3 +33,18 @@ func TestSyncRetryWait(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncRetryWaitPushRefused: a push the remote refused for its own reason (a hook, push
+// protection) is asked again no faster than pull_interval, and never sooner than the
+// backoff.
+func TestSyncRetryWaitPushRefused(t *testing.T) {
+	refused := fmt.Errorf("push origin: %w", gitremote.ErrPushRefused)
+	pull := time.Minute
+	for _, c := range []struct{ backoff, want time.Duration }{
+		{time.Second, pull}, {8 * time.Minute, 8 * time.Minute},
+	} {
+		if got := syncRetryWait(refused, false, c.backoff, pull); got != c.want {
+			t.Errorf("backoff %s: wait %s, want %s", c.backoff, got, c.want)
+		}
+	}
+}

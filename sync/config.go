@@ -1,7 +1,7 @@
 package sync
 
 import (
-	"github.com/go-git/go-git/v5/plumbing/transport"
+	"context"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/sync/gitremote"
@@ -29,7 +29,8 @@ func RemoteOptionsFromConfig(cfg memd.Config) RemoteOptions {
 	}
 }
 
-// authFor picks the auth method for rawURL from ro's credentials.
-func (ro RemoteOptions) authFor(rawURL string) (transport.AuthMethod, error) {
-	return gitremote.Credentials{SSHKey: ro.SSHKey, KnownHosts: ro.KnownHosts, TokenEnv: ro.TokenEnv, TokenFile: ro.TokenFile}.AuthFor(rawURL)
+// target resolves how one op ("fetch", "push") reaches rawURL from the repo at dir, with
+// ro's keys as overrides (gitremote.Credentials.Resolve).
+func (ro RemoteOptions) target(ctx context.Context, dir, op, rawURL string) (*gitremote.Target, error) {
+	return gitremote.Credentials{SSHKey: ro.SSHKey, KnownHosts: ro.KnownHosts, TokenEnv: ro.TokenEnv, TokenFile: ro.TokenFile}.Resolve(ctx, dir, op, rawURL)
 }

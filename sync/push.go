@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -43,6 +44,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 // pushWalkLimit bounds the commits the new-commit walk pops; beyond it (a
@@ -70,7 +73,7 @@ type pushStats struct {
 // forced. It returns what go-git's PushContext would: nil,
 // git.NoErrAlreadyUpToDate, or an unclassified error (the caller
 // classifies it).
-func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth transport.AuthMethod,
+func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, tgt *gitremote.Target,
 	br plumbing.ReferenceName, local plumbing.Hash) (err error) {
 	st := pushStats{New: local}
 	defer func() {
@@ -80,10 +83,10 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 	}()
 	fallback := func(why string) error {
 		st.Fallback = why
-		return r.pushThroughGoGit(ctx, rem, auth, br, why)
+		return r.pushThroughGoGit(ctx, rem, tgt, br, why)
 	}
 
-	sess, err := openReceivePack(rem, url, auth)
+	sess, err := openReceivePack(rem, tgt)
 	if err != nil {
 		return err
 	}
@@ -148,21 +151,43 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, url string, auth t
 
 // pushThroughGoGit pushes br with go-git's PushContext (its own object walk),
 // never forced: for a first push, or when our enumeration cannot serve.
-func (r *Repo) pushThroughGoGit(ctx context.Context, rem *git.Remote, auth transport.AuthMethod,
+func (r *Repo) pushThroughGoGit(ctx context.Context, rem *git.Remote, tgt *gitremote.Target,
 	br plumbing.ReferenceName, why string) error {
 	r.log.Debug("push through go-git's object walk", "why", why)
-	return rem.PushContext(ctx, &git.PushOptions{
+	// No Progress: go-git would ask for side-band without "quiet", and receive-pack's unpack
+	// progress, written while go-git is still sending (it reads only after), can fill the
+	// pipe on a large pack. A refusal here carries the verdict without the hook's words.
+	err := rem.PushContext(ctx, &git.PushOptions{
 		RemoteName: rem.Config().Name,
 		RefSpecs:   []config.RefSpec{config.RefSpec(br.String() + ":" + br.String())},
-		Auth:       auth,
+		Auth:       tgt.Auth,
 		Force:      false,
+		CABundle:   tgt.CABundle, InsecureSkipTLS: tgt.InsecureSkipTLS, ProxyOptions: tgt.Proxy,
 	})
+	if err != nil && gitremote.IsReportStatus(err) {
+		return &gitremote.Refusal{Status: err.Error()}
+	}
+	return err
+}
+
+// remoteSaid keeps the first few KiB of what the remote sends on its progress channel
+// during a push: a refusing hook's message is there.
+type remoteSaid struct{ strings.Builder }
+
+func newRemoteSaid() *remoteSaid { return &remoteSaid{} }
+
+func (s *remoteSaid) Write(p []byte) (int, error) {
+	if room := 8192 - s.Len(); room > 0 {
+		s.Builder.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // openReceivePack opens a receive-pack session with the remote rem.
-func openReceivePack(rem *git.Remote, url string, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
-	// Same target as go-git's PushContext: the remote's last URL (memd's
-	// SetRemote writes exactly one; url, the first, names it in errors).
+func openReceivePack(rem *git.Remote, tgt *gitremote.Target) (transport.ReceivePackSession, error) {
+	// Same target as go-git's PushContext: the remote's last URL (remoteAt
+	// gives it exactly one, the resolved one).
+	url := tgt.URL
 	if urls := rem.Config().URLs; len(urls) > 0 {
 		url = urls[len(urls)-1]
 	}
@@ -174,7 +199,8 @@ func openReceivePack(rem *git.Remote, url string, auth transport.AuthMethod) (tr
 	if err != nil {
 		return nil, err
 	}
-	return c.NewReceivePackSession(ep, auth)
+	tgt.Apply(ep)
+	return c.NewReceivePackSession(ep, tgt.Auth)
 }
 
 // haveRemoteHead checks that the remote's head old is in our history; a
@@ -200,21 +226,34 @@ func (r *Repo) haveRemoteHead(old plumbing.Hash, br plumbing.ReferenceName, st *
 func (r *Repo) sendUpdate(ctx context.Context, sess transport.ReceivePackSession, ar *packp.AdvRefs,
 	br plumbing.ReferenceName, old, local plumbing.Hash, objs []plumbing.Hash) error {
 	// As go-git's newReferenceUpdateRequest: agent and report-status from
-	// the server's capabilities; no side-band (no progress is asked for),
-	// no push options, not atomic (one ref).
+	// the server's capabilities; side-band when offered, so that what a
+	// refusing hook says reaches us (Refusal); no push options, not atomic
+	// (one ref).
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
 	req.Commands = []*packp.Command{{Name: br, Old: old, New: local}}
+	said := newRemoteSaid()
+	// quiet: no unpack progress on the side-band while the pack is still being sent
+	// (receive-pack writes it as it reads, and we read nothing until the pack is out: a
+	// large pack would fill the pipe both ways). A hook's words come after, and still do.
+	if ar.Capabilities.Supports(capability.Quiet) {
+		_ = req.Capabilities.Set(capability.Quiet)
+	}
+	if ar.Capabilities.Supports(capability.Sideband64k) {
+		_ = req.Capabilities.Set(capability.Sideband64k)
+		req.Progress = said
+	} else if ar.Capabilities.Supports(capability.Sideband) {
+		_ = req.Capabilities.Set(capability.Sideband)
+		req.Progress = said
+	}
 	useRefDeltas := !ar.Capabilities.Supports(capability.OFSDelta)
 	rs, err := r.encodeAndSend(ctx, sess, req, objs, useRefDeltas)
-	if err != nil {
-		return err
-	}
 	if rs != nil {
-		if err := rs.Error(); err != nil {
-			return err
+		// The remote answered with a verdict (ng, unpack error): its own reason.
+		if rerr := rs.Error(); rerr != nil {
+			return &gitremote.Refusal{Status: rerr.Error(), Remote: said.String()}
 		}
 	}
-	return nil
+	return err
 }
 
 // encodeAndSend streams the pack of hs to the session, as go-git's

@@ -272,7 +272,20 @@ func (r *Repo) remoteURLLocked(name string) (string, error) {
 	if len(urls) == 0 || urls[0] == "" {
 		return "", fmt.Errorf("remote %q in %s has no URL", name, r.dir)
 	}
+	// As written: go-git already applied the repo's own url.<base>.insteadOf to
+	// rem's URLs, and the Target applies every config's rules once, as git does.
+	if cfg, err := r.repo.Config(); err == nil && cfg.Raw != nil {
+		if raw := cfg.Raw.Section("remote").Subsection(name).Options.GetAll("url"); len(raw) > 0 && raw[0] != "" {
+			return raw[0], nil
+		}
+	}
 	return urls[0], nil
+}
+
+// remoteAt is the remote name as go-git sees it, dialling url: the configured URL after
+// url.<base>.insteadOf, which Target resolved (go-git applies only the repo's own rules).
+func (r *Repo) remoteAt(name, url string) *git.Remote {
+	return git.NewRemote(r.repo.Storer, &config.RemoteConfig{Name: name, URLs: []string{url}})
 }
 
 func (r *Repo) trackingRef(ro RemoteOptions) plumbing.ReferenceName {
@@ -301,14 +314,11 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	auth, err := ro.authFor(url)
+	tgt, err := ro.target(ctx, r.dir, "fetch", url)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
 	}
-	rem, err := r.repo.Remote(ro.Remote)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", ro.Remote, err)
-	}
+	rem := r.remoteAt(ro.Remote, tgt.URL)
 	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
 	defer cancel()
 	track := r.trackingRef(ro)
@@ -316,9 +326,11 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	err = rem.FetchContext(cctx, &git.FetchOptions{
 		RemoteName: ro.Remote,
 		RefSpecs:   []config.RefSpec{spec},
-		Auth:       auth,
+		Auth:       tgt.Auth,
 		Tags:       git.NoTags,
+		CABundle:   tgt.CABundle, InsecureSkipTLS: tgt.InsecureSkipTLS, ProxyOptions: tgt.Proxy,
 	})
+	tgt.Done(ctx, err)
 	var noRef git.NoMatchingRefSpecError
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -352,22 +364,20 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	if err != nil {
 		return err
 	}
-	auth, err := ro.authFor(url)
-	if err != nil {
-		return fmt.Errorf("push %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
-	}
-	rem, err := r.repo.Remote(ro.Remote)
-	if err != nil {
-		return fmt.Errorf("push %s: %w", ro.Remote, err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
-	defer cancel()
 	if local.IsZero() {
 		return nil
 	}
+	tgt, err := ro.target(ctx, r.dir, "push", url)
+	if err != nil {
+		return fmt.Errorf("push %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
+	}
+	rem := r.remoteAt(ro.Remote, tgt.URL)
+	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
+	defer cancel()
 	// sendPack enumerates only what is new (push.go); it falls back to
 	// go-git's PushContext for a first push.
-	err = r.sendPack(cctx, rem, url, auth, r.BranchRef(), local)
+	err = r.sendPack(cctx, rem, tgt, r.BranchRef(), local)
+	tgt.Done(ctx, err)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
@@ -25,6 +26,8 @@ type GitHTTPServer struct {
 
 	mu    sync.Mutex
 	token string // the password the server accepts; "" = no auth
+	user  string // the user name it accepts with it; "" = any
+	tls   bool   // serve https (a test CA; CAFile names it)
 	hang  chan struct{}
 	srv   *httptest.Server
 }
@@ -57,8 +60,11 @@ func NewGitHTTPServer(t testing.TB, root, token string) *GitHTTPServer {
 			}
 			return
 		}
+		s.mu.Lock()
+		wantUser := s.user
+		s.mu.Unlock()
 		if token != "" {
-			if _, pw, ok := r.BasicAuth(); !ok || pw != token {
+			if u, pw, ok := r.BasicAuth(); !ok || pw != token || (wantUser != "" && u != wantUser) {
 				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
@@ -92,7 +98,11 @@ func (s *GitHTTPServer) Start() {
 	}
 	srv := httptest.NewUnstartedServer(s.handler)
 	srv.Listener = ln
-	srv.Start()
+	if s.tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	s.addr = ln.Addr().String()
 	s.srv = srv
 }
@@ -123,4 +133,41 @@ func (s *GitHTTPServer) SetHang() { s.mu.Lock(); s.hang = make(chan struct{}); s
 func (s *GitHTTPServer) Addr() string { s.mu.Lock(); defer s.mu.Unlock(); return s.addr }
 
 // URL of the bare repo name under root.
-func (s *GitHTTPServer) URL(name string) string { return "http://" + s.Addr() + "/git/" + name }
+func (s *GitHTTPServer) URL(name string) string {
+	s.mu.Lock()
+	scheme := "http"
+	if s.tls {
+		scheme = "https"
+	}
+	s.mu.Unlock()
+	return scheme + "://" + s.Addr() + "/git/" + name
+}
+
+// NewGitHTTPSServer is NewGitHTTPServer over TLS, with a certificate from httptest's own
+// CA (for 127.0.0.1), which no system trusts: CAFile writes it for http.sslCAInfo.
+func NewGitHTTPSServer(t testing.TB, root, token string) *GitHTTPServer {
+	t.Helper()
+	s := NewGitHTTPServer(t, root, token)
+	s.Stop()
+	s.mu.Lock()
+	s.tls = true
+	s.mu.Unlock()
+	s.Start()
+	return s
+}
+
+// CAFile writes the PEM certificate an https server presents into dir and returns its path.
+func (s *GitHTTPServer) CAFile(t testing.TB, dir string) string {
+	t.Helper()
+	s.mu.Lock()
+	cert := s.srv.Certificate()
+	s.mu.Unlock()
+	p := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// SetUser makes the server accept the password only with this user name ("" = any).
+func (s *GitHTTPServer) SetUser(user string) { s.mu.Lock(); s.user = user; s.mu.Unlock() }

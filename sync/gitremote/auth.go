@@ -1,10 +1,12 @@
 // Package gitremote is what memd knows about a git remote apart from any repo
-// (docs/ARCHITECTURE.md §4): the credentials a remote URL is reached with (ssh
-// key or agent, known_hosts, an https token re-read on each attempt; never a
-// prompt), the kinds a remote's failure is sorted into (ErrOffline, ErrAuth,
-// ErrPushRejected), the redaction that keeps credentials out of every message,
-// and the backoff between attempts. Fetching, merging and pushing, which need
-// the repo, are sync's (sync/remote.go, sync/push.go).
+// (docs/ARCHITECTURE.md §4, DESIGN §9 "Remotes as git reaches them"): how one attempt
+// reaches a remote URL, resolved as git and OpenSSH resolve it (Target: ~/.ssh/config, the
+// default keys, the agent dialled again each time, strict known_hosts, git's
+// url.<base>.insteadOf, proxies, CA files and credential helpers; memd's own keys as
+// overrides; never a prompt), the kinds a remote's failure is sorted into (ErrOffline,
+// ErrAuth, ErrPushRejected, ErrPushRefused), the redaction that keeps credentials out of
+// every message, and the backoff between attempts. Fetching, merging and pushing, which
+// need the repo, are sync's (sync/remote.go, sync/push.go).
 package gitremote
 
 import (
@@ -21,7 +23,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 )
 
 // ErrOffline wraps network and transport failures (remote unreachable,
@@ -176,13 +177,22 @@ func (e *remoteError) Error() string   { return e.msg }
 func (e *remoteError) Unwrap() []error { return e.kinds }
 
 // Classify wraps a transport error for op ("fetch", "push") on the named
-// remote: ErrAuth, ErrOffline, ErrPushRejected or plain, redacted.
+// remote: ErrAuth, ErrOffline, ErrPushRejected, ErrPushRefused or plain, redacted.
 func Classify(op, remote, rawURL string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var kinds []error
+	var refusal *Refusal
 	switch {
+	case op == "push" && errors.As(err, &refusal):
+		// The remote answered: a lost race, or a refusal of its own (never offline, even
+		// when a hook's words look like a network error).
+		if isRaceRejection(errors.New(refusal.Status)) {
+			kinds = append(kinds, ErrPushRejected)
+		} else {
+			kinds = append(kinds, ErrPushRefused)
+		}
 	case isAuthErr(err):
 		kinds = append(kinds, ErrAuth)
 	case isOfflineErr(err):
@@ -200,7 +210,7 @@ func Classify(op, remote, rawURL string, err error) error {
 		what = fmt.Sprintf("%s (%s)", remote, rawURL)
 	}
 	msg := fmt.Sprintf("%s %s: %v", op, what, err)
-	if len(kinds) > 0 && (kinds[0] == ErrAuth || kinds[0] == ErrOffline) && !strings.Contains(err.Error(), kinds[0].Error()) {
+	if len(kinds) > 0 && (kinds[0] == ErrAuth || kinds[0] == ErrOffline || kinds[0] == ErrPushRefused) && !strings.Contains(err.Error(), kinds[0].Error()) {
 		msg = fmt.Sprintf("%s %s: %v: %v", op, what, kinds[0], err)
 	}
 	return &remoteError{msg: RedactURL(msg), kinds: kinds}
@@ -298,75 +308,4 @@ func (ro Credentials) readToken() (string, error) {
 type Credentials struct {
 	SSHKey, KnownHosts  string
 	TokenEnv, TokenFile string
-}
-
-// AuthFor picks the go-git auth method for a remote URL. Nothing here can
-// prompt: go-git never asks on a terminal, and ssh without a key or agent
-// simply fails with ErrAuth.
-func (ro Credentials) AuthFor(rawURL string) (transport.AuthMethod, error) {
-	ep, err := transport.NewEndpoint(rawURL)
-	if err != nil {
-		// The parse error quotes the URL (or a piece of its password, "invalid URL escape
-		// %rd"): with credentials in it, say only that it does not parse.
-		if red := RedactURL(rawURL); red != rawURL {
-			return nil, &remoteError{msg: fmt.Sprintf("remote URL %s: not a valid URL (its credentials are not shown)", red)}
-		}
-		return nil, fmt.Errorf("remote URL %s: %w", rawURL, err)
-	}
-	switch ep.Protocol {
-	case "http", "https":
-		tok, err := ro.readToken()
-		if err != nil {
-			return nil, err
-		}
-		if tok == "" {
-			if ep.User != "" { // credentials in the URL itself
-				return &githttp.BasicAuth{Username: ep.User, Password: ep.Password}, nil
-			}
-			return nil, nil
-		}
-		user := ep.User
-		if user == "" {
-			user = "x-access-token"
-		}
-		return &githttp.BasicAuth{Username: user, Password: tok}, nil
-	case "ssh":
-		user := ep.User
-		if user == "" {
-			user = "git"
-		}
-		var auth interface {
-			transport.AuthMethod
-		}
-		if ro.SSHKey != "" {
-			pk, err := gitssh.NewPublicKeysFromFile(user, ro.SSHKey, "")
-			if err != nil {
-				return nil, fmt.Errorf("ssh key %s: %w", ro.SSHKey, err)
-			}
-			if ro.KnownHosts != "" {
-				cb, err := gitssh.NewKnownHostsCallback(ro.KnownHosts)
-				if err != nil {
-					return nil, fmt.Errorf("known_hosts %s: %w", ro.KnownHosts, err)
-				}
-				pk.HostKeyCallback = cb
-			}
-			auth = pk
-		} else {
-			ag, err := gitssh.NewSSHAgentAuth(user)
-			if err != nil {
-				return nil, fmt.Errorf("ssh agent for %s: %w: %w", RedactURL(rawURL), ErrAuth, err)
-			}
-			if ro.KnownHosts != "" {
-				cb, err := gitssh.NewKnownHostsCallback(ro.KnownHosts)
-				if err != nil {
-					return nil, fmt.Errorf("known_hosts %s: %w", ro.KnownHosts, err)
-				}
-				ag.HostKeyCallback = cb
-			}
-			auth = ag
-		}
-		return auth, nil
-	default: // file:// and local paths
-		return nil, nil
-	}
 }
