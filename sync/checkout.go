@@ -69,7 +69,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
@@ -100,14 +99,6 @@ func (e *WorktreeChangedError) Error() string {
 
 func (e *WorktreeChangedError) Unwrap() error { return ErrWorktreeChanged }
 
-// lockFileName is memd's writer lock: the checkout never writes or removes
-// it, whatever the tree holds (the lock protocol owns that file).
-const lockFileName = memd.DefaultLockFile
-
-// isLockFile: p is the lock file, in any case (a case-insensitive file
-// system, as macOS has by default, maps ".MEMORY.LOCK" onto it).
-func isLockFile(p string) bool { return strings.EqualFold(p, lockFileName) }
-
 type coKind uint8
 
 const (
@@ -125,7 +116,7 @@ type coItem struct {
 	want    safefs.Stamp // what the target must be at its rename (stamp, or nothing for a drained directory)
 	tmp     *safefs.Temp
 	staged  bool // tmp waits in the root: its directory does not exist yet
-	ignored bool // an ignored path: the remote wins, no edit to protect
+	ignored bool // an ignored path HEAD does not track: the remote wins, no edit to protect
 }
 
 type checkout struct {
@@ -173,7 +164,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 	s := r.repo.Storer
 	var open []*safefs.Temp // written, not yet fsynced and closed
 	for _, p := range slices.Sorted(maps.Keys(changes)) {
-		if isLockFile(p) {
+		if r.private(p) { // the writer lock (the lock protocol owns it), memd's temps: never the tree's
 			continue
 		}
 		it, err := co.classify(p, changes, strict)
@@ -229,13 +220,19 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 // directory with other files in the way is an error).
 func (co *checkout) classify(p string, changes map[string]pathChange, strict bool) (*coItem, error) {
 	c := changes[p]
-	it := &coItem{path: p, c: c, ignored: co.r.ignoredPath(p)}
+	// Only an untracked path is the remote's to overwrite (as in git): c.From is what
+	// the head we are leaving has at p.
+	it := &coItem{path: p, c: c, ignored: c.From == nil && co.r.ignoredPath(p, nil)}
 	st, h, there, isDir, err := co.workState(p)
 	if err != nil {
 		return nil, err
 	}
 	it.stamp, it.want = st, st
-	if c.To == nil {
+	if c.To != nil && c.To.Mode == filemode.Submodule && (isDir || !there) {
+		return nil, nil // a gitlink has no content of ours; a submodule's checkout stays
+	}
+	if c.To == nil || c.To.Mode == filemode.Submodule {
+		// Gone, or a gitlink over a file: the file goes if it is the old side's.
 		switch {
 		case !there:
 			return nil, nil // already gone
