@@ -285,6 +285,9 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	if err == nil {
 		ign, err = repofiles.New(a.cfg.Repo, cfg.Watch.Ignore)
 	}
+	if err == nil {
+		ign = ign.WithLockFile(cfg.Lock.File)
+	}
 	if err != nil {
 		a.log.Error("reload rejected; keeping the running config", "err", err)
 		return

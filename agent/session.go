@@ -89,6 +89,7 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 		repo.Close()
 		return nil, fmt.Errorf("ignore rules of %s: %w", cfg.Repo, err)
 	}
+	ign = ign.WithLockFile(cfg.Lock.File) // lock.file is never committed, whatever its name
 	repo.SetIgnore(ign.Ignored)
 	s := &Session{cfg: cfg, repo: repo, ignorer: ign, log: o.Logger, now: o.Now, who: o.Who, held: o.LockHeld}
 	if o.ReadOnly {

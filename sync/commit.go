@@ -211,6 +211,9 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	}
 	res.Hash = commit.String()
 	res.Duration = time.Since(start)
+	if res.takeAllowance {
+		r.takeAllowance()
+	}
 	r.noteCommitted(old, commit, res.Changes)
 	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
 		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
@@ -268,6 +271,13 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	if newTree == baseTree {
 		res.Duration = time.Since(start)
 		return res, plumbing.ZeroHash, nil
+	}
+	if kind == KindChange {
+		take, err := st.brakeLocal()
+		if err != nil {
+			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		}
+		res.takeAllowance = take
 	}
 	res.Changes = st.changes()
 	for _, c := range res.Changes {

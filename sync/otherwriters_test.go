@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
 )
 
@@ -142,3 +143,31 @@ func TestGitlinkOverEditedFileKeepsEdit(t *testing.T) {
 
 var _ = errors.New
 var _ = os.Remove
+
+func TestConfiguredLockFileNeverCommitted(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"notes/a.html": "base\n"})
+	cfg := memd.DefaultConfig()
+	cfg.Lock.File = "writer.lock"
+	opts := OptionsFromConfig(cfg)
+	opts.Author, opts.Now, opts.Hostname = testOptions().Author, testOptions().Now, "hosta"
+	r := openTest(t, w.bDir, opts)
+	ig, err := repofiles.New(w.bDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetIgnore(ig.WithLockFile(cfg.Lock.File).Ignored)
+	writeFile(t, w.bDir, "writer.lock", "pid 1\n")
+	writeFile(t, w.bDir, "WRITER.LOCK", "pid 1\n") // the same file on a case-insensitive file system
+	writeFile(t, w.bDir, "notes/a.html", "edit\n")
+	for _, paths := range [][]string{{"writer.lock", "WRITER.LOCK", "notes/a.html"}, {"."}} {
+		mustCommit(t, r, paths...)
+		for p := range lsTree(t, w.bDir) {
+			if strings.EqualFold(p, "writer.lock") {
+				t.Fatalf("commit of %q committed the lock file %s", paths, p)
+			}
+		}
+	}
+	if dirty, err := r.Reconcile(); err != nil || len(dirty) != 0 {
+		t.Fatalf("reconcile %q %v: the lock file is not a change", dirty, err)
+	}
+}

@@ -77,6 +77,10 @@ type Options struct {
 	// only private paths (repofiles.PrivateFor) and nested repositories are
 	// skipped (those always are). It never applies to a tracked path.
 	Ignore func(rel string, isDir bool) bool
+	// MaxDeletes is sync.max_deletes, the mass deletion brake (massdelete.go); 0 =
+	// DefaultMaxDeletes. Deletions, when set, lets one held deletion through.
+	MaxDeletes int
+	Deletions  DeletionAllowance
 	// LockFile is lock.file, the writer lock's name: never committed, never
 	// written by a checkout ("" = memd.DefaultLockFile).
 	LockFile string
@@ -114,6 +118,9 @@ type CommitResult struct {
 	// denied): left as they are in HEAD, for a later commit; the rest of
 	// the batch is committed.
 	Skipped []string
+	// takeAllowance: a mass deletion went through on `memd resume
+	// --allow-deletes`; the permission is used up once the ref moved.
+	takeAllowance bool
 }
 
 // Repo is a memory repo: a git work tree with its .git directory.

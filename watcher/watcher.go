@@ -549,7 +549,7 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		return
 	}
 	ig := w.ign.Load()
-	if repofiles.Private(rel) {
+	if ig.Private(rel) {
 		return
 	}
 	switch {
