@@ -80,7 +80,8 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	}
 	ro := memsync.OptionsFromConfig(cfg)
 	ro.Logger, ro.Now = o.Logger, o.Now
-	repo, err := memsync.Open(cfg.Repo, ro) // first: it names a missing repo best
+	ro.Deletions = stateAllowance{cfg.StateDir()} // memd resume --allow-deletes (brake.go)
+	repo, err := memsync.Open(cfg.Repo, ro)       // first: it names a missing repo best
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@ type state struct {
 	syncErr    string
 	lastErr    string
 	conflicts  int
+	deletions  heldDeletions // mass deletions the brake holds (brake.go)
 	lastCommit *commitInfo
 	lastPush   *time.Time
 	lastSleep  *sleepInfo
@@ -75,6 +76,7 @@ func (a *Agent) publish() {
 		Events:         st.events.list(),
 	}
 	f.UntemplatedMD = inv.untemplated
+	a.brakeFacts(&f)
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

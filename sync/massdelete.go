@@ -122,11 +122,24 @@ func (r *Repo) takeAllowance() {
 	}
 }
 
-// memoryFilesIn counts the memory files of tree (zero: none).
-func memoryFilesIn(tc *treeCache, tree plumbing.Hash) (int, error) {
+// memoryFilesIn counts the memory files of tree (zero: none). The last answer is kept
+// (r.brakeTotal, under r.mu): a held deletion is retried every few seconds against the
+// same HEAD, and the count walks the whole tree.
+func (r *Repo) memoryFilesIn(tc *treeCache, tree plumbing.Hash) (int, error) {
 	if tree.IsZero() {
 		return 0, nil
 	}
+	if r.brakeTotal.tree == tree {
+		return r.brakeTotal.n, nil
+	}
+	n, err := countMemoryFiles(tc, tree)
+	if err == nil {
+		r.brakeTotal.tree, r.brakeTotal.n = tree, n
+	}
+	return n, err
+}
+
+func countMemoryFiles(tc *treeCache, tree plumbing.Hash) (int, error) {
 	n := 0
 	err := tc.walkTree(tree, "", func(p string, _ object.TreeEntry) error {
 		if memd.IsMemoryFile(p) {
@@ -159,7 +172,7 @@ func (s *stager) brakeLocal() (take bool, err error) {
 			}
 		}
 	}
-	return s.r.brake(SideLocal, d, func() (int, error) { return memoryFilesIn(s.treeCache, s.base) })
+	return s.r.brake(SideLocal, d, func() (int, error) { return s.r.memoryFilesIn(s.treeCache, s.base) })
 }
 
 // brakeRemote is the brake for bringing pl's target in over localTree.
@@ -174,7 +187,7 @@ func (r *Repo) brakeRemote(pl *integratePlan, localTree plumbing.Hash) error {
 		}
 	}
 	take, err := r.brake(SideRemote, d, func() (int, error) {
-		return memoryFilesIn(newTreeCache(r.repo.Storer), localTree)
+		return r.memoryFilesIn(newTreeCache(r.repo.Storer), localTree)
 	})
 	pl.takeAllowance = take
 	return err

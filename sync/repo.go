@@ -153,6 +153,12 @@ type Repo struct {
 	// merges are done (checkout.go heldVersion); under mu.
 	held []*heldVersion
 
+	// brakeTotal is the last count of a tree's memory files (massdelete.go); under mu.
+	brakeTotal struct {
+		tree plumbing.Hash
+		n    int
+	}
+
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
 	packs packStamp

@@ -170,6 +170,8 @@ func stateOf(f Facts, d Document) string {
 	switch {
 	case f.Busy || f.Activity != "":
 		return StateBusy
+	case f.Paused != nil:
+		return StatePaused
 	case d.Error != "":
 		return StateError
 	case f.Conflicts > 0:
@@ -193,6 +195,8 @@ func headParts(f Facts, d Document, short []string) []Part {
 		return []Part{{Text: busyText(what), Kind: KindDim}}
 	case StateError:
 		return []Part{{Text: "error:", Kind: KindError}, {Text: " " + d.Error}}
+	case StatePaused:
+		return []Part{{Text: "paused:", Kind: KindWarn}, {Text: " " + clean(d.Paused.Reason)}}
 	case StateOffline:
 		return append(changeParts(d.LastCommit), Part{Text: " "}, Part{Text: offlineText(f.Ahead), Kind: KindWarn})
 	}
