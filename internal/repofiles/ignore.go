@@ -34,15 +34,16 @@ var ErrBadPattern = errors.New("bad ignore pattern")
 // An Ignorer is immutable once built and safe for concurrent use; a reload builds a new one
 // (Reload) and every consumer is handed that one.
 type Ignorer struct {
-	root  string             // absolute repo root
-	extra []string           // watch.ignore, as given
-	lock  string             // lock.file ("" = the default name): private, see PrivateFor
-	base  []entry            // .git/info/exclude: lowest priority
-	byDir map[string][]entry // dir rel ("" = root) → its .gitignore
-	top   []entry            // DefaultIgnore + extra: highest priority
-	m     matcher
-	files int      // .gitignore files read
-	dirs  sync.Map // dir rel → ignored (itself or an ancestor); valid for these rules only
+	root    string             // absolute repo root
+	extra   []string           // watch.ignore, as given
+	lock    string             // lock.file ("" = the default name): private, see PrivateFor
+	base    []entry            // .git/info/exclude: lowest priority
+	byDir   map[string][]entry // dir rel ("" = root) → its .gitignore
+	top     []entry            // DefaultIgnore + extra: highest priority
+	m       matcher
+	files   int         // .gitignore files read
+	tracked *trackedSet // the index's paths these rules ignore (Skip), read on first use
+	dirs    sync.Map    // dir rel → ignored (itself or an ancestor); valid for these rules only
 }
 
 func checkPattern(p string) error {
@@ -123,7 +124,7 @@ func (ig *Ignorer) walkReading(start string, fn Funcs) error {
 // newBase builds an Ignorer without any .gitignore; the caller's walk adds them
 // directory by directory (readGitignore).
 func newBase(root string, extra []string) (*Ignorer, error) {
-	ig := &Ignorer{root: root, extra: append([]string(nil), extra...), byDir: map[string][]entry{}}
+	ig := &Ignorer{root: root, extra: append([]string(nil), extra...), byDir: map[string][]entry{}, tracked: &trackedSet{}}
 	for _, p := range DefaultIgnore {
 		ig.top = append(ig.top, newEntry(p, nil))
 	}
@@ -162,7 +163,7 @@ func (ig *Ignorer) readGitignore(dir string) {
 
 // clone copies the rules so a walk can extend them without touching the published ones.
 func (ig *Ignorer) clone() *Ignorer {
-	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir))}
+	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir)), tracked: &trackedSet{}}
 	for d, ps := range ig.byDir {
 		c.byDir[d] = ps
 	}

@@ -2,6 +2,7 @@ package repofiles
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -40,5 +41,48 @@ func TestPrivateIsOneDefinition(t *testing.T) {
 	}
 	if Private("writer.lock") {
 		t.Fatal("the package default knows only the default lock name")
+	}
+}
+
+func TestSkipNeverAppliesToTrackedPaths(t *testing.T) {
+	root := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	for _, p := range []string{"memory.jsonl", "old/x.html", "notes/a.html", "writer.lock"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("add", "-f", "memory.jsonl", "old/x.html", "notes/a.html", "writer.lock")
+	if err := os.WriteFile(filepath.Join(root, ".gitignore"), []byte("*.jsonl\nold/\n*.html\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ig, err := New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ig = ig.WithLockFile("writer.lock")
+	for _, tc := range []struct {
+		rel         string
+		dir, ignore bool
+	}{
+		{"memory.jsonl", false, false}, {"old", true, false}, {"old/x.html", false, false},
+		{"notes/a.html", false, false}, {"notes/b.html", false, true}, {"old/y.html", false, true},
+		{"other.jsonl", false, true}, {"writer.lock", false, true}, {"notes", true, false},
+	} {
+		if got := ig.Skip(tc.rel, tc.dir); got != tc.ignore {
+			t.Errorf("Skip(%q) = %v, want %v", tc.rel, got, tc.ignore)
+		}
 	}
 }
