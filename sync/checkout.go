@@ -133,6 +133,9 @@ type checkout struct {
 	// marked: the merge marker for this checkout is already written (a
 	// sync writes it while planning, before the writer lock).
 	marked bool
+	// gitlinks: submodule paths with no directory yet; apply makes each an empty
+	// directory, as git's checkout of an uninitialised submodule does.
+	gitlinks []string
 }
 
 // openWorkTree opens the work tree for safe writes.
@@ -228,8 +231,13 @@ func (co *checkout) classify(p string, changes map[string]pathChange, strict boo
 		return nil, err
 	}
 	it.stamp, it.want = st, st
-	if c.To != nil && c.To.Mode == filemode.Submodule && (isDir || !there) {
-		return nil, nil // a gitlink has no content of ours; a submodule's checkout stays
+	if c.To != nil && c.To.Mode == filemode.Submodule {
+		if !isDir {
+			co.gitlinks = append(co.gitlinks, p) // an empty directory, as git checks one out
+		}
+		if isDir || !there {
+			return nil, nil // a gitlink has no content of ours; a submodule's checkout stays
+		}
 	}
 	if c.To == nil || c.To.Mode == filemode.Submodule {
 		// Gone, or a gitlink over a file: the file goes if it is the old side's.
@@ -452,6 +460,7 @@ func (co *checkout) apply() (late []string, err error) {
 	if late, err = co.writeItems(dirs, late); err != nil {
 		return late, err
 	}
+	co.makeGitlinkDirs(dirs)
 	// The renames are durable before the caller drops the marker.
 	ds := make([]string, 0, len(dirs))
 	for d := range dirs {
@@ -466,6 +475,21 @@ func (co *checkout) apply() (late []string, err error) {
 		return late, err
 	}
 	return late, nil
+}
+
+// makeGitlinkDirs makes an empty directory at each gitlink path that is free (a file
+// left in the way, an edit, stays: it is committed and merged like any edit).
+func (co *checkout) makeGitlinkDirs(dirs map[string]bool) {
+	for _, p := range co.gitlinks {
+		if _, err := co.t.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := co.t.MkdirAll(p, 0o755); err != nil {
+			co.r.log.Warn("submodule directory not made", "path", p, "err", err)
+			continue
+		}
+		dirs[path.Dir(p)] = true
+	}
 }
 
 // removeDeleted removes the paths the checkout deletes, holding the version

@@ -195,7 +195,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err != nil {
 		return res, err
 	}
-	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead)
+	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == KindChange)
 	if err != nil || commit.IsZero() {
 		return res, err
 	}
@@ -224,8 +224,10 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 // writeChangeCommitLocked stages paths from the work tree against parent's tree and writes
 // a commit of the result with parent as its only parent, durably, without moving any ref
 // (commit zero: nothing changed). CommitPaths moves the branch to it; a sync commits edits
-// made during a checkout on the head they were made on (mergeEditsLocked).
-func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, plumbing.Hash, error) {
+// made during a checkout on the head they were made on (mergeEditsLocked). brake: the mass
+// deletion brake applies (a batch of writers' changes; not a checkout's own window, whose
+// ref already moved).
+func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func(), brake bool) (CommitResult, plumbing.Hash, error) {
 	start := time.Now()
 	res := CommitResult{Kind: kind}
 	var baseTree plumbing.Hash
@@ -272,7 +274,7 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 		res.Duration = time.Since(start)
 		return res, plumbing.ZeroHash, nil
 	}
-	if kind == KindChange {
+	if brake {
 		take, err := st.brakeLocal()
 		if err != nil {
 			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)

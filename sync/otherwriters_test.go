@@ -1,8 +1,6 @@
 package sync
 
 import (
-	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -139,10 +137,8 @@ func TestGitlinkOverEditedFileKeepsEdit(t *testing.T) {
 	if got := lsTree(t, w.aDir)["notes/a.html"]; got != "160000 "+sub {
 		t.Fatalf("gitlink dropped by a later commit: %q", got)
 	}
+	statusClean(t, w.a)
 }
-
-var _ = errors.New
-var _ = os.Remove
 
 func TestConfiguredLockFileNeverCommitted(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"notes/a.html": "base\n"})
