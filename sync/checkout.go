@@ -136,6 +136,8 @@ type checkout struct {
 	// gitlinks: submodule paths with no directory yet; apply makes each an empty
 	// directory, as git's checkout of an uninitialised submodule does.
 	gitlinks []string
+	// gitlinkDirs: a submodule's (empty) directory where a file goes; apply removes it.
+	gitlinkDirs []string
 }
 
 // openWorkTree opens the work tree for safe writes.
@@ -271,6 +273,9 @@ func (co *checkout) classify(p string, changes map[string]pathChange, strict boo
 		}
 		it.kind = coWrite
 		it.want = safefs.Stamp{} // gone once its files are deleted
+		if c.From != nil && c.From.Mode == filemode.Submodule {
+			co.gitlinkDirs = append(co.gitlinkDirs, p) // holds no file of ours to delete: removed itself
+		}
 	case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
 		it.kind = coWrite
 	default:
@@ -456,6 +461,13 @@ func (co *checkout) apply() (late []string, err error) {
 	var dirs = map[string]bool{}
 	if late, err = co.removeDeleted(dirs); err != nil {
 		return late, err
+	}
+	for _, p := range co.gitlinkDirs {
+		// Only an empty one goes (rmdir); a submodule someone checked out makes the
+		// write below fail, naming the path.
+		if err := co.t.Remove(p); err == nil {
+			dirs[path.Dir(p)] = true
+		}
 	}
 	if late, err = co.writeItems(dirs, late); err != nil {
 		return late, err

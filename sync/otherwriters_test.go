@@ -167,3 +167,25 @@ func TestConfiguredLockFileNeverCommitted(t *testing.T) {
 		t.Fatalf("reconcile %q %v: the lock file is not a change", dirty, err)
 	}
 }
+
+func TestGitlinkReplacedByFileAgain(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"notes/a.html": "base\n"})
+	sub := strings.Repeat("cd", 20)
+	runGit(t, w.bDir, "rm", "-q", "notes/a.html")
+	runGit(t, w.bDir, "update-index", "--add", "--cacheinfo", "160000,"+sub+",notes/a.html")
+	runGit(t, w.bDir, "commit", "-q", "-m", "submodule over a")
+	runGit(t, w.bDir, "push", "-q", "origin", "main")
+	mustSync(t, w.a)
+	statusClean(t, w.a)
+	// The submodule goes again, a file takes its place.
+	runGit(t, w.bDir, "rm", "-q", "--cached", "notes/a.html")
+	writeFile(t, w.bDir, "notes/a.html", "a file again\n")
+	runGit(t, w.bDir, "add", "notes/a.html")
+	runGit(t, w.bDir, "commit", "-q", "-m", "file again")
+	runGit(t, w.bDir, "push", "-q", "origin", "main")
+	mustSync(t, w.a)
+	if got := readWork(t, w.aDir, "notes/a.html"); got != "a file again\n" {
+		t.Fatalf("notes/a.html holds %q", got)
+	}
+	statusClean(t, w.a)
+}
