@@ -1,8 +1,11 @@
 package repofiles
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"path/filepath"
 	"testing"
 )
@@ -84,5 +87,47 @@ func TestSkipNeverAppliesToTrackedPaths(t *testing.T) {
 		if got := ig.Skip(tc.rel, tc.dir); got != tc.ignore {
 			t.Errorf("Skip(%q) = %v, want %v", tc.rel, got, tc.ignore)
 		}
+	}
+}
+
+// The names-only index reader reads back the names git wrote: version 2,
+// a name over 0xfff bytes, and version 3 (an intent-to-add entry sets the extended flags).
+func TestIndexNamesMatchGoGit(t *testing.T) {
+	root := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	long := strings.Repeat(strings.Repeat("d", 200)+"/", 22) + "x.html" // 4428 bytes
+	var info strings.Builder
+	for _, p := range []string{"a.html", "b/c.jsonl", long, "z"} {
+		fmt.Fprintf(&info, "100644 %s\t%s\n", strings.Repeat("1", 40), p)
+	}
+	cmd := exec.Command("git", "update-index", "--index-info")
+	cmd.Dir, cmd.Stdin = root, strings.NewReader(info.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("update-index: %v %s", err, out)
+	}
+	want := []string{"a.html", "b/c.jsonl", long, "z"}
+	if got := indexNames(root); !slices.Equal(got, want) {
+		t.Fatalf("v2 names %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(root, "ita.html"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("add", "--intent-to-add", "ita.html")
+	got := indexNames(root)
+	if !slices.Contains(got, "ita.html") || !slices.Contains(got, long) || len(got) != 5 {
+		t.Fatalf("v3 names %q", got)
+	}
+	data, _ := os.ReadFile(filepath.Join(root, ".git", "index"))
+	if v := data[7]; v != 3 {
+		t.Fatalf("index version %d, want 3 (the test's point)", v)
 	}
 }
