@@ -92,7 +92,7 @@ func TestSkipNeverAppliesToTrackedPaths(t *testing.T) {
 
 // The names-only index reader reads back the names git wrote: version 2,
 // a name over 0xfff bytes, and version 3 (an intent-to-add entry sets the extended flags).
-func TestIndexNamesMatchGoGit(t *testing.T) {
+func TestIndexNamesReadWhatGitWrote(t *testing.T) {
 	root := t.TempDir()
 	run := func(args ...string) {
 		t.Helper()
