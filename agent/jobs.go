@@ -40,6 +40,9 @@ func (a *Agent) commitPending(ctx context.Context) (took bool, err error) {
 	if err != nil {
 		a.pending.add(paths)
 		a.retryLater(a.k.commit, 5*time.Second)
+		if a.holdDeletion(err) {
+			return false, nil // paused, not an error; no sync kick per retry
+		}
 		if err.Error() != a.st.lastErr { // one event per new failure, not per retry
 			a.event(metrics.KindError, metrics.Part{Text: "error:", Kind: metrics.KindError}, metrics.Part{Text: " " + err.Error()})
 		}
@@ -47,6 +50,7 @@ func (a *Agent) commitPending(ctx context.Context) (took bool, err error) {
 		return true, err
 	}
 	a.st.pending = a.pending.len()
+	a.st.deletions.local = ""
 	return true, nil
 }
 
@@ -159,6 +163,10 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.retryLater(a.k.sync, wait)
 		return nil
 	}
+	if a.holdDeletion(err) {
+		a.retryLater(a.k.sync, a.cfg.Sync.CheckInterval.D())
+		return nil
+	}
 	if err != nil {
 		a.metrics.SyncDone(err, a.now())
 		a.noteMerge(res, before) // a merge may have happened before the push failed
@@ -200,6 +208,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 	}
 	a.st.syncState = metrics.StateOK
 	a.st.syncErr = ""
+	a.st.deletions.remote = ""
 	a.metrics.SyncDone(nil, a.now())
 	a.noteMerge(res, before)
 	if res.Pushed {
@@ -298,6 +307,9 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	var ign *repofiles.Ignorer // built once, for the committer, the watcher, the inventory and sleep
 	if err == nil {
 		ign, err = repofiles.New(a.cfg.Repo, cfg.Watch.Ignore)
+	}
+	if err == nil {
+		ign = ign.WithLockFile(cfg.Lock.File)
 	}
 	if err != nil {
 		a.log.Error("reload rejected; keeping the running config", "err", err)

@@ -80,7 +80,8 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	}
 	ro := memsync.OptionsFromConfig(cfg)
 	ro.Logger, ro.Now = o.Logger, o.Now
-	repo, err := memsync.Open(cfg.Repo, ro) // first: it names a missing repo best
+	ro.Deletions = stateAllowance{cfg.StateDir()} // memd resume --allow-deletes (brake.go)
+	repo, err := memsync.Open(cfg.Repo, ro)       // first: it names a missing repo best
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +90,7 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 		repo.Close()
 		return nil, fmt.Errorf("ignore rules of %s: %w", cfg.Repo, err)
 	}
+	ign = ign.WithLockFile(cfg.Lock.File) // lock.file is never committed, whatever its name
 	repo.SetIgnore(ign.Ignored)
 	s := &Session{cfg: cfg, repo: repo, ignorer: ign, log: o.Logger, now: o.Now, who: o.Who, held: o.LockHeld}
 	if o.ReadOnly {

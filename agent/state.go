@@ -31,6 +31,7 @@ type state struct {
 	syncErr    string
 	lastErr    string
 	conflicts  int
+	deletions  heldDeletions // mass deletions the brake holds (brake.go)
 	lastCommit *commitInfo
 	lastPush   *time.Time
 	lastSleep  *sleepInfo
@@ -79,6 +80,7 @@ func (a *Agent) publish() {
 	}
 	f.UntemplatedMD = inv.untemplated
 	f.Duplicates = inv.Duplicates
+	a.brakeFacts(&f)
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

@@ -190,8 +190,10 @@ func isMemoryMD(rel string) bool {
 // file of every walk, and memd.ValidMemoryPath formats its verdict even for a valid path,
 // so the common case (a plain ASCII path in a bucket) is decided here; anything else goes
 // to memd.ValidMemoryPath, the rule.
+//
+// A conflict copy is not one: sleep never moves, archives or lists it (DESIGN §9).
 func isMemoryPath(rel string) bool {
-	if !strings.HasSuffix(rel, memd.MemoryExt) || memd.IsNonMemory(rel) {
+	if !strings.HasSuffix(rel, memd.MemoryExt) || memd.IsNonMemory(rel) || memd.IsConflictCopy(rel) {
 		return false
 	}
 	if plainMemoryPath(rel) {

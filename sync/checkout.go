@@ -69,7 +69,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
@@ -100,14 +99,6 @@ func (e *WorktreeChangedError) Error() string {
 
 func (e *WorktreeChangedError) Unwrap() error { return ErrWorktreeChanged }
 
-// lockFileName is memd's writer lock: the checkout never writes or removes
-// it, whatever the tree holds (the lock protocol owns that file).
-const lockFileName = memd.DefaultLockFile
-
-// isLockFile: p is the lock file, in any case (a case-insensitive file
-// system, as macOS has by default, maps ".MEMORY.LOCK" onto it).
-func isLockFile(p string) bool { return strings.EqualFold(p, lockFileName) }
-
 type coKind uint8
 
 const (
@@ -125,7 +116,7 @@ type coItem struct {
 	want    safefs.Stamp // what the target must be at its rename (stamp, or nothing for a drained directory)
 	tmp     *safefs.Temp
 	staged  bool // tmp waits in the root: its directory does not exist yet
-	ignored bool // an ignored path: the remote wins, no edit to protect
+	ignored bool // an ignored path HEAD does not track: the remote wins, no edit to protect
 }
 
 type checkout struct {
@@ -142,6 +133,11 @@ type checkout struct {
 	// marked: the merge marker for this checkout is already written (a
 	// sync writes it while planning, before the writer lock).
 	marked bool
+	// gitlinks: submodule paths with no directory yet; apply makes each an empty
+	// directory, as git's checkout of an uninitialised submodule does.
+	gitlinks []string
+	// gitlinkDirs: a submodule's (empty) directory where a file goes; apply removes it.
+	gitlinkDirs []string
 }
 
 // openWorkTree opens the work tree for safe writes.
@@ -173,7 +169,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 	s := r.repo.Storer
 	var open []*safefs.Temp // written, not yet fsynced and closed
 	for _, p := range slices.Sorted(maps.Keys(changes)) {
-		if isLockFile(p) {
+		if r.private(p) { // the writer lock (the lock protocol owns it), memd's temps: never the tree's
 			continue
 		}
 		it, err := co.classify(p, changes, strict)
@@ -229,13 +225,24 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 // directory with other files in the way is an error).
 func (co *checkout) classify(p string, changes map[string]pathChange, strict bool) (*coItem, error) {
 	c := changes[p]
-	it := &coItem{path: p, c: c, ignored: co.r.ignoredPath(p)}
+	// Only an untracked path is the remote's to overwrite (as in git): c.From is what
+	// the head we are leaving has at p.
+	it := &coItem{path: p, c: c, ignored: c.From == nil && co.r.ignoredPath(p, nil)}
 	st, h, there, isDir, err := co.workState(p)
 	if err != nil {
 		return nil, err
 	}
 	it.stamp, it.want = st, st
-	if c.To == nil {
+	if c.To != nil && c.To.Mode == filemode.Submodule {
+		if !isDir {
+			co.gitlinks = append(co.gitlinks, p) // an empty directory, as git checks one out
+		}
+		if isDir || !there {
+			return nil, nil // a gitlink has no content of ours; a submodule's checkout stays
+		}
+	}
+	if c.To == nil || c.To.Mode == filemode.Submodule {
+		// Gone, or a gitlink over a file: the file goes if it is the old side's.
 		switch {
 		case !there:
 			return nil, nil // already gone
@@ -266,6 +273,9 @@ func (co *checkout) classify(p string, changes map[string]pathChange, strict boo
 		}
 		it.kind = coWrite
 		it.want = safefs.Stamp{} // gone once its files are deleted
+		if c.From != nil && c.From.Mode == filemode.Submodule {
+			co.gitlinkDirs = append(co.gitlinkDirs, p) // holds no file of ours to delete: removed itself
+		}
 	case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
 		it.kind = coWrite
 	default:
@@ -452,9 +462,17 @@ func (co *checkout) apply() (late []string, err error) {
 	if late, err = co.removeDeleted(dirs); err != nil {
 		return late, err
 	}
+	for _, p := range co.gitlinkDirs {
+		// Only an empty one goes (rmdir); a submodule someone checked out makes the
+		// write below fail, naming the path.
+		if err := co.t.Remove(p); err == nil {
+			dirs[path.Dir(p)] = true
+		}
+	}
 	if late, err = co.writeItems(dirs, late); err != nil {
 		return late, err
 	}
+	co.makeGitlinkDirs(dirs)
 	// The renames are durable before the caller drops the marker.
 	ds := make([]string, 0, len(dirs))
 	for d := range dirs {
@@ -469,6 +487,21 @@ func (co *checkout) apply() (late []string, err error) {
 		return late, err
 	}
 	return late, nil
+}
+
+// makeGitlinkDirs makes an empty directory at each gitlink path that is free (a file
+// left in the way, an edit, stays: it is committed and merged like any edit).
+func (co *checkout) makeGitlinkDirs(dirs map[string]bool) {
+	for _, p := range co.gitlinks {
+		if _, err := co.t.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := co.t.MkdirAll(p, 0o755); err != nil {
+			co.r.log.Warn("submodule directory not made", "path", p, "err", err)
+			continue
+		}
+		dirs[path.Dir(p)] = true
+	}
 }
 
 // removeDeleted removes the paths the checkout deletes, holding the version

@@ -195,7 +195,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err != nil {
 		return res, err
 	}
-	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead)
+	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == KindChange)
 	if err != nil || commit.IsZero() {
 		return res, err
 	}
@@ -211,6 +211,9 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	}
 	res.Hash = commit.String()
 	res.Duration = time.Since(start)
+	if res.takeAllowance {
+		r.takeAllowance()
+	}
 	r.noteCommitted(old, commit, res.Changes)
 	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
 		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
@@ -221,8 +224,10 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 // writeChangeCommitLocked stages paths from the work tree against parent's tree and writes
 // a commit of the result with parent as its only parent, durably, without moving any ref
 // (commit zero: nothing changed). CommitPaths moves the branch to it; a sync commits edits
-// made during a checkout on the head they were made on (mergeEditsLocked).
-func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, plumbing.Hash, error) {
+// made during a checkout on the head they were made on (mergeEditsLocked). brake: the mass
+// deletion brake applies (a batch of writers' changes; not a checkout's own window, whose
+// ref already moved).
+func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func(), brake bool) (CommitResult, plumbing.Hash, error) {
 	start := time.Now()
 	res := CommitResult{Kind: kind}
 	var baseTree plumbing.Hash
@@ -268,6 +273,13 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	if newTree == baseTree {
 		res.Duration = time.Since(start)
 		return res, plumbing.ZeroHash, nil
+	}
+	if brake {
+		take, err := st.brakeLocal()
+		if err != nil {
+			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		}
+		res.takeAllowance = take
 	}
 	res.Changes = st.changes()
 	for _, c := range res.Changes {
@@ -358,11 +370,12 @@ func sanitizeIdent(s string) string {
 // stagePath stages one repo-relative path ("" = the whole tree).
 func (s *stager) stagePath(rel string) error {
 	// An ignored path, or one under an ignored or .git directory, is
-	// never staged.
+	// never staged, unless HEAD tracks it (git's rule; private paths
+	// excepted).
 	if rel != "" {
 		parts := strings.Split(rel, "/")
 		for i := 1; i < len(parts); i++ {
-			if s.r.ignored(strings.Join(parts[:i], "/"), true) {
+			if s.ignored(strings.Join(parts[:i], "/"), true) {
 				return nil
 			}
 		}
@@ -374,7 +387,7 @@ func (s *stager) stagePath(rel string) error {
 	if !s.parentsAreDirs(rel) {
 		// Beyond a symlink (or under a file): not a path git can track,
 		// and lstat would follow the link out of the repo.
-		if s.r.ignored(rel, false) {
+		if s.ignored(rel, false) {
 			return nil
 		}
 		return s.deleteAt(rel)
@@ -385,14 +398,14 @@ func (s *stager) stagePath(rel string) error {
 		if rel == "" {
 			return fmt.Errorf("work tree %s is gone", s.r.dir)
 		}
-		if s.r.ignored(rel, false) {
+		if s.ignored(rel, false) {
 			return nil
 		}
 		return s.deleteAt(rel)
 	case err != nil:
 		return fmt.Errorf("lstat %s: %w", rel, err)
 	}
-	if s.r.ignored(rel, fi.IsDir()) {
+	if s.ignored(rel, fi.IsDir()) {
 		return nil
 	}
 	switch {
@@ -414,6 +427,20 @@ func (s *stager) stagePath(rel string) error {
 		s.r.log.Debug("skipping special file", "path", rel, "mode", fi.Mode().String())
 		return s.deleteAt(rel)
 	}
+}
+
+// ignored: rel is not staged because it is private, or ignored and not tracked by the
+// commit's base (ignore rules never apply to a tracked path, as in git).
+func (s *stager) ignored(rel string, isDir bool) bool {
+	return s.r.ignoredUntracked(rel, isDir, s.tracked)
+}
+
+// tracked: the base tree has rel, as a tree for a directory, else as a file, link or
+// gitlink. A tree that cannot be read counts as untracked: the path is left for later,
+// never deleted.
+func (s *stager) tracked(rel string, isDir bool) bool {
+	e, ok, err := s.headEntry(rel)
+	return err == nil && ok && (e.Mode == filemode.Dir) == isDir
 }
 
 // parentsAreDirs reports whether every ancestor of rel is a real directory
@@ -467,7 +494,7 @@ func (s *stager) deleteAt(rel string) error {
 
 func (s *stager) deleteSubtree(rel string, tree plumbing.Hash) error {
 	return s.walkTree(tree, rel, func(p string, e object.TreeEntry) error {
-		if e.Mode == filemode.Submodule || s.r.ignored(p, false) {
+		if e.Mode == filemode.Submodule || s.r.private(p) {
 			return nil
 		}
 		if _, done := s.edits[p]; !done {
@@ -513,7 +540,7 @@ func (s *stager) stageDir(rel string) error {
 func (s *stager) stageFilesUnder(rel string) (map[string]bool, error) {
 	seen := make(map[string]bool)
 	var walkErr error
-	err := repofiles.Walk(s.r.dir, rel, s.r.ignored, repofiles.Funcs{
+	err := repofiles.Walk(s.r.dir, rel, s.ignored, repofiles.Funcs{
 		Fail: func(p string, err error) {
 			if errors.Is(err, fs.ErrPermission) {
 				// Unreadable directory: what HEAD has under it stays
@@ -556,7 +583,7 @@ func (s *stager) stageFilesUnder(rel string) (map[string]bool, error) {
 // that the walk did not see and that is confirmed gone from disk.
 func (s *stager) deleteGoneUnder(rel string, tree plumbing.Hash, seen map[string]bool) error {
 	return s.walkTree(tree, rel, func(p string, e object.TreeEntry) error {
-		if seen[p] || e.Mode == filemode.Submodule || s.r.ignored(p, false) {
+		if seen[p] || e.Mode == filemode.Submodule || s.r.private(p) {
 			return nil
 		}
 		if _, done := s.edits[p]; done {

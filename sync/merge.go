@@ -113,9 +113,11 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol memd.Merge
 
 // dirtyPaths lists the paths of changes whose work tree content is neither
 // the old side's (From) nor already the new side's (To): uncommitted edits
-// that moving HEAD would overwrite. Ignored paths are never dirty (they are
-// never committed, so the remote's version wins, as in git), nor is memd's
-// lock file (the checkout leaves it alone).
+// that moving HEAD would overwrite. Ignored paths the old side does not track
+// are never dirty (they are never committed, so the remote's version wins, as
+// in git); an ignored tracked file is dirty like any other (git pull refuses to
+// overwrite it; memd commits and merges it). memd's lock file never is (the
+// checkout leaves it alone).
 func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 	t, err := r.openWorkTree()
 	if err != nil {
@@ -125,10 +127,10 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 	defer t.Close()
 	var dirty []string
 	for _, p := range slices.Sorted(maps.Keys(changes)) {
-		if isLockFile(p) || r.ignoredPath(p) {
+		c := changes[p]
+		if r.private(p) || (c.From == nil && r.ignoredPath(p, nil)) {
 			continue
 		}
-		c := changes[p]
 		_, h, there, isDir, err := co.workState(p)
 		if err != nil {
 			return nil, err

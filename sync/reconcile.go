@@ -95,8 +95,13 @@ func (r *Repo) gitStatus(gitBin string) ([]byte, error) {
 
 // parsePorcelainZ reads `git status --porcelain=v1 -z` records: "XY path\0",
 // and for renames/copies "XY to\0from\0" (both are dirty).
+//
+// git already applies its ignore rules as git does (never to a tracked path), but not
+// memd's own (DefaultIgnore, watch.ignore): an untracked record ("??") is held to the
+// Ignore hook, a tracked one only to the private rule.
 func (r *Repo) parsePorcelainZ(out []byte) []string {
 	seen := make(map[string]bool)
+	tracked := make(map[string]bool)
 	recs := bytes.Split(out, []byte{0})
 	for i := 0; i < len(recs); i++ {
 		rec := recs[i]
@@ -109,19 +114,23 @@ func (r *Repo) parsePorcelainZ(out []byte) []string {
 			continue // an untracked nested repository: not ours
 		}
 		seen[p] = true
+		tracked[p] = x != '?'
 		if (x == 'R' || x == 'C') && i+1 < len(recs) {
 			i++
 			seen[string(recs[i])] = true
+			tracked[string(recs[i])] = true
 		}
 	}
-	return r.filterSorted(seen)
+	return r.filterSorted(seen, func(p string, _ bool) bool { return tracked[p] })
 }
 
-func (r *Repo) filterSorted(set map[string]bool) []string {
+// filterSorted sorts set's paths, less those ignored (ignoredPath with tracked) and those
+// inside a nested repository.
+func (r *Repo) filterSorted(set map[string]bool, tracked func(rel string, isDir bool) bool) []string {
 	out := make([]string, 0, len(set))
 	nested := make(map[string]bool) // git lists the files of a .git it cannot open as a repo
 	for p := range set {
-		if p == "" || r.ignoredPath(p) || repofiles.InNestedRepo(r.dir, p, nested) {
+		if p == "" || r.ignoredPath(p, tracked) || repofiles.InNestedRepo(r.dir, p, nested) {
 			continue
 		}
 		out = append(out, p)
@@ -130,8 +139,16 @@ func (r *Repo) filterSorted(set map[string]bool) []string {
 	return out
 }
 
-// ignoredPath checks a file path and each of its directories.
-func (r *Repo) ignoredPath(p string) bool {
+// ignoredPath checks a file path and each of its directories. A file tracked says true
+// for is never ignored, only private: its directories' rules do not apply to it either
+// (git cannot leave a tracked file out because its folder is ignored).
+func (r *Repo) ignoredPath(p string, tracked func(rel string, isDir bool) bool) bool {
+	if r.private(p) {
+		return true
+	}
+	if tracked != nil && tracked(p, false) {
+		return false
+	}
 	if r.ignored(p, false) {
 		return true
 	}
@@ -158,7 +175,17 @@ func (r *Repo) reconcileWalkLocked() ([]string, error) {
 	dirty := make(map[string]bool)
 	seen := make(map[string]bool, len(tracked))
 	var walkErr error
-	err = repofiles.Walk(r.dir, "", r.ignored, repofiles.Funcs{
+	trackedDirs := dirsOf(tracked)
+	isTracked := func(rel string, isDir bool) bool {
+		if isDir {
+			return trackedDirs[rel]
+		}
+		_, ok := tracked[rel]
+		return ok
+	}
+	err = repofiles.Walk(r.dir, "", func(rel string, isDir bool) bool {
+		return r.ignoredUntracked(rel, isDir, isTracked)
+	}, repofiles.Funcs{
 		Fail: func(_ string, err error) {
 			if walkErr == nil {
 				walkErr = err
@@ -188,7 +215,24 @@ func (r *Repo) reconcileWalkLocked() ([]string, error) {
 			dirty[p] = true
 		}
 	}
-	return r.filterSorted(dirty), nil
+	return r.filterSorted(dirty, isTracked), nil
+}
+
+// dirsOf lists the directories that hold the given paths (at any depth).
+func dirsOf[V any](paths map[string]V) map[string]bool {
+	dirs := make(map[string]bool)
+	for p := range paths {
+		for i := len(p) - 1; i > 0; i-- {
+			if p[i] != '/' {
+				continue
+			}
+			if dirs[p[:i]] {
+				break // its ancestors are in already
+			}
+			dirs[p[:i]] = true
+		}
+	}
+	return dirs
 }
 
 // headBlob is what HEAD has at a path.

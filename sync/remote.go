@@ -595,6 +595,8 @@ type integratePlan struct {
 	// dirty: the paths holding uncommitted edits that step 1 found in the
 	// way (then co is nil): Sync commits them and plans again.
 	dirty []string
+	// takeAllowance: a held mass deletion let through; taken once HEAD moved.
+	takeAllowance bool
 }
 
 // drop removes the prepared checkout's temps (and its marker) when the plan
@@ -707,6 +709,9 @@ func (r *Repo) planTargetLocked(ro RemoteOptions, pl *integratePlan, base, lc, r
 	if err := treemerge.DiffTrees(r.repo.Storer, localTree, targetTree, "", pl.changes); err != nil {
 		return err
 	}
+	if err := r.brakeRemote(pl, localTree); err != nil {
+		return fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)
+	}
 	pl.msg = "memd: fast-forward to " + ro.Remote + "/" + r.opts.Branch
 	if pl.merge {
 		pl.msg = mergeMessage(ro.Remote, r.opts.Branch, r.opts.Hostname, pl.conflicts)
@@ -791,6 +796,9 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, pl *integra
 			return wc.Paths, nil
 		}
 		return nil, err
+	}
+	if pl.takeAllowance {
+		r.takeAllowance()
 	}
 	if pl.merge {
 		res.Merged = true

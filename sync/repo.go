@@ -41,6 +41,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -73,9 +74,16 @@ type Options struct {
 	Logger *slog.Logger
 	Now    func() time.Time // commit timestamps; nil = time.Now
 	// Ignore is the repo's ignore rule, (*repofiles.Ignorer).Ignored; nil =
-	// only .git/, .memory.lock and nested repositories are skipped (those
-	// always are).
-	Ignore   func(rel string, isDir bool) bool
+	// only private paths (repofiles.PrivateFor) and nested repositories are
+	// skipped (those always are). It never applies to a tracked path.
+	Ignore func(rel string, isDir bool) bool
+	// MaxDeletes is sync.max_deletes, the mass deletion brake (massdelete.go); 0 =
+	// DefaultMaxDeletes. Deletions, when set, lets one held deletion through.
+	MaxDeletes int
+	Deletions  DeletionAllowance
+	// LockFile is lock.file, the writer lock's name: never committed, never
+	// written by a checkout ("" = memd.DefaultLockFile).
+	LockFile string
 	Hostname string // for messages / conflict names; default os.Hostname
 	// Ledger is the repo-relative ledger that merges of edits made during a
 	// checkout merge by record id (edits.go); "" = memory.jsonl.
@@ -110,6 +118,9 @@ type CommitResult struct {
 	// denied): left as they are in HEAD, for a later commit; the rest of
 	// the batch is committed.
 	Skipped []string
+	// takeAllowance: a mass deletion went through on `memd resume
+	// --allow-deletes`; the permission is used up once the ref moved.
+	takeAllowance bool
 }
 
 // Repo is a memory repo: a git work tree with its .git directory.
@@ -141,6 +152,12 @@ type Repo struct {
 	// held: versions a checkout took off their names, open until the edit
 	// merges are done (checkout.go heldVersion); under mu.
 	held []*heldVersion
+
+	// brakeTotal is the last count of a tree's memory files (massdelete.go); under mu.
+	brakeTotal struct {
+		tree plumbing.Hash
+		n    int
+	}
 
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
@@ -465,24 +482,31 @@ func (r *Repo) relPath(p string) (string, error) {
 	return p, nil
 }
 
-// ignored says whether a repo-relative path is never committed: .git/,
-// .memory.lock, or the Ignore hook.
+// private says whether a repo-relative path is this machine's own and never committed,
+// tracked or not: .git at any depth, the writer lock (Options.LockFile), memd's temp
+// files (repofiles.PrivateFor, the one definition).
+func (r *Repo) private(rel string) bool { return repofiles.PrivateFor(rel, r.opts.LockFile) }
+
+// ignored says whether a repo-relative path is outside what memd commits when it is not
+// tracked: private, or ignored by the Ignore hook. Ignore rules never apply to a tracked
+// path (git's rule): callers that may meet one ask ignoredUntracked.
 func (r *Repo) ignored(rel string, isDir bool) bool {
 	if rel == "" {
 		return false
 	}
-	first, _, _ := strings.Cut(rel, "/")
-	if first == ".git" || rel == memd.DefaultLockFile {
+	if r.private(rel) {
 		return true
 	}
-	// Any .git segment deeper (a nested repo) is also off limits.
-	if strings.Contains(rel, "/.git/") || strings.HasSuffix(rel, "/.git") {
-		return true
+	return r.opts.Ignore != nil && r.opts.Ignore(rel, isDir)
+}
+
+// ignoredUntracked is ignored with git's exception: a path tracked says true (for a
+// directory: it holds tracked files) is never ignored, only private.
+func (r *Repo) ignoredUntracked(rel string, isDir bool, tracked func(rel string, isDir bool) bool) bool {
+	if !r.ignored(rel, isDir) {
+		return false
 	}
-	if r.opts.Ignore != nil && r.opts.Ignore(rel, isDir) {
-		return true
-	}
-	return false
+	return r.private(rel) || tracked == nil || !tracked(rel, isDir)
 }
 
 // largeObject: packed objects above this size are streamed from the pack

@@ -181,7 +181,7 @@ func (w *Watcher) resync(old *repofiles.Ignorer) {
 	ig := w.ign.Load()
 	visited := map[string]struct{}{}
 	fresh := map[string]struct{}{}
-	err := repofiles.Walk(w.root, "", ig.Ignored, repofiles.Funcs{
+	err := repofiles.Walk(w.root, "", ig.Skip, repofiles.Funcs{
 		Dir: func(rel string) {
 			visited[rel] = struct{}{}
 			if w.dirs[rel] == nil {
@@ -191,7 +191,7 @@ func (w *Watcher) resync(old *repofiles.Ignorer) {
 		},
 		File: func(rel string, d fs.DirEntry) error {
 			_, isNew := fresh[parentOf(rel)]
-			if isNew || (old != nil && old.Ignored(rel, false)) {
+			if isNew || (old != nil && old.Skip(rel, false)) {
 				w.markDirty(rel)
 			}
 			if isNew {
@@ -282,7 +282,7 @@ func (w *Watcher) scanDir(rel string) {
 	for _, e := range ents {
 		child := joinRel(rel, e.Name())
 		if e.IsDir() {
-			if repofiles.SkipDir(filepath.Join(abs, e.Name()), child, ig.Ignored) {
+			if repofiles.SkipDir(filepath.Join(abs, e.Name()), child, ig.Skip) {
 				continue
 			}
 			dirsSeen[child] = struct{}{}
@@ -291,7 +291,7 @@ func (w *Watcher) scanDir(rel string) {
 			}
 			continue
 		}
-		if repofiles.SkipFile(child, e.Type(), ig.Ignored) {
+		if repofiles.SkipFile(child, e.Type(), ig.Skip) {
 			continue
 		}
 		s, ok := stampOf(e)

@@ -199,7 +199,7 @@ func New(root string, opts Options) (*Watcher, error) {
 	funcs := repofiles.Funcs{Dir: w.watchDir, File: w.snapFile, Fail: w.listFailed}
 	ig := opts.Ignorer
 	if ig != nil {
-		err = repofiles.Walk(abs, "", ig.Ignored, funcs)
+		err = repofiles.Walk(abs, "", ig.Skip, funcs)
 	} else {
 		ig, err = repofiles.Build(abs, opts.Ignore, funcs)
 	}
@@ -549,7 +549,7 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		return
 	}
 	ig := w.ign.Load()
-	if repofiles.Private(rel) {
+	if ig.Private(rel) {
 		return
 	}
 	switch {
@@ -559,23 +559,23 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			// hands the same watch back for the same inode, under the old name.
 			w.dropTree(rel)
 			w.markDirty(rel)
-		} else if !ig.Ignored(rel, false) {
+		} else if !ig.Skip(rel, false) {
 			w.markDirty(rel)
 		}
 	case ev.Has(fsnotify.Create):
 		fi, err := os.Lstat(ev.Name)
 		if err == nil && fi.IsDir() {
-			if !ig.Ignored(rel, true) && !repofiles.NestedRepo(ev.Name) { // Walk's rule for a directory
+			if !ig.Skip(rel, true) && !repofiles.NestedRepo(ev.Name) { // Walk's rule for a directory
 				w.addTree(rel, true)
 			}
-		} else if !ig.Ignored(rel, false) {
+		} else if !ig.Skip(rel, false) {
 			w.markDirty(rel) // gone again already: the committer's lstat sorts it out
 		}
 	case ev.Has(fsnotify.Write):
 		if _, isDir := w.dirs[rel]; isDir {
 			break // kqueue reports a directory whose entries changed; they get their own events
 		}
-		if !ig.Ignored(rel, false) {
+		if !ig.Skip(rel, false) {
 			w.markDirty(rel)
 		}
 	}

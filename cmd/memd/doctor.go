@@ -22,6 +22,9 @@ func cmdDoctor(a *app, args []string) int {
 		return a.fail("doctor: %v", err)
 	}
 	ign, err := repofiles.New(a.cfg.Repo, a.cfg.Watch.Ignore)
+	if err == nil {
+		ign = ign.WithLockFile(a.cfg.Lock.File)
+	}
 	if err != nil {
 		return a.fail("doctor: ignore rules: %v", err)
 	}

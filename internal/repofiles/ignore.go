@@ -24,9 +24,6 @@ import (
 // cannot re-include them.
 var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, memd.IgnoreLines...)
 
-// lockName is the writer lock (docs/FORMATS.md §5). It is never committed.
-const lockName = memd.DefaultLockFile
-
 // ErrBadPattern is returned for an ignore pattern that cannot be matched.
 var ErrBadPattern = errors.New("bad ignore pattern")
 
@@ -37,14 +34,16 @@ var ErrBadPattern = errors.New("bad ignore pattern")
 // An Ignorer is immutable once built and safe for concurrent use; a reload builds a new one
 // (Reload) and every consumer is handed that one.
 type Ignorer struct {
-	root  string             // absolute repo root
-	extra []string           // watch.ignore, as given
-	base  []entry            // .git/info/exclude: lowest priority
-	byDir map[string][]entry // dir rel ("" = root) → its .gitignore
-	top   []entry            // DefaultIgnore + extra: highest priority
-	m     matcher
-	files int      // .gitignore files read
-	dirs  sync.Map // dir rel → ignored (itself or an ancestor); valid for these rules only
+	root    string             // absolute repo root
+	extra   []string           // watch.ignore, as given
+	lock    string             // lock.file ("" = the default name): private, see PrivateFor
+	base    []entry            // .git/info/exclude: lowest priority
+	byDir   map[string][]entry // dir rel ("" = root) → its .gitignore
+	top     []entry            // DefaultIgnore + extra: highest priority
+	m       matcher
+	files   int         // .gitignore files read
+	tracked *trackedSet // the index's paths these rules ignore (Skip), read on first use
+	dirs    sync.Map    // dir rel → ignored (itself or an ancestor); valid for these rules only
 }
 
 func checkPattern(p string) error {
@@ -89,7 +88,13 @@ func Build(root string, extra []string, fn Funcs) (*Ignorer, error) {
 
 // Reload builds the rules again from the files on disk, with the same root and extra
 // patterns (a .gitignore changed).
-func (ig *Ignorer) Reload() (*Ignorer, error) { return New(ig.root, ig.extra) }
+func (ig *Ignorer) Reload() (*Ignorer, error) {
+	n, err := New(ig.root, ig.extra)
+	if err == nil {
+		n.lock = ig.lock
+	}
+	return n, err
+}
 
 // Extend walks start (a tree that appeared) like Walk and returns ig extended with the
 // .gitignore files found on the way down; ig itself is not changed. A .gitignore that
@@ -119,7 +124,7 @@ func (ig *Ignorer) walkReading(start string, fn Funcs) error {
 // newBase builds an Ignorer without any .gitignore; the caller's walk adds them
 // directory by directory (readGitignore).
 func newBase(root string, extra []string) (*Ignorer, error) {
-	ig := &Ignorer{root: root, extra: append([]string(nil), extra...), byDir: map[string][]entry{}}
+	ig := &Ignorer{root: root, extra: append([]string(nil), extra...), byDir: map[string][]entry{}, tracked: &trackedSet{}}
 	for _, p := range DefaultIgnore {
 		ig.top = append(ig.top, newEntry(p, nil))
 	}
@@ -158,7 +163,7 @@ func (ig *Ignorer) readGitignore(dir string) {
 
 // clone copies the rules so a walk can extend them without touching the published ones.
 func (ig *Ignorer) clone() *Ignorer {
-	c := &Ignorer{root: ig.root, extra: ig.extra, base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir))}
+	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir)), tracked: &trackedSet{}}
 	for d, ps := range ig.byDir {
 		c.byDir[d] = ps
 	}
@@ -211,13 +216,13 @@ func (ig *Ignorer) Ignored(rel string, isDir bool) bool {
 	if rel == "" || rel == "." {
 		return false
 	}
-	parts := strings.Split(rel, "/")
-	if special(parts) {
+	if ig.Private(rel) {
 		return true
 	}
 	if ig == nil {
 		return false
 	}
+	parts := strings.Split(rel, "/")
 	if n := len(parts); n > 1 && ig.dirIgnored(rel[:strings.LastIndexByte(rel, '/')], parts[:n-1]) {
 		return true
 	}
@@ -243,17 +248,7 @@ func (ig *Ignorer) dirIgnored(dir string, parts []string) bool {
 // ignoredLeaf is Ignored for a walk that only reaches rel through non-ignored parents,
 // so only rel itself needs matching.
 func (ig *Ignorer) ignoredLeaf(rel string, isDir bool) bool {
-	parts := strings.Split(rel, "/")
-	return special(parts) || ig.m.Match(parts, isDir)
-}
-
-func special(parts []string) bool {
-	for _, p := range parts {
-		if p == ".git" {
-			return true
-		}
-	}
-	return parts[len(parts)-1] == lockName
+	return ig.Private(rel) || ig.m.Match(strings.Split(rel, "/"), isDir)
 }
 
 // entry is one go-git pattern plus a cheap necessary condition on a path component. Most
@@ -316,10 +311,4 @@ func anyComponent(path []string, f func(string) bool) bool {
 		}
 	}
 	return false
-}
-
-// Private reports whether rel is git's or memd's own: under a .git (at any depth) or the
-// writer lock. Every rule set ignores these; the watcher drops their events unmatched.
-func Private(rel string) bool {
-	return special(strings.Split(strings.Trim(rel, "/"), "/"))
 }

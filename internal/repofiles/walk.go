@@ -54,7 +54,7 @@ func SkipFile(rel string, typ fs.FileMode, ignored Rule) bool {
 		return true
 	}
 	base := rel[strings.LastIndexByte(rel, '/')+1:]
-	return base == ".git" || base == lockName || (ignored != nil && ignored(rel, false))
+	return privateName(base, "") || base == ".git" || (ignored != nil && ignored(rel, false))
 }
 
 // SkipDir reports whether a walk leaves out directory rel (abs on disk): .git, ignored,

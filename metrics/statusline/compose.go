@@ -177,6 +177,8 @@ func stateOf(f Facts, d Document) string {
 	switch {
 	case f.Busy || f.Activity != "":
 		return StateBusy
+	case f.Paused != nil:
+		return StatePaused
 	case d.Error != "":
 		return StateError
 	case f.Conflicts > 0:
@@ -203,6 +205,8 @@ func headParts(f Facts, d Document, short []string, budget int) []Part {
 	case StateError:
 		// The message is cut, never the "error:" that says what the line is.
 		l.state = []Part{{Text: "error:", Kind: KindError}, {Text: " " + truncate(d.Error, budget-len("error: "))}}
+	case StatePaused:
+		l.state = []Part{{Text: "paused:", Kind: KindWarn}, {Text: " " + truncate(clean(d.Paused.Reason), budget-len("paused: "))}}
 	case StateOffline:
 		l.state = changeParts(d.LastCommit)
 		l.afterChange = d.LastCommit != nil

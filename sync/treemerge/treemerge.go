@@ -566,8 +566,31 @@ func (m *merger) mergePath(p string) error {
 	case t.To == nil:
 		m.set[p] = o.To // theirs deleted, ours changed: the change stays
 		return nil
+	case gitlink(o.From) || gitlink(o.To) || gitlink(t.To):
+		// A submodule's commit id is no blob of this repo: never read. Theirs
+		// stays at p as is, ours goes to a conflict copy.
+		m.conflictCopy(p, o.To)
+		return nil
 	}
-	return m.mergeBoth(p, o, t)
+	if err := m.mergeBoth(p, o, t); err != nil {
+		return fmt.Errorf("merge %s: %w", p, err)
+	}
+	return nil
+}
+
+// gitlink: e is a submodule's commit (mode 160000), carried as is, never read.
+func gitlink(e *Entry) bool { return e != nil && e.Mode == filemode.Submodule }
+
+// conflictCopy puts ours (e) beside theirs at p under a conflict copy name no
+// path of the merge holds.
+func (m *merger) conflictCopy(p string, e *Entry) {
+	pol := m.pol
+	cp := memd.ConflictCopyPath(p, pol.Host, pol.Now)
+	for i := 2; holds(m.s, m.theirs, m.dO, m.set, cp); i++ {
+		cp = memd.ConflictCopyPath(p, fmt.Sprintf("%s-%d", pol.Host, i), pol.Now)
+	}
+	m.set[cp] = e
+	m.conflicts = append(m.conflicts, cp)
 }
 
 // mergeBoth merges p, which both sides changed differently, by the policy
@@ -625,12 +648,7 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 		if regular && memd.IsArchived(p) && memd.SameButArchiveStamps(ob, tb) {
 			return nil // one memory archived twice (two machines, two instants): theirs
 		}
-		cp := memd.ConflictCopyPath(p, pol.Host, pol.Now)
-		for i := 2; holds(m.s, m.theirs, m.dO, m.set, cp); i++ {
-			cp = memd.ConflictCopyPath(p, fmt.Sprintf("%s-%d", pol.Host, i), pol.Now)
-		}
-		m.set[cp] = o.To
-		m.conflicts = append(m.conflicts, cp)
+		m.conflictCopy(p, o.To)
 		return nil
 	}
 	h, err := m.st.WriteBlob(merged)
@@ -649,9 +667,12 @@ func (m *merger) appendLosers() error {
 		if !ok {
 			cur = m.theirsAt(cp)
 		}
+		if gitlink(cur) {
+			return fmt.Errorf("merge %s: a submodule is where the ledger's lost lines go", cp)
+		}
 		data, err := m.st.readBlob(cur)
 		if err != nil {
-			return err
+			return fmt.Errorf("merge %s: %w", cp, err)
 		}
 		h, err := m.st.WriteBlob(memd.AppendMissingLines(data, m.losers[cp]))
 		if err != nil {

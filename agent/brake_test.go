@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/statedir"
+	"github.com/memd-dev/memd/internal/testutil"
+)
+
+// gitOK runs git in dir and fails the test on error.
+func gitOK(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type pausedDoc struct {
+	State  string `json:"state"`
+	Paused *struct {
+		Reason string `json:"reason"`
+	} `json:"paused"`
+}
+
+func readPaused(t *testing.T, cfg memd.Config) pausedDoc {
+	var d pausedDoc
+	b, err := os.ReadFile(filepath.Join(cfg.StateDir(), "status.json"))
+	if err == nil {
+		_ = json.Unmarshal(b, &d)
+	}
+	return d
+}
+
+// TestMassDeletionPausesDaemon: memd run on clone A of a bare remote with 30 memories and
+// sync.max_deletes 5. An rm of 12 is held (paused, the reason names count and side) until
+// allow-deletes; then another machine's push deleting 12 is held the same way.
+func TestMassDeletionPausesDaemon(t *testing.T) {
+	isolateGit(t)
+	root := t.TempDir()
+	bare, seed, dir, other := filepath.Join(root, "remote.git"), filepath.Join(root, "seed"), filepath.Join(root, "a"), filepath.Join(root, "b")
+	gitOK(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	gitOK(t, root, "init", "-q", "-b", "main", seed)
+	for i := range 30 {
+		p := filepath.Join(seed, "resources", "m", fmt.Sprintf("n%02d.html", i))
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("<p>%d</p>\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitOK(t, seed, "add", "-A")
+	gitOK(t, seed, "commit", "-q", "-m", "seed")
+	gitOK(t, seed, "push", "-q", bare, "main")
+	gitOK(t, root, "clone", "-q", bare, dir)
+	gitOK(t, root, "clone", "-q", bare, other)
+
+	cfg := memd.DefaultConfig()
+	cfg.Repo = dir
+	cfg.Watch.Quiet = memd.Duration(100 * time.Millisecond)
+	cfg.Watch.MaxDelay = memd.Duration(time.Second)
+	cfg.Sync.MaxDeletes = 5
+	cfg.Sync.CheckInterval = memd.Duration(time.Second)
+	cfg.Sleep.CatchUp = false
+	logs := &testutil.LockedBuffer{}
+	a, err := New(Options{Config: cfg, Version: "test", Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		LoadConfig: func() (memd.Config, error) { return cfg, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-runErr
+	}()
+	testutil.WaitFor(t, "memd running", 20*time.Second, func() bool { return strings.Contains(logs.String(), `msg="memd running"`) }, logs.String)
+	head := gitOK(t, dir, "rev-parse", "HEAD")
+
+	for i := range 12 {
+		if err := os.Remove(filepath.Join(dir, "resources", "m", fmt.Sprintf("n%02d.html", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local := "mass deletion: 12 memory files deleted locally (of 30); memd resume --allow-deletes lets it through"
+	testutil.WaitFor(t, "state paused (local)", 20*time.Second, func() bool {
+		d := readPaused(t, cfg)
+		return d.State == "paused" && d.Paused != nil && d.Paused.Reason == local
+	}, logs.String)
+	if got := gitOK(t, dir, "rev-parse", "HEAD"); got != head {
+		t.Fatal("the held deletion was committed")
+	}
+	sd, err := statedir.Open(cfg.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	if err := sd.AllowDeletes(time.Now()); err != nil { // memd resume --allow-deletes
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "deletion let through and pushed", 30*time.Second, func() bool {
+		out, err := git(t, bare, "ls-tree", "--name-only", "main", "resources/m/")
+		return err == nil && strings.Count(out, "\n") == 18 && readPaused(t, cfg).State != "paused"
+	}, logs.String)
+	if sd.DeletesAllowed() {
+		t.Fatal("allow-deletes not taken")
+	}
+
+	// Another machine deletes 12 of the 18 left and pushes: held, not merged.
+	gitOK(t, other, "pull", "-q", "origin", "main")
+	for i := 12; i < 24; i++ {
+		gitOK(t, other, "rm", "-q", fmt.Sprintf("resources/m/n%02d.html", i))
+	}
+	gitOK(t, other, "commit", "-q", "-m", "rm -r the wrong folder")
+	gitOK(t, other, "push", "-q", "origin", "main")
+	mine := gitOK(t, dir, "rev-parse", "HEAD")
+	a.KickSync()
+	remote := "mass deletion: 12 memory files deleted by the remote (of 18); memd resume --allow-deletes lets it through"
+	testutil.WaitFor(t, "state paused (remote)", 20*time.Second, func() bool {
+		d := readPaused(t, cfg)
+		return d.State == "paused" && d.Paused != nil && d.Paused.Reason == remote
+	}, logs.String)
+	if got := gitOK(t, dir, "rev-parse", "HEAD"); got != mine {
+		t.Fatal("the remote's mass deletion was merged")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "resources", "m", "n12.html")); err != nil {
+		t.Fatalf("a file the remote deleted is gone: %v", err)
+	}
+}
