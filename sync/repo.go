@@ -141,6 +141,10 @@ type Repo struct {
 	// held: versions a checkout took off their names, open until the edit
 	// merges are done (checkout.go heldVersion); under mu.
 	held []*heldVersion
+	// guard vets what commits take (guard.go); guarded is what it holds now, by path.
+	// Both under mu.
+	guard   Guard
+	guarded map[string]Guarded
 
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
