@@ -36,12 +36,14 @@ type state struct {
 	lastSleep  *sleepInfo
 	events     eventLog    // status `events`, restored at start
 	hours      commitHours // status `commits_per_hour`, restored at start
+	held       heldState   // files the secret scan holds back (held.go)
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
 // publishes the metrics snapshot. Readers never touch git or the tree.
 func (a *Agent) publish() {
 	st := &a.st
+	a.noteHeld() // after every job: a commit or a sync's edit merge may hold or release files
 	inv := a.inv.snapshot(a.now())
 	ws := a.watchStats()
 	f := metrics.Facts{
@@ -75,6 +77,7 @@ func (a *Agent) publish() {
 		Events:         st.events.list(),
 	}
 	f.UntemplatedMD = inv.untemplated
+	f.Held = st.held.list
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

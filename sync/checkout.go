@@ -126,6 +126,7 @@ type coItem struct {
 	tmp     *safefs.Temp
 	staged  bool // tmp waits in the root: its directory does not exist yet
 	ignored bool // an ignored path: the remote wins, no edit to protect
+	kept    []byte // held lines the work tree keeps after the new content (guard.go)
 }
 
 type checkout struct {
@@ -242,6 +243,8 @@ func (co *checkout) classify(p string, changes map[string]pathChange, strict boo
 		case !isDir && c.From != nil && h == c.From.Hash:
 			it.kind = coDel
 			return it, nil
+		case co.leftAlone(p, h):
+			return nil, nil // held whole by the guard: stays as it is (guard.go)
 		case it.ignored:
 			return nil, nil // an ignored file of the user's: kept, never committed
 		default:
@@ -268,7 +271,13 @@ func (co *checkout) classify(p string, changes map[string]pathChange, strict boo
 		it.want = safefs.Stamp{} // gone once its files are deleted
 	case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
 		it.kind = coWrite
+	case co.leftAlone(p, h):
+		return nil, nil // held whole by the guard: stays as it is (guard.go)
 	default:
+		if kept, ok := co.keptLines(p, c); ok {
+			it.kind, it.kept = coWrite, kept // From plus held lines only: they stay (guard.go)
+			return it, nil
+		}
 		co.dirty = append(co.dirty, p)
 		return nil, nil
 	}
@@ -358,7 +367,7 @@ func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes m
 	if err != nil {
 		return fmt.Errorf("check out %s: %w", it.path, err)
 	}
-	if _, err := it.tmp.ReadFrom(rd); err != nil {
+	if _, err := it.tmp.ReadFrom(withKept(rd, it.kept)); err != nil {
 		return fmt.Errorf("check out %s: %w", it.path, err)
 	}
 	return nil
@@ -749,6 +758,14 @@ func (r *Repo) heldEditsLocked() []heldEdit {
 		e := mEntry{Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Mode: filemode.Regular}
 		if st.Mode&0o111 != 0 {
 			e.Mode = filemode.Executable
+		}
+		if e.Hash != hv.base.Hash && r.guard != nil {
+			vetted, ok := r.vetHeldEdit(hv.path, data, hv.base)
+			if !ok {
+				hv.seen = st // held whole: nothing of it goes into a commit (guard.go)
+				continue
+			}
+			data, e.Hash = vetted, plumbing.ComputeHash(plumbing.BlobObject, vetted)
 		}
 		if e.Hash == hv.base.Hash {
 			hv.seen = st

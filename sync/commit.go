@@ -635,7 +635,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 		s.unguard(rel)
 		return nil
 	}
-	if vetted, err := s.vet(rel, content); err != nil {
+	if vetted, err := s.vet(rel, content, h); err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
 	} else if vetted == nil {
 		delete(s.edits, rel) // held (guard.go): HEAD keeps its version, no blob is written

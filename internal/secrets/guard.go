@@ -152,7 +152,9 @@ func (g *Guard) vetLedger(rs *Rules, ignore map[string]bool, rel string, content
 			out.Write(l)
 			continue
 		}
-		if prev := lineWithID(old, recordID(l)); prev != nil {
+		// HEAD's version of the record stays, unless the file has it already (a
+		// checkout wrote HEAD's ledger with the held line after it).
+		if prev := lineWithID(old, recordID(l)); prev != nil && !hasLine(content, prev) {
 			out.Write(prev)
 			if !bytes.HasSuffix(prev, []byte("\n")) {
 				out.WriteByte('\n')
@@ -174,6 +176,17 @@ func commonLines(a, b []byte) int {
 		return j + 1
 	}
 	return 0
+}
+
+// hasLine reports whether text has line (with or without its newline) as a whole line.
+func hasLine(text, line []byte) bool {
+	line = bytes.TrimRight(line, "\n")
+	for _, l := range bytes.SplitAfter(text, []byte("\n")) {
+		if bytes.Equal(bytes.TrimRight(l, "\n"), line) {
+			return true
+		}
+	}
+	return false
 }
 
 // lineWithID is the last line of ledger whose record has id (nil: none, or id "").
