@@ -32,7 +32,9 @@ func newHeldMetrics(reg *prometheus.Registry) heldMetrics {
 }
 
 // HeldFiles sets how many files are held now for reason.
-func (m *Metrics) HeldFiles(reason string, n int) { m.held.files.WithLabelValues(reason).Set(float64(n)) }
+func (m *Metrics) HeldFiles(reason string, n int) {
+	m.held.files.WithLabelValues(reason).Set(float64(n))
+}
 
 // SecretFindings counts n new findings of rule.
 func (m *Metrics) SecretFindings(rule string, n int) { addN(m.held.findings.WithLabelValues(rule), n) }

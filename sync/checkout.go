@@ -124,8 +124,8 @@ type coItem struct {
 	stamp   safefs.Stamp // the version prepare checked
 	want    safefs.Stamp // what the target must be at its rename (stamp, or nothing for a drained directory)
 	tmp     *safefs.Temp
-	staged  bool // tmp waits in the root: its directory does not exist yet
-	ignored bool // an ignored path: the remote wins, no edit to protect
+	staged  bool   // tmp waits in the root: its directory does not exist yet
+	ignored bool   // an ignored path: the remote wins, no edit to protect
 	kept    []byte // held lines the work tree keeps after the new content (guard.go)
 }
 
