@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 // cliFinding is what gitleaks' JSON report says of a finding (the fields compared).
 type cliFinding struct {
+	Commit    string
 	RuleID    string
 	File      string
 	StartLine int
@@ -200,5 +202,50 @@ func TestParityAllowConventions(t *testing.T) {
 		if (p == allowed || p == "areas/leak-slack.html") && v.Hold {
 			t.Errorf("%s is allowed, memd holds it", p)
 		}
+	}
+}
+
+// TestHistoryParityWithGitleaksCLI: ScanHistory (memd doctor --secrets) names the same
+// commit, path, rule and line for each finding as `gitleaks git` on a history that adds the
+// corpus, adds a second secret to a memory later and removes one.
+func TestHistoryParityWithGitleaksCLI(t *testing.T) {
+	c := secretstest.New(5)
+	dir := writeCorpus(t, c)
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "corpus")
+	more := secretstest.New(6)
+	p := c.Dirty[1]
+	if err := os.WriteFile(filepath.Join(dir, p), []byte(c.Files[p]+"<p>and later</p>\n"+more.Secrets[2]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, c.Dirty[0])); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "more")
+	cli := runGitleaks(t, dir, true)
+	rs, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ScanHistory(context.Background(), dir, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, have []string
+	for _, f := range cli {
+		want = append(want, fmt.Sprintf("%s:%s:%s:%d", f.Commit, f.File, f.RuleID, f.StartLine))
+	}
+	for _, f := range got {
+		have = append(have, fmt.Sprintf("%s:%s:%s:%d", f.Commit, f.Path, f.Rule, f.Line))
+	}
+	sort.Strings(want)
+	sort.Strings(have)
+	if len(want) < len(c.Secrets)*2 {
+		t.Fatalf("gitleaks git found only %d findings: %v", len(want), want)
+	}
+	if !slices.Equal(have, want) {
+		t.Errorf("history findings differ:\nmemd     %v\ngitleaks %v", have, want)
 	}
 }
