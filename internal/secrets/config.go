@@ -82,13 +82,14 @@ type Rules struct {
 	rules      map[string]*rule
 	order      []string // rule ids in gitleaks' order (sorted once a config extends another)
 	keywords   []string // every rule's keywords, lower case
+	pre        *prefilter
 	allowlists []*allowlist
 }
 
 type rule struct {
 	id          string
 	regex, path *regexp.Regexp
-	span        int // most newlines a match holds (window.go)
+	span, lead  int // most newlines a match holds, in all and before its keyword (window.go)
 	secretGroup int
 	entropy     float64
 	keywords    []string
@@ -196,6 +197,7 @@ func parse(text, name string, depth int) (*Rules, error) {
 		}
 	}
 	sort.Strings(rs.keywords)
+	rs.pre = newPrefilter(rs.keywords)
 	return rs, nil
 }
 
@@ -211,7 +213,6 @@ func translate(tc *tomlConfig, name string) (*Rules, map[string][]*allowlist, er
 			if r.regex, err = regexp.Compile(tr.Regex); err != nil {
 				return nil, nil, bad("rule "+tr.ID+" regex", err)
 			}
-			r.span = spanOf(tr.Regex)
 		}
 		if tr.Path != "" {
 			if r.path, err = regexp.Compile(tr.Path); err != nil {
@@ -223,6 +224,9 @@ func translate(tc *tomlConfig, name string) (*Rules, map[string][]*allowlist, er
 		}
 		for _, k := range tr.Keywords {
 			r.keywords = append(r.keywords, strings.ToLower(k))
+		}
+		if r.regex != nil {
+			r.lead, r.span = spanOf(tr.Regex, r.keywords)
 		}
 		als := tr.Allowlists
 		if tr.AllowList != nil {
@@ -348,7 +352,7 @@ func (rs *Rules) extend(base *Rules, disabled []string) {
 			b.secretGroup = cur.secretGroup
 		}
 		if cur.regex != nil {
-			b.regex, b.span = cur.regex, cur.span
+			b.regex, b.span, b.lead = cur.regex, cur.span, cur.lead
 		}
 		if cur.path != nil {
 			b.path = cur.path

@@ -33,12 +33,7 @@ func (rs *Rules) Scan(path, content, commit string) []Finding {
 		return nil
 	}
 	lower := strings.ToLower(content)
-	present := map[string]bool{}
-	for _, k := range rs.keywords {
-		if strings.Contains(lower, k) {
-			present[k] = true
-		}
-	}
+	present := rs.pre.present(lower)
 	var cands []candidate
 	nl := newlines(content)
 	for _, id := range rs.order {

@@ -70,13 +70,95 @@ func maxNewlines(re *syntax.Regexp) int {
 	return 0 // anchors, boundaries, empty
 }
 
-// spanOf is the window margin of a rule's regex in lines (unbounded: scan whole texts).
-func spanOf(pattern string) int {
+// spanOf is the window margins of a rule's regex in lines: before, the most newlines a
+// match holds before its keyword; after, the most it holds in all (unbounded: scan whole
+// texts). before is 0 when the regex is a sequence whose items up to a mandatory one that
+// can only match text containing a keyword hold no newline (gitleaks' generic rule:
+// `[\w.-]{0,50}?(?:access|auth|...|token)...`); else it is after.
+func spanOf(pattern string, keywords []string) (before, after int) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return unbounded
+		return unbounded, unbounded
 	}
-	return maxNewlines(re)
+	after = maxNewlines(re)
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	if re.Op != syntax.OpConcat || len(keywords) == 0 {
+		return after, after
+	}
+	for _, item := range re.Sub {
+		if maxNewlines(item) > 0 {
+			break
+		}
+		if lits, ok := literals(item, 256); ok && allHaveKeyword(lits, keywords) {
+			return 0, after
+		}
+	}
+	return after, after
+}
+
+// literals is every string item can match, lower case, when that is a finite set of at
+// most limit strings (ok false otherwise).
+func literals(re *syntax.Regexp, limit int) ([]string, bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return []string{strings.ToLower(string(re.Rune))}, true
+	case syntax.OpEmptyMatch:
+		return []string{""}, true
+	case syntax.OpCharClass:
+		var out []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if len(out) >= 8 {
+					return nil, false
+				}
+				out = append(out, strings.ToLower(string(r)))
+			}
+		}
+		return out, true
+	case syntax.OpCapture:
+		return literals(re.Sub[0], limit)
+	case syntax.OpQuest:
+		l, ok := literals(re.Sub[0], limit)
+		return append(l, ""), ok && len(l) < limit
+	case syntax.OpAlternate:
+		var out []string
+		for _, s := range re.Sub {
+			l, ok := literals(s, limit)
+			if !ok || len(out)+len(l) > limit {
+				return nil, false
+			}
+			out = append(out, l...)
+		}
+		return out, true
+	case syntax.OpConcat:
+		out := []string{""}
+		for _, s := range re.Sub {
+			l, ok := literals(s, limit)
+			if !ok || len(out)*len(l) > limit {
+				return nil, false
+			}
+			var next []string
+			for _, a := range out {
+				for _, b := range l {
+					next = append(next, a+b)
+				}
+			}
+			out = next
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func allHaveKeyword(lits, keywords []string) bool {
+	for _, l := range lits {
+		if !slices.ContainsFunc(keywords, func(k string) bool { return strings.Contains(l, k) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // minWindowed: texts shorter than this are scanned whole (windows would save nothing).
@@ -88,7 +170,6 @@ func (r *rule) windows(raw, lower string, nl []int) [][2]int {
 	if len(raw) < minWindowed || len(r.keywords) == 0 || r.span >= unbounded/2 || len(lower) != len(raw) {
 		return nil
 	}
-	margin := r.span + 1
 	lineOf := func(pos int) int { // 0-based line of byte pos
 		lo, hi := 0, len(nl)
 		for lo < hi {
@@ -130,7 +211,7 @@ func (r *rule) windows(raw, lower string, nl []int) [][2]int {
 	slices.Sort(lines)
 	var out [][2]int
 	for _, l := range lines {
-		s, e := lineStart(l-margin), lineEnd(l+margin)
+		s, e := lineStart(l-r.lead-1), lineEnd(l+r.span+1)
 		if n := len(out); n > 0 && s <= out[n-1][1] {
 			out[n-1][1] = max(out[n-1][1], e)
 			continue
@@ -142,3 +223,5 @@ func (r *rule) windows(raw, lower string, nl []int) [][2]int {
 	}
 	return out
 }
+
+func toLower(s string) string { return strings.ToLower(s) }
