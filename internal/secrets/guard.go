@@ -28,7 +28,6 @@ type Guard struct {
 	load   func() (*Rules, error)
 
 	mu      gosync.Mutex
-	rules   *Rules
 	ignore  map[string]bool // fingerprints from .gitleaksignore
 	ignSeen ignoreStamp
 }
