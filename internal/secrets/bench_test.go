@@ -23,9 +23,12 @@ func reportCPU(b *testing.B, start time.Duration) {
 
 // tenKiB is ~10 KiB of memory prose; every dense-th line names what the generic rule's
 // keywords look for (1: every line, the worst case).
-func tenKiB(dense int) string {
+func tenKiB(dense int) string { return prose(10<<10, dense) }
+
+// prose is n bytes of memory prose with keywords every dense-th line.
+func prose(n, dense int) string {
 	var b strings.Builder
-	for i := 0; b.Len() < 10<<10; i++ {
+	for i := 0; b.Len() < n; i++ {
 		if i%dense == 0 {
 			fmt.Fprintf(&b, "<p>Step %d: the deploy token and the api key come from the vault; rotate the secret and re-run the auth check.</p>\n", i)
 			continue

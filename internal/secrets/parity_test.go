@@ -90,7 +90,7 @@ func recordsAt(t *testing.T, ledger string, lines []int) []string {
 // TestParityWithGitleaksCLI: on the corpus, memd's guard holds exactly the memories and
 // ledger records the gitleaks CLI reports, the memories with the same rule and line.
 func TestParityWithGitleaksCLI(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
+	for _, seed := range []uint64{1, 2} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			c := secretstest.New(seed)
 			dir := writeCorpus(t, c)
