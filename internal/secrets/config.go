@@ -89,7 +89,8 @@ type Rules struct {
 type rule struct {
 	id          string
 	regex, path *regexp.Regexp
-	span, lead  int // most newlines a match holds, in all and before its keyword (window.go)
+	span, lead  int            // most newlines a match holds, in all and before its keyword (window.go)
+	probe       *regexp.Regexp // a necessary condition for a match, cheaper (window.go)
 	secretGroup int
 	entropy     float64
 	keywords    []string
@@ -226,7 +227,7 @@ func translate(tc *tomlConfig, name string) (*Rules, map[string][]*allowlist, er
 			r.keywords = append(r.keywords, strings.ToLower(k))
 		}
 		if r.regex != nil {
-			r.lead, r.span = spanOf(tr.Regex, r.keywords)
+			r.lead, r.span, r.probe = spanOf(tr.Regex, r.keywords)
 		}
 		als := tr.Allowlists
 		if tr.AllowList != nil {
@@ -352,7 +353,7 @@ func (rs *Rules) extend(base *Rules, disabled []string) {
 			b.secretGroup = cur.secretGroup
 		}
 		if cur.regex != nil {
-			b.regex, b.span, b.lead = cur.regex, cur.span, cur.lead
+			b.regex, b.span, b.lead, b.probe = cur.regex, cur.span, cur.lead, cur.probe
 		}
 		if cur.path != nil {
 			b.path = cur.path

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -75,27 +76,36 @@ func maxNewlines(re *syntax.Regexp) int {
 // texts). before is 0 when the regex is a sequence whose items up to a mandatory one that
 // can only match text containing a keyword hold no newline (gitleaks' generic rule:
 // `[\w.-]{0,50}?(?:access|auth|...|token)...`); else it is after.
-func spanOf(pattern string, keywords []string) (before, after int) {
+//
+// probe, when not nil, is the regex from that keyword item on: every match of the rule holds
+// a match of it, and with no leading repetition it runs several times faster, so a text (or
+// window) it does not match is skipped (the generic rule: ~0.3 ms of a 1 KiB memory's
+// 0.5 ms scan was its `[\w.-]{0,50}?` prefix).
+func spanOf(pattern string, keywords []string) (before, after int, probe *regexp.Regexp) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return unbounded, unbounded
+		return unbounded, unbounded, nil
 	}
 	after = maxNewlines(re)
 	for re.Op == syntax.OpCapture {
 		re = re.Sub[0]
 	}
 	if re.Op != syntax.OpConcat || len(keywords) == 0 {
-		return after, after
+		return after, after, nil
 	}
-	for _, item := range re.Sub {
+	for k, item := range re.Sub {
 		if maxNewlines(item) > 0 {
 			break
 		}
 		if lits, ok := literals(item, 256); ok && allHaveKeyword(lits, keywords) {
-			return 0, after
+			if k > 0 {
+				rest := &syntax.Regexp{Op: syntax.OpConcat, Sub: re.Sub[k:], Flags: re.Flags}
+				probe, _ = regexp.Compile(rest.String()) // nil on failure: no probe
+			}
+			return 0, after, probe
 		}
 	}
-	return after, after
+	return after, after, nil
 }
 
 // literals is every string item can match, lower case, when that is a finite set of at
