@@ -236,3 +236,40 @@ func TestSecretsNeverReachTheRemote(t *testing.T) {
 	noSecret(t, "A's objects", allObjects(t, a.dir), lines)
 	noSecret(t, "B's objects", allObjects(t, b.dir), lines)
 }
+
+// TestSleepCommitHolds: a sleep's commit (memd's own rewrite of the ledger and a memory,
+// kind sleep) goes through the same vetting: the rewritten ledger is committed without its
+// held record, a rewritten memory that carries a secret is held, and no object has one.
+func TestSleepCommitHolds(t *testing.T) {
+	c := secretstest.New(13)
+	root := t.TempDir()
+	bare := filepath.Join(root, "remote.git")
+	git(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	seed := filepath.Join(root, "seed")
+	git(t, root, "init", "-q", "-b", "main", seed)
+	if err := os.WriteFile(filepath.Join(seed, "memory.jsonl"), []byte(`{"id":"r1","type":"note","text":"one"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, seed, "add", "-A")
+	git(t, seed, "commit", "-q", "-m", "seed")
+	git(t, seed, "push", "-q", bare, "main")
+	a := openClone(t, bare, "a")
+	// A sleep run rewrites the ledger (r1 expired and dropped, a held record kept as it was
+	// in the work tree) and moves a memory whose text carries a secret.
+	ledger := `{"id":"r2","type":"note","text":"two"}` + "\n" + `{"id":"r3","type":"note","text":"seen: ` + c.Secrets[1] + `"}` + "\n"
+	a.write(t, "memory.jsonl", ledger)
+	a.write(t, "archive/moved.html", c.Files[c.Dirty[2]])
+	if _, err := a.repo.CommitPathsMessage([]string{"memory.jsonl", "archive/moved.html"}, "memd: sleep\n", memsync.KindSleep); err != nil {
+		t.Fatal(err)
+	}
+	if got := ledgerIDs(git(t, a.dir, "show", "HEAD:memory.jsonl")); !slices.Equal(got, []string{"r2"}) {
+		t.Errorf("the sleep's ledger: %v, want [r2]", got)
+	}
+	if _, err := os.Stat(filepath.Join(a.dir, "archive/moved.html")); err != nil {
+		t.Fatal(err)
+	}
+	if out := git(t, a.dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(out, "archive/moved.html") {
+		t.Errorf("the sleep committed a memory with a secret:\n%s", out)
+	}
+	noSecret(t, "A's objects", allObjects(t, a.dir), secretLines(c))
+}
