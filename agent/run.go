@@ -208,6 +208,7 @@ func (a *Agent) announceReady(ctx context.Context) {
 	// The stale index.lock check and the start-up index refresh (with the big trees' warming)
 	// run from READY on: they are seconds of CPU at 100k files (OpenOptions.DeferIndexUpkeep).
 	a.sess.StartIndexUpkeep()
+	a.preloadSecrets() // held.go: the rules compile off the owner's path
 }
 
 // loop is the owner goroutine: one job at a time, until ctx is cancelled.

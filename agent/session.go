@@ -11,6 +11,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/secrets"
 	"github.com/memd-dev/memd/sleep"
 	memsync "github.com/memd-dev/memd/sync"
 )
@@ -29,6 +30,7 @@ type Session struct {
 	now     func() time.Time
 	who     string
 	held    func(time.Duration)
+	guard   *secrets.Guard // the secret scan on repo's commits (held.go); nil: secrets.scan false
 	// startup is the stale index.lock check and the start-up index refresh, off the start
 	// path (§9.5); startOnce starts it once (Open, or StartIndexUpkeep when deferred).
 	startup   sync.WaitGroup
@@ -96,6 +98,7 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	if o.ReadOnly {
 		return s, nil
 	}
+	s.guard = guardRepo(repo, cfg) // held.go: every commit of this session is scanned
 	if err := s.WithLock(ctx, s.recover); err != nil {
 		repo.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Repo, err)

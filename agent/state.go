@@ -37,6 +37,7 @@ type state struct {
 	lastSleep  *sleepInfo
 	events     eventLog    // status `events`, restored at start
 	hours      commitHours // status `commits_per_hour`, restored at start
+	held       heldState   // files the secret scan holds back (held.go)
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
@@ -44,6 +45,7 @@ type state struct {
 func (a *Agent) publish() {
 	st := &a.st
 	a.takeQueuedEvents()
+	a.noteHeld() // after every job: a commit or a sync's edit merge may hold or release files
 	inv := a.inv.snapshot(a.now())
 	ws := a.watchStats()
 	f := metrics.Facts{
@@ -81,6 +83,7 @@ func (a *Agent) publish() {
 	f.UntemplatedMD = inv.untemplated
 	f.Duplicates = inv.Duplicates
 	a.brakeFacts(&f)
+	f.Held = st.held.list
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

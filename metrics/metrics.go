@@ -83,6 +83,7 @@ type Metrics struct {
 	hookRuns       *prometheus.CounterVec
 	lockHeld       prometheus.Counter
 	pushAttempts   prometheus.Counter
+	held           heldMetrics // held.go
 
 	// Timestamps from events; the collector exports the later of these and the snapshot's,
 	// so a restart that reads them back from the repo does not report 0.
@@ -139,6 +140,7 @@ func New(version string) *Metrics {
 			m.hookRuns.WithLabelValues(h, r)
 		}
 	}
+	m.held = newHeldMetrics(m.reg)
 	m.snap.Store(&published{s: &Snapshot{}})
 	return m
 }

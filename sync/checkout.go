@@ -115,8 +115,9 @@ type coItem struct {
 	stamp   safefs.Stamp // the version prepare checked
 	want    safefs.Stamp // what the target must be at its rename (stamp, or nothing for a drained directory)
 	tmp     *safefs.Temp
-	staged  bool // tmp waits in the root: its directory does not exist yet
-	ignored bool // an ignored path HEAD does not track: the remote wins, no edit to protect
+	staged  bool   // tmp waits in the root: its directory does not exist yet
+	ignored bool   // an ignored path HEAD does not track: the remote wins, no edit to protect
+	kept    []byte // held lines the work tree keeps after the new content (guard.go)
 }
 
 type checkout struct {
@@ -249,6 +250,8 @@ func (co *checkout) classify(p string, changes map[string]pathChange, strict boo
 		case !isDir && c.From != nil && h == c.From.Hash:
 			it.kind = coDel
 			return it, nil
+		case co.leftAlone(p, h):
+			return nil, nil // held whole by the guard: stays as it is (guard.go)
 		case it.ignored:
 			return nil, nil // an ignored file of the user's: kept, never committed
 		default:
@@ -278,7 +281,13 @@ func (co *checkout) classify(p string, changes map[string]pathChange, strict boo
 		}
 	case !there && c.From == nil, there && c.From != nil && h == c.From.Hash, it.ignored:
 		it.kind = coWrite
+	case co.leftAlone(p, h):
+		return nil, nil // held whole by the guard: stays as it is (guard.go)
 	default:
+		if kept, ok := co.keptLines(p, c); ok {
+			it.kind, it.kept = coWrite, kept // From plus held lines only: they stay (guard.go)
+			return it, nil
+		}
 		co.dirty = append(co.dirty, p)
 		return nil, nil
 	}
@@ -368,7 +377,7 @@ func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes m
 	if err != nil {
 		return fmt.Errorf("check out %s: %w", it.path, err)
 	}
-	if _, err := it.tmp.ReadFrom(rd); err != nil {
+	if _, err := it.tmp.ReadFrom(withKept(rd, it.kept)); err != nil {
 		return fmt.Errorf("check out %s: %w", it.path, err)
 	}
 	return nil
@@ -782,6 +791,14 @@ func (r *Repo) heldEditsLocked() []heldEdit {
 		e := mEntry{Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Mode: filemode.Regular}
 		if st.Mode&0o111 != 0 {
 			e.Mode = filemode.Executable
+		}
+		if e.Hash != hv.base.Hash && r.guard != nil {
+			vetted, ok := r.vetHeldEdit(hv.path, data, hv.base)
+			if !ok {
+				hv.seen = st // held whole: nothing of it goes into a commit (guard.go)
+				continue
+			}
+			data, e.Hash = vetted, plumbing.ComputeHash(plumbing.BlobObject, vetted)
 		}
 		if e.Hash == hv.base.Hash {
 			hv.seen = st

@@ -87,10 +87,11 @@ type stager struct {
 	base    plumbing.Hash
 	objs    *objectBatch
 	edits   map[string]edit
-	dirOK   map[string]bool    // ancestor directory checks (parentsAreDirs)
-	nested  map[string]bool    // ancestor nested-repo checks (underNestedRepo)
-	skipped []string           // unreadable paths (skip)
-	written map[string]hotTree // the trees this commit wrote, by directory (for Repo.hot)
+	dirOK   map[string]bool     // ancestor directory checks (parentsAreDirs)
+	nested  map[string]bool     // ancestor nested-repo checks (underNestedRepo)
+	skipped []string            // unreadable paths (skip)
+	written map[string]hotTree  // the trees this commit wrote, by directory (for Repo.hot)
+	guarded map[string]*Guarded // the guard's verdicts (nil: rel is held no more), guard.go
 }
 
 // treeCache reads and indexes tree objects from one object store.
@@ -242,6 +243,7 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 		objs: newObjectBatch(r), edits: make(map[string]edit), dirOK: make(map[string]bool),
 		nested: make(map[string]bool)}
 	defer st.objs.discard()
+	defer func() { r.applyGuarded(st.guarded) }()
 	for _, p := range paths {
 		rel, err := r.relPath(p)
 		if err != nil {
@@ -489,6 +491,7 @@ func (s *stager) deleteAt(rel string) error {
 		return nil
 	}
 	s.edits[rel] = edit{del: true, op: 'D'}
+	s.unguard(rel)
 	return nil
 }
 
@@ -499,6 +502,7 @@ func (s *stager) deleteSubtree(rel string, tree plumbing.Hash) error {
 		}
 		if _, done := s.edits[p]; !done {
 			s.edits[p] = edit{del: true, op: 'D'}
+			s.unguard(p)
 		}
 		return nil
 	})
@@ -655,7 +659,20 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 	}
 	if ok && prev.Hash == h && prev.Mode == mode {
 		delete(s.edits, rel) // equal to HEAD: no change
+		s.unguard(rel)
 		return nil
+	}
+	if vetted, err := s.vet(rel, content, h); err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	} else if vetted == nil {
+		delete(s.edits, rel) // held (guard.go): HEAD keeps its version, no blob is written
+		return nil
+	} else if len(vetted) != len(content) || !bytes.Equal(vetted, content) {
+		content, h = vetted, hashObject(plumbing.BlobObject, vetted)
+		if ok && prev.Hash == h && prev.Mode == mode {
+			delete(s.edits, rel) // what may be committed is what HEAD has
+			return nil
+		}
 	}
 	if _, err := s.objs.write(plumbing.BlobObject, content); err != nil {
 		return fmt.Errorf("%s: %w", rel, err)

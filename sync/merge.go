@@ -155,6 +155,12 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 			continue
 		case there && c.To != nil && h == c.To.Hash:
 			continue
+		case there && co.leftAlone(p, h):
+			continue // held whole by the guard (guard.go)
+		case there && c.To != nil:
+			if _, ok := co.keptLines(p, c); ok {
+				continue // the guard's held lines only (guard.go)
+			}
 		}
 		dirty = append(dirty, p)
 	}

@@ -152,6 +152,10 @@ type Repo struct {
 	// held: versions a checkout took off their names, open until the edit
 	// merges are done (checkout.go heldVersion); under mu.
 	held []*heldVersion
+	// guard vets what commits take (guard.go); guarded is what it holds now, by path.
+	// Both under mu.
+	guard   Guard
+	guarded map[string]Guarded
 
 	// brakeTotal is the last count of a tree's memory files (massdelete.go); under mu.
 	brakeTotal struct {

@@ -78,7 +78,6 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/metrics/statusline"
-	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
 func main() {

@@ -15,8 +15,12 @@ func init() { register("doctor", "read-only health report; exit 1 when a problem
 func cmdDoctor(a *app, args []string) int {
 	fs := a.flags("doctor", "")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	scanSecrets := fs.Bool("secrets", false, "scan the whole history for secrets (gitleaks' rules): commit, path, rule of each; exit 1 when found")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
+	}
+	if *scanSecrets {
+		return doctorSecrets(a, *asJSON) // doctor_secrets.go
 	}
 	if _, err := os.Stat(a.cfg.Repo); err != nil {
 		return a.fail("doctor: %v", err)

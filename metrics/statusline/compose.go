@@ -142,6 +142,9 @@ func warnings(f Facts) (long, short []string) {
 		warn(fmt.Sprintf("%d conflict %s kept beside the originals", n, plural(n, "copy", "copies")),
 			fmt.Sprintf("%d %s", n, plural(n, "conflict", "conflicts")))
 	}
+	if l, s, ok := heldWarning(f.Held); ok {
+		warn(l, s) // held.go: files not committed, with why (never a secret)
+	}
 	if f.Inbox > InboxWarnAbove {
 		warn(fmt.Sprintf("inbox %d (over %d)", f.Inbox, InboxWarnAbove), fmt.Sprintf("inbox %d", f.Inbox))
 	}
