@@ -308,6 +308,7 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	}
 	pull.Reset(cfg.Sync.PullInterval.D())
 	a.configRemoteCheck()
+	a.repo.SetMaxFileSize(int64(cfg.Sync.MaxFileSize))
 	reconcile.Reset(cfg.Watch.Reconcile.D())
 	a.sched.SetCatchUp(cfg.Sleep.CatchUp)
 	if cfg.Sleep.Schedule != old.Sleep.Schedule {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 type commitInfo struct {
@@ -75,6 +76,9 @@ func (a *Agent) publish() {
 		Events:         st.events.list(),
 	}
 	f.UntemplatedMD = inv.untemplated
+	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
+		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
+	}
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

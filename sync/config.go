@@ -11,9 +11,10 @@ import (
 // Ignore are the caller's to set).
 func OptionsFromConfig(cfg memd.Config) Options {
 	return Options{
-		Branch: cfg.Sync.Branch,
-		Author: Author{Name: cfg.Sync.Author.Name, Email: cfg.Sync.Author.Email},
-		Ledger: cfg.Expire.Ledger,
+		Branch:      cfg.Sync.Branch,
+		Author:      Author{Name: cfg.Sync.Author.Name, Email: cfg.Sync.Author.Email},
+		Ledger:      cfg.Expire.Ledger,
+		MaxFileSize: int64(cfg.Sync.MaxFileSize),
 	}
 }
 
