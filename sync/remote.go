@@ -312,6 +312,18 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
 	defer cancel()
 	track := r.trackingRef(ro)
+	// The one ref over protocol v2 where the remote speaks it (fetchv2.go); go-git's v0
+	// fetch, which reads every ref the remote has, otherwise.
+	if h, err := r.fetchOneRefLocked(cctx, url, auth, track); !errors.Is(err, errFetchV2Unsupported) {
+		if err != nil {
+			if cctx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
+			}
+			return plumbing.ZeroHash, gitremote.Classify("fetch", ro.Remote, url, err)
+		}
+		r.consolidatePacksLocked(ctx)
+		return h, nil
+	}
 	spec := config.RefSpec("+" + r.BranchRef().String() + ":" + track.String())
 	err = rem.FetchContext(cctx, &git.FetchOptions{
 		RemoteName: ro.Remote,

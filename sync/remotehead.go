@@ -37,7 +37,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitstore"
@@ -146,18 +145,7 @@ func httpLsRefs(ctx context.Context, ep *transport.Endpoint, auth transport.Auth
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	req.Header.Set("Content-Type", "application/x-git-upload-pack-request")
-	req.Header.Set("Accept", "application/x-git-upload-pack-result")
-	req.Header.Set("Git-Protocol", "version=2")
-	req.Header.Set("User-Agent", "git/memd")
-	switch a := auth.(type) {
-	case githttp.AuthMethod:
-		a.SetAuth(req)
-	case nil:
-		if ep.User != "" {
-			req.SetBasicAuth(ep.User, ep.Password)
-		}
-	}
+	setV2Headers(req, ep, auth)
 	resp, err := checkHTTP.Do(req)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -165,17 +153,8 @@ func httpLsRefs(ctx context.Context, ep *transport.Endpoint, auth transport.Auth
 	defer resp.Body.Close()
 	// What is left of a small answer is read so the connection goes back to the pool.
 	defer func() { _, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) }()
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		return plumbing.ZeroHash, transport.ErrAuthenticationRequired
-	case resp.StatusCode == http.StatusForbidden:
-		return plumbing.ZeroHash, transport.ErrAuthorizationFailed
-	case resp.StatusCode == http.StatusNotFound:
-		return plumbing.ZeroHash, transport.ErrRepositoryNotFound
-	case resp.StatusCode != http.StatusOK:
-		return plumbing.ZeroHash, fmt.Errorf("%w: http %d", ErrCheckUnsupported, resp.StatusCode)
-	case resp.Header.Get("Content-Type") != "application/x-git-upload-pack-result":
-		return plumbing.ZeroHash, fmt.Errorf("%w: answer of type %q", ErrCheckUnsupported, resp.Header.Get("Content-Type"))
+	if err := v2Status(resp); err != nil {
+		return plumbing.ZeroHash, err
 	}
 	return readLsRefs(resp.Body, ref)
 }

@@ -72,3 +72,41 @@ func runGitStdin(t testing.TB, dir, stdin string, args ...string) {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
+
+// TestFetchOneRefV2: a fetch over smart HTTP asks for the one branch (v2 ls-refs, then one
+// fetch): two requests, and none of the remote's 2000 other refs is sent; the new commit
+// arrives and the tracking ref points at it. With the commit already here (a push of ours),
+// the fetch is the look alone.
+func TestFetchOneRefV2(t *testing.T) {
+	srv, w := newHTTPWorld(t, "", map[string]string{"a.md": "one\n"})
+	head := runGit(t, w.bare, "rev-parse", "main")[:40]
+	var script strings.Builder
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&script, "create refs/pull/%d/head %s\n", i, head)
+	}
+	runGitStdin(t, w.bare, script.String(), "update-ref", "--stdin")
+	writeFile(t, w.bDir, "b.md", "two\n")
+	mustCommit(t, w.b, "b.md")
+	mustSync(t, w.b)
+	moved := runGit(t, w.bare, "rev-parse", "main")[:40]
+
+	n0, b0 := srv.Served()
+	if err := w.a.Fetch(context.Background(), pushOpts()); err != nil {
+		t.Fatal(err)
+	}
+	n1, b1 := srv.Served()
+	if h, err := w.a.TrackingHead(pushOpts()); err != nil || h.String() != moved {
+		t.Fatalf("tracking ref %s, %v; want %s", h, err, moved)
+	}
+	runGit(t, w.aDir, "cat-file", "-e", moved+"^{tree}")
+	// A v0 advertisement of 2000 refs alone is ~110 KiB.
+	if n1-n0 != 2 || b1-b0 > 8<<10 {
+		t.Fatalf("fetch of one new commit: %d requests, %d bytes; want 2 requests under 8 KiB", n1-n0, b1-b0)
+	}
+	if err := w.a.Fetch(context.Background(), pushOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if n2, _ := srv.Served(); n2-n1 != 1 {
+		t.Fatalf("fetch with nothing new: %d requests, want 1", n2-n1)
+	}
+}
