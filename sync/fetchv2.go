@@ -77,7 +77,11 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, rawURL string, auth transp
 		return plumbing.ZeroHash, nil
 	}
 	if r.repo.Storer.HasEncodedObject(head) != nil {
-		if err := r.fetchPackV2(ctx, rem, head); err != nil {
+		err := r.fetchPackV2(ctx, rem, head)
+		if errors.Is(err, ErrCheckUnsupported) {
+			return plumbing.ZeroHash, errFetchV2Unsupported // ls-refs answered, fetch did not
+		}
+		if err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
