@@ -74,6 +74,7 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind memd.Commi
 	a.st.lastErr = ""
 	a.st.detail = "committed " + plural(res.Added+res.Modified+res.Deleted, "file")
 	a.repo.ScheduleIndexRefresh()
+	a.remoteChanged()
 	a.log.Info("committed", "hash", short(res.Hash), "added", res.Added, "modified", res.Modified, "deleted", res.Deleted)
 	a.hookEnd(hook)
 	return nil
@@ -248,6 +249,7 @@ func (a *Agent) noteMerge(res memsync.SyncResult, before string) {
 		a.st.hours.add(a.now(), 1)
 	}
 	if res.Merged || res.FastForward {
+		a.remoteChanged()
 		a.metrics.CommitDone(memd.CommitMerge, 0, a.now())
 		a.inventoryAfterMove(before)
 	}
@@ -331,6 +333,8 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 		}
 	}
 	pull.Reset(cfg.Sync.PullInterval.D())
+	a.configRemoteCheck()
+	a.repo.SetMaxFileSize(int64(cfg.Sync.MaxFileSize))
 	reconcile.Reset(cfg.Watch.Reconcile.D())
 	a.sched.SetCatchUp(cfg.Sleep.CatchUp)
 	if cfg.Sleep.Schedule != old.Sleep.Schedule {

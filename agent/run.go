@@ -52,6 +52,7 @@ type Agent struct {
 	syncWaiting atomic.Bool
 	contention  int // syncs in a row that lost the race to other writers (owner-only)
 	inv         *inventory
+	check       *remoteChecker // the looks at the remote branch (remotecheck.go)
 
 	hooks     *hooks.Runner
 	hookFails hookFailures // written by the hooks' goroutines, read by publish
@@ -125,6 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	a.startUp(r)
 	defer r.stopTimers()
+	a.startRemoteCheck()
 	a.announceReady(ctx)
 	return a.loop(ctx, r)
 }
@@ -331,6 +333,7 @@ func (a *Agent) shutdown(ctx context.Context, stopWatch context.CancelFunc, watc
 	// Hooks get a short grace (a memhtml index update takes a second), then are killed: a
 	// stop must not wait out hooks.timeout. They run before the repo closes: they read it.
 	a.hooks.Close(hookStopGrace)
+	a.check.stopAndWait() // its looks read the repo
 	if a.server != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		_ = a.server.Shutdown(sctx)

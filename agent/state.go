@@ -7,6 +7,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 type commitInfo struct {
@@ -84,6 +85,9 @@ func (a *Agent) publish() {
 	f.Duplicates = inv.Duplicates
 	a.brakeFacts(&f)
 	f.Held = st.held.list
+	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
+		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
+	}
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

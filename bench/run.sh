@@ -11,9 +11,11 @@ trap 'rm -f "$tmp"' EXIT
 if [ "${BENCH_QUICK:-}" = 1 ]; then
   commit_args="-sizes 1000,10000 -reps 3"; sync_args="-files 2000 -runs 3"; sleep_args="-n 5000 -ledger 20000"
   status_args="-files 1000,10000 -runs 100"; daemon_args="-sizes 1000 -idle 10s"
+  live_args="-files 200 -writes 5 -idle 1m"
 else
   commit_args="-sizes 1000,10000,100000 -reps 5"; sync_args="-files 10000 -runs 5"; sleep_args="-n 100000 -ledger 100000"
   status_args="-files 1000,100000 -runs 300"; daemon_args="-sizes 1000,10000,100000 -changes 20 -idle 60s"
+  live_args="-files 100000 -writes 20 -idle 10m"
 fi
 # The swarm row (issue 13): N clones of one bare remote, a real `memd run` on each, lock-free
 # writers for a while, then the time until one HEAD everywhere. CPU heavy: RUNS runs of N
@@ -129,6 +131,23 @@ scrape() { # a /metrics scrape of the real inventory of demo repos of each size,
           printf "files=%d: median %.0f ns per scrape, %.2fx the 1000-file repo (target at most 1.2x)\n\n", n, med[n], med[n] / med[1000] }'
   } >>"$tmp"
 }
+run "Live remote: A writes, B has it; the looks' idle cost (two daemons, default config)" bench/liveremote $live_args
+{
+  echo "## Refs: a sync from a remote with 300k refs vs 10"
+  echo
+  echo '```'
+  echo "MEMD_LONG=1 go test -count=1 -v -run '^TestRefsCostRatio\$' ./sync/"
+  MEMD_LONG=1 go test -count=1 -v -run '^TestRefsCostRatio$' ./sync/ 2>&1 | grep -E 'refs|PASS|FAIL' || true
+  echo '```'
+  echo
+  echo "## A fetched 2 GiB blob (a 2 MiB pack at compression 9) and sync.max_file_size"
+  echo
+  echo '```'
+  echo "MEMD_LONG=1 go test -count=1 -v -run '^TestFetchBigBlobRSS\$' ./sync/"
+  MEMD_LONG=1 go test -count=1 -v -run '^TestFetchBigBlobRSS$' ./sync/ 2>&1 | grep -E 'RSS|PASS|FAIL' || true
+  echo '```'
+  echo
+} >>"$tmp"
 scrape
 swarm "$tmp"
 {

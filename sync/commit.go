@@ -480,6 +480,7 @@ func isNotDir(err error) bool {
 // deleteAt records the deletion of whatever HEAD has at rel: a blob, or
 // every blob under a tree (except ignored ones and gitlinks).
 func (s *stager) deleteAt(rel string) error {
+	s.r.holdOversize(rel, 0) // a held file that is gone is no longer held
 	e, ok, err := s.headEntry(rel)
 	if err != nil || !ok {
 		return err
@@ -629,6 +630,10 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 		content = []byte(filepath.ToSlash(target))
 		h = hashObject(plumbing.BlobObject, content)
 	default:
+		if s.r.holdOversize(rel, fi.Size()) {
+			delete(s.edits, rel) // left as HEAD has it
+			return nil
+		}
 		if fi.Mode()&0o111 != 0 {
 			mode = filemode.Executable
 		}

@@ -11,11 +11,12 @@ import (
 // Ignore are the caller's to set).
 func OptionsFromConfig(cfg memd.Config) Options {
 	return Options{
-		Branch:     cfg.Sync.Branch,
-		Author:     Author{Name: cfg.Sync.Author.Name, Email: cfg.Sync.Author.Email},
-		Ledger:     cfg.Expire.Ledger,
-		LockFile:   cfg.Lock.File,
-		MaxDeletes: cfg.Sync.MaxDeletes,
+		Branch:      cfg.Sync.Branch,
+		Author:      Author{Name: cfg.Sync.Author.Name, Email: cfg.Sync.Author.Email},
+		Ledger:      cfg.Expire.Ledger,
+		LockFile:    cfg.Lock.File,
+		MaxDeletes:  cfg.Sync.MaxDeletes,
+		MaxFileSize: int64(cfg.Sync.MaxFileSize),
 	}
 }
 

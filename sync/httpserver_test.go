@@ -19,3 +19,8 @@ func newHTTPWorld(t *testing.T, token string, files map[string]string) (*testuti
 	}
 	return srv, w
 }
+
+// newTestHTTP serves the bare repos under root over smart HTTP without auth.
+func newTestHTTP(t *testing.T, root string) *testutil.GitHTTPServer {
+	return testutil.NewGitHTTPServer(t, root, "")
+}

@@ -241,7 +241,7 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", r.trackingRef(ro), err)
 	}
-	if err := checkTreeLocked(r.repo.Storer, remote, rc.TreeHash, plumbing.ZeroHash); err != nil {
+	if err := checkTreeSizedLocked(r.repo.Storer, remote, rc.TreeHash, plumbing.ZeroHash, r.maxFileSize()); err != nil {
 		return false, fmt.Errorf("adopt %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 	}
 	changes := map[string]pathChange{}
@@ -304,6 +304,15 @@ func (r *Repo) Fetch(ctx context.Context, ro RemoteOptions) error {
 	return err
 }
 
+// fetchOneRefV2 is the v2 fetch with the resolved target; a proxy or CA from git's config,
+// which its own client does not speak, leaves the fetch to go-git.
+func (r *Repo) fetchOneRefV2(ctx context.Context, tgt *gitremote.Target, track plumbing.ReferenceName) (plumbing.Hash, error) {
+	if tgt.Proxy.URL != "" || tgt.CABundle != nil || tgt.InsecureSkipTLS {
+		return plumbing.ZeroHash, errFetchV2Unsupported
+	}
+	return r.fetchOneRefLocked(ctx, tgt.URL, tgt.Auth, track)
+}
+
 // fetch returns the remote branch head after fetching (zero = none).
 func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, error) {
 	r.mu.Lock()
@@ -322,6 +331,19 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
 	defer cancel()
 	track := r.trackingRef(ro)
+	// The one ref over protocol v2 where the remote speaks it (fetchv2.go); go-git's v0
+	// fetch, which reads every ref the remote has, otherwise.
+	if h, err := r.fetchOneRefV2(cctx, tgt, track); !errors.Is(err, errFetchV2Unsupported) {
+		tgt.Done(ctx, err)
+		if err != nil {
+			if cctx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
+			}
+			return plumbing.ZeroHash, gitremote.Classify("fetch", ro.Remote, url, err)
+		}
+		r.consolidatePacksLocked(ctx)
+		return h, nil
+	}
 	spec := config.RefSpec("+" + r.BranchRef().String() + ":" + track.String())
 	err = rem.FetchContext(cctx, &git.FetchOptions{
 		RemoteName: ro.Remote,
@@ -679,7 +701,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	}
 	// The remote is not trusted (DESIGN §4): its tree is vetted before
 	// anything reads it for a merge or writes it to disk.
-	if err := checkTreeLocked(s, remote, rc.TreeHash, localTree); err != nil {
+	if err := checkTreeSizedLocked(s, remote, rc.TreeHash, localTree, r.maxFileSize()); err != nil {
 		return nil, fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)
 	}
 	if err := r.planTargetLocked(ro, pl, base, lc, rc, localTree); err != nil {

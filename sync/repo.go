@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -88,6 +89,10 @@ type Options struct {
 	// Ledger is the repo-relative ledger that merges of edits made during a
 	// checkout merge by record id (edits.go); "" = memory.jsonl.
 	Ledger string
+	// MaxFileSize is sync.max_file_size: a larger fetched blob is refused
+	// (ErrBlobTooLarge), a larger local file is held, not committed
+	// (HeldFiles). 0 = no limit.
+	MaxFileSize int64
 }
 
 // CommitKind labels a commit for metrics (memd_commits_total{kind}): memd.CommitKind.
@@ -133,9 +138,17 @@ type Repo struct {
 	log    *slog.Logger
 	author Author
 
+	// maxFile is Options.MaxFileSize as SetMaxFileSize last set it (a reload).
+	maxFile atomic.Int64
+	// oversize: the local files held, not committed, for being over maxFile (heldsize.go).
+	oversize oversizeSet
+
 	// mu serialises go-git use: the exported methods, and the index refresher's
 	// lookups through the owner's repository (index.go).
 	mu gosync.Mutex
+	// look caches the remote look's credentials (remotehead.go); its own lock, since the
+	// look runs beside the owner.
+	look lookCache
 	// hot are the trees memd's commits wrote, decoded, newest per directory (hotDirs: path →
 	// hash), under mu: the next commits' bases, so a file in a directory of 40k files does
 	// not re-read and decode a 2 MB tree per commit. Trees are content-addressed: a cached
@@ -259,6 +272,7 @@ func Open(dir string, opts Options) (*Repo, error) {
 	}
 	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log,
 		durable: durableState{dirs: map[string]bool{}}}
+	r.maxFile.Store(opts.MaxFileSize)
 	r.author = r.resolveAuthor()
 	// memd's commits chain from the head found at open; a first index refresh that
 	// overlaps the first commit then leaves the next refresh incremental (index.go).

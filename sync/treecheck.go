@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/gitpath"
 )
 
@@ -58,14 +59,54 @@ const (
 // already vetted (zero = none): every entry of every subtree that is not
 // identical to known's at the same path.
 func checkTreeLocked(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash) error {
-	c := &treeChecker{s: s, commit: commit}
+	return checkTreeSizedLocked(s, commit, tree, known, 0)
+}
+
+// checkTreeSizedLocked is checkTreeLocked that also refuses a blob larger than maxBlob bytes
+// (0: no limit; sync.max_file_size) by its size alone: the object header, never the content.
+func checkTreeSizedLocked(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash, maxBlob int64) error {
+	c := &treeChecker{s: s, commit: commit, maxBlob: maxBlob}
 	return c.dir(tree, known, 1, 0)
 }
 
+// ErrBlobTooLarge: a fetched commit holds a file larger than sync.max_file_size. It is
+// refused like an unsafe tree (errors.Is(err, ErrUnsafeTree) holds too): state `error`
+// naming the path and the size until the remote moves on. The blob is never read: its size
+// is the pack entry's header. The pack it came in is kept, so no restart fetches it again.
+var ErrBlobTooLarge = errors.New("file larger than sync.max_file_size")
+
+// BlobTooLargeError names the commit, the path and the size of a refused blob.
+type BlobTooLargeError struct {
+	Commit      plumbing.Hash
+	Path        string
+	Size, Limit int64
+}
+
+func (e *BlobTooLargeError) Error() string {
+	return fmt.Sprintf("commit %s: %q is %s (%d bytes), larger than sync.max_file_size %s",
+		short(e.Commit), e.Path, memd.ByteSize(e.Size), e.Size, memd.ByteSize(e.Limit))
+}
+
+func (e *BlobTooLargeError) Unwrap() []error { return []error{ErrBlobTooLarge, ErrUnsafeTree} }
+
 type treeChecker struct {
-	s      storer.EncodedObjectStorer
-	commit plumbing.Hash
-	names  []string // the path to the tree being checked
+	s       storer.EncodedObjectStorer
+	maxBlob int64 // 0: sizes unchecked
+	commit  plumbing.Hash
+	names   []string // the path to the tree being checked
+}
+
+// blob refuses entry name (a blob, not in the vetted tree) when it is over the limit.
+func (c *treeChecker) blob(name string, h plumbing.Hash) error {
+	if c.maxBlob <= 0 {
+		return nil
+	}
+	size, err := c.s.EncodedObjectSize(h)
+	if err != nil || size <= c.maxBlob {
+		return nil // a missing blob is the merge's or checkout's error to report
+	}
+	p := strings.Join(append(append([]string(nil), c.names...), name), "/")
+	return &BlobTooLargeError{Commit: c.commit, Path: p, Size: size, Limit: c.maxBlob}
 }
 
 func (c *treeChecker) fail(name, reason string) error {
@@ -88,12 +129,12 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 	if err != nil {
 		return fmt.Errorf("commit %s: read tree %s at %q: %w", short(c.commit), tree, strings.Join(c.names, "/"), err)
 	}
-	var knownDirs map[string]plumbing.Hash
+	var knownDirs map[string]plumbing.Hash // and the known tree's files, when sizes are checked
 	if !known.IsZero() {
 		if kt, err := object.GetTree(c.s, known); err == nil {
 			knownDirs = make(map[string]plumbing.Hash, len(kt.Entries))
 			for _, e := range kt.Entries {
-				if e.Mode == filemode.Dir {
+				if e.Mode == filemode.Dir || c.maxBlob > 0 {
 					knownDirs[e.Name] = e.Hash
 				}
 			}
@@ -119,7 +160,13 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 			return c.fail(e.Name, fmt.Sprintf("path longer than %d bytes", MaxPathBytes))
 		}
 		switch e.Mode {
-		case filemode.Regular, filemode.Deprecated, filemode.Executable, filemode.Symlink, filemode.Submodule:
+		case filemode.Regular, filemode.Deprecated, filemode.Executable, filemode.Symlink:
+			if h, ok := knownDirs[e.Name]; !ok || h != e.Hash {
+				if err := c.blob(e.Name, e.Hash); err != nil {
+					return err
+				}
+			}
+		case filemode.Submodule:
 		case filemode.Dir:
 			if depth >= MaxTreeDepth {
 				return c.fail(e.Name, fmt.Sprintf("tree deeper than %d", MaxTreeDepth))
@@ -136,3 +183,8 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 	}
 	return nil
 }
+
+// SetMaxFileSize changes sync.max_file_size (a reload); 0 = no limit.
+func (r *Repo) SetMaxFileSize(n int64) { r.maxFile.Store(n) }
+
+func (r *Repo) maxFileSize() int64 { return r.maxFile.Load() }

@@ -30,6 +30,9 @@ type GitHTTPServer struct {
 	tls   bool   // serve https (a test CA; CAFile names it)
 	hang  chan struct{}
 	srv   *httptest.Server
+	// requests and bytes count what was served: requests, and the bytes of each request's
+	// body plus its answer's (the idle-cost tests and bench).
+	requests, bytes int64
 }
 
 // NewGitHTTPServer serves the bare repos under root; requests need basic auth with password
@@ -70,7 +73,12 @@ func NewGitHTTPServer(t testing.TB, root, token string) *GitHTTPServer {
 				return
 			}
 		}
-		cgiH.ServeHTTP(w, r)
+		cw := &countingWriter{ResponseWriter: w}
+		cgiH.ServeHTTP(cw, r)
+		s.mu.Lock()
+		s.requests++
+		s.bytes += cw.n + max(r.ContentLength, 0)
+		s.mu.Unlock()
 	})
 	s.Start()
 	t.Cleanup(s.Stop)
@@ -121,6 +129,25 @@ func (s *GitHTTPServer) Stop() {
 		srv.CloseClientConnections()
 		srv.Close()
 	}
+}
+
+// Served returns the requests served so far and their bytes (bodies in and out).
+func (s *GitHTTPServer) Served() (requests, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests, s.bytes
+}
+
+// countingWriter counts the bytes of an answer's body.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 // SetToken changes the password the server accepts.

@@ -343,7 +343,15 @@ func (s *Storage) HashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
 
 // PackfileWriter implements storer.PackfileWriter (a fetch writes its pack through it). The
 // new pack is seen by the next read; go-git's own would load every index first.
+//
+// With git installed the pack goes to `git index-pack --stdin` (indexPack.go): go-git's
+// parser reads every object of a fetched pack whole onto the heap to index it, so a 2 GiB
+// blob took 3 GB of memory, while index-pack streams a blob over core.bigFileThreshold
+// through its hash. Without git, go-git's writer.
 func (s *Storage) PackfileWriter() (io.WriteCloser, error) {
+	if git := gitBinary(); git != "" {
+		return s.indexPackWriter(git)
+	}
 	w, err := s.dot.NewObjectPack()
 	if err != nil {
 		return nil, err

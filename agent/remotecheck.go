@@ -1,0 +1,221 @@
+package agent
+
+// The cheap look at the remote branch (DESIGN §9, sync.check_interval): every check_interval
+// one small request asks the remote where the branch is (sync.Repo.RemoteHead); a sync
+// (fetch, merge) is kicked only when it is not where the last fetch or push left it. After
+// an hour with no local or remote change the looks slow to sync.pull_interval; a local
+// change (a commit), a remote change (a sync that brought something in), a wake from
+// suspend or the network returning bring them back to check_interval at once.
+//
+// It runs on its own goroutine: a look waits on the network, and the owner loop must not.
+// It reads the repo only through RemoteHead and TrackingHead (the remote's URL under the
+// repo's lock, a ref file), and asks the owner for a sync through the sync kick.
+//
+// Timers: one, re-armed every check_interval also while slowed, because a wake from
+// suspend is only seen by looking at the clocks (Go's timers run on the monotonic clock,
+// which stops while the machine sleeps): 0.1 wakeups a second at the default.
+
+import (
+	"context"
+	"errors"
+	stdsync "sync"
+	"time"
+
+	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitremote"
+)
+
+// checkIdleAfter is how long without a local or remote change before the looks slow down.
+const checkIdleAfter = time.Hour
+
+// wakeJump is how far the wall clock must run ahead of the monotonic one between two ticks
+// to count as a wake from suspend (NTP slews by milliseconds; a suspend is seconds at least).
+const wakeJump = 5 * time.Second
+
+// checkClock is what the checker reads time from: the wall clock (which runs on through a
+// suspend), the monotonic one (which stops) and a timer on the monotonic one. Tests inject it.
+type checkClock struct {
+	wall  func() time.Time
+	mono  func() time.Duration
+	after func(d time.Duration) (<-chan time.Time, func())
+}
+
+func realCheckClock() checkClock {
+	start := time.Now()
+	return checkClock{
+		wall: func() time.Time { return time.Now().Round(0) }, // Round(0): the wall reading only
+		mono: func() time.Duration { return time.Since(start) },
+		after: func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTimer(d)
+			return t.C, func() { t.Stop() }
+		},
+	}
+}
+
+// lookResult is what one look found.
+type lookResult int
+
+const (
+	lookSame   lookResult = iota // the remote is where the tracking ref says
+	lookMoved                    // it moved: a sync fetches it
+	lookFailed                   // the remote did not answer (offline) or refused
+	lookCannot                   // no cheap look at this remote (ErrCheckUnsupported)
+)
+
+// remoteChecker schedules the looks.
+type remoteChecker struct {
+	clock checkClock
+	// look asks the remote; moved asks the owner for a sync.
+	look  func(ctx context.Context, ro memsync.RemoteOptions) lookResult
+	moved func()
+
+	mu          stdsync.Mutex
+	ro          memsync.RemoteOptions
+	check, pull time.Duration
+	changedAt   time.Duration // monotonic time of the last local or remote change
+	lookedAt    time.Duration // of the last look
+	failing     bool          // the last look failed: the next comes at check_interval
+	cannot      bool          // the remote has no cheap look: one every pull_interval
+	lastWall    time.Time
+	lastMono    time.Duration
+
+	stop func()
+	done chan struct{}
+}
+
+func newRemoteChecker(clock checkClock, look func(context.Context, memsync.RemoteOptions) lookResult, moved func()) *remoteChecker {
+	c := &remoteChecker{clock: clock, look: look, moved: moved}
+	c.lastWall, c.lastMono = clock.wall(), clock.mono()
+	c.changedAt, c.lookedAt = c.lastMono, c.lastMono
+	return c
+}
+
+// setConfig takes the remote's options and the two intervals (start, reload).
+func (c *remoteChecker) setConfig(ro memsync.RemoteOptions, check, pull time.Duration) {
+	c.mu.Lock()
+	c.ro, c.check, c.pull = ro, check, pull
+	c.mu.Unlock()
+}
+
+// changed notes a local or remote change: the looks go back to check_interval.
+func (c *remoteChecker) changed() {
+	c.mu.Lock()
+	c.changedAt = c.clock.mono()
+	c.mu.Unlock()
+}
+
+// due is one tick's decision: whether to look now. A wake (the wall clock ran ahead of the
+// monotonic one) counts as a change.
+func (c *remoteChecker) due() (bool, memsync.RemoteOptions) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wall, mono := c.clock.wall(), c.clock.mono()
+	if wall.Sub(c.lastWall)-(mono-c.lastMono) > wakeJump {
+		c.changedAt = mono
+	}
+	c.lastWall, c.lastMono = wall, mono
+	fast := !c.cannot && (c.failing || mono-c.changedAt < checkIdleAfter)
+	return fast || mono-c.lookedAt >= c.pull, c.ro
+}
+
+// noteLook records a look's result: a move is a remote change, and so is the network
+// coming back after failed looks (the sync then pushes what waited, at once).
+func (c *remoteChecker) noteLook(res lookResult) (kick bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lookedAt = c.clock.mono()
+	back := c.failing && res != lookFailed
+	c.failing = res == lookFailed
+	c.cannot = res == lookCannot
+	if res == lookMoved || back {
+		c.changedAt = c.lookedAt
+		return true
+	}
+	return false
+}
+
+// interval is the tick: check_interval, also while slowed (see the file comment).
+func (c *remoteChecker) interval() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.check
+}
+
+// start runs the looks until stopAndWait.
+func (c *remoteChecker) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop, c.done = cancel, make(chan struct{})
+	go func() {
+		defer close(c.done)
+		c.run(ctx)
+	}()
+}
+
+func (c *remoteChecker) stopAndWait() {
+	if c != nil && c.stop != nil {
+		c.stop()
+		<-c.done
+	}
+}
+
+func (c *remoteChecker) run(ctx context.Context) {
+	for {
+		tick, stop := c.clock.after(c.interval())
+		select {
+		case <-ctx.Done():
+			stop()
+			return
+		case <-tick:
+		}
+		look, ro := c.due()
+		if !look {
+			continue
+		}
+		if c.noteLook(c.look(ctx, ro)) {
+			c.moved()
+		}
+	}
+}
+
+// lookAtRemote is the agent's look: the remote's branch against the tracking ref.
+func (a *Agent) lookAtRemote(ctx context.Context, ro memsync.RemoteOptions) lookResult {
+	if ok, err := a.repo.HasRemote(ro.Remote); err != nil || !ok {
+		return lookSame
+	}
+	h, err := a.repo.RemoteHead(ctx, ro)
+	switch {
+	case errors.Is(err, memsync.ErrCheckUnsupported):
+		return lookCannot
+	case err != nil:
+		if !errors.Is(err, gitremote.ErrOffline) && ctx.Err() == nil {
+			a.log.Debug("look at the remote failed", "err", err)
+		}
+		return lookFailed
+	}
+	t, err := a.repo.TrackingHead(ro)
+	if err != nil || h != t {
+		return lookMoved
+	}
+	return lookSame
+}
+
+// startRemoteCheck starts the looks with the running config.
+func (a *Agent) startRemoteCheck() {
+	a.check = newRemoteChecker(realCheckClock(), a.lookAtRemote, func() { kick(a.k.sync) })
+	a.configRemoteCheck()
+	a.check.start()
+}
+
+// configRemoteCheck hands the checker the config's remote and intervals (owner only).
+func (a *Agent) configRemoteCheck() {
+	if a.check != nil {
+		a.check.setConfig(memsync.RemoteOptionsFromConfig(a.cfg), a.cfg.Sync.CheckInterval.D(), a.cfg.Sync.PullInterval.D())
+	}
+}
+
+// remoteChanged tells the checker of a local or remote change.
+func (a *Agent) remoteChanged() {
+	if a.check != nil {
+		a.check.changed()
+	}
+}

@@ -1,0 +1,192 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
+	memsync "github.com/memd-dev/memd/sync"
+)
+
+// fakeCheckClock is a checkClock the test moves by hand.
+type fakeCheckClock struct {
+	wall time.Time
+	mono time.Duration
+}
+
+func (f *fakeCheckClock) clock() checkClock {
+	return checkClock{
+		wall:  func() time.Time { return f.wall },
+		mono:  func() time.Duration { return f.mono },
+		after: func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} },
+	}
+}
+
+// advance moves both clocks (a machine that stays awake).
+func (f *fakeCheckClock) advance(d time.Duration) { f.wall = f.wall.Add(d); f.mono += d }
+
+// TestRemoteCheckPace: every tick looks while something changed within the hour; idle past
+// it, only every pull_interval; a local change, a wake from suspend (the wall clock jumps,
+// the monotonic one does not) or the network returning make every tick look again.
+func TestRemoteCheckPace(t *testing.T) {
+	f := &fakeCheckClock{wall: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	c := newRemoteChecker(f.clock(), nil, nil)
+	check, pull := 10*time.Second, 5*time.Minute
+	c.setConfig(memsync.RemoteOptions{}, check, pull)
+	tick := func() bool { f.advance(check); look, _ := c.due(); return look }
+	look := func(res lookResult) bool { return c.noteLook(res) }
+
+	if !tick() {
+		t.Fatal("fresh: a tick does not look")
+	}
+	look(lookSame)
+	f.advance(checkIdleAfter)
+	looks := 0
+	for range int(pull / check) {
+		if tick() {
+			looks++
+			look(lookSame)
+		}
+	}
+	if looks != 1 {
+		t.Fatalf("idle past an hour: %d looks in one pull_interval, want 1", looks)
+	}
+	c.changed()
+	if !tick() {
+		t.Fatal("after a local change a tick does not look")
+	}
+
+	// Idle again, then the machine sleeps three hours: the wall clock jumps, not the monotonic.
+	f.advance(checkIdleAfter)
+	for tick() {
+		look(lookSame)
+	}
+	f.wall = f.wall.Add(3 * time.Hour)
+	if !tick() {
+		t.Fatal("after a wake from suspend a tick does not look")
+	}
+	look(lookSame)
+
+	// Idle, then the remote stops answering: every tick looks until it answers, and its
+	// return asks for a sync.
+	f.advance(checkIdleAfter)
+	for tick() {
+		look(lookSame)
+	}
+	f.advance(pull)
+	if !tick() || look(lookFailed) {
+		t.Fatal("the pull_interval look did not happen, or a failed look asked for a sync")
+	}
+	if !tick() {
+		t.Fatal("while the remote fails, a tick does not look")
+	}
+	if !look(lookSame) {
+		t.Fatal("the network returning did not ask for a sync")
+	}
+	if !look(lookMoved) {
+		t.Fatal("a moved ref did not ask for a sync")
+	}
+}
+
+// TestRemoteCheckFetchesMovedRef pins sync.check_interval in a running agent with a
+// smart-HTTP remote and pull_interval an hour: a push from elsewhere reaches the work tree
+// through the looks alone, and while nothing moves each look is one small request.
+func TestRemoteCheckFetchesMovedRef(t *testing.T) {
+	isolateGit(t)
+	dir := newRepo(t)
+	root := t.TempDir()
+	bare := filepath.Join(root, "mem.git")
+	gitOK(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	gitOK(t, bare, "config", "http.receivepack", "true")
+	gitOK(t, dir, "push", "-q", bare, "main")
+	srv := testutil.NewGitHTTPServer(t, root, "")
+	gitOK(t, dir, "remote", "add", "origin", srv.URL("mem.git"))
+	gitOK(t, dir, "fetch", "-q", "origin")
+	// 200 other refs (a forge's pull-request refs): a full advertisement is ~17 KiB.
+	var refs strings.Builder
+	head := remoteHead(bare)
+	for i := range 200 {
+		fmt.Fprintf(&refs, "create refs/pull/%d/head %s\n", i, head)
+	}
+	cmd := exec.Command("git", "update-ref", "--stdin")
+	cmd.Dir, cmd.Stdin = bare, strings.NewReader(refs.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("update-ref: %v %s", err, out)
+	}
+
+	cfg := memd.DefaultConfig()
+	cfg.Repo = dir
+	cfg.Watch.Quiet = memd.Duration(100 * time.Millisecond)
+	cfg.Sleep.CatchUp = false
+	cfg.Sync.PullInterval = memd.Duration(time.Hour)
+	cfg.Sync.CheckInterval = memd.Duration(300 * time.Millisecond)
+	logs := &testutil.LockedBuffer{}
+	a, err := New(Options{Config: cfg, Version: "test",
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-runErr; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	testutil.WaitFor(t, "start-up reconcile", 20*time.Second, func() bool {
+		return strings.Contains(logs.String(), "start-up reconcile done")
+	}, logs.String)
+
+	atRemote := func() bool {
+		h, _ := a.repo.TrackingHead(memsync.RemoteOptions{})
+		return h.String() == remoteHead(bare)
+	}
+	testutil.WaitFor(t, "the start-up sync done", 20*time.Second, func() bool {
+		return atRemote() && a.current.Load().name == ""
+	}, logs.String)
+
+	// Another machine pushes.
+	other := filepath.Join(root, "other")
+	gitOK(t, root, "clone", "-q", bare, other)
+	if err := os.WriteFile(filepath.Join(other, "from-other.md"), []byte("lesson\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitOK(t, other, "add", "-A")
+	gitOK(t, other, "-c", "user.name=o", "-c", "user.email=o@o", "commit", "-q", "-m", "other")
+	gitOK(t, other, "push", "-q", "origin", "main")
+	testutil.WaitFor(t, "the other machine's file in the work tree", 20*time.Second, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "from-other.md"))
+		return err == nil && string(b) == "lesson\n"
+	}, logs.String)
+
+	// Nothing moves now: wait out what the fetch started, then count three looks.
+	testutil.WaitFor(t, "the sync done", 20*time.Second, func() bool { return atRemote() && a.current.Load().name == "" }, logs.String)
+	// The fetch's last request may be counted after the ref moved: one look more first.
+	n, _ := srv.Served()
+	testutil.WaitFor(t, "a look", 20*time.Second, func() bool { m, _ := srv.Served(); return m > n }, logs.String)
+	n0, b0 := srv.Served()
+	testutil.WaitFor(t, "three more looks", 20*time.Second, func() bool { n, _ := srv.Served(); return n >= n0+3 }, logs.String)
+	n1, b1 := srv.Served()
+	if per := (b1 - b0) / (n1 - n0); per > 1024 {
+		t.Fatalf("unmoved remote: %d requests of %d bytes on average; a look is one request under 1 KiB", n1-n0, per)
+	}
+	if strings.Count(logs.String(), `msg="sync failed`) > 0 {
+		t.Fatalf("a sync failed\n%s", logs.String())
+	}
+}
+
+// remoteHead is the bare remote's main, or "" while git cannot say.
+func remoteHead(bare string) string {
+	out, _ := gitOut(bare, "rev-parse", "main")
+	return strings.TrimSpace(out)
+}
