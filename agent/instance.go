@@ -12,7 +12,6 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/registry"
 	"github.com/memd-dev/memd/internal/statedir"
-	"github.com/memd-dev/memd/metrics"
 )
 
 // HTTPAddrFile is the state directory's record of where this repo's page and /metrics
@@ -41,8 +40,7 @@ func (a *Agent) startHTTP() error {
 	}
 	var err error
 	for i, addr := range addrs {
-		s := metrics.NewServer(addr, a.metrics, a.hub, a.alive, a.cfg.HTTP.PProf)
-		s.AllowRemote = a.cfg.HTTP.AllowRemote
+		s := newServerAt(a, addr)
 		if err = s.Start(); err == nil {
 			a.server = s
 			if i > 0 {
