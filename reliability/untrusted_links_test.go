@@ -74,13 +74,16 @@ func (u *ulWorld) sync() (string, int) {
 	return u.memd("sync", "--config", u.config, "--repo", u.repo)
 }
 
-// ulSnapshot is every entry under the world's home except the work tree, the remote and the
-// attacker's clone (which memd may change), plus the parts of .git no tree may reach:
+// ulSnapshot is every entry under the world's home except the work tree, the remote, the
+// attacker's clone (which memd may change) and memd's registry, plus the parts of .git no tree may reach:
 // hooks, config, info, and whether anything in .git/memd is a symlink.
 func (u *ulWorld) snapshot() map[string]string {
 	u.t.Helper()
 	out := map[string]string{}
-	skip := map[string]bool{u.repo: true, u.bare: true, u.attacker: true, filepath.Join(u.home, ".cache"): true}
+	skip := map[string]bool{u.repo: true, u.bare: true, u.attacker: true, filepath.Join(u.home, ".cache"): true,
+		// $XDG_STATE_HOME (~/.local/state): memd's machine registry (internal/registry),
+		// which every memd run writes by design.
+		filepath.Join(u.home, ".local"): true}
 	add := func(p string, fi fs.FileInfo) {
 		v := fmt.Sprintf("%v %d", fi.Mode(), fi.Size())
 		switch {
