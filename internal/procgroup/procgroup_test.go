@@ -25,7 +25,16 @@ func alive(t *testing.T, file string) bool {
 	if err != nil {
 		t.Fatalf("pid file %q: %v", b, err)
 	}
-	return syscall.Kill(pid, 0) == nil
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A killed process whose parent is an init that reaps late is a zombie: dead.
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc (macOS): kill(0) is all there is
+	}
+	i := strings.LastIndexByte(string(st), ')')
+	return i < 0 || len(st) < i+3 || st[i+2] != 'Z'
 }
 
 func waitGone(t *testing.T, file string) {
