@@ -115,7 +115,7 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 		case p.Skipped:
 			fmt.Fprintf(w, "%-8s already committed in run %s\n", p.Name, rep.RunID)
 		case p.Err != nil:
-			fmt.Fprintf(w, "%-8s FAILED (undone): %v\n", p.Name, p.Err)
+			say(w, "%-8s FAILED (undone): %v\n", p.Name, p.Err)
 		case counts == "":
 			fmt.Fprintf(w, "%-8s nothing to do\n", p.Name)
 		case p.Commit != "":
@@ -132,13 +132,13 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 				if it.Reason != "" {
 					line += " (" + it.Reason + ")"
 				}
-				fmt.Fprintln(w, line)
+				say(w, "%s\n", line)
 			}
 		} else {
 			// Reports (caps, stale notes, skips) are worth a line even when applied.
 			for _, it := range p.Items {
 				if it.Action == "report" || it.Action == "skip" {
-					fmt.Fprintf(w, "  %s %s: %s\n", it.Action, it.Path, it.Reason)
+					say(w, "  %s %s: %s\n", it.Action, it.Path, it.Reason)
 				}
 			}
 		}
