@@ -99,7 +99,7 @@ func New(opts Options) (*Agent, error) {
 		}
 	}
 	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: a.repo.ChangedPaths,
-		Logger: a.log, Done: a.hookDone})
+		TokenEnv: a.cfg.Sync.TokenEnv, Logger: a.log, Done: a.hookDone})
 	return a, nil
 }
 

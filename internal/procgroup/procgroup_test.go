@@ -90,3 +90,13 @@ func TestRunChildHoldingOutput(t *testing.T) {
 	}
 	waitGone(t, pid)
 }
+
+func TestScrubEnv(t *testing.T) {
+	env := []string{"PATH=/bin", "HOME=/h", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=/t", "USER=u", "LC_ALL=C",
+		"MEMD_GIT_TOKEN=ghp_x", "GH_TOKEN=ghp_y", "SSH_AUTH_SOCK=/s", "MEMD_OLD_HEAD=abc", "INDEX_URL=http://x", "=odd"}
+	got := ScrubEnv(env, []string{"INDEX_URL", "MEMD_GIT_TOKEN", "GH_TOKEN", "UNSET"}, []string{"GH_TOKEN"})
+	want := "PATH=/bin HOME=/h LANG=C.UTF-8 TZ=UTC TMPDIR=/t USER=u INDEX_URL=http://x"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("ScrubEnv = %q, want %q", got, want)
+	}
+}
