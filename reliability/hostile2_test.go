@@ -5,7 +5,9 @@ package reliability
 // input given to plain git.
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,4 +68,54 @@ func TestHostileFolderBecomesLink(t *testing.T) {
 	u.write("../gitclone/areas/foo/new.html", "new local work\n")
 	refused, gout := u.gitPull()
 	t.Logf("git pull of %s over an untracked file in the folder: refused=%v %s", bad[:12], refused, firstLines(gout, 3))
+}
+
+// A committed memory.jsonl that is a symlink to a file outside: sleep reads tracked files
+// by the rule it writes them (internal/safefs: never through a link), so it refuses naming
+// the path and prints nothing from the outside file. On main it read through the link and
+// printed a note id from the outside file before refusing to write.
+func TestHostileSleepReadsNoLedgerLink(t *testing.T) {
+	u := newULWorld(t, false)
+	outsideLedger := filepath.Join(u.outside, "ledger.jsonl")
+	must(t, os.WriteFile(outsideLedger, []byte(`{"id":"OUTSIDE-NOTE-7f3a","type":"note","role":"general","text":"private","createdAt":"2020-01-01T10:00:00.000Z","lifecycle":{"mode":"read-count","remainingReads":0}}`+"\n"), 0o600))
+	_ = os.Remove(filepath.Join(u.attacker, "memory.jsonl"))
+	must(t, os.Symlink("../outside/ledger.jsonl", filepath.Join(u.attacker, "memory.jsonl")))
+	u.push("ledger lives elsewhere")
+	if out, code := u.sync(); code != 0 {
+		t.Fatalf("memd sync of the link commit: exit %d\n%s", code, out)
+	}
+	if fi, err := os.Lstat(u.path("memory.jsonl")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("memory.jsonl was not checked out as a link: %v %v", fi, err)
+	}
+	head := u.head()
+	before := u.snapshot()
+	out, code := u.memd("sleep", "--now", sleepNow, "--config", u.config, "--repo", u.repo)
+	t.Logf("memd sleep: exit %d\n%s", code, out)
+	if strings.Contains(out, "OUTSIDE-NOTE") || strings.Contains(out, "private") {
+		t.Fatalf("sleep printed what the outside file holds:\n%s", out)
+	}
+	if !strings.Contains(out, "memory.jsonl") || !strings.Contains(out, "symbolic link") {
+		t.Fatalf("sleep does not name memory.jsonl and the link:\n%s", out)
+	}
+	var problems []string
+	u.expectUnchanged(before, "memd sleep over a linked ledger", &problems)
+	if len(problems) > 0 {
+		t.Fatal(strings.Join(problems, "\n"))
+	}
+	if b, _ := os.ReadFile(outsideLedger); !strings.Contains(string(b), "OUTSIDE-NOTE-7f3a") {
+		t.Fatalf("the outside file changed: %q", b)
+	}
+	if u.git("show", "-s", "--format=%H", "HEAD") != head && u.gitLinkChanged(head) {
+		t.Fatal("sleep committed through the link")
+	}
+	// Plain git: the link is a link; `git show HEAD:memory.jsonl` is its target, not the file.
+	if got := u.git("show", "HEAD:memory.jsonl"); got != "../outside/ledger.jsonl" {
+		t.Logf("git show HEAD:memory.jsonl = %q", got)
+	}
+}
+
+// gitLinkChanged reports whether memory.jsonl's blob differs between since and HEAD.
+func (u *ulWorld) gitLinkChanged(since string) bool {
+	out, err := u.gitRun(u.repo, nil, "diff", "--name-only", since, "HEAD", "--", "memory.jsonl")
+	return err != nil || strings.TrimSpace(out) != ""
 }
