@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,6 +115,9 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 		switch {
 		case p.Skipped:
 			fmt.Fprintf(w, "%-8s already committed in run %s\n", p.Name, rep.RunID)
+		case errors.Is(p.Err, sleep.ErrNotCommitted):
+			// Not undone: the commit (if any) took part of the files, the rest wait on disk.
+			say(w, "%-8s FAILED, partly committed%s: %v\n", p.Name, commitSuffix(p.Commit), p.Err)
 		case p.Err != nil:
 			say(w, "%-8s FAILED (undone): %v\n", p.Name, p.Err)
 		case counts == "":
@@ -146,4 +150,11 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 	if rep.GC != "" && rep.GC != "ran" {
 		fmt.Fprintf(w, "gc: %s\n", rep.GC)
 	}
+}
+
+func commitSuffix(c string) string {
+	if c == "" {
+		return " (no commit)"
+	}
+	return fmt.Sprintf(" (commit %.10s)", c)
 }
