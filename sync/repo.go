@@ -121,6 +121,7 @@ type Repo struct {
 	opts   Options
 	log    *slog.Logger
 	author Author
+	names  nameFS // how the work tree's file system compares names (treefold.go)
 
 	// mu serialises go-git use: the exported methods, and the index refresher's
 	// lookups through the owner's repository (index.go).

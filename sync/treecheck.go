@@ -66,6 +66,11 @@ type treeChecker struct {
 	s      storer.EncodedObjectStorer
 	commit plumbing.Hash
 	names  []string // the path to the tree being checked
+	// fs is how the work tree compares names (treefold.go): two entries one
+	// name there are refused like a duplicate; warn gets those that collide
+	// only on a stricter file system (a clone on a Mac).
+	fs   gitpath.FS
+	warn func(path string, err error)
 }
 
 func (c *treeChecker) fail(name, reason string) error {
@@ -100,6 +105,7 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 		}
 	}
 	seen := make(map[string]struct{}, len(t.Entries))
+	folded := map[string]string{} // gitpath.Everywhere's key → the first name with it
 	for _, e := range t.Entries {
 		if err := gitpath.CheckName(e.Name, e.Mode == filemode.Symlink); err != nil {
 			return c.fail(e.Name, err.Error())
@@ -111,6 +117,9 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 			return c.fail(e.Name, "duplicate entry in its tree")
 		}
 		seen[e.Name] = struct{}{}
+		if err := c.collision(folded, e.Name); err != nil {
+			return err
+		}
 		plen := pathLen + len(e.Name)
 		if pathLen > 0 {
 			plen++
@@ -133,6 +142,26 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 		default:
 			return c.fail(e.Name, fmt.Sprintf("bad file mode %o", uint32(e.Mode)))
 		}
+	}
+	return nil
+}
+
+// collision checks name against the names already seen in its tree: one that
+// is the same file on the work tree's file system is refused; one that would
+// be on a case-insensitive or normalising one is a warning.
+func (c *treeChecker) collision(folded map[string]string, name string) error {
+	k := gitpath.Everywhere.Key(name)
+	other, ok := folded[k]
+	if !ok {
+		folded[k] = name
+		return nil
+	}
+	if err := c.fs.Collision(name, other); err != nil {
+		return c.fail(name, err.Error()+" on this file system")
+	}
+	if c.warn != nil {
+		p := strings.Join(append(append([]string(nil), c.names...), name), "/")
+		c.warn(p, gitpath.Everywhere.Collision(name, other))
 	}
 	return nil
 }
