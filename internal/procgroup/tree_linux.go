@@ -311,3 +311,7 @@ func withoutVar(env []string, name string) []string {
 	}
 	return out
 }
+
+// Prepare finds the cgroup runs will use and ends the runs a killed memd left in it; memd
+// run calls it at start, so leftovers go then rather than at the first hook.
+func Prepare() KillMode { return Mode() }

@@ -23,3 +23,6 @@ type tree struct{}
 func newTree(cmd *exec.Cmd) *tree { return &tree{} }
 func (t *tree) kill(wait bool)    {}
 func (t *tree) close()            {}
+
+// Prepare reports the mode; outside Linux there is nothing to set up.
+func Prepare() KillMode { return Mode() }
