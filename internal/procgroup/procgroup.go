@@ -66,28 +66,43 @@ func Run(ctx context.Context, argv []string, o Options) Result {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stdin = o.Dir, o.Env, o.Stdin
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	tr := newTree(cmd)
-	defer tr.close()
-	cmd.Cancel = func() error { tr.kill(false); return killGroup(cmd) }
-	cmd.WaitDelay = WaitDelay
 	out := &capWriter{max: o.MaxOutput, cancel: stop}
-	cmd.Stdout = out
 	var stderr keepWriter
-	if o.MergeStderr {
-		cmd.Stderr = out // one writer: exec serialises its writes
-	} else {
-		stderr.max = o.StderrKeep
-		cmd.Stderr = &stderr
+	stderr.max = o.StderrKeep
+	tail := &tailWriter{max: o.StderrTail}
+	build := func() (*exec.Cmd, *tree) {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdin = o.Dir, o.Env, o.Stdin
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		tr := newTree(cmd)
+		cmd.Cancel = func() error { tr.kill(false); return killGroup(cmd) }
+		cmd.WaitDelay = WaitDelay
+		cmd.Stdout = out
+		if o.MergeStderr {
+			cmd.Stderr = out // one writer: exec serialises its writes
+		} else {
+			cmd.Stderr = &stderr
+		}
+		if o.StderrTail > 0 {
+			// Two writers now (exec copies each on its own goroutine): capWriter locks.
+			tail.next = cmd.Stderr
+			cmd.Stderr = tail
+		}
+		return cmd, tr
 	}
-	tail := &tailWriter{max: o.StderrTail, next: cmd.Stderr}
-	if o.StderrTail > 0 {
-		// Two writers now (exec copies each on its own goroutine): capWriter locks.
-		cmd.Stderr = tail
+	cmd, tr := build()
+	err := cmd.Start()
+	if err != nil && tr.refused() {
+		// The kernel would not start the command inside its cgroup (a cgroup made but not
+		// ours to enter): from now on the subreaper, and this run once more.
+		tr.close()
+		cmd, tr = build()
+		err = cmd.Start()
 	}
-	err := cmd.Run()
+	defer tr.close()
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		// It exited 0 but left a child holding its output open: the command succeeded, and
 		// the child is killed below.

@@ -93,6 +93,16 @@ func newTree(cmd *exec.Cmd) *tree {
 	return t
 }
 
+// refused is called when the command did not start: in the cgroup mode that may be the
+// clone into the cgroup, refused (EACCES, EBUSY); the cgroup mode is then off for good.
+func (t *tree) refused() bool {
+	if t.dir == "" {
+		return false
+	}
+	forceSubreaper.Store(true)
+	return true
+}
+
 // kill ends every process of the run and, when wait (the run is over), waits (bounded)
 // until none is left. The context's cancel does not wait: the leader stays a zombie in
 // its cgroup until exec reaps it, after the cancel returns.

@@ -23,6 +23,7 @@ type tree struct{}
 func newTree(cmd *exec.Cmd) *tree { return &tree{} }
 func (t *tree) kill(wait bool)    {}
 func (t *tree) close()            {}
+func (t *tree) refused() bool     { return false }
 
 // Prepare reports the mode; outside Linux there is nothing to set up.
 func Prepare() KillMode { return Mode() }
