@@ -11,16 +11,17 @@ var BaseEnv = []string{"PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER"}
 const TokenVar = "MEMD_GIT_TOKEN"
 
 // ScrubEnv is the environment of a user's command: from environ, the BaseEnv names and the
-// allow names (hooks.env), never TokenVar nor any name in deny (the configured
-// sync.token_env), never a MEMD_* variable (the caller adds its own). A name listed but
-// unset is left unset.
+// allow names (hooks.env, MEMD_* ones too when named), never TokenVar nor any name in deny
+// (the configured sync.token_env), never another MEMD_* variable (the caller adds the
+// hook's own after these). A name listed but unset is left unset.
 func ScrubEnv(environ, allow, deny []string) []string {
 	keep := map[string]bool{}
 	for _, n := range BaseEnv {
 		keep[n] = true
 	}
+	named := map[string]bool{}
 	for _, n := range allow {
-		keep[n] = true
+		keep[n], named[n] = true, true
 	}
 	for _, n := range append([]string{TokenVar}, deny...) {
 		delete(keep, n)
@@ -28,7 +29,7 @@ func ScrubEnv(environ, allow, deny []string) []string {
 	var out []string
 	for _, kv := range environ {
 		name, _, ok := strings.Cut(kv, "=")
-		if ok && keep[name] && !strings.HasPrefix(name, "MEMD_") {
+		if ok && keep[name] && (named[name] || !strings.HasPrefix(name, "MEMD_")) {
 			out = append(out, kv)
 		}
 	}
