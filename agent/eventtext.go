@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/internal/textsafe"
 )
 
 // maxReason bounds the reason an event gives: one line of a sidebar entry.
@@ -24,13 +24,13 @@ func reasonOf(err error) string {
 		}
 		inner = next
 	}
-	s := statusline.Clean(inner.Error())
+	s := textsafe.Escape(inner.Error())
 	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
 		s = s[i+2:]
 	}
 	s = strings.TrimSpace(s)
 	if s == "" {
-		s = statusline.Clean(err.Error())
+		s = textsafe.Escape(err.Error())
 	}
 	if r := []rune(s); len(r) > maxReason {
 		s = string(r[:maxReason-1]) + "…"

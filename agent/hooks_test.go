@@ -156,13 +156,14 @@ func TestHookNeverBlocksTheOwner(t *testing.T) {
 }
 
 // Each hook follows its own step with the changed paths; a failing hook is a warning in the
-// status, a metric and a log line, and the sync it followed stays good.
+// status naming the last line of its stderr, a metric and a log line, and the sync it
+// followed stays good.
 func TestHooksAfterCommitAndFailingSync(t *testing.T) {
 	rig := newHookRig(t)
 	out := t.TempDir()
 	cfg := hookConfig(rig.dir)
-	cfg.Hooks.AfterCommit = []string{"sh", "-c", `cat "$MEMD_CHANGED_FILE" >> "$1/commit"`, "hook", out}
-	cfg.Hooks.AfterSync = []string{"sh", "-c", `cat "$MEMD_CHANGED_FILE" >> "$1/sync"; echo broken >&2; exit 7`, "hook", out}
+	cfg.Hooks.AfterCommit = []string{"sh", "-c", `tr '\0' '\n' < "$MEMD_CHANGED_FILE" >> "$1/commit"`, "hook", out}
+	cfg.Hooks.AfterSync = []string{"sh", "-c", `tr '\0' '\n' < "$MEMD_CHANGED_FILE" >> "$1/sync"; echo warming up >&2; echo broken >&2; exit 7`, "hook", out}
 	a, logs, stop := startAgent(t, cfg)
 	defer stop()
 
@@ -188,7 +189,7 @@ func TestHooksAfterCommitAndFailingSync(t *testing.T) {
 	}
 	failedEvent := func() bool {
 		for _, e := range doc.Events {
-			if e.Kind == "warn" && e.Text == "hooks.after_sync failed: exit status 7" {
+			if e.Kind == "warn" && e.Text == "hooks.after_sync failed: exit status 7: broken" {
 				return true
 			}
 		}
@@ -198,7 +199,7 @@ func TestHooksAfterCommitAndFailingSync(t *testing.T) {
 	tu.WaitFor(t, "status warn and an event naming the hook", 20*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(cfg.StateDir(), "status.json"))
 		_ = json.Unmarshal(b, &doc)
-		return doc.State == "warn" && len(doc.Warnings) == 1 && doc.Warnings[0] == "hooks.after_sync failed: exit status 7" && failedEvent()
+		return doc.State == "warn" && len(doc.Warnings) == 1 && doc.Warnings[0] == "hooks.after_sync failed: exit status 7: broken" && failedEvent()
 	}, func() string { return fmt.Sprintf("%+v", doc) })
 	if got := read("sync"); got != "notes/theirs.txt\n" {
 		t.Errorf("after_sync listed %q", got)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/hooks"
+	"github.com/memd-dev/memd/internal/procgroup"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
@@ -100,8 +101,11 @@ func New(opts Options) (*Agent, error) {
 			a.st.lastSleep = &sleepInfo{at: s.At, counts: s.Counts}
 		}
 	}
+	// Where hooks' descendants are ended (a cgroup, else a subreaper); a killed memd's
+	// leftover runs are ended now.
+	a.log.Debug("hooks and the summarizer end every descendant", "mode", procgroup.Prepare())
 	a.hooks = hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: a.repo.ChangedPaths,
-		Logger: a.log, Done: a.hookDone})
+		TokenEnv: a.cfg.Sync.TokenEnv, Logger: a.log, Done: a.hookDone})
 	return a, nil
 }
 

@@ -23,7 +23,8 @@ func TestMemhtmlIndexFollowsSyncThroughHook(t *testing.T) {
 	home := t.TempDir()
 	gitconfig := filepath.Join(home, "gitconfig")
 	must(t, os.WriteFile(gitconfig, []byte("[core]\n\tquotepath = false\n"), 0o600))
-	// The hook inherits memd's environment: memhtml offline and deterministic.
+	// memd's environment, passed to the hook through hooks.env (the rest is scrubbed):
+	// memhtml offline and deterministic.
 	env := append(testutil.IsolatedEnv(home, gitconfig), "MEMHTML_EMBED=off", "MEMHTML_LLM=off")
 	bare := filepath.Join(home, "remote.git")
 	if out, err := (testutil.Git{Env: env}).Run(home, nil, "init", "-q", "--bare", "-b", "main", bare); err != nil {
@@ -39,7 +40,7 @@ func TestMemhtmlIndexFollowsSyncThroughHook(t *testing.T) {
 http: {listen: "127.0.0.1:0"}
 sleep: {catch_up: false}
 sync: {pull_interval: 1s}
-hooks: {after_sync: [`+hook+`], timeout: 60s}
+hooks: {after_sync: [`+hook+`], timeout: 60s, env: [MEMHTML_EMBED, MEMHTML_LLM]}
 `), 0o600))
 	opts := testutil.Options{Env: env, StartTimeout: startTimeout, ExitTimeout: exitTimeout, LogOnFailure: true,
 		LogAlways: os.Getenv("MEMD_E2E_LOGS") != ""}

@@ -3,10 +3,14 @@
 // changes — so the tools that read the repo (memhtml's index, a webhook) follow it.
 //
 // A hook is argv without a shell, run in the repo's directory in its own process group, with
-// MEMD_HOOK, MEMD_REPO, MEMD_OLD_HEAD, MEMD_NEW_HEAD and MEMD_CHANGED_FILE (a temporary file
-// listing the changed paths, one per line) in its environment. Its stdout and stderr are kept
-// up to MaxOutputBytes for the log; more, or a run past the timeout, kills the whole group.
-// A failing hook is reported (the Done callback, a log line) and never fails the step.
+// MEMD_HOOK, MEMD_REPO, MEMD_OLD_HEAD, MEMD_NEW_HEAD, MEMD_CHANGED_FILE (a temporary file
+// listing the changed paths, each NUL-terminated: a path may hold a newline) and
+// MEMD_CHANGED_FORMAT=nul in an environment scrubbed to procgroup.BaseEnv and hooks.env
+// (never the push token). The list covers every change since the hook's last success
+// (pending.go). Its stdout and stderr are kept up to MaxOutputBytes for the log; more, or a
+// run past the timeout, kills it with every descendant (procgroup). A failing hook is
+// reported (the Done callback, a log line, the last line of its stderr) and never fails the
+// step.
 //
 // The Runner is what `memd run` uses: Notify never blocks, each hook runs on its own
 // goroutine off the owner loop and outside the writer lock, and notifications that arrive
@@ -28,7 +32,14 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/procgroup"
+	"github.com/memd-dev/memd/internal/textsafe"
 )
+
+// ChangedFormat is MEMD_CHANGED_FORMAT: how MEMD_CHANGED_FILE separates paths.
+const ChangedFormat = "nul"
+
+// stderrLineBytes caps the last line of a failed hook's stderr in its status warning.
+const stderrLineBytes = 200
 
 // Results, as the memd_hook_runs_total result label spells them (the root's names).
 const (
@@ -60,6 +71,9 @@ type Result struct {
 	Duration time.Duration
 	Status   string // ResultOK, ResultError, ResultTimeout
 	Err      error  // names the hook key (hooks.after_sync) and the command
+	// StderrLine is the last line of stderr, escaped and capped (textsafe.Line); a failed
+	// run's Err ends with it, so the status says why, not only "exit status 1".
+	StderrLine string
 }
 
 // ChangedFunc lists the paths that differ between two commits (sync.Repo.ChangedPaths).
@@ -71,7 +85,9 @@ type Options struct {
 	TempDir string // where MEMD_CHANGED_FILE is written ("" = os.TempDir()); memd: .git/memd
 	Config  memd.HooksConfig
 	Changed ChangedFunc // nil: MEMD_CHANGED_FILE lists nothing
-	Logger  *slog.Logger
+	// TokenEnv is sync.token_env: never passed on, even if hooks.env names it.
+	TokenEnv string
+	Logger   *slog.Logger
 	// Done is called after each run on the hook's goroutine (memd run: a metric and a kick
 	// of the owner); it must not block.
 	Done func(Result)
@@ -91,6 +107,9 @@ type Runner struct {
 	active  int // hooks running or about to
 	idle    *sync.Cond
 	closing bool
+
+	pmu sync.Mutex         // pending records (pending.go)
+	mem map[string]pending // pending records when there is no state dir (TempDir "")
 }
 
 // slot is one hook's queue: at most one run in flight and one range waiting.
@@ -203,12 +222,23 @@ func (r *Runner) run(ctx context.Context, cfg memd.HooksConfig, hook, oldHead, n
 		var err error
 		if changed, err = r.opts.Changed(oldHead, newHead); err != nil {
 			// The hook still runs: most (memhtml index update) do not read the list.
-			r.log.Warn("hook: cannot list the changed paths; MEMD_CHANGED_FILE is empty", "hook", hook, "err", err)
+			r.log.Warn("hook: cannot list the changed paths; MEMD_CHANGED_FILE lists only earlier runs'", "hook", hook, "err", err)
 			changed = nil
 		}
 	}
+	// What failed runs were not told about comes first, and their old HEAD.
+	pend := r.loadPending(hook)
+	if pend.Old != "" {
+		oldHead = pend.Old
+	}
+	changed = union(pend.Paths, changed)
 	res := Exec(ctx, Spec{Hook: hook, Argv: argv, Dir: r.opts.Dir, TempDir: r.opts.TempDir, Timeout: cfg.Timeout.D(),
-		OldHead: oldHead, NewHead: newHead, Changed: changed})
+		OldHead: oldHead, NewHead: newHead, Changed: changed, AllowEnv: cfg.Env, DenyEnv: []string{r.opts.TokenEnv}})
+	if res.Err != nil {
+		r.savePending(hook, pending{Old: oldHead, Paths: changed})
+	} else {
+		r.savePending(hook, pending{})
+	}
 	r.logResult(res)
 	return res, true
 }
@@ -276,6 +306,8 @@ type Spec struct {
 	Timeout          time.Duration
 	OldHead, NewHead string
 	Changed          []string
+	AllowEnv         []string // hooks.env: names passed on besides procgroup.BaseEnv
+	DenyEnv          []string // sync.token_env: never passed on
 }
 
 // Exec runs one hook and waits for it: argv literally (no shell), in Dir, in its own
@@ -303,13 +335,14 @@ func Exec(ctx context.Context, s Spec) Result {
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	env := append(withoutMemdVars(os.Environ()),
+	env := append(procgroup.ScrubEnv(os.Environ(), s.AllowEnv, s.DenyEnv),
 		"MEMD_HOOK="+s.Hook, "MEMD_REPO="+s.Dir, "MEMD_OLD_HEAD="+s.OldHead,
-		"MEMD_NEW_HEAD="+s.NewHead, "MEMD_CHANGED_FILE="+list)
+		"MEMD_NEW_HEAD="+s.NewHead, "MEMD_CHANGED_FILE="+list, "MEMD_CHANGED_FORMAT="+ChangedFormat)
 	// Stdin /dev/null: a hook never waits on memd's terminal. stdout and stderr as they came.
 	run := procgroup.Run(ctx, s.Argv, procgroup.Options{Dir: s.Dir, Env: env, Timeout: timeout,
-		MaxOutput: MaxOutputBytes, MergeStderr: true})
+		MaxOutput: MaxOutputBytes, MergeStderr: true, StderrTail: 4 * stderrLineBytes})
 	res.Output = string(run.Output)
+	res.StderrLine = textsafe.Line(string(run.Tail), stderrLineBytes)
 	switch {
 	case run.Err == nil:
 	case errors.Is(run.Err, procgroup.ErrOutputTooLarge):
@@ -318,6 +351,8 @@ func Exec(ctx context.Context, s Spec) Result {
 		return fail(ResultTimeout, fmt.Errorf("%w after %s", ErrTimeout, timeout))
 	case ctx.Err() != nil:
 		return fail(ResultError, fmt.Errorf("stopped: %w", context.Cause(ctx)))
+	case res.StderrLine != "":
+		return fail(ResultError, fmt.Errorf("%w: %s", run.Err, res.StderrLine))
 	default:
 		return fail(ResultError, run.Err)
 	}
@@ -325,8 +360,9 @@ func Exec(ctx context.Context, s Spec) Result {
 	return res
 }
 
-// writeChanged writes the changed paths, one per line, to a temporary file in dir, which is
-// never in the work tree (there the file would be a change to commit). memd uses .git/memd:
+// writeChanged writes the changed paths, each NUL-terminated (a tree entry's name may hold a
+// newline, never a NUL: a list one path per line could be forged), to a temporary file in
+// dir, which is never in the work tree (there the file would be a change to commit). memd uses .git/memd:
 // writable under the hardened service unit, where /tmp may not be.
 func writeChanged(dir, hook string, paths []string) (string, error) {
 	if dir != "" {
@@ -341,7 +377,7 @@ func writeChanged(dir, hook string, paths []string) (string, error) {
 	var b bytes.Buffer
 	for _, p := range paths {
 		b.WriteString(p)
-		b.WriteByte('\n')
+		b.WriteByte(0)
 	}
 	_, werr := f.Write(b.Bytes())
 	if cerr := f.Close(); werr == nil {
@@ -352,20 +388,6 @@ func writeChanged(dir, hook string, paths []string) (string, error) {
 		return "", fmt.Errorf("changed-paths file %s: %w", f.Name(), werr)
 	}
 	return f.Name(), nil
-}
-
-// withoutMemdVars drops inherited MEMD_* hook variables, so a memd started from a hook (or a
-// test) never hands its own range on to the next one.
-func withoutMemdVars(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		switch strings.SplitN(kv, "=", 2)[0] {
-		case "MEMD_HOOK", "MEMD_REPO", "MEMD_OLD_HEAD", "MEMD_NEW_HEAD", "MEMD_CHANGED_FILE":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }
 
 // logOutput is the output for a log line: trimmed, at most logOutputBytes (the end, where

@@ -47,13 +47,14 @@ func TestArgvPassedLiterally(t *testing.T) {
 }
 
 // The hook runs in the repo with the documented variables (replacing inherited ones), and
-// MEMD_CHANGED_FILE lists the changed paths one per line and is gone afterwards.
+// MEMD_CHANGED_FILE lists the changed paths NUL-terminated and is gone afterwards.
 func TestEnvironmentAndChangedFile(t *testing.T) {
 	t.Setenv("MEMD_OLD_HEAD", "inherited")
-	t.Setenv("MEMD_HOOK_TEST_KEEP", "kept")
+	t.Setenv("HOOK_TEST_KEEP", "kept")
 	s := spec(t, "after_sleep", "sh", "-c",
-		`printf '%s\n' "$MEMD_HOOK" "$MEMD_REPO" "$MEMD_OLD_HEAD" "$MEMD_NEW_HEAD" "$MEMD_CHANGED_FILE" "$MEMD_HOOK_TEST_KEEP" "$(pwd -P)"; `+
-			`env | grep -c '^MEMD_OLD_HEAD='; cat "$MEMD_CHANGED_FILE"`)
+		`printf '%s\n' "$MEMD_HOOK" "$MEMD_REPO" "$MEMD_OLD_HEAD" "$MEMD_NEW_HEAD" "$MEMD_CHANGED_FILE" "$HOOK_TEST_KEEP" "$(pwd -P)"; `+
+			`env | grep -c '^MEMD_OLD_HEAD='; tr '\0' '\n' < "$MEMD_CHANGED_FILE"`)
+	s.AllowEnv = []string{"HOOK_TEST_KEEP"}
 	s.Changed = []string{"areas/a b.html", "areas/arcs/x-2026.html", "memory.jsonl"}
 	s.TempDir = filepath.Join(s.Dir, ".git", "memd") // created as needed, as memd's state dir
 	res := Exec(context.Background(), s)
@@ -141,6 +142,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "child")
 			t.Setenv("PIDFILE", pidfile)
 			s := spec(t, "after_sleep", "sh", "-c", c.script)
+			s.AllowEnv = []string{"PIDFILE"} // hooks.env: the scrubbed environment lacks it otherwise
 			s.Timeout = 500 * time.Millisecond
 			start := time.Now()
 			res := Exec(context.Background(), s)

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/internal/textsafe"
 )
 
 // Actions is what the page may ask the daemon to do (DESIGN §9: the page is a place to act).
@@ -135,7 +135,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, ErrBadRequest) {
 			code = http.StatusBadRequest
 		}
-		http.Error(w, statusline.Clean(err.Error()), code)
+		http.Error(w, textsafe.Escape(err.Error()), code)
 		return
 	}
 	s.statusJSON(w, r)
@@ -146,7 +146,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	b, err := s.Actions.History(ctx, r.URL.Query().Get("path"))
 	if err != nil {
-		http.Error(w, statusline.Clean(err.Error()), http.StatusNotFound)
+		http.Error(w, textsafe.Escape(err.Error()), http.StatusNotFound)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -158,7 +158,7 @@ func (s *Server) conflict(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	ours, theirs, err := s.Actions.Versions(ctx, r.URL.Query().Get("copy"))
 	if err != nil {
-		http.Error(w, statusline.Clean(err.Error()), http.StatusNotFound)
+		http.Error(w, textsafe.Escape(err.Error()), http.StatusNotFound)
 		return
 	}
 	cut := func(b []byte) string {

@@ -15,12 +15,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/memd-dev/memd/internal/textsafe"
 )
 
 //go:embed web/index.html
 var webFS embed.FS
 
-var page = template.Must(template.New("index.html").ParseFS(webFS, "web/index.html"))
+// page's t is the one sanitiser (textsafe): html/template escapes markup, not the bidi and
+// C1 controls that make a name read as another.
+var page = template.Must(template.New("index.html").Funcs(template.FuncMap{"t": textsafe.Escape}).ParseFS(webFS, "web/index.html"))
 
 // DefaultKeepAlive is how often an idle SSE stream gets a comment, so proxies and browsers
 // keep it open.

@@ -291,6 +291,15 @@ func TestPageEscapes(t *testing.T) {
 	if strings.Contains(page, "<script>alert") || !strings.Contains(page, "&lt;script&gt;alert(1)") {
 		t.Errorf("page does not escape the error")
 	}
+	// A section line (what another writer put in the document) with a bidi override is
+	// served as an escape, not as the override.
+	d := metrics.Compose(f)
+	d.Detail = "evil\u202elmth.html"
+	hub.Publish(d)
+	_, _, page = get(t, "GET", base+"/")
+	if strings.Contains(page, "\u202e") || !strings.Contains(page, `evil\u202elmth.html`) {
+		t.Errorf("page serves a bidi override raw")
+	}
 }
 
 // TestPageInChromium loads the page in headless Chromium over the DevTools pipe: the DOM holds
@@ -347,6 +356,13 @@ func TestPageInChromium(t *testing.T) {
 	waitFor(text("#copies li"), `<script>document.title='owned'</script>`)
 	waitFor(`String(document.querySelectorAll("#events img, #copies script").length)`, "0")
 	waitFor(`document.title`, "memd")
+
+	// A remote's name with a bidi override and a C1 control is drawn as escapes (on main the
+	// page drew "evil" and then "lmth.html" reversed).
+	bidi := doc(metrics.StateConflict)
+	bidi.ConflictCopies = []string{"evil\u202elmth.html\u009b2J"}
+	hub.Publish(bidi)
+	waitFor(text("#copies li"), `evil\u202elmth.html\u009b2J`)
 
 	// Usable at 400 px: nothing wider than the screen, a long path without a break in it wrapped.
 	long := doc(metrics.StateConflict)

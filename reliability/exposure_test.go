@@ -217,7 +217,10 @@ func exposureSummarizer(t *testing.T) {
 		// ${VAR}, before YAML); what reaches the command must then be "$HOME", unexpanded.
 		quoted = append(quoted, strings.ReplaceAll(fmt.Sprintf("%q", a), "$", "$$"))
 	}
-	w := newWorld(t, worldOpts{demo: true, config: "http: {listen: \"\"}\narcs: {summarizer: {command: [" + strings.Join(quoted, ", ") + "], timeout: 60s}}\n"})
+	w := newWorld(t, worldOpts{demo: true, config: "http: {listen: \"\"}\narcs: {summarizer: {command: [" + strings.Join(quoted, ", ") + "], timeout: 60s}}\n" +
+		// The summarizer's environment is scrubbed (the hooks' rule): the helper's variables
+		// pass because hooks.env names them.
+		"hooks: {env: [" + helperEnv + ", MEMD_SUMMARIZER_ARGV]}\n"})
 	env := []string{helperEnv + "=summarizer", "MEMD_SUMMARIZER_ARGV=" + argvFile}
 	var problems []string
 	out, code := w.memdEnv(env, 3*time.Minute, "sleep", "--phase", "arcs", "--now", sleepNow, "--config", w.config, "--repo", w.repo)

@@ -178,7 +178,7 @@ func planArc(s *snapshot, env *planEnv, p *plan, a memd.Arc, ap string) error {
 		return nil
 	}
 	if cmd := env.cfg.Arcs.Summarizer.Command; len(cmd) > 0 && !env.dryRun {
-		sum, err := Summarize(env.ctx, cmd, env.cfg.Arcs.Summarizer.Timeout.D(), a, ap)
+		sum, err := Summarize(env.ctx, cmd, env.cfg.Arcs.Summarizer.Timeout.D(), summarizerEnv(env.cfg), a, ap)
 		if err != nil {
 			env.log.Warn("arc summarizer failed; the arc keeps its deterministic summary", "arc", ap, "err", err)
 			p.counts["summarizer_failed"]++

@@ -326,7 +326,13 @@ func (r *Runner) apply(ctx context.Context, runID string, ph memd.Phase, snap *s
 	}
 	if !r.opts.DryRun {
 		if commit, err = r.applyAndCommit(ctx, runID, ph, p); err != nil {
-			return "", fmt.Errorf("sleep %s: %w", ph, err)
+			// commit is kept when the commit was made but did not take everything
+			// (ErrNotCommitted): the report names both, and the files are on disk as
+			// the plan left them, which is what the next phases must plan from.
+			if errors.Is(err, ErrNotCommitted) {
+				snap.apply(p)
+			}
+			return commit, fmt.Errorf("sleep %s: %w", ph, err)
 		}
 	}
 	snap.apply(p)
@@ -373,12 +379,17 @@ func (r *Runner) applyAndCommit(ctx context.Context, runID string, ph memd.Phase
 	if err := r.applyOps(ctx, j, ph, p); err != nil {
 		return "", j.abort(err, r.log)
 	}
-	hash, err := r.commit(runID, ph, p)
+	if err := verifyApplied(r.dir, p); err != nil {
+		return "", j.abort(err, r.log)
+	}
+	res, err := r.commit(runID, ph, p)
 	if err != nil {
 		return "", j.abort(fmt.Errorf("commit: %w", err), r.log)
 	}
 	j.remove()
-	return hash, nil
+	// The commit is made: what it did not take stays on disk for the next commit, and the
+	// phase says so rather than report what the commit does not hold.
+	return res.Hash, checkCommitted(p, res)
 }
 
 // applyOps applies p's ops through the journal and makes the tree's new bytes durable.
@@ -404,7 +415,7 @@ func (r *Runner) applyOps(ctx context.Context, j *journal, ph memd.Phase, p *pla
 }
 
 // commit commits the paths p touched as one sleep commit of phase ph.
-func (r *Runner) commit(runID string, ph memd.Phase, p *plan) (string, error) {
+func (r *Runner) commit(runID string, ph memd.Phase, p *plan) (memsync.CommitResult, error) {
 	msg := commitMessage(ph, runID, p.counts)
 	for attempt := 0; ; attempt++ {
 		res, err := r.store.CommitPathsMessage(p.paths(), msg, memsync.KindSleep)
@@ -413,7 +424,7 @@ func (r *Runner) commit(runID string, ph memd.Phase, p *plan) (string, error) {
 		if errors.Is(err, memsync.ErrHeadMoved) && attempt < 2 {
 			continue
 		}
-		return res.Hash, err
+		return res, err
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -15,6 +14,7 @@ import (
 	gosync "sync"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // snapshot is the tree as sleep sees it: read once per run (one walk, every memory file
@@ -229,7 +229,7 @@ func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
 	if s.virtual && !s.files[rel] {
 		return nil, false, nil
 	}
-	b, err := os.ReadFile(filepath.Join(s.root, filepath.FromSlash(rel)))
+	b, err := readTracked(s.root, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -237,6 +237,19 @@ func (s *snapshot) read(rel string) (data []byte, exists bool, err error) {
 		return nil, false, fmt.Errorf("read %s: %w", rel, err)
 	}
 	return b, true, nil
+}
+
+// readTracked reads a tracked file by the rule sleep writes it by (internal/safefs): never
+// through a symlink at the name or in its parent chain, only a regular file. A read that
+// followed a link the write would then refuse had already shown what the link's target
+// holds (a note id from a file outside the repo, in the dry-run items).
+func readTracked(root, rel string) ([]byte, error) {
+	t, err := safefs.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	return t.ReadFile(rel)
 }
 
 // apply updates the snapshot with an applied (or, dry run, imagined) plan.
@@ -277,7 +290,7 @@ func (s *snapshot) apply(p *plan) {
 				s.overlay[o.to] = b
 			} else if s.virtual {
 				// Keep reading the moved file's bytes from its old place on disk.
-				if b, err := os.ReadFile(filepath.Join(s.root, filepath.FromSlash(o.path))); err == nil {
+				if b, err := readTracked(s.root, o.path); err == nil {
 					s.overlay[o.to] = b
 				}
 			}

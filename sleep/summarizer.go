@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -40,7 +41,10 @@ type summaryEpisode struct {
 // plain text (RenderArc escapes it). The command runs in its own process group, and the
 // whole group is killed at the timeout or when the output passes 64 KiB, so a command that
 // forks a hanging child cannot hold sleep up.
-func Summarize(ctx context.Context, argv []string, timeout time.Duration, a memd.Arc, arcPath string) (string, error) {
+//
+// env is its whole environment (procgroup.ScrubEnv: the hooks' rule, DESIGN §9; nil is
+// the rule without hooks.env), so the push token never reaches it.
+func Summarize(ctx context.Context, argv []string, timeout time.Duration, env []string, a memd.Arc, arcPath string) (string, error) {
 	if len(argv) == 0 {
 		return "", errors.New("no summarizer command")
 	}
@@ -55,7 +59,11 @@ func Summarize(ctx context.Context, argv []string, timeout time.Duration, a memd
 	if timeout <= 0 {
 		timeout = 120 * time.Second
 	}
-	run := procgroup.Run(ctx, argv, procgroup.Options{Stdin: bytes.NewReader(stdin), Timeout: timeout,
+	if env == nil {
+		// Never nil to exec, which would hand on memd's own environment: the base rule.
+		env = procgroup.ScrubEnv(os.Environ(), nil, nil)
+	}
+	run := procgroup.Run(ctx, argv, procgroup.Options{Env: env, Stdin: bytes.NewReader(stdin), Timeout: timeout,
 		MaxOutput: MaxSummaryBytes, StderrKeep: 4096})
 	switch {
 	case errors.Is(run.Err, procgroup.ErrOutputTooLarge):
@@ -70,4 +78,11 @@ func Summarize(ctx context.Context, argv []string, timeout time.Duration, a memd
 		return "", fmt.Errorf("summarizer %s: output is not UTF-8", argv[0])
 	}
 	return text, nil
+}
+
+// summarizerEnv is the summarizer's environment: the hooks' rule (procgroup.BaseEnv and the
+// names in hooks.env, one list of what the user lets through to the commands memd runs;
+// never sync.token_env).
+func summarizerEnv(cfg memd.Config) []string {
+	return procgroup.ScrubEnv(os.Environ(), cfg.Hooks.Env, []string{cfg.Sync.TokenEnv})
 }

@@ -36,7 +36,7 @@ func TestSummarizeReadsArcJSON(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "stdin.json")
 	argv := script(t, `cat > "`+in+`"; echo "  Sanju kept checkout alive.  "`)
-	got, err := Summarize(context.Background(), argv, 5*time.Second, testArc(), "areas/arcs/person-sanju-rao-2025.html")
+	got, err := Summarize(context.Background(), argv, 5*time.Second, nil, testArc(), "areas/arcs/person-sanju-rao-2025.html")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +52,14 @@ func TestSummarizeReadsArcJSON(t *testing.T) {
 func TestSummarizeFailuresAreContained(t *testing.T) {
 	arc := testArc()
 	t.Run("crash", func(t *testing.T) {
-		_, err := Summarize(context.Background(), script(t, `echo oops >&2; exit 3`), 5*time.Second, arc, "x")
+		_, err := Summarize(context.Background(), script(t, `echo oops >&2; exit 3`), 5*time.Second, nil, arc, "x")
 		if err == nil || !strings.Contains(err.Error(), "oops") {
 			t.Fatalf("crash: %v (want an error carrying stderr)", err)
 		}
 	})
 	t.Run("10MB", func(t *testing.T) {
 		start := time.Now()
-		_, err := Summarize(context.Background(), script(t, `head -c 10485760 /dev/zero | tr '\0' a`), 20*time.Second, arc, "x")
+		_, err := Summarize(context.Background(), script(t, `head -c 10485760 /dev/zero | tr '\0' a`), 20*time.Second, nil, arc, "x")
 		if !errors.Is(err, ErrSummaryTooLong) {
 			t.Fatalf("10 MB: %v", err)
 		}
@@ -68,7 +68,7 @@ func TestSummarizeFailuresAreContained(t *testing.T) {
 		}
 	})
 	t.Run("missing command", func(t *testing.T) {
-		if _, err := Summarize(context.Background(), []string{"/nonexistent/summarizer"}, time.Second, arc, "x"); err == nil {
+		if _, err := Summarize(context.Background(), []string{"/nonexistent/summarizer"}, time.Second, nil, arc, "x"); err == nil {
 			t.Fatal("no error for a missing command")
 		}
 	})
@@ -76,7 +76,7 @@ func TestSummarizeFailuresAreContained(t *testing.T) {
 		pidFile := filepath.Join(t.TempDir(), "child.pid")
 		argv := script(t, `sleep 1000 & echo $! > "`+pidFile+`"; sleep 1000`)
 		start := time.Now()
-		_, err := Summarize(context.Background(), argv, 500*time.Millisecond, arc, "x")
+		_, err := Summarize(context.Background(), argv, 500*time.Millisecond, nil, arc, "x")
 		if err == nil || !strings.Contains(err.Error(), "timed out") {
 			t.Fatalf("hang: %v", err)
 		}
@@ -130,5 +130,24 @@ func TestArcsWithSummarizer(t *testing.T) {
 			mustContain(t, "arc", arc, c.want)
 			mustNotContain(t, "arc", arc, "<script>")
 		})
+	}
+}
+
+// The summarizer gets the hooks' environment rule: the push token never reaches it, even
+// when hooks.env names it; hooks.env's other names do. On main it inherited everything.
+func TestSummarizerEnvironmentIsScrubbed(t *testing.T) {
+	t.Setenv("MEMD_GIT_TOKEN", "ghp_default")
+	t.Setenv("HOSTILE_TOKEN", "ghp_configured")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-allowed")
+	t.Setenv("UNLISTED", "no")
+	cfg := memd.DefaultConfig()
+	cfg.Sync.TokenEnv = "HOSTILE_TOKEN"
+	cfg.Hooks.Env = []string{"ANTHROPIC_API_KEY", "HOSTILE_TOKEN", "MEMD_GIT_TOKEN"}
+	got, err := Summarize(context.Background(), script(t, `env | sort | tr '\n' ' '`), 5*time.Second, summarizerEnv(cfg), testArc(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "ghp_") || strings.Contains(got, "UNLISTED") || !strings.Contains(got, "ANTHROPIC_API_KEY=sk-allowed") || !strings.Contains(got, "PATH=") {
+		t.Fatalf("summarizer environment: %s", got)
 	}
 }

@@ -483,11 +483,7 @@ func (co *checkout) apply() (late []string, err error) {
 	}
 	co.makeGitlinkDirs(dirs)
 	// The renames are durable before the caller drops the marker.
-	ds := make([]string, 0, len(dirs))
-	for d := range dirs {
-		ds = append(ds, d)
-	}
-	sort.Strings(ds)
+	ds := co.planDirs(dirs)
 	if co.deferSync {
 		co.synced = ds
 		return late, nil
@@ -511,6 +507,35 @@ func (co *checkout) makeGitlinkDirs(dirs map[string]bool) {
 		}
 		dirs[path.Dir(p)] = true
 	}
+}
+
+// planDirs is the directories to fsync, checked against the plan itself: a directory the
+// plan replaced by a file or a link (a remote that turned a folder into a symlink, its
+// files deleted first) is no directory any more, and fsyncing it would open a link after
+// HEAD moved (finding 5 of issue 31). Its parent, which holds that rename, is synced
+// instead; the deletions in it went with the folder.
+func (co *checkout) planDirs(dirs map[string]bool) []string {
+	written := map[string]bool{}
+	for _, it := range co.items {
+		if it.kind == coWrite {
+			written[it.path] = true
+		}
+	}
+	out := map[string]bool{}
+	for d := range dirs {
+		for p := d; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+			if written[p] {
+				d = path.Dir(p)
+			}
+		}
+		out[d] = true
+	}
+	ds := make([]string, 0, len(out))
+	for d := range out {
+		ds = append(ds, d)
+	}
+	sort.Strings(ds)
+	return ds
 }
 
 // removeDeleted removes the paths the checkout deletes, holding the version

@@ -377,7 +377,7 @@ func (r *Repo) checkoutLenientLocked(a, b plumbing.Hash, changes map[string]path
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTreeSizedLocked(r.repo.Storer, b, tb, ta, r.maxFileSize()); err != nil {
+	if err := r.checkFetchedTreeLocked(r.repo.Storer, b, tb, ta); err != nil {
 		return nil, err
 	}
 	co, err := r.prepareCheckout(changes, false)

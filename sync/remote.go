@@ -241,7 +241,7 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", r.trackingRef(ro), err)
 	}
-	if err := checkTreeSizedLocked(r.repo.Storer, remote, rc.TreeHash, plumbing.ZeroHash, r.maxFileSize()); err != nil {
+	if err := r.checkFetchedTreeLocked(r.repo.Storer, remote, rc.TreeHash, plumbing.ZeroHash); err != nil {
 		return false, fmt.Errorf("adopt %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 	}
 	changes := map[string]pathChange{}
@@ -701,7 +701,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	}
 	// The remote is not trusted (DESIGN §4): its tree is vetted before
 	// anything reads it for a merge or writes it to disk.
-	if err := checkTreeSizedLocked(s, remote, rc.TreeHash, localTree, r.maxFileSize()); err != nil {
+	if err := r.checkFetchedTreeLocked(s, remote, rc.TreeHash, localTree); err != nil {
 		return nil, fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)
 	}
 	if err := r.planTargetLocked(ro, pl, base, lc, rc, localTree); err != nil {

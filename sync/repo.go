@@ -137,6 +137,7 @@ type Repo struct {
 	opts   Options
 	log    *slog.Logger
 	author Author
+	names  nameFS // how the work tree's file system compares names (treefold.go)
 
 	// maxFile is Options.MaxFileSize as SetMaxFileSize last set it (a reload).
 	maxFile atomic.Int64

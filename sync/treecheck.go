@@ -59,13 +59,7 @@ const (
 // already vetted (zero = none): every entry of every subtree that is not
 // identical to known's at the same path.
 func checkTreeLocked(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash) error {
-	return checkTreeSizedLocked(s, commit, tree, known, 0)
-}
-
-// checkTreeSizedLocked is checkTreeLocked that also refuses a blob larger than maxBlob bytes
-// (0: no limit; sync.max_file_size) by its size alone: the object header, never the content.
-func checkTreeSizedLocked(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash, maxBlob int64) error {
-	c := &treeChecker{s: s, commit: commit, maxBlob: maxBlob}
+	c := &treeChecker{s: s, commit: commit}
 	return c.dir(tree, known, 1, 0)
 }
 
@@ -94,6 +88,11 @@ type treeChecker struct {
 	maxBlob int64 // 0: sizes unchecked
 	commit  plumbing.Hash
 	names   []string // the path to the tree being checked
+	// fs is how the work tree compares names (treefold.go): two entries one
+	// name there are refused like a duplicate; warn gets those that collide
+	// only on a stricter file system (a clone on a Mac).
+	fs   gitpath.FS
+	warn func(path string, err error)
 }
 
 // blob refuses entry name (a blob, not in the vetted tree) when it is over the limit.
@@ -141,6 +140,7 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 		}
 	}
 	seen := make(map[string]struct{}, len(t.Entries))
+	folded := map[string]string{} // gitpath.Everywhere's key → the first name with it
 	for _, e := range t.Entries {
 		if err := gitpath.CheckName(e.Name, e.Mode == filemode.Symlink); err != nil {
 			return c.fail(e.Name, err.Error())
@@ -152,6 +152,9 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 			return c.fail(e.Name, "duplicate entry in its tree")
 		}
 		seen[e.Name] = struct{}{}
+		if err := c.collision(folded, e.Name); err != nil {
+			return err
+		}
 		plen := pathLen + len(e.Name)
 		if pathLen > 0 {
 			plen++
@@ -188,3 +191,23 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 func (r *Repo) SetMaxFileSize(n int64) { r.maxFile.Store(n) }
 
 func (r *Repo) maxFileSize() int64 { return r.maxFile.Load() }
+
+// collision checks name against the names already seen in its tree: one that
+// is the same file on the work tree's file system is refused; one that would
+// be on a case-insensitive or normalising one is a warning.
+func (c *treeChecker) collision(folded map[string]string, name string) error {
+	k := gitpath.Everywhere.Key(name)
+	other, ok := folded[k]
+	if !ok {
+		folded[k] = name
+		return nil
+	}
+	if err := c.fs.Collision(name, other); err != nil {
+		return c.fail(name, err.Error()+" on this file system")
+	}
+	if c.warn != nil {
+		p := strings.Join(append(append([]string(nil), c.names...), name), "/")
+		c.warn(p, gitpath.Everywhere.Collision(name, other))
+	}
+	return nil
+}

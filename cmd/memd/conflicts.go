@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/internal/repofiles"
-	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/internal/textsafe"
 	memsync "github.com/memd-dev/memd/sync"
 )
 
@@ -31,17 +31,17 @@ func cmdConflicts(a *app, args []string) int {
 	}
 	ign, err := repofiles.New(a.cfg.Repo, a.cfg.Watch.Ignore)
 	if err != nil {
-		return a.fail("conflicts: %s", statusline.Clean(err.Error()))
+		return a.fail("conflicts: %s", textsafe.Escape(err.Error()))
 	}
 	list, err := memsync.ListConflicts(a.cfg.Repo, ign.Ignored)
 	if err != nil {
-		return a.fail("conflicts: %s", statusline.Clean(err.Error()))
+		return a.fail("conflicts: %s", textsafe.Escape(err.Error()))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(list); err != nil {
-			return a.fail("conflicts: %s", statusline.Clean(err.Error()))
+			return a.fail("conflicts: %s", textsafe.Escape(err.Error()))
 		}
 		return exitOK
 	}
@@ -55,7 +55,7 @@ func cmdConflicts(a *app, args []string) int {
 			at = localTime(c.At)
 		}
 		fmt.Fprintf(a.stdout, "%s\n  copy    %s\n  from    %s at %s\n  ours    %s (the copy)\n  theirs  %s\n",
-			statusline.Clean(c.Path), statusline.Clean(c.Copy), statusline.Clean(c.Machine), at, shortBlob(c.Ours), shortBlob(c.Theirs))
+			textsafe.Escape(c.Path), textsafe.Escape(c.Copy), textsafe.Escape(c.Machine), at, shortBlob(c.Ours), shortBlob(c.Theirs))
 	}
 	fmt.Fprintf(a.stdout, "\nend one with: memd resolve PATH --keep ours|theirs|both\n")
 	return exitOK
@@ -94,7 +94,7 @@ func (a *app) repoRel(p string) (string, error) {
 		abs = filepath.Join(dir, filepath.Base(p))
 	}
 	if !inside(root, abs) {
-		return "", fmt.Errorf("%s is outside the memory repo %s", statusline.Clean(p), root)
+		return "", fmt.Errorf("%s is outside the memory repo %s", textsafe.Escape(p), root)
 	}
 	rel, err := filepath.Rel(root, abs)
 	if err != nil {
@@ -111,7 +111,7 @@ func inside(root, p string) bool {
 func checkRel(rel string) error {
 	c := filepath.ToSlash(filepath.Clean(rel))
 	if c == "." || c == ".." || strings.HasPrefix(c, "../") || c == ".git" || strings.HasPrefix(c, ".git/") {
-		return fmt.Errorf("%q names no memory in the repo", statusline.Clean(rel))
+		return fmt.Errorf("%q names no memory in the repo", textsafe.Escape(rel))
 	}
 	return nil
 }

@@ -47,14 +47,14 @@ func cmdDoctor(a *app, args []string) int {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
 	} else {
-		fmt.Fprintf(a.stdout, "memd doctor: %s\n", rep.Repo)
+		say(a.stdout, "memd doctor: %s\n", rep.Repo)
 		fmt.Fprintf(a.stdout, "  %d files, %d memories, inbox %d, task inbox %d (%s)\n", rep.Files, rep.Memories, rep.Inbox, rep.TaskInbox, rep.Elapsed)
 		for _, f := range rep.Findings {
 			where := f.Path
 			if where != "" {
 				where += ": "
 			}
-			fmt.Fprintf(a.stdout, "  %-7s %-9s %s%s\n", f.Severity, f.Check, where, f.Message)
+			say(a.stdout, "  %-7s %-9s %s%s\n", f.Severity, f.Check, where, f.Message)
 		}
 		fmt.Fprintf(a.stdout, "%d %s, %d %s\n", rep.Problems, plural(rep.Problems, "problem", "problems"), rep.Warnings, plural(rep.Warnings, "warning", "warnings"))
 	}

@@ -17,7 +17,8 @@ type oneShotHook struct {
 // one-shot command is one step. Call it after the writer lock is released. A failing hook is
 // a warning on stderr (its log line names the hook key); the exit code stays the step's own.
 func (a *app) runHooks(repo *memsync.Repo, steps ...oneShotHook) {
-	r := hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: repo.ChangedPaths, Logger: a.log})
+	r := hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: repo.ChangedPaths,
+		TokenEnv: a.cfg.Sync.TokenEnv, Logger: a.log})
 	for _, s := range steps {
 		r.Run(context.Background(), s.hook, s.old, s.new)
 	}

@@ -34,7 +34,7 @@ func TestOneShotSyncRunsHooks(t *testing.T) {
 
 	out := t.TempDir()
 	// The lock must be free while a hook runs: each hook records whether it could see it.
-	record := `echo "$MEMD_HOOK $MEMD_OLD_HEAD $MEMD_NEW_HEAD $(tr '\n' , < "$MEMD_CHANGED_FILE") lock=$(test -e .memory.lock && echo held || echo free)" >> "$1/runs"`
+	record := `echo "$MEMD_HOOK $MEMD_OLD_HEAD $MEMD_NEW_HEAD $(tr '\0' , < "$MEMD_CHANGED_FILE") lock=$(test -e .memory.lock && echo held || echo free)" >> "$1/runs"`
 	script := filepath.Join(out, "record.sh")
 	if err := os.WriteFile(script, []byte(record+"\n"+`[ "$MEMD_HOOK" = after_sync ] && { echo sync hook broke >&2; exit 4; }`+"\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestOneShotSyncRunsHooks(t *testing.T) {
 func TestOneShotSleepRunsHook(t *testing.T) {
 	dir := demoRepo(t, 60)
 	out := filepath.Join(t.TempDir(), "runs")
-	cfg := writeConfig(t, "hooks:\n  after_sleep: [sh, -c, 'echo \"$MEMD_OLD_HEAD $MEMD_NEW_HEAD $(wc -l < \"$MEMD_CHANGED_FILE\")\" >> \"$1\"', hook, "+out+"]\n")
+	cfg := writeConfig(t, "hooks:\n  after_sleep: [sh, -c, 'echo \"$MEMD_OLD_HEAD $MEMD_NEW_HEAD $(tr -cd \\\\000 < \"$MEMD_CHANGED_FILE\" | wc -c)\" >> \"$1\"', hook, "+out+"]\n")
 	start := sleepGit(t, dir, "rev-parse", "HEAD")
 	if code, _, errs := runMemd(t, "sleep", "--config", cfg, "--repo", dir, "--now", sleepNow, "--dry-run", "--no-gc"); code != 0 {
 		t.Fatalf("dry run: %d %s", code, errs)

@@ -79,7 +79,7 @@ func cmdInit(a *app, args []string) int {
 	if o.layout == memd.LayoutProjectMemory {
 		fmt.Fprintf(a.stdout, "layout: %s (project MEMORY.md files and topic files, no PARA buckets)\n", o.layout)
 	}
-	fmt.Fprintf(a.stdout, "memory repo ready: %s\n", dir)
+	say(a.stdout, "memory repo ready: %s\n", dir)
 	return exitOK
 }
 

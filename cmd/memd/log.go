@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/internal/textsafe"
 	memsync "github.com/memd-dev/memd/sync"
 )
 
@@ -25,33 +25,33 @@ func cmdLog(a *app, args []string) int {
 	}
 	rel, err := a.repoRel(fs.Arg(0))
 	if err != nil {
-		return a.fail("log: %s", statusline.Clean(err.Error()))
+		return a.fail("log: %s", textsafe.Escape(err.Error()))
 	}
 	ro := memsync.OptionsFromConfig(a.cfg)
 	ro.Logger, ro.Now = a.log, a.now
 	repo, err := memsync.Open(a.cfg.Repo, ro)
 	if err != nil {
-		return a.fail("log: %s", statusline.Clean(err.Error()))
+		return a.fail("log: %s", textsafe.Escape(err.Error()))
 	}
 	defer repo.Close()
 	entries, err := repo.Log(rel)
 	if err != nil {
-		return a.fail("log: %s", statusline.Clean(err.Error()))
+		return a.fail("log: %s", textsafe.Escape(err.Error()))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(entries); err != nil {
-			return a.fail("log: %s", statusline.Clean(err.Error()))
+			return a.fail("log: %s", textsafe.Escape(err.Error()))
 		}
 		return exitOK
 	}
 	for _, e := range entries {
-		fmt.Fprintf(a.stdout, "%s  %s  %-10s %s\n", e.Commit[:12], localTime(e.At), e.Action, statusline.Clean(e.Path))
+		fmt.Fprintf(a.stdout, "%s  %s  %-10s %s\n", e.Commit[:12], localTime(e.At), e.Action, textsafe.Escape(e.Path))
 		if e.From != "" {
-			fmt.Fprintf(a.stdout, "%26s was %s\n", "", statusline.Clean(e.From))
+			fmt.Fprintf(a.stdout, "%26s was %s\n", "", textsafe.Escape(e.From))
 		}
-		fmt.Fprintf(a.stdout, "%26s %s\n", "", statusline.Clean(e.Subject))
+		fmt.Fprintf(a.stdout, "%26s %s\n", "", textsafe.Escape(e.Subject))
 	}
 	return exitOK
 }

@@ -120,7 +120,7 @@ func (a *app) parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 		return exitUsage, false
 	}
 	if err := a.load(); err != nil {
-		fmt.Fprintf(a.stderr, "memd: %v\n", err)
+		say(a.stderr, "memd: %v\n", err)
 		return exitUsage, false
 	}
 	return exitOK, true
@@ -209,7 +209,7 @@ var validateSchedule memd.ScheduleValidator
 
 // fail prints an error for a failed command and returns exit 1.
 func (a *app) fail(format string, args ...any) int {
-	fmt.Fprintf(a.stderr, "memd: "+format+"\n", args...)
+	say(a.stderr, "memd: "+format+"\n", args...)
 	return exitFailed
 }
 

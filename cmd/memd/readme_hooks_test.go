@@ -95,12 +95,13 @@ func TestReadmeHookRecipes(t *testing.T) {
 	}
 
 	type request struct {
-		method, old, new, body string
+		method, old, new, body, ctype, format string
 	}
 	got := make(chan request, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		got <- request{r.Method, r.Header.Get("X-Memd-Old-Head"), r.Header.Get("X-Memd-New-Head"), string(b)}
+		got <- request{r.Method, r.Header.Get("X-Memd-Old-Head"), r.Header.Get("X-Memd-New-Head"), string(b),
+			r.Header.Get("Content-Type"), r.Header.Get("X-Memd-Changed-Format")}
 	}))
 	defer srv.Close()
 	argv := cfgs[1].Hooks.AfterSync
@@ -108,14 +109,16 @@ func TestReadmeHookRecipes(t *testing.T) {
 		argv[i] = strings.ReplaceAll(a, "https://hooks.example.com/memd", srv.URL)
 	}
 	res = hooks.Exec(context.Background(), hooks.Spec{Hook: memd.HookAfterSync, Argv: argv, Dir: repo, Timeout: 20 * time.Second,
-		OldHead: "1111", NewHead: "2222", Changed: []string{"areas/a.html", "areas/b c.html"}})
+		OldHead: "1111", NewHead: "2222", Changed: []string{"areas/a.html", "areas/b c.html", "x.html\n..\n--all\n-rf"}})
 	if res.Err != nil {
 		t.Fatalf("webhook: %v\n%s", res.Err, res.Output)
 	}
 	select {
 	case r := <-got:
-		// curl --data-binary @file sends the file as it is.
-		if r.method != "POST" || r.old != "1111" || r.new != "2222" || r.body != "areas/a.html\nareas/b c.html\n" {
+		// curl --data-binary @file sends the file as it is: NUL-terminated paths, one of them
+		// holding newlines (a remote's forged name), and headers that say so.
+		if r.method != "POST" || r.old != "1111" || r.new != "2222" || r.body != "areas/a.html\x00areas/b c.html\x00x.html\n..\n--all\n-rf\x00" ||
+			r.ctype != "application/octet-stream" || r.format != "nul" {
 			t.Errorf("webhook sent %+v", r)
 		}
 	default:

@@ -8,7 +8,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
-	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/internal/textsafe"
 	memsync "github.com/memd-dev/memd/sync"
 )
 
@@ -31,31 +31,31 @@ func cmdResolve(a *app, args []string) int {
 	}
 	rel, err := a.repoRel(fs.Arg(0))
 	if err != nil {
-		return a.fail("resolve: %s", statusline.Clean(err.Error()))
+		return a.fail("resolve: %s", textsafe.Escape(err.Error()))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	sess, err := agent.Open(ctx, a.cfg, agent.OpenOptions{Logger: a.log, Now: a.now, Who: "memd resolve"})
 	if err != nil {
-		return a.fail("resolve: %s", statusline.Clean(err.Error()))
+		return a.fail("resolve: %s", textsafe.Escape(err.Error()))
 	}
 	defer sess.Close()
 	before, okBefore := head(sess.Repo())
 	out, err := sess.Resolve(ctx, rel, *keep)
 	if err != nil {
 		if errors.Is(err, memsync.ErrNoConflict) {
-			return a.fail("resolve: %s (memd conflicts lists them)", statusline.Clean(err.Error()))
+			return a.fail("resolve: %s (memd conflicts lists them)", textsafe.Escape(err.Error()))
 		}
-		return a.fail("resolve: %s", statusline.Clean(err.Error()))
+		return a.fail("resolve: %s", textsafe.Escape(err.Error()))
 	}
 	if after, ok := head(sess.Repo()); ok && okBefore && after != before {
 		defer a.runHooks(sess.Repo(), oneShotHook{memd.HookAfterCommit, before, after})
 	}
 	switch {
 	case out.Kept != "":
-		fmt.Fprintf(a.stdout, "resolved %s: kept both, the copy is now %s\n", statusline.Clean(rel), statusline.Clean(out.Kept))
+		fmt.Fprintf(a.stdout, "resolved %s: kept both, the copy is now %s\n", textsafe.Escape(rel), textsafe.Escape(out.Kept))
 	default:
-		fmt.Fprintf(a.stdout, "resolved %s: kept %s\n", statusline.Clean(rel), *keep)
+		fmt.Fprintf(a.stdout, "resolved %s: kept %s\n", textsafe.Escape(rel), *keep)
 	}
 	if out.Commit.Hash != "" {
 		fmt.Fprintf(a.stdout, "committed %s\n", out.Commit.Hash[:12])

@@ -7,7 +7,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
-	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/internal/textsafe"
 )
 
 func init() {
@@ -29,27 +29,27 @@ func cmdRestore(a *app, args []string) int {
 	}
 	rel, err := a.repoRel(fs.Arg(0))
 	if err != nil {
-		return a.fail("restore: %s", statusline.Clean(err.Error()))
+		return a.fail("restore: %s", textsafe.Escape(err.Error()))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	sess, err := agent.Open(ctx, a.cfg, agent.OpenOptions{Logger: a.log, Now: a.now, Who: "memd restore"})
 	if err != nil {
-		return a.fail("restore: %s", statusline.Clean(err.Error()))
+		return a.fail("restore: %s", textsafe.Escape(err.Error()))
 	}
 	defer sess.Close()
 	before, okBefore := head(sess.Repo())
 	target, res, err := sess.Restore(ctx, rel, *at)
 	if err != nil {
-		return a.fail("restore: %s (memd log %s shows its versions)", statusline.Clean(err.Error()), statusline.Clean(rel))
+		return a.fail("restore: %s (memd log %s shows its versions)", textsafe.Escape(err.Error()), textsafe.Escape(rel))
 	}
 	if after, ok := head(sess.Repo()); ok && okBefore && after != before {
 		defer a.runHooks(sess.Repo(), oneShotHook{memd.HookAfterCommit, before, after})
 	}
 	if res.Hash == "" {
-		fmt.Fprintf(a.stdout, "%s is already that version: nothing to commit\n", statusline.Clean(target))
+		fmt.Fprintf(a.stdout, "%s is already that version: nothing to commit\n", textsafe.Escape(target))
 		return exitOK
 	}
-	fmt.Fprintf(a.stdout, "restored %s\ncommitted %s\n", statusline.Clean(target), res.Hash[:12])
+	fmt.Fprintf(a.stdout, "restored %s\ncommitted %s\n", textsafe.Escape(target), res.Hash[:12])
 	return exitOK
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,8 +115,11 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 		switch {
 		case p.Skipped:
 			fmt.Fprintf(w, "%-8s already committed in run %s\n", p.Name, rep.RunID)
+		case errors.Is(p.Err, sleep.ErrNotCommitted):
+			// Not undone: the commit (if any) took part of the files, the rest wait on disk.
+			say(w, "%-8s FAILED, partly committed%s: %v\n", p.Name, commitSuffix(p.Commit), p.Err)
 		case p.Err != nil:
-			fmt.Fprintf(w, "%-8s FAILED (undone): %v\n", p.Name, p.Err)
+			say(w, "%-8s FAILED (undone): %v\n", p.Name, p.Err)
 		case counts == "":
 			fmt.Fprintf(w, "%-8s nothing to do\n", p.Name)
 		case p.Commit != "":
@@ -132,13 +136,13 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 				if it.Reason != "" {
 					line += " (" + it.Reason + ")"
 				}
-				fmt.Fprintln(w, line)
+				say(w, "%s\n", line)
 			}
 		} else {
 			// Reports (caps, stale notes, skips) are worth a line even when applied.
 			for _, it := range p.Items {
 				if it.Action == "report" || it.Action == "skip" {
-					fmt.Fprintf(w, "  %s %s: %s\n", it.Action, it.Path, it.Reason)
+					say(w, "  %s %s: %s\n", it.Action, it.Path, it.Reason)
 				}
 			}
 		}
@@ -146,4 +150,11 @@ func printSleepReport(w io.Writer, rep sleep.Report) {
 	if rep.GC != "" && rep.GC != "ran" {
 		fmt.Fprintf(w, "gc: %s\n", rep.GC)
 	}
+}
+
+func commitSuffix(c string) string {
+	if c == "" {
+		return " (no commit)"
+	}
+	return fmt.Sprintf(" (commit %.10s)", c)
 }

@@ -77,7 +77,7 @@ func cmdSync(a *app, args []string) int {
 	case sr.Merged:
 		fmt.Fprintf(a.stdout, "merged %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 		if len(sr.Conflicts) > 0 {
-			fmt.Fprintf(a.stdout, " (%d conflict copies kept: %v)", len(sr.Conflicts), sr.Conflicts)
+			say(a.stdout, " (%d conflict copies kept: %v)", len(sr.Conflicts), sr.Conflicts)
 		}
 		fmt.Fprintln(a.stdout)
 	case sr.FastForward:

@@ -25,7 +25,16 @@ func alive(t *testing.T, file string) bool {
 	if err != nil {
 		t.Fatalf("pid file %q: %v", b, err)
 	}
-	return syscall.Kill(pid, 0) == nil
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A killed process whose parent is an init that reaps late is a zombie: dead.
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc (macOS): kill(0) is all there is
+	}
+	i := strings.LastIndexByte(string(st), ')')
+	return i < 0 || len(st) < i+3 || st[i+2] != 'Z'
 }
 
 func waitGone(t *testing.T, file string) {
@@ -80,4 +89,14 @@ func TestRunChildHoldingOutput(t *testing.T) {
 		t.Fatalf("got %q, %v", r.Output, r.Err)
 	}
 	waitGone(t, pid)
+}
+
+func TestScrubEnv(t *testing.T) {
+	env := []string{"PATH=/bin", "HOME=/h", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=/t", "USER=u", "LC_ALL=C",
+		"MEMD_GIT_TOKEN=ghp_x", "GH_TOKEN=ghp_y", "SSH_AUTH_SOCK=/s", "MEMD_OLD_HEAD=abc", "INDEX_URL=http://x", "=odd"}
+	got := ScrubEnv(env, []string{"INDEX_URL", "MEMD_GIT_TOKEN", "GH_TOKEN", "UNSET"}, []string{"GH_TOKEN"})
+	want := "PATH=/bin HOME=/h LANG=C.UTF-8 TZ=UTC TMPDIR=/t USER=u INDEX_URL=http://x"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("ScrubEnv = %q, want %q", got, want)
+	}
 }

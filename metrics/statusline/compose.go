@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/memd-dev/memd/internal/textsafe"
 )
 
 // Health thresholds (docs/FORMATS.md §1, §3B): above these the status warns.
@@ -344,31 +346,9 @@ func more(total, shown int) string {
 	return ""
 }
 
-// clean makes text safe for a one-line reader: newlines and tabs become spaces, other control
-// characters (a terminal escape in an error message, say) are dropped.
-func clean(s string) string {
-	ok := true
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			ok = false
-			break
-		}
-	}
-	if ok {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			b.WriteByte(' ')
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+// clean is the one sanitiser (internal/textsafe): controls and bidi marks become visible
+// escapes, so a name a remote chose cannot drive the terminal a status line lands in.
+func clean(s string) string { return textsafe.Escape(s) }
 
 // copyCounts is maps.Clone, but never nil: the document's maps are {} when empty.
 func copyCounts(m map[string]int) map[string]int {

@@ -77,7 +77,7 @@ func TestComposeCleansControlCharacters(t *testing.T) {
 	f := statuslinetest.Fixtures()[statusline.StateError]
 	f.Error = "bad\nthing\x1b[31m here\r"
 	d := statusline.Compose(f)
-	if strings.ContainsAny(d.Summary.Text, "\n\r\x1b") || d.Error != "bad thing[31m here " {
+	if strings.ContainsAny(d.Summary.Text, "\n\r\x1b") || d.Error != `bad\nthing\x1b[31m here\r` {
 		t.Fatalf("not cleaned: %q / %q", d.Summary.Text, d.Error)
 	}
 	// A hand-written document with control characters still renders one line.
@@ -288,7 +288,7 @@ func TestInfoKindAndAdditions(t *testing.T) {
 		evs = append(evs, statusline.Event{ID: uint64(i), Kind: statusline.KindInfo, Text: "a\nb\x1b[31m", Parts: []statusline.Part{{Text: "a\nb\x1b[31m"}}})
 	}
 	d := statusline.Compose(statusline.Facts{Now: statuslinetest.Now, Events: evs, CommitsPerHour: make([]int, 30)})
-	if len(d.Events) != statusline.MaxEvents || d.Events[0].ID != 6 || d.Events[0].Text != "a b[31m" || d.Events[0].Parts[0].Text != "a b[31m" {
+	if len(d.Events) != statusline.MaxEvents || d.Events[0].ID != 6 || d.Events[0].Text != `a\nb\x1b[31m` || d.Events[0].Parts[0].Text != `a\nb\x1b[31m` {
 		t.Errorf("events = %d, first %+v", len(d.Events), d.Events[0])
 	}
 	evs[len(evs)-1].Text = "changed"
@@ -334,5 +334,22 @@ func TestCommandUnreadableDocumentErrorsOnce(t *testing.T) {
 				t.Errorf("stderr %q: want one line naming %s once", errb.String(), p)
 			}
 		})
+	}
+}
+
+// A remote's name with a bidi override or a C1 control shows as an escape in every line
+// format (the old clean dropped C0/C1 silently and let U+202E through).
+func TestRenderEscapesBidiAndC1(t *testing.T) {
+	f := statuslinetest.Fixtures()[statusline.StateError]
+	f.Error = "conflict in evil\u202elmth.exe \u009b2J"
+	d := statusline.Compose(f)
+	for _, format := range statusline.LineFormats {
+		out, err := statusline.Render(&d, format, statuslinetest.Now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(out, "\u202e\u009b") || !strings.Contains(out, `\u202e`) {
+			t.Errorf("%s: %q", format, out)
+		}
 	}
 }

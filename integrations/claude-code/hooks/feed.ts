@@ -39,10 +39,27 @@ export const MAIN_ORDER = 20
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-/** One line of text: control characters out, newlines and tabs to spaces, capped. */
-export function fold(s: string): string {
+/**
+ * The mod's copy of memd's one sanitiser (internal/textsafe, DESIGN §9 "Human output"): C0
+ * (tab and newline too: one line), DEL, C1, the bidi embeddings, overrides, isolates and
+ * marks (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C), U+2028/U+2029 and lone
+ * surrogates are shown as visible escapes (\x1b, \u202e), never drawn, never dropped.
+ */
+export function escapeText(s: string): string {
   // eslint-disable-next-line no-control-regex
-  const t = s.replace(/[\r\n\t]/g, ' ').replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, c => {
+    const n = c.charCodeAt(0)
+    if (c === '\n') return '\\n'
+    if (c === '\t') return '\\t'
+    if (c === '\r') return '\\r'
+    if (n < 0x80) return '\\x' + n.toString(16).padStart(2, '0')
+    return '\\u' + n.toString(16).padStart(4, '0')
+  })
+}
+
+/** One line of text: escaped as memd escapes it, capped. */
+export function fold(s: string): string {
+  const t = escapeText(s)
   return t.length > MAX_TEXT ? t.slice(0, MAX_TEXT) + '…' : t
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, test, tier } from 'claude-code/testing'
-import { entryLines, freshEvents, LATE_MS, localTime, MAX_STREAM, notStarted, parseStatus, runAnswer, tellsUser, titleOf, type MemdEvent } from '../hooks/feed'
+import { entryLines, escapeText, fold, freshEvents, LATE_MS, localTime, MAX_STREAM, notStarted, parseStatus, runAnswer, tellsUser, titleOf, type MemdEvent } from '../hooks/feed'
 import { NOW, STATUS } from './fixtures/status'
 
 tier('user')
@@ -7,6 +7,15 @@ tier('user')
 const ev = (id: number, at = '2026-11-30T14:32:00Z'): MemdEvent => ({ id, at, text: `e${id}` })
 
 describe('feed', () => {
+  test('names a remote chose are drawn as escapes, bidi overrides and C1 included, as memd escapes them', () => {
+    expect(escapeText('evil\u202elmth.exe')).toBe('evil\\u202elmth.exe')
+    expect(escapeText('x\u001b]52;c;aGk=\u0007 \u009b2J \u2066\u200f\u061c')).toBe('x\\x1b]52;c;aGk=\\x07 \\u009b2J \\u2066\\u200f\\u061c')
+    expect(escapeText('a\nb\tc\r')).toBe('a\\nb\\tc\\r')
+    expect(escapeText('café — ok 😀')).toBe('café — ok 😀')
+    expect(escapeText('lone \ud800')).toBe('lone \\ud800')
+    expect(fold('evil\u202e')).toBe('evil\\u202e')
+  })
+
   test('the real engine\'s message for a memd not on PATH reads as not installed', () => {
     const r = notStarted(new Error('$.process.run(memd) failed to start: ENOENT: Executable not found in $PATH: "memd"'))
     expect(r.line).toBe('not installed: no memd on PATH')

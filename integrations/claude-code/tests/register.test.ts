@@ -310,7 +310,7 @@ describe('memd in the sidebar', () => {
     await started($)
     expect(w.sets.map(s => s.key)).toEqual(['sync', 'events'])
     expect(nth(w, 0).lines.length).toBe(50)
-    expect(nth(w, 0).lines[0]).toEqual({ text: 'l0 [31mx' })
+    expect(nth(w, 0).lines[0]).toEqual({ text: 'l0\\n\\x1b[31mx' })
     expect(nth(w, 1).lines).toEqual([{ text: 'ok', kind: 'warn' }])
   })
 
