@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
+	memsync "github.com/memd-dev/memd/sync"
 )
 
 type commitInfo struct {
@@ -30,12 +32,16 @@ type state struct {
 	syncState  string // "", ok, offline, error
 	syncErr    string
 	lastErr    string
-	conflicts  int
 	lastCommit *commitInfo
 	lastPush   *time.Time
 	lastSleep  *sleepInfo
 	events     eventLog    // status `events`, restored at start
 	hours      commitHours // status `commits_per_hour`, restored at start
+
+	aside   memsync.Aside   // why memd stands aside for other writers ("" reason: it does not)
+	pause   *statedir.Pause // what `memd pause` asked for (pause.json), nil when none
+	held    memsync.Aside   // what memd holds back itself (the mass deletion brake)
+	stopped bool            // the clean stop's last document
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
@@ -61,7 +67,9 @@ func (a *Agent) publish() {
 		TaskInbox: inv.TaskInbox,
 		Invalid:   inv.Invalid,
 		OverCapMD: inv.overCap,
-		Conflicts: st.conflicts,
+		// Conflict state follows the tree (DESIGN §9): the copies in it now, not a count of
+		// the copies merges ever made.
+		Conflicts: len(inv.copies),
 		Degraded:  ws.Degraded,
 		Extra:     a.hookFails.warnings(),
 		LastPush:  st.lastPush,
@@ -75,6 +83,8 @@ func (a *Agent) publish() {
 		Events:         st.events.list(),
 	}
 	f.UntemplatedMD = inv.untemplated
+	f.Paused, f.PauseBrief = a.pausedFacts()
+	f.Stopped = st.stopped
 	if st.syncState == metrics.StateError {
 		f.Error = st.syncErr
 	}

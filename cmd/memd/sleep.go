@@ -12,6 +12,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/sleep"
 )
 
@@ -88,6 +89,9 @@ func cmdSleep(a *app, args []string) int {
 	if err != nil {
 		return a.fail("sleep: %v", err)
 	}
+	if !*dryRun {
+		a.reportToDaemon(sleepReport(rep))
+	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -101,6 +105,20 @@ func cmdSleep(a *app, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// sleepReport is what a running daemon shows of this run: its counts, failures and commits.
+func sleepReport(rep sleep.Report) statedir.Report {
+	r := statedir.Report{Command: "sleep", Sleep: &statedir.SleepDone{Counts: rep.Counts}}
+	for _, p := range rep.Phases {
+		if p.Commit != "" && !p.Skipped {
+			r.Commits++
+		}
+		if p.Err != nil {
+			r.Sleep.Failed = append(r.Sleep.Failed, string(p.Name)+": "+p.Err.Error())
+		}
+	}
+	return r
 }
 
 func printSleepReport(w io.Writer, rep sleep.Report) {

@@ -61,6 +61,12 @@ type Facts struct {
 	Paused       *Paused
 	Held         []Held
 	ConflictList []Conflict
+	// PauseBrief is the pause's reason in a few words for the line ("HEAD on
+	// sleep/2026-12-01"): `memd: paused (HEAD on sleep/2026-12-01) · 14:32`. "" with
+	// Paused set: `memd: paused · 14:32`.
+	PauseBrief string
+	// Stopped: memd stopped cleanly (the last document it writes): `memd: stopped · 14:32`.
+	Stopped bool
 }
 
 // Compose builds the document: state, summary in coloured parts, detail, warnings and the
@@ -168,8 +174,14 @@ func warnings(f Facts) (long, short []string) {
 // stateOf is what is happening now first, then what went wrong, then what needs a look.
 func stateOf(f Facts, d Document) string {
 	switch {
+	case f.Stopped:
+		return StateStopped
 	case f.Busy || f.Activity != "":
 		return StateBusy
+	case f.Paused != nil:
+		// Before error and conflict: while memd stands aside nothing it reports moves,
+		// and why it stands aside is what the user must act on.
+		return StatePaused
 	case d.Error != "":
 		return StateError
 	case f.Conflicts > 0:
@@ -195,6 +207,14 @@ func headParts(f Facts, d Document, short []string) []Part {
 		return []Part{{Text: "error:", Kind: KindError}, {Text: " " + d.Error}}
 	case StateOffline:
 		return append(changeParts(d.LastCommit), Part{Text: " "}, Part{Text: offlineText(f.Ahead), Kind: KindWarn})
+	case StateStopped:
+		return []Part{{Text: "stopped", Kind: KindDim}}
+	case StatePaused:
+		what := "paused"
+		if b := clean(f.PauseBrief); b != "" {
+			what += " (" + b + ")"
+		}
+		return []Part{{Text: what, Kind: KindWarn}}
 	}
 	head := changeParts(d.LastCommit)
 	if f.Behind > 0 {
@@ -202,6 +222,12 @@ func headParts(f Facts, d Document, short []string) []Part {
 	}
 	if f.Pending > 0 {
 		head = append(head, Part{Text: " "}, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
+	}
+	if f.Offline && d.State == StateConflict {
+		// A conflict outranks offline, but the line still says it: `1 conflict, offline, 2 ahead`.
+		short = append(short, offlineText(f.Ahead))
+	} else if d.State == StateConflict && f.Ahead > 0 {
+		short = append(short, fmt.Sprintf("%d ahead", f.Ahead))
 	}
 	for i, s := range short {
 		// After a change "+2 1 refused" (seed: changeParts); after "no change" a comma
@@ -272,7 +298,14 @@ func defaultDetail(f Facts, d Document) string {
 		return "working"
 	case StateError:
 		return "last job failed: " + d.Error
-	case StateOffline:
+	case StateStopped:
+		return "memd stopped at " + f.Now.Format("15:04")
+	case StatePaused:
+		return clean(f.Paused.Reason)
+	case StateOffline, StateConflict:
+		if d.State == StateConflict && !f.Offline {
+			break
+		}
 		if f.SyncError != "" {
 			return fmt.Sprintf("remote unreachable (%s); %d %s kept locally", clean(f.SyncError), f.Ahead, plural(f.Ahead, "commit", "commits"))
 		}
