@@ -262,7 +262,9 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 	// While HEAD is on another branch or a git operation waits for the user, the index is
 	// theirs (a merge's conflict stages, another branch's files): memd writes none. The
 	// paths stay pending for the refresh after the repo is back.
-	if a := r.StandAside(); a.Reason != "" {
+	// (A held index.lock is not skipped: the install below finds it and the refresher backs
+	// off and tries again, as it always has.)
+	if a := r.StandAside(); a.Reason != "" && !a.Passing {
 		restore()
 		r.log.Debug("index refresh skipped: memd stands aside", "repo", r.dir, "why", a.Reason)
 		return false, nil

@@ -96,14 +96,26 @@ func TestIndexLockHeldBacksOff(t *testing.T) {
 	writeFile(t, dir, "a.html", "a")
 	mustCommit(t, r, "a.html")
 	r.WaitIndexRefresh()
+	r.idx.mu.Lock()
+	r.idx.closed = true // no background refresh between the commit and the lock below
+	r.idx.mu.Unlock()
+	writeFile(t, dir, "b.html", "b")
+	mustCommit(t, r, "b.html")
+	r.idx.mu.Lock()
+	r.idx.closed = false
+	r.idx.mu.Unlock()
 	lock := filepath.Join(dir, ".git/index.lock")
 	if err := os.WriteFile(lock, []byte("someone"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "b.html", "b")
-	mustCommit(t, r, "b.html") // commits never wait on the index
 	if err := r.RefreshIndex(); !errors.Is(err, gitstore.ErrLocked) {
 		t.Fatalf("RefreshIndex with held lock: %v", err)
+	}
+	// DESIGN §9: a live index.lock memd did not take is a git at work; memd stands aside
+	// (the agent tries again within asidePoll) rather than commit under it.
+	writeFile(t, dir, "c.html", "c")
+	if _, err := r.CommitPaths([]string{"c.html"}); !errors.Is(err, ErrStandAside) {
+		t.Fatalf("commit under a live index.lock: %v", err)
 	}
 	if b, err := os.ReadFile(lock); err != nil || string(b) != "someone" {
 		t.Fatal("a held index.lock was touched")
@@ -115,6 +127,7 @@ func TestIndexLockHeldBacksOff(t *testing.T) {
 	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
+	mustCommit(t, r, "c.html") // the lock gone, the commit goes through
 	testutil.WaitFor(t, "index to catch up after the lock is released", 20*time.Second, func() bool {
 		return runGit(t, dir, "status", "--porcelain", "-uall") == ""
 	}, nil)

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/internal/proc"
+	"github.com/memd-dev/memd/internal/statedir"
 )
 
 // reportToDaemon tells a running `memd run` what this one-shot command did (DESIGN §9: it
