@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"time"
@@ -53,15 +52,17 @@ func (a *Agent) stopOutside() {
 }
 
 // doOutside takes what other writers did: one-shot reports, the pause file, the repo's
-// HEAD and operations. It runs on the owner like any job.
-func (a *Agent) doOutside(context.Context) error {
-	a.takeReports()
+// HEAD and operations. It runs on the owner; changed says whether the document must be
+// published again.
+func (a *Agent) doOutside() (changed bool) {
+	aside, pause, evs := a.st.aside, a.st.pause, a.st.events.last
+	took := a.takeReports()
 	a.readPause()
 	a.checkAside()
 	if a.st.held.Reason != "" && a.deletesAllowed() {
 		kick(a.k.reconcile) // `memd resume --allow-deletes`: the brake lets it through
 	}
-	return nil
+	return took || a.st.aside != aside || a.st.pause != pause || a.st.events.last != evs
 }
 
 func (a *Agent) deletesAllowed() bool {
@@ -160,6 +161,9 @@ func (a *Agent) readPause() {
 		return
 	}
 	was := a.userPause()
+	if old := a.st.pause; old != nil && p != nil && *old == *p {
+		p = old // the same pause: nothing changed
+	}
 	if p != nil && !p.Active(a.now()) {
 		_ = sd.ClearPause() // ran out: as if resumed
 		p = nil
@@ -235,10 +239,10 @@ func (a *Agent) pausedFacts() (*statusline.Paused, string) {
 
 // takeReports folds what one-shot commands did (statedir.Report) into the daemon's own
 // record: events, commits per hour, the last sleep and commit.
-func (a *Agent) takeReports() {
+func (a *Agent) takeReports() (took bool) {
 	sd, err := statedir.Open(a.cfg.StateDir())
 	if err != nil {
-		return
+		return false
 	}
 	defer sd.Close()
 	reps, err := sd.TakeReports()
@@ -279,4 +283,5 @@ func (a *Agent) takeReports() {
 			a.st.ahead, a.st.behind = ah, be
 		}
 	}
+	return len(reps) > 0
 }

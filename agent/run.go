@@ -241,7 +241,12 @@ func (a *Agent) loop(ctx context.Context, r *running) error {
 		case slot := <-a.k.sleep:
 			a.runJob(ctx, "sleep", func(ctx context.Context) error { return a.doSleep(ctx, slot) })
 		case <-a.k.outside:
-			a.runJob(ctx, "outside", a.doOutside)
+			// Not a runJob: memd's own index refresh wakes the watch of .git too, and a
+			// look that changed nothing publishes nothing.
+			if a.doOutside() {
+				a.publish()
+			}
+			continue
 		case <-a.k.reload:
 			a.runJob(ctx, "reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
 		case <-a.k.hooks:
