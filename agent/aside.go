@@ -97,6 +97,7 @@ func (a *Agent) noteAside(now memsync.Aside) {
 		a.log.Info("repo is back; committing what changed meanwhile", "was", was.Reason)
 		a.event(metrics.KindOK, metrics.Part{Text: "resumed", Kind: metrics.KindOK}, metrics.Part{Text: ": " + was.Reason + " no longer", Kind: metrics.KindDim})
 		kick(a.k.reconcile)
+		a.kickSyncIfRemote() // the user's own commits meanwhile (a merge, a rebase) go out too
 	}
 	if now.Reason != "" && a.asidePolling.CompareAndSwap(false, true) {
 		time.AfterFunc(asidePoll, func() { a.asidePolling.Store(false); kick(a.k.outside) })
@@ -180,6 +181,7 @@ func (a *Agent) readPause() {
 		a.log.Info("pause ended; committing and syncing what waited")
 		a.event(metrics.KindOK, metrics.Part{Text: "resumed", Kind: metrics.KindOK})
 		kick(a.k.reconcile)
+		a.kickSyncIfRemote() // commits made while sync was paused wait for it, changed or not
 	}
 }
 

@@ -152,6 +152,7 @@ func (m *manyWriters) person(rng *rand.Rand, stop time.Time) {
 			}
 			rel := fmt.Sprintf("areas/person/branch-%d.html", i)
 			m.put(dir, rel, fmt.Sprintf("on %s\n", br))
+			time.Sleep(400 * time.Millisecond) // the person works on the branch a while
 			m.commit(dir, "on "+br)
 			_, _ = m.git(dir, "checkout", "-q", "main")
 			if rng.IntN(2) == 0 {
