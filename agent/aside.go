@@ -89,6 +89,7 @@ func (a *Agent) noteAside(now memsync.Aside) {
 		a.log.Debug("waiting for git's index lock", "held", now.Reason != "")
 		if now.Reason == "" {
 			kick(a.k.commit)
+			a.kickSyncIfRemote() // a sync that waited for the git command
 		}
 	case now.Reason != "" && now.Reason != was.Reason:
 		a.log.Warn("standing aside: nothing is committed or synced until the repo is back", "why", now.Reason)

@@ -109,6 +109,7 @@ func TestBranchSwitchPauses(t *testing.T) {
 	w.git("checkout", "-q", "main") // the untracked file comes along, as git carries it
 	at := time.Now()
 	w.waitCommitted(d)
+	t.Logf("committed on main %s after the return", time.Since(at).Round(time.Millisecond))
 	if took := time.Since(at); took > 2*time.Second+500*time.Millisecond {
 		t.Fatalf("committed %s after the return to main: more than a quiet period", took)
 	}
@@ -342,6 +343,7 @@ sleep: {catch_up: false}
 	if !testutil.Poll(time.Second, func() bool { last = w.doc(); return last.LastSleep != nil }) {
 		t.Fatalf("the one-shot sleep is not in the daemon's document %s after it ended: %+v%s", time.Since(ended), last, d.Describe())
 	}
+	t.Logf("one-shot sleep in the daemon's document %s after the command ended", time.Since(ended).Round(time.Millisecond))
 	if !hasEvent(last.Events, "sleep: ") {
 		t.Fatalf("no sleep event: %+v", last.Events)
 	}
@@ -357,6 +359,7 @@ sleep: {catch_up: false}
 	}) {
 		t.Fatalf("the one-shot sync is not in the daemon's document %s after it ended: %+v%s", time.Since(ended), last, d.Describe())
 	}
+	t.Logf("one-shot sync in the daemon's document %s after the command ended", time.Since(ended).Round(time.Millisecond))
 }
 
 func hasEvent(evs []statusEvent, prefix string) bool {

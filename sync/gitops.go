@@ -99,7 +99,30 @@ func (r *Repo) StandAside() Aside {
 	if r.foreignIndexLock() {
 		return Aside{Reason: "git is writing the index (.git/index.lock)", Brief: "index locked", Passing: true}
 	}
+	// A git command running in the work tree (Linux: /proc) may be between two of its steps,
+	// each under its own index.lock: `git stash` saves, then resets, then cleans; a commit
+	// of memd's in a gap moves HEAD under it (the stash's pop then fails on a file memd
+	// committed). Waited out like the lock. The /proc scan costs milliseconds, so it is made
+	// only when some git wrote the index in the last seconds (every such command does).
+	if r.indexTouchedByGit() {
+		if live, _ := gitstore.LiveGitProcess(r.dir); live {
+			return Aside{Reason: "a git command is running in the repo", Brief: "git running", Passing: true}
+		}
+	}
 	return Aside{}
+}
+
+// indexTouchedByGit: .git/index was written within indexLockMinAge, and not by memd's own
+// refresh (the file is not the one it installed last).
+func (r *Repo) indexTouchedByGit() bool {
+	fi, err := os.Stat(filepath.Join(r.gitDir, "index"))
+	if err != nil || time.Since(fi.ModTime()) > indexLockMinAge {
+		return false
+	}
+	r.idx.mu.Lock()
+	mine := r.idx.lastFile == statID(fi)
+	r.idx.mu.Unlock()
+	return !mine
 }
 
 // standAsideErr is StandAside as an error (nil when memd may work), wrapped with what was

@@ -99,9 +99,21 @@ func TestCommitStandsAside(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkStandAside: the gate's cost, paid two or three times per commit and sync (on
+// Linux mostly the /proc scan for a running git).
+func BenchmarkStandAside(b *testing.B) {
+	dir := newGitDir(b)
+	r := openTest(b, dir, testOptions())
+	for b.Loop() {
+		if a := r.StandAside(); a.Reason != "" {
+			b.Fatal(a.Reason)
+		}
 	}
 }

@@ -336,7 +336,10 @@ func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID,
 		}
 		// Checked again holding index.lock, which a checkout, merge or rebase must take:
 		// one that started since the refresh began has the index now.
-		if a := r.StandAside(); a.Reason != "" {
+		if a := r.StandAside(); a.Passing {
+			// A git at work: the refresher backs off and tries again.
+			return fmt.Errorf("index refresh: %s: %w", a.Reason, gitstore.ErrLocked)
+		} else if a.Reason != "" {
 			return fmt.Errorf("index refresh: memd stands aside (%s): %w", a.Reason, errAsideNow)
 		}
 		return nil
