@@ -154,12 +154,15 @@ func (m *manyWriters) git(dir string, args ...string) (string, error) {
 	return out, err
 }
 
-// commit is `git add -A && git commit`, where memd may have committed the change first.
-func (m *manyWriters) commit(dir, msg string) {
-	if _, err := m.git(dir, "add", "-A"); err != nil {
+// commit is `git add rel && git commit rel`, where memd may have committed the change
+// first. Only rel: on a branch, `add -A` would take the person's other uncommitted edits
+// (the ones memd has not committed yet) onto that branch, as git does, and a branch never
+// merged would then hold them and main not.
+func (m *manyWriters) commit(dir, msg, rel string) {
+	if _, err := m.git(dir, "add", "--", rel); err != nil {
 		return
 	}
-	_, _ = m.git(dir, "commit", "-q", "--allow-empty", "-m", msg)
+	_, _ = m.git(dir, "commit", "-q", "--allow-empty", "-m", msg, "--", rel)
 }
 
 // person is clone A's user: one plain-git operation every 0.3–1.5 s.
@@ -176,7 +179,7 @@ func (m *manyWriters) person(rng *rand.Rand, stop time.Time) {
 			rel := fmt.Sprintf("areas/person/branch-%d.html", i)
 			m.put(dir, rel, fmt.Sprintf("on %s\n", br))
 			time.Sleep(400 * time.Millisecond) // the person works on the branch a while
-			m.commit(dir, "on "+br)
+			m.commit(dir, "on "+br, rel)
 			_, _ = m.git(dir, "checkout", "-q", "main")
 			if rng.IntN(2) == 0 {
 				if _, err := m.git(dir, "merge", "-q", "--no-edit", br); err != nil {
@@ -195,9 +198,9 @@ func (m *manyWriters) person(rng *rand.Rand, stop time.Time) {
 		case 2: // amend
 			rel := fmt.Sprintf("areas/person/amend-%d.html", i)
 			m.put(dir, rel, "first\n")
-			m.commit(dir, "amend me")
+			m.commit(dir, "amend me", rel)
 			m.put(dir, rel, "amended\n")
-			_, _ = m.git(dir, "add", "-A")
+			_, _ = m.git(dir, "add", "--", rel)
 			_, _ = m.git(dir, "commit", "-q", "--amend", "--no-edit")
 			m.note("amend")
 		case 3: // stash and pop
@@ -238,15 +241,15 @@ func (m *manyWriters) conflictedMerge(dir string, i int) {
 	br := fmt.Sprintf("clash-%d", i)
 	rel := fmt.Sprintf("areas/person/clash-%d.html", i)
 	m.put(dir, rel, "base\n")
-	m.commit(dir, "clash base")
+	m.commit(dir, "clash base", rel)
 	if _, err := m.git(dir, "checkout", "-q", "-b", br); err != nil {
 		return
 	}
 	m.put(dir, rel, "branch side\n")
-	m.commit(dir, "branch side")
+	m.commit(dir, "branch side", rel)
 	_, _ = m.git(dir, "checkout", "-q", "main")
 	m.put(dir, rel, "main side\n")
-	m.commit(dir, "main side")
+	m.commit(dir, "main side", rel)
 	if _, err := m.git(dir, "merge", "-q", "--no-edit", br); err == nil {
 		m.note("conflict") // memd merged first or git resolved it: nothing stopped
 		return
@@ -292,7 +295,7 @@ func (m *manyWriters) forge(dir string, rng *rand.Rand, stop time.Time) {
 		_, _ = m.git(dir, "pull", "-q", "--rebase", "origin", "main")
 		rel := fmt.Sprintf("areas/forge/%04d.html", i)
 		m.put(dir, rel, fmt.Sprintf("forge %d\n", i))
-		m.commit(dir, "web edit")
+		m.commit(dir, "web edit", rel)
 		pushed := false
 		for try := 0; try < 5 && !pushed; try++ {
 			if _, err := m.git(dir, "push", "-q", "origin", "main"); err == nil {
