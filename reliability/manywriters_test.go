@@ -211,9 +211,10 @@ func (m *manyWriters) person(rng *rand.Rand, stop time.Time) {
 				continue
 			}
 			if out, err := m.git(dir, "stash", "pop", "-q"); err != nil {
-				// memd moved HEAD during the stash (a stashed file committed meanwhile:
-				// "already exists, no checkout"): a problem of memd's, counted; the
-				// person then takes what the stash holds and drops it, so the run goes on.
+				// memd wrote the tree during the stash (a file it committed or checked out
+				// meanwhile: "already exists, no checkout"; docs/RELIABILITY.md, many
+				// writers): a problem of memd's, counted; the person then takes what the
+				// stash holds and drops it, so the run goes on.
 				m.mu.Lock()
 				m.popFailures = append(m.popFailures, fmt.Sprintf("%s: %v %s", rel, err, strings.TrimSpace(out)))
 				m.mu.Unlock()
