@@ -64,7 +64,7 @@ func (w *world) waitDoc(d *testutil.Daemon, what string, cond func(statusDoc) bo
 func (w *world) waitPaused(d *testutil.Daemon, why string) statusDoc {
 	w.t.Helper()
 	return w.waitDoc(d, "paused: "+why, func(s statusDoc) bool {
-		return s.State == "paused" && s.Paused != nil && strings.Contains(s.Paused.Reason, why) && s.Pending > 0
+		return s.State == "paused" && s.Paused != nil && strings.Contains(s.Paused.Reason, why) && s.Detail == s.Paused.Reason && s.Pending > 0
 	})
 }
 

@@ -134,6 +134,24 @@ func (r *Repo) standAsideErr(what string) error {
 	return nil
 }
 
+// passingWait bounds how long a job waits, where it starts, for a git command that is
+// passing (Aside.Passing: git's own commands hold their locks for milliseconds) before it
+// stands aside; a one-shot command then does not fail for a `git status` in a prompt.
+const passingWait = 3 * time.Second
+
+// standAsideWait is standAsideErr after waiting out a passing git (passingWait).
+func (r *Repo) standAsideWait(what string) error {
+	deadline := time.Now().Add(passingWait)
+	for {
+		a := r.StandAside()
+		if !a.Passing || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return r.standAsideErr(what)
+}
+
 // headAside checks that HEAD is the symbolic ref to memd's branch. A HEAD that cannot be
 // read at all is git's problem to report: memd stands aside, naming it.
 func (r *Repo) headAside() Aside {

@@ -417,7 +417,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		}
 		// The gate (gitops.go), each round: nothing fetched into a merge, merged or pushed
 		// while the repo is in another writer's hands.
-		if err := r.standAsideErr("sync"); err != nil {
+		if err := r.standAsideWait("sync"); err != nil {
 			return r.finishResult(ro, res, err)
 		}
 		res.Rounds = attempt

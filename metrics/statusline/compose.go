@@ -81,7 +81,8 @@ func Compose(f Facts) Document {
 	clock := Part{Text: " · " + f.Now.Format("15:04"), Kind: KindDim}
 	parts := append(append([]Part{{Text: "memd: "}}, headParts(f, d, short)...), clock)
 	d.Summary = Summary{Text: joinText(parts), Parts: parts}
-	if d.Detail == "" {
+	// Paused and stopped say why in the detail, whatever the last job did.
+	if d.Detail == "" || d.State == StatePaused || d.State == StateStopped {
 		d.Detail = defaultDetail(f, d)
 	}
 	d.Sections = []Section{sidebar(d, parts[1:])}

@@ -34,7 +34,7 @@ func TestPausedStoppedConflictLines(t *testing.T) {
 		}
 	}
 	f := base
-	f.Paused = &Paused{Reason: "a rebase is in progress"}
+	f.Paused, f.Detail = &Paused{Reason: "a rebase is in progress"}, "committed 3 files"
 	if d := Compose(f); d.Detail != "a rebase is in progress" || d.Paused == nil {
 		t.Errorf("paused detail %q, paused %+v", d.Detail, d.Paused)
 	}
