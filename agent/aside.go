@@ -59,8 +59,14 @@ func (a *Agent) doOutside() (changed bool) {
 	took := a.takeReports()
 	a.readPause()
 	a.checkAside()
-	if a.st.held.Reason != "" && a.deletesAllowed() {
-		kick(a.k.reconcile) // `memd resume --allow-deletes`: the brake lets it through
+	if allowed := a.deletesAllowed(); allowed && !a.st.allowSeen {
+		// `memd resume --allow-deletes` (new): the brake lets a held deletion through at
+		// the next commit and sync (it takes the file); now, not at the next retry.
+		kick(a.k.commit)
+		a.kickSyncIfRemote()
+		a.st.allowSeen = true
+	} else if !allowed {
+		a.st.allowSeen = false
 	}
 	return took || a.st.aside != aside || a.st.pause != pause || a.st.events.last != evs
 }
@@ -112,20 +118,9 @@ func (a *Agent) stoodAside(err error) bool {
 	if !ok {
 		return false
 	}
-	if aside.Held {
-		if aside.Reason != a.st.held.Reason {
-			a.log.Warn("holding back", "why", aside.Reason)
-			a.event(metrics.KindWarn, metrics.Part{Text: "paused:", Kind: metrics.KindWarn}, metrics.Part{Text: " " + aside.Reason})
-		}
-		a.st.held = aside
-		return true
-	}
 	a.noteAside(aside)
 	return true
 }
-
-// wentThrough: a commit or sync was made, so nothing is held back any more.
-func (a *Agent) wentThrough() { a.st.held = memsync.Aside{} }
 
 // gateOpen is the check at the start of a job that commits or syncs: false (and the state
 // paused) while memd stands aside.
@@ -216,9 +211,6 @@ func pauseReason(p *statedir.Pause) string {
 // reason first (it is what the user must act on), then `memd pause`.
 func (a *Agent) pausedFacts() (*statusline.Paused, string) {
 	if r := a.st.aside; r.Reason != "" {
-		return &statusline.Paused{Reason: r.Reason}, r.Brief
-	}
-	if r := a.st.held; r.Reason != "" {
 		return &statusline.Paused{Reason: r.Reason}, r.Brief
 	}
 	p := a.userPause()

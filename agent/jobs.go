@@ -74,7 +74,6 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind memd.Commi
 		return nil
 	}
 	a.inv.update(a.cfg.Repo, changedFiles(res.Changes)) // the files in new directories too
-	a.wentThrough()
 	a.metrics.CommitDone(kind, time.Since(start), a.now())
 	a.st.hours.add(a.now(), 1)
 	a.st.lastCommit = &commitInfo{at: a.now(), added: res.Added, modified: res.Modified, deleted: res.Deleted}
@@ -200,7 +199,6 @@ func (a *Agent) doSync(ctx context.Context) error {
 		return nil
 	}
 	a.backoff.Reset()
-	a.wentThrough()
 	if a.st.syncState != metrics.StateOK && a.st.syncState != "" {
 		a.log.Info("sync recovered", "remote", a.cfg.Sync.Remote)
 		a.event(metrics.KindOK, metrics.Part{Text: "back online", Kind: metrics.KindOK},

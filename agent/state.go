@@ -38,10 +38,10 @@ type state struct {
 	events     eventLog    // status `events`, restored at start
 	hours      commitHours // status `commits_per_hour`, restored at start
 
-	aside   memsync.Aside   // why memd stands aside for other writers ("" reason: it does not)
-	pause   *statedir.Pause // what `memd pause` asked for (pause.json), nil when none
-	held    memsync.Aside   // what memd holds back itself (the mass deletion brake)
-	stopped bool            // the clean stop's last document
+	aside     memsync.Aside   // why memd stands aside for other writers ("" reason: it does not)
+	pause     *statedir.Pause // what `memd pause` asked for (pause.json), nil when none
+	stopped   bool            // the clean stop's last document
+	allowSeen bool            // allow-deletes was there at the last look (aside.go)
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and

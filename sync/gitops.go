@@ -30,10 +30,6 @@ var ErrStandAside = errors.New("memd stands aside")
 // sleep/2026-12-01"). The zero Aside means memd may work.
 type Aside struct {
 	Reason, Brief string
-	// Held: memd itself holds the work back (the mass deletion brake), so the repo's
-	// return does not end it: it stays until a commit or sync goes through (after `memd
-	// resume --allow-deletes`, or the deletion undone).
-	Held bool
 	// Passing: a git holding .git/index.lock for a moment (a `git status` in a prompt) is
 	// waited out, not news: no event.
 	Passing bool
