@@ -53,6 +53,8 @@ type kicks struct {
 	sleep                           chan time.Time
 	// hooks: a hook finished; the owner publishes its result (status warn or clear).
 	hooks chan struct{}
+	// outside: another writer did something memd shows or waits for (aside.go).
+	outside chan struct{}
 }
 
 func newKicks() kicks {
@@ -60,6 +62,7 @@ func newKicks() kicks {
 		commit: make(chan struct{}, 1), reconcile: make(chan struct{}, 1),
 		sync: make(chan struct{}, 1), reload: make(chan struct{}, 1),
 		sleep: make(chan time.Time, 1), hooks: make(chan struct{}, 1),
+		outside: make(chan struct{}, 1),
 	}
 }
 

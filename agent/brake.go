@@ -47,7 +47,7 @@ func (a *Agent) brakeFacts(f *metrics.Facts) {
 		reason = a.st.deletions.remote
 	}
 	if reason != "" && f.Paused == nil {
-		f.Paused = &statusline.Paused{Reason: reason}
+		f.Paused, f.PauseBrief = &statusline.Paused{Reason: reason}, "mass deletion held"
 	}
 }
 

@@ -30,6 +30,12 @@ func (a *Agent) doCommit(ctx context.Context) error {
 // rounds (RemoteOptions.BeforeRetry), and its next round pushes the commit. took says
 // whether there were paths to commit.
 func (a *Agent) commitPending(ctx context.Context) (took bool, err error) {
+	// Paused (`memd pause`, or the repo in another writer's hands): the paths stay pending
+	// and a reconcile after the pause commits what changed meanwhile.
+	if a.commitsPaused() || !a.gateOpen() {
+		a.st.pending = a.pending.len()
+		return false, nil
+	}
 	paths := a.pending.take()
 	if len(paths) == 0 {
 		return false, nil
@@ -37,6 +43,10 @@ func (a *Agent) commitPending(ctx context.Context) (took bool, err error) {
 	a.st.pending = len(paths)
 	a.files() // a .gitignore edit the watcher saw applies to this commit
 	err = a.commitPaths(ctx, paths, memd.CommitChange)
+	if err != nil && a.stoodAside(err) {
+		a.pending.add(paths) // the gate closed under the commit: kept for after
+		return false, nil
+	}
 	if err != nil {
 		a.pending.add(paths)
 		a.retryLater(a.k.commit, 5*time.Second)
@@ -133,8 +143,8 @@ const (
 // the race to other machines is contention, retried soon, and changes no state. One log
 // line per state change, not per retry.
 func (a *Agent) doSync(ctx context.Context) error {
-	if !a.hasRemote() {
-		return nil
+	if !a.hasRemote() || a.syncPaused() || !a.gateOpen() {
+		return nil // a pause's end, or the repo's return, kicks the sync that waited
 	}
 	if err := a.doCommit(ctx); err != nil {
 		return err
@@ -150,6 +160,10 @@ func (a *Agent) doSync(ctx context.Context) error {
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
 	a.hookEnd(hook)
 	a.st.ahead, a.st.behind = res.Ahead, res.Behind
+	if err != nil && a.stoodAside(err) {
+		a.noteMerge(res, before) // a round may have merged before the repo changed hands
+		return nil
+	}
 	contention := err != nil && (errors.Is(err, gitremote.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced))
 	if contention {
 		a.contention++
@@ -241,7 +255,6 @@ func syncRetryWait(err error, contention bool, backoff, pullInterval time.Durati
 func (a *Agent) noteMerge(res memsync.SyncResult, before string) {
 	if len(res.Conflicts) > 0 {
 		a.metrics.Conflicts(len(res.Conflicts))
-		a.st.conflicts += len(res.Conflicts)
 		a.log.Warn("merge kept both versions", "conflict_copies", res.Conflicts)
 		a.conflictEvents(res.Conflicts)
 	}
@@ -257,6 +270,13 @@ func (a *Agent) noteMerge(res memsync.SyncResult, before string) {
 
 // doSleep runs the nightly phases for one schedule slot.
 func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
+	// A sleep moves and rewrites files: never in a tree that is not memd's branch's, nor
+	// while commits are paused. The phases stay due: the catch-up runs them once the repo
+	// is back (the schedule's one-minute check).
+	if a.commitsPaused() || !a.gateOpen() {
+		a.log.Info("sleep skipped while paused", "slot", slot)
+		return nil
+	}
 	if err := a.doCommit(ctx); err != nil {
 		return err
 	}

@@ -59,6 +59,9 @@ type Agent struct {
 	hookFails hookFailures // written by the hooks' goroutines, read by publish
 	// startPending: the start-up reconcile has not run yet (owner-only).
 	startPending bool
+
+	outside      *watcher.Names // .git's top entries and the state dir (aside.go)
+	asidePolling atomic.Bool    // a poll of the gate is armed (aside.go)
 }
 
 // startReconciled follows the start-up reconcile: the first sync, and the sleep schedule.
@@ -150,6 +153,7 @@ func (a *Agent) startParts() error {
 	}
 	sched.SetCatchUp(a.cfg.Sleep.CatchUp)
 	a.sched = sched
+	a.startOutside()
 
 	if err := a.startHTTP(); err != nil {
 		return err
@@ -189,6 +193,7 @@ func (a *Agent) startGoroutines() *running {
 func (a *Agent) startUp(r *running) {
 	// Start-up: publish, READY, then reconcile (catches what changed while memd was down),
 	// then sync and the sleep schedule.
+	a.readPause() // a pause survives restarts: before the start-up reconcile commits
 	a.setBusy("starting")
 	// The start-up reconcile is the loop's first job, after READY: at 100k files it is a
 	// `git status` of hundreds of ms, and READY should not wait for it. The first sync
@@ -244,6 +249,13 @@ func (a *Agent) loop(ctx context.Context, r *running) error {
 			var err error
 			a.runJob(ctx, j.name, func(ctx context.Context) error { err = j.fn(ctx); return err })
 			j.done <- err
+		case <-a.k.outside:
+			// Not a runJob: memd's own index refresh wakes the watch of .git too, and a
+			// look that changed nothing publishes nothing.
+			if a.doOutside() {
+				a.publish()
+			}
+			continue
 		case <-a.k.reload:
 			a.runJob(ctx, "reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
 		case <-a.k.hooks:
@@ -320,6 +332,7 @@ func (a *Agent) shutdown(ctx context.Context, stopWatch context.CancelFunc, watc
 	}
 	a.log.Info("stopping: committing what is pending")
 	a.sched.Stop()
+	a.stopOutside()
 	a.watch.Flush()
 	stopWatch()
 	<-watchDone
@@ -344,6 +357,10 @@ func (a *Agent) shutdown(ctx context.Context, stopWatch context.CancelFunc, watc
 		cancel()
 	}
 	a.sess.Close()
+	// The last document says so: readers show `memd: stopped · HH:MM` at once, not a live
+	// state that only turns "not running" two minutes later.
+	a.st.stopped = true
+	a.publish()
 	a.log.Info("memd stopped")
 	return nil
 }

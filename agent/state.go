@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
+	memsync "github.com/memd-dev/memd/sync"
 )
 
 type commitInfo struct {
@@ -31,7 +33,6 @@ type state struct {
 	syncState  string // "", ok, offline, error
 	syncErr    string
 	lastErr    string
-	conflicts  int
 	deletions  heldDeletions // mass deletions the brake holds (brake.go)
 	lastCommit *commitInfo
 	lastPush   *time.Time
@@ -39,6 +40,11 @@ type state struct {
 	events     eventLog    // status `events`, restored at start
 	hours      commitHours // status `commits_per_hour`, restored at start
 	held       heldState   // files the secret scan holds back (held.go)
+
+	aside     memsync.Aside   // why memd stands aside for other writers ("" reason: it does not)
+	pause     *statedir.Pause // what `memd pause` asked for (pause.json), nil when none
+	stopped   bool            // the clean stop's last document
+	allowSeen bool            // allow-deletes was there at the last look (aside.go)
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
@@ -67,11 +73,13 @@ func (a *Agent) publish() {
 		Invalid:    inv.Invalid,
 		Duplicates: inv.Duplicates,
 		OverCapMD:  inv.overCap,
-		Conflicts:  st.conflicts,
-		Degraded:   ws.Degraded,
-		Extra:      a.hookFails.warnings(),
-		LastPush:   st.lastPush,
-		Remote:     fmt.Sprintf("%s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch),
+		// Conflict state follows the tree (DESIGN §9): the copies in it now, not a count of
+		// the copies merges ever made.
+		Conflicts: len(inv.copies),
+		Degraded:  ws.Degraded,
+		Extra:     a.hookFails.warnings(),
+		LastPush:  st.lastPush,
+		Remote:    fmt.Sprintf("%s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch),
 
 		Memories:       inv.Memories,
 		Arcs:           inv.Arcs,
@@ -82,8 +90,9 @@ func (a *Agent) publish() {
 		Events:         st.events.list(),
 	}
 	f.UntemplatedMD = inv.untemplated
-	f.Duplicates = inv.Duplicates
-	a.brakeFacts(&f)
+	f.Paused, f.PauseBrief = a.pausedFacts()
+	f.Stopped = st.stopped
+	a.brakeFacts(&f) // fills Paused only when nothing else did
 	f.Held = st.held.list
 	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
 		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})

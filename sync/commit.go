@@ -188,6 +188,11 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 		kind = KindChange
 	}
 	res := CommitResult{Kind: kind}
+	// The gate first (gitops.go): with HEAD on another branch or a git operation waiting
+	// for the user, the work tree is not memd's branch's, so nothing in it is committed.
+	if err := r.standAsideWait("commit"); err != nil {
+		return res, err
+	}
 	if err := r.requireNoMergeLocked(); err != nil {
 		return res, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}

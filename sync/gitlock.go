@@ -56,6 +56,14 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 		gitstore.RollbackLock(f)
 		return fmt.Errorf("update %s: expected %s, found %s: %w", name, short(old), short(cur), ErrHeadMoved)
 	}
+	// The gate again, holding the ref's lock (gitops.go): a branch switch or a git operation
+	// that began since the job looked must not have memd's branch moved under it.
+	if name == r.BranchRef().String() {
+		if err := r.standAsideErr("update " + name); err != nil {
+			gitstore.RollbackLock(f)
+			return err
+		}
+	}
 	if _, err := f.WriteString(newH.String() + "\n"); err != nil {
 		gitstore.RollbackLock(f)
 		return fmt.Errorf("update %s: %w", name, err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -68,6 +69,9 @@ type indexState struct {
 	// lockHeld is crashHooks.indexLockHeld (tests only), copied here by setCrashHooks:
 	// the refresher never reads r.hooks, which a test may re-arm while a refresh runs.
 	lockHeld func(tmp string)
+	// installing is set while installIndex holds .git/index.lock: the gate's "a live
+	// index.lock memd did not take" (gitops.go) must not count memd's own.
+	installing atomic.Bool
 }
 
 type fileID struct {
@@ -205,6 +209,9 @@ func (r *Repo) refresh(started func()) error {
 // under it; the last try splices the head it read, superseded or not.
 const maxSuperseded = 4
 
+// errAsideNow: memd stood aside (gitops.go) by the time the refresh held index.lock.
+var errAsideNow = errors.New("memd stands aside")
+
 // errSuperseded: HEAD moved after the refresh read it; nothing was written.
 var errSuperseded = errors.New("index refresh superseded by a commit")
 
@@ -251,6 +258,16 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 	if err != nil {
 		restore()
 		return false, err
+	}
+	// While HEAD is on another branch or a git operation waits for the user, the index is
+	// theirs (a merge's conflict stages, another branch's files): memd writes none. The
+	// paths stay pending for the refresh after the repo is back.
+	// (A held index.lock is not skipped: the install below finds it and the refresher backs
+	// off and tries again, as it always has.)
+	if a := r.StandAside(); a.Reason != "" && !a.Passing {
+		restore()
+		r.log.Debug("index refresh skipped: memd stands aside", "repo", r.dir, "why", a.Reason)
+		return false, nil
 	}
 	if r.testDuringRefresh != nil {
 		r.testDuringRefresh()
@@ -300,6 +317,9 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 	}
 	if err := r.installRefreshed(lock, indexPath, curFile, head, snap); err != nil {
 		restore()
+		if errors.Is(err, errAsideNow) {
+			return true, nil // nothing installed; the refresh after the repo is back does it
+		}
 		return true, fmt.Errorf("refresh index of %s: %w", r.dir, err)
 	}
 	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
@@ -309,7 +329,23 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 // installRefreshed installs the new index in lock over indexPath (installIndex; curFile:
 // the index the refresh started from) and records that the file now on disk is head's.
 func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID, head plumbing.Hash, snap refreshSnapshot) error {
-	if err := installIndex(lock, indexPath, curFile, snap.lockHeld); err != nil {
+	r.idx.installing.Store(true)
+	err := installIndex(lock, indexPath, curFile, func(tmp string) error {
+		if snap.lockHeld != nil {
+			snap.lockHeld(tmp)
+		}
+		// Checked again holding index.lock, which a checkout, merge or rebase must take:
+		// one that started since the refresh began has the index now.
+		if a := r.StandAside(); a.Passing {
+			// A git at work: the refresher backs off and tries again.
+			return fmt.Errorf("index refresh: %s: %w", a.Reason, gitstore.ErrLocked)
+		} else if a.Reason != "" {
+			return fmt.Errorf("index refresh: memd stands aside (%s): %w", a.Reason, errAsideNow)
+		}
+		return nil
+	})
+	r.idx.installing.Store(false)
+	if err != nil {
 		return err
 	}
 	var id fileID
@@ -553,7 +589,7 @@ func (r *Repo) createIndexTemp() (*os.File, error) {
 // someone rewrote meanwhile returns ErrLocked and changes nothing (tmp is removed): the next
 // round starts again. The lock file stays empty: git's readers never read it. lockHeld,
 // nil in production, runs with the lock held (crashHooks.indexLockHeld).
-func installIndex(tmp *os.File, indexPath string, was fileID, lockHeld func(tmp string)) error {
+func installIndex(tmp *os.File, indexPath string, was fileID, lockHeld func(tmp string) error) error {
 	name := tmp.Name()
 	err := tmp.Sync()
 	if cerr := tmp.Close(); err == nil {
@@ -570,7 +606,10 @@ func installIndex(tmp *os.File, indexPath string, was fileID, lockHeld func(tmp 
 	}
 	defer gitstore.RollbackLock(lock)
 	if lockHeld != nil {
-		lockHeld(name)
+		if err := lockHeld(name); err != nil {
+			_ = os.Remove(name)
+			return err
+		}
 	}
 	var now fileID
 	if fi, err := os.Stat(indexPath); err == nil {

@@ -447,6 +447,11 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		if err := ctx.Err(); err != nil {
 			return r.finishResult(ro, res, err)
 		}
+		// The gate (gitops.go), each round: nothing fetched into a merge, merged or pushed
+		// while the repo is in another writer's hands.
+		if err := r.standAsideWait("sync"); err != nil {
+			return r.finishResult(ro, res, err)
+		}
 		res.Rounds = attempt
 		t0 := time.Now()
 		remote, err := r.fetch(ctx, ro) // no lock: a fetch touches no work tree file
@@ -470,6 +475,18 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		if !ro.Push || local.IsZero() || local == remote {
 			pushErr = nil
 			break
+		}
+		// What is pushed is what the branch holds now: a user's `git commit --amend`,
+		// `reset` or `rebase -i` since the merge rewrote what local named, and that is
+		// never pushed (the next round merges and pushes the branch as it is).
+		if now, err := r.readBranch(); err != nil {
+			return r.finishResult(ro, res, err)
+		} else if now != local {
+			r.log.Info("branch moved by another writer before the push; merging again", "repo", r.dir)
+			continue
+		}
+		if err := r.standAsideErr("push"); err != nil {
+			return r.finishResult(ro, res, err)
 		}
 		res.PushAttempts++
 		tp := time.Now()
@@ -524,6 +541,10 @@ func (r *Repo) planRound(ro RemoteOptions, remote plumbing.Hash) (*integratePlan
 func (r *Repo) integrateRound(ro RemoteOptions, remote plumbing.Hash, pl *integratePlan, res *SyncResult) (plumbing.Hash, error) {
 	var local plumbing.Hash
 	err := ro.LocalWork(func() error {
+		// The gate under the writer lock: the repo may have changed hands during the fetch.
+		if err := r.standAsideErr("merge"); err != nil {
+			return err
+		}
 		// An interrupted checkout is finished first; a plan that wrote
 		// its own marker knows there was none.
 		if pl == nil || pl.co == nil || !pl.co.marked {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/sleep"
 )
 
@@ -68,6 +69,11 @@ func cmdSleep(a *app, args []string) int {
 	}
 	defer sess.Close()
 	repo := sess.Repo()
+	// A sleep moves and rewrites files: never in a tree that is not sync.branch's, nor over a
+	// git operation waiting for the user (DESIGN §9). A dry run writes nothing: it may look.
+	if aside := repo.StandAside(); aside.Reason != "" && !aside.Passing && !*dryRun {
+		return a.fail("sleep: %s; nothing done (finish it, or switch back to %s, then run again)", aside.Reason, a.cfg.Sync.Branch)
+	}
 
 	var progress io.Writer
 	if f, ok := a.stderr.(*os.File); ok && !*asJSON && isTerminal(f) {
@@ -89,6 +95,9 @@ func cmdSleep(a *app, args []string) int {
 	if err != nil {
 		return a.fail("sleep: %v", err)
 	}
+	if !*dryRun {
+		a.reportToDaemon(sleepReport(rep))
+	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -102,6 +111,20 @@ func cmdSleep(a *app, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// sleepReport is what a running daemon shows of this run: its counts, failures and commits.
+func sleepReport(rep sleep.Report) statedir.Report {
+	r := statedir.Report{Command: "sleep", Sleep: &statedir.SleepDone{Counts: rep.Counts}}
+	for _, p := range rep.Phases {
+		if p.Commit != "" && !p.Skipped {
+			r.Commits++
+		}
+		if p.Err != nil {
+			r.Sleep.Failed = append(r.Sleep.Failed, string(p.Name)+": "+p.Err.Error())
+		}
+	}
+	return r
 }
 
 func printSleepReport(w io.Writer, rep sleep.Report) {

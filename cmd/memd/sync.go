@@ -8,6 +8,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
+	"github.com/memd-dev/memd/internal/statedir"
 	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/sync/gitremote"
 )
@@ -40,9 +41,14 @@ func cmdSync(a *app, args []string) int {
 	if err != nil {
 		return a.fail("sync: %v", err)
 	}
+	report := statedir.Report{Command: "sync"}
 	if res.Hash != "" {
 		fmt.Fprintf(a.stdout, "committed +%d ~%d -%d\n", res.Added, res.Modified, res.Deleted)
+		report.Commits++
+		report.Commit = &statedir.CommitDone{Added: res.Added, Modified: res.Modified, Deleted: res.Deleted}
 	}
+	// Whatever became of the sync, a running daemon shows what this command did.
+	defer func() { a.reportToDaemon(report) }()
 	var steps []oneShotHook
 	if okCommit && res.Hash != "" {
 		steps = append(steps, oneShotHook{memd.HookAfterCommit, beforeCommit, res.Hash})
@@ -56,6 +62,10 @@ func cmdSync(a *app, args []string) int {
 		return a.fail("sync: no remote %q in %s (set one with `git remote add` or `memd init --remote URL`)", a.cfg.Sync.Remote, a.cfg.Repo)
 	}
 	sr, err := sess.SyncOnce(ctx, nil, nil)
+	report.Pushed, report.Merged, report.Conflicts = sr.Pushed, sr.Merged || sr.FastForward, sr.Conflicts
+	if sr.Merged {
+		report.Commits++
+	}
 	if after, ok := head(repo); ok && okSync {
 		steps = append(steps, oneShotHook{memd.HookAfterSync, beforeSync, after})
 	}

@@ -64,6 +64,12 @@ type Facts struct {
 	Paused       *Paused
 	Held         []Held
 	ConflictList []Conflict
+	// PauseBrief is the pause's reason in a few words for the line ("HEAD on
+	// sleep/2026-12-01"): `memd: paused (HEAD on sleep/2026-12-01) · 14:32`. "" with
+	// Paused set: `memd: paused · 14:32`.
+	PauseBrief string
+	// Stopped: memd stopped cleanly (the last document it writes): `memd: stopped · 14:32`.
+	Stopped bool
 }
 
 // Compose builds the document: state, summary in coloured parts, detail, warnings and the
@@ -80,7 +86,8 @@ func Compose(f Facts) Document {
 	head := headParts(f, d, short, MaxColumns-Width(front.Text)-Width(clock.Text))
 	parts := append(append([]Part{front}, head...), clock)
 	d.Summary = Summary{Text: joinText(parts), Parts: parts}
-	if d.Detail == "" {
+	// Paused and stopped say why in the detail, whatever the last job did.
+	if d.Detail == "" || d.State == StatePaused || d.State == StateStopped {
 		d.Detail = defaultDetail(f, d)
 	}
 	d.Sections = append([]Section{sidebar(d, parts[1:])}, concernSections(f, d)...)
@@ -180,9 +187,13 @@ func warnings(f Facts) (long, short []string) {
 // stateOf is what is happening now first, then what went wrong, then what needs a look.
 func stateOf(f Facts, d Document) string {
 	switch {
+	case f.Stopped:
+		return StateStopped
 	case f.Busy || f.Activity != "":
 		return StateBusy
 	case f.Paused != nil:
+		// Before error and conflict: while memd stands aside nothing it reports moves,
+		// and why it stands aside is what the user must act on.
 		return StatePaused
 	case d.Error != "":
 		return StateError
@@ -210,8 +221,15 @@ func headParts(f Facts, d Document, short []string, budget int) []Part {
 	case StateError:
 		// The message is cut, never the "error:" that says what the line is.
 		l.state = []Part{{Text: "error:", Kind: KindError}, {Text: " " + truncate(d.Error, budget-len("error: "))}}
+	case StateStopped:
+		l.state = []Part{{Text: "stopped", Kind: KindDim}}
 	case StatePaused:
-		l.state = []Part{{Text: "paused:", Kind: KindWarn}, {Text: " " + truncate(clean(d.Paused.Reason), budget-len("paused: "))}}
+		// Short on the line (`paused (HEAD on other)`); the whole reason is the detail.
+		what := "paused"
+		if b := clean(f.PauseBrief); b != "" {
+			what += " (" + b + ")"
+		}
+		l.state = []Part{{Text: truncate(what, budget), Kind: KindWarn}}
 	case StateOffline:
 		l.state = changeParts(d.LastCommit)
 		l.afterChange = d.LastCommit != nil
@@ -224,6 +242,12 @@ func headParts(f Facts, d Document, short []string, budget int) []Part {
 		}
 		if f.Pending > 0 {
 			l.counts = append(l.counts, Part{Text: fmt.Sprintf("%d pending", f.Pending), Kind: KindDim})
+		}
+		if f.Offline && d.State == StateConflict {
+			// A conflict outranks offline, but the line still says it: `1 conflict, offline, 2 ahead`.
+			short = append(short, offlineText(f.Ahead))
+		} else if d.State == StateConflict && f.Ahead > 0 {
+			short = append(short, fmt.Sprintf("%d ahead", f.Ahead))
 		}
 		l.warnings = short
 	}
@@ -290,7 +314,14 @@ func defaultDetail(f Facts, d Document) string {
 		return "working"
 	case StateError:
 		return "last job failed: " + d.Error
-	case StateOffline:
+	case StateStopped:
+		return "memd stopped at " + f.Now.Format("15:04")
+	case StatePaused:
+		return clean(f.Paused.Reason)
+	case StateOffline, StateConflict:
+		if d.State == StateConflict && !f.Offline {
+			break
+		}
 		if f.SyncError != "" {
 			return fmt.Sprintf("remote unreachable (%s); %d %s kept locally", clean(f.SyncError), f.Ahead, plural(f.Ahead, "commit", "commits"))
 		}

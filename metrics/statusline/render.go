@@ -33,7 +33,7 @@ func stateKind(state string) string {
 		return KindDim
 	case StateError:
 		return KindError
-	case StateWarn, StateOffline, StateConflict:
+	case StateWarn, StateOffline, StateConflict, StatePaused:
 		return KindWarn
 	}
 	return KindDim
@@ -59,7 +59,8 @@ func Effective(d *Document, now time.Time, pidAlive func(int) bool) *Document {
 	if pidAlive == nil {
 		pidAlive = PIDAlive
 	}
-	if now.Sub(d.UpdatedAt) > StaleAfter && !pidAlive(d.PID) {
+	// A clean stop said so in its last document: "stopped" is more than "not running".
+	if now.Sub(d.UpdatedAt) > StaleAfter && d.State != StateStopped && !pidAlive(d.PID) {
 		return standIn(d, "not running", fmt.Sprintf("memd (pid %d) is not running; last status at %s", d.PID, d.UpdatedAt.UTC().Format(time.RFC3339)))
 	}
 	return d
