@@ -24,11 +24,12 @@ func reasonOf(err error) string {
 		}
 		inner = next
 	}
-	s := textsafe.Escape(inner.Error())
+	// One line: a wrapped error's line breaks are spaces before the last ": " is looked for.
+	s := strings.Join(strings.Fields(inner.Error()), " ")
 	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
 		s = s[i+2:]
 	}
-	s = strings.TrimSpace(s)
+	s = textsafe.Escape(strings.TrimSpace(s))
 	if s == "" {
 		s = textsafe.Escape(err.Error())
 	}

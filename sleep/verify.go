@@ -21,15 +21,23 @@ var ErrNotCommitted = errors.New("not committed")
 // its path, each move's file at its destination. A mismatch fails the phase before any
 // commit, and the journal undoes it: the phase commits exactly what it reports.
 func verifyApplied(root string, p *plan) error {
-	for _, o := range p.ops {
+	for i, o := range p.ops {
 		switch o.kind {
 		case opWrite:
-			b, err := readTracked(root, o.path)
+			// A write a later move carries on (archive stamps written at the old path, then
+			// the move) is checked where the move put it.
+			at := o.path
+			for _, later := range p.ops[i+1:] {
+				if later.kind == opMove && later.path == at {
+					at = later.to
+				}
+			}
+			b, err := readTracked(root, at)
 			if err != nil {
-				return fmt.Errorf("%s changed under sleep before its commit: %w", o.path, err)
+				return fmt.Errorf("%s changed under sleep before its commit: %w", at, err)
 			}
 			if !bytes.Equal(b, o.data) {
-				return fmt.Errorf("%s changed under sleep before its commit (another writer)", o.path)
+				return fmt.Errorf("%s changed under sleep before its commit (another writer)", at)
 			}
 		case opMove:
 			if _, err := readTracked(root, o.to); err != nil {
