@@ -31,6 +31,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 // errFetchV2Unsupported: this remote is fetched through go-git instead.
@@ -44,11 +45,13 @@ type v2Remote interface {
 // fetchOneRefLocked brings the remote's branch into the tracking ref over protocol v2 and
 // returns its head (zero: the remote has no such branch, and the tracking ref is dropped).
 // errFetchV2Unsupported: use go-git's fetch. Caller holds r.mu.
-func (r *Repo) fetchOneRefLocked(ctx context.Context, rawURL string, auth transport.AuthMethod, track plumbing.ReferenceName) (plumbing.Hash, error) {
-	ep, err := transport.NewEndpoint(rawURL)
+func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, track plumbing.ReferenceName) (plumbing.Hash, error) {
+	ep, err := transport.NewEndpoint(tgt.URL)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	tgt.Apply(ep) // git's proxy and CA for this URL, which v2Client follows
+	auth := tgt.Auth
 	var rem v2Remote
 	ref := r.BranchRef().String()
 	var head plumbing.Hash
@@ -198,7 +201,7 @@ func (h *httpV2) command(ctx context.Context, body []byte) (io.ReadCloser, error
 		return nil, err
 	}
 	setV2Headers(req, h.ep, h.auth)
-	resp, err := checkHTTP.Do(req)
+	resp, err := v2Client(h.ep).Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -304,15 +304,6 @@ func (r *Repo) Fetch(ctx context.Context, ro RemoteOptions) error {
 	return err
 }
 
-// fetchOneRefV2 is the v2 fetch with the resolved target; a proxy or CA from git's config,
-// which its own client does not speak, leaves the fetch to go-git.
-func (r *Repo) fetchOneRefV2(ctx context.Context, tgt *gitremote.Target, track plumbing.ReferenceName) (plumbing.Hash, error) {
-	if tgt.Proxy.URL != "" || tgt.CABundle != nil || tgt.InsecureSkipTLS {
-		return plumbing.ZeroHash, errFetchV2Unsupported
-	}
-	return r.fetchOneRefLocked(ctx, tgt.URL, tgt.Auth, track)
-}
-
 // fetch returns the remote branch head after fetching (zero = none).
 func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, error) {
 	r.mu.Lock()
@@ -333,7 +324,7 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	track := r.trackingRef(ro)
 	// The one ref over protocol v2 where the remote speaks it (fetchv2.go); go-git's v0
 	// fetch, which reads every ref the remote has, otherwise.
-	if h, err := r.fetchOneRefV2(cctx, tgt, track); !errors.Is(err, errFetchV2Unsupported) {
+	if h, err := r.fetchOneRefLocked(cctx, tgt, track); !errors.Is(err, errFetchV2Unsupported) {
 		tgt.Done(ctx, err)
 		if err != nil {
 			if cctx.Err() != nil && ctx.Err() == nil {

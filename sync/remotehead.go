@@ -27,6 +27,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -51,9 +54,52 @@ import (
 // protocol v2); only full fetches tell what it holds.
 var ErrCheckUnsupported = errors.New("remote does not answer a protocol v2 ls-refs")
 
-// checkHTTP is the client of the looks: one per process, so the connection to the remote is
-// kept alive between looks (no new TCP or TLS handshake every check_interval).
+// checkHTTP is the client of the looks and v2 fetches: one per process, so the connection
+// to the remote is kept alive between looks (no new TCP or TLS handshake every
+// check_interval). A remote with a proxy or CA of its own (git's http.proxy, http.sslCAInfo,
+// GIT_SSL_CAINFO) gets a client of its own, kept the same way (v2Client).
 var checkHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
+var (
+	v2ClientsMu gosync.Mutex
+	v2Clients   = map[string]*http.Client{}
+)
+
+// v2Client is the http client for ep's proxy, CA bundle and TLS verification, as go-git's
+// own http transport applies them: the bundle's certificates added to the system's roots.
+func v2Client(ep *transport.Endpoint) *http.Client {
+	if ep.Proxy.URL == "" && len(ep.CaBundle) == 0 && !ep.InsecureSkipTLS {
+		return checkHTTP
+	}
+	sum := sha256.Sum256(ep.CaBundle)
+	key := fmt.Sprintf("%s|%x|%t", ep.Proxy.URL, sum, ep.InsecureSkipTLS)
+	v2ClientsMu.Lock()
+	defer v2ClientsMu.Unlock()
+	if c := v2Clients[key]; c != nil {
+		return c
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: ep.InsecureSkipTLS} //nolint:gosec // git's http.sslVerify false, the user's choice
+	if len(ep.CaBundle) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		pool.AppendCertsFromPEM(ep.CaBundle)
+		tr.TLSClientConfig.RootCAs = pool
+	}
+	if ep.Proxy.URL != "" {
+		if pu, err := url.Parse(ep.Proxy.URL); err == nil {
+			if ep.Proxy.Username != "" {
+				pu.User = url.UserPassword(ep.Proxy.Username, ep.Proxy.Password)
+			}
+			tr.Proxy = http.ProxyURL(pu)
+		}
+	}
+	c := &http.Client{Transport: tr}
+	v2Clients[key] = c
+	return c
+}
 
 // RemoteHead returns the hash the remote branch points at (zero: the remote has no such
 // branch) with one small request. Errors are classified as a fetch's are (ErrOffline,
@@ -83,11 +129,6 @@ func (r *Repo) RemoteHead(ctx context.Context, ro RemoteOptions) (plumbing.Hash,
 	case "file":
 		h, err = fileRemoteHead(ep.Path, ref)
 	case "http", "https":
-		if tgt.Proxy.URL != "" || tgt.CABundle != nil || tgt.InsecureSkipTLS {
-			// The look's own client knows no proxy or CA of git's config: the full fetch,
-			// which does, tells instead.
-			return plumbing.ZeroHash, fmt.Errorf("look at %s: %w (an http proxy or CA is configured)", ro.Remote, ErrCheckUnsupported)
-		}
 		h, err = httpLsRefs(cctx, ep, tgt.Auth, ref)
 	default:
 		h, err = advertisedHead(cctx, ep, tgt.Auth, ref)
@@ -200,7 +241,7 @@ func httpLsRefs(ctx context.Context, ep *transport.Endpoint, auth transport.Auth
 		return plumbing.ZeroHash, err
 	}
 	setV2Headers(req, ep, auth)
-	resp, err := checkHTTP.Do(req)
+	resp, err := v2Client(ep).Do(req)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
