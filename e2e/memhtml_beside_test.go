@@ -267,21 +267,18 @@ func TestMemhtmlBesideMemd(t *testing.T) {
 
 	t.Run("memhtml sleep under memd run", func(t *testing.T) {
 		d := a.start()
-		// needsHeadRule: memd committed onto main (or under memhtml's feet) while HEAD was on
-		// memhtml's sleep/<date> review branch, so memhtml's run or its merge is refused
-		// (`main-advanced`). The HEAD rule of issue 25 (DESIGN §9, branch `writers`) pauses
-		// memd while HEAD is not on main; this Skip goes once that is merged.
-		needsHeadRule := func(what string, out []byte) {
+		// memd stands aside while HEAD is on memhtml's sleep/<date> review branch (DESIGN §9):
+		// memhtml's run commits there alone and its merge finds main where it left it.
+		refused := func(what string, out []byte) {
 			d.Stop()
-			t.Logf("%s refused:\n%s", what, sleepFailure(out))
 			if cur := strings.TrimSpace(a.git("rev-parse", "--abbrev-ref", "HEAD")); cur != "main" {
 				a.git("checkout", "-q", "-f", "main")
 			}
-			t.Skip("needs the HEAD rule of issue 25")
+			t.Fatalf("%s refused beside memd run:\n%s", what, sleepFailure(out))
 		}
 		out, code := a.try("sleep", "run")
 		if code != 0 {
-			needsHeadRule("memhtml sleep run", out)
+			refused("memhtml sleep run", out)
 		}
 		var run struct {
 			Data struct {
@@ -293,11 +290,7 @@ func TestMemhtmlBesideMemd(t *testing.T) {
 		}
 		out, code = a.try("sleep", "merge", run.Data.RunID)
 		if code != 0 {
-			if strings.Contains(string(out), "main-advanced") {
-				needsHeadRule("memhtml sleep merge", out)
-			}
-			d.Stop()
-			t.Fatalf("memhtml sleep merge %s: exit %d\n%s", run.Data.RunID, code, out)
+			refused("memhtml sleep merge "+run.Data.RunID, out)
 		}
 		head := strings.TrimSpace(a.git("rev-parse", "HEAD"))
 		testutil.WaitFor(t, "memd to push memhtml's merged sleep", commitTimeout, func() bool {

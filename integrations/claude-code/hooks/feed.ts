@@ -272,3 +272,34 @@ export function runNotStarted(what: 'sync' | 'doctor' | 'resolve', err: unknown)
   const r = notStarted(err)
   return `${what} did not run: ${r.line}`
 }
+
+/** The section of the other memory repos on this machine (`memd status --all`). */
+export const REPOS_KEY = 'repos'
+const REPOS_ORDER = 90
+
+/**
+ * The other repos memd runs on this machine, in one line (`memd status --all --format json`
+ * lists each with its document): `work ok · projects +2`, worst first as memd orders them,
+ * leaving out `repo`, the one the sidebar already shows. Undefined when there is none, or
+ * when the answer is not that list.
+ */
+export function reposSection(r: RunResult, repo: string): Section | undefined {
+  if (r.exitCode !== 0 || r.isStdoutTruncated === true) return undefined
+  let list: unknown
+  try {
+    list = JSON.parse(r.stdout)
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(list)) return undefined
+  const parts: string[] = []
+  for (const e of list) {
+    if (!isRecord(e) || typeof e.name !== 'string' || typeof e.repo !== 'string' || e.repo === repo) continue
+    const doc = isRecord(e.document) ? e.document : undefined
+    const summary = doc !== undefined && isRecord(doc.summary) && typeof doc.summary.text === 'string' ? bare(doc.summary.text) : 'not started'
+    const state = doc !== undefined && doc.state === 'ok' && summary.startsWith('no change') ? 'ok' : summary.replace(/ · \d\d:\d\d$/, '')
+    parts.push(`${e.name} ${state}`)
+  }
+  if (parts.length === 0) return undefined
+  return { key: REPOS_KEY, title: 'other memory repos', order: REPOS_ORDER, lines: [{ text: fold(parts.join(' · ')), kind: 'dim' }] }
+}

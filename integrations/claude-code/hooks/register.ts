@@ -1,5 +1,5 @@
 import type { EngineInterface, Register } from 'claude-code'
-import { entryLines, freshEvents, notStarted, readingOf, resolveButtons, runAnswer, runNotStarted, statusAnswer, tellsUser, titleOf, type Line, type Reading, type RunResult } from './feed'
+import { entryLines, freshEvents, notStarted, readingOf, reposSection, resolveButtons, runAnswer, runNotStarted, statusAnswer, tellsUser, titleOf, type Line, type Reading, type RunResult } from './feed'
 
 /**
  * How often an interactive session asks memd again, so the feed follows memd within 2 s of a
@@ -34,13 +34,22 @@ async function memd($: EngineInterface, args: string[], timeoutMs: number): Prom
   return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, isStdoutTruncated: r.isStdoutTruncated }
 }
 
-/** What memd says now; never throws. */
+/** What memd says now, with the machine's other repos in one line; never throws. */
 async function read($: EngineInterface): Promise<Reading> {
+  let r: Reading
   try {
-    return readingOf(await memd($, ['status', '--format', 'json'], STATUS_MS))
+    r = readingOf(await memd($, ['status', '--format', 'json'], STATUS_MS))
   } catch (err) {
     return notStarted(err)
   }
+  if (!r.ok) return r
+  try {
+    const others = reposSection(await memd($, ['status', '--all', '--format', 'json'], STATUS_MS), r.repo)
+    if (others !== undefined) r.sections.push(others)
+  } catch {
+    // An older memd without --all: the sidebar shows this repo alone.
+  }
+  return r
 }
 
 /** The store key of the last event streamed, per repo: two repos' ids are two sequences. */

@@ -1,5 +1,5 @@
 import { describe, expect, test, tier } from 'claude-code/testing'
-import { entryLines, escapeText, fold, freshEvents, LATE_MS, localTime, MAX_STREAM, notStarted, parseStatus, runAnswer, tellsUser, titleOf, type MemdEvent } from '../hooks/feed'
+import { entryLines, escapeText, fold, freshEvents, LATE_MS, localTime, MAX_STREAM, notStarted, parseStatus, reposSection, runAnswer, tellsUser, titleOf, type MemdEvent } from '../hooks/feed'
 import { NOW, STATUS } from './fixtures/status'
 
 tier('user')
@@ -59,5 +59,21 @@ describe('feed', () => {
 
   test('a command killed by its timeout says so', () => {
     expect(runAnswer('sync', { exitCode: null, stdout: '', stderr: '' })).toBe('sync failed: exit by signal')
+  })
+
+  test('the other repos on the machine stand in one line, this one left out', () => {
+    const doc = (text: string, state: string) => ({ version: 1, state, summary: { text } })
+    const list = JSON.stringify([
+      { name: 'projects', repo: '/h/projects', document: doc('memd: +2 · 14:32', 'ok') },
+      { name: 'memory', repo: '/h/memory', document: doc('memd: no change · 14:32', 'ok') },
+      { name: 'work\u202e', repo: '/h/work', document: doc('memd: offline, 2 ahead · 14:32', 'offline') },
+      { name: 'new', repo: '/h/new', document: null },
+    ])
+    const s = reposSection({ exitCode: 0, stdout: list, stderr: '' }, '/h/memory')
+    expect(s?.key).toBe('repos')
+    expect(s?.lines).toEqual([{ text: 'projects +2 · work\\u202e offline, 2 ahead · new not started', kind: 'dim' }])
+    expect(reposSection({ exitCode: 0, stdout: JSON.stringify([{ name: 'memory', repo: '/h/memory', document: doc('memd: ok', 'ok') }]), stderr: '' }, '/h/memory')).toBeUndefined()
+    expect(reposSection({ exitCode: 2, stdout: '', stderr: 'unknown flag' }, '/h/memory')).toBeUndefined()
+    expect(reposSection({ exitCode: 0, stdout: '{"version":1}', stderr: '' }, '/h/memory')).toBeUndefined()
   })
 })

@@ -27,6 +27,8 @@ type Set = { consumer: string; key: string; title: string; lines: unknown[]; but
 /** The world: what memd prints, the store, and what the person saw. */
 type World = {
   status: Run | 'missing'
+  /** What `memd status --all --format json` prints (the machine's repos); not in argv. */
+  all: Run
   runs: Record<string, Run>
   argv: string[]
   store: Record<string, unknown>
@@ -45,7 +47,7 @@ const printed = (stdout: string): Run => ({ exitCode: 0, stdout, stderr: '', isS
 const failed = (exitCode: number, stderr: string, stdout = ''): Run => ({ exitCode, stdout, stderr, isStdoutTruncated: false, isStderrTruncated: false })
 
 function world(on: On, status: string, store: Record<string, unknown> = {}): World {
-  const w: World = { status: printed(status), runs: {}, argv: [], store: { ...store }, open: true, sets: [], clears: [], statuses: [], logs: [], clock: mock.clock(on, { now: NOW }) }
+  const w: World = { status: printed(status), all: printed('[]'), runs: {}, argv: [], store: { ...store }, open: true, sets: [], clears: [], statuses: [], logs: [], clock: mock.clock(on, { now: NOW }) }
   on('store.get', (_, e) => ({ value: w.store[e.key] }))
   on('store.set', (_, e) => { w.store[e.key] = e.value; return { value: undefined } })
   on('session.start', (_, e) => ({ cwd: e.cwd }))
@@ -55,6 +57,7 @@ function world(on: On, status: string, store: Record<string, unknown> = {}): Wor
   on('turn.complete', (_, e) => ({ text: e.answer }))
   on('process.run', (_, e) => {
     const cmd = e.argv.join(' ')
+    if (cmd === 'memd status --all --format json') return { value: w.all }
     w.argv.push(cmd)
     if (cmd === 'memd status --format json') {
       // The real engine: `$.process.run(memd) failed to start: ENOENT: Executable not found in $PATH: "memd"`.
@@ -370,5 +373,18 @@ describe('memd in the sidebar', () => {
     expect((await $.command.run(command(`resolve ${copy} both`))).text).toBe('resolve: resolved resources/notes/x.html: kept both, the copy is now resources/notes/x-laptop.html\ncommitted 0123456789ab')
     expect(w.argv.slice(before)).toEqual([`memd resolve ${copy} --keep both`, 'memd status --format json'])
     expect((await $.command.run(command(`resolve ${copy} mine`))).text).toBe('resolve: keep ours, theirs or both, not mine')
+  })
+
+  withSidebar('the machine\'s other repos stand in one line of their own', async ($, on) => {
+    const w = world(on, STATUS.ok)
+    seatSidebar(on, w)
+    const repo = JSON.parse(STATUS.ok).repo
+    w.all = printed(JSON.stringify([
+      { name: 'memory', repo, document: JSON.parse(STATUS.ok) },
+      { name: 'work', repo: '/home/u/work', document: { version: 1, state: 'offline', summary: { text: 'memd: offline, 2 ahead · 14:32' } } },
+    ]))
+    await started($)
+    const s = w.sets.find(x => x.key === 'repos')
+    expect(s?.lines).toEqual([{ text: 'work offline, 2 ahead', kind: 'dim' }])
   })
 })
