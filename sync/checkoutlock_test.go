@@ -59,6 +59,7 @@ func TestCheckoutHoldsIndexLockAgainstGitStash(t *testing.T) {
 	if stashErr == nil {
 		t.Fatalf("git stash during the checkout went through (output %q); want it refused on index.lock", stashOut)
 	}
+	w.a.WaitIndexRefresh() // the refresh after the checkout takes the lock for its rename
 	if _, err := os.Lstat(filepath.Join(w.aDir, ".git", "index.lock")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("index.lock left after the checkout: %v", err)
 	}
@@ -71,7 +72,6 @@ func TestCheckoutHoldsIndexLockAgainstGitStash(t *testing.T) {
 	if got := runGit(t, w.aDir, "stash", "list"); got != "" {
 		t.Fatalf("stash list %q, want empty", got)
 	}
-	w.a.WaitIndexRefresh()
 	runGit(t, w.aDir, "stash")
 	runGit(t, w.aDir, "stash", "pop")
 	if got := readRel(t, w.aDir, "notes/b.html"); got != "b, the user's edit\n" {
