@@ -82,6 +82,9 @@ func TestReliabilityManyWriters(t *testing.T) {
 			break
 		}
 	}
+	if len(problems) > 0 {
+		t.Logf("not settled; the daemons' logs:%s%s", da.Describe(), db.Describe())
+	}
 	heads := map[string]string{"A": w.rev(w.repo, "HEAD"), "B": w.rev(b, "HEAD"), "remote": w.remoteHead()}
 	if heads["A"] != heads["remote"] || heads["B"] != heads["remote"] {
 		problems = append(problems, fmt.Sprintf("heads differ: %v", heads))
