@@ -9,14 +9,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestReliabilityManyWriters (MEMD_RELIABILITY=long; MEMD_WRITERS_DURATION, default 5m): memd
 // as one writer among several (DESIGN §9). Clone A: `memd run` and a person with plain git
 // (branch switches with commits on the branch, merges that stop on a conflict and are
 // resolved by hand, `commit --amend`, `stash` / `stash pop`, `pull --rebase`). Clone B:
-// `memd run` and a writer of memory files (memhtml's `write`, by hand: the memhtml CLI's own
-// run is the memhtml tests'). Clone C: a client that commits and pushes straight to the
+// `memd run`, a plain writer of memory files, and the real memhtml CLI (`memhtml write`,
+// `memhtml sleep run` then `memhtml sleep merge`; manywriters_memhtml_test.go). Clone C: a client that commits and pushes straight to the
 // remote, as a forge's web editor does. At the end: one HEAD everywhere, every write of
 // every writer present (or in a conflict copy), no file of a branch never merged on main,
 // no conflict markers in any commit, `git fsck` clean.
@@ -53,23 +55,35 @@ func TestReliabilityManyWriters(t *testing.T) {
 	db := w.start("--repo", b)
 
 	mw := &manyWriters{w: w, want: map[string]string{}}
+	installMemhtml(mw)
 	stop := time.Now().Add(dur)
 	var wg sync.WaitGroup
-	seeds := []uint64{rng.Uint64(), rng.Uint64(), rng.Uint64()}
-	wg.Add(3)
+	seeds := []uint64{rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()}
+	wg.Add(4)
 	go func() { defer wg.Done(); mw.person(rand.New(rand.NewPCG(seeds[0], 1)), stop) }()
 	go func() { defer wg.Done(); mw.fileWriter(b, rand.New(rand.NewPCG(seeds[1], 2)), stop) }()
 	go func() { defer wg.Done(); mw.forge(c, rand.New(rand.NewPCG(seeds[2], 3)), stop) }()
+	go func() { defer wg.Done(); mw.memhtmlAgent(b, rand.New(rand.NewPCG(seeds[3], 4)), stop) }()
 	wg.Wait()
 
 	var problems []string
-	for _, d := range []struct {
-		dir string
-	}{{w.repo}, {b}} {
-		ok, last := (&world{t: t, home: w.home, repo: d.dir, bare: w.bare, env: w.env}).settled(settleTimeout)
-		if !ok {
-			problems = append(problems, d.dir+": not settled: "+last)
+	// A settled, then B's last push (memhtml's merge near the end) moves the remote again:
+	// both are settled once a pass finds them so with the remote unmoved.
+	for deadline := time.Now().Add(2 * settleTimeout); ; {
+		problems = problems[:0]
+		before := w.remoteHead()
+		for _, dir := range []string{w.repo, b} {
+			ok, last := (&world{t: t, home: w.home, repo: dir, bare: w.bare, env: w.env}).settled(settleTimeout)
+			if !ok {
+				problems = append(problems, dir+": not settled: "+last)
+			}
 		}
+		if w.remoteHead() == before || !time.Now().Before(deadline) {
+			break
+		}
+	}
+	if len(problems) > 0 {
+		t.Logf("not settled; the daemons' logs:%s%s", da.Describe(), db.Describe())
 	}
 	heads := map[string]string{"A": w.rev(w.repo, "HEAD"), "B": w.rev(b, "HEAD"), "remote": w.remoteHead()}
 	if heads["A"] != heads["remote"] || heads["B"] != heads["remote"] {
@@ -83,6 +97,8 @@ func TestReliabilityManyWriters(t *testing.T) {
 	}
 	found, more := mw.verify()
 	problems = append(problems, more...)
+	mhFound, more := mw.verifyMemhtml()
+	problems = append(problems, more...)
 	for _, d := range []string{w.repo, b, w.bare} {
 		if f := w.fsck(d); f != "" {
 			problems = append(problems, d+": fsck: "+f)
@@ -94,9 +110,13 @@ func TestReliabilityManyWriters(t *testing.T) {
 	if code := db.Stop(); code != 0 {
 		problems = append(problems, fmt.Sprintf("memd on B: SIGTERM: exit %d", code))
 	}
-	record(t, row{Scenario: name, Iterations: mw.ops, Writes: len(mw.want), Found: found, Corruptions: len(problems),
-		Time: time.Since(start), Note: fmt.Sprintf("%d branch switches, %d conflicted merges, %d amends, %d stashes, %d pull --rebase, %d forge pushes; %d of the person's git commands refused for a held index.lock (retried)",
-			mw.count["switch"], mw.count["conflict"], mw.count["amend"], mw.count["stash"], mw.count["pull"], mw.count["forge"], mw.lockRetries)})
+	record(t, row{Scenario: name, Iterations: mw.ops, Writes: len(mw.want) + len(mw.mhs.titles), Found: found + mhFound, Corruptions: len(problems),
+		Time: time.Since(start), Note: fmt.Sprintf("%d branch switches, %d conflicted merges, %d amends, %d stashes (%d pops refused), %d pull --rebase, %d forge pushes; %d of the person's git commands refused for a held index.lock (retried); memhtml on B: %d writes (%d failed), %d sleep runs (%d refused), %d merges accepted (%d refused)",
+			mw.count["switch"], mw.count["conflict"], mw.count["amend"], mw.count["stash"], len(mw.popFailures), mw.count["pull"], mw.count["forge"], mw.lockRetries,
+			mw.mhs.writes, mw.mhs.writeFails, mw.mhs.runs, mw.mhs.runsRefused, mw.mhs.merges, mw.mhs.mergesRefused)})
+	if len(mw.mhs.refusals) > 0 {
+		t.Logf("memhtml refusals: %q", mw.mhs.refusals)
+	}
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -113,6 +133,9 @@ type manyWriters struct {
 	// lockRetries counts the person's git commands refused for a held index.lock.
 	lockRetries int
 	popFailures []string // `git stash pop` refused: memd moved HEAD during the stash
+	mh          testutil.Memhtml
+	mhs         mhStats    // memhtml on clone B (manywriters_memhtml_test.go)
+	bMu         sync.Mutex // clone B's agent does one thing at a time: a write or a sleep
 }
 
 func (m *manyWriters) put(dir, rel, content string) {
@@ -284,7 +307,9 @@ func (m *manyWriters) forget(rel string) {
 func (m *manyWriters) fileWriter(dir string, rng *rand.Rand, stop time.Time) {
 	for i := 0; time.Now().Before(stop); i++ {
 		time.Sleep(200*time.Millisecond + time.Duration(rng.Int64N(int64(800*time.Millisecond))))
+		m.bMu.Lock() // not while memhtml's sleep waits for a clean tree and runs
 		m.put(dir, fmt.Sprintf("resources/writer/%04d.html", i), fmt.Sprintf("writer %d\n", i))
+		m.bMu.Unlock()
 		m.note("write")
 	}
 }

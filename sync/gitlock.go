@@ -140,6 +140,9 @@ func (r *Repo) ClearStaleIndexLock() error {
 	// Our own refresher holds index.lock only inside idx.run.
 	r.idx.run.Lock()
 	defer r.idx.run.Unlock()
+	if r.idx.checkoutLock.Load() {
+		return nil // memd's own checkout holds it (checkoutlock.go), live
+	}
 	return r.clearStaleLock(filepath.Join(r.gitDir, "index.lock"), indexLockWait, indexLockMinAge)
 }
 

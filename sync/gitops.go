@@ -181,8 +181,8 @@ func (r *Repo) foreignIndexLock() bool {
 	if errors.Is(err, fs.ErrNotExist) || err != nil {
 		return false
 	}
-	if r.idx.installing.Load() {
-		return false // memd's refresher holds it, for the rename only
+	if r.idx.installing.Load() || r.idx.checkoutLock.Load() {
+		return false // memd's refresher holds it, for the rename only, or memd's checkout
 	}
 	if time.Since(fi.ModTime()) < indexLockMinAge {
 		return true

@@ -72,6 +72,9 @@ type indexState struct {
 	// installing is set while installIndex holds .git/index.lock: the gate's "a live
 	// index.lock memd did not take" (gitops.go) must not count memd's own.
 	installing atomic.Bool
+	// checkoutLock is set while a checkout holds .git/index.lock (checkoutlock.go): not a
+	// foreign lock for the gate, and never a stale one for the refresher to clear.
+	checkoutLock atomic.Bool
 }
 
 type fileID struct {
@@ -145,7 +148,9 @@ func (r *Repo) ScheduleIndexRefresh() {
 			}
 			// A lock left by a killed process would block us forever.
 			s.run.Lock()
-			_ = r.clearStaleLock(filepath.Join(r.gitDir, "index.lock"), 0, indexLockMinAge)
+			if !s.checkoutLock.Load() { // a long checkout's lock is live, not stale
+				_ = r.clearStaleLock(filepath.Join(r.gitDir, "index.lock"), 0, indexLockMinAge)
+			}
 			s.run.Unlock()
 			r.log.Debug("index locked, retrying", "repo", r.dir, "in", delay)
 			time.Sleep(delay)

@@ -93,6 +93,9 @@ type crashHooks struct {
 	// temp file (tmp) about to be renamed over the index. Armed for the
 	// refreshes that start after setCrashHooks (indexState.lockHeld).
 	indexLockHeld func(tmp string)
+	// checkoutLockHeld runs once a checkout holds .git/index.lock (checkoutlock.go),
+	// before it verifies and writes anything.
+	checkoutLockHeld func()
 }
 
 // mergeTreesLocked merges ours' and theirs' trees against base
@@ -351,14 +354,23 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 		return false, fmt.Errorf("finish interrupted merge in %s: %w", r.dir, err)
 	}
 	r.removeTempFiles(changes)
+	// Finished (or undone) under index.lock like any checkout; one memd held when it was
+	// killed is cleared here once stale (checkoutlock.go).
+	release, err := r.lockIndexForCheckout("finish interrupted merge", indexLockWait)
+	if err != nil {
+		return false, err
+	}
 	skipped, err := r.checkoutLenientLocked(old, nw, changes)
 	if err != nil {
-		if uerr := r.undoInterruptedLocked(old, nw, changes); uerr != nil {
+		uerr := r.undoInterruptedLocked(old, nw, changes)
+		release()
+		if uerr != nil {
 			return false, fmt.Errorf("finish interrupted merge in %s: %w (undo failed too: %v)", r.dir, err, uerr)
 		}
 		r.log.Warn("could not finish an interrupted merge; undone, the next sync merges again", "repo", r.dir, "head", short(old), "err", err)
 		return true, r.removeMergeMarker()
 	}
+	release()                     // before the edit merge below, a checkout of its own
 	r.noteCommitted(old, nw, nil) // the index may be anything after a crash: full refresh
 	r.log.Info("finished interrupted merge", "repo", r.dir, "head", short(nw), "paths", len(changes))
 	if len(skipped) > 0 {
@@ -492,7 +504,19 @@ func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]
 // then the marker stays until they are merged.
 func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) ([]string, error) {
 	t0 := time.Now()
-	co, err := r.readyCheckoutLocked(base, cur, nw, changes, co)
+	// index.lock from the verify to the last rename, as git's checkout holds it (checkoutlock.go).
+	release, err := r.lockIndexForCheckout("checkout", checkoutLockWait)
+	if err != nil {
+		if co != nil {
+			co.abort()
+			if co.marked {
+				_ = r.removeMergeMarker() // it named the head we stay at
+			}
+		}
+		return nil, err
+	}
+	defer release()
+	co, err = r.readyCheckoutLocked(base, cur, nw, changes, co)
 	if err != nil {
 		return nil, err
 	}
