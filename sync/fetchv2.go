@@ -69,13 +69,20 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 		rem = &fileV2{git: git, path: ep.Path}
 		head, err = fileRemoteHead(ep.Path, ref)
 	case "ssh":
+		if sshKnownV0(ep.String()) {
+			return plumbing.ZeroHash, errFetchV2Unsupported
+		}
 		s, derr := dialSSHV2(ctx, ep, auth)
 		if derr != nil {
 			return plumbing.ZeroHash, derr
 		}
 		defer s.Close()
 		var v2 bool
-		if head, v2, err = s.lsRefs(ctx, ref); err == nil && !v2 {
+		head, v2, err = s.lsRefs(ctx, ref)
+		if err == nil {
+			noteSSHProtocol(ep.String(), v2)
+		}
+		if err == nil && !v2 {
 			return plumbing.ZeroHash, errFetchV2Unsupported // a v0 server: go-git's fetch
 		}
 		rem = s

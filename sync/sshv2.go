@@ -17,6 +17,7 @@ import (
 	"io"
 	"strings"
 	gosync "sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -92,10 +93,18 @@ func (a *sshAnswer) v2() bool { return a.first == "version 2\n" }
 
 func (a *sshAnswer) Read(p []byte) (int, error) { return a.br.Read(p) }
 
-// Close ends the session: upload-pack ends at the end of its input.
+// Close ends the session: upload-pack ends at the end of its input, and what it still
+// sends is read, so that the server ends the session (and later the connection) in order
+// rather than on a reset. The context still cuts it short.
 func (a *sshAnswer) Close() error {
+	if a.in != nil {
+		_ = a.in.Close()
+	}
+	if a.br != nil {
+		_, _ = io.Copy(io.Discard, a.br)
+		_ = a.sess.Wait()
+	}
 	a.stop()
-	_ = a.in.Close()
 	return a.sess.Close()
 }
 
@@ -217,6 +226,37 @@ func sshRemoteHead(ctx context.Context, ep *transport.Endpoint, auth transport.A
 		return plumbing.ZeroHash, err
 	}
 	defer s.Close()
-	h, _, err := s.lsRefs(ctx, ref)
+	h, v2, err := s.lsRefs(ctx, ref)
+	if err == nil {
+		noteSSHProtocol(ep.String(), v2)
+	}
 	return h, err
+}
+
+// sshV0TTL is how long a server that answered v0 is fetched through go-git without asking
+// for v2 first (which would cost it a second connection and advertisement per fetch); its
+// sshd may be configured for v2 later, so it is asked again after that.
+const sshV0TTL = time.Hour
+
+// sshV0Seen: the ssh remotes (by URL) that answered v0, and when.
+var sshV0Seen = struct {
+	mu gosync.Mutex
+	m  map[string]time.Time
+}{m: map[string]time.Time{}}
+
+func noteSSHProtocol(url string, v2 bool) {
+	sshV0Seen.mu.Lock()
+	defer sshV0Seen.mu.Unlock()
+	if v2 {
+		delete(sshV0Seen.m, url)
+	} else {
+		sshV0Seen.m[url] = time.Now()
+	}
+}
+
+func sshKnownV0(url string) bool {
+	sshV0Seen.mu.Lock()
+	defer sshV0Seen.mu.Unlock()
+	at, ok := sshV0Seen.m[url]
+	return ok && time.Since(at) < sshV0TTL
 }

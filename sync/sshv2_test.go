@@ -131,6 +131,9 @@ func TestSSHV0ServerFallsBack(t *testing.T) {
 	if look < 100<<10 {
 		t.Errorf("the look at a v0 server received %d bytes, want the whole advertisement (> 100 KiB)", look)
 	}
+	// The look found v0: the fetch is go-git's alone (one connection, one advertisement),
+	// not a v2 attempt and then go-git's.
+	before := srv.Logins()
 	res, err := w.a.Sync(ctx, RemoteOptions{Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("Sync: %v", err)
@@ -138,5 +141,28 @@ func TestSSHV0ServerFallsBack(t *testing.T) {
 	if h, _ := w.a.Head(); h != want || !res.FastForward {
 		t.Fatalf("after Sync: head %s (%+v), want a fast-forward to %s", h, res, want)
 	}
+	if n := srv.Logins() - before; n != 1 {
+		t.Errorf("the fetch from a v0 server made %d ssh connections, want 1 (go-git's)", n)
+	}
 	t.Logf("v0 server, 2000 refs: look %d bytes", look)
+}
+
+func TestSSHV0FetchWithoutLook(t *testing.T) {
+	// No look first: the fetch asks for v2, gets v0 (read to its end, so that the server
+	// ends in order), and leaves it to go-git; the next fetch goes to go-git at once.
+	w, srv, _, want := sshRefsWorld(t, false)
+	ctx := context.Background()
+	for i := range 2 {
+		before := srv.Logins()
+		res, err := w.a.Sync(ctx, RemoteOptions{Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatalf("Sync %d: %v", i, err)
+		}
+		if h, _ := w.a.Head(); h != want || (i == 0 && !res.FastForward) {
+			t.Fatalf("after Sync %d: head %s (%+v), want %s", i, h, res, want)
+		}
+		if n, wantConns := srv.Logins()-before, []int{2, 1}[i]; n != wantConns {
+			t.Errorf("Sync %d: %d ssh connections, want %d", i, n, wantConns)
+		}
+	}
 }

@@ -198,6 +198,10 @@ func (s *SSHServer) Transferred() []int64 {
 	return out
 }
 
+// Logins is how many connections sshd let in so far ("Accepted publickey", logged before
+// the client runs anything).
+func (s *SSHServer) Logins() int { return strings.Count(s.Log(), "Accepted publickey for ") }
+
 // Log is sshd's log so far (for failure messages).
 func (s *SSHServer) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, "sshd.log"))
