@@ -45,11 +45,12 @@ func (s *sshV2) Close() error { return s.client.Close() }
 // sshAnswer is one upload-pack session: its input, its output after the first pkt-line,
 // and that line (v2: "version 2"; v0: the first ref).
 type sshAnswer struct {
-	sess  *ssh.Session
-	in    io.WriteCloser
-	br    *bufio.Reader
-	first string
-	stop  func() bool
+	sess    *ssh.Session
+	in      io.WriteCloser
+	br      *bufio.Reader
+	first   string
+	started bool
+	stop    func() bool
 }
 
 // start opens a session running upload-pack and reads the first line of its answer.
@@ -68,6 +69,7 @@ func (s *sshV2) start(ctx context.Context) (*sshAnswer, error) {
 		if out, err = sess.StdoutPipe(); err == nil {
 			a.br = bufio.NewReaderSize(out, 64<<10)
 			err = sess.Start(gitremote.UploadPackCommand(s.path))
+			a.started = err == nil
 		}
 	}
 	if err == nil {
@@ -81,12 +83,23 @@ func (s *sshV2) start(ctx context.Context) (*sshAnswer, error) {
 	}
 	if err != nil {
 		a.Close()
-		if msg := strings.TrimSpace(stderr.String()); msg != "" && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-			return nil, fmt.Errorf("ssh %s: %w: %s", gitremote.UploadPackCommand(s.path), err, msg)
-		}
-		return nil, err
+		return nil, s.startErr(err, strings.TrimSpace(stderr.String()))
 	}
 	return a, nil
+}
+
+// startErr says why upload-pack gave no answer, with the server's message; a missing
+// repository is transport.ErrRepositoryNotFound, as go-git reads it.
+func (s *sshV2) startErr(err error, msg string) error {
+	if msg == "" || errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return err
+	}
+	low := strings.ToLower(msg)
+	if strings.Contains(low, "does not appear to be a git repository") || strings.Contains(low, "repository not found") ||
+		strings.Contains(low, "no such repository") {
+		err = fmt.Errorf("%w (%w)", transport.ErrRepositoryNotFound, err)
+	}
+	return fmt.Errorf("ssh %s: %w: %s", gitremote.UploadPackCommand(s.path), err, msg)
 }
 
 func (a *sshAnswer) v2() bool { return a.first == "version 2\n" }
@@ -100,7 +113,7 @@ func (a *sshAnswer) Close() error {
 	if a.in != nil {
 		_ = a.in.Close()
 	}
-	if a.br != nil {
+	if a.started {
 		_, _ = io.Copy(io.Discard, a.br)
 		_ = a.sess.Wait()
 	}

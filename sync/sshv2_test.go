@@ -3,12 +3,15 @@ package sync
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/memd-dev/memd/internal/testutil"
 )
@@ -164,5 +167,17 @@ func TestSSHV0FetchWithoutLook(t *testing.T) {
 		if n, wantConns := srv.Logins()-before, []int{2, 1}[i]; n != wantConns {
 			t.Errorf("Sync %d: %d ssh connections, want %d", i, n, wantConns)
 		}
+	}
+}
+
+func TestSSHV2MissingRepository(t *testing.T) {
+	// A path the server has no repository at: the look names it, and says not found.
+	w, _, _, _ := sshRefsWorld(t, true)
+	if err := w.a.SetRemote("origin", "mem:"+w.bare+"-missing"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.a.RemoteHead(context.Background(), RemoteOptions{Timeout: 30 * time.Second})
+	if !errors.Is(err, transport.ErrRepositoryNotFound) || !strings.Contains(err.Error(), "-missing") {
+		t.Fatalf("RemoteHead of a missing repository: err = %v, want ErrRepositoryNotFound naming the path", err)
 	}
 }
