@@ -9,9 +9,11 @@ package sync
 // server sends what the haves do not cover, as git's first round with done would). The
 // pack goes to the storage's PackfileWriter (git index-pack, gitstore/indexpack.go).
 //
-// Transports: http(s) (one POST per command, stateless-rpc), and file remotes through
-// `git upload-pack` with GIT_PROTOCOL=version=2 when git is installed. ssh, git://, a server
-// without v2, or no git binary: go-git's fetch, as before (errFetchV2Unsupported).
+// Transports: http(s) (one POST per command, stateless-rpc), file remotes through
+// `git upload-pack` with GIT_PROTOCOL=version=2 when git is installed, and ssh with
+// GIT_PROTOCOL=version=2 sent as an env request (sshv2.go). git://, a server without v2
+// (over ssh: one whose sshd does not accept the env), or no git binary: go-git's fetch, as
+// before (errFetchV2Unsupported).
 
 import (
 	"bufio"
@@ -66,6 +68,24 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 		}
 		rem = &fileV2{git: git, path: ep.Path}
 		head, err = fileRemoteHead(ep.Path, ref)
+	case "ssh":
+		if sshKnownV0(ep.String()) {
+			return plumbing.ZeroHash, errFetchV2Unsupported
+		}
+		s, derr := dialSSHV2(ctx, ep, auth)
+		if derr != nil {
+			return plumbing.ZeroHash, derr
+		}
+		defer s.Close()
+		var v2 bool
+		head, v2, err = s.lsRefs(ctx, ref)
+		if err == nil {
+			noteSSHProtocol(ep.String(), v2)
+		}
+		if err == nil && !v2 {
+			return plumbing.ZeroHash, errFetchV2Unsupported // a v0 server: go-git's fetch
+		}
+		rem = s
 	default:
 		return plumbing.ZeroHash, errFetchV2Unsupported
 	}

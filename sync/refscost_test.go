@@ -10,12 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestRefsCostRatio (MEMD_LONG=1; bench/RESULTS.md "refs"): a sync that fetches one new
 // commit from a remote with 300k other refs costs no more than from one with 10: time and
 // memd's own peak RSS (VmHWM) within 1.5x. Each sync runs in a child process (this test binary) so its RSS is
-// its own; the remote is served over smart HTTP (git http-backend) and as a file path.
+// its own; the remote is served over smart HTTP (git http-backend), as a file path, and
+// over OpenSSH's sshd (AcceptEnv GIT_PROTOCOL, as GitHub's).
 func TestRefsCostRatio(t *testing.T) {
 	if dir := os.Getenv("MEMD_REFS_CHILD"); dir != "" {
 		r, err := Open(dir, hostOptions("hosta"))
@@ -35,13 +38,13 @@ func TestRefsCostRatio(t *testing.T) {
 	if os.Getenv("MEMD_LONG") != "1" {
 		t.Skip("MEMD_LONG=1: writes 300k refs")
 	}
-	for _, transport := range []string{"http", "file"} {
+	for _, transport := range []string{"http", "file", "ssh"} {
 		var times, rss [2]float64
 		for i, n := range []int{10, 300000} {
 			// The least of three: the machine is shared, and a run only adds noise.
-			times[i], rss[i] = refsSyncCost(t, n, transport == "http")
+			times[i], rss[i] = refsSyncCost(t, n, transport)
 			for range 2 {
-				tm, rs := refsSyncCost(t, n, transport == "http")
+				tm, rs := refsSyncCost(t, n, transport)
 				times[i], rss[i] = min(times[i], tm), min(rss[i], rs)
 			}
 			t.Logf("%s, %d refs: sync %.0f ms, peak RSS %.1f MiB", transport, n, times[i]/1e6, rss[i]/(1<<20))
@@ -55,7 +58,8 @@ func TestRefsCostRatio(t *testing.T) {
 
 // refsSyncCost makes a remote with n extra refs and one new commit, and returns the time
 // (ns) and peak RSS (bytes) of a child's sync that fast-forwards to it.
-func refsSyncCost(t *testing.T, n int, overHTTP bool) (float64, float64) {
+func refsSyncCost(t *testing.T, n int, transport string) (float64, float64) {
+	overHTTP := transport == "http"
 	w := newSyncWorld(t, map[string]string{"a.md": "one\n"})
 	if overHTTP {
 		runGit(t, w.bare, "config", "http.receivepack", "true")
@@ -81,9 +85,13 @@ func refsSyncCost(t *testing.T, n int, overHTTP bool) (float64, float64) {
 		srv := newTestHTTP(t, filepath.Dir(w.bare))
 		runGit(t, w.aDir, "remote", "set-url", "origin", srv.URL(filepath.Base(w.bare)))
 	}
+	env := append(os.Environ(), "MEMD_REFS_CHILD="+w.aDir)
+	if transport == "ssh" {
+		env = append(env, refsSSHRemote(t, w)...)
+	}
 	w.a.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRefsCostRatio$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "MEMD_REFS_CHILD="+w.aDir)
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -98,6 +106,19 @@ func refsSyncCost(t *testing.T, n int, overHTTP bool) (float64, float64) {
 		}
 	}
 	return ns, rss
+}
+
+// refsSSHRemote serves w's remote over sshd to a (its origin becomes an ssh alias) and
+// returns the child's environment: a HOME whose ~/.ssh names the key and the host.
+func refsSSHRemote(t *testing.T, w *syncWorld) []string {
+	home := t.TempDir()
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	srv := testutil.NewSSHServer(t, testutil.SSHKeygen(t, key, ""))
+	writeFile(t, home, ".ssh/known_hosts", srv.KnownHostsLine()+"\n")
+	writeFile(t, home, ".ssh/config", fmt.Sprintf("Host mem\n  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
+		srv.Host, srv.Port, srv.User, key))
+	runGit(t, w.aDir, "remote", "set-url", "origin", "mem:"+w.bare)
+	return []string{"HOME=" + home, "SSH_AUTH_SOCK=", "XDG_RUNTIME_DIR=" + home}
 }
 
 // vmHWM is /proc/self/status VmHWM in bytes (0 when unreadable).

@@ -16,9 +16,11 @@ package sync
 //     request on a kept-alive connection (all of idle memd measured 0.017% of a core).
 //   - file: the remote's ref is read from its directory (loose, then packed-refs), which is
 //     what upload-pack would read, without starting one.
-//   - ssh: go-git's upload-pack session (protocol v0: the server sends every ref and go-git
-//     decodes them all; OpenSSH's sshd passes GIT_PROTOCOL only where AcceptEnv allows it, so
-//     a v2 look over ssh is left for later).
+//   - ssh: upload-pack with GIT_PROTOCOL=version=2 sent as an ssh env request, then v2
+//     `ls-refs` with the ref prefix (sshv2.go). OpenSSH's sshd passes GIT_PROTOCOL only where
+//     AcceptEnv allows it (GitHub and GitLab do); a server that answers v0 sends every ref,
+//     and the branch is read from that advertisement on the same connection.
+//   - git://: go-git's upload-pack advertisement (protocol v0).
 //
 // A server that does not speak v2 over http gets ErrCheckUnsupported: the agent then keeps to
 // full fetches every sync.pull_interval.
@@ -130,6 +132,8 @@ func (r *Repo) RemoteHead(ctx context.Context, ro RemoteOptions) (plumbing.Hash,
 		h, err = fileRemoteHead(ep.Path, ref)
 	case "http", "https":
 		h, err = httpLsRefs(cctx, ep, tgt.Auth, ref)
+	case "ssh":
+		h, err = sshRemoteHead(cctx, ep, tgt.Auth, ref)
 	default:
 		h, err = advertisedHead(cctx, ep, tgt.Auth, ref)
 	}
@@ -303,7 +307,7 @@ func readPkt(br *bufio.Reader) ([]byte, bool, error) {
 	return buf, false, nil
 }
 
-// advertisedHead reads ref from the remote's upload-pack advertisement (ssh, git://).
+// advertisedHead reads ref from the remote's upload-pack advertisement (git://).
 func advertisedHead(ctx context.Context, ep *transport.Endpoint, auth transport.AuthMethod, ref string) (plumbing.Hash, error) {
 	cl, err := client.NewClient(ep)
 	if err != nil {

@@ -70,17 +70,25 @@ func SSHKeygen(t testing.TB, path, passphrase string) string {
 // authorized_keys) and stops it when the test ends.
 func NewSSHServer(t testing.TB, authorized ...string) *SSHServer {
 	t.Helper()
-	return newSSHServer(t, "", authorized)
+	return newSSHServer(t, "", true, authorized)
+}
+
+// NewSSHServerV0 is NewSSHServer without "AcceptEnv GIT_PROTOCOL" (sshd's default, and many
+// self-hosted servers'): git-upload-pack never sees GIT_PROTOCOL=version=2 and answers in
+// protocol v0, every ref first.
+func NewSSHServerV0(t testing.TB, authorized ...string) *SSHServer {
+	t.Helper()
+	return newSSHServer(t, "", false, authorized)
 }
 
 // NewSSHServerCertified is NewSSHServer presenting a host certificate signed by the CA key
 // at caKey (for 127.0.0.1), for known_hosts' @cert-authority.
 func NewSSHServerCertified(t testing.TB, caKey string, authorized ...string) *SSHServer {
 	t.Helper()
-	return newSSHServer(t, caKey, authorized)
+	return newSSHServer(t, caKey, true, authorized)
 }
 
-func newSSHServer(t testing.TB, caKey string, authorized []string) *SSHServer {
+func newSSHServer(t testing.TB, caKey string, acceptEnv bool, authorized []string) *SSHServer {
 	t.Helper()
 	NeedTool(t, SSHD)
 	u, err := user.Current()
@@ -93,12 +101,16 @@ func newSSHServer(t testing.TB, caKey string, authorized []string) *SSHServer {
 	if f := strings.Fields(s.HostKey); len(f) >= 2 {
 		s.HostKey = f[0] + " " + f[1]
 	}
-	certLine := ""
+	extra := ""
 	if caKey != "" {
 		if out, err := exec.Command("ssh-keygen", "-q", "-s", caKey, "-I", "memd-test-host", "-h", "-n", "127.0.0.1", hostKey+".pub").CombinedOutput(); err != nil {
 			t.Fatalf("sign the host key: %v\n%s", err, out)
 		}
-		certLine = "HostCertificate " + hostKey + "-cert.pub\n"
+		extra = "HostCertificate " + hostKey + "-cert.pub\n"
+	}
+	if acceptEnv {
+		// As GitHub's and GitLab's servers: git's protocol v2 asks for it in the env.
+		extra += "AcceptEnv GIT_PROTOCOL\n"
 	}
 	s.SetAuthorized(t, authorized...)
 	if os.Geteuid() == 0 {
@@ -122,7 +134,7 @@ AllowUsers %s
 AllowTcpForwarding yes
 MaxAuthTries 10
 LogLevel VERBOSE
-%s`, s.Host, s.Port, hostKey, filepath.Join(s.dir, "authorized_keys"), s.User, certLine)
+%s`, s.Host, s.Port, hostKey, filepath.Join(s.dir, "authorized_keys"), s.User, extra)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +180,27 @@ func (s *SSHServer) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa
 func (s *SSHServer) KnownHostsLine() string {
 	return fmt.Sprintf("[%s]:%d %s", s.Host, s.Port, s.HostKey)
 }
+
+// Transferred is what sshd logged of the connections that ended so far (LogLevel VERBOSE's
+// "Transferred: sent N, received M bytes", one line per connection): the bytes it sent.
+func (s *SSHServer) Transferred() []int64 {
+	var out []int64
+	for _, l := range strings.Split(s.Log(), "\n") {
+		_, rest, ok := strings.Cut(l, "Transferred: sent ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(strings.Fields(rest)[0], ","), 10, 64)
+		if err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Logins is how many connections sshd let in so far ("Accepted publickey", logged before
+// the client runs anything).
+func (s *SSHServer) Logins() int { return strings.Count(s.Log(), "Accepted publickey for ") }
 
 // Log is sshd's log so far (for failure messages).
 func (s *SSHServer) Log() string {
