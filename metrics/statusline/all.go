@@ -14,8 +14,9 @@ type Named struct {
 	Doc  *Document `json:"document"`
 }
 
-// AllMaxWidth bounds the --all line; repos past it are folded into "+N more".
-const AllMaxWidth = 80
+// AllMaxWidth bounds the --all line, as every line (MaxColumns); repos past it are folded
+// into "+N more".
+const AllMaxWidth = MaxColumns
 
 // severity orders states worst first for the --all line: what needs a person comes first.
 var severity = map[string]int{
@@ -70,7 +71,7 @@ func All(repos []Named, now time.Time, pidAlive func(int) bool) Document {
 		budget -= len(" · +99 more")
 	}
 	for i, r := range rows {
-		chunks[i] = capParts(append([]Part{{Text: clean(r.name) + " "}}, r.parts...), budget)
+		chunks[i] = fitParts(append([]Part{{Text: clean(r.name) + " "}}, r.parts...), budget)
 		lines = append(lines, Line{Text: joinText(chunks[i]), Parts: chunks[i]})
 		detail = append(detail, clean(r.name)+": "+clean(r.eff.Detail))
 	}
@@ -85,7 +86,7 @@ func All(repos []Named, now time.Time, pidAlive func(int) bool) Document {
 		if i < len(chunks)-1 {
 			reserve = len(" · +99 more") // room to fold what follows
 		}
-		if i > 0 && width(next)+width([]Part{clock})+reserve > AllMaxWidth {
+		if i > 0 && partsWidth(next)+partsWidth([]Part{clock})+reserve > AllMaxWidth {
 			parts = append(parts, Part{Text: " · ", Kind: KindDim}, Part{Text: "+" + strconv.Itoa(len(chunks)-i) + " more", Kind: KindDim})
 			break
 		}
@@ -122,31 +123,4 @@ func headOf(e *Document) []Part {
 		return []Part{{Text: "ok", Kind: KindOK}}
 	}
 	return parts
-}
-
-// capParts cuts parts to max columns, ending in "…" when it cut.
-func capParts(parts []Part, max int) []Part {
-	if width(parts) <= max {
-		return parts
-	}
-	var out []Part
-	left := max - 1
-	for _, p := range parts {
-		r := []rune(p.Text)
-		if len(r) >= left {
-			out = append(out, Part{Text: string(r[:left]) + "…", Kind: p.Kind})
-			return out
-		}
-		out = append(out, p)
-		left -= len(r)
-	}
-	return out
-}
-
-func width(parts []Part) int {
-	n := 0
-	for _, p := range parts {
-		n += len([]rune(p.Text))
-	}
-	return n
 }
