@@ -376,15 +376,10 @@ func (a *Agent) restartHTTP() {
 	_ = a.server.Shutdown(sctx)
 	cancel()
 	a.server = nil
-	if a.cfg.HTTP.Listen == "" {
-		return
-	}
-	srv := newServer(a)
-	if err := srv.Start(); err != nil {
+	// The same start as at launch: the repo's own port when the default is taken.
+	if err := a.startHTTP(); err != nil {
 		a.log.Error("reload: http", "addr", a.cfg.HTTP.Listen, "err", err)
-		return
 	}
-	a.server = srv
 }
 
 // retryLater kicks c after d (a lock held by a writer, a transient error).

@@ -397,8 +397,6 @@ func boundMemory() {
 // idleTrimAfter is how long memd must be idle before it hands freed memory back to the OS.
 const idleTrimAfter = 15 * time.Second
 
-func newServer(a *Agent) *metrics.Server { return newServerAt(a, a.cfg.HTTP.Listen) }
-
 // newServerAt is the server on addr, with the page's actions.
 func newServerAt(a *Agent, addr string) *metrics.Server {
 	s := metrics.NewServer(addr, a.metrics, a.hub, a.alive, a.cfg.HTTP.PProf)
