@@ -9,7 +9,7 @@ import (
 
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // What a person asks for from `memd resolve` / `memd restore` or the page: done under the
@@ -19,10 +19,10 @@ import (
 // Resolve ends the conflict p names (a copy, or an original with one copy) keeping ours,
 // theirs or both. Edits not yet committed are committed first, so the version dropped is in
 // history.
-func (s *Session) Resolve(ctx context.Context, p, keep string) (memsync.Resolved, error) {
-	var out memsync.Resolved
+func (s *Session) Resolve(ctx context.Context, p, keep string) (gitrepo.Resolved, error) {
+	var out gitrepo.Resolved
 	err := s.withCommitted(ctx, func() error {
-		c, err := memsync.FindConflict(s.cfg.Repo, p, s.ignorer.Ignored)
+		c, err := gitrepo.FindConflict(s.cfg.Repo, p, s.ignorer.Ignored)
 		if err != nil {
 			return err
 		}
@@ -42,9 +42,9 @@ func (s *Session) Resolve(ctx context.Context, p, keep string) (memsync.Resolved
 
 // Restore brings p back as a new commit: as it was at at (a commit or an RFC3339 time), or
 // without at the archived or last deleted version (sync.PlanRestore).
-func (s *Session) Restore(ctx context.Context, p, at string) (target string, res memsync.CommitResult, err error) {
+func (s *Session) Restore(ctx context.Context, p, at string) (target string, res gitrepo.CommitResult, err error) {
 	err = s.withCommitted(ctx, func() error {
-		var v memsync.Version
+		var v gitrepo.Version
 		if target, v, err = s.repo.PlanRestore(p, at); err != nil {
 			return err
 		}
@@ -122,5 +122,5 @@ func (a *Agent) takeQueuedEvents() {
 
 // conflictList is the document's `conflicts`: the inventory's copies, described.
 func conflictList(repo string, copies []string) []metrics.Conflict {
-	return memsync.ConflictsOf(repo, copies)
+	return gitrepo.ConflictsOf(repo, copies)
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/testutil"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // These tests run the Agent in the test process, so `go test -race` watches the owner loop,
@@ -41,10 +41,10 @@ func isolateGit(t *testing.T) {
 func newRepo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := memsync.Init(dir, "main"); err != nil {
+	if _, err := gitrepo.Init(dir, "main"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := memsync.Open(dir, memsync.Options{})
+	r, err := gitrepo.Open(dir, gitrepo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func newRepo(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.CommitPathsMessage(created, "memd: init\n", memsync.KindChange); err != nil {
+	if _, err := r.CommitPathsMessage(created, "memd: init\n", gitrepo.KindChange); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.RefreshIndex(); err != nil {

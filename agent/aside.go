@@ -8,7 +8,7 @@ import (
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -30,7 +30,7 @@ const asidePoll = 500 * time.Millisecond
 func (a *Agent) startOutside() {
 	gitDir := filepath.Join(a.cfg.Repo, ".git")
 	n, err := watcher.WatchNames(map[string][]string{
-		gitDir:           memsync.GateFiles(),
+		gitDir:           gitrepo.GateFiles(),
 		a.cfg.StateDir(): {statedir.KickFile, statedir.PauseFile, statedir.AllowDeletesFile},
 	})
 	if err != nil {
@@ -87,7 +87,7 @@ func (a *Agent) checkAside() { a.noteAside(a.repo.StandAside()) }
 // poll while memd stands aside. Back from standing aside, what changed meanwhile is found
 // by a reconcile (the watcher saw a branch's worth of changes that are no change against
 // memd's branch, and may have missed some) and committed, then synced.
-func (a *Agent) noteAside(now memsync.Aside) {
+func (a *Agent) noteAside(now gitrepo.Aside) {
 	was := a.st.aside
 	a.st.aside = now
 	switch {
@@ -114,7 +114,7 @@ func (a *Agent) noteAside(now memsync.Aside) {
 // stoodAside handles a job's error: a commit or sync that stood aside is no failure (no
 // error event, no backoff); the state says paused and why. It reports whether err was that.
 func (a *Agent) stoodAside(err error) bool {
-	aside, ok := memsync.AsideOf(err)
+	aside, ok := gitrepo.AsideOf(err)
 	if !ok {
 		return false
 	}
@@ -274,7 +274,7 @@ func (a *Agent) takeReports() (took bool) {
 	if moved {
 		// HEAD moved under the daemon: the inventory and the ahead count follow.
 		a.inv.scan(a.cfg.Repo, a.files())
-		if ah, be, err := a.repo.AheadBehind(memsync.RemoteOptionsFromConfig(a.cfg)); err == nil {
+		if ah, be, err := a.repo.AheadBehind(gitrepo.RemoteOptionsFromConfig(a.cfg)); err == nil {
 			a.st.ahead, a.st.behind = ah, be
 		}
 	}

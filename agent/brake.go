@@ -6,11 +6,11 @@ import (
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // The mass deletion brake as the daemon shows it (DESIGN §9): sync holds the commit or the
-// merge (memsync.ErrMassDeletion); the agent shows state paused with the brake's reason
+// merge (gitrepo.ErrMassDeletion); the agent shows state paused with the brake's reason
 // until the deletion is undone, or `memd resume --allow-deletes` lets it through. The
 // commit job keeps retrying the held paths (commitPending's 5 s retry), which is also what
 // notices the allowance; a held remote deletion is fetched again at check_interval.
@@ -23,13 +23,13 @@ type heldDeletions struct {
 // holdDeletion records err when it is a held mass deletion and reports whether it was.
 // One event per new hold, not per retry.
 func (a *Agent) holdDeletion(err error) bool {
-	var md *memsync.MassDeletionError
+	var md *gitrepo.MassDeletionError
 	if !errors.As(err, &md) {
 		return false
 	}
 	reason := md.Error()
 	slot := &a.st.deletions.local
-	if md.Side == memsync.SideRemote {
+	if md.Side == gitrepo.SideRemote {
 		slot = &a.st.deletions.remote
 	}
 	if *slot != reason {

@@ -17,7 +17,7 @@ import (
 	"github.com/memd-dev/memd/doctor"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/testutil"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -41,7 +41,7 @@ func TestEveryConsumerSeesTheSameFiles(t *testing.T) {
 			t.Errorf("%s:\n got %q\nwant %q", who, got, want)
 		}
 	}
-	repo, err := memsync.Open(m.Root, memsync.Options{Ignore: ig.Ignored})
+	repo, err := gitrepo.Open(m.Root, gitrepo.Options{Ignore: ig.Ignored})
 	if err != nil {
 		t.Fatal(err)
 	}

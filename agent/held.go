@@ -10,13 +10,13 @@ import (
 	"github.com/memd-dev/memd/internal/secrets"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // guardRepo installs the secret scan on the session's repo (DESIGN §9) unless
 // secrets.scan is false. The rules are compiled at the first commit that needs them (or
 // by preloadSecrets in the daemon), never at start-up of a command that does not commit.
-func guardRepo(repo *memsync.Repo, cfg memd.Config) *secrets.Guard {
+func guardRepo(repo *gitrepo.Repo, cfg memd.Config) *secrets.Guard {
 	if !cfg.Secrets.Scan {
 		return nil
 	}
@@ -99,7 +99,7 @@ func (a *Agent) noteHeld() {
 
 // heldEvent: "held areas/x.html: secret (aws-access-token line 3); not committed". The
 // log line says the same: rule ids and lines only, never the secret.
-func (a *Agent) heldEvent(g memsync.Guarded) {
+func (a *Agent) heldEvent(g gitrepo.Guarded) {
 	var why []string
 	for _, f := range g.Findings {
 		why = append(why, fmt.Sprintf("%s line %d", f.Rule, f.Line))

@@ -11,8 +11,8 @@ import (
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
-	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // doCommit commits the pending paths, then kicks a sync. The paths are taken before the
@@ -164,7 +164,7 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.noteMerge(res, before) // a round may have merged before the repo changed hands
 		return nil
 	}
-	contention := err != nil && (errors.Is(err, gitremote.ErrPushRejected) || errors.Is(err, memsync.ErrCheckoutRaced))
+	contention := err != nil && (errors.Is(err, gitremote.ErrPushRejected) || errors.Is(err, gitrepo.ErrCheckoutRaced))
 	if contention {
 		a.contention++
 	} else {
@@ -245,14 +245,14 @@ func syncRetryWait(err error, contention bool, backoff, pullInterval time.Durati
 		// again sooner than the normal pace cannot help, and local commits go on.
 		return max(backoff, pullInterval)
 	}
-	if contention || errors.Is(err, memsync.ErrUnsafeTree) {
+	if contention || errors.Is(err, gitrepo.ErrUnsafeTree) {
 		return min(backoff, pullInterval)
 	}
 	return backoff
 }
 
 // noteMerge records what a sync brought in (also one that then lost its push race).
-func (a *Agent) noteMerge(res memsync.SyncResult, before string) {
+func (a *Agent) noteMerge(res gitrepo.SyncResult, before string) {
 	if len(res.Conflicts) > 0 {
 		a.metrics.Conflicts(len(res.Conflicts))
 		a.log.Warn("merge kept both versions", "conflict_copies", res.Conflicts)

@@ -11,7 +11,7 @@ import (
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // pageJob is an action the page asked for, run by the owner goroutine (the one that owns the
@@ -45,8 +45,8 @@ func (p pageActions) run(ctx context.Context, name string, fn func(ctx context.C
 
 // badRequest marks the errors that are the request's own (what the page should say as is).
 func badRequest(err error) error {
-	for _, e := range []error{memsync.ErrNoConflict, memsync.ErrAmbiguousConflict, memsync.ErrBadKeep,
-		memsync.ErrNoHistory, memsync.ErrNothingToRestore, memsync.ErrBadAt, safefs.ErrSymlink} {
+	for _, e := range []error{gitrepo.ErrNoConflict, gitrepo.ErrAmbiguousConflict, gitrepo.ErrBadKeep,
+		gitrepo.ErrNoHistory, gitrepo.ErrNothingToRestore, gitrepo.ErrBadAt, safefs.ErrSymlink} {
 		if errors.Is(err, e) {
 			return fmt.Errorf("%w: %w", metrics.ErrBadRequest, err)
 		}
@@ -161,7 +161,7 @@ func (p pageActions) stateWrite(ctx context.Context, name string, write func(*st
 
 // noteActionCommit is what commitPaths notes for a commit the owner made for the page: the
 // inventory, the hour's count, the last commit, the index, and a push.
-func (a *Agent) noteActionCommit(res memsync.CommitResult) {
+func (a *Agent) noteActionCommit(res gitrepo.CommitResult) {
 	if res.Hash == "" {
 		return
 	}

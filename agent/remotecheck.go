@@ -21,8 +21,8 @@ import (
 	stdsync "sync"
 	"time"
 
-	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // checkIdleAfter is how long without a local or remote change before the looks slow down.
@@ -66,11 +66,11 @@ const (
 type remoteChecker struct {
 	clock checkClock
 	// look asks the remote; moved asks the owner for a sync.
-	look  func(ctx context.Context, ro memsync.RemoteOptions) lookResult
+	look  func(ctx context.Context, ro gitrepo.RemoteOptions) lookResult
 	moved func()
 
 	mu          stdsync.Mutex
-	ro          memsync.RemoteOptions
+	ro          gitrepo.RemoteOptions
 	check, pull time.Duration
 	changedAt   time.Duration // monotonic time of the last local or remote change
 	lookedAt    time.Duration // of the last look
@@ -83,7 +83,7 @@ type remoteChecker struct {
 	done chan struct{}
 }
 
-func newRemoteChecker(clock checkClock, look func(context.Context, memsync.RemoteOptions) lookResult, moved func()) *remoteChecker {
+func newRemoteChecker(clock checkClock, look func(context.Context, gitrepo.RemoteOptions) lookResult, moved func()) *remoteChecker {
 	c := &remoteChecker{clock: clock, look: look, moved: moved}
 	c.lastWall, c.lastMono = clock.wall(), clock.mono()
 	c.changedAt, c.lookedAt = c.lastMono, c.lastMono
@@ -91,7 +91,7 @@ func newRemoteChecker(clock checkClock, look func(context.Context, memsync.Remot
 }
 
 // setConfig takes the remote's options and the two intervals (start, reload).
-func (c *remoteChecker) setConfig(ro memsync.RemoteOptions, check, pull time.Duration) {
+func (c *remoteChecker) setConfig(ro gitrepo.RemoteOptions, check, pull time.Duration) {
 	c.mu.Lock()
 	c.ro, c.check, c.pull = ro, check, pull
 	c.mu.Unlock()
@@ -106,7 +106,7 @@ func (c *remoteChecker) changed() {
 
 // due is one tick's decision: whether to look now. A wake (the wall clock ran ahead of the
 // monotonic one) counts as a change.
-func (c *remoteChecker) due() (bool, memsync.RemoteOptions) {
+func (c *remoteChecker) due() (bool, gitrepo.RemoteOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	wall, mono := c.clock.wall(), c.clock.mono()
@@ -178,13 +178,13 @@ func (c *remoteChecker) run(ctx context.Context) {
 }
 
 // lookAtRemote is the agent's look: the remote's branch against the tracking ref.
-func (a *Agent) lookAtRemote(ctx context.Context, ro memsync.RemoteOptions) lookResult {
+func (a *Agent) lookAtRemote(ctx context.Context, ro gitrepo.RemoteOptions) lookResult {
 	if ok, err := a.repo.HasRemote(ro.Remote); err != nil || !ok {
 		return lookSame
 	}
 	h, err := a.repo.RemoteHead(ctx, ro)
 	switch {
-	case errors.Is(err, memsync.ErrCheckUnsupported):
+	case errors.Is(err, gitrepo.ErrCheckUnsupported):
 		return lookCannot
 	case err != nil:
 		if !errors.Is(err, gitremote.ErrOffline) && ctx.Err() == nil {
@@ -209,7 +209,7 @@ func (a *Agent) startRemoteCheck() {
 // configRemoteCheck hands the checker the config's remote and intervals (owner only).
 func (a *Agent) configRemoteCheck() {
 	if a.check != nil {
-		a.check.setConfig(memsync.RemoteOptionsFromConfig(a.cfg), a.cfg.Sync.CheckInterval.D(), a.cfg.Sync.PullInterval.D())
+		a.check.setConfig(gitrepo.RemoteOptionsFromConfig(a.cfg), a.cfg.Sync.CheckInterval.D(), a.cfg.Sync.PullInterval.D())
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/testutil"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // fakeCheckClock is a checkClock the test moves by hand.
@@ -40,7 +40,7 @@ func TestRemoteCheckPace(t *testing.T) {
 	f := &fakeCheckClock{wall: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	c := newRemoteChecker(f.clock(), nil, nil)
 	check, pull := 10*time.Second, 5*time.Minute
-	c.setConfig(memsync.RemoteOptions{}, check, pull)
+	c.setConfig(gitrepo.RemoteOptions{}, check, pull)
 	tick := func() bool { f.advance(check); look, _ := c.due(); return look }
 	look := func(res lookResult) bool { return c.noteLook(res) }
 
@@ -148,7 +148,7 @@ func TestRemoteCheckFetchesMovedRef(t *testing.T) {
 	}, logs.String)
 
 	atRemote := func() bool {
-		h, _ := a.repo.TrackingHead(memsync.RemoteOptions{})
+		h, _ := a.repo.TrackingHead(gitrepo.RemoteOptions{})
 		return h.String() == remoteHead(bare)
 	}
 	testutil.WaitFor(t, "the start-up sync done", 20*time.Second, func() bool {

@@ -18,8 +18,8 @@ import (
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sleep"
-	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitrepo"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -31,7 +31,7 @@ type Agent struct {
 	now  func() time.Time
 
 	sess    *Session
-	repo    *memsync.Repo // sess.Repo()
+	repo    *gitrepo.Repo // sess.Repo()
 	watch   *watcher.Watcher
 	ignorer *repofiles.Ignorer // the rules in force: files() keeps them current
 	metrics *metrics.Metrics

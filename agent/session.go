@@ -13,7 +13,7 @@ import (
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/secrets"
 	"github.com/memd-dev/memd/sleep"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // Session is a memory repo opened the one way every command opens it (docs/ARCHITECTURE.md
@@ -24,7 +24,7 @@ import (
 // from anywhere.
 type Session struct {
 	cfg     memd.Config
-	repo    *memsync.Repo
+	repo    *gitrepo.Repo
 	ignorer *repofiles.Ignorer
 	log     *slog.Logger
 	now     func() time.Time
@@ -80,10 +80,10 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	if o.Who == "" {
 		o.Who = "memd"
 	}
-	ro := memsync.OptionsFromConfig(cfg)
+	ro := gitrepo.OptionsFromConfig(cfg)
 	ro.Logger, ro.Now = o.Logger, o.Now
 	ro.Deletions = stateAllowance{cfg.StateDir()} // memd resume --allow-deletes (brake.go)
-	repo, err := memsync.Open(cfg.Repo, ro)       // first: it names a missing repo best
+	repo, err := gitrepo.Open(cfg.Repo, ro)       // first: it names a missing repo best
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (s *Session) recover() error {
 }
 
 // Repo is the open repository.
-func (s *Session) Repo() *memsync.Repo { return s.repo }
+func (s *Session) Repo() *gitrepo.Repo { return s.repo }
 
 // Ignorer is the ignore rule Open built (a reload builds a new one: the agent keeps its own).
 func (s *Session) Ignorer() *repofiles.Ignorer { return s.ignorer }
@@ -211,8 +211,8 @@ func (s *Session) acquireLock(ctx context.Context) (release func(), err error) {
 // CommitPending commits paths (repo-relative or absolute) as a change commit, holding the
 // writer lock only while they are read, and tries again on the new HEAD when HEAD moved
 // under it (§9.1). No change: no commit (Hash "").
-func (s *Session) CommitPending(ctx context.Context, paths []string) (memsync.CommitResult, error) {
-	var res memsync.CommitResult
+func (s *Session) CommitPending(ctx context.Context, paths []string) (gitrepo.CommitResult, error) {
+	var res gitrepo.CommitResult
 	var err error
 	for range maxCASRetries {
 		release, lerr := s.acquireLock(ctx)
@@ -224,7 +224,7 @@ func (s *Session) CommitPending(ctx context.Context, paths []string) (memsync.Co
 		// follow touch nothing a writer writes.
 		res, err = s.repo.CommitPathsRead(paths, release)
 		release()
-		if !errors.Is(err, memsync.ErrHeadMoved) {
+		if !errors.Is(err, gitrepo.ErrHeadMoved) {
 			break
 		}
 	}
@@ -236,13 +236,13 @@ func (s *Session) CommitPending(ctx context.Context, paths []string) (memsync.Co
 
 // CommitChanges commits whatever differs from HEAD (a full reconcile, §3): what a one-shot
 // command commits before it syncs.
-func (s *Session) CommitChanges(ctx context.Context) (memsync.CommitResult, error) {
+func (s *Session) CommitChanges(ctx context.Context) (gitrepo.CommitResult, error) {
 	dirty, err := s.repo.Reconcile()
 	if err != nil {
-		return memsync.CommitResult{}, fmt.Errorf("reconcile %s: %w", s.cfg.Repo, err)
+		return gitrepo.CommitResult{}, fmt.Errorf("reconcile %s: %w", s.cfg.Repo, err)
 	}
 	if len(dirty) == 0 {
-		return memsync.CommitResult{}, nil
+		return gitrepo.CommitResult{}, nil
 	}
 	return s.CommitPending(ctx, dirty)
 }
@@ -251,11 +251,11 @@ func (s *Session) CommitChanges(ctx context.Context) (memsync.CommitResult, erro
 // local work only, never across the network. Edits in a checkout's way are committed first by
 // commitFirst (nil: CommitPending), which takes the lock itself; beforeRetry (may be nil) runs
 // before each round that follows a lost push race.
-func (s *Session) SyncOnce(ctx context.Context, commitFirst func(paths []string) error, beforeRetry func()) (memsync.SyncResult, error) {
+func (s *Session) SyncOnce(ctx context.Context, commitFirst func(paths []string) error, beforeRetry func()) (gitrepo.SyncResult, error) {
 	if commitFirst == nil {
 		commitFirst = func(paths []string) error { _, err := s.CommitPending(ctx, paths); return err }
 	}
-	ro := memsync.RemoteOptionsFromConfig(s.cfg)
+	ro := gitrepo.RemoteOptionsFromConfig(s.cfg)
 	ro.LocalWork = func(fn func() error) error { return s.WithLock(ctx, fn) }
 	ro.CommitFirst = commitFirst
 	ro.BeforeRetry = beforeRetry

@@ -9,7 +9,7 @@ import (
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 type commitInfo struct {
@@ -41,7 +41,7 @@ type state struct {
 	hours      commitHours // status `commits_per_hour`, restored at start
 	held       heldState   // files the secret scan holds back (held.go)
 
-	aside     memsync.Aside   // why memd stands aside for other writers ("" reason: it does not)
+	aside     gitrepo.Aside   // why memd stands aside for other writers ("" reason: it does not)
 	pause     *statedir.Pause // what `memd pause` asked for (pause.json), nil when none
 	stopped   bool            // the clean stop's last document
 	allowSeen bool            // allow-deletes was there at the last look (aside.go)

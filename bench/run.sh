@@ -136,15 +136,15 @@ run "Live remote: A writes, B has it; the looks' idle cost (two daemons, default
   echo "## Refs: a sync from a remote with 300k refs vs 10"
   echo
   echo '```'
-  echo "MEMD_LONG=1 go test -count=1 -v -run '^TestRefsCostRatio\$' ./sync/"
-  MEMD_LONG=1 go test -count=1 -v -run '^TestRefsCostRatio$' ./sync/ 2>&1 | grep -E 'refs|PASS|FAIL' || true
+  echo "MEMD_LONG=1 go test -count=1 -v -run '^TestRefsCostRatio\$' ./sync/gitrepo/"
+  MEMD_LONG=1 go test -count=1 -v -run '^TestRefsCostRatio$' ./sync/gitrepo/ 2>&1 | grep -E 'refs|PASS|FAIL' || true
   echo '```'
   echo
   echo "## A fetched 2 GiB blob (a 2 MiB pack at compression 9) and sync.max_file_size"
   echo
   echo '```'
-  echo "MEMD_LONG=1 go test -count=1 -v -run '^TestFetchBigBlobRSS\$' ./sync/"
-  MEMD_LONG=1 go test -count=1 -v -run '^TestFetchBigBlobRSS$' ./sync/ 2>&1 | grep -E 'RSS|PASS|FAIL' || true
+  echo "MEMD_LONG=1 go test -count=1 -v -run '^TestFetchBigBlobRSS\$' ./sync/gitrepo/"
+  MEMD_LONG=1 go test -count=1 -v -run '^TestFetchBigBlobRSS$' ./sync/gitrepo/ 2>&1 | grep -E 'RSS|PASS|FAIL' || true
   echo '```'
   echo
 } >>"$tmp"
@@ -154,8 +154,8 @@ swarm "$tmp"
   echo "## Push after a long history: memd's push vs go-git's PushContext"
   echo
   echo '```'
-  echo "go test -run '^\$' -bench BenchmarkPushAfterHistory -benchtime 20x ./sync/"
-  go test -run '^$' -bench BenchmarkPushAfterHistory -benchtime 20x ./sync/ 2>&1 | grep -E '^Benchmark' || true
+  echo "go test -run '^\$' -bench BenchmarkPushAfterHistory -benchtime 20x ./sync/gitrepo/"
+  go test -run '^$' -bench BenchmarkPushAfterHistory -benchtime 20x ./sync/gitrepo/ 2>&1 | grep -E '^Benchmark' || true
   echo '```'
   echo
 } >>"$tmp"

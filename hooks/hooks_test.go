@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	gosync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,7 +192,7 @@ func TestBadCommands(t *testing.T) {
 
 // recorder collects the Runner's results.
 type recorder struct {
-	mu  gosync.Mutex
+	mu  sync.Mutex
 	got []Result
 }
 

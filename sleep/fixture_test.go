@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // fixNow is the clock of every fixture run: 2026-11-30 03:00 UTC, so keep_years 1 archives
@@ -132,9 +132,9 @@ func initRepo(t testing.TB, dir string) {
 	git(t, dir, "commit", "-q", "-m", "initial")
 }
 
-func openStore(t testing.TB, dir string) *memsync.Repo {
+func openStore(t testing.TB, dir string) *gitrepo.Repo {
 	t.Helper()
-	r, err := memsync.Open(dir, memsync.Options{Author: memsync.Author{Name: "memd", Email: "memd@test"},
+	r, err := gitrepo.Open(dir, gitrepo.Options{Author: gitrepo.Author{Name: "memd", Email: "memd@test"},
 		Now: func() time.Time { return fixNow }, Hostname: "testhost"})
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +329,7 @@ func mustNotContain(t testing.TB, what, s, sub string) {
 
 var _ = bytes.Equal
 
-func openStoreErr(dir string) (*memsync.Repo, error) {
-	return memsync.Open(dir, memsync.Options{Author: memsync.Author{Name: "memd", Email: "memd@test"},
+func openStoreErr(dir string) (*gitrepo.Repo, error) {
+	return gitrepo.Open(dir, gitrepo.Options{Author: gitrepo.Author{Name: "memd", Email: "memd@test"},
 		Now: func() time.Time { return fixNow }, Hostname: "testhost"})
 }

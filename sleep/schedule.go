@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -73,7 +73,7 @@ func ReadState(stateDir string) (State, error) {
 
 // stateMu serialises read-modify-write of sleep.json inside one process (the scheduler's
 // baseline and the runner's MarkDone may race).
-var stateMu gosync.Mutex
+var stateMu sync.Mutex
 
 // updateState applies f to the state file atomically (0600, dir 0700).
 func updateState(stateDir string, f func(*State)) error {
@@ -132,7 +132,7 @@ type Scheduler struct {
 	// CheckEvery is the catch-up check interval (default one minute).
 	CheckEvery time.Duration
 
-	mu       gosync.Mutex
+	mu       sync.Mutex
 	lastSlot time.Time // the last slot triggered, so cron and catch-up never fire one slot twice
 	cron     *cron.Cron
 	stop     chan struct{}

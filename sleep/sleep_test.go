@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func TestArchiveReason(t *testing.T) {
@@ -214,7 +214,7 @@ func checkFullTidy(t *testing.T, dir string) {
 
 // checkNextNights: nothing left uncommitted after the full run, and the nights after it
 // (the same run id, then another) commit nothing.
-func checkNextNights(t *testing.T, dir string, store *memsync.Repo) {
+func checkNextNights(t *testing.T, dir string, store *gitrepo.Repo) {
 	t.Helper()
 	store.WaitIndexRefresh()
 	if st := git(t, dir, "status", "--porcelain"); st != "" {
@@ -542,9 +542,9 @@ type failingStore struct {
 	prefix string
 }
 
-func (f failingStore) CommitPathsMessage(paths []string, msg string, kind memsync.CommitKind) (memsync.CommitResult, error) {
+func (f failingStore) CommitPathsMessage(paths []string, msg string, kind gitrepo.CommitKind) (gitrepo.CommitResult, error) {
 	if strings.HasPrefix(msg, f.prefix) {
-		return memsync.CommitResult{}, errors.New("disk on fire")
+		return gitrepo.CommitResult{}, errors.New("disk on fire")
 	}
 	return f.Store.CommitPathsMessage(paths, msg, kind)
 }

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	gosync "sync"
+	"sync"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
@@ -114,7 +114,7 @@ func (s *snapshot) readAll(jobs []readJob, slab *memSlab, progressW io.Writer) e
 	workers := runtime.GOMAXPROCS(0)
 	in := make(chan readJob, 256)
 	out := make(chan readResult, 256)
-	var wg gosync.WaitGroup
+	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for j := range in {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // swapArcs replaces areas/arcs by a symlink to the real folder moved aside (a local
@@ -34,12 +34,12 @@ func swapArcs(t *testing.T, dir string) (undo func()) {
 
 // swappingStore swaps areas/arcs for a link during the commit's read, and back after.
 type swappingStore struct {
-	*memsync.Repo
+	*gitrepo.Repo
 	t   *testing.T
 	dir string
 }
 
-func (s swappingStore) CommitPathsMessage(paths []string, msg string, kind memsync.CommitKind) (memsync.CommitResult, error) {
+func (s swappingStore) CommitPathsMessage(paths []string, msg string, kind gitrepo.CommitKind) (gitrepo.CommitResult, error) {
 	undo := swapArcs(s.t, s.dir)
 	defer undo()
 	return s.Repo.CommitPathsMessage(paths, msg, kind)

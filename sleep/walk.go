@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	gosync "sync"
+	"sync"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
@@ -62,8 +62,8 @@ func walkTree(root string, ignore Ignore) (*tree, error) {
 		subdirs  []int // indexes into nodes, in name order
 	}
 	var (
-		mu       gosync.Mutex
-		cond     = gosync.NewCond(&mu)
+		mu       sync.Mutex
+		cond     = sync.NewCond(&mu)
 		nodes    = []*dirNode{{abs: root}}
 		queue    = []int{0}
 		active   int
@@ -102,7 +102,7 @@ func walkTree(root string, ignore Ignore) (*tree, error) {
 			cond.Broadcast()
 		}
 	}
-	var wg gosync.WaitGroup
+	var wg sync.WaitGroup
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		wg.Go(worker)
 	}

@@ -26,7 +26,7 @@ import (
 	"strings"
 	"time"
 
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func main() {
@@ -99,8 +99,8 @@ func main() {
 				return out
 			}
 			t1 := time.Now()
-			repo, err := memsync.Open(memdDir, memsync.Options{
-				Author: memsync.Author{Name: "bench", Email: "bench@example.invalid"}, Hostname: "bench",
+			repo, err := gitrepo.Open(memdDir, gitrepo.Options{
+				Author: gitrepo.Author{Name: "bench", Email: "bench@example.invalid"}, Hostname: "bench",
 			})
 			if err != nil {
 				fatal(err)

@@ -34,7 +34,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/demo"
 	"github.com/memd-dev/memd/sleep"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 var now = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
@@ -71,7 +71,7 @@ func main() {
 	run("cp", "-a", src, gitDir)
 
 	// Full sleep.
-	repo, err := memsync.Open(memdDir, memsync.Options{Now: func() time.Time { return now }})
+	repo, err := gitrepo.Open(memdDir, gitrepo.Options{Now: func() time.Time { return now }})
 	check(err)
 	cfg := memd.DefaultConfig()
 	cfg.Repo = memdDir
@@ -201,7 +201,7 @@ func main() {
 	git(led, "init", "-q", "-b", "main")
 	git(led, "add", "-A")
 	git(led, "commit", "-q", "-m", "ledger")
-	lrepo, err := memsync.Open(led, memsync.Options{Now: func() time.Time { return now }})
+	lrepo, err := gitrepo.Open(led, gitrepo.Options{Now: func() time.Time { return now }})
 	check(err)
 	cfg.Repo = led
 	runtime.GC()

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func main() {
@@ -196,16 +196,16 @@ func run(nFiles, nChanges, runs int, keep bool) error {
 				_ = pprof.StartCPUProfile(profile)
 			}
 			start = time.Now()
-			opts := memsync.Options{Author: memsync.Author{Name: "bench", Email: "bench@example.invalid"}, Hostname: "bench"}
+			opts := gitrepo.Options{Author: gitrepo.Author{Name: "bench", Email: "bench@example.invalid"}, Hostname: "bench"}
 			if *verbose {
 				opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
-			repo, err := memsync.Open(md, opts)
+			repo, err := gitrepo.Open(md, opts)
 			if err != nil {
 				return err
 			}
 			tOpen := time.Since(start)
-			res, err := repo.Sync(context.Background(), memsync.RemoteOptions{})
+			res, err := repo.Sync(context.Background(), gitrepo.RemoteOptions{})
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/textsafe"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func init() {
@@ -33,7 +33,7 @@ func cmdConflicts(a *app, args []string) int {
 	if err != nil {
 		return a.fail("conflicts: %s", textsafe.Escape(err.Error()))
 	}
-	list, err := memsync.ListConflicts(a.cfg.Repo, ign.Ignored)
+	list, err := gitrepo.ListConflicts(a.cfg.Repo, ign.Ignored)
 	if err != nil {
 		return a.fail("conflicts: %s", textsafe.Escape(err.Error()))
 	}

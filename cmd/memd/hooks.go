@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/memd-dev/memd/hooks"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // oneShotHook is a step of a one-shot command: its hook and HEAD before and after it.
@@ -16,7 +16,7 @@ type oneShotHook struct {
 // way `memd run` does (argv, environment, output cap, timeout) but without coalescing: a
 // one-shot command is one step. Call it after the writer lock is released. A failing hook is
 // a warning on stderr (its log line names the hook key); the exit code stays the step's own.
-func (a *app) runHooks(repo *memsync.Repo, steps ...oneShotHook) {
+func (a *app) runHooks(repo *gitrepo.Repo, steps ...oneShotHook) {
 	r := hooks.NewRunner(hooks.Options{Dir: a.cfg.Repo, TempDir: a.cfg.StateDir(), Config: a.cfg.Hooks, Changed: repo.ChangedPaths,
 		TokenEnv: a.cfg.Sync.TokenEnv, Logger: a.log})
 	for _, s := range steps {
@@ -25,7 +25,7 @@ func (a *app) runHooks(repo *memsync.Repo, steps ...oneShotHook) {
 }
 
 // head is HEAD for a hook range; ok is false when it cannot be read (no hook runs then).
-func head(repo *memsync.Repo) (h string, ok bool) {
+func head(repo *gitrepo.Repo) (h string, ok bool) {
 	h, err := repo.Head()
 	return h, err == nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
 	"github.com/memd-dev/memd/demo"
-	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func init() {
@@ -28,7 +28,7 @@ func cmdInit(a *app, args []string) int {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return a.fail("init %s: %v", dir, err)
 	}
-	if _, err := memsync.Init(dir, a.cfg.Sync.Branch); err != nil {
+	if _, err := gitrepo.Init(dir, a.cfg.Sync.Branch); err != nil {
 		return a.fail("init %s: %v", dir, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -42,7 +42,7 @@ func cmdInit(a *app, args []string) int {
 	}
 	defer sess.Close()
 	repo := sess.Repo()
-	ro := memsync.RemoteOptionsFromConfig(a.cfg)
+	ro := gitrepo.RemoteOptionsFromConfig(a.cfg)
 	ro.URL = o.remote
 	if o.remote != "" {
 		if err := initRemote(ctx, a, repo, ro); err != nil {
@@ -60,7 +60,7 @@ func cmdInit(a *app, args []string) int {
 			return a.fail("init %s: %v", dir, err)
 		}
 	}
-	res, err := repo.CommitPathsMessage(paths, initMessage(o.layout, len(created), o.demo), memsync.KindChange)
+	res, err := repo.CommitPathsMessage(paths, initMessage(o.layout, len(created), o.demo), gitrepo.KindChange)
 	if err != nil {
 		return a.fail("init commit: %v", err)
 	}
@@ -127,7 +127,7 @@ func parseInit(a *app, args []string) (o initOptions, code int, ok bool) {
 
 // initRemote sets the remote and its upstream and adopts the remote's
 // history when it has one.
-func initRemote(ctx context.Context, a *app, repo *memsync.Repo, ro memsync.RemoteOptions) error {
+func initRemote(ctx context.Context, a *app, repo *gitrepo.Repo, ro gitrepo.RemoteOptions) error {
 	if err := repo.SetRemote(a.cfg.Sync.Remote, ro.URL); err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}

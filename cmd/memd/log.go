@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/memd-dev/memd/internal/textsafe"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func init() {
@@ -27,9 +27,9 @@ func cmdLog(a *app, args []string) int {
 	if err != nil {
 		return a.fail("log: %s", textsafe.Escape(err.Error()))
 	}
-	ro := memsync.OptionsFromConfig(a.cfg)
+	ro := gitrepo.OptionsFromConfig(a.cfg)
 	ro.Logger, ro.Now = a.log, a.now
-	repo, err := memsync.Open(a.cfg.Repo, ro)
+	repo, err := gitrepo.Open(a.cfg.Repo, ro)
 	if err != nil {
 		return a.fail("log: %s", textsafe.Escape(err.Error()))
 	}

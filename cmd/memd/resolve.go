@@ -9,7 +9,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
 	"github.com/memd-dev/memd/internal/textsafe"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func init() {
@@ -25,7 +25,7 @@ func cmdResolve(a *app, args []string) int {
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 || (*keep != memsync.KeepOurs && *keep != memsync.KeepTheirs && *keep != memsync.KeepBoth) {
+	if fs.NArg() != 1 || (*keep != gitrepo.KeepOurs && *keep != gitrepo.KeepTheirs && *keep != gitrepo.KeepBoth) {
 		fs.Usage()
 		return exitUsage
 	}
@@ -43,7 +43,7 @@ func cmdResolve(a *app, args []string) int {
 	before, okBefore := head(sess.Repo())
 	out, err := sess.Resolve(ctx, rel, *keep)
 	if err != nil {
-		if errors.Is(err, memsync.ErrNoConflict) {
+		if errors.Is(err, gitrepo.ErrNoConflict) {
 			return a.fail("resolve: %s (memd conflicts lists them)", textsafe.Escape(err.Error()))
 		}
 		return a.fail("resolve: %s", textsafe.Escape(err.Error()))

@@ -9,8 +9,8 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
 	"github.com/memd-dev/memd/internal/statedir"
-	memsync "github.com/memd-dev/memd/sync"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func init() {
@@ -73,9 +73,9 @@ func cmdSync(a *app, args []string) int {
 		switch {
 		case errors.Is(err, gitremote.ErrAuth):
 			return a.fail("sync: authentication failed: %v", err)
-		case errors.Is(err, memsync.ErrUnrelatedHistory):
+		case errors.Is(err, gitrepo.ErrUnrelatedHistory):
 			return a.fail("sync: %v; local history kept, nothing merged", err)
-		case errors.Is(err, memsync.ErrUnsafeTree):
+		case errors.Is(err, gitrepo.ErrUnsafeTree):
 			return a.fail("sync: %v; the remote's commit was not checked out, local commits are kept", err)
 		}
 		return a.fail("sync: %v (local commits are kept; memd run retries)", err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // BenchmarkCommitGuarded is the daemon's commit of one changed memory in a big repo with
@@ -24,7 +24,7 @@ func BenchmarkCommitGuarded(b *testing.B) {
 	if dir == "" {
 		b.Skip("MEMD_BENCH_REPO names the repo to commit in")
 	}
-	r, err := memsync.Open(dir, memsync.Options{Author: memsync.Author{Name: "bench", Email: "bench@x"}})
+	r, err := gitrepo.Open(dir, gitrepo.Options{Author: gitrepo.Author{Name: "bench", Email: "bench@x"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/internal/secrets/secretstest"
-	memsync "github.com/memd-dev/memd/sync"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -83,14 +83,14 @@ func noSecret(t *testing.T, what, text string, lines []string) {
 
 type clone struct {
 	dir  string
-	repo *memsync.Repo
+	repo *gitrepo.Repo
 }
 
 func openClone(t *testing.T, bare, name string) clone {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	git(t, filepath.Dir(dir), "clone", "-q", bare, dir)
-	r, err := memsync.Open(dir, memsync.Options{Author: memsync.Author{Name: "memd", Email: "memd@" + name}, Hostname: name, Ledger: "memory.jsonl"})
+	r, err := gitrepo.Open(dir, gitrepo.Options{Author: gitrepo.Author{Name: "memd", Email: "memd@" + name}, Hostname: name, Ledger: "memory.jsonl"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +119,12 @@ func (c clone) read(t *testing.T, rel string) string {
 	return string(b)
 }
 
-func (c clone) commitSync(t *testing.T, paths ...string) memsync.SyncResult {
+func (c clone) commitSync(t *testing.T, paths ...string) gitrepo.SyncResult {
 	t.Helper()
 	if _, err := c.repo.CommitPaths(paths); err != nil {
 		t.Fatalf("commit in %s: %v", c.dir, err)
 	}
-	res, err := c.repo.Sync(context.Background(), memsync.RemoteOptions{Push: true, Timeout: 30 * time.Second, Ledger: "memory.jsonl"})
+	res, err := c.repo.Sync(context.Background(), gitrepo.RemoteOptions{Push: true, Timeout: 30 * time.Second, Ledger: "memory.jsonl"})
 	if err != nil {
 		t.Fatalf("sync %s: %v", c.dir, err)
 	}
@@ -207,7 +207,7 @@ func TestSecretsNeverReachTheRemote(t *testing.T) {
 	a.write(t, cleaned, "<p>rotated; the key is in the vault now</p>\n")
 	a.commitSync(t, cleaned)
 	b.commitSync(t)
-	if slices.ContainsFunc(a.repo.Guarded(), func(g memsync.Guarded) bool { return g.Path == cleaned }) {
+	if slices.ContainsFunc(a.repo.Guarded(), func(g gitrepo.Guarded) bool { return g.Path == cleaned }) {
 		t.Errorf("%s is still held after its secret was removed", cleaned)
 	}
 	for _, p := range c.Clean {
@@ -259,7 +259,7 @@ func TestSleepCommitHolds(t *testing.T) {
 	ledger := `{"id":"r2","type":"note","text":"two"}` + "\n" + `{"id":"r3","type":"note","text":"seen: ` + c.Secrets[1] + `"}` + "\n"
 	a.write(t, "memory.jsonl", ledger)
 	a.write(t, "archive/moved.html", c.Files[c.Dirty[2]])
-	if _, err := a.repo.CommitPathsMessage([]string{"memory.jsonl", "archive/moved.html"}, "memd: sleep\n", memsync.KindSleep); err != nil {
+	if _, err := a.repo.CommitPathsMessage([]string{"memory.jsonl", "archive/moved.html"}, "memd: sleep\n", gitrepo.KindSleep); err != nil {
 		t.Fatal(err)
 	}
 	if got := ledgerIDs(git(t, a.dir, "show", "HEAD:memory.jsonl")); !slices.Equal(got, []string{"r2"}) {

@@ -1,0 +1,163 @@
+package gitrepo
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The stash race (issue 25): memd's checkout holds .git/index.lock from its verify to its
+// last rename (checkoutlock.go), so a git that needs the index between two of its steps
+// finds the lock, and a git that holds it first makes memd stand aside.
+
+// indexLockWorld: A has a user's uncommitted edit of notes/b.html; B pushed a change of
+// notes/a.html that A's next sync checks out.
+func indexLockWorld(t *testing.T) *syncWorld {
+	t.Helper()
+	w := newSyncWorld(t, map[string]string{"notes/a.html": "a\n", "notes/b.html": "b\n"})
+	writeFile(t, w.bDir, "notes/a.html", "a from B\n")
+	mustCommit(t, w.b, "notes/a.html")
+	mustSync(t, w.b)
+	return w
+}
+
+func readRel(t *testing.T, dir, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A `git stash` that runs while memd's checkout writes the work tree fails on index.lock
+// before it changes anything (on main it saved and reset the user's edit under the
+// checkout); once the sync is done the stash and its pop go through and nothing is lost.
+func TestCheckoutHoldsIndexLockAgainstGitStash(t *testing.T) {
+	w := indexLockWorld(t)
+	writeFile(t, w.aDir, "notes/b.html", "b, the user's edit\n")
+	var held bool
+	var stashOut string
+	var stashErr error
+	w.a.setCrashHooks(&crashHooks{afterRefMove: func() error {
+		_, err := os.Lstat(filepath.Join(w.aDir, ".git", "index.lock"))
+		held = err == nil
+		cmd := exec.Command("git", "stash")
+		cmd.Dir, cmd.Env = w.aDir, gitEnv()
+		out, err := cmd.CombinedOutput()
+		stashOut, stashErr = string(out), err
+		return nil
+	}})
+	mustSync(t, w.a)
+	w.a.setCrashHooks(nil)
+	if !held {
+		t.Fatal("index.lock not held while the checkout moved the branch and wrote the work tree")
+	}
+	if stashErr == nil {
+		t.Fatalf("git stash during the checkout went through (output %q); want it refused on index.lock", stashOut)
+	}
+	w.a.WaitIndexRefresh() // the refresh after the checkout takes the lock for its rename
+	if _, err := os.Lstat(filepath.Join(w.aDir, ".git", "index.lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("index.lock left after the checkout: %v", err)
+	}
+	if got := readRel(t, w.aDir, "notes/a.html"); got != "a from B\n" {
+		t.Fatalf("notes/a.html = %q, want B's change", got)
+	}
+	if got := readRel(t, w.aDir, "notes/b.html"); got != "b, the user's edit\n" {
+		t.Fatalf("notes/b.html = %q: the user's edit was stashed away under the checkout", got)
+	}
+	if got := runGit(t, w.aDir, "stash", "list"); got != "" {
+		t.Fatalf("stash list %q, want empty", got)
+	}
+	runGit(t, w.aDir, "stash")
+	runGit(t, w.aDir, "stash", "pop")
+	if got := readRel(t, w.aDir, "notes/b.html"); got != "b, the user's edit\n" {
+		t.Fatalf("after stash and pop notes/b.html = %q", got)
+	}
+	fsck(t, w.aDir)
+}
+
+// A git that holds index.lock when memd's checkout wants it makes memd stand aside
+// (passing: it tries again), HEAD and the work tree as they were and no temp left; once
+// git drops the lock the same sync goes through.
+func TestCheckoutStandsAsideForGitIndexLock(t *testing.T) {
+	w := indexLockWorld(t)
+	head := revParse(t, w.aDir, "HEAD")
+	lock := filepath.Join(w.aDir, ".git", "index.lock")
+	var took bool
+	w.a.setCrashHooks(&crashHooks{beforeVerify: func() {
+		if !took { // a git takes the lock between memd's prepare and its checkout
+			took = os.WriteFile(lock, nil, 0o644) == nil
+		}
+	}})
+	t0 := time.Now()
+	_, err := w.a.Sync(t.Context(), pushOpts())
+	w.a.setCrashHooks(nil)
+	if !took {
+		t.Fatal("the hook did not take index.lock")
+	}
+	a, ok := AsideOf(err)
+	if !errors.Is(err, ErrStandAside) || !ok || !a.Passing {
+		t.Fatalf("Sync with git holding index.lock: %v; want a passing stand-aside", err)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Fatalf("stood aside after %v", d)
+	}
+	if got := revParse(t, w.aDir, "HEAD"); got != head {
+		t.Fatal("HEAD moved while git held index.lock")
+	}
+	if got := readRel(t, w.aDir, "notes/a.html"); got != "a\n" {
+		t.Fatalf("notes/a.html = %q written while git held index.lock", got)
+	}
+	if _, err := os.Lstat(lock); err != nil {
+		t.Fatalf("memd removed git's live index.lock: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(w.aDir, "notes", ".memd-*.tmp")); len(m) > 0 {
+		t.Fatalf("temps left: %q", m)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, w.a)
+	if got := readRel(t, w.aDir, "notes/a.html"); got != "a from B\n" {
+		t.Fatalf("notes/a.html = %q after git dropped the lock", got)
+	}
+	w.a.WaitIndexRefresh()
+	statusClean(t, w.a)
+}
+
+// A checkout memd was killed in holds index.lock still; the next start clears it (no
+// process owns it, older than indexLockMinAge) and finishes the checkout.
+func TestInterruptedCheckoutClearsItsStaleIndexLock(t *testing.T) {
+	w := indexLockWorld(t)
+	w.a.setCrashHooks(&crashHooks{afterRefMove: func() error { return errSimulatedCrash }})
+	_, err := w.a.Sync(t.Context(), pushOpts())
+	w.a.setCrashHooks(nil)
+	if !errors.Is(err, errSimulatedCrash) {
+		t.Fatalf("Sync err = %v", err)
+	}
+	lock := filepath.Join(w.aDir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil { // as the killed checkout left it
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * indexLockMinAge)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	a2 := openTest(t, w.aDir, hostOptions("hosta"))
+	done, err := a2.FinishInterruptedMerge()
+	if err != nil || !done {
+		t.Fatalf("FinishInterruptedMerge = %v, %v", done, err)
+	}
+	if _, err := os.Lstat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stale index.lock not cleared: %v", err)
+	}
+	if got := readRel(t, w.aDir, "notes/a.html"); got != "a from B\n" {
+		t.Fatalf("notes/a.html = %q, want the finished checkout's", got)
+	}
+	a2.WaitIndexRefresh()
+	statusClean(t, a2)
+}

@@ -1,0 +1,632 @@
+package gitrepo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/gitstore"
+)
+
+// .git/index upkeep (DESIGN §3). Commits never touch the index; it is
+// brought in step with HEAD afterwards, off the critical path, so that
+// `git status` in the repo is clean and fast.
+//
+// Concurrency: an incremental refresh looks up the changed paths' entries
+// through the owner's go-git instance under r.mu (milliseconds), then reads
+// files and writes the index without it; a full refresh opens a go-git
+// Repository of its own for the walk and drops it after, so it never shares
+// go-git state with the owner and does not take r.mu. Either way a commit
+// can run while the index is being written. Refreshes are serialised
+// among themselves by indexState.run. The index file itself is replaced
+// under git's lock, .git/index.lock created O_EXCL (a held lock means back
+// off and retry later; we never delete a live lock), held only for a check
+// and a rename: the new index is encoded and fsynced beforehand in a temp
+// file, so a user's own `git commit` in the repo does not find it held.
+//
+// memd owns the index of a memory repo: a refresh replaces whatever a user
+// staged with `git add` (the content is still in the work tree, and memd
+// commits it anyway), and conflict stages from a user's own merge.
+//
+// Incremental: we remember the HEAD we last wrote the index for, the
+// identity (inode, size, mtime) of the file we wrote, and the paths memd
+// committed since. If nothing else touched the index or the branch, only
+// those paths' entries are re-made and spliced into the file
+// (sync/gitstore); otherwise the whole HEAD tree is walked, reusing every
+// existing entry whose blob id and mode still match, and a file that
+// already is exactly that is kept.
+
+type indexState struct {
+	run sync.Mutex // serialises refreshes
+
+	mu    sync.Mutex // guards the fields below
+	valid bool       // pending is a complete list of changes since lastHead
+	// broken: since the running refresh took pending, a branch move did not chain from
+	// chainHead or came without its changes, so the new pending is not complete.
+	broken    bool
+	lastHead  plumbing.Hash
+	chainHead plumbing.Hash // newest head memd committed
+	lastFile  fileID        // the index file we last wrote
+	pending   map[string]struct{}
+	scheduled bool
+	wg        sync.WaitGroup
+	closed    bool
+	// lockHeld is crashHooks.indexLockHeld (tests only), copied here by setCrashHooks:
+	// the refresher never reads r.hooks, which a test may re-arm while a refresh runs.
+	lockHeld func(tmp string)
+	// installing is set while installIndex holds .git/index.lock: the gate's "a live
+	// index.lock memd did not take" (gitops.go) must not count memd's own.
+	installing atomic.Bool
+	// checkoutLock is set while a checkout holds .git/index.lock (checkoutlock.go): not a
+	// foreign lock for the gate, and never a stale one for the refresher to clear.
+	checkoutLock atomic.Bool
+}
+
+type fileID struct {
+	size  int64
+	mtime time.Time
+	ino   uint64
+}
+
+func statID(fi fs.FileInfo) fileID {
+	return fileID{size: fi.Size(), mtime: fi.ModTime(), ino: inodeOf(fi)}
+}
+
+// index refresh retry policy when .git/index.lock is held by someone else.
+const (
+	indexRetryFirst = 100 * time.Millisecond
+	indexRetryMax   = 5 * time.Second
+	indexRetries    = 8
+)
+
+// noteCommitted records a branch move made by memd, for the next index
+// refresh, and schedules one. changes nil = unknown (full refresh).
+func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []Change) {
+	s := &r.idx
+	s.mu.Lock()
+	if old != s.chainHead || changes == nil {
+		s.valid, s.broken = false, true
+	}
+	if s.pending == nil {
+		s.pending = make(map[string]struct{})
+	}
+	for _, c := range changes {
+		s.pending[c.Path] = struct{}{}
+	}
+	s.chainHead = newH
+	s.mu.Unlock()
+	r.ScheduleIndexRefresh()
+}
+
+// ScheduleIndexRefresh arranges for RefreshIndex to run soon in a background
+// goroutine. Calls made while one is already waiting coalesce into it. A
+// held index.lock is retried with backoff. It never blocks the caller.
+func (r *Repo) ScheduleIndexRefresh() {
+	s := &r.idx
+	s.mu.Lock()
+	if s.scheduled || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.scheduled = true
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		delay := indexRetryFirst
+		for attempt := 0; ; attempt++ {
+			err := r.refresh(func() {
+				// From here on a new commit needs a new refresh.
+				s.mu.Lock()
+				s.scheduled = false
+				s.mu.Unlock()
+			})
+			if err == nil {
+				return
+			}
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if !errors.Is(err, gitstore.ErrLocked) || attempt >= indexRetries || closed {
+				r.log.Warn("index refresh failed", "repo", r.dir, "err", err)
+				return
+			}
+			// A lock left by a killed process would block us forever.
+			s.run.Lock()
+			if !s.checkoutLock.Load() { // a long checkout's lock is live, not stale
+				_ = r.clearStaleLock(filepath.Join(r.gitDir, "index.lock"), 0, indexLockMinAge)
+			}
+			s.run.Unlock()
+			r.log.Debug("index locked, retrying", "repo", r.dir, "in", delay)
+			time.Sleep(delay)
+			delay = min(delay*2, indexRetryMax)
+		}
+	}()
+}
+
+// WaitIndexRefresh waits for scheduled index refreshes to finish.
+func (r *Repo) WaitIndexRefresh() { r.idx.wg.Wait() }
+
+// Close stops scheduling index refreshes and waits for a running one.
+func (r *Repo) Close() error {
+	r.idx.mu.Lock()
+	r.idx.closed = true
+	r.idx.mu.Unlock()
+	r.idx.wg.Wait()
+	return nil
+}
+
+// RefreshIndex writes .git/index to match the branch head, with stat data
+// from the work tree for files whose content equals HEAD's (git's way), so
+// `git status` shows exactly the uncommitted changes. A held index.lock
+// returns an error wrapping ErrLocked.
+func (r *Repo) RefreshIndex() error { return r.refresh(nil) }
+
+func (r *Repo) refresh(started func()) error {
+	s := &r.idx
+	s.run.Lock()
+	defer s.run.Unlock()
+	if started != nil {
+		started()
+	}
+	indexPath := filepath.Join(r.gitDir, "index")
+	// The new index is written to a temp file in .git/memd (inside .git, which no fetched
+	// tree can reach) and fsynced; index.lock is taken only for the check and the rename
+	// (installIndex), so a user's own git in the repo does not find it held for a refresh.
+	lock, err := r.createIndexTemp()
+	if err != nil {
+		return fmt.Errorf("refresh index of %s: %w", r.dir, err)
+	}
+	installed := false
+	defer func() {
+		if !installed {
+			gitstore.RollbackLock(lock)
+		}
+	}()
+	for try := 1; ; try++ {
+		installed, err = r.refreshOnce(indexPath, lock, try < maxSuperseded)
+		if !errors.Is(err, errSuperseded) {
+			return err
+		}
+		// A commit moved HEAD between reading it and the lookups: start again from the new
+		// HEAD and its pending paths (the ones taken are back in them), whose trees the
+		// commit left hot, instead of decoding the superseded head's trees cold under r.mu.
+		r.log.Debug("index refresh: superseded by a commit, again", "repo", r.dir, "try", try)
+	}
+}
+
+// maxSuperseded bounds how often a refresh starts again because commits keep moving HEAD
+// under it; the last try splices the head it read, superseded or not.
+const maxSuperseded = 4
+
+// errAsideNow: memd stood aside (gitops.go) by the time the refresh held index.lock.
+var errAsideNow = errors.New("memd stands aside")
+
+// errSuperseded: HEAD moved after the refresh read it; nothing was written.
+var errSuperseded = errors.New("index refresh superseded by a commit")
+
+// refreshSnapshot is what memd committed before a refresh took it: restored on failure.
+type refreshSnapshot struct {
+	valid               bool
+	lastHead, chainHead plumbing.Hash
+	lastFile            fileID
+	pending             map[string]struct{}
+	lockHeld            func(tmp string) // crashHooks.indexLockHeld
+}
+
+// takePending snapshots what memd committed so far and empties pending for the commits to come.
+func (s *indexState) takePending() refreshSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := refreshSnapshot{valid: s.valid, lastHead: s.lastHead, chainHead: s.chainHead,
+		lastFile: s.lastFile, pending: s.pending, lockHeld: s.lockHeld}
+	s.pending = make(map[string]struct{})
+	s.broken = false
+	return snap
+}
+
+// restorePending puts a failed refresh's pending paths back.
+func (s *indexState) restorePending(snap refreshSnapshot) {
+	s.mu.Lock()
+	for p := range snap.pending {
+		s.pending[p] = struct{}{}
+	}
+	s.valid = s.valid && snap.valid && !s.broken
+	s.mu.Unlock()
+}
+
+// refreshOnce is one try of refresh, holding s.run: it writes the new index into lock and
+// installs it (installed: lock is consumed), or finds nothing to do. canRetry: it may give
+// up with errSuperseded when a commit moved HEAD before its lookups (lock left empty).
+func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (installed bool, err error) {
+	s := &r.idx
+	// Snapshot what memd committed so far; restore it on failure.
+	snap := s.takePending()
+	restore := func() { s.restorePending(snap) }
+
+	head, err := r.readBranch()
+	if err != nil {
+		restore()
+		return false, err
+	}
+	// While HEAD is on another branch or a git operation waits for the user, the index is
+	// theirs (a merge's conflict stages, another branch's files): memd writes none. The
+	// paths stay pending for the refresh after the repo is back.
+	// (A held index.lock is not skipped: the install below finds it and the refresher backs
+	// off and tries again, as it always has.)
+	if a := r.StandAside(); a.Reason != "" && !a.Passing {
+		restore()
+		r.log.Debug("index refresh skipped: memd stands aside", "repo", r.dir, "why", a.Reason)
+		return false, nil
+	}
+	if r.testDuringRefresh != nil {
+		r.testDuringRefresh()
+	}
+	var curFile fileID
+	if fi, err := os.Stat(indexPath); err == nil {
+		curFile = statID(fi)
+	}
+	incremental := snap.valid && curFile == snap.lastFile && head == snap.chainHead && !snap.lastHead.IsZero()
+	if incremental && len(snap.pending) == 0 && head == snap.lastHead {
+		return false, nil // the index is already exactly HEAD's; the caller drops the temp
+	}
+	if !incremental {
+		r.log.Debug("index refresh: full", "repo", r.dir, "valid", snap.valid, "same_file", curFile == snap.lastFile,
+			"head_is_chain", head == snap.chainHead, "had_head", !snap.lastHead.IsZero())
+	}
+	entries := -1
+	if incremental {
+		entries, err = r.spliceRefresh(indexPath, lock, head, snap.pending, canRetry)
+		if errors.Is(err, gitstore.ErrNotSpliceable) {
+			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
+			entries, err = -1, resetFile(lock)
+		}
+		if err != nil {
+			restore()
+			if errors.Is(err, errSuperseded) {
+				return false, err
+			}
+			return false, fmt.Errorf("refresh index of %s: %w", r.dir, err)
+		}
+	}
+	if entries < 0 {
+		incremental = false
+		n, unchanged, err := r.fullRefresh(indexPath, lock, head)
+		if err != nil {
+			restore()
+			return false, fmt.Errorf("refresh index of %s: %w", r.dir, err)
+		}
+		// After the index is in place (a user's git reads it), and never waiting for r.mu.
+		defer r.primeObjects()
+		if unchanged {
+			// The file on disk already is HEAD's index (a restart): keep it, unwritten.
+			s.refreshed(head, snap.chainHead, curFile)
+			return false, nil
+		}
+		entries = n
+	}
+	if err := r.installRefreshed(lock, indexPath, curFile, head, snap); err != nil {
+		restore()
+		if errors.Is(err, errAsideNow) {
+			return true, nil // nothing installed; the refresh after the repo is back does it
+		}
+		return true, fmt.Errorf("refresh index of %s: %w", r.dir, err)
+	}
+	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
+	return true, nil
+}
+
+// installRefreshed installs the new index in lock over indexPath (installIndex; curFile:
+// the index the refresh started from) and records that the file now on disk is head's.
+func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID, head plumbing.Hash, snap refreshSnapshot) error {
+	r.idx.installing.Store(true)
+	err := installIndex(lock, indexPath, curFile, func(tmp string) error {
+		if snap.lockHeld != nil {
+			snap.lockHeld(tmp)
+		}
+		// Checked again holding index.lock, which a checkout, merge or rebase must take:
+		// one that started since the refresh began has the index now.
+		if a := r.StandAside(); a.Passing {
+			// A git at work: the refresher backs off and tries again.
+			return fmt.Errorf("index refresh: %s: %w", a.Reason, gitstore.ErrLocked)
+		} else if a.Reason != "" {
+			return fmt.Errorf("index refresh: memd stands aside (%s): %w", a.Reason, errAsideNow)
+		}
+		return nil
+	})
+	r.idx.installing.Store(false)
+	if err != nil {
+		return err
+	}
+	var id fileID
+	if fi, err := os.Stat(indexPath); err == nil {
+		id = statID(fi)
+	}
+	r.idx.refreshed(head, snap.chainHead, id)
+	return nil
+}
+
+// refreshed records that the index file (id) now is head's. chainHead is the newest memd
+// commit when the refresh took pending: the commits since then are in s.pending, and they
+// are the complete list of changes since head if head is chainHead and none broke the
+// chain. (Deciding this from the state before the refresh made a refresh that overlapped
+// a commit leave the next one full, and a full refresh at 100k files overlaps the next
+// commit: every refresh was full.)
+func (s *indexState) refreshed(head, chainHead plumbing.Hash, id fileID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastHead, s.lastFile = head, id
+	noCommit := s.chainHead == chainHead
+	if noCommit {
+		s.chainHead = head
+	}
+	s.valid = !head.IsZero() && !s.broken && (noCommit || head == chainHead)
+}
+
+// spliceRefresh writes into lock the index file with only the pending paths' entries
+// re-made from HEAD's tree (root): O(changed) lookups, one streaming copy of the file.
+//
+// The lookups go through the owner's go-git instance under r.mu (a few ms: the trees along
+// the changed paths), so the refresher keeps no second copy of the pack indexes and object
+// cache; the file reads and the write run outside it. They are a few ms because the last
+// commit left those trees hot: a head that a commit has since superseded has cold trees
+// (at 100k files, a 2 MB tree to read and decode while every commit waits for r.mu), so
+// with canRetry a moved HEAD, read again under r.mu, returns errSuperseded instead.
+func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Hash, pending map[string]struct{}, canRetry bool) (int, error) {
+	type found struct {
+		name string
+		e    object.TreeEntry
+		ok   bool
+	}
+	fs := make([]found, 0, len(pending))
+	err := func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if canRetry {
+			// Commits move the branch under r.mu: what is read here stays HEAD until the
+			// lookups are done.
+			if now, err := r.readBranch(); err == nil && now != head {
+				return errSuperseded
+			}
+		}
+		r.syncPacksLocked()
+		root, err := r.rootTree(r.repo.Storer, head)
+		if err != nil {
+			return err
+		}
+		tc := newTreeCacheHot(r.repo.Storer, r.hot)
+		for p := range pending {
+			e, ok, err := tc.entryAt(root, p)
+			if err != nil {
+				return err
+			}
+			fs = append(fs, found{p, e, ok && e.Mode != filemode.Dir})
+		}
+		return nil
+	}()
+	if err != nil {
+		return 0, err
+	}
+	edits := make([]gitstore.IndexEdit, 0, len(fs))
+	for _, f := range fs {
+		ed := gitstore.IndexEdit{Name: f.name}
+		if f.ok {
+			ed.Entry = r.indexEntry(f.name, f.e.Mode, f.e.Hash)
+		}
+		edits = append(edits, ed)
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].Name < edits[j].Name })
+	f, err := os.Open(indexPath)
+	if err != nil {
+		return 0, gitstore.ErrNotSpliceable
+	}
+	defer f.Close()
+	return gitstore.SpliceIndex(f, lock, edits)
+}
+
+// fullRefresh writes into lock the index of HEAD's whole tree, reusing every entry of the
+// current file whose blob and mode still match. unchanged: the current file already is
+// exactly that (nothing written).
+//
+// It reads through a go-git instance of its own, made for this refresh and dropped after
+// it (a full refresh runs at start and after someone else wrote the index: rarely), so the
+// owner can commit meanwhile and nothing of the walk stays in memory.
+func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash) (n int, unchanged bool, err error) {
+	gr, err := openGitCache(r.dir, indexCacheSize)
+	if err != nil {
+		return 0, false, err
+	}
+	root, err := r.rootTree(gr.Storer, head)
+	if err != nil {
+		return 0, false, err
+	}
+	tc := newTreeCache(gr.Storer)
+	old, _ := readIndexFile(indexPath)
+	reuse := make(map[string]*index.Entry)
+	if old != nil {
+		for _, e := range old.Entries {
+			if e.Stage == 0 && !e.IntentToAdd && !e.SkipWorktree {
+				reuse[e.Name] = e
+			}
+		}
+	}
+	var entries []*index.Entry
+	reused := 0
+	if !root.IsZero() {
+		err := tc.walkTree(root, "", func(p string, e object.TreeEntry) error {
+			if o, ok := reuse[p]; ok && o.Hash == e.Hash && o.Mode == e.Mode {
+				entries = append(entries, o)
+				reused++
+				return nil
+			}
+			entries = append(entries, r.indexEntry(p, e.Mode, e.Hash))
+			return nil
+		})
+		if err != nil {
+			return 0, false, err
+		}
+	}
+	if !root.IsZero() {
+		r.warmHot(tc, root) // every tree of HEAD is decoded now (treewarm.go)
+	}
+	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && gitstore.PlainIndexFile(indexPath) {
+		return len(entries), true, nil
+	}
+	return len(entries), false, gitstore.WriteIndex(lock, entries)
+}
+
+// rootTree is the tree of commit head (zero for an unborn branch).
+func (r *Repo) rootTree(st storer.EncodedObjectStorer, head plumbing.Hash) (plumbing.Hash, error) {
+	if head.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	c, err := getCommit(st, head)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", head, err)
+	}
+	return c.TreeHash, nil
+}
+
+// resetFile empties f for a rewrite.
+func resetFile(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
+}
+
+// readIndexFile decodes the current index; nil when absent or unreadable
+// (then nothing is reused).
+func readIndexFile(path string) (*index.Index, fileID) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fileID{}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileID{}
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fileID{}
+	}
+	idx := &index.Index{}
+	if err := index.NewDecoder(bytes.NewReader(b)).Decode(idx); err != nil {
+		return nil, statID(fi)
+	}
+	return idx, statID(fi)
+}
+
+// indexEntry builds the entry for path at HEAD (mode, hash). When the work
+// tree file has that exact content and type, the entry carries its stat data
+// (so git treats it as clean without re-reading); otherwise the stat data
+// is zero, which git sees as "changed" and re-checks — so an uncommitted
+// edit or deletion still shows in `git status`.
+func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *index.Entry {
+	e := &index.Entry{Name: p, Mode: mode, Hash: h}
+	abs := filepath.Join(r.dir, filepath.FromSlash(p))
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return e
+	}
+	var cur plumbing.Hash
+	switch {
+	case mode == filemode.Symlink && fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(abs)
+		if err != nil {
+			return e
+		}
+		cur = hashObject(plumbing.BlobObject, []byte(filepath.ToSlash(t)))
+	case (mode == filemode.Regular || mode == filemode.Executable) && fi.Mode().IsRegular():
+		if (fi.Mode()&0o111 != 0) != (mode == filemode.Executable) {
+			return e
+		}
+		f, err := openNoFollow(abs)
+		if err != nil {
+			return e
+		}
+		hs := newBlobHasher(fi.Size())
+		n, err := io.Copy(hs, f)
+		f.Close()
+		if err != nil || n != fi.Size() {
+			return e
+		}
+		cur = hs.sum()
+	default:
+		return e
+	}
+	if cur != h {
+		return e
+	}
+	fillStat(e, fi)
+	return e
+}
+
+// createIndexTemp creates the file a refresh writes the new index into, in .git/memd.
+func (r *Repo) createIndexTemp() (*os.File, error) {
+	dir := filepath.Join(r.gitDir, memd.StateDirName)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return os.CreateTemp(dir, "index-*.tmp")
+}
+
+// installIndex fsyncs tmp (the new index) and only then takes index.lock, for as short as
+// git's protocol allows: check that the index is still the one the refresh started from
+// (was: its identity then), rename tmp over it, drop the lock. A held lock or an index
+// someone rewrote meanwhile returns ErrLocked and changes nothing (tmp is removed): the next
+// round starts again. The lock file stays empty: git's readers never read it. lockHeld,
+// nil in production, runs with the lock held (crashHooks.indexLockHeld).
+func installIndex(tmp *os.File, indexPath string, was fileID, lockHeld func(tmp string) error) error {
+	name := tmp.Name()
+	err := tmp.Sync()
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("write index: %w", err)
+	}
+	lock, err := gitstore.CreateLock(indexPath, 0)
+	if err != nil {
+		_ = os.Remove(name)
+		return err
+	}
+	defer gitstore.RollbackLock(lock)
+	if lockHeld != nil {
+		if err := lockHeld(name); err != nil {
+			_ = os.Remove(name)
+			return err
+		}
+	}
+	var now fileID
+	if fi, err := os.Stat(indexPath); err == nil {
+		now = statID(fi)
+	}
+	if now != was {
+		_ = os.Remove(name)
+		return fmt.Errorf("index %s changed during the refresh: %w", indexPath, gitstore.ErrLocked)
+	}
+	if err := os.Rename(name, indexPath); err != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("rename %s: %w", name, err)
+	}
+	return nil
+}

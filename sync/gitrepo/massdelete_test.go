@@ -1,0 +1,123 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memd-dev/memd/internal/statedir"
+)
+
+// brakeWorld is a remote with n memories in resources/m/ (plus the ledger), cloned twice;
+// A has sync.max_deletes = max and the state directory's allowance.
+func brakeWorld(t *testing.T, n, max int) (*syncWorld, *statedir.Dir) {
+	t.Helper()
+	files := map[string]string{"memory.jsonl": "{}\n"}
+	for i := range n {
+		files[fmt.Sprintf("resources/m/n%03d.html", i)] = fmt.Sprintf("<p>%d</p>\n", i)
+	}
+	w := newSyncWorld(t, files)
+	sd, err := statedir.Create(statedir.Of(w.aDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sd.Close() })
+	o := hostOptions("hosta")
+	o.MaxDeletes, o.Deletions = max, sd
+	_ = w.a.Close()
+	w.a = openTest(t, w.aDir, o)
+	return w, sd
+}
+
+func removeMemories(t *testing.T, dir string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		removeFile(t, dir, fmt.Sprintf("resources/m/n%03d.html", i))
+	}
+}
+
+func TestMassDeletionBrakeLocal(t *testing.T) {
+	w, sd := brakeWorld(t, 40, 5)
+	// Archive moves are renames, not deletions: 18 of 40 in one commit pass.
+	for i := 12; i < 30; i++ {
+		renameFile(t, w.aDir, fmt.Sprintf("resources/m/n%03d.html", i), fmt.Sprintf("archive/2026/resources/m/n%03d.html", i))
+	}
+	if res := mustCommit(t, w.a, "resources", "archive"); res.Added != 18 || res.Deleted != 18 {
+		t.Fatalf("archive moves %+v", res)
+	}
+	head := runGit(t, w.aDir, "rev-parse", "HEAD")
+	removeMemories(t, w.aDir, 0, 12) // 12 of 40: over 5 and over 20%
+	writeFile(t, w.aDir, "resources/m/new.html", "<p>new</p>\n")
+	_, err := w.a.CommitPaths([]string{"resources"})
+	var md *MassDeletionError
+	if !errors.As(err, &md) || !errors.Is(err, ErrMassDeletion) {
+		t.Fatalf("commit of 12 deletions of 40: err %v, want a held mass deletion", err)
+	}
+	if md.Side != SideLocal || md.Deleted != 12 || md.Total != 40 {
+		t.Fatalf("held %+v", md)
+	}
+	want := "mass deletion: 12 memory files deleted locally (of 40); memd resume --allow-deletes lets it through"
+	if md.Error() != want {
+		t.Fatalf("reason %q, want %q", md.Error(), want)
+	}
+	if runGit(t, w.aDir, "rev-parse", "HEAD") != head {
+		t.Fatal("a held deletion moved HEAD")
+	}
+	absent(t, w.aDir, "resources/m/n000.html") // stays deleted on disk, uncommitted
+	// A few deletions pass.
+	if res := mustCommit(t, w.a, "resources/m/n000.html", "resources/m/n001.html"); res.Deleted != 2 {
+		t.Fatalf("two deletions %+v", res)
+	}
+	// memd resume --allow-deletes lets the next one through, once.
+	if err := sd.AllowDeletes(testNow); err != nil {
+		t.Fatal(err)
+	}
+	res := mustCommit(t, w.a, "resources")
+	if res.Deleted != 10 || res.Added != 1 {
+		t.Fatalf("allowed commit %+v", res)
+	}
+	if sd.DeletesAllowed() {
+		t.Fatal("the allowance was not used up")
+	}
+}
+
+func TestMassDeletionBrakeRemote(t *testing.T) {
+	w, sd := brakeWorld(t, 40, 5)
+	// Another machine (plain git) deletes 20 memories and pushes.
+	for i := range 20 {
+		runGit(t, w.bDir, "rm", "-q", fmt.Sprintf("resources/m/n%03d.html", i))
+	}
+	runGit(t, w.bDir, "commit", "-q", "-m", "rm -r the wrong folder")
+	runGit(t, w.bDir, "push", "-q", "origin", "main")
+	writeFile(t, w.aDir, "resources/m/a.html", "<p>A</p>\n")
+	mustCommit(t, w.a, "resources/m/a.html")
+	_, err := w.a.Sync(t.Context(), pushOpts())
+	var md *MassDeletionError
+	if !errors.As(err, &md) || md.Side != SideRemote || md.Deleted != 20 || md.Total != 41 {
+		t.Fatalf("sync: err %v (%+v), want the remote's deletion held", err, md)
+	}
+	if !strings.Contains(err.Error(), "deleted by the remote (of 41)") {
+		t.Fatalf("reason %q", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.aDir, "resources/m/n000.html")); err != nil {
+		t.Fatalf("the remote's deletion reached the work tree: %v", err)
+	}
+	if c := runGit(t, w.aDir, "rev-list", "--count", "HEAD"); strings.TrimSpace(c) != "2" {
+		t.Fatalf("the remote's commit was merged: %s commits", c)
+	}
+	if err := sd.AllowDeletes(testNow); err != nil {
+		t.Fatal(err)
+	}
+	res := mustSync(t, w.a)
+	if !res.Merged || !res.Pushed {
+		t.Fatalf("allowed sync %+v", res)
+	}
+	absent(t, w.aDir, "resources/m/n000.html")
+	if sd.DeletesAllowed() {
+		t.Fatal("the allowance was not used up")
+	}
+	fsck(t, w.aDir)
+}

@@ -1,0 +1,101 @@
+package gitrepo
+
+import (
+	"container/heap"
+	"fmt"
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// divergenceLocked is ahead/behind and the merge base of local and remote in one walk:
+// git's paint_down_to_common on the one commit heap (commitheap.go). Every commit is
+// painted with the sides it is reachable from; a commit reachable from both that no
+// common ancestor already reached (not stale) is a merge-base candidate, and paints its
+// ancestors stale. The walk ends once every queued commit is stale, so its cost follows the
+// divergence; go-git's Commit.MergeBase first indexes every ancestor of the newer side,
+// which at a few thousand commits cost the swarm's sync rounds hundreds of ms each.
+//
+// bases are the best common ancestors, newest first (as Commit.MergeBase returns them);
+// none when the histories are unrelated or when one side contains the other (ahead or
+// behind is 0: nothing to merge). The candidates always include every best common
+// ancestor (a best one is never painted stale: nothing common descends from it); clock
+// skew can add a redundant one, so two or more go through object.Independents.
+func (r *Repo) divergenceLocked(local, remote plumbing.Hash) (ahead, behind int, bases []*object.Commit, err error) {
+	if local == remote {
+		return 0, 0, nil, nil
+	}
+	const fromLocal, fromRemote, stale = 1, 2, 4
+	flags := map[plumbing.Hash]uint8{}
+	// expanded: commits whose parents were pushed. Commit times are not a topological order
+	// (equal within a second, or skewed), so a commit may be expanded before a child reaches
+	// it from the other side; it is then queued again as open, so the walk cannot stop
+	// before its new flags reach the ancestors it already painted.
+	expanded := map[plumbing.Hash]bool{}
+	q := &commitHeap{}
+	push := func(h plumbing.Hash, f uint8) error {
+		if h.IsZero() {
+			return nil
+		}
+		old := flags[h]
+		if old|f == old {
+			return nil
+		}
+		flags[h] = old | f
+		c, err := object.GetCommit(r.repo.Storer, h)
+		if err != nil {
+			return fmt.Errorf("merge base: read commit %s: %w", h, err)
+		}
+		heap.Push(q, paintedCommit{c: c, f: old | f, open: (old|f)&stale == 0 || expanded[h]})
+		return nil
+	}
+	if err := push(local, fromLocal); err != nil {
+		return 0, 0, nil, err
+	}
+	if err := push(remote, fromRemote); err != nil {
+		return 0, 0, nil, err
+	}
+	var cands []*object.Commit
+	for q.Len() > 0 && q.open > 0 {
+		it := heap.Pop(q).(paintedCommit)
+		h := it.c.Hash
+		f := flags[h]
+		if f&(fromLocal|fromRemote) == fromLocal|fromRemote && f&stale == 0 {
+			cands = append(cands, it.c)
+			f |= stale
+			flags[h] = f
+		}
+		expanded[h] = true
+		for _, p := range it.c.ParentHashes {
+			if err := push(p, f); err != nil {
+				return 0, 0, nil, err
+			}
+		}
+	}
+	for _, f := range flags {
+		switch f &^ stale {
+		case fromLocal:
+			ahead++
+		case fromRemote:
+			behind++
+		}
+	}
+	if ahead == 0 || behind == 0 {
+		return ahead, behind, nil, nil
+	}
+	if len(cands) > 1 {
+		if cands, err = object.Independents(cands); err != nil {
+			return 0, 0, nil, fmt.Errorf("merge base of %s and %s: %w", short(local), short(remote), err)
+		}
+	}
+	// Newest first, as go-git's MergeBase; equal times by hash, so the choice is stable.
+	sort.SliceStable(cands, func(i, j int) bool {
+		ti, tj := cands[i].Committer.When, cands[j].Committer.When
+		if !ti.Equal(tj) {
+			return ti.After(tj)
+		}
+		return cands[i].Hash.String() < cands[j].Hash.String()
+	})
+	return ahead, behind, cands, nil
+}

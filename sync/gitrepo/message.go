@@ -1,0 +1,76 @@
+package gitrepo
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxListedPaths is how many changed paths a change commit message lists.
+const MaxListedPaths = 20
+
+// TrailerHost is the trailer naming the machine that made a commit.
+const TrailerHost = "Memd-Host"
+
+// ChangeMessage builds memd's change commit message (docs/ARCHITECTURE.md §3):
+//
+//	memd: +A ~M -D
+//
+//	A path
+//	M path
+//	… and N more
+//
+//	Memd-Host: <host>
+//
+// changes are listed in the given order (CommitResult.Changes is sorted).
+func ChangeMessage(changes []Change, host string) string {
+	var a, m, d int
+	for _, c := range changes {
+		switch c.Op {
+		case 'A':
+			a++
+		case 'M':
+			m++
+		case 'D':
+			d++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "memd: +%d ~%d -%d\n\n", a, m, d)
+	for i, c := range changes {
+		if i == MaxListedPaths {
+			fmt.Fprintf(&b, "… and %d more\n", len(changes)-MaxListedPaths)
+			break
+		}
+		// A newline in a file name would break the one-path-a-line
+		// format; show it escaped.
+		p := strings.ReplaceAll(c.Path, "\n", `\n`)
+		fmt.Fprintf(&b, "%c %s\n", c.Op, p)
+	}
+	if len(changes) > 0 {
+		b.WriteByte('\n')
+	}
+	host = strings.ReplaceAll(host, "\n", " ")
+	fmt.Fprintf(&b, "%s: %s\n", TrailerHost, host)
+	return b.String()
+}
+
+// Trailers parses the trailer block of a commit message: the last
+// paragraph, when every line in it is "Key: value". Later keys win. Used by
+// sleep to resume from Memd-Run / Memd-Phase trailers.
+func Trailers(message string) map[string]string {
+	msg := strings.TrimRight(message, "\n")
+	i := strings.LastIndex(msg, "\n\n")
+	if i < 0 {
+		return nil // a subject alone has no trailers
+	}
+	block := msg[i+2:]
+	out := make(map[string]string)
+	for _, line := range strings.Split(block, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return nil
+		}
+		out[k] = strings.TrimSpace(v)
+	}
+	return out
+}

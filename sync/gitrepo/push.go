@@ -1,0 +1,510 @@
+package gitrepo
+
+// Push with an object enumeration whose cost follows what is new, not the
+// length of history.
+//
+// go-git v5's Remote.PushContext computes the objects to send with
+// revlist.Objects / ObjectsWithStorageForIgnores, which first walk every
+// commit reachable from the remote's refs and every tree of each (go-git
+// issues #935, #1102; fixed only in v6). memd pushes after every commit and
+// runs for months, so that made each push O(history) in time and memory.
+//
+// sendPack opens the receive-pack session itself and enumerates only:
+//   - the new commits: those reachable from the local head and not from the
+//     remote head (old), found by walking both sides together newest first
+//     and stopping once everything still queued is reachable from old
+//     (git's limit_list / paint-down);
+//   - for each new commit's tree, the entries that differ from the entries
+//     at the same path in the boundary commits (old and the old-side parents
+//     of new commits), whose trees the remote has in full.
+//
+// Safety: a commit is only marked as on the remote when it is reachable
+// from old, and a tree entry is only skipped when its hash equals one in a
+// tree the remote has. Clock skew or stopping early can therefore only make
+// the pack larger (objects the remote already has), never incomplete. The
+// remote's receive-pack checks connectivity anyway and rejects a pack that
+// lacks objects.
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+
+	"github.com/memd-dev/memd/sync/gitremote"
+)
+
+// pushWalkLimit bounds the commits the new-commit walk pops; beyond it (a
+// pathological history: a remote far behind, or a remote side whose
+// commits are dated far in the future, which the newest-first walk pops
+// first) the push goes through go-git's own enumeration rather than an
+// unbounded walk of ours. A variable for tests.
+var pushWalkLimit = 100000
+
+// errPushWalkTooLong says the commit walk hit pushWalkLimit.
+var errPushWalkTooLong = errors.New("push: commit walk exceeded its limit")
+
+// pushStats describes one push's enumeration (tests and debug logs).
+type pushStats struct {
+	Fallback   string // why go-git's PushContext was used; "" = ours
+	Walked     int    // commits popped by the new-commit walk
+	NewCommits int
+	Trees      int             // trees read by the tree walk (new commits' and boundary)
+	Objects    int             // objects in the pack
+	Old, New   plumbing.Hash   // remote head before, pushed head
+	Sent       []plumbing.Hash // the pack's objects (our path only)
+}
+
+// sendPack pushes local to the branch br of the remote at url, never
+// forced. It returns what go-git's PushContext would: nil,
+// git.NoErrAlreadyUpToDate, or an unclassified error (the caller
+// classifies it).
+func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, tgt *gitremote.Target,
+	br plumbing.ReferenceName, local plumbing.Hash) (err error) {
+	st := pushStats{New: local}
+	defer func() {
+		if r.testPushStats != nil {
+			r.testPushStats(st)
+		}
+	}()
+	fallback := func(why string) error {
+		st.Fallback = why
+		return r.pushThroughGoGit(ctx, rem, tgt, br, why)
+	}
+
+	sess, err := openReceivePack(rem, tgt)
+	if err != nil {
+		return err
+	}
+	closed := false
+	closeSess := func() error {
+		if closed {
+			return nil
+		}
+		closed = true
+		return sess.Close()
+	}
+	defer func() {
+		if cerr := closeSess(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return err
+	}
+	remoteRefs, err := ar.AllReferences()
+	if err != nil {
+		return err
+	}
+	ref, err := remoteRefs.Reference(br)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		// First push: nothing on the remote to diff against. Our session
+		// is closed first so the remote serves go-git's.
+		_ = closeSess()
+		return fallback("remote branch absent")
+	case err != nil:
+		return err
+	case ref.Type() != plumbing.HashReference:
+		_ = closeSess()
+		return fallback("remote branch is not a hash reference")
+	}
+	old := ref.Hash()
+	st.Old = old
+	if old == local {
+		return git.NoErrAlreadyUpToDate
+	}
+	if err := r.haveRemoteHead(old, br, &st); err != nil {
+		return err
+	}
+
+	objs, ff, err := r.pushObjectsLocked(local, old, &st)
+	switch {
+	case errors.Is(err, errPushWalkTooLong):
+		_ = closeSess()
+		return fallback(err.Error())
+	case err != nil:
+		// Whatever broke our walk, go-git's would meet too or cope with.
+		_ = closeSess()
+		return fallback(err.Error())
+	case !ff:
+		return fmt.Errorf("non-fast-forward update: %s", br)
+	}
+
+	return r.sendUpdate(ctx, sess, ar, br, old, local, objs)
+}
+
+// pushThroughGoGit pushes br with go-git's PushContext (its own object walk),
+// never forced: for a first push, or when our enumeration cannot serve.
+func (r *Repo) pushThroughGoGit(ctx context.Context, rem *git.Remote, tgt *gitremote.Target,
+	br plumbing.ReferenceName, why string) error {
+	r.log.Debug("push through go-git's object walk", "why", why)
+	// No Progress: go-git would ask for side-band without "quiet", and receive-pack's unpack
+	// progress, written while go-git is still sending (it reads only after), can fill the
+	// pipe on a large pack. A refusal here carries the verdict without the hook's words.
+	err := rem.PushContext(ctx, &git.PushOptions{
+		RemoteName: rem.Config().Name,
+		RefSpecs:   []config.RefSpec{config.RefSpec(br.String() + ":" + br.String())},
+		Auth:       tgt.Auth,
+		Force:      false,
+		CABundle:   tgt.CABundle, InsecureSkipTLS: tgt.InsecureSkipTLS, ProxyOptions: tgt.Proxy,
+	})
+	if err != nil && gitremote.IsReportStatus(err) {
+		return &gitremote.Refusal{Status: err.Error()}
+	}
+	return err
+}
+
+// remoteSaid keeps the first few KiB of what the remote sends on its progress channel
+// during a push: a refusing hook's message is there.
+type remoteSaid struct{ strings.Builder }
+
+func newRemoteSaid() *remoteSaid { return &remoteSaid{} }
+
+func (s *remoteSaid) Write(p []byte) (int, error) {
+	if room := 8192 - s.Len(); room > 0 {
+		s.Builder.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// openReceivePack opens a receive-pack session with the remote rem.
+func openReceivePack(rem *git.Remote, tgt *gitremote.Target) (transport.ReceivePackSession, error) {
+	// Same target as go-git's PushContext: the remote's last URL (remoteAt
+	// gives it exactly one, the resolved one).
+	url := tgt.URL
+	if urls := rem.Config().URLs; len(urls) > 0 {
+		url = urls[len(urls)-1]
+	}
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	tgt.Apply(ep)
+	return c.NewReceivePackSession(ep, tgt.Auth)
+}
+
+// haveRemoteHead checks that the remote's head old is in our history; a
+// head we lack rejects the push as a non-fast-forward of br.
+func (r *Repo) haveRemoteHead(old plumbing.Hash, br plumbing.ReferenceName, st *pushStats) error {
+	err := r.repo.Storer.HasEncodedObject(old)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return fmt.Errorf("push: look up remote head %s: %w", short(old), err)
+	}
+	// The remote moved since our last fetch: old is not in our
+	// history, so this is not a fast-forward. Rejected without
+	// sending anything, as go-git would (after walking all of our
+	// history to find that out); Sync fetches, merges and retries.
+	st.Fallback = "remote head unknown locally: rejected"
+	return fmt.Errorf("non-fast-forward update: %s", br)
+}
+
+// sendUpdate asks the remote to move br from old to local and sends objs,
+// returning the remote's verdict.
+func (r *Repo) sendUpdate(ctx context.Context, sess transport.ReceivePackSession, ar *packp.AdvRefs,
+	br plumbing.ReferenceName, old, local plumbing.Hash, objs []plumbing.Hash) error {
+	// As go-git's newReferenceUpdateRequest: agent and report-status from
+	// the server's capabilities; side-band when offered, so that what a
+	// refusing hook says reaches us (Refusal); no push options, not atomic
+	// (one ref).
+	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	req.Commands = []*packp.Command{{Name: br, Old: old, New: local}}
+	said := newRemoteSaid()
+	// quiet: no unpack progress on the side-band while the pack is still being sent
+	// (receive-pack writes it as it reads, and we read nothing until the pack is out: a
+	// large pack would fill the pipe both ways). A hook's words come after, and still do.
+	if ar.Capabilities.Supports(capability.Quiet) {
+		_ = req.Capabilities.Set(capability.Quiet)
+	}
+	if ar.Capabilities.Supports(capability.Sideband64k) {
+		_ = req.Capabilities.Set(capability.Sideband64k)
+		req.Progress = said
+	} else if ar.Capabilities.Supports(capability.Sideband) {
+		_ = req.Capabilities.Set(capability.Sideband)
+		req.Progress = said
+	}
+	useRefDeltas := !ar.Capabilities.Supports(capability.OFSDelta)
+	rs, err := r.encodeAndSend(ctx, sess, req, objs, useRefDeltas)
+	if rs != nil {
+		// The remote answered with a verdict (ng, unpack error): its own reason.
+		if rerr := rs.Error(); rerr != nil {
+			return &gitremote.Refusal{Status: rerr.Error(), Remote: said.String()}
+		}
+	}
+	return err
+}
+
+// encodeAndSend streams the pack of hs to the session, as go-git's
+// pushHashes does: the encoder writes into a pipe the session reads.
+func (r *Repo) encodeAndSend(ctx context.Context, sess transport.ReceivePackSession,
+	req *packp.ReferenceUpdateRequest, hs []plumbing.Hash, useRefDeltas bool) (*packp.ReportStatus, error) {
+	cfg, err := r.repo.Storer.Config()
+	if err != nil {
+		return nil, fmt.Errorf("push: read config: %w", err)
+	}
+	rd, wr := io.Pipe()
+	req.Packfile = rd
+	// Buffered so the encoder can finish even when ReceivePack failed.
+	done := make(chan error, 1)
+	go func() {
+		e := packfile.NewEncoder(wr, r.repo.Storer, useRefDeltas)
+		if _, err := e.Encode(hs, cfg.Pack.Window); err != nil {
+			done <- wr.CloseWithError(fmt.Errorf("push: encode pack: %w", err))
+			return
+		}
+		done <- wr.Close()
+	}()
+	rs, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		// Unblock the encoder's writes, then wait for it: it reads the
+		// object store, which the caller's lock protects.
+		_ = rd.CloseWithError(err)
+		<-done
+		return rs, err
+	}
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// Commit walk flags.
+const (
+	pwLocal = 1 << iota // reachable from the local head
+	pwOld               // reachable from the remote head: on the remote
+)
+
+// pushObjectsLocked returns the objects to send so that a remote at old can
+// move to local: the new commits and the parts of their trees that are not
+// in the boundary commits' trees. ff reports whether old is an ancestor of
+// local. Caller holds r.mu.
+func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs []plumbing.Hash, ff bool, err error) {
+	pw, err := r.paintPushLocked(local, old, st)
+	if err != nil {
+		return nil, false, err
+	}
+	// When the walk ends, every commit reached from local only has been
+	// popped and its parents marked, so the local mark has reached old
+	// along any path from local to old that exists.
+	ff = pw.flags[old]&pwLocal != 0
+
+	newCommits, bases, err := pw.newAndBoundary(r.repo.Storer, old)
+	if err != nil {
+		return nil, false, err
+	}
+	st.NewCommits = len(newCommits)
+	seen := map[plumbing.Hash]bool{}
+	for _, c := range newCommits {
+		seen[c.Hash] = true
+		objs = append(objs, c.Hash)
+	}
+	tw := treeWalker{s: r.repo.Storer, seen: seen, st: st, trees: map[plumbing.Hash]map[string]object.TreeEntry{}}
+	for _, c := range newCommits {
+		if err := tw.walk(c.TreeHash, bases); err != nil {
+			return nil, false, err
+		}
+	}
+	objs = append(objs, tw.out...)
+	st.Objects = len(objs)
+	st.Sent = objs
+	return objs, ff, nil
+}
+
+// pushWalk is the painted commit walk of a push: each commit reached, with
+// the pwLocal/pwOld marks it got.
+type pushWalk struct {
+	flags   map[plumbing.Hash]uint8
+	commits map[plumbing.Hash]*object.Commit
+}
+
+// paintPushLocked walks the commits of local and old together, newest first,
+// marking each with the sides it is reachable from, until every commit still
+// queued is reachable from old. Caller holds r.mu.
+func (r *Repo) paintPushLocked(local, old plumbing.Hash, st *pushStats) (*pushWalk, error) {
+	s := r.repo.Storer
+	pw := &pushWalk{flags: map[plumbing.Hash]uint8{}, commits: map[plumbing.Hash]*object.Commit{}}
+	flags, commits := pw.flags, pw.commits
+	q := &commitHeap{}
+	add := func(h plumbing.Hash, f uint8) error {
+		prev := flags[h]
+		if prev|f == prev {
+			return nil
+		}
+		flags[h] = prev | f
+		c := commits[h]
+		if c == nil {
+			var err error
+			if c, err = object.GetCommit(s, h); err != nil {
+				return fmt.Errorf("push: read commit %s: %w", h, err)
+			}
+			commits[h] = c
+		}
+		heap.Push(q, paintedCommit{c: c, f: prev | f, open: (prev|f)&pwOld == 0})
+		return nil
+	}
+	if err := add(local, pwLocal); err != nil {
+		return nil, err
+	}
+	if err := add(old, pwOld); err != nil {
+		return nil, err
+	}
+	// Stop once every queued commit is reachable from old: nothing below
+	// them can be new. Re-queuing on a flag change (a commit reached from
+	// old after it was popped as local-only) carries the old mark down even
+	// when committer dates go backwards.
+	for q.Len() > 0 && q.open > 0 {
+		it := heap.Pop(q).(paintedCommit)
+		st.Walked++
+		if st.Walked > pushWalkLimit {
+			return nil, errPushWalkTooLong
+		}
+		f := flags[it.c.Hash]
+		for _, p := range it.c.ParentHashes {
+			if err := add(p, f); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return pw, nil
+}
+
+// newAndBoundary lists the new commits (reached from local only) and the
+// trees of the boundary commits: old and the old-side parents of new
+// commits, whose trees the remote has in full.
+func (pw *pushWalk) newAndBoundary(s storer.EncodedObjectStorer, old plumbing.Hash) (newCommits []*object.Commit, bases []plumbing.Hash, err error) {
+	baseSet := map[plumbing.Hash]bool{old: true}
+	for h, f := range pw.flags {
+		if f != pwLocal {
+			continue
+		}
+		c := pw.commits[h]
+		newCommits = append(newCommits, c)
+		for _, p := range c.ParentHashes {
+			if pw.flags[p]&pwOld != 0 {
+				baseSet[p] = true
+			}
+		}
+	}
+	for h := range baseSet {
+		c := pw.commits[h]
+		if c == nil {
+			if c, err = object.GetCommit(s, h); err != nil {
+				return nil, nil, fmt.Errorf("push: read boundary commit %s: %w", h, err)
+			}
+		}
+		bases = append(bases, c.TreeHash)
+	}
+	return newCommits, bases, nil
+}
+
+// treeWalker collects the objects of new trees missing from the boundary
+// trees at the same path.
+type treeWalker struct {
+	s     storer.EncodedObjectStorer
+	seen  map[plumbing.Hash]bool
+	out   []plumbing.Hash
+	st    *pushStats
+	trees map[plumbing.Hash]map[string]object.TreeEntry // boundary trees read, by hash
+}
+
+// entries reads tree h as name → entry (cached: boundary trees are shared
+// by every new commit).
+func (tw *treeWalker) entries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
+	if m, ok := tw.trees[h]; ok {
+		return m, nil
+	}
+	t, err := object.GetTree(tw.s, h)
+	if err != nil {
+		return nil, fmt.Errorf("push: read tree %s: %w", h, err)
+	}
+	tw.st.Trees++
+	m := make(map[string]object.TreeEntry, len(t.Entries))
+	for _, e := range t.Entries {
+		m[e.Name] = e
+	}
+	tw.trees[h] = m
+	return m, nil
+}
+
+// walk adds tree h and what under it is new. bases are the trees at the
+// same path in the boundary commits (on the remote with everything below
+// them).
+func (tw *treeWalker) walk(h plumbing.Hash, bases []plumbing.Hash) error {
+	if tw.seen[h] {
+		return nil
+	}
+	for _, b := range bases {
+		if b == h {
+			return nil // the remote has this tree and all below it
+		}
+	}
+	tw.seen[h] = true
+	tw.out = append(tw.out, h)
+	cur, err := tw.entries(h)
+	if err != nil {
+		return err
+	}
+	baseEntries := make([]map[string]object.TreeEntry, 0, len(bases))
+	for _, b := range bases {
+		m, err := tw.entries(b)
+		if err != nil {
+			return err
+		}
+		baseEntries = append(baseEntries, m)
+	}
+	// Not cached beyond this walk: a new tree is read once (seen).
+	delete(tw.trees, h)
+	var sub []plumbing.Hash
+next:
+	for name, e := range cur {
+		if e.Mode == filemode.Submodule {
+			continue // a commit of another repository: never sent
+		}
+		sub = sub[:0]
+		for _, be := range baseEntries {
+			b, ok := be[name]
+			if !ok {
+				continue
+			}
+			if b.Hash == e.Hash {
+				continue next // on the remote, with everything below it
+			}
+			if b.Mode == filemode.Dir {
+				sub = append(sub, b.Hash)
+			}
+		}
+		if e.Mode == filemode.Dir {
+			if err := tw.walk(e.Hash, append([]plumbing.Hash(nil), sub...)); err != nil {
+				return err
+			}
+			continue
+		}
+		if !tw.seen[e.Hash] {
+			tw.seen[e.Hash] = true
+			tw.out = append(tw.out, e.Hash)
+		}
+	}
+	return nil
+}

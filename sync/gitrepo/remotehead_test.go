@@ -1,0 +1,112 @@
+package gitrepo
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// TestRemoteHeadHTTPOneSmallRequest: the look over smart HTTP is one request of a few hundred
+// bytes however many refs the remote has, and it sees the branch move.
+func TestRemoteHeadHTTPOneSmallRequest(t *testing.T) {
+	srv, w := newHTTPWorld(t, "", map[string]string{"a.md": "one\n"})
+	// 200 other refs, as a forge's pull-request refs would be.
+	var script string
+	head := runGit(t, w.bare, "rev-parse", "main")
+	for i := 0; i < 200; i++ {
+		script += fmt.Sprintf("create refs/pull/%d/head %s\n", i, head[:40])
+	}
+	runGitStdin(t, w.bare, script, "update-ref", "--stdin")
+
+	ro := pushOpts()
+	n0, b0 := srv.Served()
+	h, err := w.a.RemoteHead(context.Background(), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, b1 := srv.Served()
+	if h != plumbing.NewHash(head[:40]) {
+		t.Fatalf("RemoteHead = %s, want %s", h, head[:40])
+	}
+	if n1-n0 != 1 || b1-b0 > 1024 {
+		t.Fatalf("one look cost %d requests and %d bytes; want 1 request under 1 KiB", n1-n0, b1-b0)
+	}
+	// B pushes: the look sees the new head.
+	writeFile(t, w.bDir, "b.md", "two\n")
+	mustCommit(t, w.b, "b.md")
+	mustSync(t, w.b)
+	moved := runGit(t, w.bare, "rev-parse", "main")[:40]
+	if h, err := w.a.RemoteHead(context.Background(), ro); err != nil || h.String() != moved {
+		t.Fatalf("after B's push RemoteHead = %s, %v; want %s", h, err, moved)
+	}
+}
+
+// TestRemoteHeadFileAndAbsent: a file remote is read in place; a branch the remote lacks is
+// the zero hash, not an error.
+func TestRemoteHeadFileAndAbsent(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"a.md": "one\n"})
+	want := runGit(t, w.bare, "rev-parse", "main")[:40]
+	runGit(t, w.bare, "pack-refs", "--all") // packed-refs, as a gc'd remote has
+	h, err := w.a.RemoteHead(context.Background(), pushOpts())
+	if err != nil || h.String() != want {
+		t.Fatalf("RemoteHead = %s, %v; want %s", h, err, want)
+	}
+	runGit(t, w.bare, "update-ref", "-d", "refs/heads/main")
+	if h, err := w.a.RemoteHead(context.Background(), pushOpts()); err != nil || !h.IsZero() {
+		t.Fatalf("absent branch: RemoteHead = %s, %v; want zero, nil", h, err)
+	}
+}
+
+// runGitStdin runs git in dir with stdin.
+func runGitStdin(t testing.TB, dir, stdin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	cmd.Stdin = strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// TestFetchOneRefV2: a fetch over smart HTTP asks for the one branch (v2 ls-refs, then one
+// fetch): two requests, and none of the remote's 2000 other refs is sent; the new commit
+// arrives and the tracking ref points at it. With the commit already here (a push of ours),
+// the fetch is the look alone.
+func TestFetchOneRefV2(t *testing.T) {
+	srv, w := newHTTPWorld(t, "", map[string]string{"a.md": "one\n"})
+	head := runGit(t, w.bare, "rev-parse", "main")[:40]
+	var script strings.Builder
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&script, "create refs/pull/%d/head %s\n", i, head)
+	}
+	runGitStdin(t, w.bare, script.String(), "update-ref", "--stdin")
+	writeFile(t, w.bDir, "b.md", "two\n")
+	mustCommit(t, w.b, "b.md")
+	mustSync(t, w.b)
+	moved := runGit(t, w.bare, "rev-parse", "main")[:40]
+
+	n0, b0 := srv.Served()
+	if err := w.a.Fetch(context.Background(), pushOpts()); err != nil {
+		t.Fatal(err)
+	}
+	n1, b1 := srv.Served()
+	if h, err := w.a.TrackingHead(pushOpts()); err != nil || h.String() != moved {
+		t.Fatalf("tracking ref %s, %v; want %s", h, err, moved)
+	}
+	runGit(t, w.aDir, "cat-file", "-e", moved+"^{tree}")
+	// A v0 advertisement of 2000 refs alone is ~110 KiB.
+	if n1-n0 != 2 || b1-b0 > 8<<10 {
+		t.Fatalf("fetch of one new commit: %d requests, %d bytes; want 2 requests under 8 KiB", n1-n0, b1-b0)
+	}
+	if err := w.a.Fetch(context.Background(), pushOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if n2, _ := srv.Served(); n2-n1 != 1 {
+		t.Fatalf("fetch with nothing new: %d requests, want 1", n2-n1)
+	}
+}
