@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/memd-dev/memd/internal/statedir"
 )
 
 // Duration is a time.Duration that reads "2s" / "336h" from YAML and JSON.
@@ -426,4 +424,4 @@ func ExpandHome(p string) string {
 func (c *Config) LockPath() string { return filepath.Join(c.Repo, c.Lock.File) }
 
 // StateDir is <repo>/.git/memd, where memd keeps what is never committed.
-func (c *Config) StateDir() string { return statedir.Of(c.Repo) }
+func (c *Config) StateDir() string { return StateDir(c.Repo) }

@@ -3,9 +3,8 @@ package memd
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
-
-	"github.com/memd-dev/memd/internal/statedir"
 )
 
 // The names memd's packages share, defined once: a label, a default file name or a phase is
@@ -22,8 +21,11 @@ const (
 )
 
 // StateDirName is memd's directory inside the repo's git dir (.git/memd): state that is never
-// committed (sleep journal and state, merge marker, status document). Config.StateDir joins it.
-const StateDirName = statedir.Name
+// committed (sleep journal and state, merge marker, status document). StateDir joins it.
+const StateDirName = "memd"
+
+// StateDir is repo's state directory, <repo>/.git/memd (Config.StateDir for a loaded config).
+func StateDir(repo string) string { return filepath.Join(repo, ".git", StateDirName) }
 
 // Phase is a sleep phase (docs/ARCHITECTURE.md §5): the sleep.phases entries, `memd sleep
 // --phase`, the phase label of memd_sleep_* and the Memd-Phase trailer.

@@ -46,7 +46,7 @@ const (
 	StaleAfter = 2 * time.Minute
 	// ClaudeInputWait is statusline.ClaudeInputWait.
 	ClaudeInputWait = 200 * time.Millisecond
-	// stateDir is the state dir below a repo, "/.git/" + statedir.Name.
+	// stateDir is the state dir below a repo, "/.git/" + memd.StateDirName.
 	stateDir = "/.git/memd"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memd-dev/memd/internal/statedir"
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
@@ -23,8 +23,8 @@ func TestConstantsAgree(t *testing.T) {
 	if strings.Join(LineFormats[:], ",") != strings.Join(statusline.LineFormats, ",") {
 		t.Fatalf("LineFormats %v, statusline.LineFormats %v", LineFormats, statusline.LineFormats)
 	}
-	if stateDir != "/.git/"+statedir.Name || "/x"+stateDir != statusline.Dir("/x") {
-		t.Fatalf("stateDir %q, statedir.Name %q, statusline.Dir %q", stateDir, statedir.Name, statusline.Dir("/x"))
+	if stateDir != "/.git/"+memd.StateDirName || "/x"+stateDir != statusline.Dir("/x") {
+		t.Fatalf("stateDir %q, memd.StateDirName %q, statusline.Dir %q", stateDir, memd.StateDirName, statusline.Dir("/x"))
 	}
 }
 

@@ -1,14 +1,14 @@
 package statedir
 
 import (
-	"path/filepath"
+	"github.com/memd-dev/memd"
 	"testing"
 	"time"
 )
 
 func TestPauseRoundTrip(t *testing.T) {
 	repo := t.TempDir()
-	d, err := Create(filepath.Join(repo, ".git", Name))
+	d, err := Create(memd.StateDir(repo))
 	if err != nil {
 		t.Fatal(err)
 	}

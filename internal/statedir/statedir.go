@@ -17,14 +17,6 @@ import (
 	"github.com/memd-dev/memd/internal/safefs"
 )
 
-// Name is the state directory's name inside a repo's git dir: <repo>/.git/memd. The one
-// spelling (memd.StateDirName is this; internal/fastpath, which imports only what os does,
-// keeps a copy its tests hold to it).
-const Name = "memd"
-
-// Of is repo's state directory.
-func Of(repo string) string { return filepath.Join(repo, ".git", Name) }
-
 // Dir is one opened state directory. Close it when done.
 type Dir struct {
 	tree *safefs.Tree

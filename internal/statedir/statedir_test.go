@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 )
 
@@ -110,7 +111,7 @@ func TestStateDirLinkRefused(t *testing.T) {
 // WriteFileAt: durable, and the file carries the time asked for when it appears.
 func TestWriteFileAtSetsModTime(t *testing.T) {
 	repo := t.TempDir()
-	sd, err := Create(Of(repo))
+	sd, err := Create(memd.StateDir(repo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +120,11 @@ func TestWriteFileAtSetsModTime(t *testing.T) {
 	if err := sd.WriteFileAt("status.json", []byte("{}\n"), 0o600, mt); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(repo, ".git", Name, "status.json"))
+	fi, err := os.Stat(filepath.Join(memd.StateDir(repo), "status.json"))
 	if err != nil || !fi.ModTime().Equal(mt) || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("status.json: %v %v, want mode 0600 at %v", fi, err, mt)
 	}
-	if dir, err := os.Stat(Of(repo)); err != nil || dir.Mode().Perm() != 0o700 {
+	if dir, err := os.Stat(memd.StateDir(repo)); err != nil || dir.Mode().Perm() != 0o700 {
 		t.Fatalf("state dir: %v %v, want 0700", dir, err)
 	}
 }

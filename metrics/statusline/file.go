@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/boundedfile"
 	"github.com/memd-dev/memd/internal/statedir"
 )
@@ -18,7 +19,7 @@ const FileName = "status.json"
 // Dir is the state directory of a repo (docs/ARCHITECTURE.md §6). Paths here use package path, not
 // path/filepath: memd runs on Unix only, and path/filepath would make the fast path of
 // `memd status` wait for many other packages' inits (see internal/fastpath).
-func Dir(repo string) string { return path.Join(repo, ".git", statedir.Name) }
+func Dir(repo string) string { return path.Join(repo, ".git", memd.StateDirName) }
 
 // Write publishes the document: status.<format> for every line format, then status.json,
 // each written atomically (temp file, fsync, rename), mode 0600, in a 0700 directory. A

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/statedir"
 )
 
@@ -20,7 +21,7 @@ func brakeWorld(t *testing.T, n, max int) (*syncWorld, *statedir.Dir) {
 		files[fmt.Sprintf("resources/m/n%03d.html", i)] = fmt.Sprintf("<p>%d</p>\n", i)
 	}
 	w := newSyncWorld(t, files)
-	sd, err := statedir.Create(statedir.Of(w.aDir))
+	sd, err := statedir.Create(memd.StateDir(w.aDir))
 	if err != nil {
 		t.Fatal(err)
 	}
