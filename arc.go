@@ -87,7 +87,7 @@ func ArcPath(entity string, year int) string {
 		sum := sha256.Sum256([]byte(entity))
 		s = "entity-" + hex.EncodeToString(sum[:4])
 	}
-	return ArcsDir + "/" + s + "-" + yearSegment(year) + MemoryExt
+	return ArcsDir + "/" + s + "-" + YearSegment(year) + MemoryExt
 }
 
 func sortedEpisodes(eps []ArcEpisode) []ArcEpisode {
@@ -135,7 +135,7 @@ func dateOf(t time.Time) string {
 // ArcClaim is the arc's <mark> sentence: "<entity> in <YYYY>: <N> episodes, <first> to <last>."
 func ArcClaim(a Arc) string {
 	eps := sortedEpisodes(a.Episodes)
-	y := yearSegment(a.Year)
+	y := YearSegment(a.Year)
 	switch len(eps) {
 	case 0:
 		return fmt.Sprintf("%s in %s: 0 episodes.", a.Entity, y)
@@ -155,7 +155,7 @@ func RenderArc(a Arc) []byte {
 	// so the two can never disagree.
 	hash := ParseMemoryBytes([]byte("<title>x</title>" + article)).ComputedHash
 
-	created, updated := yearSegment(a.Year)+"-01-01", yearSegment(a.Year)+"-01-01"
+	created, updated := YearSegment(a.Year)+"-01-01", YearSegment(a.Year)+"-01-01"
 	if len(eps) > 0 && !eps[0].Date.IsZero() {
 		created, updated = dateOf(eps[0].Date), dateOf(eps[len(eps)-1].Date)
 	}
@@ -221,7 +221,7 @@ func arcTitle(a Arc) string {
 	if t == "" {
 		t = "Unnamed entity"
 	}
-	return t + " in " + yearSegment(a.Year)
+	return t + " in " + YearSegment(a.Year)
 }
 
 func renderArcArticle(a Arc, eps []ArcEpisode) string {
@@ -275,7 +275,7 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 func defaultArcSummary(a Arc, eps []ArcEpisode) string {
 	name := plain(a.Entity)
 	if len(eps) == 0 {
-		return fmt.Sprintf("No episodes of %s in %s.", name, yearSegment(a.Year))
+		return fmt.Sprintf("No episodes of %s in %s.", name, YearSegment(a.Year))
 	}
 	last := eps[len(eps)-1]
 	title := plain(last.Title)
@@ -283,5 +283,5 @@ func defaultArcSummary(a Arc, eps []ArcEpisode) string {
 		title = plain(last.Path)
 	}
 	return fmt.Sprintf("%s appears in %d episodic memories of %s, from %s to %s. The latest is %q.",
-		name, len(eps), yearSegment(a.Year), dateOf(eps[0].Date), dateOf(last.Date), title)
+		name, len(eps), YearSegment(a.Year), dateOf(eps[0].Date), dateOf(last.Date), title)
 }

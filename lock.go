@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/internal/safefs"
+	"github.com/memd-dev/memd/internal/textsafe"
 )
 
 // Defaults of LockOptions.
@@ -355,7 +356,7 @@ func judgeLock(data []byte, mtime, now time.Time) (stale bool, holder string) {
 	if err != nil {
 		age := now.Sub(mtime)
 		holder = fmt.Sprintf("an unreadable lock file (content %q, modified %s, %s ago)",
-			mdClip(string(data), 200), mtime.UTC().Format(time.RFC3339), age.Round(time.Second))
+			textsafe.Clip(string(data), 200), mtime.UTC().Format(time.RFC3339), age.Round(time.Second))
 		if len(bytes.TrimSpace(data)) == 0 {
 			// Writers write their metadata right after creating the file: an empty lock
 			// this old was left by a writer killed in between.
@@ -510,7 +511,7 @@ func (l *Lock) Release() error {
 		return fmt.Errorf("writer lock %s: release: %w", l.path, err)
 	}
 	if !bytes.Equal(data, l.held.content) {
-		holder := fmt.Sprintf("%q", mdClip(string(data), 200))
+		holder := fmt.Sprintf("%q", textsafe.Clip(string(data), 200))
 		if info, err := parseLockInfo(data); err == nil {
 			holder = info.String()
 		}

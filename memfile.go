@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/memd-dev/memd/internal/textsafe"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -200,20 +201,6 @@ type canon struct {
 	pending bool
 }
 
-// invalidUTF8At is the offset of b's first byte that is not UTF-8 text (len(b) when b is
-// valid): what an error about a file that is not UTF-8 names.
-func invalidUTF8At(b []byte) int {
-	off := 0
-	for off < len(b) {
-		r, n := utf8.DecodeRune(b[off:])
-		if r == utf8.RuneError && n <= 1 {
-			break
-		}
-		off += n
-	}
-	return off
-}
-
 func isASCIISpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
 
 func (c *canon) collapsible(s string) { collapse(c, s) }
@@ -347,7 +334,7 @@ func ParseMemoryBytes(b []byte) *Memory {
 		markAt:     -1,
 	}
 	if !utf8.Valid(b) {
-		off := invalidUTF8At(b)
+		off := textsafe.InvalidUTF8At(b)
 		p.violate(fmt.Sprintf("file is not valid UTF-8 (bad byte 0x%02x at offset %d)", b[off], off))
 	}
 	p.z = html.NewTokenizer(bytes.NewReader(b))
@@ -540,7 +527,7 @@ func (p *memParser) attrs(e elem, tag string, hasAttr bool) (a tagAttrs) {
 		case len(k) > 2 && k[0] == 'o' && k[1] == 'n':
 			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", clip(tag), clip(string(k))))
 		case string(k) == "data-lang" && !langToken(string(v)):
-			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", quoteInput(string(v))))
+			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", QuoteInput(string(v))))
 		}
 		switch e.a {
 		case atom.Meta:
@@ -780,13 +767,13 @@ func (p *memParser) link(rel, href string, hasHref bool) {
 	p.m.Links = append(p.m.Links, Link{Rel: rel, Href: strings.TrimSpace(href)})
 	p.m.Refs = append(p.m.Refs, strings.TrimSpace(href))
 	if RelOfToken(rel) == "" {
-		p.violate(fmt.Sprintf("<link rel=%s> is outside the closed edge vocabulary (one of memhtml-%s)", quoteInput(rel), strings.ReplaceAll(strings.Join(Rels, ", memhtml-"), "_", "-")))
+		p.violate(fmt.Sprintf("<link rel=%s> is outside the closed edge vocabulary (one of memhtml-%s)", QuoteInput(rel), strings.ReplaceAll(strings.Join(Rels, ", memhtml-"), "_", "-")))
 	}
 	switch {
 	case !hasHref || href == "":
-		p.violate(fmt.Sprintf("<link rel=%s> has no href", quoteInput(rel)))
+		p.violate(fmt.Sprintf("<link rel=%s> has no href", QuoteInput(rel)))
 	case !rootRelativeHref(href):
-		p.violate(fmt.Sprintf("<link rel=%s> href %s is not root-relative (want /path without scheme, host, empty segment or ..)", quoteInput(rel), quoteInput(href)))
+		p.violate(fmt.Sprintf("<link rel=%s> href %s is not root-relative (want /path without scheme, host, empty segment or ..)", QuoteInput(rel), QuoteInput(href)))
 	}
 }
 
@@ -814,7 +801,7 @@ func (p *memParser) timeElem(datetime string, has bool) {
 	case !has:
 		p.violate("a <time> has no datetime attribute")
 	case !ValidDatetime(datetime):
-		p.violate(fmt.Sprintf("<time datetime=%s> is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", quoteInput(datetime)))
+		p.violate(fmt.Sprintf("<time datetime=%s> is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", QuoteInput(datetime)))
 	}
 }
 
@@ -1006,10 +993,10 @@ func (p *memParser) head() {
 		}
 	}
 	if len(m.Metas[MetaType]) > 0 && !slices.Contains(MemoryTypes, m.Type) {
-		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", quoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
+		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", QuoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
 	}
 	if len(m.Metas[MetaStatus]) > 0 && m.Status != StatusActive && m.Status != StatusArchived {
-		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", quoteInput(m.Status)))
+		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", QuoteInput(m.Status)))
 	}
 	p.readDates()
 	p.checkNumbers()
@@ -1026,11 +1013,11 @@ func (p *memParser) checkMetaNames() {
 			continue // not memhtml's: memd's own (memd-members) and anyone else's
 		}
 		if !slices.Contains(MetaNames, name) {
-			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", quoteInput(name)))
+			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", QuoteInput(name)))
 			continue
 		}
 		if len(vals) > 1 && !repeatableMetas[name] {
-			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), quoteInput(strings.Join(vals, ", "))))
+			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), QuoteInput(strings.Join(vals, ", "))))
 		}
 	}
 }
@@ -1045,7 +1032,7 @@ func (p *memParser) readDates() {
 		}
 		v := m.Meta(name)
 		if !ValidDatetime(v) {
-			p.violate(fmt.Sprintf("%s %s is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", name, quoteInput(v)))
+			p.violate(fmt.Sprintf("%s %s is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", name, QuoteInput(v)))
 		}
 		t, _ := parseMemTime(v)
 		switch name {
@@ -1073,7 +1060,7 @@ func (p *memParser) checkNumbers() {
 		{MetaReprieves, 0, 1 << 53, true, "a whole number"},
 	} {
 		if v := m.Meta(o.name); strings.TrimSpace(v) != "" && !boundedNumber(v, o.min, o.max, o.integral) {
-			p.warn("drop:"+o.name, fmt.Sprintf("%s %s is not %s; memhtml ignores it", o.name, quoteInput(v), o.want))
+			p.warn("drop:"+o.name, fmt.Sprintf("%s %s is not %s; memhtml ignores it", o.name, QuoteInput(v), o.want))
 		}
 	}
 }
@@ -1083,10 +1070,10 @@ func (p *memParser) checkTaskStatus() {
 	m := p.m
 	if len(m.Metas[MetaTaskStatus]) > 0 {
 		if m.Type != TypeTask {
-			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", quoteInput(m.TaskStatus), quoteInput(m.Type)))
+			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", QuoteInput(m.TaskStatus), QuoteInput(m.Type)))
 		}
 		if !slices.Contains(TaskStatuses, m.TaskStatus) {
-			p.violate(fmt.Sprintf("memhtml-task-status %s is not one of %s", quoteInput(m.TaskStatus), strings.Join(TaskStatuses, ", ")))
+			p.violate(fmt.Sprintf("memhtml-task-status %s is not one of %s", QuoteInput(m.TaskStatus), strings.Join(TaskStatuses, ", ")))
 		}
 	} else if m.Type == TypeTask {
 		p.violate("task without memhtml-task-status (todo, doing, blocked or done)")

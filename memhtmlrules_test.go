@@ -2,6 +2,7 @@ package memd
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestHeadEditors(t *testing.T) {
 // row one side lacks is kept byte for byte.
 func TestMergeAccessState(t *testing.T) {
 	row := func(p string, n, r int, score, at string) string {
-		return `{"path":"` + p + `","accessCount":` + itoa(n) + `,"reinforcementCount":` + itoa(r) + `,"outcomeScore":` + score +
+		return `{"path":"` + p + `","accessCount":` + strconv.Itoa(n) + `,"reinforcementCount":` + strconv.Itoa(r) + `,"outcomeScore":` + score +
 			`,"lastAccessedAt":"` + at + `","lastReinforcedAt":null,"updatedAt":"` + at + `"}`
 	}
 	a := []byte(row("areas/a.html", 7, 1, "0.5", "2026-11-01T00:00:00Z") + "\n" + row("areas/b.html", 2, 0, "0", "2026-11-03T00:00:00Z") + "\n")

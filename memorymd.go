@@ -10,10 +10,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/memd-dev/memd/internal/textsafe"
 	"regexp"
 	"strings"
 	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // MemoryMDKind says which of the two MEMORY.md kinds a file is.
@@ -374,7 +374,7 @@ func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
 func ParseIndexBullet(line string) (IndexBullet, error) {
 	m := bulletRE.FindStringSubmatch(line)
 	if m == nil {
-		return IndexBullet{}, fmt.Errorf("%w: %s: %q", ErrBadIndexBullet, bulletProblem(line), mdClip(line, 120))
+		return IndexBullet{}, fmt.Errorf("%w: %s: %q", ErrBadIndexBullet, bulletProblem(line), textsafe.Clip(line, 120))
 	}
 	return IndexBullet{Path: pyStrip(m[1]), Name: pyStrip(m[2]), Type: pyStrip(m[3]),
 		Subject: pyStrip(m[4]), Description: pyStrip(m[5])}, nil
@@ -412,17 +412,6 @@ func bulletProblem(line string) string {
 		return "the first `·` field has no `subject:`"
 	}
 	return "does not match `- [[path|name]] · type:T subject:S · description`"
-}
-
-func mdClip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // ParseIndexMD parses an index MEMORY.md; it never fails.
@@ -479,7 +468,7 @@ func (b IndexBullet) Validate() error {
 	case strings.Contains(b.Subject, IndexSep):
 		return bad("subject %q contains the separator `·`", b.Subject)
 	case strings.ContainsAny(b.Description, "\r\n"):
-		return bad("description %q has a newline", mdClip(b.Description, 60))
+		return bad("description %q has a newline", textsafe.Clip(b.Description, 60))
 	case strings.ContainsAny(b.Path, "|]"):
 		return bad("path %q contains `|` or `]`", b.Path)
 	}

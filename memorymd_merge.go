@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memd-dev/memd/internal/textsafe"
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
@@ -67,7 +68,7 @@ func checkMergeInput(side string, b []byte) error {
 		return fmt.Errorf("%w: %s holds a NUL byte at offset %d (binary)", ErrMergeInput, side, i)
 	}
 	if !utf8.Valid(b) {
-		return fmt.Errorf("%w: %s is not valid UTF-8 (byte offset %d)", ErrMergeInput, side, invalidUTF8At(b))
+		return fmt.Errorf("%w: %s is not valid UTF-8 (byte offset %d)", ErrMergeInput, side, textsafe.InvalidUTF8At(b))
 	}
 	return nil
 }

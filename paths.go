@@ -65,7 +65,7 @@ func PathViolation(p string) string {
 	if p == "" {
 		return "memory path is empty"
 	}
-	q := quoteInput(p)
+	q := QuoteInput(p)
 	if !utf8.ValidString(p) {
 		return fmt.Sprintf("memory path %s is not valid UTF-8", q)
 	}
@@ -105,7 +105,7 @@ func PathViolation(p string) string {
 		return fmt.Sprintf("memory path %s is not inside a bucket (projects/, areas/, resources/, archive/)", q)
 	}
 	if !isBucket(first) {
-		return fmt.Sprintf("memory path %s starts with %s, not a bucket (projects, areas, resources, archive)", q, quoteInput(first))
+		return fmt.Sprintf("memory path %s starts with %s, not a bucket (projects, areas, resources, archive)", q, QuoteInput(first))
 	}
 	if !strings.HasSuffix(p, MemoryExt) {
 		base := p[strings.LastIndexByte(p, '/')+1:]
@@ -116,7 +116,7 @@ func PathViolation(p string) string {
 		if ext == "" {
 			return fmt.Sprintf("memory path %s has no extension; memories end in .html", q)
 		}
-		return fmt.Sprintf("memory path %s ends in %s, not .html", q, quoteInput(ext))
+		return fmt.Sprintf("memory path %s ends in %s, not .html", q, QuoteInput(ext))
 	}
 	if base := p[strings.LastIndexByte(p, '/')+1:]; base == MemoryExt {
 		return fmt.Sprintf("memory path %s has an empty file name before .html", q)
@@ -175,10 +175,11 @@ func BucketOf(p string) Bucket {
 // ArchivePath maps p to archive/<YYYY>/<p>, the whole normalised path mirrored under a
 // four-digit year, so the move is a pure rename that git follows.
 func ArchivePath(p string, year int) string {
-	return string(BucketArchive) + "/" + yearSegment(year) + "/" + NormalizePath(p)
+	return string(BucketArchive) + "/" + YearSegment(year) + "/" + NormalizePath(p)
 }
 
-func yearSegment(year int) string {
+// YearSegment is an archive year's folder name: four digits, zero-padded (archive/0999/...).
+func YearSegment(year int) string {
 	if year < 0 {
 		year = 0
 	}
@@ -337,7 +338,7 @@ func Slug(s string) string {
 // no leading slash, a "." or ".." segment, a backslash or nothing after the slash are
 // refused with an error wrapping ErrBadHref.
 func HrefToPath(href string) (string, error) {
-	bad := func(why string) error { return fmt.Errorf("href %s: %w: %s", quoteInput(href), ErrBadHref, why) }
+	bad := func(why string) error { return fmt.Errorf("href %s: %w: %s", QuoteInput(href), ErrBadHref, why) }
 	s := strings.TrimSpace(href)
 	if s == "" {
 		return "", bad("empty")
@@ -347,7 +348,7 @@ func HrefToPath(href string) (string, error) {
 	}
 	if s[0] != '/' {
 		if i := strings.IndexByte(s, ':'); i > 0 && !strings.ContainsAny(s[:i], "/?#") {
-			return "", bad(fmt.Sprintf("has scheme %s", quoteInput(s[:i])))
+			return "", bad(fmt.Sprintf("has scheme %s", QuoteInput(s[:i])))
 		}
 		return "", bad("is relative; it must start with /")
 	}
@@ -417,9 +418,9 @@ func hasControl(s string) bool {
 	return false
 }
 
-// quoteInput quotes a caller's input for a message, cut to a readable length so a
+// QuoteInput quotes a caller's input for a message, cut to a readable length so a
 // 64 KB hostile path yields a short message (and costs no more than the check itself).
-func quoteInput(s string) string {
+func QuoteInput(s string) string {
 	const max = 200
 	if len(s) <= max {
 		return strconv.Quote(s)
