@@ -2,7 +2,6 @@ package memd
 
 import (
 	"bytes"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,37 +65,6 @@ func TestHeadEditors(t *testing.T) {
 	}
 }
 
-// The access sidecar merge: per-row maxima, so any order of merging gives one file, and a
-// row one side lacks is kept byte for byte.
-func TestMergeAccessState(t *testing.T) {
-	row := func(p string, n, r int, score, at string) string {
-		return `{"path":"` + p + `","accessCount":` + strconv.Itoa(n) + `,"reinforcementCount":` + strconv.Itoa(r) + `,"outcomeScore":` + score +
-			`,"lastAccessedAt":"` + at + `","lastReinforcedAt":null,"updatedAt":"` + at + `"}`
-	}
-	a := []byte(row("areas/a.html", 7, 1, "0.5", "2026-11-01T00:00:00Z") + "\n" + row("areas/b.html", 2, 0, "0", "2026-11-03T00:00:00Z") + "\n")
-	b := []byte(row("areas/b.html", 5, 3, "0.25", "2026-11-02T00:00:00Z") + "\n" + row("areas/c.html", 1, 0, "0", "2026-11-02T00:00:00Z") + "\n{broken\n")
-	c := []byte(row("areas/a.html", 3, 4, "-0.1", "2026-11-05T00:00:00Z") + "\n")
-	ab := MergeAccessState(a, b)
-	want := row("areas/a.html", 7, 1, "0.5", "2026-11-01T00:00:00Z") + "\n" +
-		`{"path":"areas/b.html","accessCount":5,"reinforcementCount":3,"outcomeScore":0,"lastAccessedAt":"2026-11-03T00:00:00Z","lastReinforcedAt":null,"updatedAt":"2026-11-03T00:00:00Z"}` + "\n" +
-		row("areas/c.html", 1, 0, "0", "2026-11-02T00:00:00Z") + "\n{broken\n"
-	if string(ab) != want {
-		t.Errorf("merge:\n%s\nwant\n%s", ab, want)
-	}
-	if ba := MergeAccessState(b, a); !bytes.Equal(ab, ba) {
-		t.Errorf("not commutative:\n%s\n%s", ab, ba)
-	}
-	if l, r := MergeAccessState(ab, c), MergeAccessState(a, MergeAccessState(b, c)); !bytes.Equal(l, r) {
-		t.Errorf("not associative:\n%s\n%s", l, r)
-	}
-	if aa := MergeAccessState(a, a); !bytes.Equal(aa, a) {
-		t.Errorf("not idempotent:\n%s", aa)
-	}
-	if k := (MergePolicy{}).KindOf(AccessStatePath); k != KindAccessState {
-		t.Errorf("KindOf(%s) = %v", AccessStatePath, k)
-	}
-}
-
 // Which arcs are memd's: signed agent:memd, or (older memd) unsigned with the member hash. A
 // curated arc or memhtml's own is a file like any other for the merge too.
 func TestIsMemdArc(t *testing.T) {
@@ -111,13 +79,6 @@ func TestIsMemdArc(t *testing.T) {
 		if got := IsMemdArc(ParseMemoryBytes(c.data)); got != c.want {
 			t.Errorf("IsMemdArc = %v, want %v:\n%s", got, c.want, c.data)
 		}
-	}
-	p := MergePolicy{}
-	if k := p.KindOf(ArcsDir+"/x-2025.html", own, own); k != KindDerived {
-		t.Errorf("memd's arc: %v", k)
-	}
-	if k := p.KindOf(ArcsDir+"/x-2025.html", own, []byte(curated)); k != KindOther {
-		t.Errorf("a curated arc: %v, want other (never dropped for theirs)", k)
 	}
 	// What another writer added to memd's arc is carried by its rewrite.
 	added := AddLink(SetMeta(own, MetaConfidence, "0.920"), "about_person", "/resources/people/x.html")

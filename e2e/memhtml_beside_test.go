@@ -14,6 +14,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/testutil"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // besideNow is the clock of memd's sleeps here: 2023's episode is past archive.keep_years.
@@ -394,7 +395,7 @@ func checkAccessMerge(t *testing.T, a, b *memhtmlWorld, paths []string) {
 		}) {
 			lines = append(lines, fmt.Sprintf(`{"path":%q,"accessCount":%d,"reinforcementCount":%d,"outcomeScore":0,"lastAccessedAt":"2026-11-01T00:00:00Z","lastReinforcedAt":null,"updatedAt":"2026-11-01T00:00:00Z"}`, p, counts[p], counts[p]/2))
 		}
-		w.write(memd.AccessStatePath, strings.Join(lines, "\n")+"\n")
+		w.write(treemerge.AccessStatePath, strings.Join(lines, "\n")+"\n")
 		w.do("state", "import")
 	}
 	var wg sync.WaitGroup
@@ -418,14 +419,14 @@ func checkAccessMerge(t *testing.T, a, b *memhtmlWorld, paths []string) {
 		})
 	}
 	wg.Wait()
-	ra, rb := accessRows(t, a.read(memd.AccessStatePath)), accessRows(t, b.read(memd.AccessStatePath))
+	ra, rb := accessRows(t, a.read(treemerge.AccessStatePath)), accessRows(t, b.read(treemerge.AccessStatePath))
 	for _, w := range []*memhtmlWorld{a, b, a} {
 		if out, code := w.memd("sync", "--config", w.config); code != 0 {
 			t.Fatalf("memd sync %s: exit %d\n%s", w.repo, code, out)
 		}
 	}
-	merged := a.read(memd.AccessStatePath)
-	if got := b.read(memd.AccessStatePath); got != merged {
+	merged := a.read(treemerge.AccessStatePath)
+	if got := b.read(treemerge.AccessStatePath); got != merged {
 		t.Errorf("the clones hold different sidecars:\n%s\n---\n%s", merged, got)
 	}
 	got := accessRows(t, merged)

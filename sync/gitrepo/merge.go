@@ -101,7 +101,7 @@ type crashHooks struct {
 // mergeTreesLocked merges ours' and theirs' trees against base
 // (treemerge.Merge), writing the new objects in git's loose format, durable
 // before it returns.
-func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol memd.MergePolicy) (res treemerge.Result, err error) {
+func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol treemerge.MergePolicy) (res treemerge.Result, err error) {
 	st := r.newMgStore()
 	defer func() {
 		if err == nil {

@@ -29,18 +29,18 @@ func TestMergeMemhtmlArchiveAndAccess(t *testing.T) {
 		return `{"path":"areas/y.html","accessCount":` + string(rune('0'+n)) + `,"reinforcementCount":0,"outcomeScore":0,"lastAccessedAt":null,"lastReinforcedAt":null,"updatedAt":"2026-11-0` + string(rune('0'+n)) + `T00:00:00Z"}` + "\n"
 	}
 	writeFile(t, filepath.Join(dir, p), stampedDoc)
-	writeFile(t, filepath.Join(dir, memd.AccessStatePath), row(1))
+	writeFile(t, filepath.Join(dir, AccessStatePath), row(1))
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-q", "-m", "base")
 	runGit(t, dir, "checkout", "-q", "-b", "theirs")
 	writeFile(t, filepath.Join(dir, p), strings.Replace(stampedDoc, "Claim.", "Claim, edited.", 1))
-	writeFile(t, filepath.Join(dir, memd.AccessStatePath), row(5))
+	writeFile(t, filepath.Join(dir, AccessStatePath), row(5))
 	runGit(t, dir, "commit", "-qam", "edit")
 	runGit(t, dir, "checkout", "-q", "main")
 	to := memd.ArchivePath(p, 2026)
 	runGit(t, dir, "rm", "-q", p)
 	writeFile(t, filepath.Join(dir, to), string(memd.ArchiveStamps([]byte(stampedDoc), time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))))
-	writeFile(t, filepath.Join(dir, memd.AccessStatePath), row(3))
+	writeFile(t, filepath.Join(dir, AccessStatePath), row(3))
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-q", "-m", "archive")
 
@@ -52,7 +52,7 @@ func TestMergeMemhtmlArchiveAndAccess(t *testing.T) {
 		return plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", rev+"^{tree}")))
 	}
 	st := NewStore(repo.Storer, storeWriter(repo.Storer))
-	res, err := Merge(st, tree("main~1"), tree("main"), tree("theirs"), memd.MergePolicy{Host: "a", Now: time.Unix(0, 0)}, slog.Default())
+	res, err := Merge(st, tree("main~1"), tree("main"), tree("theirs"), MergePolicy{Host: "a", Now: time.Unix(0, 0)}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestMergeMemhtmlArchiveAndAccess(t *testing.T) {
 			t.Errorf("archived file lacks %s:\n%s", want, got)
 		}
 	}
-	if got := read(memd.AccessStatePath); got != row(5) {
+	if got := read(AccessStatePath); got != row(5) {
 		t.Errorf("access sidecar %q, want the maximum %q", got, row(5))
 	}
 }

@@ -398,7 +398,7 @@ type Result struct {
 // replay ours' changes, per-path policy for paths both touched. The new
 // objects go through st; log gets a line for a structured merge refused or
 // over its cap.
-func Merge(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, log *slog.Logger) (res Result, err error) {
+func Merge(st *Store, base, ours, theirs plumbing.Hash, pol MergePolicy, log *slog.Logger) (res Result, err error) {
 	m, err := newMerger(st, base, ours, theirs, pol, log)
 	if err != nil {
 		return Result{}, err
@@ -435,7 +435,7 @@ type merger struct {
 	st        *Store
 	s         storer.EncodedObjectStorer
 	theirs    plumbing.Hash
-	pol       memd.MergePolicy
+	pol       MergePolicy
 	log       *slog.Logger
 	dO, dT    map[string]Change
 	set       map[string]*Entry   // changes applied to theirs' tree
@@ -445,7 +445,7 @@ type merger struct {
 }
 
 // newMerger diffs both sides against base.
-func newMerger(st *Store, base, ours, theirs plumbing.Hash, pol memd.MergePolicy, log *slog.Logger) (*merger, error) {
+func newMerger(st *Store, base, ours, theirs plumbing.Hash, pol MergePolicy, log *slog.Logger) (*merger, error) {
 	s := st.s
 	dO, dT := map[string]Change{}, map[string]Change{}
 	if err := DiffTrees(s, base, ours, "", dO); err != nil {
@@ -610,7 +610,7 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 	}
 	pol := m.pol
 	regular := o.To.Mode.IsFile() && t.To.Mode.IsFile() && o.To.Mode != filemode.Symlink && t.To.Mode != filemode.Symlink
-	kind := memd.KindOther
+	kind := KindOther
 	if regular {
 		kind = pol.KindOf(p, bb, ob, tb)
 	}
@@ -620,29 +620,29 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 		switch {
 		case err != nil:
 			m.log.Warn("structured merge refused, keeping a conflict copy", "err", err)
-			kind = memd.KindOther
+			kind = KindOther
 		case note != "":
 			m.log.Warn(note)
 		}
 		merged = mm
 	}
 	switch kind {
-	case memd.KindProjectMD, memd.KindTopicFile, memd.KindNewer:
+	case KindProjectMD, KindTopicFile, KindNewer:
 		// merged above
-	case memd.KindDerived:
+	case KindDerived:
 		return nil // theirs; the next sleep renders it again
-	case memd.KindLedger:
+	case KindLedger:
 		var lost [][]byte
-		merged, lost = memd.MergeLedger(bb, ob, tb)
+		merged, lost = MergeLedger(bb, ob, tb)
 		if len(lost) > 0 {
-			cp := memd.ConflictsPathFor(p)
+			cp := ConflictsPathFor(p)
 			m.losers[cp] = append(m.losers[cp], lost...)
 		}
-	case memd.KindLineUnion:
-		merged = memd.MergeLineUnion(bb, ob, tb)
-	case memd.KindAccessState:
-		merged = memd.MergeAccessState(ob, tb) // a maximum needs no base
-	case memd.KindIndexMD:
+	case KindLineUnion:
+		merged = MergeLineUnion(bb, ob, tb)
+	case KindAccessState:
+		merged = MergeAccessState(ob, tb) // a maximum needs no base
+	case KindIndexMD:
 		merged = memd.MergeIndexMD(bb, ob, tb)
 	default:
 		if regular && memd.IsArchived(p) && memd.SameButArchiveStamps(ob, tb) {
@@ -674,7 +674,7 @@ func (m *merger) appendLosers() error {
 		if err != nil {
 			return fmt.Errorf("merge %s: %w", cp, err)
 		}
-		h, err := m.st.WriteBlob(memd.AppendMissingLines(data, m.losers[cp]))
+		h, err := m.st.WriteBlob(AppendMissingLines(data, m.losers[cp]))
 		if err != nil {
 			return err
 		}
@@ -738,7 +738,7 @@ func treeLookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*ob
 // (for a file under a path theirs holds as a file, the whole directory
 // part is renamed: areas/x.conflict-…/y.html). Nothing is dropped and the
 // merge does not get stuck on ErrPathConflict.
-func resolveFileDir(s storer.EncodedObjectStorer, theirs plumbing.Hash, set map[string]*Entry, pol memd.MergePolicy) ([]string, error) {
+func resolveFileDir(s storer.EncodedObjectStorer, theirs plumbing.Hash, set map[string]*Entry, pol MergePolicy) ([]string, error) {
 	var moved []string
 	for _, p := range slices.Sorted(maps.Keys(set)) {
 		e := set[p]

@@ -1,4 +1,4 @@
-package memd
+package treemerge
 
 // Merge policy: pure functions over blob contents that decide what a path
 // holds after a three-way merge (docs/ARCHITECTURE.md §4). No git, no disk:
@@ -7,6 +7,7 @@ package memd
 
 import (
 	"bytes"
+	"github.com/memd-dev/memd"
 	"path"
 	"strconv"
 	"strings"
@@ -70,7 +71,7 @@ func (k FileKind) String() string {
 }
 
 // arcsDirPrefix: derived arcs live under ArcsDir.
-const arcsDirPrefix = ArcsDir + "/"
+const arcsDirPrefix = memd.ArcsDir + "/"
 
 // MergePolicy holds what the per-path rules need to know beyond the bytes.
 type MergePolicy struct {
@@ -93,7 +94,7 @@ type MergePolicy struct {
 
 func (p MergePolicy) isLedger(name string) bool {
 	if len(p.Ledgers) == 0 {
-		return name == DefaultLedgerFile
+		return name == memd.DefaultLedgerFile
 	}
 	for _, l := range p.Ledgers {
 		if name == l {
@@ -118,16 +119,16 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindLedger
 	case strings.HasSuffix(base, ".drained.jsonl"), strings.HasSuffix(base, ".conflicts.jsonl"):
 		return KindLineUnion
-	case IsGenerated(name), strings.HasPrefix(name, arcsDirPrefix) && allMemdArcs(contents):
+	case memd.IsGenerated(name), strings.HasPrefix(name, arcsDirPrefix) && allMemdArcs(contents):
 		// memhtml's index.html / sitemap.xml listings are regenerated (its .gitattributes
 		// merges them merge=ours): derived like memd's arcs. An arc memd did not write (a
 		// curated one, memhtml's own) is a file like any other: never dropped for theirs.
 		return KindDerived
-	case IsProjectLayoutDerived(name):
+	case memd.IsProjectLayoutDerived(name):
 		return KindNewer
-	case base == MemoryMDName:
+	case base == memd.MemoryMDName:
 		return memoryMDKind(contents)
-	case IsTopicFileName(base) && p.besideProjectMD(name):
+	case memd.IsTopicFileName(base) && p.besideProjectMD(name):
 		return KindTopicFile
 	}
 	return KindOther
@@ -140,7 +141,7 @@ func allMemdArcs(contents [][]byte) bool {
 		if len(c) == 0 {
 			continue
 		}
-		if m := ParseMemoryBytes(c); m.Type != "" && !IsMemdArc(m) {
+		if m := memd.ParseMemoryBytes(c); m.Type != "" && !memd.IsMemdArc(m) {
 			return false
 		}
 	}
@@ -155,10 +156,10 @@ func memoryMDKind(contents [][]byte) FileKind {
 		if len(bytes.TrimSpace(c)) == 0 {
 			continue // absent or empty (a new file): no evidence either way
 		}
-		switch DetectMemoryMDKind(c) {
-		case MemoryMDIndex:
+		switch memd.DetectMemoryMDKind(c) {
+		case memd.MemoryMDIndex:
 			index++
-		case MemoryMDProject:
+		case memd.MemoryMDProject:
 			project++
 		default:
 			return KindOther
@@ -179,8 +180,8 @@ func (p MergePolicy) besideProjectMD(name string) bool {
 	if p.MemoryMDAt == nil {
 		return false
 	}
-	for _, v := range p.MemoryMDAt(path.Join(path.Dir(name), MemoryMDName)) {
-		if DetectMemoryMDKind(v) == MemoryMDProject {
+	for _, v := range p.MemoryMDAt(path.Join(path.Dir(name), memd.MemoryMDName)) {
+		if memd.DetectMemoryMDKind(v) == memd.MemoryMDProject {
 			return true
 		}
 	}
@@ -301,11 +302,11 @@ func parseLedgerLines(b []byte, cache map[string]parsedStamp) []ledgerLine {
 		ps, ok := cache[string(trimmed)]
 		if !ok {
 			// The model's reader: what it cannot read (or has no id) is kept verbatim.
-			if r, err := ParseRecord(trimmed); err == nil && r.ID != "" {
+			if r, err := memd.ParseRecord(trimmed); err == nil && r.ID != "" {
 				ps.id = strconv.Quote(r.ID) // quoted: the "#n" of a duplicate cannot collide with an id
-				ps.when, _ = ParseTime(r.UpdatedAt)
+				ps.when, _ = memd.ParseTime(r.UpdatedAt)
 				if ps.when.IsZero() {
-					ps.when, _ = ParseTime(r.CreatedAt)
+					ps.when, _ = memd.ParseTime(r.CreatedAt)
 				}
 			}
 			cache[string(trimmed)] = ps

@@ -1,7 +1,8 @@
-package memd
+package treemerge
 
 import (
 	"fmt"
+	"github.com/memd-dev/memd"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -58,15 +59,15 @@ func TestKindOf(t *testing.T) {
 
 func TestConflictPaths(t *testing.T) {
 	now := time.Date(2026, 11, 30, 8, 5, 4, 0, time.FixedZone("x", 3600))
-	got := ConflictCopyPath("areas/oncall/rollback.html", "Laptop.local", now)
+	got := memd.ConflictCopyPath("areas/oncall/rollback.html", "Laptop.local", now)
 	want := "areas/oncall/rollback.conflict-laptop-20261130T070504Z.html"
 	if got != want {
 		t.Errorf("ConflictCopyPath = %q, want %q", got, want)
 	}
-	if got := ConflictCopyPath(".env", "h_1", now); got != ".env.conflict-h-1-20261130T070504Z" {
+	if got := memd.ConflictCopyPath(".env", "h_1", now); got != ".env.conflict-h-1-20261130T070504Z" {
 		t.Errorf("dotfile copy = %q", got)
 	}
-	if got := ConflictCopyPath("x", "", now); got != "x.conflict-host-20261130T070504Z" {
+	if got := memd.ConflictCopyPath("x", "", now); got != "x.conflict-host-20261130T070504Z" {
 		t.Errorf("no host = %q", got)
 	}
 	if got := ConflictsPathFor("memory.jsonl"); got != "memory.conflicts.jsonl" {
@@ -228,7 +229,7 @@ func TestMergeIndexMDUnion(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := MergeIndexMD(c.base, c.ours, c.theirs); string(got) != string(c.want) {
+			if got := memd.MergeIndexMD(c.base, c.ours, c.theirs); string(got) != string(c.want) {
 				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
 			}
 		})

@@ -1,10 +1,13 @@
-package memd
+package treemerge
 
 // The project-memory layout in a tree merge (docs/ARCHITECTURE.md §4, seed 003): a
 // project-kind MEMORY.md and its topic files merge by structure
 // (memorymd_merge.go), its derived files take the newer side.
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/memd-dev/memd"
+)
 
 // ProjectLayout says whether k is a kind of the project-memory layout, merged by
 // MergeProjectLayout.
@@ -25,13 +28,13 @@ func (p MergePolicy) MergeProjectLayout(kind FileKind, name string, base, ours, 
 		}
 		return theirs, "", nil
 	case KindTopicFile:
-		merged, err = MergeTopicFile(base, ours, theirs)
+		merged, err = memd.MergeTopicFile(base, ours, theirs)
 	case KindProjectMD:
-		merged, err = MergeProjectMemoryMD(ProjectNameOf(name), base, ours, theirs)
+		merged, err = memd.MergeProjectMemoryMD(memd.ProjectNameOf(name), base, ours, theirs)
 		if err == nil {
-			if r := InspectProjectMD(merged); r.OverCap {
+			if r := memd.InspectProjectMD(merged); r.OverCap {
 				note = fmt.Sprintf("merged %s is over the cap: %d lines, %d characters (caps %d / %d); not cut",
-					name, r.Lines, r.Chars, ProjectMaxLines, ProjectMaxChars)
+					name, r.Lines, r.Chars, memd.ProjectMaxLines, memd.ProjectMaxChars)
 			}
 		}
 	default:
