@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/scaffold"
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
@@ -177,7 +178,7 @@ func TestCheckerAgreesWithMemhtml(t *testing.T) {
 		}
 		memdSays[rel] = memd.ParseMemoryBytes([]byte(data))
 	}
-	if err := os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(strings.Join(memd.MemhtmlIgnoreLines, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(strings.Join(scaffold.MemhtmlIgnoreLines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	git("add", "-A")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/scaffold"
 	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
@@ -49,7 +50,7 @@ func newRepo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	created, err := memd.Scaffold(dir)
+	created, err := scaffold.Scaffold(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/scaffold"
 	"github.com/memd-dev/memd/internal/safefs"
 )
 
@@ -869,7 +870,7 @@ func (g *gen) wroteUnder(dir string) bool {
 
 // gitkeeps puts a .gitkeep in every PARA folder that is still empty, so git keeps it.
 func (g *gen) gitkeeps() error {
-	for _, d := range memd.SkeletonDirs {
+	for _, d := range scaffold.SkeletonDirs {
 		if err := g.tree.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("demo: create %s: %w", d, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
 	"github.com/memd-dev/memd/demo"
+	"github.com/memd-dev/memd/format/scaffold"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
@@ -76,7 +77,7 @@ func cmdInit(a *app, args []string) int {
 		}
 		fmt.Fprintf(a.stdout, "pushed to %s/%s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}
-	if o.layout == memd.LayoutProjectMemory {
+	if o.layout == scaffold.LayoutProjectMemory {
 		fmt.Fprintf(a.stdout, "layout: %s (project MEMORY.md files and topic files, no PARA buckets)\n", o.layout)
 	}
 	say(a.stdout, "memory repo ready: %s\n", dir)
@@ -99,14 +100,14 @@ func parseInit(a *app, args []string) (o initOptions, code int, ok bool) {
 	remote := fs.String("remote", "", "git remote `URL` to sync with (empty remote: first push creates main; with history: adopted)")
 	withDemo := fs.Bool("demo", false, "add a realistic sample memory repo (a few hundred memories over several years)")
 	count := fs.Int("demo-count", 300, "how many demo memories (with --demo)")
-	layout := fs.String("layout", "", "repo `LAYOUT`: "+memd.LayoutPARA+" (the four PARA buckets) or "+memd.LayoutProjectMemory+
-		" (<project>/MEMORY.md and topic files, no buckets); default: "+memd.LayoutProjectMemory+
-		" when DIR (with the adopted --remote checked out) holds a project MEMORY.md and no PARA bucket, else "+memd.LayoutPARA)
+	layout := fs.String("layout", "", "repo `LAYOUT`: "+scaffold.LayoutPARA+" (the four PARA buckets) or "+scaffold.LayoutProjectMemory+
+		" (<project>/MEMORY.md and topic files, no buckets); default: "+scaffold.LayoutProjectMemory+
+		" when DIR (with the adopted --remote checked out) holds a project MEMORY.md and no PARA bucket, else "+scaffold.LayoutPARA)
 	if code, ok := a.parse(fs, args); !ok {
 		return o, code, false
 	}
-	if *layout != "" && *layout != memd.LayoutPARA && *layout != memd.LayoutProjectMemory {
-		fmt.Fprintf(a.stderr, "memd init: --layout %q: want %s or %s\n", *layout, memd.LayoutPARA, memd.LayoutProjectMemory)
+	if *layout != "" && *layout != scaffold.LayoutPARA && *layout != scaffold.LayoutProjectMemory {
+		fmt.Fprintf(a.stderr, "memd init: --layout %q: want %s or %s\n", *layout, scaffold.LayoutPARA, scaffold.LayoutProjectMemory)
 		return o, exitUsage, false
 	}
 	if fs.NArg() > 1 {
@@ -118,8 +119,8 @@ func parseInit(a *app, args []string) (o initOptions, code int, ok bool) {
 		dir = absPath(memd.ExpandHome(fs.Arg(0)))
 		a.cfg.Repo = dir
 	}
-	if *withDemo && *layout == memd.LayoutProjectMemory {
-		fmt.Fprintf(a.stderr, "memd init: --demo writes PARA memories; it needs --layout %s\n", memd.LayoutPARA)
+	if *withDemo && *layout == scaffold.LayoutProjectMemory {
+		fmt.Fprintf(a.stderr, "memd init: --demo writes PARA memories; it needs --layout %s\n", scaffold.LayoutPARA)
 		return o, exitUsage, false
 	}
 	return initOptions{dir: dir, remote: *remote, layout: *layout, demo: *withDemo, count: *count}, exitOK, true
@@ -153,13 +154,13 @@ func initContent(a *app, o *initOptions) (created []string, err error) {
 	switch {
 	case o.layout != "":
 	case o.demo:
-		o.layout = memd.LayoutPARA
+		o.layout = scaffold.LayoutPARA
 	default:
-		if o.layout, err = memd.DetectLayout(o.dir); err != nil {
+		if o.layout, err = scaffold.DetectLayout(o.dir); err != nil {
 			return nil, fmt.Errorf("init %s: %w", o.dir, err)
 		}
 	}
-	created, err = memd.ScaffoldLayout(o.dir, o.layout)
+	created, err = scaffold.ScaffoldLayout(o.dir, o.layout)
 	if err != nil {
 		return nil, fmt.Errorf("init %s: %w", o.dir, err)
 	}
@@ -180,7 +181,7 @@ func initMessage(layout string, created int, withDemo bool) string {
 		msg += " with demo memories"
 	}
 	what := "PARA skeleton"
-	if layout == memd.LayoutProjectMemory {
+	if layout == scaffold.LayoutProjectMemory {
 		what = "project-memory layout, no PARA buckets"
 	}
 	return fmt.Sprintf("%s\n\n%s (%d paths created).\n", msg, what, created)

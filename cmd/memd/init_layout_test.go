@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/scaffold"
 )
 
 // seed003Dir lays out a directory of project memories the way the memory-save mod keeps
@@ -45,7 +46,7 @@ func TestInitProjectMemoryLayout(t *testing.T) {
 	if !strings.Contains(out, "layout: project-memory") {
 		t.Errorf("init output does not name the layout:\n%s", out)
 	}
-	for _, b := range memd.SkeletonDirs {
+	for _, b := range scaffold.SkeletonDirs {
 		if _, err := os.Stat(filepath.Join(dir, b)); !os.IsNotExist(err) {
 			t.Errorf("init added %s to a directory of project memories", b)
 		}
@@ -136,7 +137,7 @@ func TestInitRemoteProjectMemoryLayout(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(b, "alpha", "MEMORY.md")); err != nil {
 		t.Fatalf("remote not adopted: %v", err)
 	}
-	for _, d := range memd.SkeletonDirs {
+	for _, d := range scaffold.SkeletonDirs {
 		if _, err := os.Stat(filepath.Join(b, d)); !os.IsNotExist(err) {
 			t.Errorf("init b added %s", d)
 		}

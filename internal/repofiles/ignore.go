@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/scaffold"
 )
 
 // DefaultIgnore is memd's own ignore list: editor swap, backup and temp files that are
@@ -22,7 +22,7 @@ import (
 // names of memd's atomic writes, memhtml's databases), so a repo whose .gitignore predates
 // `memd init` never commits them either. These apply above .gitignore, so a .gitignore
 // cannot re-include them.
-var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, memd.IgnoreLines...)
+var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, scaffold.IgnoreLines...)
 
 // ErrBadPattern is returned for an ignore pattern that cannot be matched.
 var ErrBadPattern = errors.New("bad ignore pattern")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/scaffold"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/safefs"
 )
@@ -145,7 +146,7 @@ func TestIgnorerMemdRules(t *testing.T) {
 			t.Errorf("Ignored(%q) = %v, want %v (%s)", c.rel, got, c.want, c.cause)
 		}
 	}
-	if len(repofiles.DefaultIgnore) != 5+len(memd.IgnoreLines) {
+	if len(repofiles.DefaultIgnore) != 5+len(scaffold.IgnoreLines) {
 		t.Errorf("DefaultIgnore = %q", repofiles.DefaultIgnore)
 	}
 }

@@ -1,4 +1,4 @@
-package memd
+package scaffold
 
 import (
 	"errors"
@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // `memd init --remote` scaffolds a tree the remote just wrote: a skeleton folder or a
 // .gitignore that is a symlink to elsewhere is refused, and nothing is made through it.
 func TestScaffoldNeverWritesThroughLinks(t *testing.T) {
-	for _, link := range []string{string(BucketAreas), ".gitignore"} {
+	for _, link := range []string{string(memd.BucketAreas), ".gitignore"} {
 		t.Run(link, func(t *testing.T) {
 			dir, outside := t.TempDir(), t.TempDir()
 			repo := filepath.Join(dir, "repo")
@@ -30,14 +31,14 @@ func TestScaffoldNeverWritesThroughLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := Scaffold(repo)
-			if link == string(BucketAreas) && !errors.Is(err, safefs.ErrSymlink) {
+			if link == string(memd.BucketAreas) && !errors.Is(err, safefs.ErrSymlink) {
 				t.Fatalf("Scaffold over a linked %s: %v, want ErrSymlink", link, err)
 			}
 			if link == ".gitignore" && !errors.Is(err, safefs.ErrSymlink) {
 				t.Fatalf("Scaffold over a linked .gitignore: %v, want ErrSymlink", err)
 			}
 			ents, _ := os.ReadDir(outside)
-			if link == string(BucketAreas) && len(ents) != 0 {
+			if link == string(memd.BucketAreas) && len(ents) != 0 {
 				t.Fatalf("Scaffold wrote outside the repo: %v", ents)
 			}
 			if b, _ := os.ReadFile(filepath.Join(outside, "victim")); link == ".gitignore" && string(b) != "precious\n" {

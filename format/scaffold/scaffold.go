@@ -1,4 +1,4 @@
-package memd
+package scaffold
 
 import (
 	"errors"
@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 )
 
 // SkeletonDirs are the folders `memd init` creates, each holding a .gitkeep so git keeps it.
 var SkeletonDirs = []string{
-	string(BucketProjects), string(BucketAreas), string(BucketResources), string(BucketArchive),
-	InboxDir, TaskInboxDir, ArcsDir, PeopleDir,
+	string(memd.BucketProjects), string(memd.BucketAreas), string(memd.BucketResources), string(memd.BucketArchive),
+	memd.InboxDir, memd.TaskInboxDir, memd.ArcsDir, memd.PeopleDir,
 }
 
 // MemhtmlIgnoreLines are memhtml's own .gitignore lines (its store's GITIGNORE): its
@@ -27,7 +28,7 @@ var MemhtmlIgnoreLines = []string{".memhtml/index.db", ".memhtml/state.db", ".me
 // ".memd-<random>.tmp"; ".memd-tmp-*" is an older name kept for repos that have it), nor
 // memhtml's databases. The watcher applies them too (watcher.DefaultIgnore), so a repo whose
 // .gitignore predates `memd init` never commits them either.
-var IgnoreLines = append([]string{DefaultLockFile, ".memd-tmp-*", safefs.TempPrefix + "*" + safefs.TempSuffix}, MemhtmlIgnoreLines...)
+var IgnoreLines = append([]string{memd.DefaultLockFile, ".memd-tmp-*", safefs.TempPrefix + "*" + safefs.TempSuffix}, MemhtmlIgnoreLines...)
 
 // The layouts a memory repo can have. LayoutPARA is the four buckets memhtml writes
 // (FORMATS §1). LayoutProjectMemory is the coding-agent memory of seed 003: one directory
@@ -41,16 +42,16 @@ const (
 // project-kind MEMORY.md (at its top or in a directory of its own, `<project>/MEMORY.md`)
 // and none of the four PARA buckets, else LayoutPARA (an empty or new directory included).
 func DetectLayout(dir string) (string, error) {
-	for _, b := range Buckets {
+	for _, b := range memd.Buckets {
 		if st, err := os.Stat(filepath.Join(dir, string(b))); err == nil && st.IsDir() {
 			return LayoutPARA, nil
 		}
 	}
 	isProjectMD := func(p string) bool {
 		data, err := os.ReadFile(p)
-		return err == nil && DetectMemoryMDKind(data) == MemoryMDProject
+		return err == nil && memd.DetectMemoryMDKind(data) == memd.MemoryMDProject
 	}
-	if isProjectMD(filepath.Join(dir, MemoryMDName)) {
+	if isProjectMD(filepath.Join(dir, memd.MemoryMDName)) {
 		return LayoutProjectMemory, nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -61,7 +62,7 @@ func DetectLayout(dir string) (string, error) {
 		return "", fmt.Errorf("detect layout of %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != ".git" && isProjectMD(filepath.Join(dir, e.Name(), MemoryMDName)) {
+		if e.IsDir() && e.Name() != ".git" && isProjectMD(filepath.Join(dir, e.Name(), memd.MemoryMDName)) {
 			return LayoutProjectMemory, nil
 		}
 	}
