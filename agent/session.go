@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/writerlock"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/secrets"
 	"github.com/memd-dev/memd/sleep"
@@ -186,7 +187,7 @@ func (s *Session) WithLock(ctx context.Context, fn func() error) error {
 // acquireLock takes the writer lock; release (idempotent) gives it back and reports how long
 // it was held.
 func (s *Session) acquireLock(ctx context.Context) (release func(), err error) {
-	lk, err := memd.AcquireLock(ctx, s.cfg.LockPath(), memd.LockOptions{
+	lk, err := writerlock.Acquire(ctx, s.cfg.LockPath(), writerlock.Options{
 		Timeout: s.cfg.Lock.Timeout.D(), Context: s.who, Logger: s.log,
 	})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/writerlock"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
@@ -265,11 +266,11 @@ func (c *checker) checkLedger() {
 // checkLock reports a writer lock: stale (a problem) or held (a warning).
 func (c *checker) checkLock() {
 	lockFile := c.opt.LockFile
-	info, err := memd.ReadLockInfo(filepath.Join(c.root, lockFile))
+	info, err := writerlock.ReadInfo(filepath.Join(c.root, lockFile))
 	if err != nil {
 		return
 	}
-	if memd.LockIsStale(info) {
+	if writerlock.IsStale(info) {
 		c.add(Problem, "lock", lockFile, "stale writer lock: pid %d on %s (acquired %s) is not running; memd takes it over, or remove it", info.PID, info.Hostname, info.AcquiredAt)
 	} else {
 		c.add(Warning, "lock", lockFile, "writer lock held by pid %d on %s since %s", info.PID, info.Hostname, info.AcquiredAt)

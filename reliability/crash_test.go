@@ -330,7 +330,7 @@ func (k knownIssues) total() int {
 }
 
 // emptyLockIssue is the known issue of an empty .memory.lock: a SIGKILL between creating
-// the lock (O_EXCL) and writing its lines leaves an empty file, which AcquireLock treats as
+// the lock (O_EXCL) and writing its lines leaves an empty file, which writerlock.Acquire treats as
 // held for LockUnreadableStaleAfter (10 minutes), blocking memd and every writer.
 const emptyLockIssue = "a kill between creating .memory.lock and writing it leaves an empty lock that blocks all writers for 10 min"
 

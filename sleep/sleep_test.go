@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/writerlock"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
@@ -477,7 +478,7 @@ func TestHeldWriterLockBlocksApply(t *testing.T) {
 	cfg := testConfig()
 	cfg.Lock.Timeout = memd.Duration(300 * time.Millisecond)
 	rep := runSleep(t, dir, store, cfg, func(o *Options) { o.Phases = []memd.Phase{"expire"} })
-	if !rep.Failed() || !errors.Is(rep.Phases[0].Err, memd.ErrLockTimeout) {
+	if !rep.Failed() || !errors.Is(rep.Phases[0].Err, writerlock.ErrTimeout) {
 		t.Fatalf("expire under a held lock: %+v", rep.Phases[0])
 	}
 	mustContain(t, "lock error names the holder", rep.Phases[0].Error, "python writer")

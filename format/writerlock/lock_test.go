@@ -1,4 +1,4 @@
-package memd
+package writerlock
 
 import (
 	"bufio"
@@ -110,11 +110,11 @@ func TestLockPythonHoldsMemdWaits(t *testing.T) {
 	py := startPyLock(t, path, "hold")
 	line := py.expect(t, "acquired ")
 	pyPID, _ := strconv.Atoi(strings.TrimPrefix(line, "acquired "))
-	info, err := ReadLockInfo(path)
+	info, err := ReadInfo(path)
 	if err != nil || info.PID != pyPID || info.Context != "pylock.hold" || info.Hostname != lockHostname() {
 		t.Fatalf("python's lock info: %+v %v", info, err)
 	}
-	if LockIsStale(info) {
+	if IsStale(info) {
 		t.Fatal("a live python holder judged stale")
 	}
 
@@ -125,7 +125,7 @@ func TestLockPythonHoldsMemdWaits(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 20 * time.Second, Logger: slog.New(rec), Context: "memd test"})
+		lk, err := Acquire(context.Background(), path, Options{Timeout: 20 * time.Second, Logger: slog.New(rec), Context: "memd test"})
 		done <- result{lk, err}
 	}()
 	testutil.WaitFor(t, "memd to report it is waiting", 20*time.Second, func() bool { return rec.find("writer lock held, waiting") != "" }, nil)
@@ -150,7 +150,7 @@ func TestLockPythonHoldsMemdWaits(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	info, err = ReadLockInfo(path)
+	info, err = ReadInfo(path)
 	if err != nil || info.PID != os.Getpid() || info.Context != "memd test" {
 		t.Errorf("memd's lock info: %+v %v", info, err)
 	}
@@ -164,7 +164,7 @@ func TestLockPythonHoldsMemdWaits(t *testing.T) {
 
 func TestLockMemdHoldsPythonWaits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".memory.lock")
-	lk, err := AcquireLock(context.Background(), path, LockOptions{Context: "sleep(expire)"})
+	lk, err := Acquire(context.Background(), path, Options{Context: "sleep(expire)"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +179,14 @@ func TestLockMemdHoldsPythonWaits(t *testing.T) {
 	}
 	py := startPyLock(t, path, "hold", "0.01")
 	py.expect(t, "waiting")
-	if info, _ := ReadLockInfo(path); info.PID != os.Getpid() {
+	if info, _ := ReadInfo(path); info.PID != os.Getpid() {
 		t.Fatalf("python took memd's lock: %+v", info)
 	}
 	if err := lk.Release(); err != nil {
 		t.Fatal(err)
 	}
 	line := py.expect(t, "acquired ")
-	if info, err := ReadLockInfo(path); err != nil || strconv.Itoa(info.PID) != strings.TrimPrefix(line, "acquired ") {
+	if info, err := ReadInfo(path); err != nil || strconv.Itoa(info.PID) != strings.TrimPrefix(line, "acquired ") {
 		t.Errorf("python's lock: %+v %v", info, err)
 	}
 	_, _ = io.WriteString(py.stdin, "\n")
@@ -203,7 +203,7 @@ func deadPID(t *testing.T) int {
 	return cmd.Process.Pid
 }
 
-func writeLockFile(t *testing.T, path string, info LockInfo) {
+func writeLockFile(t *testing.T, path string, info Info) {
 	t.Helper()
 	if err := os.WriteFile(path, formatLockInfo(info), 0o644); err != nil {
 		t.Fatal(err)
@@ -215,13 +215,13 @@ func TestLockStaleTakeover(t *testing.T) {
 	for name, pid := range map[string]int{"dead pid": deadPID(t), "own pid, not held": os.Getpid()} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".lock")
-			old := LockInfo{PID: pid, Hostname: lockHostname(), AcquiredAt: "2026-11-29T03:00:00Z", Context: "crashed writer"}
+			old := Info{PID: pid, Hostname: lockHostname(), AcquiredAt: "2026-11-29T03:00:00Z", Context: "crashed writer"}
 			writeLockFile(t, path, old)
-			if pid != os.Getpid() && !LockIsStale(old) {
+			if pid != os.Getpid() && !IsStale(old) {
 				t.Fatal("dead pid not stale")
 			}
 			rec := &logRecorder{}
-			lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 5 * time.Second, Logger: slog.New(rec)})
+			lk, err := Acquire(context.Background(), path, Options{Timeout: 5 * time.Second, Logger: slog.New(rec)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestLockStaleTakeover(t *testing.T) {
 			if m == "" || !strings.Contains(m, fmt.Sprintf("pid %d", pid)) || !strings.Contains(m, "crashed writer") {
 				t.Errorf("take-over log: %q", m)
 			}
-			if info, _ := ReadLockInfo(path); info.PID != os.Getpid() || info.Context != "" {
+			if info, _ := ReadInfo(path); info.PID != os.Getpid() || info.Context != "" {
 				t.Errorf("lock after take-over: %+v", info)
 			}
 			if left, _ := filepath.Glob(path + ".stale-*"); len(left) != 0 {
@@ -249,23 +249,23 @@ func TestLockTimeoutNamesHolder(t *testing.T) {
 	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
 	cases := []struct {
 		name string
-		info LockInfo
+		info Info
 	}{
-		{"live pid here", LockInfo{PID: sleeper.Process.Pid, Hostname: lockHostname(), AcquiredAt: "2026-11-30T08:00:00.123456+00:00", Context: "memory_writer.write"}},
-		{"dead pid elsewhere", LockInfo{PID: deadPID(t), Hostname: "other-host.example", AcquiredAt: "2026-11-30T07:00:00Z", Context: "index.append"}},
+		{"live pid here", Info{PID: sleeper.Process.Pid, Hostname: lockHostname(), AcquiredAt: "2026-11-30T08:00:00.123456+00:00", Context: "memory_writer.write"}},
+		{"dead pid elsewhere", Info{PID: deadPID(t), Hostname: "other-host.example", AcquiredAt: "2026-11-30T07:00:00Z", Context: "index.append"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".lock")
 			writeLockFile(t, path, c.info)
 			start := time.Now()
-			lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 150 * time.Millisecond, Poll: 10 * time.Millisecond})
+			lk, err := Acquire(context.Background(), path, Options{Timeout: 150 * time.Millisecond, Poll: 10 * time.Millisecond})
 			if err == nil {
 				_ = lk.Release()
 				t.Fatal("acquired a held lock")
 			}
-			if !errors.Is(err, ErrLockTimeout) {
-				t.Fatalf("error %v does not wrap ErrLockTimeout", err)
+			if !errors.Is(err, ErrTimeout) {
+				t.Fatalf("error %v does not wrap ErrTimeout", err)
 			}
 			if time.Since(start) < 150*time.Millisecond {
 				t.Errorf("gave up before the timeout: %v", time.Since(start))
@@ -275,7 +275,7 @@ func TestLockTimeoutNamesHolder(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, want)
 				}
 			}
-			if info, _ := ReadLockInfo(path); info != c.info {
+			if info, _ := ReadInfo(path); info != c.info {
 				t.Errorf("held lock changed: %+v", info)
 			}
 		})
@@ -288,18 +288,18 @@ func TestLockUnreadableFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("garbage\x00"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadLockInfo(path); !errors.Is(err, ErrLockUnparseable) {
-		t.Errorf("ReadLockInfo: %v", err)
+	if _, err := ReadInfo(path); !errors.Is(err, ErrUnparseable) {
+		t.Errorf("ReadInfo: %v", err)
 	}
-	_, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond})
-	if !errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), "unreadable lock file") || !strings.Contains(err.Error(), `garbage\x00`) {
+	_, err := Acquire(context.Background(), path, Options{Timeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond})
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "unreadable lock file") || !strings.Contains(err.Error(), `garbage\x00`) {
 		t.Fatalf("young unreadable lock: %v", err)
 	}
 	old := time.Now().Add(-LockUnreadableStaleAfter - time.Minute)
 	if err := os.Chtimes(path, old, old); err != nil {
 		t.Fatal(err)
 	}
-	lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: time.Second})
+	lk, err := Acquire(context.Background(), path, Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatalf("old unreadable lock not taken over: %v", err)
 	}
@@ -308,7 +308,7 @@ func TestLockUnreadableFile(t *testing.T) {
 	}
 	// The injected clock ages it too.
 	_ = os.WriteFile(path, nil, 0o644)
-	lk, err = AcquireLock(context.Background(), path, LockOptions{Timeout: time.Second, Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	lk, err = Acquire(context.Background(), path, Options{Timeout: time.Second, Now: func() time.Time { return time.Now().Add(time.Hour) }})
 	if err != nil {
 		t.Fatalf("empty lock aged by the clock: %v", err)
 	}
@@ -320,14 +320,14 @@ func TestLockUnreadableFile(t *testing.T) {
 
 func TestLockReentrantAndRelease(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".memory.lock")
-	a, err := AcquireLock(context.Background(), path, LockOptions{})
+	a, err := Acquire(context.Background(), path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Relative path to the same file: the same hold.
 	wd, _ := os.Getwd()
 	rel, _ := filepath.Rel(wd, path)
-	b, err := AcquireLock(context.Background(), rel, LockOptions{Timeout: 50 * time.Millisecond})
+	b, err := Acquire(context.Background(), rel, Options{Timeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("re-entrant acquire: %v", err)
 	}
@@ -337,7 +337,7 @@ func TestLockReentrantAndRelease(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("inner release removed the file: %v", err)
 	}
-	if err := b.Release(); !errors.Is(err, ErrLockReleased) {
+	if err := b.Release(); !errors.Is(err, ErrReleased) {
 		t.Errorf("double release: %v", err)
 	}
 	if err := a.Release(); err != nil {
@@ -348,22 +348,22 @@ func TestLockReentrantAndRelease(t *testing.T) {
 	}
 
 	// Another writer took it over meanwhile: release leaves its file alone.
-	c, err := AcquireLock(context.Background(), path, LockOptions{})
+	c, err := Acquire(context.Background(), path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := LockInfo{PID: 1, Hostname: "h2", AcquiredAt: "2026-11-30T09:00:00Z", Context: "other"}
+	other := Info{PID: 1, Hostname: "h2", AcquiredAt: "2026-11-30T09:00:00Z", Context: "other"}
 	writeLockFile(t, path, other)
-	if err := c.Release(); !errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), "pid 1") {
+	if err := c.Release(); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "pid 1") {
 		t.Errorf("release of a lost lock: %v", err)
 	}
-	if info, _ := ReadLockInfo(path); info != other {
+	if info, _ := ReadInfo(path); info != other {
 		t.Error("release removed another writer's lock")
 	}
 	_ = os.Remove(path)
 
 	// WithLock and a cancelled wait.
-	if err := WithLock(context.Background(), path, LockOptions{}, func() error {
+	if err := WithLock(context.Background(), path, Options{}, func() error {
 		if _, err := os.Stat(path); err != nil {
 			return err
 		}
@@ -371,15 +371,15 @@ func TestLockReentrantAndRelease(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	writeLockFile(t, path, LockInfo{PID: 1, Hostname: "h2", AcquiredAt: "x"})
+	writeLockFile(t, path, Info{PID: 1, Hostname: "h2", AcquiredAt: "x"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := AcquireLock(ctx, path, LockOptions{Timeout: 10 * time.Second}); !errors.Is(err, context.Canceled) {
+	if _, err := Acquire(ctx, path, Options{Timeout: 10 * time.Second}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled wait: %v", err)
 	}
 	// A directory that does not exist is an error naming the path, not a wait.
 	missing := filepath.Join(t.TempDir(), "no", ".memory.lock")
-	if _, err := AcquireLock(context.Background(), missing, LockOptions{Timeout: 10 * time.Second}); err == nil || errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), missing) {
+	if _, err := Acquire(context.Background(), missing, Options{Timeout: 10 * time.Second}); err == nil || errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing dir: %v", err)
 	}
 }
@@ -435,7 +435,7 @@ func TestLockHelperProcess(t *testing.T) {
 	path, counter := os.Getenv("MEMD_LOCK_PATH"), os.Getenv("MEMD_LOCK_COUNTER")
 	n, _ := strconv.Atoi(os.Getenv("MEMD_LOCK_N"))
 	for range n {
-		lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 30 * time.Second, Poll: 5 * time.Millisecond, Context: "helper"})
+		lk, err := Acquire(context.Background(), path, Options{Timeout: 30 * time.Second, Poll: 5 * time.Millisecond, Context: "helper"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,7 +467,7 @@ func BenchmarkLockAcquireRelease(b *testing.B) {
 	path := filepath.Join(b.TempDir(), ".memory.lock")
 	ctx := context.Background()
 	for b.Loop() {
-		lk, err := AcquireLock(ctx, path, LockOptions{Context: "bench"})
+		lk, err := Acquire(ctx, path, Options{Context: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -485,11 +485,11 @@ func TestLockEmptyFileStaleSooner(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrLockTimeout) {
+	if _, err := Acquire(context.Background(), path, Options{Timeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("young empty lock: %v", err)
 	}
 	later := func() time.Time { return time.Now().Add(LockEmptyStaleAfter + time.Second) }
-	lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: time.Second, Now: later})
+	lk, err := Acquire(context.Background(), path, Options{Timeout: time.Second, Now: later})
 	if err != nil {
 		t.Fatalf("empty lock older than %s not taken over: %v", LockEmptyStaleAfter, err)
 	}
@@ -516,7 +516,7 @@ func TestLockEmptyFileStaleSooner(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lk, err = AcquireLock(context.Background(), path, LockOptions{Timeout: time.Second})
+	lk, err = Acquire(context.Background(), path, Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,32 +538,32 @@ func TestLockOtherPIDNamespaceNotStale(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, ".memory.lock")
-	other := LockInfo{PID: deadPID(t), Hostname: lockHostname(), AcquiredAt: "2026-11-29T03:00:00Z", Context: "container writer", PIDNamespace: "4026500001"}
+	other := Info{PID: deadPID(t), Hostname: lockHostname(), AcquiredAt: "2026-11-29T03:00:00Z", Context: "container writer", PIDNamespace: "4026500001"}
 	writeLockFile(t, path, other)
-	if got, err := ReadLockInfo(path); err != nil || got.PIDNamespace != other.PIDNamespace {
+	if got, err := ReadInfo(path); err != nil || got.PIDNamespace != other.PIDNamespace {
 		t.Fatalf("pid_ns line not read back: %+v %v", got, err)
 	}
-	if LockIsStale(other) {
+	if IsStale(other) {
 		t.Fatal("a holder in another PID namespace judged stale by a pid probe")
 	}
-	_, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 150 * time.Millisecond, Poll: 10 * time.Millisecond})
-	if !errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), "PID namespace 4026500001") {
+	_, err := Acquire(context.Background(), path, Options{Timeout: 150 * time.Millisecond, Poll: 10 * time.Millisecond})
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "PID namespace 4026500001") {
 		t.Fatalf("lock of another PID namespace: %v", err)
 	}
 	// Our own pid in another namespace is another process, not a leftover of ours.
 	other.PID = os.Getpid()
 	writeLockFile(t, path, other)
-	if _, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrLockTimeout) {
+	if _, err := Acquire(context.Background(), path, Options{Timeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("our pid in another namespace taken over: %v", err)
 	}
 	// Same namespace, or none named: the dead pid is stale.
 	for _, ns := range []string{lockPIDNamespace(), ""} {
 		other.PID, other.PIDNamespace = deadPID(t), ns
-		if !LockIsStale(other) {
+		if !IsStale(other) {
 			t.Errorf("dead pid with pid_ns %q not stale", ns)
 		}
 	}
-	lk, err := AcquireLock(context.Background(), filepath.Join(dir, "own.lock"), LockOptions{})
+	lk, err := Acquire(context.Background(), filepath.Join(dir, "own.lock"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +601,7 @@ func TestLockUnsharePIDNamespace(t *testing.T) {
 	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "held") {
 		t.Skipf("holder in a new PID namespace did not start (%q): unshare not permitted here?", sc.Text())
 	}
-	info, err := ReadLockInfo(path)
+	info, err := ReadInfo(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,10 +612,10 @@ func TestLockUnsharePIDNamespace(t *testing.T) {
 		t.Logf("holder has pid %d in its namespace, not %d", info.PID, want)
 	}
 	t.Logf("holder: %s; its pid probed here: %v", info, syscall.Kill(info.PID, 0))
-	if _, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 200 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrLockTimeout) {
+	if _, err := Acquire(context.Background(), path, Options{Timeout: 200 * time.Millisecond, Poll: 10 * time.Millisecond}); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("the lock of a live holder in another PID namespace was taken: %v", err)
 	}
-	if got, _ := ReadLockInfo(path); got != info {
+	if got, _ := ReadInfo(path); got != info {
 		t.Fatalf("lock changed: %+v, was %+v", got, info)
 	}
 }
@@ -626,7 +626,7 @@ func TestLockHoldHelper(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process only")
 	}
-	lk, err := AcquireLock(context.Background(), path, LockOptions{Context: "namespaced holder"})
+	lk, err := Acquire(context.Background(), path, Options{Context: "namespaced holder"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,7 +658,7 @@ func TestLockNeverFollowsSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &logRecorder{}
-	lk, err := AcquireLock(context.Background(), path, LockOptions{Timeout: 2 * time.Second, Logger: slog.New(rec)})
+	lk, err := Acquire(context.Background(), path, Options{Timeout: 2 * time.Second, Logger: slog.New(rec)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -677,11 +677,11 @@ func TestLockNeverFollowsSymlinks(t *testing.T) {
 	if fi, _ := os.Stat(victim); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("victim mode changed: %v", fi.Mode())
 	}
-	// ReadLockInfo of a symlinked lock reads nothing through it.
+	// ReadInfo of a symlinked lock reads nothing through it.
 	if err := os.Symlink(victim, path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadLockInfo(path); err == nil {
-		t.Fatal("ReadLockInfo followed a symlinked lock")
+	if _, err := ReadInfo(path); err == nil {
+		t.Fatal("ReadInfo followed a symlinked lock")
 	}
 }

@@ -1,4 +1,4 @@
-package memd
+package writerlock
 
 // The writer lock (docs/FORMATS.md §5): every writer of the memory repo serialises on
 // `<repo>/.memory.lock`, a file created with O_CREAT|O_EXCL (0644) holding `pid:`,
@@ -27,7 +27,7 @@ import (
 	"github.com/memd-dev/memd/internal/textsafe"
 )
 
-// Defaults of LockOptions.
+// Defaults of Options.
 const (
 	DefaultLockTimeout = 10 * time.Second
 	DefaultLockPoll    = 50 * time.Millisecond
@@ -41,22 +41,22 @@ const (
 	LockEmptyStaleAfter = 30 * time.Second
 )
 
-// ErrLockTimeout is wrapped by AcquireLock's error when the lock stayed held for the timeout.
-var ErrLockTimeout = errors.New("writer lock timeout")
+// ErrTimeout is wrapped by Acquire's error when the lock stayed held for the timeout.
+var ErrTimeout = errors.New("writer lock timeout")
 
-// ErrLockLost is wrapped by Release when the lock file is gone or belongs to another
+// ErrLost is wrapped by Release when the lock file is gone or belongs to another
 // writer (someone removed it or took it over while it was held). Release leaves such a
 // file alone.
-var ErrLockLost = errors.New("writer lock lost")
+var ErrLost = errors.New("writer lock lost")
 
-// ErrLockReleased is wrapped by a second Release of the same Lock.
-var ErrLockReleased = errors.New("writer lock already released")
+// ErrReleased is wrapped by a second Release of the same Lock.
+var ErrReleased = errors.New("writer lock already released")
 
-// ErrLockUnparseable is wrapped by ReadLockInfo when the file lacks a pid or hostname line.
-var ErrLockUnparseable = errors.New("unparseable lock file")
+// ErrUnparseable is wrapped by ReadInfo when the file lacks a pid or hostname line.
+var ErrUnparseable = errors.New("unparseable lock file")
 
-// LockInfo is the metadata a lock file holds.
-type LockInfo struct {
+// Info is the metadata a lock file holds.
+type Info struct {
 	PID                           int
 	Hostname, AcquiredAt, Context string
 	// PIDNamespace is the holder's PID namespace (the inode of /proc/self/ns/pid); empty
@@ -64,7 +64,7 @@ type LockInfo struct {
 	PIDNamespace string
 }
 
-func (i LockInfo) String() string {
+func (i Info) String() string {
 	s := fmt.Sprintf("pid %d on host %q since %s", i.PID, i.Hostname, i.AcquiredAt)
 	if i.Context != "" {
 		s += fmt.Sprintf(" (context: %s)", i.Context)
@@ -72,8 +72,8 @@ func (i LockInfo) String() string {
 	return s
 }
 
-// LockOptions tunes AcquireLock. Zero values take the defaults.
-type LockOptions struct {
+// Options tunes Acquire. Zero values take the defaults.
+type Options struct {
 	Timeout time.Duration // how long to wait for a held lock; default 10s
 	Poll    time.Duration // how often to look again; default 50ms
 	Context string        // written as the `context:` line, says who holds the lock
@@ -97,7 +97,7 @@ type Lock struct {
 type heldLock struct {
 	count   int
 	content []byte // what we wrote, to recognise our own file on release
-	info    LockInfo
+	info    Info
 }
 
 // lockRegistry is process-wide, keyed by absolute path. Its mutex is also held around
@@ -129,7 +129,7 @@ func lockPIDNamespace() string {
 
 // samePIDNamespace: whether a holder's pid can be probed from here. A lock that names no
 // namespace (the Python writer's) is taken as ours, as before namespaces were recorded.
-func samePIDNamespace(info LockInfo) bool {
+func samePIDNamespace(info Info) bool {
 	return info.PIDNamespace == "" || lockPIDNamespace() == "" || info.PIDNamespace == lockPIDNamespace()
 }
 
@@ -144,16 +144,16 @@ func lockHostname() string {
 	return hostnameVal
 }
 
-// AcquireLock takes the writer lock at path, waiting while another writer holds it.
+// Acquire takes the writer lock at path, waiting while another writer holds it.
 //
 //   - Re-entrant: if this process holds it already, the count goes up and it returns at once.
 //   - A stale lock (this host, its pid not running; or this process's own pid left over from
 //     an earlier run) is taken over, with a log line naming the old holder.
 //   - A lock file that does not parse is held until it is LockUnreadableStaleAfter old.
 //   - A lock held by a live process (or another host: memd cannot see its processes) is
-//     waited for; after opts.Timeout the error wraps ErrLockTimeout and quotes the holder's
+//     waited for; after opts.Timeout the error wraps ErrTimeout and quotes the holder's
 //     metadata. ctx ends the wait early with ctx's error.
-func AcquireLock(ctx context.Context, path string, opts LockOptions) (*Lock, error) {
+func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("writer lock %s: %w", path, err)
@@ -198,7 +198,7 @@ func AcquireLock(ctx context.Context, path string, opts LockOptions) (*Lock, err
 				holder = holder2
 			}
 			return nil, fmt.Errorf("%w: %s still held after %s by %s; if no writer is running, remove the file",
-				ErrLockTimeout, abs, time.Since(start).Round(time.Millisecond), holder)
+				ErrTimeout, abs, time.Since(start).Round(time.Millisecond), holder)
 		case <-poll.C:
 		}
 	}
@@ -206,7 +206,7 @@ func AcquireLock(ctx context.Context, path string, opts LockOptions) (*Lock, err
 
 // tryLock makes one attempt. It returns the lock, or a description of the holder when the
 // lock is held, or an error when the file cannot be created for another reason.
-func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, error) {
+func tryLock(abs string, opts Options, log *slog.Logger) (*Lock, string, error) {
 	lockRegistry.Lock()
 	defer lockRegistry.Unlock()
 	if h := lockRegistry.held[abs]; h != nil {
@@ -214,7 +214,7 @@ func tryLock(abs string, opts LockOptions, log *slog.Logger) (*Lock, string, err
 		return &Lock{path: abs, held: h}, "", nil
 	}
 	for attempt := 0; ; attempt++ {
-		info := LockInfo{PID: os.Getpid(), Hostname: lockHostname(),
+		info := Info{PID: os.Getpid(), Hostname: lockHostname(),
 			AcquiredAt: opts.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), Context: oneLine(opts.Context),
 			PIDNamespace: lockPIDNamespace()}
 		content := formatLockInfo(info)
@@ -371,7 +371,7 @@ func judgeLock(data []byte, mtime, now time.Time) (stale bool, holder string) {
 	if !samePIDNamespace(info) {
 		holder += fmt.Sprintf(" (PID namespace %s, not ours %s: its pid cannot be probed from here)", info.PIDNamespace, lockPIDNamespace())
 	}
-	return LockIsStale(info), holder
+	return IsStale(info), holder
 }
 
 // takeOver removes a stale lock file, but only the one judged stale: it is renamed aside
@@ -402,7 +402,7 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-func formatLockInfo(i LockInfo) []byte {
+func formatLockInfo(i Info) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "pid: %d\nhostname: %s\nacquired_at: %s\n", i.PID, i.Hostname, i.AcquiredAt)
 	if i.Context != "" {
@@ -416,8 +416,8 @@ func formatLockInfo(i LockInfo) []byte {
 
 // parseLockInfo reads `key: value` lines; unknown keys are ignored; pid and hostname are
 // required.
-func parseLockInfo(data []byte) (LockInfo, error) {
-	var info LockInfo
+func parseLockInfo(data []byte) (Info, error) {
+	var info Info
 	hasPID, hasHost := false, false
 	for _, line := range strings.Split(string(data), "\n") {
 		key, value, ok := strings.Cut(line, ":")
@@ -429,7 +429,7 @@ func parseLockInfo(data []byte) (LockInfo, error) {
 		case "pid":
 			n, err := strconv.Atoi(value)
 			if err != nil || n <= 0 {
-				return LockInfo{}, fmt.Errorf("%w: pid %q", ErrLockUnparseable, value)
+				return Info{}, fmt.Errorf("%w: pid %q", ErrUnparseable, value)
 			}
 			info.PID, hasPID = n, true
 		case "hostname":
@@ -443,31 +443,31 @@ func parseLockInfo(data []byte) (LockInfo, error) {
 		}
 	}
 	if !hasPID {
-		return LockInfo{}, fmt.Errorf("%w: no pid line", ErrLockUnparseable)
+		return Info{}, fmt.Errorf("%w: no pid line", ErrUnparseable)
 	}
 	if !hasHost {
-		return LockInfo{}, fmt.Errorf("%w: no hostname line", ErrLockUnparseable)
+		return Info{}, fmt.Errorf("%w: no hostname line", ErrUnparseable)
 	}
 	return info, nil
 }
 
-// ReadLockInfo reads the metadata of the lock file at path.
-func ReadLockInfo(path string) (LockInfo, error) {
+// ReadInfo reads the metadata of the lock file at path.
+func ReadInfo(path string) (Info, error) {
 	data, _, err := readLockFile(path)
 	if err != nil {
-		return LockInfo{}, fmt.Errorf("writer lock %s: %w", path, err)
+		return Info{}, fmt.Errorf("writer lock %s: %w", path, err)
 	}
 	info, err := parseLockInfo(data)
 	if err != nil {
-		return LockInfo{}, fmt.Errorf("writer lock %s: %w", path, err)
+		return Info{}, fmt.Errorf("writer lock %s: %w", path, err)
 	}
 	return info, nil
 }
 
-// LockIsStale reports whether a lock's holder is certainly gone: it ran on this host, in
+// IsStale reports whether a lock's holder is certainly gone: it ran on this host, in
 // this PID namespace, and its pid is not running. A lock from another host or another PID
 // namespace (a container sharing the hostname) is never stale: memd cannot see its processes.
-func LockIsStale(info LockInfo) bool {
+func IsStale(info Info) bool {
 	if info.PID <= 0 || info.Hostname != lockHostname() || !samePIDNamespace(info) {
 		return false
 	}
@@ -478,15 +478,15 @@ func LockIsStale(info LockInfo) bool {
 func (l *Lock) Path() string { return l.path }
 
 // Info returns the metadata this process wrote into the lock file.
-func (l *Lock) Info() LockInfo { return l.held.info }
+func (l *Lock) Info() Info { return l.held.info }
 
 // Release gives the lock back. The file is removed when the process's last hold ends, and
-// only if it is still the file this process wrote (else ErrLockLost, file left alone).
+// only if it is still the file this process wrote (else ErrLost, file left alone).
 func (l *Lock) Release() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
-		return fmt.Errorf("writer lock %s: %w", l.path, ErrLockReleased)
+		return fmt.Errorf("writer lock %s: %w", l.path, ErrReleased)
 	}
 	l.released = true
 	lockRegistry.Lock()
@@ -505,7 +505,7 @@ func (l *Lock) Release() error {
 	defer t.Close()
 	data, _, err := readLockIn(t, base)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: %s was removed while held", ErrLockLost, l.path)
+		return fmt.Errorf("%w: %s was removed while held", ErrLost, l.path)
 	}
 	if err != nil {
 		return fmt.Errorf("writer lock %s: release: %w", l.path, err)
@@ -515,7 +515,7 @@ func (l *Lock) Release() error {
 		if info, err := parseLockInfo(data); err == nil {
 			holder = info.String()
 		}
-		return fmt.Errorf("%w: %s now belongs to %s; left in place", ErrLockLost, l.path, holder)
+		return fmt.Errorf("%w: %s now belongs to %s; left in place", ErrLost, l.path, holder)
 	}
 	if err := t.Remove(base); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("writer lock %s: release: %w", l.path, err)
@@ -524,8 +524,8 @@ func (l *Lock) Release() error {
 }
 
 // WithLock runs fn while holding the writer lock at path.
-func WithLock(ctx context.Context, path string, opts LockOptions, fn func() error) (err error) {
-	lk, err := AcquireLock(ctx, path, opts)
+func WithLock(ctx context.Context, path string, opts Options, fn func() error) (err error) {
+	lk, err := Acquire(ctx, path, opts)
 	if err != nil {
 		return err
 	}
