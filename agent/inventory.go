@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sync/gitrepo"
@@ -331,9 +332,9 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 	case memd.IsMemoryMD(rel):
 		if data, err := os.ReadFile(abs); err == nil {
 			md := mdInfo{MDStat: metrics.MDStat{Path: rel, Lines: countLines(data), Bytes: len(data),
-				Project: memd.DetectMemoryMDKind(data) == memd.MemoryMDProject}}
+				Project: memorymd.DetectMemoryMDKind(data) == memorymd.MemoryMDProject}}
 			if md.Project {
-				r := memd.InspectProjectMD(data)
+				r := memorymd.InspectProjectMD(data)
 				md.overSoftCap, md.untemplated = r.OverSoftCap, !r.InTemplate
 			}
 			v.mds[rel] = md

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 // A directory of project memories (seed 003): the inventory measures each project's
@@ -27,7 +28,7 @@ func TestInventoryProjectMemories(t *testing.T) {
 	sections := "## CRITICAL RULES\n\n- r\n\n## Architecture & Config Facts\n\n%s\n\n## Active Warnings\n\n- w\n\n## Topic Files\n\n- t\n"
 	write("ok/MEMORY.md", "# ok\n\n"+strings.Replace(sections, "%s", "- a", 1))
 	write("ok/history.md", "# ok: history\n")
-	write("full/MEMORY.md", "# full\n\n"+strings.Replace(sections, "%s", strings.Repeat("- fact\n", memd.ProjectSoftLines), 1))
+	write("full/MEMORY.md", "# full\n\n"+strings.Replace(sections, "%s", strings.Repeat("- fact\n", memorymd.ProjectSoftLines), 1))
 	write("loose/MEMORY.md", "# loose\n\n## CRITICAL RULES\n\n- r\n\n## Notes\n\n- n\n")
 	cfg := memd.DefaultConfig()
 	cfg.Repo = dir

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 var testNow = time.Date(2026, 11, 30, 14, 32, 5, 0, time.UTC)
@@ -165,10 +166,10 @@ func TestGenerate300(t *testing.T) {
 
 	// Root MEMORY.md: the index kind, every bullet well formed and pointing at a file.
 	idx := tree["MEMORY.md"]
-	if memd.DetectMemoryMDKind(idx) != memd.MemoryMDIndex {
+	if memorymd.DetectMemoryMDKind(idx) != memorymd.MemoryMDIndex {
 		t.Fatalf("root MEMORY.md is not index kind:\n%s", idx)
 	}
-	parsed := memd.ParseIndexMD(idx)
+	parsed := memorymd.ParseIndexMD(idx)
 	if len(parsed.Bad()) > 0 {
 		t.Errorf("bad index lines: %+v", parsed.Bad())
 	}
@@ -189,14 +190,14 @@ func TestGenerate300(t *testing.T) {
 
 	// Project MEMORY.md: project kind, off-template so tidy has work; the other in shape.
 	pm := tree["projects/checkout-api/MEMORY.md"]
-	if memd.DetectMemoryMDKind(pm) != memd.MemoryMDProject {
-		t.Errorf("project MEMORY.md kind %v", memd.DetectMemoryMDKind(pm))
+	if memorymd.DetectMemoryMDKind(pm) != memorymd.MemoryMDProject {
+		t.Errorf("project MEMORY.md kind %v", memorymd.DetectMemoryMDKind(pm))
 	}
-	if memd.InspectProjectMD(pm).InTemplate {
+	if memorymd.InspectProjectMD(pm).InTemplate {
 		t.Errorf("off-template project MEMORY.md is in template")
 	}
-	if !memd.InspectProjectMD(tree["projects/payments/MEMORY.md"]).InTemplate {
-		t.Errorf("payments MEMORY.md should be in template: %+v", memd.InspectProjectMD(tree["projects/payments/MEMORY.md"]))
+	if !memorymd.InspectProjectMD(tree["projects/payments/MEMORY.md"]).InTemplate {
+		t.Errorf("payments MEMORY.md should be in template: %+v", memorymd.InspectProjectMD(tree["projects/payments/MEMORY.md"]))
 	}
 
 	// Ledger: every line parses; notes in every mode and state.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/format/writerlock"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics/statusline"
@@ -379,9 +380,9 @@ func misplaced(rel string, m *memd.Memory) string {
 }
 
 func checkMemoryMD(rel string, data []byte, exists map[string]bool, add func(Severity, string, string, string, ...any)) {
-	switch memd.DetectMemoryMDKind(data) {
-	case memd.MemoryMDIndex:
-		idx := memd.ParseIndexMD(data)
+	switch memorymd.DetectMemoryMDKind(data) {
+	case memorymd.MemoryMDIndex:
+		idx := memorymd.ParseIndexMD(data)
 		for i, l := range idx.Lines {
 			if l.Err != nil {
 				add(Problem, "index", rel, "line %d: %v", i+1, l.Err)
@@ -399,20 +400,20 @@ func checkMemoryMD(rel string, data []byte, exists map[string]bool, add func(Sev
 				add(Problem, "index", rel, "line %d: bullet points at %s, which does not exist", i+1, p)
 			}
 		}
-	case memd.MemoryMDProject:
-		r := memd.InspectProjectMD(data)
+	case memorymd.MemoryMDProject:
+		r := memorymd.InspectProjectMD(data)
 		if !r.InTemplate {
 			add(Problem, "memory_md", rel, "not in the four-section template (missing %s, extra %s); `memd sleep --phase tidy` repairs it and keeps a backup",
 				listOrNone(r.Missing), listOrNone(r.Extra))
 		}
 		switch {
 		case r.OverCap:
-			add(Problem, "memory_md", rel, "%d lines, %d characters: over the cap (%d lines / %d characters)", r.Lines, r.Chars, memd.ProjectMaxLines, memd.ProjectMaxChars)
+			add(Problem, "memory_md", rel, "%d lines, %d characters: over the cap (%d lines / %d characters)", r.Lines, r.Chars, memorymd.ProjectMaxLines, memorymd.ProjectMaxChars)
 		case r.OverSoftCap:
-			add(Warning, "memory_md", rel, "%d lines, %d characters: over the soft cap (%d lines / %d characters)", r.Lines, r.Chars, memd.ProjectSoftLines, memd.ProjectSoftChars)
+			add(Warning, "memory_md", rel, "%d lines, %d characters: over the soft cap (%d lines / %d characters)", r.Lines, r.Chars, memorymd.ProjectSoftLines, memorymd.ProjectSoftChars)
 		}
 		for _, ln := range r.LongBullets {
-			add(Warning, "memory_md", rel, "line %d: bullet over %d characters", ln, memd.ProjectMaxBulletChars)
+			add(Warning, "memory_md", rel, "line %d: bullet over %d characters", ln, memorymd.ProjectMaxBulletChars)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
@@ -227,7 +228,7 @@ func TestProjectMemoryTwoMachines(t *testing.T) {
 
 	for _, w := range []*world{a, b} {
 		got := w.read(projMD)
-		if r := memd.InspectProjectMD([]byte(got)); !r.InTemplate {
+		if r := memorymd.InspectProjectMD([]byte(got)); !r.InTemplate {
 			t.Errorf("%s: MEMORY.md out of the template: %+v\n%s", w.repo, r, got)
 		}
 		for _, bl := range bullets {

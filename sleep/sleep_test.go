@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/format/writerlock"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
@@ -201,11 +202,11 @@ func checkFullArchive(t *testing.T, dir, base string, c map[string]int) {
 func checkFullTidy(t *testing.T, dir string) {
 	t.Helper()
 	pmd := readFile(t, dir, projectMD)
-	if r := memd.InspectProjectMD([]byte(pmd)); !r.InTemplate {
+	if r := memorymd.InspectProjectMD([]byte(pmd)); !r.InTemplate {
 		t.Errorf("project MEMORY.md not in template: %+v\n%s", r, pmd)
 	}
 	mustContain(t, "unsorted kept", pmd, "### Unsorted: Notes")
-	mustContain(t, "backup", readFile(t, dir, "projects/shop/"+memd.PreMigrationName), "## Notes\n- misc\n")
+	mustContain(t, "backup", readFile(t, dir, "projects/shop/"+memorymd.PreMigrationName), "## Notes\n- misc\n")
 	moved3 := readFile(t, dir, "archive/2026/"+epOld3)
 	mustContain(t, "archived file repointed by tidy", moved3, `href="/archive/2026/`+epOld1+`"`)
 	tc := phaseCommit(t, dir, "tidy")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 // memoryMDName is the file name of both MEMORY.md kinds.
@@ -24,7 +25,7 @@ func planIndexRepoints(s *snapshot, p *plan, moved map[string]string) error {
 		if err != nil {
 			return err
 		}
-		if !exists || memd.DetectMemoryMDKind(data) != memd.MemoryMDIndex {
+		if !exists || memorymd.DetectMemoryMDKind(data) != memorymd.MemoryMDIndex {
 			continue
 		}
 		if out, n := repointIndex(data, func(bp string) (string, bool) {
@@ -43,7 +44,7 @@ func planIndexRepoints(s *snapshot, p *plan, moved map[string]string) error {
 // Each line is repointed through a one-line view sharing it, so repointing k paths in an
 // index of n bullets costs O(n), not O(n*k).
 func repointIndex(data []byte, target func(string) (string, bool)) ([]byte, int) {
-	idx := memd.ParseIndexMD(data)
+	idx := memorymd.ParseIndexMD(data)
 	n := 0
 	for i := range idx.Lines {
 		ln := idx.Lines[i]
@@ -51,7 +52,7 @@ func repointIndex(data []byte, target func(string) (string, bool)) ([]byte, int)
 			continue
 		}
 		if to, ok := target(memd.NormalizePath(ln.Bullet.Path)); ok {
-			n += (&memd.IndexMD{Lines: idx.Lines[i : i+1]}).Repoint(ln.Bullet.Path, to)
+			n += (&memorymd.IndexMD{Lines: idx.Lines[i : i+1]}).Repoint(ln.Bullet.Path, to)
 		}
 	}
 	if n == 0 {
@@ -153,14 +154,14 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 // tidyMD plans one MEMORY.md (not archived) with the bytes data; movedAway says where an
 // index bullet's target went.
 func tidyMD(s *snapshot, env *planEnv, p *plan, md string, data []byte, movedAway func(string) (string, bool)) {
-	switch memd.DetectMemoryMDKind(data) {
-	case memd.MemoryMDIndex:
+	switch memorymd.DetectMemoryMDKind(data) {
+	case memorymd.MemoryMDIndex:
 		if out, n := repointIndex(data, movedAway); n > 0 {
 			p.write(md, out, data, true)
 			p.counts["bullets"] += n
 			p.item("repoint-bullets", md, "", fmt.Sprintf("%d bullets to archived files", n))
 		}
-	case memd.MemoryMDProject:
+	case memorymd.MemoryMDProject:
 		if matchesAny(env.cfg.Tidy.MemoryMD, md) {
 			planProjectMD(s, p, md, data)
 		}
@@ -178,25 +179,25 @@ func matchesAny(globs []string, p string) bool {
 
 // planProjectMD repairs one project-kind MEMORY.md and reports its caps.
 func planProjectMD(s *snapshot, p *plan, md string, data []byte) {
-	rep := memd.InspectProjectMD(data)
+	rep := memorymd.InspectProjectMD(data)
 	if rep.OverCap {
 		p.counts["over_cap"]++
 		p.item("report", md, "", fmt.Sprintf("%d lines, %d characters: over the cap (%d lines / %d characters); not cut",
-			rep.Lines, rep.Chars, memd.ProjectMaxLines, memd.ProjectMaxChars))
+			rep.Lines, rep.Chars, memorymd.ProjectMaxLines, memorymd.ProjectMaxChars))
 	} else if rep.OverSoftCap {
 		p.counts["over_soft_cap"]++
 		p.item("report", md, "", fmt.Sprintf("%d lines, %d characters: over the soft cap (%d lines / %d characters)",
-			rep.Lines, rep.Chars, memd.ProjectSoftLines, memd.ProjectSoftChars))
+			rep.Lines, rep.Chars, memorymd.ProjectSoftLines, memorymd.ProjectSoftChars))
 	}
 	if n := len(rep.LongBullets); n > 0 {
 		p.counts["long_bullets"] += n
-		p.item("report", md, "", fmt.Sprintf("%d bullets over %d characters (lines %v)", n, memd.ProjectMaxBulletChars, rep.LongBullets))
+		p.item("report", md, "", fmt.Sprintf("%d bullets over %d characters (lines %v)", n, memorymd.ProjectMaxBulletChars, rep.LongBullets))
 	}
-	fixed := memd.RepairProjectMD(data, memd.ProjectNameOf(md))
+	fixed := memorymd.RepairProjectMD(data, memorymd.ProjectNameOf(md))
 	if bytes.Equal(fixed, data) {
 		return
 	}
-	backup := path.Join(path.Dir(md), memd.PreMigrationName)
+	backup := path.Join(path.Dir(md), memorymd.PreMigrationName)
 	old, found, err := s.read(backup)
 	if err != nil {
 		p.item("skip", md, "", "cannot read "+backup+": "+err.Error())

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/format/scaffold"
 )
 
@@ -28,7 +29,7 @@ func seed003Dir(t *testing.T) string {
 		"## Active Warnings\n\n- None yet.\n\n## Topic Files\n\n- `history.md`.\n")
 	write("alpha/history.md", "# alpha: history\n\n- first session\n")
 	var facts []string
-	for i := 0; i < memd.ProjectSoftLines; i++ {
+	for i := 0; i < memorymd.ProjectSoftLines; i++ {
 		facts = append(facts, "- fact "+strings.Repeat("x", i%7))
 	}
 	write("beta/MEMORY.md", "# beta\n\n## CRITICAL RULES\n\n- Keep the API stable.\n\n## Architecture & Config Facts\n\n"+
@@ -68,10 +69,10 @@ func TestInitProjectMemoryLayout(t *testing.T) {
 		t.Fatalf("sleep tidy: %d %s %s", code, out, stderr)
 	}
 	fixed, _ := os.ReadFile(filepath.Join(dir, "beta", "MEMORY.md"))
-	if r := memd.InspectProjectMD(fixed); !r.InTemplate || !strings.Contains(string(fixed), "### Unsorted: Notes") {
+	if r := memorymd.InspectProjectMD(fixed); !r.InTemplate || !strings.Contains(string(fixed), "### Unsorted: Notes") {
 		t.Errorf("tidy did not repair beta/MEMORY.md: %+v\n%s", r, fixed)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "beta", memd.PreMigrationName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "beta", memorymd.PreMigrationName)); err != nil {
 		t.Errorf("no backup: %v", err)
 	}
 	if code, out, _ := runApp(t, "doctor", "--repo", dir); code != 0 || strings.Contains(out, "template") {

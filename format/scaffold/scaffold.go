@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/internal/safefs"
 )
 
@@ -49,7 +50,7 @@ func DetectLayout(dir string) (string, error) {
 	}
 	isProjectMD := func(p string) bool {
 		data, err := os.ReadFile(p)
-		return err == nil && memd.DetectMemoryMDKind(data) == memd.MemoryMDProject
+		return err == nil && memorymd.DetectMemoryMDKind(data) == memorymd.MemoryMDProject
 	}
 	if isProjectMD(filepath.Join(dir, memd.MemoryMDName)) {
 		return LayoutProjectMemory, nil

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 // A project memory in the tree merge, end to end (the rules: the root's mergelayout.go).
@@ -19,15 +19,15 @@ const layoutMD = "# proj\n\n## CRITICAL RULES\n\n- rule one\n\n## Architecture &
 func TestSyncProjectMemoryMerges(t *testing.T) {
 	hist := "# proj: history\n\n- day one\n"
 	w := newSyncWorld(t, map[string]string{"proj/MEMORY.md": layoutMD, "proj/history.md": hist,
-		"proj/" + memd.FailedReplyName: "reply 0\n"})
+		"proj/" + memorymd.FailedReplyName: "reply 0\n"})
 	writeFile(t, w.aDir, "proj/MEMORY.md", strings.Replace(layoutMD, "- fact a\n", "- fact a\n- fact from A\n", 1))
 	writeFile(t, w.aDir, "proj/history.md", hist+"\n- A appended\n")
-	writeFile(t, w.aDir, "proj/"+memd.FailedReplyName, "reply A\n")
+	writeFile(t, w.aDir, "proj/"+memorymd.FailedReplyName, "reply A\n")
 	mustCommit(t, w.a, "proj")
 	writeFile(t, w.bDir, "proj/MEMORY.md", strings.Replace(strings.Replace(layoutMD, "- fact a\n", "- fact a\n- fact from B\n", 1),
 		"- rule one\n", "- rule one\n- rule from B\n", 1))
 	writeFile(t, w.bDir, "proj/history.md", hist+"\n- B appended\n")
-	writeFile(t, w.bDir, "proj/"+memd.FailedReplyName, "reply B\n")
+	writeFile(t, w.bDir, "proj/"+memorymd.FailedReplyName, "reply B\n")
 	mustCommit(t, w.b, "proj")
 	_, rb := w.syncAll(t)
 	if !rb.Merged || len(rb.Conflicts) != 0 {
@@ -44,7 +44,7 @@ func TestSyncProjectMemoryMerges(t *testing.T) {
 			t.Errorf("%s: history.md %q, want %q", d, got, want)
 		}
 		// Same commit time on both sides (one test clock): theirs, A's pushed reply, stays.
-		if got := readWork(t, d, "proj/"+memd.FailedReplyName); got != "reply A\n" {
+		if got := readWork(t, d, "proj/"+memorymd.FailedReplyName); got != "reply A\n" {
 			t.Errorf("%s: failed reply %q", d, got)
 		}
 		if cc := conflictCopies(t, d); len(cc) != 0 {

@@ -6,7 +6,7 @@ package treemerge
 
 import (
 	"fmt"
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 // ProjectLayout says whether k is a kind of the project-memory layout, merged by
@@ -28,13 +28,13 @@ func (p MergePolicy) MergeProjectLayout(kind FileKind, name string, base, ours, 
 		}
 		return theirs, "", nil
 	case KindTopicFile:
-		merged, err = memd.MergeTopicFile(base, ours, theirs)
+		merged, err = memorymd.MergeTopicFile(base, ours, theirs)
 	case KindProjectMD:
-		merged, err = memd.MergeProjectMemoryMD(memd.ProjectNameOf(name), base, ours, theirs)
+		merged, err = memorymd.MergeProjectMemoryMD(memorymd.ProjectNameOf(name), base, ours, theirs)
 		if err == nil {
-			if r := memd.InspectProjectMD(merged); r.OverCap {
+			if r := memorymd.InspectProjectMD(merged); r.OverCap {
 				note = fmt.Sprintf("merged %s is over the cap: %d lines, %d characters (caps %d / %d); not cut",
-					name, r.Lines, r.Chars, memd.ProjectMaxLines, memd.ProjectMaxChars)
+					name, r.Lines, r.Chars, memorymd.ProjectMaxLines, memorymd.ProjectMaxChars)
 			}
 		}
 	default:

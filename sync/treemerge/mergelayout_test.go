@@ -1,7 +1,7 @@
 package treemerge
 
 import (
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +53,7 @@ func TestMergeProjectLayoutNewer(t *testing.T) {
 		pol  MergePolicy
 		want string
 	}{{older, "theirs"}, {newer, "ours"}, {tie, "theirs"}} {
-		got, _, err := c.pol.MergeProjectLayout(KindNewer, "p/"+memd.FailedReplyName, []byte("base"), []byte("ours"), []byte("theirs"))
+		got, _, err := c.pol.MergeProjectLayout(KindNewer, "p/"+memorymd.FailedReplyName, []byte("base"), []byte("ours"), []byte("theirs"))
 		if err != nil || string(got) != c.want {
 			t.Errorf("ours at %v, theirs at %v: %q %v, want %s", c.pol.OursTime, c.pol.TheirsTime, got, err, c.want)
 		}

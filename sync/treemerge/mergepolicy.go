@@ -8,6 +8,7 @@ package treemerge
 import (
 	"bytes"
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 	"path"
 	"strconv"
 	"strings"
@@ -124,11 +125,11 @@ func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
 		// merges them merge=ours): derived like memd's arcs. An arc memd did not write (a
 		// curated one, memhtml's own) is a file like any other: never dropped for theirs.
 		return KindDerived
-	case memd.IsProjectLayoutDerived(name):
+	case memorymd.IsProjectLayoutDerived(name):
 		return KindNewer
 	case base == memd.MemoryMDName:
 		return memoryMDKind(contents)
-	case memd.IsTopicFileName(base) && p.besideProjectMD(name):
+	case memorymd.IsTopicFileName(base) && p.besideProjectMD(name):
 		return KindTopicFile
 	}
 	return KindOther
@@ -156,10 +157,10 @@ func memoryMDKind(contents [][]byte) FileKind {
 		if len(bytes.TrimSpace(c)) == 0 {
 			continue // absent or empty (a new file): no evidence either way
 		}
-		switch memd.DetectMemoryMDKind(c) {
-		case memd.MemoryMDIndex:
+		switch memorymd.DetectMemoryMDKind(c) {
+		case memorymd.MemoryMDIndex:
 			index++
-		case memd.MemoryMDProject:
+		case memorymd.MemoryMDProject:
 			project++
 		default:
 			return KindOther
@@ -181,7 +182,7 @@ func (p MergePolicy) besideProjectMD(name string) bool {
 		return false
 	}
 	for _, v := range p.MemoryMDAt(path.Join(path.Dir(name), memd.MemoryMDName)) {
-		if memd.DetectMemoryMDKind(v) == memd.MemoryMDProject {
+		if memorymd.DetectMemoryMDKind(v) == memorymd.MemoryMDProject {
 			return true
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 // ErrPathConflict is returned when a merge would need a file and a
@@ -643,7 +644,7 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 	case KindAccessState:
 		merged = MergeAccessState(ob, tb) // a maximum needs no base
 	case KindIndexMD:
-		merged = memd.MergeIndexMD(bb, ob, tb)
+		merged = memorymd.MergeIndexMD(bb, ob, tb)
 	default:
 		if regular && memd.IsArchived(p) && memd.SameButArchiveStamps(ob, tb) {
 			return nil // one memory archived twice (two machines, two instants): theirs

@@ -1,4 +1,4 @@
-package memd
+package memorymd
 
 import (
 	"bufio"
@@ -376,4 +376,13 @@ func TestMergeIndexMD(t *testing.T) {
 	if got := string(MergeIndexMD([]byte(base), []byte(base), []byte(base+mal))); !strings.HasSuffix(got, mal) {
 		t.Errorf("malformed line lost: %s", got)
 	}
+}
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -1,4 +1,4 @@
-package memd
+package memorymd
 
 // Three-way merges of the project-memory layout (docs/FORMATS.md §3B, docs/ARCHITECTURE.md §4): a project-kind
 // MEMORY.md merges by section, `### ` subsection and line; its topic files (history.md, …)
@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/textsafe"
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -46,7 +47,7 @@ func IsProjectLayoutDerived(p string) bool {
 // IsTopicFileName reports whether a file beside a project MEMORY.md is one of its topic
 // files: every other `*.md` but the repair backup (the seed's own rule for the topic list).
 func IsTopicFileName(base string) bool {
-	return strings.HasSuffix(base, ".md") && base != MemoryMDName && base != PreMigrationName
+	return strings.HasSuffix(base, ".md") && base != memd.MemoryMDName && base != PreMigrationName
 }
 
 // ProjectNameOf names the project of a project MEMORY.md by its directory (the seed keeps

@@ -1,4 +1,4 @@
-package memd
+package memorymd
 
 // MEMORY.md comes in two kinds (docs/FORMATS.md §3): the index a memory writer keeps at the vault
 // root (one `- [[path|name]] · type:T subject:S · description` bullet a line), and the
@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/textsafe"
 	"regexp"
 	"strings"
@@ -488,8 +489,8 @@ func indexPathViolation(p string) string {
 	if k := strings.LastIndexByte(base, '.'); k > 0 {
 		probe = p[:len(p)-len(base)+k]
 	}
-	if v := PathViolation(probe + MemoryExt); v != "" {
-		return strings.ReplaceAll(v, fmt.Sprintf("%q", probe+MemoryExt), fmt.Sprintf("%q", p))
+	if v := memd.PathViolation(probe + memd.MemoryExt); v != "" {
+		return strings.ReplaceAll(v, fmt.Sprintf("%q", probe+memd.MemoryExt), fmt.Sprintf("%q", p))
 	}
 	return ""
 }
@@ -545,14 +546,14 @@ func (m *IndexMD) appendRaw(raw string) {
 // changing only the path inside the link so the rest of the line keeps its bytes. It
 // returns how many bullets it rewrote.
 func (m *IndexMD) Repoint(from, to string) int {
-	from, to = NormalizePath(from), NormalizePath(to)
+	from, to = memd.NormalizePath(from), memd.NormalizePath(to)
 	if from == to {
 		return 0
 	}
 	n := 0
 	for i := range m.Lines {
 		l := &m.Lines[i]
-		if l.Bullet == nil || NormalizePath(l.Bullet.Path) != from {
+		if l.Bullet == nil || memd.NormalizePath(l.Bullet.Path) != from {
 			continue
 		}
 		rest := strings.TrimPrefix(l.Raw, "- [[")
@@ -569,7 +570,7 @@ func (m *IndexMD) Repoint(from, to string) int {
 // indexKey identifies a line for merging: the normalised path of a bullet, else the line.
 func indexKey(l IndexLine) (key string, bullet bool) {
 	if l.Bullet != nil {
-		return NormalizePath(l.Bullet.Path), true
+		return memd.NormalizePath(l.Bullet.Path), true
 	}
 	return strings.TrimSuffix(l.Raw, "\r"), false
 }
