@@ -332,9 +332,9 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 	case memd.IsMemoryMD(rel):
 		if data, err := os.ReadFile(abs); err == nil {
 			md := mdInfo{MDStat: metrics.MDStat{Path: rel, Lines: countLines(data), Bytes: len(data),
-				Project: memorymd.DetectMemoryMDKind(data) == memorymd.MemoryMDProject}}
+				Project: memorymd.Detect(data) == memorymd.KindProject}}
 			if md.Project {
-				r := memorymd.InspectProjectMD(data)
+				r := memorymd.InspectProject(data)
 				md.overSoftCap, md.untemplated = r.OverSoftCap, !r.InTemplate
 			}
 			v.mds[rel] = md

@@ -12,7 +12,7 @@ import (
 )
 
 // A directory of project memories (seed 003): the inventory measures each project's
-// MEMORY.md with the template check and the soft caps (memd.InspectProjectMD), so the
+// MEMORY.md with the template check and the soft caps (memorymd.InspectProject), so the
 // status names the one out of the template and the one at its soft cap.
 func TestInventoryProjectMemories(t *testing.T) {
 	dir := t.TempDir()

@@ -166,10 +166,10 @@ func TestGenerate300(t *testing.T) {
 
 	// Root MEMORY.md: the index kind, every bullet well formed and pointing at a file.
 	idx := tree["MEMORY.md"]
-	if memorymd.DetectMemoryMDKind(idx) != memorymd.MemoryMDIndex {
+	if memorymd.Detect(idx) != memorymd.KindIndex {
 		t.Fatalf("root MEMORY.md is not index kind:\n%s", idx)
 	}
-	parsed := memorymd.ParseIndexMD(idx)
+	parsed := memorymd.ParseIndex(idx)
 	if len(parsed.Bad()) > 0 {
 		t.Errorf("bad index lines: %+v", parsed.Bad())
 	}
@@ -190,14 +190,14 @@ func TestGenerate300(t *testing.T) {
 
 	// Project MEMORY.md: project kind, off-template so tidy has work; the other in shape.
 	pm := tree["projects/checkout-api/MEMORY.md"]
-	if memorymd.DetectMemoryMDKind(pm) != memorymd.MemoryMDProject {
-		t.Errorf("project MEMORY.md kind %v", memorymd.DetectMemoryMDKind(pm))
+	if memorymd.Detect(pm) != memorymd.KindProject {
+		t.Errorf("project MEMORY.md kind %v", memorymd.Detect(pm))
 	}
-	if memorymd.InspectProjectMD(pm).InTemplate {
+	if memorymd.InspectProject(pm).InTemplate {
 		t.Errorf("off-template project MEMORY.md is in template")
 	}
-	if !memorymd.InspectProjectMD(tree["projects/payments/MEMORY.md"]).InTemplate {
-		t.Errorf("payments MEMORY.md should be in template: %+v", memorymd.InspectProjectMD(tree["projects/payments/MEMORY.md"]))
+	if !memorymd.InspectProject(tree["projects/payments/MEMORY.md"]).InTemplate {
+		t.Errorf("payments MEMORY.md should be in template: %+v", memorymd.InspectProject(tree["projects/payments/MEMORY.md"]))
 	}
 
 	// Ledger: every line parses; notes in every mode and state.

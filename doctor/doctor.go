@@ -380,9 +380,9 @@ func misplaced(rel string, m *memd.Memory) string {
 }
 
 func checkMemoryMD(rel string, data []byte, exists map[string]bool, add func(Severity, string, string, string, ...any)) {
-	switch memorymd.DetectMemoryMDKind(data) {
-	case memorymd.MemoryMDIndex:
-		idx := memorymd.ParseIndexMD(data)
+	switch memorymd.Detect(data) {
+	case memorymd.KindIndex:
+		idx := memorymd.ParseIndex(data)
 		for i, l := range idx.Lines {
 			if l.Err != nil {
 				add(Problem, "index", rel, "line %d: %v", i+1, l.Err)
@@ -400,8 +400,8 @@ func checkMemoryMD(rel string, data []byte, exists map[string]bool, add func(Sev
 				add(Problem, "index", rel, "line %d: bullet points at %s, which does not exist", i+1, p)
 			}
 		}
-	case memorymd.MemoryMDProject:
-		r := memorymd.InspectProjectMD(data)
+	case memorymd.KindProject:
+		r := memorymd.InspectProject(data)
 		if !r.InTemplate {
 			add(Problem, "memory_md", rel, "not in the four-section template (missing %s, extra %s); `memd sleep --phase tidy` repairs it and keeps a backup",
 				listOrNone(r.Missing), listOrNone(r.Extra))

@@ -47,7 +47,7 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 	for _, md := range []string{"projects/checkout-api/MEMORY.md", "projects/payments/MEMORY.md"} {
 		p := filepath.Join(root, md)
 		if data, err := os.ReadFile(p); err == nil {
-			if err := os.WriteFile(p, memorymd.RepairProjectMD(data, "x"), 0o644); err != nil {
+			if err := os.WriteFile(p, memorymd.RepairProject(data, "x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

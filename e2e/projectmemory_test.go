@@ -228,7 +228,7 @@ func TestProjectMemoryTwoMachines(t *testing.T) {
 
 	for _, w := range []*world{a, b} {
 		got := w.read(projMD)
-		if r := memorymd.InspectProjectMD([]byte(got)); !r.InTemplate {
+		if r := memorymd.InspectProject([]byte(got)); !r.InTemplate {
 			t.Errorf("%s: MEMORY.md out of the template: %+v\n%s", w.repo, r, got)
 		}
 		for _, bl := range bullets {

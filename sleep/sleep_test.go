@@ -202,7 +202,7 @@ func checkFullArchive(t *testing.T, dir, base string, c map[string]int) {
 func checkFullTidy(t *testing.T, dir string) {
 	t.Helper()
 	pmd := readFile(t, dir, projectMD)
-	if r := memorymd.InspectProjectMD([]byte(pmd)); !r.InTemplate {
+	if r := memorymd.InspectProject([]byte(pmd)); !r.InTemplate {
 		t.Errorf("project MEMORY.md not in template: %+v\n%s", r, pmd)
 	}
 	mustContain(t, "unsorted kept", pmd, "### Unsorted: Notes")

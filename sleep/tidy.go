@@ -25,7 +25,7 @@ func planIndexRepoints(s *snapshot, p *plan, moved map[string]string) error {
 		if err != nil {
 			return err
 		}
-		if !exists || memorymd.DetectMemoryMDKind(data) != memorymd.MemoryMDIndex {
+		if !exists || memorymd.Detect(data) != memorymd.KindIndex {
 			continue
 		}
 		if out, n := repointIndex(data, func(bp string) (string, bool) {
@@ -44,7 +44,7 @@ func planIndexRepoints(s *snapshot, p *plan, moved map[string]string) error {
 // Each line is repointed through a one-line view sharing it, so repointing k paths in an
 // index of n bullets costs O(n), not O(n*k).
 func repointIndex(data []byte, target func(string) (string, bool)) ([]byte, int) {
-	idx := memorymd.ParseIndexMD(data)
+	idx := memorymd.ParseIndex(data)
 	n := 0
 	for i := range idx.Lines {
 		ln := idx.Lines[i]
@@ -154,14 +154,14 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 // tidyMD plans one MEMORY.md (not archived) with the bytes data; movedAway says where an
 // index bullet's target went.
 func tidyMD(s *snapshot, env *planEnv, p *plan, md string, data []byte, movedAway func(string) (string, bool)) {
-	switch memorymd.DetectMemoryMDKind(data) {
-	case memorymd.MemoryMDIndex:
+	switch memorymd.Detect(data) {
+	case memorymd.KindIndex:
 		if out, n := repointIndex(data, movedAway); n > 0 {
 			p.write(md, out, data, true)
 			p.counts["bullets"] += n
 			p.item("repoint-bullets", md, "", fmt.Sprintf("%d bullets to archived files", n))
 		}
-	case memorymd.MemoryMDProject:
+	case memorymd.KindProject:
 		if matchesAny(env.cfg.Tidy.MemoryMD, md) {
 			planProjectMD(s, p, md, data)
 		}
@@ -179,7 +179,7 @@ func matchesAny(globs []string, p string) bool {
 
 // planProjectMD repairs one project-kind MEMORY.md and reports its caps.
 func planProjectMD(s *snapshot, p *plan, md string, data []byte) {
-	rep := memorymd.InspectProjectMD(data)
+	rep := memorymd.InspectProject(data)
 	if rep.OverCap {
 		p.counts["over_cap"]++
 		p.item("report", md, "", fmt.Sprintf("%d lines, %d characters: over the cap (%d lines / %d characters); not cut",
@@ -193,7 +193,7 @@ func planProjectMD(s *snapshot, p *plan, md string, data []byte) {
 		p.counts["long_bullets"] += n
 		p.item("report", md, "", fmt.Sprintf("%d bullets over %d characters (lines %v)", n, memorymd.ProjectMaxBulletChars, rep.LongBullets))
 	}
-	fixed := memorymd.RepairProjectMD(data, memorymd.ProjectNameOf(md))
+	fixed := memorymd.RepairProject(data, memorymd.ProjectNameOf(md))
 	if bytes.Equal(fixed, data) {
 		return
 	}

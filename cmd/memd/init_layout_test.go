@@ -69,7 +69,7 @@ func TestInitProjectMemoryLayout(t *testing.T) {
 		t.Fatalf("sleep tidy: %d %s %s", code, out, stderr)
 	}
 	fixed, _ := os.ReadFile(filepath.Join(dir, "beta", "MEMORY.md"))
-	if r := memorymd.InspectProjectMD(fixed); !r.InTemplate || !strings.Contains(string(fixed), "### Unsorted: Notes") {
+	if r := memorymd.InspectProject(fixed); !r.InTemplate || !strings.Contains(string(fixed), "### Unsorted: Notes") {
 		t.Errorf("tidy did not repair beta/MEMORY.md: %+v\n%s", r, fixed)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "beta", memorymd.PreMigrationName)); err != nil {

@@ -17,30 +17,30 @@ import (
 	"unicode/utf16"
 )
 
-// MemoryMDKind says which of the two MEMORY.md kinds a file is.
-type MemoryMDKind int
+// Kind says which of the two MEMORY.md kinds a file is.
+type Kind int
 
 const (
-	// MemoryMDUnknown: neither kind can be told with confidence; memd leaves such a file alone.
-	MemoryMDUnknown MemoryMDKind = iota
-	// MemoryMDIndex: the writer's index of `- [[path|name]] · …` bullets.
-	MemoryMDIndex
-	// MemoryMDProject: a per-project memory in (or meant for) the four-section template.
-	MemoryMDProject
+	// KindUnknown: neither kind can be told with confidence; memd leaves such a file alone.
+	KindUnknown Kind = iota
+	// KindIndex: the writer's index of `- [[path|name]] · …` bullets.
+	KindIndex
+	// KindProject: a per-project memory in (or meant for) the four-section template.
+	KindProject
 )
 
-func (k MemoryMDKind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case MemoryMDIndex:
+	case KindIndex:
 		return "index"
-	case MemoryMDProject:
+	case KindProject:
 		return "project"
 	default:
 		return "unknown"
 	}
 }
 
-// DetectMemoryMDKind decides the kind from the content alone:
+// Detect decides the kind from the content alone:
 //   - index: at least one `- [[` bullet line (the index reader's own test) and no `## `
 //     heading naming one of the four project sections; or no bullet yet but the writer's
 //     `# MEMORY` header and no `## ` heading at all (a fresh, empty index);
@@ -50,7 +50,7 @@ func (k MemoryMDKind) String() string {
 //
 // Unknown is the safe answer: the template is applied only to a project-kind file, so a
 // file that might be an index is never restructured.
-func DetectMemoryMDKind(data []byte) MemoryMDKind {
+func Detect(data []byte) Kind {
 	bullets, sections, headings := 0, 0, 0
 	firstLine := ""
 	for _, l := range mdLines(data) {
@@ -69,13 +69,13 @@ func DetectMemoryMDKind(data []byte) MemoryMDKind {
 	}
 	switch {
 	case bullets > 0 && sections == 0:
-		return MemoryMDIndex
+		return KindIndex
 	case sections > 0 && bullets == 0:
-		return MemoryMDProject
+		return KindProject
 	case bullets == 0 && headings == 0 && firstLine == "# MEMORY":
-		return MemoryMDIndex
+		return KindIndex
 	}
-	return MemoryMDUnknown
+	return KindUnknown
 }
 
 // ---- the project kind ----
@@ -104,9 +104,9 @@ const (
 	unsortedTitle = "### Unsorted: "
 )
 
-// ProjectMDReport is what InspectProjectMD measures. Chars counts UTF-16 code units, as the
+// ProjectReport is what InspectProject measures. Chars counts UTF-16 code units, as the
 // writer (a JS mod) measures its caps, so memd and the writer agree on the same file.
-type ProjectMDReport struct {
+type ProjectReport struct {
 	Lines, Chars int
 	// Sections are the `## ` headings as written (trimmed), in file order.
 	Sections []string
@@ -179,10 +179,10 @@ func mdInTemplate(headings []string) bool {
 	return true
 }
 
-// InspectProjectMD measures a project MEMORY.md against its template and caps.
-func InspectProjectMD(data []byte) ProjectMDReport {
+// InspectProject measures a project MEMORY.md against its template and caps.
+func InspectProject(data []byte) ProjectReport {
 	lines := mdLines(data)
-	rep := ProjectMDReport{Lines: len(lines), Chars: mdJSLength(string(data))}
+	rep := ProjectReport{Lines: len(lines), Chars: mdJSLength(string(data))}
 	count := map[string]int{}
 	last := -1
 	for i, l := range lines {
@@ -242,7 +242,7 @@ func mdTrimBlank(lines []string) []string {
 	return lines[start:end]
 }
 
-// RepairProjectMD puts a project MEMORY.md into the template (docs/FORMATS.md §3B) without losing a
+// RepairProject puts a project MEMORY.md into the template (docs/FORMATS.md §3B) without losing a
 // line: the four sections in order; a repeated section merged into one (bodies in file
 // order, a blank line between); a missing one added holding `- None yet.`; every other
 // `## X` section moved, in file order, to the end of `Architecture & Config Facts` under a
@@ -252,7 +252,7 @@ func mdTrimBlank(lines []string) []string {
 // A file already in the template is returned unchanged (the writer repairs only such
 // files too), which also makes the repair idempotent: its output is always in the template.
 // The caller keeps the old file as PreMigrationName (sleep's tidy does).
-func RepairProjectMD(data []byte, project string) []byte {
+func RepairProject(data []byte, project string) []byte {
 	lines := mdLines(data)
 	if mdInTemplate(mdHeadings(lines)) {
 		return append([]byte(nil), data...)
@@ -415,8 +415,8 @@ func bulletProblem(line string) string {
 	return "does not match `- [[path|name]] · type:T subject:S · description`"
 }
 
-// ParseIndexMD parses an index MEMORY.md; it never fails.
-func ParseIndexMD(data []byte) *IndexMD {
+// ParseIndex parses an index MEMORY.md; it never fails.
+func ParseIndex(data []byte) *IndexMD {
 	m := &IndexMD{}
 	if len(data) == 0 {
 		return m
@@ -575,7 +575,7 @@ func indexKey(l IndexLine) (key string, bullet bool) {
 	return strings.TrimSuffix(l.Raw, "\r"), false
 }
 
-// MergeIndexMD merges two index MEMORY.md files that changed from base on both sides: a
+// MergeIndex merges two index MEMORY.md files that changed from base on both sides: a
 // union of bullets, ours first (the header and order from ours), then theirs' bullets for
 // paths ours does not have, each path once; on the same path ours wins. base makes it
 // three-way, so a removal is not undone: a bullet one side removed and the other left as in
@@ -583,8 +583,8 @@ func indexKey(l IndexLine) (key string, bullet bool) {
 // behind), while a bullet one side changed and the other removed stays. Lines of theirs that
 // are not bullets (or do not parse) and are new since base are kept too, after ours.
 // A nil base is a plain union.
-func MergeIndexMD(base, ours, theirs []byte) []byte {
-	b, o, t := ParseIndexMD(base), ParseIndexMD(ours), ParseIndexMD(theirs)
+func MergeIndex(base, ours, theirs []byte) []byte {
+	b, o, t := ParseIndex(base), ParseIndex(ours), ParseIndex(theirs)
 	baseLine := map[string]string{} // key -> raw (first)
 	for _, l := range b.Lines {
 		if k, _ := indexKey(l); baseLine[k] == "" {

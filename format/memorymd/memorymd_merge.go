@@ -397,14 +397,14 @@ func (d mdDoc) lines() []string {
 	return out
 }
 
-// templated returns a version's lines put into the template (RepairProjectMD: no line
+// templated returns a version's lines put into the template (RepairProject: no line
 // lost), line ends taken off. An empty base stays empty: nothing was there to keep.
 func templatedLines(t mergeText, project string, isBase bool) []string {
 	if isBase && len(t.lines) == 0 {
 		return nil
 	}
 	data := []byte(strings.Join(t.lines, "\n") + "\n")
-	return mdLines(RepairProjectMD(data, project))
+	return mdLines(RepairProject(data, project))
 }
 
 // isRule is a bullet that holds something: `- None yet.` is the template's placeholder.
@@ -536,8 +536,8 @@ func mergeSec(b, o, t mdSec) mdSec {
 	}
 }
 
-// MergeProjectMemoryMD merges a project-kind MEMORY.md (docs/FORMATS.md §3B) that changed on both
-// sides. Each version is first put into the template (RepairProjectMD, so a side out of
+// MergeProject merges a project-kind MEMORY.md (docs/FORMATS.md §3B) that changed on both
+// sides. Each version is first put into the template (RepairProject, so a side out of
 // the template, with a repeated, missing or extra section, merges like the others; project
 // names the title of a version that has none). Then:
 //   - the title and the four sections, in order, each merged on its own; inside a section
@@ -551,10 +551,10 @@ func mergeSec(b, o, t mdSec) mdSec {
 //
 // The result is always in the template. It is never cut to fit the caps: it holds no line
 // that is not in base or added by one side, so it exceeds a cap by at most what the two
-// sides added; the caller reports a result over a cap (InspectProjectMD). Line ends
+// sides added; the caller reports a result over a cap (InspectProject). Line ends
 // (CRLF or LF) and the final newline follow the side that changed them. A version that is
 // not UTF-8 text or is over MaxStructuredMergeBytes is refused with ErrMergeInput.
-func MergeProjectMemoryMD(project string, base, ours, theirs []byte) ([]byte, error) {
+func MergeProject(project string, base, ours, theirs []byte) ([]byte, error) {
 	if err := checkMergeInputs(base, ours, theirs); err != nil {
 		return nil, err
 	}

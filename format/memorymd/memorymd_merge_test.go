@@ -168,14 +168,14 @@ func TestMergeProjectMemoryMD(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := MergeProjectMemoryMD("proj", []byte(c.base), []byte(c.ours), []byte(c.theirs))
+			got, err := MergeProject("proj", []byte(c.base), []byte(c.ours), []byte(c.theirs))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != c.want {
 				t.Errorf("merge:\n%s\nwant:\n%s", got, c.want)
 			}
-			if r := InspectProjectMD(got); !r.InTemplate {
+			if r := InspectProject(got); !r.InTemplate {
 				t.Errorf("result out of the template: %+v", r)
 			}
 			if strings.Contains(string(got), "<<<<<<<") || strings.Contains(string(got), ">>>>>>>") {
@@ -195,7 +195,7 @@ func TestMergeProjectMemoryMDOverCapNotCut(t *testing.T) {
 		facts = append(facts, fmt.Sprintf("- fact %d", i))
 	}
 	base := pmd("- r", lns(facts...), "", "")
-	if InspectProjectMD([]byte(base)).OverCap {
+	if InspectProject([]byte(base)).OverCap {
 		t.Fatal("base over cap")
 	}
 	add := func(side string) string {
@@ -205,11 +205,11 @@ func TestMergeProjectMemoryMDOverCapNotCut(t *testing.T) {
 		}
 		return strings.Replace(base, "- r\n", "- r\n"+lns(more...)+"\n", 1)
 	}
-	got, err := MergeProjectMemoryMD("proj", []byte(base), []byte(add("ours")), []byte(add("theirs")))
+	got, err := MergeProject("proj", []byte(base), []byte(add("ours")), []byte(add("theirs")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := InspectProjectMD(got)
+	r := InspectProject(got)
 	if !r.OverCap || !r.InTemplate {
 		t.Fatalf("want a result over the cap and in the template: %+v", r)
 	}
@@ -256,11 +256,11 @@ func TestMergeTopicFile(t *testing.T) {
 func TestMergeBadInput(t *testing.T) {
 	good := []byte(pmd("- r", "- a", "", ""))
 	latin1 := []byte(pmd("- r", "- caf\xe9", "", ""))
-	if _, err := MergeProjectMemoryMD("proj", good, latin1, good); !errors.Is(err, ErrMergeInput) ||
+	if _, err := MergeProject("proj", good, latin1, good); !errors.Is(err, ErrMergeInput) ||
 		!strings.Contains(err.Error(), "ours version is not valid UTF-8") {
 		t.Fatalf("not UTF-8: %v", err)
 	}
-	if _, err := MergeProjectMemoryMD("proj", good, good, []byte("a\x00b")); !errors.Is(err, ErrMergeInput) ||
+	if _, err := MergeProject("proj", good, good, []byte("a\x00b")); !errors.Is(err, ErrMergeInput) ||
 		!strings.Contains(err.Error(), "theirs version holds a NUL byte") {
 		t.Fatalf("binary: %v", err)
 	}
@@ -281,14 +281,14 @@ func FuzzMergeProjectMemoryMD(f *testing.F) {
 	f.Add("", "# x\n## Topic Files\n## Topic Files\n- t\n", "### loose\n- y\n## Active Warnings\n")
 	f.Add(base, strings.Replace(base, "- rule one\n- rule two\n", "", 1), strings.Replace(base, "- rule one", "- rule one!", 1))
 	f.Fuzz(func(t *testing.T, b, o, th string) {
-		got, err := MergeProjectMemoryMD("proj", []byte(b), []byte(o), []byte(th))
+		got, err := MergeProject("proj", []byte(b), []byte(o), []byte(th))
 		if err != nil {
 			if errors.Is(err, ErrMergeInput) {
 				return
 			}
 			t.Fatal(err)
 		}
-		if r := InspectProjectMD(got); !r.InTemplate {
+		if r := InspectProject(got); !r.InTemplate {
 			t.Fatalf("out of the template: %+v\n%q", r, got)
 		}
 		rb, ro, rt := fuzzRepaired(b, true), fuzzRepaired(o, false), fuzzRepaired(th, false)
@@ -339,11 +339,11 @@ func TestMergeProjectMemoryMDRandomEdits(t *testing.T) {
 	for iter := 0; iter < 400; iter++ {
 		base := randomDoc(rng)
 		ours, theirs := randomEdit(rng, base, "o"), randomEdit(rng, base, "t")
-		got, err := MergeProjectMemoryMD("proj", []byte(base), []byte(ours), []byte(theirs))
+		got, err := MergeProject("proj", []byte(base), []byte(ours), []byte(theirs))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := InspectProjectMD(got); !r.InTemplate {
+		if r := InspectProject(got); !r.InTemplate {
 			t.Fatalf("iter %d: out of the template\nbase:\n%s\nours:\n%s\ntheirs:\n%s\ngot:\n%s", iter, base, ours, theirs, got)
 		}
 		have := map[string]int{}
@@ -501,7 +501,7 @@ func BenchmarkMergeProjectMemoryMD(b *testing.B) {
 	theirs := strings.Replace(strings.Replace(base, "- fact 10:", "- fact 10 (theirs):", 1), "- rule two\n", "- rule two\n- theirs\n", 1)
 	b.SetBytes(int64(len(base)))
 	for b.Loop() {
-		if _, err := MergeProjectMemoryMD("proj", []byte(base), []byte(ours), []byte(theirs)); err != nil {
+		if _, err := MergeProject("proj", []byte(base), []byte(ours), []byte(theirs)); err != nil {
 			b.Fatal(err)
 		}
 	}

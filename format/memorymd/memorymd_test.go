@@ -18,33 +18,33 @@ func TestDetectMemoryMDKind(t *testing.T) {
 	cases := []struct {
 		name string
 		in   string
-		want MemoryMDKind
+		want Kind
 	}{
-		{"index file", string(readTestdata(t, "memorymd/index.md")), MemoryMDIndex},
-		{"fresh index", "# MEMORY\n\nAuto-maintained by memory_writer. One bullet per entry. Do not hand-edit.\n\n", MemoryMDIndex},
-		{"project in template", string(readTestdata(t, "memorymd/project-good.md")), MemoryMDProject},
-		{"messy project", string(readTestdata(t, "memorymd/project-messy.md")), MemoryMDProject},
-		{"one section, any case", "# p\n\n## active warnings\n- x\n", MemoryMDProject},
-		{"both signs", "## CRITICAL RULES\n- [[a/b.md|b]] · type:t subject:s · d\n", MemoryMDUnknown},
-		{"other headings only", "# notes\n\n## Ideas\n- one\n", MemoryMDUnknown},
-		{"empty", "", MemoryMDUnknown},
-		{"plain text", "hello\n", MemoryMDUnknown},
-		{"header with a heading", "# MEMORY\n\n## Ideas\n", MemoryMDUnknown},
+		{"index file", string(readTestdata(t, "memorymd/index.md")), KindIndex},
+		{"fresh index", "# MEMORY\n\nAuto-maintained by memory_writer. One bullet per entry. Do not hand-edit.\n\n", KindIndex},
+		{"project in template", string(readTestdata(t, "memorymd/project-good.md")), KindProject},
+		{"messy project", string(readTestdata(t, "memorymd/project-messy.md")), KindProject},
+		{"one section, any case", "# p\n\n## active warnings\n- x\n", KindProject},
+		{"both signs", "## CRITICAL RULES\n- [[a/b.md|b]] · type:t subject:s · d\n", KindUnknown},
+		{"other headings only", "# notes\n\n## Ideas\n- one\n", KindUnknown},
+		{"empty", "", KindUnknown},
+		{"plain text", "hello\n", KindUnknown},
+		{"header with a heading", "# MEMORY\n\n## Ideas\n", KindUnknown},
 	}
 	for _, c := range cases {
-		if got := DetectMemoryMDKind([]byte(c.in)); got != c.want {
+		if got := Detect([]byte(c.in)); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
 }
 
 func TestInspectProjectMD(t *testing.T) {
-	good := InspectProjectMD(readTestdata(t, "memorymd/project-good.md"))
+	good := InspectProject(readTestdata(t, "memorymd/project-good.md"))
 	if !good.InTemplate || good.OutOfOrder || len(good.Missing)+len(good.Extra)+len(good.Duplicated) != 0 || good.Lines != 17 {
 		t.Errorf("good: %+v", good)
 	}
-	messy := InspectProjectMD(readTestdata(t, "memorymd/project-messy.md"))
-	want := ProjectMDReport{
+	messy := InspectProject(readTestdata(t, "memorymd/project-messy.md"))
+	want := ProjectReport{
 		Lines: 23, Chars: messy.Chars,
 		Sections:   []string{"Architecture & Config Facts", "Notes", "critical rules", "Architecture & Config Facts", "Old Stuff"},
 		Missing:    []string{"Active Warnings", "Topic Files"},
@@ -69,18 +69,18 @@ func TestInspectProjectMD(t *testing.T) {
 		lines          int
 		soft, overHard bool
 	}{{159, false, false}, {160, true, false}, {199, true, false}, {200, true, true}} {
-		r := InspectProjectMD(body(c.lines))
+		r := InspectProject(body(c.lines))
 		if r.Lines != c.lines || r.OverSoftCap != c.soft || r.OverCap != c.overHard {
 			t.Errorf("%d lines: %+v", c.lines, r)
 		}
 	}
 	emoji := strings.Repeat("😀", 21000) // 21000 runes, 42000 UTF-16 units
-	if r := InspectProjectMD([]byte(emoji)); r.Chars != 42000 || !r.OverSoftCap || r.OverCap {
+	if r := InspectProject([]byte(emoji)); r.Chars != 42000 || !r.OverSoftCap || r.OverCap {
 		t.Errorf("emoji chars: %d soft=%v hard=%v", r.Chars, r.OverSoftCap, r.OverCap)
 	}
 	long := "- " + strings.Repeat("é", 598) // 600 characters: not over
 	longer := long + "!"
-	r := InspectProjectMD([]byte("# p\n" + long + "\n" + longer + "\n  " + longer + "\n"))
+	r := InspectProject([]byte("# p\n" + long + "\n" + longer + "\n  " + longer + "\n"))
 	if !reflect.DeepEqual(r.LongBullets, []int{3}) {
 		t.Errorf("long bullets %v, want [3]", r.LongBullets)
 	}
@@ -89,26 +89,26 @@ func TestInspectProjectMD(t *testing.T) {
 func TestRepairProjectMD(t *testing.T) {
 	messy := readTestdata(t, "memorymd/project-messy.md")
 	want := readTestdata(t, "memorymd/project-messy.repaired.md")
-	got := RepairProjectMD(messy, "memd")
+	got := RepairProject(messy, "memd")
 	if !bytes.Equal(got, want) {
 		t.Errorf("repair:\n%s\nwant:\n%s", got, want)
 	}
 	checkRepair(t, messy, got)
-	if !InspectProjectMD(got).InTemplate {
+	if !InspectProject(got).InTemplate {
 		t.Error("repaired file is not in the template")
 	}
 	good := readTestdata(t, "memorymd/project-good.md")
-	if out := RepairProjectMD(good, "memd"); !bytes.Equal(out, good) {
+	if out := RepairProject(good, "memd"); !bytes.Equal(out, good) {
 		t.Errorf("a file in the template changed:\n%s", out)
 	}
-	empty := RepairProjectMD(nil, "memd")
+	empty := RepairProject(nil, "memd")
 	wantEmpty := "# memd\n\n## CRITICAL RULES\n\n- None yet.\n\n## Architecture & Config Facts\n\n- None yet.\n\n## Active Warnings\n\n- None yet.\n\n## Topic Files\n\n- None yet.\n"
 	if string(empty) != wantEmpty {
 		t.Errorf("empty:\n%q\nwant\n%q", empty, wantEmpty)
 	}
 	// Sections in the wrong order only: reordered, bodies intact.
 	swapped := "# t\n\n## Topic Files\n\n- `history.md`.\n\n## CRITICAL RULES\n\n- rule\n"
-	out := string(RepairProjectMD([]byte(swapped), "x"))
+	out := string(RepairProject([]byte(swapped), "x"))
 	wantSwapped := "# t\n\n## CRITICAL RULES\n\n- rule\n\n## Architecture & Config Facts\n\n- None yet.\n\n## Active Warnings\n\n- None yet.\n\n## Topic Files\n\n- `history.md`.\n"
 	if out != wantSwapped {
 		t.Errorf("swapped:\n%s\nwant\n%s", out, wantSwapped)
@@ -121,7 +121,7 @@ func TestRepairProjectMD(t *testing.T) {
 // changes nothing.
 func checkRepair(t *testing.T, in, out []byte) {
 	t.Helper()
-	if !InspectProjectMD(out).InTemplate {
+	if !InspectProject(out).InTemplate {
 		t.Fatalf("output not in the template:\n%q\nfrom\n%q", out, in)
 	}
 	have := map[string]int{}
@@ -157,7 +157,7 @@ func checkRepair(t *testing.T, in, out []byte) {
 			t.Fatalf("line %q: %d in output, want %d\ninput %q\noutput %q", l, have[l], n, in, out)
 		}
 	}
-	if again := RepairProjectMD(out, "p"); !bytes.Equal(again, out) {
+	if again := RepairProject(out, "p"); !bytes.Equal(again, out) {
 		t.Fatalf("not idempotent:\n%q\n%q", out, again)
 	}
 }
@@ -169,13 +169,13 @@ func FuzzRepairProjectMD(f *testing.F) {
 	f.Add([]byte("## \n##\n## x\r\n## CRITICAL RULES\r\n\t\n- a\n"), "p")
 	f.Add([]byte("#x\n## critical RULES \n## Notes\n\n\n## Notes\n"), "")
 	f.Fuzz(func(t *testing.T, data []byte, project string) {
-		checkRepair(t, data, RepairProjectMD(data, project))
+		checkRepair(t, data, RepairProject(data, project))
 	})
 }
 
 func TestParseIndexMD(t *testing.T) {
 	data := readTestdata(t, "memorymd/index.md")
-	m := ParseIndexMD(data)
+	m := ParseIndex(data)
 	if !bytes.Equal(m.Bytes(), data) {
 		t.Errorf("unchanged index not byte-identical")
 	}
@@ -197,7 +197,7 @@ func TestParseIndexMD(t *testing.T) {
 		t.Error("header line parsed as a bullet")
 	}
 	for _, in := range []string{"", "x", "x\n\n", "- [[a|b]] · type:t subject:s · d"} {
-		if got := ParseIndexMD([]byte(in)).Bytes(); string(got) != in {
+		if got := ParseIndex([]byte(in)).Bytes(); string(got) != in {
 			t.Errorf("round trip %q -> %q", in, got)
 		}
 	}
@@ -251,7 +251,7 @@ func TestIndexParserAgreesWithPython(t *testing.T) {
 		pyEntries = append(pyEntries, e)
 	}
 	var goEntries []entry
-	for i, l := range ParseIndexMD([]byte(strings.Join(lines, "\n") + "\n")).Lines {
+	for i, l := range ParseIndex([]byte(strings.Join(lines, "\n") + "\n")).Lines {
 		if b := l.Bullet; b != nil {
 			goEntries = append(goEntries, entry{i + 1, b.Path, b.Name, b.Type, b.Subject, b.Description})
 		}
@@ -315,7 +315,7 @@ func TestIndexBulletValidateAndString(t *testing.T) {
 
 func TestIndexRepoint(t *testing.T) {
 	data := readTestdata(t, "memorymd/index.md")
-	m := ParseIndexMD(data)
+	m := ParseIndex(data)
 	n := m.Repoint("/areas/oncall/rollback-order.html", "archive/2024/areas/oncall/rollback-order.html")
 	if n != 1 {
 		t.Fatalf("Repoint = %d", n)
@@ -343,14 +343,14 @@ func TestMergeIndexMD(t *testing.T) {
 	// theirs: changed a too, archived b (repoint), changed c, removed d, added f and a note line.
 	theirs := header + b("areas/a.md", "a theirs") + b("archive/2024/areas/b.md", "b") + b("areas/c.md", "c theirs") +
 		b("areas/f.md", "f") + "Note: rebuilt on host2\n"
-	got := string(MergeIndexMD([]byte(base), []byte(ours), []byte(theirs)))
+	got := string(MergeIndex([]byte(base), []byte(ours), []byte(theirs)))
 	want := header + b("areas/a.md", "a ours") + b("areas/e.md", "e") +
 		b("archive/2024/areas/b.md", "b") + b("areas/c.md", "c theirs") + b("areas/f.md", "f") + "Note: rebuilt on host2\n"
 	if got != want {
 		t.Errorf("merge:\n%s\nwant:\n%s", got, want)
 	}
 	// Symmetry of content (not order): merging the other way keeps the same bullet paths.
-	other := ParseIndexMD(MergeIndexMD([]byte(base), []byte(theirs), []byte(ours)))
+	other := ParseIndex(MergeIndex([]byte(base), []byte(theirs), []byte(ours)))
 	paths := func(m *IndexMD) []string {
 		var ps []string
 		for _, x := range m.Bullets() {
@@ -358,22 +358,22 @@ func TestMergeIndexMD(t *testing.T) {
 		}
 		return ps
 	}
-	if fmt.Sprint(len(paths(other))) != fmt.Sprint(len(paths(ParseIndexMD([]byte(got))))) {
+	if fmt.Sprint(len(paths(other))) != fmt.Sprint(len(paths(ParseIndex([]byte(got))))) {
 		t.Errorf("other direction: %v", paths(other))
 	}
 	// No base: a plain union, ours first, each path once, ours wins on the same path.
-	u := string(MergeIndexMD(nil, []byte(header+b("areas/a.md", "1")+b("areas/b.md", "2")), []byte(header+b("areas/b.md", "other")+b("areas/c.md", "3"))))
+	u := string(MergeIndex(nil, []byte(header+b("areas/a.md", "1")+b("areas/b.md", "2")), []byte(header+b("areas/b.md", "other")+b("areas/c.md", "3"))))
 	if u != header+b("areas/a.md", "1")+b("areas/b.md", "2")+b("areas/c.md", "3") {
 		t.Errorf("union:\n%s", u)
 	}
 	// Ours without a final newline still gets whole lines appended.
-	nn := string(MergeIndexMD(nil, []byte(strings.TrimSuffix(header+b("areas/a.md", "1"), "\n")), []byte(b("areas/c.md", "3"))))
+	nn := string(MergeIndex(nil, []byte(strings.TrimSuffix(header+b("areas/a.md", "1"), "\n")), []byte(b("areas/c.md", "3"))))
 	if nn != header+b("areas/a.md", "1")+b("areas/c.md", "3") {
 		t.Errorf("no final newline: %q", nn)
 	}
 	// A malformed bullet from theirs is kept, never dropped.
 	mal := "- [[areas/x.md|x]] broken\n"
-	if got := string(MergeIndexMD([]byte(base), []byte(base), []byte(base+mal))); !strings.HasSuffix(got, mal) {
+	if got := string(MergeIndex([]byte(base), []byte(base), []byte(base+mal))); !strings.HasSuffix(got, mal) {
 		t.Errorf("malformed line lost: %s", got)
 	}
 }

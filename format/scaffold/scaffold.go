@@ -50,7 +50,7 @@ func DetectLayout(dir string) (string, error) {
 	}
 	isProjectMD := func(p string) bool {
 		data, err := os.ReadFile(p)
-		return err == nil && memorymd.DetectMemoryMDKind(data) == memorymd.MemoryMDProject
+		return err == nil && memorymd.Detect(data) == memorymd.KindProject
 	}
 	if isProjectMD(filepath.Join(dir, memd.MemoryMDName)) {
 		return LayoutProjectMemory, nil

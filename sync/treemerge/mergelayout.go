@@ -30,9 +30,9 @@ func (p MergePolicy) MergeProjectLayout(kind FileKind, name string, base, ours, 
 	case KindTopicFile:
 		merged, err = memorymd.MergeTopicFile(base, ours, theirs)
 	case KindProjectMD:
-		merged, err = memorymd.MergeProjectMemoryMD(memorymd.ProjectNameOf(name), base, ours, theirs)
+		merged, err = memorymd.MergeProject(memorymd.ProjectNameOf(name), base, ours, theirs)
 		if err == nil {
-			if r := memorymd.InspectProjectMD(merged); r.OverCap {
+			if r := memorymd.InspectProject(merged); r.OverCap {
 				note = fmt.Sprintf("merged %s is over the cap: %d lines, %d characters (caps %d / %d); not cut",
 					name, r.Lines, r.Chars, memorymd.ProjectMaxLines, memorymd.ProjectMaxChars)
 			}

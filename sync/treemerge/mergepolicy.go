@@ -157,10 +157,10 @@ func memoryMDKind(contents [][]byte) FileKind {
 		if len(bytes.TrimSpace(c)) == 0 {
 			continue // absent or empty (a new file): no evidence either way
 		}
-		switch memorymd.DetectMemoryMDKind(c) {
-		case memorymd.MemoryMDIndex:
+		switch memorymd.Detect(c) {
+		case memorymd.KindIndex:
 			index++
-		case memorymd.MemoryMDProject:
+		case memorymd.KindProject:
 			project++
 		default:
 			return KindOther
@@ -182,7 +182,7 @@ func (p MergePolicy) besideProjectMD(name string) bool {
 		return false
 	}
 	for _, v := range p.MemoryMDAt(path.Join(path.Dir(name), memd.MemoryMDName)) {
-		if memorymd.DetectMemoryMDKind(v) == memorymd.MemoryMDProject {
+		if memorymd.Detect(v) == memorymd.KindProject {
 			return true
 		}
 	}

@@ -230,7 +230,7 @@ func TestMergeIndexMDUnion(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := memorymd.MergeIndexMD(c.base, c.ours, c.theirs); string(got) != string(c.want) {
+			if got := memorymd.MergeIndex(c.base, c.ours, c.theirs); string(got) != string(c.want) {
 				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
 			}
 		})

@@ -644,7 +644,7 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 	case KindAccessState:
 		merged = MergeAccessState(ob, tb) // a maximum needs no base
 	case KindIndexMD:
-		merged = memorymd.MergeIndexMD(bb, ob, tb)
+		merged = memorymd.MergeIndex(bb, ob, tb)
 	default:
 		if regular && memd.IsArchived(p) && memd.SameButArchiveStamps(ob, tb) {
 			return nil // one memory archived twice (two machines, two instants): theirs
