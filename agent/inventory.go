@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
@@ -366,20 +367,20 @@ func (v *inventory) needsParse(rel string, d fs.DirEntry) bool {
 
 func parseEntry(root, rel string, info fs.FileInfo) invEntry {
 	e := invEntry{size: info.Size(), mtime: info.ModTime().UnixNano(), bucket: bucketIndex(rel)}
-	m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
+	m, err := memfile.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
 	if err == nil && m.Valid() && memd.ValidMemoryPath(rel) {
 		e.flags |= entValid
 	}
 	if err == nil {
 		// The inbox depths as memhtml's doctor counts them (tasks included in the inbox).
-		inbox, tasks := memd.InboxDepth(rel, m)
+		inbox, tasks := memfile.InboxDepth(rel, m)
 		if inbox {
 			e.flags |= entInbox
 		}
 		if tasks {
 			e.flags |= entTaskInbox
 		}
-		e.hash = uniqueKey(memd.UniqueContentKey(rel, m))
+		e.hash = uniqueKey(memfile.UniqueContentKey(rel, m))
 	}
 	if path.Dir(rel) == memd.ArcsDir {
 		e.flags |= entArc

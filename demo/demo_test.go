@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 )
 
@@ -62,7 +63,7 @@ func TestGenerate300(t *testing.T) {
 		if v := memd.PathViolation(p); v != "" {
 			t.Errorf("bad path: %s", v)
 		}
-		m := memd.ParseMemoryBytes(b)
+		m := memfile.ParseMemoryBytes(b)
 		if !m.Valid() {
 			t.Errorf("%s: violations %q", p, m.Violations)
 			continue

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/format/writerlock"
 	"github.com/memd-dev/memd/internal/repofiles"
@@ -70,7 +71,7 @@ type Options struct {
 
 type memInfo struct {
 	rel   string
-	mem   *memd.Memory
+	mem   *memfile.Memory
 	err   error
 	links []string // target paths of <link href>s
 }
@@ -172,7 +173,7 @@ func (c *checker) checkMemories(htmls []string) {
 		if !c.checkMemory(mi) {
 			continue
 		}
-		if k := memd.UniqueContentKey(mi.rel, mi.mem); k != "" {
+		if k := memfile.UniqueContentKey(mi.rel, mi.mem); k != "" {
 			byHash[k] = append(byHash[k], mi.rel)
 		}
 	}
@@ -197,7 +198,7 @@ func (c *checker) checkMemory(mi memInfo) bool {
 		add(Warning, "memory", rel, "%s", w)
 	}
 	// memhtml doctor's inbox depths: every indexed memory under areas/inbox/ (tasks too).
-	if inbox, tasks := memd.InboxDepth(rel, mi.mem); inbox {
+	if inbox, tasks := memfile.InboxDepth(rel, mi.mem); inbox {
 		rep.Inbox++
 		if tasks {
 			rep.TaskInbox++
@@ -330,7 +331,7 @@ func parseAll(root string, rels []string, progress io.Writer) []memInfo {
 			defer wg.Done()
 			for i := take(); i < len(rels); i = take() {
 				rel := rels[i]
-				m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
+				m, err := memfile.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
 				mi := memInfo{rel: rel, mem: m, err: err}
 				if m != nil {
 					for _, l := range m.Links {
@@ -351,7 +352,7 @@ func parseAll(root string, rels []string, progress io.Writer) []memInfo {
 // misplaced reports what placement would object to; only the rules memd can be sure of
 // (arcs, tasks, person files), since any other memory may live in any folder its writer
 // chose.
-func misplaced(rel string, m *memd.Memory) string {
+func misplaced(rel string, m *memfile.Memory) string {
 	if memd.IsArchived(rel) {
 		return ""
 	}

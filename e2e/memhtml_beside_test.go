@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
@@ -303,7 +304,7 @@ func TestMemhtmlBesideMemd(t *testing.T) {
 
 	// memhtml's sleep added its own lines to memd's arc (person links, confidence). A member
 	// change (the fixed episode joins, a new one is written) rewrites the arc and keeps them.
-	before := memd.HeadLines([]byte(a.read(arc)))
+	before := memfile.HeadLines([]byte(a.read(arc)))
 	a.do("write", "--type", "episodic", "--workspace", "team", "--title", "Alice episode 5", "--entity", "person:Alice Chen",
 		"--article-html", `<p><mark>Alice closed the year.</mark> On <time datetime="2025-11-11">November 11</time>.</p>`)
 	// The next night (another run id: a run id sleeps once).
@@ -315,9 +316,9 @@ func TestMemhtmlBesideMemd(t *testing.T) {
 		if !strings.Contains(got, "in 2025: 6 episodes, 2025-03-03 to 2025-11-11.") || !strings.Contains(got, offset) {
 			t.Errorf("arc after the member change:\n%s", got)
 		}
-		after := memd.HeadLines([]byte(got))
+		after := memfile.HeadLines([]byte(got))
 		for _, l := range before {
-			keep := l.Link || l.Name == memd.MetaConfidence
+			keep := l.Link || l.Name == memfile.MetaConfidence
 			if keep && !slices.Contains(after, l) {
 				t.Errorf("the rewrite dropped %+v:\n%s", l, got)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // move is one planned archive move.
@@ -19,7 +20,7 @@ type move struct {
 // ArchiveReason says why a memory file at p is archived at now, or "" when it stays.
 // Arcs and people are never archived; episodic memories go by year, done tasks by age,
 // and any other file only when its writer set memhtml-status archived.
-func ArchiveReason(p string, m *memd.Memory, now time.Time, keepYears int, doneAfter time.Duration) string {
+func ArchiveReason(p string, m *memfile.Memory, now time.Time, keepYears int, doneAfter time.Duration) string {
 	if m == nil || memd.IsArchived(p) || m.Type == memd.TypeArc || strings.HasPrefix(p, memd.PeopleDir+"/") {
 		return ""
 	}
@@ -99,7 +100,7 @@ func planStamps(s *snapshot, env *planEnv, p *plan, mp string) error {
 	if err != nil || !exists {
 		return err
 	}
-	if data := memd.ArchiveStamps(old, env.now); string(data) != string(old) {
+	if data := memfile.ArchiveStamps(old, env.now); string(data) != string(old) {
 		p.write(mp, data, old, true)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 type arcKey struct {
@@ -17,7 +18,7 @@ type arcKey struct {
 
 // arcGroup is one arc's members and the spellings its entity was written with.
 type arcGroup struct {
-	eps       []memd.ArcEpisode
+	eps       []memfile.ArcEpisode
 	spellings map[string]int
 }
 
@@ -50,7 +51,7 @@ func groupArcs(s *snapshot, key string) map[arcKey]*arcGroup {
 				g = &arcGroup{spellings: map[string]int{}}
 				groups[ak] = g
 			}
-			g.eps = append(g.eps, memd.ArcEpisode{Path: mp, Date: date, Title: m.Title, Gist: m.Gist})
+			g.eps = append(g.eps, memfile.ArcEpisode{Path: mp, Date: date, Title: m.Title, Gist: m.Gist})
 			g.spellings[names[i]]++
 		}
 	}
@@ -62,7 +63,7 @@ func groupArcs(s *snapshot, key string) map[arcKey]*arcGroup {
 // unless it is an active episode (memhtml-type episodic, whatever its name) outside archive/
 // with a known date that memhtml indexes (a file memhtml refuses, such as one whose <time>
 // has a UTC offset, is in no arc: an arc lists only what memhtml can follow).
-func arcKeysOf(mp string, m *memd.Memory, key string, out []arcKey, names []string) ([]arcKey, []string, time.Time) {
+func arcKeysOf(mp string, m *memfile.Memory, key string, out []arcKey, names []string) ([]arcKey, []string, time.Time) {
 	if !m.IsEpisode() || !m.Valid() || m.Status == memd.StatusArchived || memd.IsArchived(mp) {
 		return out, names, time.Time{}
 	}
@@ -82,7 +83,7 @@ func arcKeysOf(mp string, m *memd.Memory, key string, out []arcKey, names []stri
 	first := len(out)
 	for _, k := range keys {
 		k = strings.TrimSpace(k)
-		ak := arcKey{memd.NormalizeEntityRef(k), date.Year()}
+		ak := arcKey{memfile.NormalizeEntityRef(k), date.Year()}
 		if ak.entity == "" || slices.Contains(out[first:], ak) {
 			continue
 		}
@@ -136,7 +137,7 @@ func planArcs(s *snapshot, env *planEnv) (*plan, error) {
 			return eps[i].Path < eps[j].Path
 		})
 		name := g.name()
-		ap := memd.ArcPath(name, k.year)
+		ap := memfile.ArcPath(name, k.year)
 		if other, taken := claimed[ap]; taken {
 			// Two entity values with one slug: the first (sorted) keeps the file.
 			p.item("skip", ap, "", "entity "+name+" has the same arc file as "+other)
@@ -144,7 +145,7 @@ func planArcs(s *snapshot, env *planEnv) (*plan, error) {
 			continue
 		}
 		claimed[ap] = name
-		if cur, exists := s.mems[ap]; exists && !memd.IsMemdArc(cur) {
+		if cur, exists := s.mems[ap]; exists && !memfile.IsMemdArc(cur) {
 			why := "a non-arc file sits at the arc path"
 			if cur.Type == memd.TypeArc {
 				why = "an arc memd did not write sits at the arc path (memd never rewrites it)"
@@ -156,7 +157,7 @@ func planArcs(s *snapshot, env *planEnv) (*plan, error) {
 		for _, e := range eps {
 			partOf[e.Path] = append(partOf[e.Path], ap)
 		}
-		if err := planArc(s, env, p, memd.Arc{Entity: name, Year: k.year, Episodes: eps}, ap); err != nil {
+		if err := planArc(s, env, p, memfile.Arc{Entity: name, Year: k.year, Episodes: eps}, ap); err != nil {
 			return nil, err
 		}
 		progress(env.progress, "arcs (plan)", i+1, len(keys))
@@ -170,11 +171,11 @@ func planArcs(s *snapshot, env *planEnv) (*plan, error) {
 
 // planArc writes the arc a at ap unless the arc there already holds its members. A rewrite
 // keeps what other writers added to the arc's head (memd.ArcCarry).
-func planArc(s *snapshot, env *planEnv, p *plan, a memd.Arc, ap string) error {
+func planArc(s *snapshot, env *planEnv, p *plan, a memfile.Arc, ap string) error {
 	// The member hash meta decides: an unchanged group costs no render, no summarizer
 	// call and no commit.
-	hash := memd.ArcMemberHash(a.Episodes)
-	if cur, exists := s.mems[ap]; exists && cur.Meta(memd.MetaMembers) == hash {
+	hash := memfile.ArcMemberHash(a.Episodes)
+	if cur, exists := s.mems[ap]; exists && cur.Meta(memfile.MetaMembers) == hash {
 		return nil
 	}
 	if cmd := env.cfg.Arcs.Summarizer.Command; len(cmd) > 0 && !env.dryRun {
@@ -192,9 +193,9 @@ func planArc(s *snapshot, env *planEnv, p *plan, a memd.Arc, ap string) error {
 		return err
 	}
 	if found {
-		a.Carry = memd.ArcCarry(old)
+		a.Carry = memfile.ArcCarry(old)
 	}
-	data := memd.RenderArc(a)
+	data := memfile.RenderArc(a)
 	if found && string(old) == string(data) {
 		return nil
 	}
@@ -236,7 +237,7 @@ func planPartOf(s *snapshot, p *plan, partOf map[string][]string) error {
 		}
 		data := old
 		for _, href := range missing {
-			data = memd.AddLink(data, "part_of", href)
+			data = memfile.AddLink(data, "part_of", href)
 		}
 		if string(data) == string(old) {
 			p.item("report", mp, "", "no head to add the memhtml-part-of link to")
@@ -255,9 +256,9 @@ func planPartOf(s *snapshot, p *plan, partOf map[string][]string) error {
 }
 
 // hasPartOf reports whether m links to href with memhtml-part-of (either spelling).
-func hasPartOf(m *memd.Memory, href string) bool {
+func hasPartOf(m *memfile.Memory, href string) bool {
 	for _, l := range m.Links {
-		if memd.RelOfToken(l.Rel) == "part_of" && l.Href == href {
+		if memfile.RelOfToken(l.Rel) == "part_of" && l.Href == href {
 			return true
 		}
 	}

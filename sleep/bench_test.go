@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // benchLedger is n records, a tenth of them expired hard-expiry notes.
@@ -45,7 +46,7 @@ func BenchmarkExpireLedger100k(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for range b.N {
-		s := &snapshot{files: map[string]bool{}, mems: map[string]*memd.Memory{}, overlay: map[string][]byte{}, virtual: true}
+		s := &snapshot{files: map[string]bool{}, mems: map[string]*memfile.Memory{}, overlay: map[string][]byte{}, virtual: true}
 		p := newPlan()
 		if err := planLedger(s, env, p, "memory.jsonl", data, 14*24*time.Hour); err != nil {
 			b.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // The parse cache, <state>/sleep-parse.bin: for every memory file, the stat it had when it
@@ -187,14 +187,14 @@ func (r *cacheReader) str() string { return r.take(int(min(r.uvarint(), uint64(l
 // memSlab hands out Memory structs and their slices from a few large allocations: one
 // allocation per file was most of a cached load's time.
 type memSlab struct {
-	mems  []memd.Memory
+	mems  []memfile.Memory
 	strs  []string
-	links []memd.Link
+	links []memfile.Link
 }
 
-func (a *memSlab) mem() *memd.Memory {
+func (a *memSlab) mem() *memfile.Memory {
 	if len(a.mems) == 0 {
-		a.mems = make([]memd.Memory, 1024)
+		a.mems = make([]memfile.Memory, 1024)
 	}
 	m := &a.mems[0]
 	a.mems = a.mems[1:]
@@ -213,12 +213,12 @@ func (a *memSlab) strings(n int) []string {
 	return s
 }
 
-func (a *memSlab) linkSlice(n int) []memd.Link {
+func (a *memSlab) linkSlice(n int) []memfile.Link {
 	if n == 0 {
 		return nil
 	}
 	if len(a.links) < n {
-		a.links = make([]memd.Link, max(n, 4096))
+		a.links = make([]memfile.Link, max(n, 4096))
 	}
 	s := a.links[:n:n]
 	a.links = a.links[n:]
@@ -229,19 +229,19 @@ func (a *memSlab) linkSlice(n int) []memd.Link {
 const cachedInvalid = "invalid (its violations are not cached: memd doctor names them)"
 
 // decodeMem rebuilds the planners' part of a parse from an entry's payload.
-func decodeMem(payload string, slab *memSlab) (*memd.Memory, error) {
+func decodeMem(payload string, slab *memSlab) (*memfile.Memory, error) {
 	r := &cacheReader{data: payload}
 	m := slab.mem()
 	m.Type, m.Status, m.Title, m.Gist = r.str(), r.str(), r.str(), r.str()
 	m.TaskStatus, m.Updated, m.ValidUntil = r.str(), r.str(), r.str()
 	if members := r.str(); members != "" {
-		m.Metas = map[string][]string{memd.MetaMembers: {members}}
+		m.Metas = map[string][]string{memfile.MetaMembers: {members}}
 	}
 	if author := r.str(); author != "" {
 		if m.Metas == nil {
 			m.Metas = map[string][]string{}
 		}
-		m.Metas[memd.MetaAuthor] = []string{author}
+		m.Metas[memfile.MetaAuthor] = []string{author}
 	}
 	if r.str() != "" {
 		// Only whether the file is valid is kept: arcs list only members memhtml indexes.
@@ -268,7 +268,7 @@ func decodeMem(payload string, slab *memSlab) (*memd.Memory, error) {
 	n := int(min(r.uvarint(), uint64(len(payload))))
 	m.Links = slab.linkSlice(n)
 	for i := range m.Links {
-		m.Links[i] = memd.Link{Rel: r.str(), Href: r.str()}
+		m.Links[i] = memfile.Link{Rel: r.str(), Href: r.str()}
 	}
 	if r.err != nil || r.pos != len(payload) {
 		return nil, errBadCache
@@ -277,7 +277,7 @@ func decodeMem(payload string, slab *memSlab) (*memd.Memory, error) {
 }
 
 // appendMem encodes what decodeMem reads back.
-func appendMem(b []byte, m *memd.Memory) ([]byte, error) {
+func appendMem(b []byte, m *memfile.Memory) ([]byte, error) {
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -289,8 +289,8 @@ func appendMem(b []byte, m *memd.Memory) ([]byte, error) {
 	str(m.TaskStatus)
 	str(m.Updated)
 	str(m.ValidUntil)
-	str(m.Meta(memd.MetaMembers))
-	str(m.Meta(memd.MetaAuthor))
+	str(m.Meta(memfile.MetaMembers))
+	str(m.Meta(memfile.MetaAuthor))
 	if m.Valid() {
 		str("")
 	} else {
@@ -327,7 +327,7 @@ func appendMem(b []byte, m *memd.Memory) ([]byte, error) {
 // wall-clock time the stats were taken at (the racy rule's reference). Streamed through a
 // temp file renamed into place: at 100k files the cache is tens of MB (arcs list every
 // member's link), and building it in one growing slice copied it several times.
-func writeParseCache(dir string, saved int64, paths []string, mems map[string]*memd.Memory, keys map[string]cacheKey) error {
+func writeParseCache(dir string, saved int64, paths []string, mems map[string]*memfile.Memory, keys map[string]cacheKey) error {
 	err := writeStateStream(dir, parseCacheName, 0o600, func(w *bufio.Writer) error {
 		return encodeParseCache(w, saved, paths, mems, keys)
 	})
@@ -338,7 +338,7 @@ func writeParseCache(dir string, saved int64, paths []string, mems map[string]*m
 	return nil
 }
 
-func encodeParseCache(w *bufio.Writer, saved int64, paths []string, mems map[string]*memd.Memory, keys map[string]cacheKey) (err error) {
+func encodeParseCache(w *bufio.Writer, saved int64, paths []string, mems map[string]*memfile.Memory, keys map[string]cacheKey) (err error) {
 	var b []byte
 	b = append(b, parseCacheMagic...)
 	b = binary.AppendUvarint(b, parseCacheVersion)

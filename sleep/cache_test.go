@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // plannerView is the part of a parse the planners use; a cached parse must equal a fresh one.
-func plannerView(m *memd.Memory) memd.Memory {
-	return memd.Memory{Type: m.Type, Status: m.Status, Title: m.Title, Gist: m.Gist, TaskStatus: m.TaskStatus,
+func plannerView(m *memfile.Memory) memfile.Memory {
+	return memfile.Memory{Type: m.Type, Status: m.Status, Title: m.Title, Gist: m.Gist, TaskStatus: m.TaskStatus,
 		Updated: m.Updated, ValidUntil: m.ValidUntil, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, EventAt: m.EventAt,
 		ValidUntilAt: m.ValidUntilAt, Entities: m.Entities, Tags: m.Tags, Links: m.Links,
-		Metas: map[string][]string{memd.MetaMembers: {m.Meta(memd.MetaMembers)}}}
+		Metas: map[string][]string{memfile.MetaMembers: {m.Meta(memfile.MetaMembers)}}}
 }
 
 func sameParses(t *testing.T, got, want *snapshot) {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // memhtml's write path names a file by its WRITE date; the event is the first <time
@@ -38,8 +38,8 @@ func TestEventDateDecidesArcAndArchiveYear(t *testing.T) {
 	}
 	arc := readFile(t, dir, "areas/arcs/team-ops-2023.html")
 	mustContain(t, "arc", arc, "team:ops in 2023: 4 episodes, 2023-02-01 to 2023-12-01.")
-	m := memd.ParseMemoryBytes([]byte(arc))
-	if !m.Valid() || len(m.Warnings) > 0 || len(m.Links) > 0 || m.Meta(memd.MetaAuthor) != memd.ArcAuthor {
+	m := memfile.ParseMemoryBytes([]byte(arc))
+	if !m.Valid() || len(m.Warnings) > 0 || len(m.Links) > 0 || m.Meta(memfile.MetaAuthor) != memfile.ArcAuthor {
 		t.Errorf("arc: violations %q, warnings %q, links %v", m.Violations, m.Warnings, m.Links)
 	}
 	// List order is event order, and after archiving the members are linked where they went.

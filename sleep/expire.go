@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // planEnv is what every planner gets besides the snapshot.
@@ -66,7 +67,7 @@ func planExpire(s *snapshot, env *planEnv) (*plan, error) {
 
 // expireFile is expire's rule for one memory file: the move when it is past its
 // valid-until plus the grace.
-func expireFile(mp string, m *memd.Memory, now time.Time, grace time.Duration) (mv move, ok bool) {
+func expireFile(mp string, m *memfile.Memory, now time.Time, grace time.Duration) (mv move, ok bool) {
 	// Tasks and arcs are exempt, as memhtml's reprieve phase exempts them: a task ends by
 	// being done, an arc is derived.
 	if memd.IsArchived(mp) || m.Type == memd.TypeArc || m.Type == memd.TypeTask || m.ValidUntilAt.IsZero() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // Sleep's drain at the instants where it used to disagree with the inventory's gauge (agent
@@ -33,7 +34,7 @@ func TestExpireAtNoteBoundaries(t *testing.T) {
 	cfg.Expire.SoftGrace = memd.Duration(grace)
 	env := &planEnv{cfg: cfg, now: now, log: slog.New(slog.DiscardHandler)}
 	for _, c := range cases {
-		s := &snapshot{files: map[string]bool{}, mems: map[string]*memd.Memory{}, overlay: map[string][]byte{}, virtual: true}
+		s := &snapshot{files: map[string]bool{}, mems: map[string]*memfile.Memory{}, overlay: map[string][]byte{}, virtual: true}
 		p := newPlan()
 		if err := planLedger(s, env, p, "memory.jsonl", []byte(c.js+"\n"), grace); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // Arcs as memhtml sees entities and arcs: spellings memhtml takes for one entity make one arc
@@ -52,7 +53,7 @@ func TestArcsFollowMemhtml(t *testing.T) {
 	for p, before := range members {
 		got := readFile(t, dir, p)
 		mustContain(t, p, got, `<link rel="memhtml-part-of" href="/areas/arcs/person-alice-chen-2025.html">`)
-		if memd.ParseMemoryBytes([]byte(got)).ComputedHash != memd.ParseMemoryBytes([]byte(before)).ComputedHash {
+		if memfile.ParseMemoryBytes([]byte(got)).ComputedHash != memfile.ParseMemoryBytes([]byte(before)).ComputedHash {
 			t.Errorf("%s: the link changed the article", p)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/internal/safefs"
 )
 
@@ -22,8 +23,8 @@ import (
 // earlier ones left, without walking again.
 type snapshot struct {
 	root  string
-	files map[string]bool         // every regular file, repo-relative
-	mems  map[string]*memd.Memory // parsed memory files (valid memory paths ending .html)
+	files map[string]bool            // every regular file, repo-relative
+	mems  map[string]*memfile.Memory // parsed memory files (valid memory paths ending .html)
 	// virtual (dry run): written bytes live only here, so later phases read what earlier
 	// plans would have written.
 	virtual bool
@@ -56,7 +57,7 @@ func snapshotOf(root string, t *tree, saved int64, cacheDir string, progressW io
 			nmem++
 		}
 	}
-	s := &snapshot{root: root, files: make(map[string]bool, len(t.files)), mems: make(map[string]*memd.Memory, nmem),
+	s := &snapshot{root: root, files: make(map[string]bool, len(t.files)), mems: make(map[string]*memfile.Memory, nmem),
 		overlay: map[string][]byte{}, keys: make(map[string]cacheKey, nmem), saved: saved}
 	htmls := make([]treeFile, 0, nmem)
 	for _, f := range t.files {
@@ -102,7 +103,7 @@ type readJob struct {
 
 type readResult struct {
 	path    string
-	m       *memd.Memory
+	m       *memfile.Memory
 	key     cacheKey
 	fromHit bool   // bytes hashed as cached: payload is the cached parse to use
 	payload string // the cache entry's payload, when fromHit
@@ -175,7 +176,7 @@ func (s *snapshot) readOne(j readJob) (res readResult) {
 	b, ok := readMemoryBytes(abs)
 	if !ok {
 		// Oversize, not a regular file, or gone: ParseMemoryFile decides (no hash kept).
-		if m, err := memd.ParseMemoryFile(abs); err == nil {
+		if m, err := memfile.ParseMemoryFile(abs); err == nil {
 			res.m = m
 		}
 		return res
@@ -187,7 +188,7 @@ func (s *snapshot) readOne(j readJob) (res readResult) {
 		res.payload = j.payload
 		return res
 	}
-	res.m = memd.ParseMemoryBytes(b)
+	res.m = memfile.ParseMemoryBytes(b)
 	return res
 }
 
@@ -199,7 +200,7 @@ func readMemoryBytes(abs string) ([]byte, bool) {
 		return nil, false
 	}
 	defer f.Close()
-	if size > memd.MaxMemoryFileBytes {
+	if size > memfile.MaxMemoryFileBytes {
 		return nil, false
 	}
 	// Sized from the stat (plus one byte to see a file that grew): no regrowing.
@@ -210,7 +211,7 @@ func readMemoryBytes(abs string) ([]byte, bool) {
 		if err == io.EOF {
 			break
 		}
-		if err != nil || len(b) > memd.MaxMemoryFileBytes {
+		if err != nil || len(b) > memfile.MaxMemoryFileBytes {
 			return nil, false
 		}
 		if len(b) == cap(b) {
@@ -268,11 +269,11 @@ func (s *snapshot) apply(p *plan) {
 				s.overlay[o.path] = o.data
 			}
 			if isMemoryPath(o.path) {
-				if m, err := memd.ParseMemory(strings.NewReader(string(o.data))); err == nil {
+				if m, err := memfile.ParseMemory(strings.NewReader(string(o.data))); err == nil {
 					s.mems[o.path] = m
 				}
 				delete(s.keys, o.path)
-				if len(o.data) <= memd.MaxMemoryFileBytes {
+				if len(o.data) <= memfile.MaxMemoryFileBytes {
 					// The stat is taken after the write, so it is racy: the next load
 					// reads the file and trusts this parse only if the bytes still hash
 					// as what was written.
@@ -304,7 +305,7 @@ func (s *snapshot) apply(p *plan) {
 				// Stamped just before the move (archive): the stat of the old path was gone
 				// when the write was noted; key the destination by what was written.
 				delete(s.keys, o.path)
-				if st, ok := s.lstatReal(o.to); ok && len(d) <= memd.MaxMemoryFileBytes {
+				if st, ok := s.lstatReal(o.to); ok && len(d) <= memfile.MaxMemoryFileBytes {
 					s.keys[o.to] = cacheKey{st: st, statted: true, hash: hashContent(d), hashed: true}
 				}
 				delete(written, o.path)

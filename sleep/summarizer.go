@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/internal/procgroup"
 )
 
@@ -44,7 +45,7 @@ type summaryEpisode struct {
 //
 // env is its whole environment (procgroup.ScrubEnv: the hooks' rule, DESIGN §9; nil is
 // the rule without hooks.env), so the push token never reaches it.
-func Summarize(ctx context.Context, argv []string, timeout time.Duration, env []string, a memd.Arc, arcPath string) (string, error) {
+func Summarize(ctx context.Context, argv []string, timeout time.Duration, env []string, a memfile.Arc, arcPath string) (string, error) {
 	if len(argv) == 0 {
 		return "", errors.New("no summarizer command")
 	}

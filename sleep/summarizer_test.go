@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
@@ -23,9 +24,9 @@ func script(t *testing.T, body string) []string {
 	return []string{p}
 }
 
-func testArc() memd.Arc {
+func testArc() memfile.Arc {
 	d := func(s string) time.Time { v, _ := time.Parse("2006-01-02", s); return v }
-	return memd.Arc{Entity: "person:Sanju Rao", Year: 2025, Episodes: []memd.ArcEpisode{
+	return memfile.Arc{Entity: "person:Sanju Rao", Year: 2025, Episodes: []memfile.ArcEpisode{
 		{Path: "areas/x/20250101-a.html", Date: d("2025-01-01"), Title: "A", Gist: "a happened"},
 		{Path: "areas/x/20250201-b.html", Date: d("2025-02-01"), Title: "B", Gist: "b happened"},
 		{Path: "areas/x/20250301-c.html", Date: d("2025-03-01"), Title: "C", Gist: "c happened"},
@@ -124,7 +125,7 @@ func TestArcsWithSummarizer(t *testing.T) {
 				t.Fatalf("%+v", rep.Phases[0])
 			}
 			arc := readFile(t, dir, "areas/arcs/person-sanju-rao-2025.html")
-			if m := memd.ParseMemoryBytes([]byte(arc)); !m.Valid() {
+			if m := memfile.ParseMemoryBytes([]byte(arc)); !m.Valid() {
 				t.Fatalf("arc invalid: %v\n%s", m.Violations, arc)
 			}
 			mustContain(t, "arc", arc, c.want)

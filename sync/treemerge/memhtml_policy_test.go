@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 // The access sidecar merge: per-row maxima, so any order of merging gives one file, and a
@@ -43,12 +44,12 @@ func TestMergeAccessState(t *testing.T) {
 // memd's arc is derived (theirs is dropped for a re-render); a curated arc is a file like any
 // other for the merge (never dropped for theirs).
 func TestArcKind(t *testing.T) {
-	own := memd.RenderArc(memd.Arc{Entity: "person:x", Year: 2025, Episodes: []memd.ArcEpisode{{Path: "areas/a.html", Date: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Title: "A"}}})
+	own := memfile.RenderArc(memfile.Arc{Entity: "person:x", Year: 2025, Episodes: []memfile.ArcEpisode{{Path: "areas/a.html", Date: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Title: "A"}}})
 	curated := "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>T</title>\n" +
 		"<meta name=\"memhtml-type\" content=\"arc\">\n<meta name=\"memhtml-status\" content=\"active\">\n" +
 		"<meta name=\"memhtml-created\" content=\"2025-01-01\">\n<meta name=\"memhtml-updated\" content=\"2025-01-02\">\n" +
 		"<meta name=\"memhtml-entity\" content=\"person:x\">\n</head>\n<body>\n<article>\n<p><mark>Claim.</mark> <time datetime=\"2025-01-01\">then</time></p>\n</article>\n</body>\n</html>\n"
-	if memd.IsMemdArc(memd.ParseMemoryBytes([]byte(curated))) {
+	if memfile.IsMemdArc(memfile.ParseMemoryBytes([]byte(curated))) {
 		t.Fatal("the curated arc reads as memd's")
 	}
 	p := MergePolicy{}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 )
 
 const stampedDoc = "<!doctype html>\n<html>\n<head>\n<title>T</title>\n<meta name=\"memhtml-type\" content=\"episodic\">\n" +
@@ -39,7 +40,7 @@ func TestMergeMemhtmlArchiveAndAccess(t *testing.T) {
 	runGit(t, dir, "checkout", "-q", "main")
 	to := memd.ArchivePath(p, 2026)
 	runGit(t, dir, "rm", "-q", p)
-	writeFile(t, filepath.Join(dir, to), string(memd.ArchiveStamps([]byte(stampedDoc), time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))))
+	writeFile(t, filepath.Join(dir, to), string(memfile.ArchiveStamps([]byte(stampedDoc), time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))))
 	writeFile(t, filepath.Join(dir, AccessStatePath), row(3))
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-q", "-m", "archive")

@@ -8,6 +8,7 @@ package treemerge
 import (
 	"bytes"
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 	"path"
 	"strconv"
@@ -142,7 +143,7 @@ func allMemdArcs(contents [][]byte) bool {
 		if len(c) == 0 {
 			continue
 		}
-		if m := memd.ParseMemoryBytes(c); m.Type != "" && !memd.IsMemdArc(m) {
+		if m := memfile.ParseMemoryBytes(c); m.Type != "" && !memfile.IsMemdArc(m) {
 			return false
 		}
 	}

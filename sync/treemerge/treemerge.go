@@ -24,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 )
 
@@ -536,7 +537,7 @@ func (m *merger) restamped(from, moved, changed *Entry) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := memd.CarryArchiveStamps(mb, cb)
+	out := memfile.CarryArchiveStamps(mb, cb)
 	if bytes.Equal(out, cb) {
 		return changed, nil
 	}
@@ -646,7 +647,7 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 	case KindIndexMD:
 		merged = memorymd.MergeIndex(bb, ob, tb)
 	default:
-		if regular && memd.IsArchived(p) && memd.SameButArchiveStamps(ob, tb) {
+		if regular && memd.IsArchived(p) && memfile.SameButArchiveStamps(ob, tb) {
 			return nil // one memory archived twice (two machines, two instants): theirs
 		}
 		m.conflictCopy(p, o.To)

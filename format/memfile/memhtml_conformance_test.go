@@ -1,4 +1,4 @@
-package memd_test
+package memfile_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/scaffold"
 	"github.com/memd-dev/memd/internal/testutil"
 )
@@ -166,7 +166,7 @@ func TestCheckerAgreesWithMemhtml(t *testing.T) {
 		}
 	}
 	git("init", "-q", "-b", "main")
-	memdSays := map[string]*memd.Memory{}
+	memdSays := map[string]*memfile.Memory{}
 	for _, c := range cases {
 		rel := "areas/conformance/" + c.name + ".html"
 		data := conformanceFile(c)
@@ -176,7 +176,7 @@ func TestCheckerAgreesWithMemhtml(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(repo, filepath.FromSlash(rel)), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		memdSays[rel] = memd.ParseMemoryBytes([]byte(data))
+		memdSays[rel] = memfile.ParseMemoryBytes([]byte(data))
 	}
 	if err := os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(strings.Join(scaffold.MemhtmlIgnoreLines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)

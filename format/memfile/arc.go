@@ -1,10 +1,11 @@
-package memd
+package memfile
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/memd-dev/memd"
 	"html"
 	"slices"
 	"strconv"
@@ -27,7 +28,7 @@ const (
 // IsMemdArc reports whether m is an arc memd wrote: type arc signed ArcAuthor, or, for arcs
 // written before memd signed them, unsigned and carrying memd's member hash.
 func IsMemdArc(m *Memory) bool {
-	if m == nil || m.Type != TypeArc {
+	if m == nil || m.Type != memd.TypeArc {
 		return false
 	}
 	if a := m.Metas[MetaAuthor]; len(a) > 0 {
@@ -82,12 +83,12 @@ type Arc struct {
 // ArcPath is areas/arcs/<Slug(entity)>-<YYYY>.html. An entity with nothing sluggable
 // gets a stable name from its hash so two such entities do not share a file.
 func ArcPath(entity string, year int) string {
-	s := Slug(entity)
+	s := memd.Slug(entity)
 	if s == "" {
 		sum := sha256.Sum256([]byte(entity))
 		s = "entity-" + hex.EncodeToString(sum[:4])
 	}
-	return ArcsDir + "/" + s + "-" + YearSegment(year) + MemoryExt
+	return memd.ArcsDir + "/" + s + "-" + memd.YearSegment(year) + memd.MemoryExt
 }
 
 func sortedEpisodes(eps []ArcEpisode) []ArcEpisode {
@@ -135,7 +136,7 @@ func dateOf(t time.Time) string {
 // ArcClaim is the arc's <mark> sentence: "<entity> in <YYYY>: <N> episodes, <first> to <last>."
 func ArcClaim(a Arc) string {
 	eps := sortedEpisodes(a.Episodes)
-	y := YearSegment(a.Year)
+	y := memd.YearSegment(a.Year)
 	switch len(eps) {
 	case 0:
 		return fmt.Sprintf("%s in %s: 0 episodes.", a.Entity, y)
@@ -155,7 +156,7 @@ func RenderArc(a Arc) []byte {
 	// so the two can never disagree.
 	hash := ParseMemoryBytes([]byte("<title>x</title>" + article)).ComputedHash
 
-	created, updated := YearSegment(a.Year)+"-01-01", YearSegment(a.Year)+"-01-01"
+	created, updated := memd.YearSegment(a.Year)+"-01-01", memd.YearSegment(a.Year)+"-01-01"
 	if len(eps) > 0 && !eps[0].Date.IsZero() {
 		created, updated = dateOf(eps[0].Date), dateOf(eps[len(eps)-1].Date)
 	}
@@ -170,7 +171,7 @@ func RenderArc(a Arc) []byte {
 	b.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc(arcTitle(a)))
 	metas := []HeadLine{
-		{Name: MetaType, Value: TypeArc}, {Name: MetaStatus, Value: StatusActive},
+		{Name: MetaType, Value: memd.TypeArc}, {Name: MetaStatus, Value: memd.StatusActive},
 		{Name: MetaCreated, Value: created}, {Name: MetaUpdated, Value: updated},
 		{Name: MetaContentHash, Value: hash}, {Name: MetaAuthor, Value: ArcAuthor},
 	}
@@ -221,7 +222,7 @@ func arcTitle(a Arc) string {
 	if t == "" {
 		t = "Unnamed entity"
 	}
-	return t + " in " + YearSegment(a.Year)
+	return t + " in " + memd.YearSegment(a.Year)
 }
 
 func renderArcArticle(a Arc, eps []ArcEpisode) string {
@@ -247,7 +248,7 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 				// memhtml refuses a <time> it cannot sort: the date stays as text.
 				fmt.Fprintf(&b, "<li>%s ", esc(d))
 			}
-			fmt.Fprintf(&b, "<a href=\"%s\">%s</a>", esc(PathToHref(e.Path)), esc(title))
+			fmt.Fprintf(&b, "<a href=\"%s\">%s</a>", esc(memd.PathToHref(e.Path)), esc(title))
 			if g := plain(e.Gist); g != "" {
 				fmt.Fprintf(&b, ": %s", esc(g))
 			}
@@ -275,7 +276,7 @@ func renderArcArticle(a Arc, eps []ArcEpisode) string {
 func defaultArcSummary(a Arc, eps []ArcEpisode) string {
 	name := plain(a.Entity)
 	if len(eps) == 0 {
-		return fmt.Sprintf("No episodes of %s in %s.", name, YearSegment(a.Year))
+		return fmt.Sprintf("No episodes of %s in %s.", name, memd.YearSegment(a.Year))
 	}
 	last := eps[len(eps)-1]
 	title := plain(last.Title)
@@ -283,5 +284,5 @@ func defaultArcSummary(a Arc, eps []ArcEpisode) string {
 		title = plain(last.Path)
 	}
 	return fmt.Sprintf("%s appears in %d episodic memories of %s, from %s to %s. The latest is %q.",
-		name, len(eps), YearSegment(a.Year), dateOf(eps[0].Date), dateOf(last.Date), title)
+		name, len(eps), memd.YearSegment(a.Year), dateOf(eps[0].Date), dateOf(last.Date), title)
 }

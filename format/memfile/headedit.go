@@ -1,4 +1,4 @@
-package memd
+package memfile
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -248,7 +249,7 @@ func HeadLines(b []byte) []HeadLine {
 // archived, memhtml-updated and memhtml-archived at the archiving instant (UTC, seconds).
 func ArchiveStamps(b []byte, at time.Time) []byte {
 	ts := at.UTC().Format("2006-01-02T15:04:05Z")
-	b = SetMeta(b, MetaStatus, StatusArchived)
+	b = SetMeta(b, MetaStatus, memd.StatusArchived)
 	b = SetMeta(b, MetaUpdated, ts)
 	return SetMeta(b, MetaArchived, ts)
 }

@@ -1,4 +1,4 @@
-package memd
+package memfile
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/textsafe"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -50,11 +51,11 @@ const (
 // MemoryTypes is the closed set of memhtml-type values.
 var MemoryTypes = []string{
 	"episodic", "semantic", "procedural", "agent_insight", "user_preference",
-	"error_pattern", "verdict", "precedent", TypeArc, TypeTask,
+	"error_pattern", "verdict", "precedent", memd.TypeArc, memd.TypeTask,
 }
 
 // TaskStatuses is the closed set of memhtml-task-status values.
-var TaskStatuses = []string{"todo", "doing", "blocked", TaskDone}
+var TaskStatuses = []string{"todo", "doing", "blocked", memd.TaskDone}
 
 // Link is one <link rel href> of a memory file's head.
 type Link struct{ Rel, Href string }
@@ -100,7 +101,7 @@ func (m *Memory) EventDate(p string) (time.Time, bool) {
 	if !m.EventAt.IsZero() {
 		return m.EventAt, true
 	}
-	if t, ok := EpisodeDate(p); ok {
+	if t, ok := memd.EpisodeDate(p); ok {
 		return t, true
 	}
 	if !m.CreatedAt.IsZero() {
@@ -527,7 +528,7 @@ func (p *memParser) attrs(e elem, tag string, hasAttr bool) (a tagAttrs) {
 		case len(k) > 2 && k[0] == 'o' && k[1] == 'n':
 			p.violate(fmt.Sprintf("<%s> has an event-handler attribute %s", clip(tag), clip(string(k))))
 		case string(k) == "data-lang" && !langToken(string(v)):
-			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", QuoteInput(string(v))))
+			p.warn("lang:"+string(v), fmt.Sprintf("data-lang=%s is not a language token", memd.QuoteInput(string(v))))
 		}
 		switch e.a {
 		case atom.Meta:
@@ -767,13 +768,13 @@ func (p *memParser) link(rel, href string, hasHref bool) {
 	p.m.Links = append(p.m.Links, Link{Rel: rel, Href: strings.TrimSpace(href)})
 	p.m.Refs = append(p.m.Refs, strings.TrimSpace(href))
 	if RelOfToken(rel) == "" {
-		p.violate(fmt.Sprintf("<link rel=%s> is outside the closed edge vocabulary (one of memhtml-%s)", QuoteInput(rel), strings.ReplaceAll(strings.Join(Rels, ", memhtml-"), "_", "-")))
+		p.violate(fmt.Sprintf("<link rel=%s> is outside the closed edge vocabulary (one of memhtml-%s)", memd.QuoteInput(rel), strings.ReplaceAll(strings.Join(Rels, ", memhtml-"), "_", "-")))
 	}
 	switch {
 	case !hasHref || href == "":
-		p.violate(fmt.Sprintf("<link rel=%s> has no href", QuoteInput(rel)))
+		p.violate(fmt.Sprintf("<link rel=%s> has no href", memd.QuoteInput(rel)))
 	case !rootRelativeHref(href):
-		p.violate(fmt.Sprintf("<link rel=%s> href %s is not root-relative (want /path without scheme, host, empty segment or ..)", QuoteInput(rel), QuoteInput(href)))
+		p.violate(fmt.Sprintf("<link rel=%s> href %s is not root-relative (want /path without scheme, host, empty segment or ..)", memd.QuoteInput(rel), memd.QuoteInput(href)))
 	}
 }
 
@@ -801,7 +802,7 @@ func (p *memParser) timeElem(datetime string, has bool) {
 	case !has:
 		p.violate("a <time> has no datetime attribute")
 	case !ValidDatetime(datetime):
-		p.violate(fmt.Sprintf("<time datetime=%s> is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", QuoteInput(datetime)))
+		p.violate(fmt.Sprintf("<time datetime=%s> is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", memd.QuoteInput(datetime)))
 	}
 }
 
@@ -993,10 +994,10 @@ func (p *memParser) head() {
 		}
 	}
 	if len(m.Metas[MetaType]) > 0 && !slices.Contains(MemoryTypes, m.Type) {
-		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", QuoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
+		p.violate(fmt.Sprintf("memhtml-type %s is not a memory type (%s)", memd.QuoteInput(m.Type), strings.Join(MemoryTypes, ", ")))
 	}
-	if len(m.Metas[MetaStatus]) > 0 && m.Status != StatusActive && m.Status != StatusArchived {
-		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", QuoteInput(m.Status)))
+	if len(m.Metas[MetaStatus]) > 0 && m.Status != memd.StatusActive && m.Status != memd.StatusArchived {
+		p.violate(fmt.Sprintf("memhtml-status %s is neither active nor archived", memd.QuoteInput(m.Status)))
 	}
 	p.readDates()
 	p.checkNumbers()
@@ -1013,11 +1014,11 @@ func (p *memParser) checkMetaNames() {
 			continue // not memhtml's: memd's own (memd-members) and anyone else's
 		}
 		if !slices.Contains(MetaNames, name) {
-			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", QuoteInput(name)))
+			p.violate(fmt.Sprintf("meta %s is outside memhtml's closed meta vocabulary (names are case-sensitive)", memd.QuoteInput(name)))
 			continue
 		}
 		if len(vals) > 1 && !repeatableMetas[name] {
-			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), QuoteInput(strings.Join(vals, ", "))))
+			p.violate(fmt.Sprintf("meta %s appears %d times (%s); it may appear once", clip(name), len(vals), memd.QuoteInput(strings.Join(vals, ", "))))
 		}
 	}
 }
@@ -1032,7 +1033,7 @@ func (p *memParser) readDates() {
 		}
 		v := m.Meta(name)
 		if !ValidDatetime(v) {
-			p.violate(fmt.Sprintf("%s %s is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", name, QuoteInput(v)))
+			p.violate(fmt.Sprintf("%s %s is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", name, memd.QuoteInput(v)))
 		}
 		t, _ := parseMemTime(v)
 		switch name {
@@ -1060,7 +1061,7 @@ func (p *memParser) checkNumbers() {
 		{MetaReprieves, 0, 1 << 53, true, "a whole number"},
 	} {
 		if v := m.Meta(o.name); strings.TrimSpace(v) != "" && !boundedNumber(v, o.min, o.max, o.integral) {
-			p.warn("drop:"+o.name, fmt.Sprintf("%s %s is not %s; memhtml ignores it", o.name, QuoteInput(v), o.want))
+			p.warn("drop:"+o.name, fmt.Sprintf("%s %s is not %s; memhtml ignores it", o.name, memd.QuoteInput(v), o.want))
 		}
 	}
 }
@@ -1069,13 +1070,13 @@ func (p *memParser) checkNumbers() {
 func (p *memParser) checkTaskStatus() {
 	m := p.m
 	if len(m.Metas[MetaTaskStatus]) > 0 {
-		if m.Type != TypeTask {
-			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", QuoteInput(m.TaskStatus), QuoteInput(m.Type)))
+		if m.Type != memd.TypeTask {
+			p.violate(fmt.Sprintf("memhtml-task-status %s on a memory of type %s; only tasks carry it", memd.QuoteInput(m.TaskStatus), memd.QuoteInput(m.Type)))
 		}
 		if !slices.Contains(TaskStatuses, m.TaskStatus) {
-			p.violate(fmt.Sprintf("memhtml-task-status %s is not one of %s", QuoteInput(m.TaskStatus), strings.Join(TaskStatuses, ", ")))
+			p.violate(fmt.Sprintf("memhtml-task-status %s is not one of %s", memd.QuoteInput(m.TaskStatus), strings.Join(TaskStatuses, ", ")))
 		}
-	} else if m.Type == TypeTask {
+	} else if m.Type == memd.TypeTask {
 		p.violate("task without memhtml-task-status (todo, doing, blocked or done)")
 	}
 }
@@ -1091,7 +1092,7 @@ func boundedNumber(v string, min, max float64, integral bool) bool {
 }
 
 // parseMemTime is ParseTime under the name memfile.go's parser has always called it.
-func parseMemTime(s string) (time.Time, bool) { return ParseTime(s) }
+func parseMemTime(s string) (time.Time, bool) { return memd.ParseTime(s) }
 
 // clip bounds a tag or attribute name quoted in a message.
 func clip(s string) string {

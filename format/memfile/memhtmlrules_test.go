@@ -1,7 +1,8 @@
-package memd
+package memfile
 
 import (
 	"bytes"
+	"github.com/memd-dev/memd"
 	"strings"
 	"testing"
 	"time"
@@ -102,11 +103,11 @@ func TestInboxDepth(t *testing.T) {
 		m           *Memory
 		inbox, task bool
 	}{
-		{InboxDir + "/a.html", ep, true, false},
-		{TaskInboxDir + "/t.html", task, true, true},
-		{TaskInboxDir + "/e.html", ep, true, false},
+		{memd.InboxDir + "/a.html", ep, true, false},
+		{memd.TaskInboxDir + "/t.html", task, true, true},
+		{memd.TaskInboxDir + "/e.html", ep, true, false},
 		{"projects/p/tasks/t.html", task, false, false},
-		{InboxDir + "/bad.html", ParseMemoryBytes([]byte("<p>x</p>")), false, false},
+		{memd.InboxDir + "/bad.html", ParseMemoryBytes([]byte("<p>x</p>")), false, false},
 	} {
 		if in, tk := InboxDepth(c.rel, c.m); in != c.inbox || tk != c.task {
 			t.Errorf("InboxDepth(%s) = %v, %v; want %v, %v", c.rel, in, tk, c.inbox, c.task)

@@ -1,4 +1,4 @@
-package memd
+package memfile
 
 import (
 	"bytes"

@@ -1,7 +1,8 @@
-package memd
+package memfile
 
 import (
 	"bytes"
+	"github.com/memd-dev/memd"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -29,7 +30,7 @@ func TestArcPath(t *testing.T) {
 		t.Fatalf("ArcPath = %q", p)
 	}
 	a, b := ArcPath("日本", 2024), ArcPath("中国", 2024)
-	if a == b || !ValidMemoryPath(a) || !strings.HasPrefix(a, ArcsDir+"/entity-") {
+	if a == b || !memd.ValidMemoryPath(a) || !strings.HasPrefix(a, memd.ArcsDir+"/entity-") {
 		t.Fatalf("unsluggable entities: %q %q", a, b)
 	}
 }
