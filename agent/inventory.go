@@ -367,7 +367,7 @@ func (v *inventory) needsParse(rel string, d fs.DirEntry) bool {
 
 func parseEntry(root, rel string, info fs.FileInfo) invEntry {
 	e := invEntry{size: info.Size(), mtime: info.ModTime().UnixNano(), bucket: bucketIndex(rel)}
-	m, err := memfile.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
+	m, err := memfile.ParseFile(filepath.Join(root, filepath.FromSlash(rel)))
 	if err == nil && m.Valid() && memd.ValidMemoryPath(rel) {
 		e.flags |= entValid
 	}

@@ -63,7 +63,7 @@ func TestGenerate300(t *testing.T) {
 		if v := memd.PathViolation(p); v != "" {
 			t.Errorf("bad path: %s", v)
 		}
-		m := memfile.ParseMemoryBytes(b)
+		m := memfile.ParseBytes(b)
 		if !m.Valid() {
 			t.Errorf("%s: violations %q", p, m.Violations)
 			continue

@@ -13,7 +13,7 @@ const indexSep = "\u00b7"
 
 // render appends m as a memhtml file to buf. The content hash is computed from the
 // article's canonical text directly (the article's shape is fixed here), so generating
-// 100k files never re-parses one; the tests check it against memd.ParseMemory.
+// 100k files never re-parses one; the tests check it against memfile.Parse.
 func render(buf []byte, m mem) []byte {
 	esc := html.EscapeString
 	gist, body, more := clean(m.gist), clean(m.body), clean(m.more)

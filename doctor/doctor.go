@@ -331,7 +331,7 @@ func parseAll(root string, rels []string, progress io.Writer) []memInfo {
 			defer wg.Done()
 			for i := take(); i < len(rels); i = take() {
 				rel := rels[i]
-				m, err := memfile.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
+				m, err := memfile.ParseFile(filepath.Join(root, filepath.FromSlash(rel)))
 				mi := memInfo{rel: rel, mem: m, err: err}
 				if m != nil {
 					for _, l := range m.Links {

@@ -36,7 +36,7 @@ func (g *arcGroup) name() string {
 
 // groupArcs groups the active episodic memories outside archive/ by key (each entity, or
 // the first tag), matched as memhtml matches entities (case-insensitively, after its
-// normalisation), and the year of their event date (memd.Memory.EventDate).
+// normalisation), and the year of their event date (memfile.Memory.EventDate).
 func groupArcs(s *snapshot, key string) map[arcKey]*arcGroup {
 	groups := map[arcKey]*arcGroup{}
 	var keys []arcKey

@@ -38,7 +38,7 @@ func TestEventDateDecidesArcAndArchiveYear(t *testing.T) {
 	}
 	arc := readFile(t, dir, "areas/arcs/team-ops-2023.html")
 	mustContain(t, "arc", arc, "team:ops in 2023: 4 episodes, 2023-02-01 to 2023-12-01.")
-	m := memfile.ParseMemoryBytes([]byte(arc))
+	m := memfile.ParseBytes([]byte(arc))
 	if !m.Valid() || len(m.Warnings) > 0 || len(m.Links) > 0 || m.Meta(memfile.MetaAuthor) != memfile.ArcAuthor {
 		t.Errorf("arc: violations %q, warnings %q, links %v", m.Violations, m.Warnings, m.Links)
 	}

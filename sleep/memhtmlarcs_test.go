@@ -53,7 +53,7 @@ func TestArcsFollowMemhtml(t *testing.T) {
 	for p, before := range members {
 		got := readFile(t, dir, p)
 		mustContain(t, p, got, `<link rel="memhtml-part-of" href="/areas/arcs/person-alice-chen-2025.html">`)
-		if memfile.ParseMemoryBytes([]byte(got)).ComputedHash != memfile.ParseMemoryBytes([]byte(before)).ComputedHash {
+		if memfile.ParseBytes([]byte(got)).ComputedHash != memfile.ParseBytes([]byte(before)).ComputedHash {
 			t.Errorf("%s: the link changed the article", p)
 		}
 	}

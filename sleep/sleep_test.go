@@ -21,7 +21,7 @@ import (
 )
 
 func TestArchiveReason(t *testing.T) {
-	parse := func(m mem) *memfile.Memory { return memfile.ParseMemoryBytes([]byte(m.html())) }
+	parse := func(m mem) *memfile.Memory { return memfile.ParseBytes([]byte(m.html())) }
 	const keep = 1
 	after := 30 * 24 * time.Hour
 	cases := []struct {
@@ -133,7 +133,7 @@ func checkFullArcs(t *testing.T, dir string, c map[string]int) {
 	}
 	arc24 := readFile(t, dir, "areas/arcs/person-sanju-rao-2024.html")
 	arc25 := readFile(t, dir, "areas/arcs/person-sanju-rao-2025.html")
-	if m := memfile.ParseMemoryBytes([]byte(arc25)); !m.Valid() || m.Type != "arc" {
+	if m := memfile.ParseBytes([]byte(arc25)); !m.Valid() || m.Type != "arc" {
 		t.Errorf("arc 2025 invalid: %v", m.Violations)
 	}
 	mustContain(t, "arc 2025 claim", arc25, "person:Sanju Rao in 2025: 3 episodes, 2025-02-03 to 2025-10-20.")
@@ -166,7 +166,7 @@ func checkFullArchive(t *testing.T, dir, base string, c map[string]int) {
 			`<meta name="memhtml-archived" content="2026-11-30T03:00:00Z">`} {
 			mustContain(t, "archive stamps", got, want)
 		}
-		if m := memfile.ParseMemoryBytes([]byte(got)); !m.Valid() || m.ComputedHash != m.ContentHash && m.ContentHash != "" {
+		if m := memfile.ParseBytes([]byte(got)); !m.Valid() || m.ComputedHash != m.ContentHash && m.ContentHash != "" {
 			t.Errorf("%s: stamped file invalid or its article changed: %v", p, m.Violations)
 		}
 	}

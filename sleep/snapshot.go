@@ -167,7 +167,7 @@ func (s *snapshot) readAll(jobs []readJob, slab *memSlab, progressW io.Writer) e
 	return nil
 }
 
-// readOne reads one memory file the way memd.ParseMemoryFile does (lstat, no symlink, the
+// readOne reads one memory file the way memfile.ParseFile does (lstat, no symlink, the
 // 1 MiB limit), hashing the bytes it parses.
 func (s *snapshot) readOne(j readJob) (res readResult) {
 	res.path = j.path
@@ -176,7 +176,7 @@ func (s *snapshot) readOne(j readJob) (res readResult) {
 	b, ok := readMemoryBytes(abs)
 	if !ok {
 		// Oversize, not a regular file, or gone: ParseMemoryFile decides (no hash kept).
-		if m, err := memfile.ParseMemoryFile(abs); err == nil {
+		if m, err := memfile.ParseFile(abs); err == nil {
 			res.m = m
 		}
 		return res
@@ -188,7 +188,7 @@ func (s *snapshot) readOne(j readJob) (res readResult) {
 		res.payload = j.payload
 		return res
 	}
-	res.m = memfile.ParseMemoryBytes(b)
+	res.m = memfile.ParseBytes(b)
 	return res
 }
 
@@ -200,7 +200,7 @@ func readMemoryBytes(abs string) ([]byte, bool) {
 		return nil, false
 	}
 	defer f.Close()
-	if size > memfile.MaxMemoryFileBytes {
+	if size > memfile.MaxFileBytes {
 		return nil, false
 	}
 	// Sized from the stat (plus one byte to see a file that grew): no regrowing.
@@ -211,7 +211,7 @@ func readMemoryBytes(abs string) ([]byte, bool) {
 		if err == io.EOF {
 			break
 		}
-		if err != nil || len(b) > memfile.MaxMemoryFileBytes {
+		if err != nil || len(b) > memfile.MaxFileBytes {
 			return nil, false
 		}
 		if len(b) == cap(b) {
@@ -269,11 +269,11 @@ func (s *snapshot) apply(p *plan) {
 				s.overlay[o.path] = o.data
 			}
 			if isMemoryPath(o.path) {
-				if m, err := memfile.ParseMemory(strings.NewReader(string(o.data))); err == nil {
+				if m, err := memfile.Parse(strings.NewReader(string(o.data))); err == nil {
 					s.mems[o.path] = m
 				}
 				delete(s.keys, o.path)
-				if len(o.data) <= memfile.MaxMemoryFileBytes {
+				if len(o.data) <= memfile.MaxFileBytes {
 					// The stat is taken after the write, so it is racy: the next load
 					// reads the file and trusts this parse only if the bytes still hash
 					// as what was written.
@@ -305,7 +305,7 @@ func (s *snapshot) apply(p *plan) {
 				// Stamped just before the move (archive): the stat of the old path was gone
 				// when the write was noted; key the destination by what was written.
 				delete(s.keys, o.path)
-				if st, ok := s.lstatReal(o.to); ok && len(d) <= memfile.MaxMemoryFileBytes {
+				if st, ok := s.lstatReal(o.to); ok && len(d) <= memfile.MaxFileBytes {
 					s.keys[o.to] = cacheKey{st: st, statted: true, hash: hashContent(d), hashed: true}
 				}
 				delete(written, o.path)

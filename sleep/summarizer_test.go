@@ -125,7 +125,7 @@ func TestArcsWithSummarizer(t *testing.T) {
 				t.Fatalf("%+v", rep.Phases[0])
 			}
 			arc := readFile(t, dir, "areas/arcs/person-sanju-rao-2025.html")
-			if m := memfile.ParseMemoryBytes([]byte(arc)); !m.Valid() {
+			if m := memfile.ParseBytes([]byte(arc)); !m.Valid() {
 				t.Fatalf("arc invalid: %v\n%s", m.Violations, arc)
 			}
 			mustContain(t, "arc", arc, c.want)

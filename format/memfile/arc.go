@@ -148,13 +148,13 @@ func ArcClaim(a Arc) string {
 
 // RenderArc renders an arc as a memhtml file of type arc. It is deterministic and uses
 // no clock: created/updated are the first and last episode dates, so the same members
-// give the same bytes on every machine. The output passes ParseMemory with no violation.
+// give the same bytes on every machine. The output passes Parse with no violation.
 func RenderArc(a Arc) []byte {
 	eps := sortedEpisodes(a.Episodes)
 	article := renderArcArticle(a, eps)
 	// The content hash is memhtml's canonical article text; take it from our own parser
 	// so the two can never disagree.
-	hash := ParseMemoryBytes([]byte("<title>x</title>" + article)).ComputedHash
+	hash := ParseBytes([]byte("<title>x</title>" + article)).ComputedHash
 
 	created, updated := memd.YearSegment(a.Year)+"-01-01", memd.YearSegment(a.Year)+"-01-01"
 	if len(eps) > 0 && !eps[0].Date.IsZero() {

@@ -38,7 +38,7 @@ func TestArcPath(t *testing.T) {
 func TestRenderArcValid(t *testing.T) {
 	a := sampleArc()
 	out := RenderArc(a)
-	m := ParseMemoryBytes(out)
+	m := ParseBytes(out)
 	if !m.Valid() {
 		t.Fatalf("violations %q in\n%s", m.Violations, out)
 	}
@@ -156,7 +156,7 @@ func TestRenderArcSummaryAndEdges(t *testing.T) {
 	a := sampleArc()
 	a.Summary = "Sanju <b>led</b> the rollout.\n\nThen the incident & retro."
 	out := RenderArc(a)
-	if m := ParseMemoryBytes(out); !m.Valid() {
+	if m := ParseBytes(out); !m.Valid() {
 		t.Fatalf("violations %q", m.Violations)
 	}
 	if !strings.Contains(string(out), "<p>Sanju &lt;b&gt;led&lt;/b&gt; the rollout.</p>\n<p>Then the incident &amp; retro.</p>") {
@@ -168,7 +168,7 @@ func TestRenderArcSummaryAndEdges(t *testing.T) {
 		{Entity: `"><script>`, Year: 2023, Episodes: []ArcEpisode{{Path: "", Date: day(2023, 1, 1)}, {Path: "areas/a?b#c%.html", Date: day(2023, 2, 1), Title: "<mark>", Gist: "</article>"}}},
 	} {
 		out := RenderArc(edge)
-		if m := ParseMemoryBytes(out); !m.Valid() {
+		if m := ParseBytes(out); !m.Valid() {
 			t.Errorf("edge %+v: violations %q\n%s", edge, m.Violations, out)
 		}
 	}
@@ -200,7 +200,7 @@ func FuzzRenderArc(f *testing.F) {
 			{Path: "areas/inbox/x.html", Date: day(year, 1, 1), Title: gist, Gist: title},
 		}}
 		out := RenderArc(a)
-		m := ParseMemoryBytes(out)
+		m := ParseBytes(out)
 		if !m.Valid() || len(m.Warnings) > 0 {
 			t.Fatalf("violations %q, warnings %q\n%s", m.Violations, m.Warnings, out)
 		}

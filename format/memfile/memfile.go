@@ -23,9 +23,9 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// MaxMemoryFileBytes is the largest memory file memd reads. A bigger one gets a
+// MaxFileBytes is the largest memory file memd reads. A bigger one gets a
 // violation and is not read further, so a stray blob cannot make a scan allocate.
-const MaxMemoryFileBytes = 1 << 20
+const MaxFileBytes = 1 << 20
 
 // Meta names memd reads (docs/FORMATS.md §2).
 const (
@@ -129,27 +129,27 @@ func (m *Memory) Meta(name string) string {
 	return ""
 }
 
-// ParseMemory reads a memory file from r (at most MaxMemoryFileBytes+1 bytes) and
+// Parse reads a memory file from r (at most MaxFileBytes+1 bytes) and
 // reports what it holds and which rules it breaks. The error is only for I/O.
-func ParseMemory(r io.Reader) (*Memory, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxMemoryFileBytes+1))
+func Parse(r io.Reader) (*Memory, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read memory file: %w", err)
 	}
-	if len(b) > MaxMemoryFileBytes {
-		return oversize(fmt.Sprintf("file is more than %d bytes, over the 1 MiB limit", MaxMemoryFileBytes)), nil
+	if len(b) > MaxFileBytes {
+		return oversize(fmt.Sprintf("file is more than %d bytes, over the 1 MiB limit", MaxFileBytes)), nil
 	}
-	return ParseMemoryBytes(b), nil
+	return ParseBytes(b), nil
 }
 
-// ErrNotRegular is wrapped by ParseMemoryFile for a symlink, directory or device: memd
+// ErrNotRegular is wrapped by ParseFile for a symlink, directory or device: memd
 // never follows a link out of the repo to read a memory.
 var ErrNotRegular = errors.New("not a regular file")
 
-// ParseMemoryFile stats path first (without following a symlink), so a huge file yields
+// ParseFile stats path first (without following a symlink), so a huge file yields
 // a Memory with one violation and is never read; otherwise it parses the file like
-// ParseMemory.
-func ParseMemoryFile(path string) (*Memory, error) {
+// Parse.
+func ParseFile(path string) (*Memory, error) {
 	li, err := os.Lstat(path)
 	if err != nil {
 		return nil, fmt.Errorf("stat memory file %s: %w", path, err)
@@ -157,7 +157,7 @@ func ParseMemoryFile(path string) (*Memory, error) {
 	if !li.Mode().IsRegular() {
 		return nil, fmt.Errorf("memory file %s: %w (%s)", path, ErrNotRegular, li.Mode().Type())
 	}
-	if li.Size() > MaxMemoryFileBytes {
+	if li.Size() > MaxFileBytes {
 		return oversize(fmt.Sprintf("file is %d bytes, over the 1 MiB limit", li.Size())), nil
 	}
 	f, err := os.Open(path)
@@ -169,7 +169,7 @@ func ParseMemoryFile(path string) (*Memory, error) {
 	if fi, err := f.Stat(); err != nil || !os.SameFile(li, fi) {
 		return nil, fmt.Errorf("memory file %s: %w (changed while opening)", path, ErrNotRegular)
 	}
-	m, err := ParseMemory(f)
+	m, err := Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("memory file %s: %w", path, err)
 	}
@@ -321,10 +321,10 @@ type memParser struct {
 	warned     map[string]bool
 }
 
-// ParseMemoryBytes parses a memory file held in memory. It never fails: what is wrong
-// with the file is in Violations. Inputs over MaxMemoryFileBytes get only that violation.
-func ParseMemoryBytes(b []byte) *Memory {
-	if len(b) > MaxMemoryFileBytes {
+// ParseBytes parses a memory file held in memory. It never fails: what is wrong
+// with the file is in Violations. Inputs over MaxFileBytes get only that violation.
+func ParseBytes(b []byte) *Memory {
+	if len(b) > MaxFileBytes {
 		return oversize(fmt.Sprintf("file is %d bytes, over the 1 MiB limit", len(b)))
 	}
 	p := &memParser{

@@ -41,9 +41,9 @@ const goodArticle = `<article>
 
 func parseString(t *testing.T, s string) *Memory {
 	t.Helper()
-	m, err := ParseMemory(strings.NewReader(s))
+	m, err := Parse(strings.NewReader(s))
 	if err != nil {
-		t.Fatalf("ParseMemory: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	return m
 }
@@ -52,7 +52,7 @@ func parseString(t *testing.T, s string) *Memory {
 // memd computes equals the one memhtml wrote, so doctor's hash check agrees with memhtml.
 func TestParseMemhtmlExamples(t *testing.T) {
 	for _, name := range []string{"memhtml-procedural.html", "memhtml-task.html"} {
-		m, err := ParseMemoryFile(filepath.Join("testdata", "memfile", name))
+		m, err := ParseFile(filepath.Join("testdata", "memfile", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestParseMemhtmlExamples(t *testing.T) {
 			t.Errorf("%s: computed %s, file says %s", name, m.ComputedHash, m.ContentHash)
 		}
 	}
-	m, _ := ParseMemoryFile(filepath.Join("testdata", "memfile", "memhtml-procedural.html"))
+	m, _ := ParseFile(filepath.Join("testdata", "memfile", "memhtml-procedural.html"))
 	if m.Type != "procedural" || m.Status != "active" || m.Title != "Prod rollbacks drain the VIP before the deploy is reverted" {
 		t.Errorf("head: %+v", m)
 	}
@@ -88,7 +88,7 @@ func TestParseMemhtmlExamples(t *testing.T) {
 	if y := m.Year("areas/oncall/rollback.html"); y != 2026 {
 		t.Errorf("year %d", y)
 	}
-	task, _ := ParseMemoryFile(filepath.Join("testdata", "memfile", "memhtml-task.html"))
+	task, _ := ParseFile(filepath.Join("testdata", "memfile", "memhtml-task.html"))
 	if task.TaskStatus != "doing" || task.Due != "2026-08-20" {
 		t.Errorf("task %q due %q", task.TaskStatus, task.Due)
 	}
@@ -234,7 +234,7 @@ func TestYear(t *testing.T) {
 	}
 }
 
-// countingReader counts what ParseMemory pulls, to prove it stops past the limit.
+// countingReader counts what Parse pulls, to prove it stops past the limit.
 type countingReader struct {
 	r io.Reader
 	n int64
@@ -257,12 +257,12 @@ func (endless) Read(p []byte) (int, error) {
 
 func TestOversize(t *testing.T) {
 	cr := &countingReader{r: endless{}}
-	m, err := ParseMemory(cr)
+	m, err := Parse(cr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr.n > MaxMemoryFileBytes+1 {
-		t.Errorf("read %d bytes, want at most %d", cr.n, MaxMemoryFileBytes+1)
+	if cr.n > MaxFileBytes+1 {
+		t.Errorf("read %d bytes, want at most %d", cr.n, MaxFileBytes+1)
 	}
 	if len(m.Violations) != 1 || !strings.Contains(m.Violations[0], "over the 1 MiB limit") {
 		t.Errorf("violations %q", m.Violations)
@@ -278,7 +278,7 @@ func TestOversize(t *testing.T) {
 		t.Skipf("cannot make a sparse file here: %v", err)
 	}
 	f.Close()
-	m, err = ParseMemoryFile(p)
+	m, err = ParseFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,8 +288,8 @@ func TestOversize(t *testing.T) {
 
 	// Exactly at the limit is read and judged on its rules.
 	at := []byte(doc("episodic", "", goodArticle))
-	at = append(at, bytes.Repeat([]byte(" "), MaxMemoryFileBytes-len(at))...)
-	m, err = ParseMemory(bytes.NewReader(at))
+	at = append(at, bytes.Repeat([]byte(" "), MaxFileBytes-len(at))...)
+	m, err = Parse(bytes.NewReader(at))
 	if err != nil || !m.Valid() {
 		t.Errorf("file at the limit: %v %q", err, m.Violations)
 	}
@@ -298,10 +298,10 @@ func TestOversize(t *testing.T) {
 func TestParseMemoryFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "nope.html")
-	if _, err := ParseMemoryFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, err := ParseFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing file: %v", err)
 	}
-	if _, err := ParseMemoryFile(dir); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), dir) {
+	if _, err := ParseFile(dir); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("directory: %v", err)
 	}
 	// A symlink is never followed, even to a valid memory.
@@ -310,7 +310,7 @@ func TestParseMemoryFileErrors(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Skipf("symlink: %v", err)
 	}
-	if _, err := ParseMemoryFile(link); !errors.Is(err, ErrNotRegular) {
+	if _, err := ParseFile(link); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("symlink followed: %v", err)
 	}
 }
@@ -339,7 +339,7 @@ func BenchmarkParseMemory(b *testing.B) {
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	for b.Loop() {
-		m := ParseMemoryBytes(src)
+		m := ParseBytes(src)
 		if !m.Valid() {
 			b.Fatal(m.Violations)
 		}
@@ -353,7 +353,7 @@ func FuzzParseMemory(f *testing.F) {
 	f.Add("<p><p><li><dd><dt></table><mark>\xff\x00</mark><script>")
 	f.Add(`<link rel="memhtml-a memhtml-b" href="//x"><meta name="MEMHTML-TYPE" content="arc">`)
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := ParseMemory(strings.NewReader(s))
+		m, err := Parse(strings.NewReader(s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func TestParseMemoryLinear(t *testing.T) {
 		start := time.Now()
 		for i := 0; i < times; i++ {
 			for _, b := range in {
-				ParseMemoryBytes(b)
+				ParseBytes(b)
 			}
 		}
 		return time.Since(start)
@@ -508,7 +508,7 @@ func TestContentHashMatchesTreeParser(t *testing.T) {
 			t.Fatalf("%s: no article", name)
 		}
 		want := hashOf([]byte(treeCanonical(a)))
-		if got := ParseMemoryBytes(b).ComputedHash; got != want {
+		if got := ParseBytes(b).ComputedHash; got != want {
 			t.Errorf("%s: streaming hash %s, tree hash %s (tree text %q)", name, got, want, treeCanonical(a))
 		}
 	}

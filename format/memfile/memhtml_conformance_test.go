@@ -176,7 +176,7 @@ func TestCheckerAgreesWithMemhtml(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(repo, filepath.FromSlash(rel)), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		memdSays[rel] = memfile.ParseMemoryBytes([]byte(data))
+		memdSays[rel] = memfile.ParseBytes([]byte(data))
 	}
 	if err := os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(strings.Join(scaffold.MemhtmlIgnoreLines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func TestHeadEditors(t *testing.T) {
 	if again := AddLink(linked, "part_of", "/areas/arcs/x-2025.html"); !bytes.Equal(again, linked) {
 		t.Error("AddLink is not idempotent")
 	}
-	m0, m1 := ParseMemoryBytes(b), ParseMemoryBytes(linked)
+	m0, m1 := ParseBytes(b), ParseBytes(linked)
 	if !m1.Valid() || m0.ComputedHash != m1.ComputedHash {
 		t.Errorf("a head edit changed the article or broke the file: %v", m1.Violations)
 	}
@@ -77,7 +77,7 @@ func TestIsMemdArc(t *testing.T) {
 		data []byte
 		want bool
 	}{{own, true}, {[]byte(curated), false}, {[]byte(sleepArc), false}, {[]byte(legacy), true}} {
-		if got := IsMemdArc(ParseMemoryBytes(c.data)); got != c.want {
+		if got := IsMemdArc(ParseBytes(c.data)); got != c.want {
 			t.Errorf("IsMemdArc = %v, want %v:\n%s", got, c.want, c.data)
 		}
 	}
@@ -89,15 +89,15 @@ func TestIsMemdArc(t *testing.T) {
 			t.Errorf("the rewrite lacks %s:\n%s", want, re)
 		}
 	}
-	if m := ParseMemoryBytes(re); !m.Valid() || len(m.Warnings) > 0 {
+	if m := ParseBytes(re); !m.Valid() || len(m.Warnings) > 0 {
 		t.Errorf("rewritten arc: %v %v", m.Violations, m.Warnings)
 	}
 }
 
 // The inbox as memhtml's doctor counts it: tasks under areas/inbox/tasks/ are in the inbox.
 func TestInboxDepth(t *testing.T) {
-	task := ParseMemoryBytes([]byte(strings.Replace(strings.Replace(headDoc, `content="episodic"`, `content="task"`, 1), "</head>", "<meta name=\"memhtml-task-status\" content=\"todo\">\n</head>", 1)))
-	ep := ParseMemoryBytes([]byte(headDoc))
+	task := ParseBytes([]byte(strings.Replace(strings.Replace(headDoc, `content="episodic"`, `content="task"`, 1), "</head>", "<meta name=\"memhtml-task-status\" content=\"todo\">\n</head>", 1)))
+	ep := ParseBytes([]byte(headDoc))
 	for _, c := range []struct {
 		rel         string
 		m           *Memory
@@ -107,7 +107,7 @@ func TestInboxDepth(t *testing.T) {
 		{memd.TaskInboxDir + "/t.html", task, true, true},
 		{memd.TaskInboxDir + "/e.html", ep, true, false},
 		{"projects/p/tasks/t.html", task, false, false},
-		{memd.InboxDir + "/bad.html", ParseMemoryBytes([]byte("<p>x</p>")), false, false},
+		{memd.InboxDir + "/bad.html", ParseBytes([]byte("<p>x</p>")), false, false},
 	} {
 		if in, tk := InboxDepth(c.rel, c.m); in != c.inbox || tk != c.task {
 			t.Errorf("InboxDepth(%s) = %v, %v; want %v, %v", c.rel, in, tk, c.inbox, c.task)

@@ -2,7 +2,7 @@ package gitrepo
 
 // Moving HEAD to a merged or fetched commit and checking it out. The merge
 // of the trees itself is sync/treemerge's; what each path gets is the
-// domain policy's (memd.MergePolicy).
+// domain policy's (treemerge.MergePolicy).
 //
 // Crash safety of a fast-forward or merge (the ref moves before the work
 // tree follows it):

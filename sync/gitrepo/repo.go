@@ -3,8 +3,8 @@
 // reconcile, checkout, fetch → merge → push). The pure parts are
 // subpackages: treemerge (the three-way tree merge), gitremote (a remote's
 // credentials, error kinds, redaction, backoff) and gitstore (git's lock
-// files, refs and index file, as git writes them); the merge policy is the
-// root model's (memd.MergePolicy).
+// files, refs and index file, as git writes them); the merge policy is
+// treemerge's (treemerge.MergePolicy).
 //
 // It lives under sync/ (the product's folder) with a name of its own, so the
 // standard library's sync keeps its name for every importer.

@@ -49,7 +49,7 @@ func TestArcKind(t *testing.T) {
 		"<meta name=\"memhtml-type\" content=\"arc\">\n<meta name=\"memhtml-status\" content=\"active\">\n" +
 		"<meta name=\"memhtml-created\" content=\"2025-01-01\">\n<meta name=\"memhtml-updated\" content=\"2025-01-02\">\n" +
 		"<meta name=\"memhtml-entity\" content=\"person:x\">\n</head>\n<body>\n<article>\n<p><mark>Claim.</mark> <time datetime=\"2025-01-01\">then</time></p>\n</article>\n</body>\n</html>\n"
-	if memfile.IsMemdArc(memfile.ParseMemoryBytes([]byte(curated))) {
+	if memfile.IsMemdArc(memfile.ParseBytes([]byte(curated))) {
 		t.Fatal("the curated arc reads as memd's")
 	}
 	p := MergePolicy{}

@@ -143,7 +143,7 @@ func allMemdArcs(contents [][]byte) bool {
 		if len(c) == 0 {
 			continue
 		}
-		if m := memfile.ParseMemoryBytes(c); m.Type != "" && !memfile.IsMemdArc(m) {
+		if m := memfile.ParseBytes(c); m.Type != "" && !memfile.IsMemdArc(m) {
 			return false
 		}
 	}

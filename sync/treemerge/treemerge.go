@@ -2,8 +2,9 @@
 // fast-forward only; docs/ARCHITECTURE.md §4). Only the paths that differ are
 // visited: trees are diffed recursively and identical subtrees (same hash) are
 // skipped, so the cost follows the number of changed paths, not the size of
-// the repo. What a path both sides changed holds after the merge is the domain
-// policy's (memd.MergePolicy); this package applies it to trees. It never
+// the repo. What a path both sides changed holds after the merge is the merge
+// policy's (MergePolicy, mergepolicy.go: one rule per file kind, reading the
+// formats through format/...); this package applies it to trees. It never
 // touches the work tree or a ref: moving HEAD and checking the result out,
 // crash-safely, is sync's (sync/merge.go).
 package treemerge
