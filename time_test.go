@@ -26,9 +26,4 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) accepted", in)
 		}
 	}
-	// The ledger reads expiresAt with it.
-	r, _ := ParseRecord([]byte(`{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"2026-11-30T14:32Z"}}`))
-	if exp, ok := r.Expiry(); !ok || !exp.Equal(utc(11, 30, 14, 32, 0)) {
-		t.Errorf("Expiry = %v %v", exp, ok)
-	}
 }

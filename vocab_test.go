@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Each parse function takes exactly the names config, flags and the ledger spell (byte for
@@ -66,29 +65,6 @@ func TestParseNames(t *testing.T) {
 				t.Errorf("parse(%q) error %q: want the input quoted and %q listed", c.in, msg, c.lists)
 			}
 		})
-	}
-}
-
-// A ledger may carry a mode memd does not know: it is decoded as written, reported unknown,
-// judged live (never drained) and written back byte for byte.
-func TestUnknownModeIsCarried(t *testing.T) {
-	line := `{"id":"a","type":"note","lifecycle":{"mode":"Forever","expiresAt":"2000-01-01"}}`
-	r, err := ParseRecord([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Lifecycle.Mode != "Forever" || r.Lifecycle.Mode.Known() {
-		t.Fatalf("mode = %q known=%v, want Forever, unknown", r.Lifecycle.Mode, r.Lifecycle.Mode.Known())
-	}
-	if !ModeSoftExpiry.Known() {
-		t.Fatal("soft-expiry not known")
-	}
-	if v := JudgeNote(r, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), 0); v.Drain || v.Stale || v.State() != NoteLive {
-		t.Fatalf("unknown mode judged %+v, want live", v)
-	}
-	out, err := r.MarshalJSON()
-	if err != nil || string(out) != line {
-		t.Fatalf("re-encoded %q (%v), want the line verbatim", out, err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
 	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/internal/repofiles"
@@ -39,7 +40,7 @@ type inventory struct {
 	files   map[string]invEntry
 	dirs    map[string]int // entries in files under each directory (every ancestor)
 	n       invCounts
-	ledger  *memd.Ledger
+	ledger  *ledger.Ledger
 	ledgerT time.Time
 	lc      ledgerCounts
 	mds     map[string]mdInfo
@@ -326,7 +327,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 	switch {
 	case rel == v.cfg.Expire.Ledger:
 		if v.ledger == nil || !info.ModTime().Equal(v.ledgerT) {
-			if l, err := memd.ReadLedger(abs); err == nil {
+			if l, err := ledger.ReadLedger(abs); err == nil {
 				v.ledger, v.ledgerT, v.lc = l, info.ModTime(), ledgerCounts{}
 			}
 		}
@@ -491,7 +492,7 @@ func (v *inventory) countLedger(now time.Time) ledgerCounts {
 		}
 		lc.notes[metrics.NoteKey{Mode: r.Lifecycle.Mode, State: noteState(r, now, grace)}]++
 		// The judgement's own clock (one rule): past t its verdict may change.
-		if t, ok := memd.NoteChangesAfter(r, now, grace); ok && (lc.next.IsZero() || t.Before(lc.next)) {
+		if t, ok := ledger.NoteChangesAfter(r, now, grace); ok && (lc.next.IsZero() || t.Before(lc.next)) {
 			lc.next = t
 		}
 	}
@@ -503,8 +504,8 @@ func (v *inventory) countLedger(now time.Time) ledgerCounts {
 
 // noteState is a note's memd_ledger_notes state: sleep's own verdict (memd.JudgeNote), so
 // the gauge counts as expired exactly what the next sleep drains.
-func noteState(r *memd.Record, now time.Time, grace time.Duration) string {
-	return memd.JudgeNote(r, now, grace).State()
+func noteState(r *ledger.Record, now time.Time, grace time.Duration) string {
+	return ledger.JudgeNote(r, now, grace).State()
 }
 
 // inventoryAfterMove refreshes the inventory for what a merge, fast-forward or sleep run

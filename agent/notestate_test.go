@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
 )
 
 // The gauge's state at the instants where it used to disagree with sleep's drain: at
@@ -24,7 +24,7 @@ func TestNoteStateAtBoundaries(t *testing.T) {
 		{"unparseable expiresAt", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"next tuesday"}}`, "live"},
 	}
 	for _, c := range cases {
-		r, err := memd.ParseRecord([]byte(c.js))
+		r, err := ledger.ParseRecord([]byte(c.js))
 		if err != nil {
 			t.Fatal(err)
 		}

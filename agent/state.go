@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
@@ -145,7 +145,7 @@ func (a *Agent) setBusy(what string) {
 
 // notesByState sums the ledger notes over their modes: live, stale, expired.
 func notesByState(m map[metrics.NoteKey]int) map[string]int {
-	out := map[string]int{memd.NoteLive: 0, memd.NoteStale: 0, memd.NoteExpired: 0}
+	out := map[string]int{ledger.NoteLive: 0, ledger.NoteStale: 0, ledger.NoteExpired: 0}
 	for k, n := range m {
 		out[k.State] += n
 	}

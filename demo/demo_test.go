@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
 	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 )
@@ -202,7 +203,7 @@ func TestGenerate300(t *testing.T) {
 	}
 
 	// Ledger: every line parses; notes in every mode and state.
-	led := memd.ParseLedger(tree["memory.jsonl"])
+	led := ledger.ParseLedger(tree["memory.jsonl"])
 	modes := map[memd.LifecycleMode]int{}
 	kinds := map[string]int{}
 	zeroReads, pastHard, futureHard, pastSoft, futureSoft := 0, 0, 0, 0, 0

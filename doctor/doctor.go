@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
 	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/format/writerlock"
@@ -252,15 +253,15 @@ func (c *checker) checkMemoryMDs(mds []string) {
 
 // checkLedger reports ledger lines that do not parse (kept as they are).
 func (c *checker) checkLedger() {
-	ledger := c.opt.Ledger
-	l, err := memd.ReadLedger(filepath.Join(c.root, filepath.FromSlash(ledger)))
+	rel := c.opt.Ledger
+	l, err := ledger.ReadLedger(filepath.Join(c.root, filepath.FromSlash(rel)))
 	if err != nil {
-		c.add(Problem, "ledger", ledger, "cannot read: %v", err)
+		c.add(Problem, "ledger", rel, "cannot read: %v", err)
 		return
 	}
 	for i, ln := range l.Lines {
 		if ln.Err != nil {
-			c.add(Problem, "ledger", ledger, "line %d does not parse (%v); it is kept as it is", i+1, ln.Err)
+			c.add(Problem, "ledger", rel, "line %d does not parse (%v); it is kept as it is", i+1, ln.Err)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
 )
 
 // Label values known in advance; each is exported as 0 before its first event so a rate()
@@ -28,7 +29,7 @@ var (
 	CommitKinds   = memd.CommitKinds
 	SleepPhases   = memd.SleepPhases
 	NoteModes     = memd.LifecycleModes
-	NoteStates    = []string{memd.NoteLive, memd.NoteStale, memd.NoteExpired}
+	NoteStates    = []string{ledger.NoteLive, ledger.NoteStale, ledger.NoteExpired}
 	LedgerTypes   = []string{memd.RecordRule, memd.RecordLesson, memd.RecordNote}
 	Hooks         = memd.HookNames
 	HookResults   = memd.HookResults

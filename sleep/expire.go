@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
 	"github.com/memd-dev/memd/format/memfile"
 )
 
@@ -81,7 +82,7 @@ func expireFile(mp string, m *memfile.Memory, now time.Time, grace time.Duration
 }
 
 func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byte, grace time.Duration) error {
-	led := memd.ParseLedger(raw)
+	led := ledger.ParseLedger(raw)
 	drained := map[int][][]byte{} // year -> lines to append
 	keep := led.Lines[:0:0]
 	drainedN := 0
@@ -90,7 +91,7 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 		if ln.Err != nil {
 			p.counts["unparseable"]++
 		}
-		v := memd.JudgeNote(ln.Record, env.now, grace)
+		v := ledger.JudgeNote(ln.Record, env.now, grace)
 		if v.Bad != "" {
 			p.counts["invalid"]++
 			p.item("report", ledgerPath, "", "note "+ln.Record.ID+": "+v.Bad)
@@ -112,7 +113,7 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			if b, found, err := s.read(dp); err != nil {
 				return err
 			} else if found {
-				for _, r := range memd.ParseLedger(b).Records() {
+				for _, r := range ledger.ParseLedger(b).Records() {
 					ids[r.ID] = true
 				}
 			}
@@ -146,7 +147,7 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 }
 
 // drainedLine is the record as its drained file keeps it: stamped with when and why.
-func drainedLine(r *memd.Record, reason memd.LifecycleMode, now time.Time) ([]byte, error) {
+func drainedLine(r *ledger.Record, reason memd.LifecycleMode, now time.Time) ([]byte, error) {
 	rec := r.Clone()
 	if err := rec.Set("drainedAt", now.UTC().Format(time.RFC3339)); err != nil {
 		return nil, fmt.Errorf("drain %s: %w", rec.ID, err)

@@ -8,6 +8,7 @@ package treemerge
 import (
 	"bytes"
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
 	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 	"path"
@@ -304,7 +305,7 @@ func parseLedgerLines(b []byte, cache map[string]parsedStamp) []ledgerLine {
 		ps, ok := cache[string(trimmed)]
 		if !ok {
 			// The model's reader: what it cannot read (or has no id) is kept verbatim.
-			if r, err := memd.ParseRecord(trimmed); err == nil && r.ID != "" {
+			if r, err := ledger.ParseRecord(trimmed); err == nil && r.ID != "" {
 				ps.id = strconv.Quote(r.ID) // quoted: the "#n" of a duplicate cannot collide with an id
 				ps.when, _ = memd.ParseTime(r.UpdatedAt)
 				if ps.when.IsZero() {

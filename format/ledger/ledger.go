@@ -1,4 +1,4 @@
-package memd
+package ledger
 
 // The memory.jsonl ledger (docs/FORMATS.md §4). memd is not the ledger's owner: writers are. So
 // this is a faithful reader/writer: a line memd does not change is written back byte for
@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/memd-dev/memd"
 	"os"
 	"strconv"
 	"time"
@@ -20,9 +21,9 @@ import (
 
 // Lifecycle is a note's lifecycle: mode persistent, read-count, hard-expiry or soft-expiry.
 type Lifecycle struct {
-	Mode           LifecycleMode `json:"mode"`
-	RemainingReads *int          `json:"remainingReads,omitempty"`
-	ExpiresAt      string        `json:"expiresAt,omitempty"`
+	Mode           memd.LifecycleMode `json:"mode"`
+	RemainingReads *int               `json:"remainingReads,omitempty"`
+	ExpiresAt      string             `json:"expiresAt,omitempty"`
 }
 
 // Record is one ledger record. The typed fields mirror the well-known keys; every other key
@@ -53,7 +54,7 @@ type recordTyped struct {
 
 type lcSnap struct {
 	set       bool
-	Mode      LifecycleMode
+	Mode      memd.LifecycleMode
 	ExpiresAt string
 	hasReads  bool
 	reads     int
@@ -271,7 +272,7 @@ func parseLifecycle(v []byte, vs string) (*Lifecycle, error) {
 				return nil, fmt.Errorf("%s is %s, want a string", f.key, jsonShort(f.value))
 			}
 			if f.key == "mode" {
-				lc.Mode = LifecycleMode(s) // unknown modes are carried as written
+				lc.Mode = memd.LifecycleMode(s) // unknown modes are carried as written
 			} else {
 				lc.ExpiresAt = s
 			}
@@ -773,7 +774,7 @@ func (r *Record) Expiry() (time.Time, bool) {
 	if r.Lifecycle == nil || r.Lifecycle.ExpiresAt == "" {
 		return time.Time{}, false
 	}
-	return ParseTime(r.Lifecycle.ExpiresAt)
+	return memd.ParseTime(r.Lifecycle.ExpiresAt)
 }
 
 // A note's lifecycle states, the state label of memd_ledger_notes (docs/ARCHITECTURE.md §6).
@@ -786,10 +787,10 @@ const (
 // NoteVerdict is what a note's lifecycle says at one instant.
 type NoteVerdict struct {
 	Drain  bool
-	Stale  bool          // soft-expiry past expiresAt (reported; drained once the grace passed too)
-	Reason LifecycleMode // drain reason, written into drainReason: the lifecycle mode
-	Year   int           // year of the drained file: the expiry year, else the drain year
-	Bad    string        // an unusable lifecycle (e.g. an unparseable expiresAt): kept and reported
+	Stale  bool               // soft-expiry past expiresAt (reported; drained once the grace passed too)
+	Reason memd.LifecycleMode // drain reason, written into drainReason: the lifecycle mode
+	Year   int                // year of the drained file: the expiry year, else the drain year
+	Bad    string             // an unusable lifecycle (e.g. an unparseable expiresAt): kept and reported
 }
 
 // State is the verdict as memd_ledger_notes labels it. An unusable lifecycle is kept, so
@@ -809,11 +810,11 @@ func (v NoteVerdict) State() string {
 // stale. Only notes are ever drained; rules and lessons never.
 func JudgeNote(r *Record, now time.Time, softGrace time.Duration) NoteVerdict {
 	v := NoteVerdict{Year: now.UTC().Year()}
-	if r == nil || r.Type != RecordNote || r.Lifecycle == nil {
+	if r == nil || r.Type != memd.RecordNote || r.Lifecycle == nil {
 		return v
 	}
 	switch r.Lifecycle.Mode {
-	case ModeHardExpiry, ModeSoftExpiry:
+	case memd.ModeHardExpiry, memd.ModeSoftExpiry:
 		exp, ok := r.Expiry()
 		if !ok {
 			v.Bad = fmt.Sprintf("expiresAt %q is not an ISO 8601 time", r.Lifecycle.ExpiresAt)
@@ -823,21 +824,21 @@ func JudgeNote(r *Record, now time.Time, softGrace time.Duration) NoteVerdict {
 			return v
 		}
 		v.Year = exp.UTC().Year()
-		if r.Lifecycle.Mode == ModeHardExpiry {
-			v.Drain, v.Reason = true, ModeHardExpiry
+		if r.Lifecycle.Mode == memd.ModeHardExpiry {
+			v.Drain, v.Reason = true, memd.ModeHardExpiry
 			return v
 		}
 		v.Stale = true
 		if now.After(exp.Add(softGrace)) {
-			v.Drain, v.Reason = true, ModeSoftExpiry
+			v.Drain, v.Reason = true, memd.ModeSoftExpiry
 		}
-	case ModeReadCount:
+	case memd.ModeReadCount:
 		if r.Lifecycle.RemainingReads == nil {
 			v.Bad = "read-count without remainingReads"
 			return v
 		}
 		if *r.Lifecycle.RemainingReads <= 0 {
-			v.Drain, v.Reason = true, ModeReadCount
+			v.Drain, v.Reason = true, memd.ModeReadCount
 		}
 	}
 	return v
@@ -847,11 +848,11 @@ func JudgeNote(r *Record, now time.Time, softGrace time.Duration) NoteVerdict {
 // expiry (stale, or drained for hard-expiry) and, for soft-expiry, the end of the grace.
 // ok is false when no later clock changes it.
 func NoteChangesAfter(r *Record, now time.Time, softGrace time.Duration) (time.Time, bool) {
-	if r == nil || r.Type != RecordNote || r.Lifecycle == nil {
+	if r == nil || r.Type != memd.RecordNote || r.Lifecycle == nil {
 		return time.Time{}, false
 	}
 	switch r.Lifecycle.Mode {
-	case ModeHardExpiry, ModeSoftExpiry:
+	case memd.ModeHardExpiry, memd.ModeSoftExpiry:
 		exp, ok := r.Expiry()
 		if !ok {
 			return time.Time{}, false
@@ -859,7 +860,7 @@ func NoteChangesAfter(r *Record, now time.Time, softGrace time.Duration) (time.T
 		if !now.After(exp) {
 			return exp, true
 		}
-		if r.Lifecycle.Mode == ModeSoftExpiry && !now.After(exp.Add(softGrace)) {
+		if r.Lifecycle.Mode == memd.ModeSoftExpiry && !now.After(exp.Add(softGrace)) {
 			return exp.Add(softGrace), true
 		}
 	}

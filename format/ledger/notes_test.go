@@ -1,6 +1,7 @@
-package memd
+package ledger
 
 import (
+	"github.com/memd-dev/memd"
 	"strings"
 	"testing"
 	"time"
@@ -20,17 +21,17 @@ func TestJudgeNoteBoundaries(t *testing.T) {
 	cases := []struct {
 		name, js     string
 		drain, stale bool
-		reason       LifecycleMode
+		reason       memd.LifecycleMode
 	}{
-		{"hard 1s past", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(-time.Second) + `"}}`, true, false, ModeHardExpiry},
+		{"hard 1s past", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(-time.Second) + `"}}`, true, false, memd.ModeHardExpiry},
 		{"hard exactly now", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(0) + `"}}`, false, false, ""},
 		{"hard 1s ahead", `{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"` + iso(time.Second) + `"}}`, false, false, ""},
 		{"soft 1s ahead", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(time.Second) + `"}}`, false, false, ""},
 		{"soft 1s past", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-time.Second) + `"}}`, false, true, ""},
 		{"soft grace not over", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-grace+time.Second) + `"}}`, false, true, ""},
-		{"soft grace over", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-grace-time.Second) + `"}}`, true, true, ModeSoftExpiry},
-		{"read-count 0", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":0}}`, true, false, ModeReadCount},
-		{"read-count -1", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":-1}}`, true, false, ModeReadCount},
+		{"soft grace over", `{"id":"a","type":"note","lifecycle":{"mode":"soft-expiry","expiresAt":"` + iso(-grace-time.Second) + `"}}`, true, true, memd.ModeSoftExpiry},
+		{"read-count 0", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":0}}`, true, false, memd.ModeReadCount},
+		{"read-count -1", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":-1}}`, true, false, memd.ModeReadCount},
 		{"read-count 1", `{"id":"a","type":"note","lifecycle":{"mode":"read-count","remainingReads":1}}`, false, false, ""},
 		{"persistent", `{"id":"a","type":"note","lifecycle":{"mode":"persistent"}}`, false, false, ""},
 		{"rule with a past expiry", `{"id":"a","type":"rule","lifecycle":{"mode":"hard-expiry","expiresAt":"2000-01-01"}}`, false, false, ""},

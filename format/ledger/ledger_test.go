@@ -1,10 +1,11 @@
-package memd
+package ledger
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/memd-dev/memd"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -467,4 +468,35 @@ func FuzzJSONUnquote(f *testing.F) {
 			t.Fatalf("decode %q: got %q %v, want %q", b, got, ok, want)
 		}
 	})
+}
+
+// A ledger may carry a mode memd does not know: it is decoded as written, reported unknown,
+// judged live (never drained) and written back byte for byte.
+func TestUnknownModeIsCarried(t *testing.T) {
+	line := `{"id":"a","type":"note","lifecycle":{"mode":"Forever","expiresAt":"2000-01-01"}}`
+	r, err := ParseRecord([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Lifecycle.Mode != "Forever" || r.Lifecycle.Mode.Known() {
+		t.Fatalf("mode = %q known=%v, want Forever, unknown", r.Lifecycle.Mode, r.Lifecycle.Mode.Known())
+	}
+	if !memd.ModeSoftExpiry.Known() {
+		t.Fatal("soft-expiry not known")
+	}
+	if v := JudgeNote(r, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), 0); v.Drain || v.Stale || v.State() != NoteLive {
+		t.Fatalf("unknown mode judged %+v, want live", v)
+	}
+	out, err := r.MarshalJSON()
+	if err != nil || string(out) != line {
+		t.Fatalf("re-encoded %q (%v), want the line verbatim", out, err)
+	}
+}
+
+// The ledger reads expiresAt with ParseTime (a minute-precision time is a time).
+func TestExpiryReadsParseTime(t *testing.T) {
+	r, _ := ParseRecord([]byte(`{"id":"a","type":"note","lifecycle":{"mode":"hard-expiry","expiresAt":"2026-11-30T14:32Z"}}`))
+	if exp, ok := r.Expiry(); !ok || !exp.Equal(time.Date(2026, 11, 30, 14, 32, 0, 0, time.UTC)) {
+		t.Errorf("Expiry = %v %v", exp, ok)
+	}
 }
