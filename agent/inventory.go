@@ -327,7 +327,7 @@ func (v *inventory) refresh(root, rel string, d fs.DirEntry) {
 	switch {
 	case rel == v.cfg.Expire.Ledger:
 		if v.ledger == nil || !info.ModTime().Equal(v.ledgerT) {
-			if l, err := ledger.ReadLedger(abs); err == nil {
+			if l, err := ledger.ParseFile(abs); err == nil {
 				v.ledger, v.ledgerT, v.lc = l, info.ModTime(), ledgerCounts{}
 			}
 		}
@@ -502,7 +502,7 @@ func (v *inventory) countLedger(now time.Time) ledgerCounts {
 	return lc
 }
 
-// noteState is a note's memd_ledger_notes state: sleep's own verdict (memd.JudgeNote), so
+// noteState is a note's memd_ledger_notes state: sleep's own verdict (ledger.JudgeNote), so
 // the gauge counts as expired exactly what the next sleep drains.
 func noteState(r *ledger.Record, now time.Time, grace time.Duration) string {
 	return ledger.JudgeNote(r, now, grace).State()

@@ -203,7 +203,7 @@ func TestGenerate300(t *testing.T) {
 	}
 
 	// Ledger: every line parses; notes in every mode and state.
-	led := ledger.ParseLedger(tree["memory.jsonl"])
+	led := ledger.Parse(tree["memory.jsonl"])
 	modes := map[memd.LifecycleMode]int{}
 	kinds := map[string]int{}
 	zeroReads, pastHard, futureHard, pastSoft, futureSoft := 0, 0, 0, 0, 0

@@ -254,7 +254,7 @@ func (c *checker) checkMemoryMDs(mds []string) {
 // checkLedger reports ledger lines that do not parse (kept as they are).
 func (c *checker) checkLedger() {
 	rel := c.opt.Ledger
-	l, err := ledger.ReadLedger(filepath.Join(c.root, filepath.FromSlash(rel)))
+	l, err := ledger.ParseFile(filepath.Join(c.root, filepath.FromSlash(rel)))
 	if err != nil {
 		c.add(Problem, "ledger", rel, "cannot read: %v", err)
 		return

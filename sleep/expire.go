@@ -82,7 +82,7 @@ func expireFile(mp string, m *memfile.Memory, now time.Time, grace time.Duration
 }
 
 func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byte, grace time.Duration) error {
-	led := ledger.ParseLedger(raw)
+	led := ledger.Parse(raw)
 	drained := map[int][][]byte{} // year -> lines to append
 	keep := led.Lines[:0:0]
 	drainedN := 0
@@ -113,7 +113,7 @@ func planLedger(s *snapshot, env *planEnv, p *plan, ledgerPath string, raw []byt
 			if b, found, err := s.read(dp); err != nil {
 				return err
 			} else if found {
-				for _, r := range ledger.ParseLedger(b).Records() {
+				for _, r := range ledger.Parse(b).Records() {
 					ids[r.ID] = true
 				}
 			}

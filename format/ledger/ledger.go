@@ -882,8 +882,8 @@ type Ledger struct {
 	noFinalNewline bool // the input's last line had no newline
 }
 
-// ParseLedger never fails: lines that do not parse are kept verbatim with their error.
-func ParseLedger(data []byte) *Ledger {
+// Parse never fails: lines that do not parse are kept verbatim with their error.
+func Parse(data []byte) *Ledger {
 	l := &Ledger{}
 	if len(data) == 0 {
 		return l
@@ -921,8 +921,8 @@ func ParseLedger(data []byte) *Ledger {
 	return l
 }
 
-// ReadLedger reads and parses a ledger file. A missing file is an empty ledger.
-func ReadLedger(path string) (*Ledger, error) {
+// ParseFile reads and parses a ledger file. A missing file is an empty ledger.
+func ParseFile(path string) (*Ledger, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Ledger{}, nil
@@ -930,7 +930,7 @@ func ReadLedger(path string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read ledger %s: %w", path, err)
 	}
-	return ParseLedger(data), nil
+	return Parse(data), nil
 }
 
 // Bytes writes the ledger back: unchanged lines as they were (so an unchanged ledger comes

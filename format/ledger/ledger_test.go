@@ -44,7 +44,7 @@ func TestLedgerUnchangedIsByteIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := ReadLedger(f)
+		l, err := ParseFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,14 +62,14 @@ func TestLedgerUnchangedIsByteIdentical(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "\n", "\n\n", "{}", "{}\n", " \n{}\n\n"} {
-		if got := ParseLedger([]byte(in)).Bytes(); string(got) != in {
-			t.Errorf("ParseLedger(%q).Bytes() = %q", in, got)
+		if got := Parse([]byte(in)).Bytes(); string(got) != in {
+			t.Errorf("Parse(%q).Bytes() = %q", in, got)
 		}
 	}
 }
 
 func TestLedgerParsesFields(t *testing.T) {
-	l := ParseLedger(readTestdata(t, "ledger/sample.jsonl"))
+	l := Parse(readTestdata(t, "ledger/sample.jsonl"))
 	recs := l.Records()
 	ids := []string{}
 	for _, r := range recs {
@@ -104,7 +104,7 @@ func TestLedgerParsesFields(t *testing.T) {
 
 func TestLedgerBrokenLinesKept(t *testing.T) {
 	data := readTestdata(t, "ledger/sample.jsonl")
-	l := ParseLedger(data)
+	l := Parse(data)
 	bad := l.Bad()
 	if len(bad) != 4 {
 		for _, b := range bad {
@@ -141,14 +141,14 @@ func TestLedgerBrokenLinesKept(t *testing.T) {
 	if bytes.Contains(out, []byte(`"n-1"`)) {
 		t.Error("removed record still written")
 	}
-	if got := len(ParseLedger(out).Bad()); got != 4 {
+	if got := len(Parse(out).Bad()); got != 4 {
 		t.Errorf("re-parse: %d bad lines", got)
 	}
 }
 
 func TestLedgerUnknownFieldsKept(t *testing.T) {
 	data := readTestdata(t, "ledger/sample.jsonl")
-	l := ParseLedger(data)
+	l := Parse(data)
 	inLines := bytes.Split(data, []byte("\n"))
 
 	// A direct edit of a typed field: other keys keep order and bytes.
@@ -188,7 +188,7 @@ func TestLedgerUnknownFieldsKept(t *testing.T) {
 		t.Errorf("meaning changed:\n%v\n%v", before, after)
 	}
 	// Once written, the new bytes are the record's original bytes.
-	again := ParseLedger(out)
+	again := Parse(out)
 	if !bytes.Equal(again.Bytes(), out) {
 		t.Error("second round trip differs")
 	}
@@ -254,7 +254,7 @@ func TestRecordSetDeleteAndTypes(t *testing.T) {
 }
 
 func TestLedgerAppendNewRecord(t *testing.T) {
-	l := ParseLedger([]byte(`{"id":"a","type":"rule","text":"no final newline"}`))
+	l := Parse([]byte(`{"id":"a","type":"rule","text":"no final newline"}`))
 	three := 3
 	r := &Record{ID: "n-9", Type: "note", Role: "general", Text: "new <one>", CreatedAt: "2026-11-30T08:00:00Z",
 		Lifecycle: &Lifecycle{Mode: "read-count", RemainingReads: &three}}
@@ -271,7 +271,7 @@ kept {broken
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	back := ParseLedger([]byte(got))
+	back := Parse([]byte(got))
 	if len(back.Records()) != 2 || len(back.Bad()) != 1 || back.Find("n-9").Text != "new <one>" {
 		t.Errorf("re-parse: %+v", back.Lines)
 	}
@@ -296,11 +296,11 @@ func TestRecordExpiryFormats(t *testing.T) {
 
 func TestReadLedgerMissingAndUnreadable(t *testing.T) {
 	dir := t.TempDir()
-	l, err := ReadLedger(filepath.Join(dir, "memory.jsonl"))
+	l, err := ParseFile(filepath.Join(dir, "memory.jsonl"))
 	if err != nil || len(l.Lines) != 0 || len(l.Bytes()) != 0 {
 		t.Fatalf("missing ledger: %v %v", l, err)
 	}
-	_, err = ReadLedger(dir) // a directory
+	_, err = ParseFile(dir) // a directory
 	if err == nil || !strings.Contains(err.Error(), dir) {
 		t.Errorf("reading a directory: %v", err)
 	}
@@ -315,7 +315,7 @@ func FuzzParseLedger(f *testing.F) {
 	f.Add([]byte(`{"a":"\"}\\","b":[{"c":"]"}],"id":"x"}` + "\n"))
 	f.Add([]byte("{\"id\":\"\\ud800\"}\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l := ParseLedger(data)
+		l := Parse(data)
 		if got := l.Bytes(); !bytes.Equal(got, data) {
 			t.Fatalf("round trip:\n got %q\nwant %q", got, data)
 		}
@@ -391,7 +391,7 @@ func BenchmarkLedger100k(b *testing.B) {
 	b.Run("memd", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			l := ParseLedger(data)
+			l := Parse(data)
 			_ = l.Bytes()
 		}
 	})
@@ -408,7 +408,7 @@ func BenchmarkLedger100k(b *testing.B) {
 		for b.Loop() {
 			runtime.GC()
 			c0, t0 := processCPU(), time.Now()
-			_ = ParseLedger(data).Bytes()
+			_ = Parse(data).Bytes()
 			runtime.GC()
 			c1, t1 := processCPU(), time.Now()
 			_ = jsonRoundTrip(data)
