@@ -151,7 +151,7 @@ func IsGenerated(p string) bool {
 	return base == GeneratedNames[0] || base == GeneratedNames[1]
 }
 
-// isBucket is ParseBucket's match without its error: BucketOf must not allocate.
+// isBucket is the bucket names' match without an error: BucketOf must not allocate.
 func isBucket(s string) bool {
 	_, ok := lookupName(s, Buckets)
 	return ok

@@ -10,8 +10,9 @@ import (
 // The names memd's packages share, defined once: a label, a default file name or a phase is
 // spelled here and nowhere else. Special folders are in paths.go, note states beside JudgeNote
 // in ledger.go. Phases, lifecycle modes and buckets are types of their own: a config key, a
-// flag or a ledger line reaches them as a string, converted once at that edge with
-// ParsePhase, ParseLifecycleMode or ParseBucket.
+// flag or a ledger line reaches them as a string: a phase is converted once at that edge with
+// ParsePhase; a ledger keeps any mode it carries (LifecycleMode.Known); a path's bucket is
+// BucketOf's.
 
 // Default repo-relative files (docs/FORMATS.md §4, §5); config may name others.
 const (
@@ -75,24 +76,12 @@ var Buckets = []Bucket{BucketProjects, BucketAreas, BucketResources, BucketArchi
 
 // Sentinels of the parse functions, for callers that branch on the kind of bad name.
 var (
-	ErrUnknownPhase  = errors.New("unknown sleep phase")
-	ErrUnknownMode   = errors.New("unknown lifecycle mode")
-	ErrUnknownBucket = errors.New("not a PARA bucket")
+	ErrUnknownPhase = errors.New("unknown sleep phase")
 )
 
 // ParsePhase returns the phase named s. Names are case-sensitive, as config and the trailer
 // spell them; the error names s and lists the phases.
 func ParsePhase(s string) (Phase, error) { return parseName(s, SleepPhases, ErrUnknownPhase, "phases") }
-
-// ParseLifecycleMode returns the lifecycle mode named s (case-sensitive); the error names s and
-// lists the modes.
-func ParseLifecycleMode(s string) (LifecycleMode, error) {
-	return parseName(s, LifecycleModes, ErrUnknownMode, "modes")
-}
-
-// ParseBucket returns the bucket named s (case-sensitive; a path's first segment); the error
-// names s and lists the buckets.
-func ParseBucket(s string) (Bucket, error) { return parseName(s, Buckets, ErrUnknownBucket, "buckets") }
 
 // Known reports whether m is one of LifecycleModes (a ledger may carry any string).
 func (m LifecycleMode) Known() bool {

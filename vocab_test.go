@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Each parse function takes exactly the names config, flags and the ledger spell (byte for
+// ParsePhase takes exactly the names config and flags spell (byte for
 // byte: no case folding, no trimming) and names the bad input with the sentinel callers test.
 func TestParseNames(t *testing.T) {
 	type result struct {
@@ -14,8 +14,6 @@ func TestParseNames(t *testing.T) {
 		err error
 	}
 	phase := func(s string) result { p, err := ParsePhase(s); return result{string(p), err} }
-	mode := func(s string) result { m, err := ParseLifecycleMode(s); return result{string(m), err} }
-	bucket := func(s string) result { b, err := ParseBucket(s); return result{string(b), err} }
 	cases := []struct {
 		name     string
 		parse    func(string) result
@@ -31,20 +29,6 @@ func TestParseNames(t *testing.T) {
 		{"phase case", phase, "Expire", ErrUnknownPhase, "expire, arcs, archive, tidy"},
 		{"phase spaced", phase, " tidy", ErrUnknownPhase, "expire, arcs, archive, tidy"},
 		{"phase empty", phase, "", ErrUnknownPhase, "expire, arcs, archive, tidy"},
-		{"mode persistent", mode, "persistent", nil, ""},
-		{"mode read-count", mode, "read-count", nil, ""},
-		{"mode hard-expiry", mode, "hard-expiry", nil, ""},
-		{"mode soft-expiry", mode, "soft-expiry", nil, ""},
-		{"mode unknown", mode, "forever", ErrUnknownMode, "persistent, read-count, hard-expiry, soft-expiry"},
-		{"mode case", mode, "Hard-Expiry", ErrUnknownMode, "persistent, read-count, hard-expiry, soft-expiry"},
-		{"mode underscore", mode, "soft_expiry", ErrUnknownMode, "persistent, read-count, hard-expiry, soft-expiry"},
-		{"bucket projects", bucket, "projects", nil, ""},
-		{"bucket areas", bucket, "areas", nil, ""},
-		{"bucket resources", bucket, "resources", nil, ""},
-		{"bucket archive", bucket, "archive", nil, ""},
-		{"bucket unknown", bucket, "inbox", ErrUnknownBucket, "projects, areas, resources, archive"},
-		{"bucket case", bucket, "Areas", ErrUnknownBucket, "projects, areas, resources, archive"},
-		{"bucket path", bucket, "areas/inbox", ErrUnknownBucket, "projects, areas, resources, archive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -68,7 +52,7 @@ func TestParseNames(t *testing.T) {
 	}
 }
 
-// BucketOf shares ParseBucket's match but runs on every path a walk sees: it must not
+// BucketOf runs on every path a walk sees: it must not
 // allocate, on a hit or a miss.
 func TestBucketOfDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() {

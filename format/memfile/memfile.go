@@ -599,7 +599,7 @@ func (p *memParser) opened(e elem, idx int, datetime string) {
 			p.timeSeen = true
 			p.m.EventTime = datetime
 			if ValidDatetime(datetime) {
-				p.m.EventAt, _ = parseMemTime(datetime)
+				p.m.EventAt, _ = memd.ParseTime(datetime)
 			}
 		}
 	case atom.Mark:
@@ -1035,7 +1035,7 @@ func (p *memParser) readDates() {
 		if !ValidDatetime(v) {
 			p.violate(fmt.Sprintf("%s %s is not an ISO date (YYYY-MM-DD) or UTC time (YYYY-MM-DDThh:mm:ssZ)", name, memd.QuoteInput(v)))
 		}
-		t, _ := parseMemTime(v)
+		t, _ := memd.ParseTime(v)
 		switch name {
 		case MetaCreated:
 			m.CreatedAt = t
@@ -1090,9 +1090,6 @@ func boundedNumber(v string, min, max float64, integral bool) bool {
 	}
 	return !integral || f == math.Trunc(f)
 }
-
-// parseMemTime is ParseTime under the name memfile.go's parser has always called it.
-func parseMemTime(s string) (time.Time, bool) { return memd.ParseTime(s) }
 
 // clip bounds a tag or attribute name quoted in a message.
 func clip(s string) string {
