@@ -11,12 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/memd-dev/memd"
 	"os"
 	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/memd-dev/memd"
 )
 
 // Lifecycle is a note's lifecycle: mode persistent, read-count, hard-expiry or soft-expiry.

@@ -1,10 +1,11 @@
 package ledger
 
 import (
-	"github.com/memd-dev/memd"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 func TestJudgeNoteBoundaries(t *testing.T) {

@@ -5,12 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/memd-dev/memd"
 	"html"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 // MetaMembers is memd's own meta on an arc: the member hash (ArcMemberHash). memhtml

@@ -2,12 +2,13 @@ package memfile
 
 import (
 	"bytes"
-	"github.com/memd-dev/memd"
 	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 func day(y, m, d int) time.Time { return time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC) }

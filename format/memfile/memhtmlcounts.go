@@ -1,8 +1,9 @@
 package memfile
 
 import (
-	"github.com/memd-dev/memd"
 	"strings"
+
+	"github.com/memd-dev/memd"
 )
 
 // InboxDepth says whether the memory m at rel counts toward the inbox depths as memhtml's

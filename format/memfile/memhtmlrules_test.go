@@ -2,10 +2,11 @@ package memfile
 
 import (
 	"bytes"
-	"github.com/memd-dev/memd"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 // memhtml's entity sameness: NFC, lower case, white space folded (JavaScript's \s), both

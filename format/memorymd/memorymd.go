@@ -10,11 +10,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/memd-dev/memd"
-	"github.com/memd-dev/memd/internal/textsafe"
 	"regexp"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/textsafe"
 )
 
 // Kind says which of the two MEMORY.md kinds a file is.

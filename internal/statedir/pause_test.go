@@ -1,9 +1,10 @@
 package statedir
 
 import (
-	"github.com/memd-dev/memd"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 func TestPauseRoundTrip(t *testing.T) {

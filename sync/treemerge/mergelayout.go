@@ -6,6 +6,7 @@ package treemerge
 
 import (
 	"fmt"
+
 	"github.com/memd-dev/memd/format/memorymd"
 )
 

@@ -1,10 +1,11 @@
 package treemerge
 
 import (
-	"github.com/memd-dev/memd/format/memorymd"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 const layoutMD = "# proj\n\n## CRITICAL RULES\n\n- rule one\n\n## Architecture & Config Facts\n\n- fact a\n\n" +

@@ -7,14 +7,15 @@ package treemerge
 
 import (
 	"bytes"
-	"github.com/memd-dev/memd"
-	"github.com/memd-dev/memd/format/ledger"
-	"github.com/memd-dev/memd/format/memfile"
-	"github.com/memd-dev/memd/format/memorymd"
 	"path"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/ledger"
+	"github.com/memd-dev/memd/format/memfile"
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 // FileKind says which merge rule applies to a path.

@@ -2,12 +2,13 @@ package treemerge
 
 import (
 	"fmt"
-	"github.com/memd-dev/memd"
-	"github.com/memd-dev/memd/format/memorymd"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/format/memorymd"
 )
 
 func lines(s ...string) []byte {
