@@ -50,7 +50,7 @@ func newRepo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	created, err := scaffold.Scaffold(dir)
+	created, err := scaffold.Init(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

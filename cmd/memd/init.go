@@ -160,7 +160,7 @@ func initContent(a *app, o *initOptions) (created []string, err error) {
 			return nil, fmt.Errorf("init %s: %w", o.dir, err)
 		}
 	}
-	created, err = scaffold.ScaffoldLayout(o.dir, o.layout)
+	created, err = scaffold.InitLayout(o.dir, o.layout)
 	if err != nil {
 		return nil, fmt.Errorf("init %s: %w", o.dir, err)
 	}

@@ -70,12 +70,12 @@ func DetectLayout(dir string) (string, error) {
 	return LayoutPARA, nil
 }
 
-// ScaffoldLayout is Scaffold for a layout: the PARA skeleton for LayoutPARA, only the
+// InitLayout is Init for a layout: the PARA skeleton for LayoutPARA, only the
 // .gitignore lines for LayoutProjectMemory (whose projects are the writer's to make).
-func ScaffoldLayout(dir, layout string) ([]string, error) {
+func InitLayout(dir, layout string) ([]string, error) {
 	switch layout {
 	case LayoutPARA:
-		return Scaffold(dir)
+		return Init(dir)
 	case LayoutProjectMemory:
 		t, err := safefs.Open(dir)
 		if err != nil {
@@ -87,12 +87,12 @@ func ScaffoldLayout(dir, layout string) ([]string, error) {
 	return nil, fmt.Errorf("unknown layout %q (want %s or %s)", layout, LayoutPARA, LayoutProjectMemory)
 }
 
-// Scaffold creates what is missing of the PARA skeleton and .gitignore in dir and returns
+// Init creates what is missing of the PARA skeleton and .gitignore in dir and returns
 // the repo-relative paths it created. Existing files are never changed, except that missing
 // lines are appended to .gitignore. It runs on a tree a remote may have just written (`memd
 // init --remote`), so it goes through internal/safefs: a skeleton folder or .gitignore that
 // is a symlink is refused, naming it, never created or written through.
-func Scaffold(dir string) ([]string, error) {
+func Init(dir string) ([]string, error) {
 	t, err := safefs.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("scaffold %s: %w", dir, err)

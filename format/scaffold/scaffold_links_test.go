@@ -30,16 +30,16 @@ func TestScaffoldNeverWritesThroughLinks(t *testing.T) {
 			if err := os.Symlink(target, filepath.Join(repo, link)); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Scaffold(repo)
+			_, err := Init(repo)
 			if link == string(memd.BucketAreas) && !errors.Is(err, safefs.ErrSymlink) {
-				t.Fatalf("Scaffold over a linked %s: %v, want ErrSymlink", link, err)
+				t.Fatalf("Init over a linked %s: %v, want ErrSymlink", link, err)
 			}
 			if link == ".gitignore" && !errors.Is(err, safefs.ErrSymlink) {
-				t.Fatalf("Scaffold over a linked .gitignore: %v, want ErrSymlink", err)
+				t.Fatalf("Init over a linked .gitignore: %v, want ErrSymlink", err)
 			}
 			ents, _ := os.ReadDir(outside)
 			if link == string(memd.BucketAreas) && len(ents) != 0 {
-				t.Fatalf("Scaffold wrote outside the repo: %v", ents)
+				t.Fatalf("Init wrote outside the repo: %v", ents)
 			}
 			if b, _ := os.ReadFile(filepath.Join(outside, "victim")); link == ".gitignore" && string(b) != "precious\n" {
 				t.Fatalf("victim written: %q", b)
