@@ -9,7 +9,7 @@ import (
 
 // The names memd's packages share, defined once: a label, a default file name or a phase is
 // spelled here and nowhere else. Special folders are in paths.go, note states beside JudgeNote
-// in ledger.go. Phases, lifecycle modes and buckets are types of their own: a config key, a
+// in format/ledger. Phases, lifecycle modes and buckets are types of their own: a config key, a
 // flag or a ledger line reaches them as a string: a phase is converted once at that edge with
 // ParsePhase; a ledger keeps any mode it carries (LifecycleMode.Known); a path's bucket is
 // BucketOf's.

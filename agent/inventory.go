@@ -166,7 +166,7 @@ func forDirs(rel string, fn func(string)) {
 type invEntry struct {
 	size   int64
 	mtime  int64  // UnixNano
-	hash   uint64 // uniqueKey of memd.UniqueContentKey; 0: not under memhtml's unique key
+	hash   uint64 // uniqueKey of memfile.UniqueContentKey; 0: not under memhtml's unique key
 	bucket uint8  // index into memd.Buckets
 	flags  uint8
 }

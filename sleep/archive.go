@@ -60,7 +60,7 @@ func planArchive(s *snapshot, env *planEnv) (*plan, error) {
 
 // planMoves adds the moves and, in the same plan, the rewrites of what points at the old
 // paths from files that stay: <link>/<a> hrefs in memory files (arc lists included) and
-// index-kind MEMORY.md bullets. A moved memory gets memhtml's archive stamps (memd.ArchiveStamps:
+// index-kind MEMORY.md bullets. A moved memory gets memhtml's archive stamps (memfile.ArchiveStamps:
 // head edits only, written at the old path just before the move, so the journal undoes both);
 // its links and article are not touched.
 func planMoves(s *snapshot, env *planEnv, p *plan, moves []move, countKey string) error {

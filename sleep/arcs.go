@@ -12,7 +12,7 @@ import (
 )
 
 type arcKey struct {
-	entity string // memd.NormalizeEntityRef of the entity (or tag): memhtml's sameness
+	entity string // memfile.NormalizeEntityRef of the entity (or tag): memhtml's sameness
 	year   int
 }
 
@@ -170,7 +170,7 @@ func planArcs(s *snapshot, env *planEnv) (*plan, error) {
 }
 
 // planArc writes the arc a at ap unless the arc there already holds its members. A rewrite
-// keeps what other writers added to the arc's head (memd.ArcCarry).
+// keeps what other writers added to the arc's head (memfile.ArcCarry).
 func planArc(s *snapshot, env *planEnv, p *plan, a memfile.Arc, ap string) error {
 	// The member hash meta decides: an unchanged group costs no render, no summarizer
 	// call and no commit.
@@ -212,7 +212,7 @@ func planArc(s *snapshot, env *planEnv, p *plan, a memfile.Arc, ap string) error
 
 // planPartOf gives each member the <link rel="memhtml-part-of"> to each of its arcs that it
 // lacks: the edge memhtml's own arcs use, so `memhtml neighbors` walks from an arc to its
-// episodes and back. A head edit only (memd.AddLink): the article and its content hash never
+// episodes and back. A head edit only (memfile.AddLink): the article and its content hash never
 // change. memhtml also stamps memhtml-updated when it links; memd does not, so two machines
 // linking the same member write the same bytes.
 func planPartOf(s *snapshot, p *plan, partOf map[string][]string) error {

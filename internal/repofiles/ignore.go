@@ -18,7 +18,7 @@ import (
 
 // DefaultIgnore is memd's own ignore list: editor swap, backup and temp files that are
 // never memories (vim writes "4913" to probe a directory, emacs ".#name" lock links), and
-// memd.IgnoreLines, what `memd init` writes into .gitignore (the writer lock, the temp
+// scaffold.IgnoreLines, what `memd init` writes into .gitignore (the writer lock, the temp
 // names of memd's atomic writes, memhtml's databases), so a repo whose .gitignore predates
 // `memd init` never commits them either. These apply above .gitignore, so a .gitignore
 // cannot re-include them.

@@ -1,7 +1,7 @@
 package gitrepo
 
 // Ledger records for the sync tests of the ledger merge (the rule's own tests, with the
-// same records, are the root's mergepolicy_test.go).
+// same records, are sync/treemerge's mergepolicy_test.go).
 const (
 	recA  = `{"id":"a","type":"note","text":"A","createdAt":"2026-01-01T00:00:00Z"}`
 	recB  = `{"id":"b","type":"rule","text":"B","createdAt":"2026-01-01T00:00:00Z"}`

@@ -9,7 +9,7 @@ import (
 	"github.com/memd-dev/memd/format/memorymd"
 )
 
-// A project memory in the tree merge, end to end (the rules: the root's mergelayout.go).
+// A project memory in the tree merge, end to end (the rules: sync/treemerge's mergelayout.go).
 
 const layoutMD = "# proj\n\n## CRITICAL RULES\n\n- rule one\n\n## Architecture & Config Facts\n\n- fact a\n\n" +
 	"## Active Warnings\n\n- None yet.\n\n## Topic Files\n\n- `history.md`.\n"

@@ -524,7 +524,7 @@ func (m *merger) carryRenames() error {
 }
 
 // restamped is changed, moved to where a rename took from: as it is after a pure rename,
-// and with the archive stamps the move added (memd.CarryArchiveStamps) after a stamped one,
+// and with the archive stamps the move added (memfile.CarryArchiveStamps) after a stamped one,
 // so the memory still reads as archived.
 func (m *merger) restamped(from, moved, changed *Entry) (*Entry, error) {
 	if from == nil || moved == nil || from.Hash == moved.Hash || !changed.Mode.IsFile() {
