@@ -25,6 +25,8 @@ import (
 	"github.com/klauspost/compress/zlib"
 
 	"github.com/memd-dev/memd/internal/repofiles"
+
+	"github.com/memd-dev/memd"
 )
 
 // Incremental commit (DESIGN §3). Cost grows with the number of given paths
@@ -40,15 +42,15 @@ var inMemoryLimit int64 = 32 << 20
 // CommitPaths commits the given paths (files or directories, absolute under
 // the repo or repo-relative) as a "change" commit with memd's message.
 // Paths whose content equals HEAD's are no change; no change = no commit
-// (Hash ""). A compare-and-set failure returns ErrHeadMoved: retry.
-func (r *Repo) CommitPaths(paths []string) (CommitResult, error) {
-	return r.CommitPathsMessage(paths, "", KindChange)
+// (Hash ""). A compare-and-set failure returns memd.ErrHeadMoved: retry.
+func (r *Repo) CommitPaths(paths []string) (memd.CommitResult, error) {
+	return r.CommitPathsMessage(paths, "", memd.CommitChange)
 }
 
 // CommitPathsMessage is CommitPaths with the caller's message and kind
 // (sleep builds its own message). An empty message gets memd's change
 // message.
-func (r *Repo) CommitPathsMessage(paths []string, message string, kind CommitKind) (CommitResult, error) {
+func (r *Repo) CommitPathsMessage(paths []string, message string, kind memd.CommitKind) (memd.CommitResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.commitPathsLocked(paths, message, kind, nil)
@@ -59,7 +61,7 @@ func (r *Repo) CommitPathsMessage(paths []string, message string, kind CommitKin
 // before the objects are made durable and the branch moves: from there on
 // the commit touches nothing a writer writes, so the caller can release the
 // writer lock (.memory.lock) early rather than across the fsyncs.
-func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (CommitResult, error) {
+func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (memd.CommitResult, error) {
 	var once sync.Once
 	done := func() {
 		if afterRead != nil {
@@ -69,7 +71,7 @@ func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (CommitResult, 
 	defer done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.commitPathsLocked(paths, "", KindChange, done)
+	return r.commitPathsLocked(paths, "", memd.CommitChange, done)
 }
 
 // edit is the new state of one blob path: deleted, or mode+hash.
@@ -182,12 +184,12 @@ func treeEntryLess(a, b object.TreeEntry) bool {
 	return treeKeyLess(a.Name, a.Mode == filemode.Dir, b.Name, b.Mode == filemode.Dir)
 }
 
-func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, error) {
+func (r *Repo) commitPathsLocked(paths []string, message string, kind memd.CommitKind, afterRead func()) (memd.CommitResult, error) {
 	start := time.Now()
 	if kind == "" {
-		kind = KindChange
+		kind = memd.CommitChange
 	}
-	res := CommitResult{Kind: kind}
+	res := memd.CommitResult{Kind: kind}
 	// The gate first (gitops.go): with HEAD on another branch or a git operation waiting
 	// for the user, the work tree is not memd's branch's, so nothing in it is committed.
 	if err := r.standAsideWait("commit"); err != nil {
@@ -201,7 +203,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err != nil {
 		return res, err
 	}
-	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == KindChange)
+	res, commit, take, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == memd.CommitChange)
 	if err != nil || commit.IsZero() {
 		return res, err
 	}
@@ -217,7 +219,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	}
 	res.Hash = commit.String()
 	res.Duration = time.Since(start)
-	if res.takeAllowance {
+	if take {
 		r.takeAllowance()
 	}
 	r.noteCommitted(old, commit, res.Changes)
@@ -229,18 +231,19 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 
 // writeChangeCommitLocked stages paths from the work tree against parent's tree and writes
 // a commit of the result with parent as its only parent, durably, without moving any ref
-// (commit zero: nothing changed). CommitPaths moves the branch to it; a sync commits edits
+// (commit zero: nothing changed; take: a mass deletion went through on `memd resume
+// --allow-deletes`, the permission to use up once the ref moved). CommitPaths moves the branch to it; a sync commits edits
 // made during a checkout on the head they were made on (mergeEditsLocked). brake: the mass
 // deletion brake applies (a batch of writers' changes; not a checkout's own window, whose
 // ref already moved).
-func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func(), brake bool) (CommitResult, plumbing.Hash, error) {
+func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind memd.CommitKind, afterRead func(), brake bool) (res memd.CommitResult, commit plumbing.Hash, take bool, err error) {
 	start := time.Now()
-	res := CommitResult{Kind: kind}
+	res = memd.CommitResult{Kind: kind}
 	var baseTree plumbing.Hash
 	if !old.IsZero() {
 		c, err := getCommit(r.repo.Storer, old)
 		if err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
 		}
 		baseTree = c.TreeHash
 	}
@@ -252,10 +255,10 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	for _, p := range paths {
 		rel, err := r.relPath(p)
 		if err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 		if err := st.stagePath(rel); err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
 	if afterRead != nil {
@@ -264,29 +267,27 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	res.Skipped = st.skipped
 	if len(st.edits) == 0 {
 		res.Duration = time.Since(start)
-		return res, plumbing.ZeroHash, nil
+		return res, plumbing.ZeroHash, false, nil
 	}
 	tStaged := time.Now()
 	newTree, _, err := st.rebuild(baseTree, buildTrie(st.edits), "")
 	if err != nil {
-		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	if newTree.IsZero() {
 		// Everything deleted: git's empty tree.
 		if newTree, err = st.objs.write(plumbing.TreeObject, nil); err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
 	if newTree == baseTree {
 		res.Duration = time.Since(start)
-		return res, plumbing.ZeroHash, nil
+		return res, plumbing.ZeroHash, false, nil
 	}
 	if brake {
-		take, err := st.brakeLocal()
-		if err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		if take, err = st.brakeLocal(); err != nil {
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
-		res.takeAllowance = take
 	}
 	res.Changes = st.changes()
 	for _, c := range res.Changes {
@@ -306,19 +307,19 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	if !old.IsZero() {
 		parents = []plumbing.Hash{old}
 	}
-	commit, err := st.objs.write(plumbing.CommitObject, r.encodeCommit(newTree, parents, message))
+	commit, err = st.objs.write(plumbing.CommitObject, r.encodeCommit(newTree, parents, message))
 	if err != nil {
-		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	tBuilt := time.Now()
 	// Objects must be durable before the ref names them.
 	if err := st.objs.flush(); err != nil {
-		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	r.log.Debug("commit staged", "kind", string(kind), "stage", tStaged.Sub(start),
 		"trees", tBuilt.Sub(tStaged), "fsync", time.Since(tBuilt))
 	r.keepHot(st.written) // durable now: the next commits' bases
-	return res, commit, nil
+	return res, commit, take, nil
 }
 
 func firstLine(s string) string {
@@ -691,7 +692,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 }
 
 // skip leaves rel as HEAD has it, because it cannot be read now; the
-// commit goes on without it and reports it in CommitResult.Skipped.
+// commit goes on without it and reports it in memd.CommitResult.Skipped.
 func (s *stager) skip(rel string, err error) error {
 	delete(s.edits, rel)
 	s.skipped = append(s.skipped, rel)
@@ -1069,10 +1070,10 @@ func appendTree(b []byte, es []object.TreeEntry) []byte {
 }
 
 // changes lists the edits as sorted Changes.
-func (s *stager) changes() []Change {
-	out := make([]Change, 0, len(s.edits))
+func (s *stager) changes() []memd.Change {
+	out := make([]memd.Change, 0, len(s.edits))
 	for p, e := range s.edits {
-		out = append(out, Change{Path: p, Op: e.op})
+		out = append(out, memd.Change{Path: p, Op: e.op})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

@@ -96,7 +96,7 @@ const (
 
 // noteCommitted records a branch move made by memd, for the next index
 // refresh, and schedules one. changes nil = unknown (full refresh).
-func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []Change) {
+func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []memd.Change) {
 	s := &r.idx
 	s.mu.Lock()
 	if old != s.chainHead || changes == nil {

@@ -419,10 +419,10 @@ func (r *Repo) undoInterruptedLocked(old, nw plumbing.Hash, changes map[string]p
 	return err
 }
 
-// mgChangeList turns a tree diff into D's Change list (for the index
+// mgChangeList turns a tree diff into D's memd.Change list (for the index
 // refresh and callers' counts).
-func mgChangeList(changes map[string]pathChange) []Change {
-	out := make([]Change, 0, len(changes))
+func mgChangeList(changes map[string]pathChange) []memd.Change {
+	out := make([]memd.Change, 0, len(changes))
 	for _, p := range slices.Sorted(maps.Keys(changes)) {
 		c := changes[p]
 		op := byte('M')
@@ -432,7 +432,7 @@ func mgChangeList(changes map[string]pathChange) []Change {
 		case c.To == nil:
 			op = 'D'
 		}
-		out = append(out, Change{Path: p, Op: op})
+		out = append(out, memd.Change{Path: p, Op: op})
 	}
 	return out
 }

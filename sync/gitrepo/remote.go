@@ -517,7 +517,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 func (r *Repo) planRound(ro RemoteOptions, remote plumbing.Hash) (*integratePlan, error) {
 	pl, err := r.planIntegrate(ro, remote)
 	for try := 0; err == nil && pl != nil && len(pl.dirty) > 0 && try < maxEditMerges; try++ {
-		if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, ErrHeadMoved) {
+		if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, memd.ErrHeadMoved) {
 			return nil, fmt.Errorf("commit local changes before merge in %s: %w", r.dir, cerr)
 		}
 		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(pl.dirty))
@@ -601,7 +601,7 @@ func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, pl *integratePl
 			return err
 		}
 		cr, err := r.CommitPaths(dirty)
-		if err != nil && !errors.Is(err, ErrHeadMoved) {
+		if err != nil && !errors.Is(err, memd.ErrHeadMoved) {
 			return fmt.Errorf("commit local changes before merge in %s: %w", r.dir, err)
 		}
 		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(dirty), "commit", cr.Hash)

@@ -40,15 +40,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
-	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
-
-// ErrHeadMoved is returned when the branch ref changed between the start of
-// a commit and its ref update (compare-and-set failure). Nothing was lost:
-// the caller retries and the retry builds on the new HEAD.
-var ErrHeadMoved = errors.New("HEAD moved during commit")
 
 // ErrUnrelatedHistory is returned when the remote branch shares no history
 // with the local one. memd never merges such histories silently.
@@ -92,39 +86,6 @@ type Options struct {
 	// (ErrBlobTooLarge), a larger local file is held, not committed
 	// (HeldFiles). 0 = no limit.
 	MaxFileSize int64
-}
-
-// CommitKind labels a commit for metrics (memd_commits_total{kind}): memd.CommitKind.
-type CommitKind = memd.CommitKind
-
-// Commit kinds.
-const (
-	KindChange CommitKind = memd.CommitChange
-	KindSleep  CommitKind = memd.CommitSleep
-	KindMerge  CommitKind = memd.CommitMerge
-)
-
-// Change is one path changed by a commit. Op is 'A', 'M' or 'D'.
-type Change struct {
-	Path string
-	Op   byte
-}
-
-// CommitResult says what a commit did. Hash "" means nothing changed and no
-// commit was made.
-type CommitResult struct {
-	Hash                     string
-	Added, Modified, Deleted int
-	Changes                  []Change
-	Kind                     CommitKind
-	Duration                 time.Duration
-	// Skipped lists paths that could not be read (e.g. permission
-	// denied): left as they are in HEAD, for a later commit; the rest of
-	// the batch is committed.
-	Skipped []string
-	// takeAllowance: a mass deletion went through on `memd resume
-	// --allow-deletes`; the permission is used up once the ref moved.
-	takeAllowance bool
 }
 
 // Repo is a memory repo: a git work tree with its .git directory.
