@@ -387,9 +387,10 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	rem := r.remoteAt(ro.Remote, tgt.URL)
 	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
 	defer cancel()
-	// sendPack enumerates only what is new (push.go); it falls back to
-	// go-git's PushContext for a first push.
-	err = r.sendPack(cctx, rem, tgt, r.BranchRef(), local)
+	// SendPack enumerates only what is new (gitremote/push.go); it falls back to
+	// go-git's PushContext for a first push. r.mu keeps the object store still.
+	err = gitremote.SendPack(cctx, gitremote.Push{Store: r.repo.Storer, Remote: rem, Target: tgt,
+		Branch: r.BranchRef(), Local: local, Log: r.log, WalkLimit: r.testPushWalkLimit, Stats: r.testPushStats})
 	tgt.Done(ctx, err)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if cctx.Err() != nil && ctx.Err() == nil {
@@ -688,7 +689,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		// One walk of the divergence gives ahead/behind and the merge base
 		// (mergebase.go): the common cases (only ahead, fast-forward) and
 		// the merges never walk the whole history.
-		ahead, behind, bases, err := r.divergenceLocked(local, remote)
+		ahead, behind, bases, err := gitremote.Divergence(r.repo.Storer, local, remote)
 		if err != nil {
 			return nil, err
 		}
@@ -864,9 +865,9 @@ func mergeMessage(remote, branch, host string, conflicts []string) string {
 }
 
 // aheadBehindLocked counts the commits only local has and those only remote has: the
-// divergence walk of mergebase.go, whose cost follows the divergence, not the length of
+// divergence walk of gitremote/mergebase.go, whose cost follows the divergence, not the length of
 // history.
 func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) {
-	ahead, behind, _, err := r.divergenceLocked(local, remote)
+	ahead, behind, _, err := gitremote.Divergence(r.repo.Storer, local, remote)
 	return ahead, behind, err
 }

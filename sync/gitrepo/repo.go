@@ -42,6 +42,8 @@ import (
 
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sync/gitstore"
+
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 // ErrUnrelatedHistory is returned when the remote branch shares no history
@@ -149,7 +151,10 @@ type Repo struct {
 	testDuringRefresh func()
 	// testPushStats, when set (tests only), receives each push's
 	// enumeration statistics (push.go).
-	testPushStats func(pushStats)
+	testPushStats func(gitremote.PushStats)
+	// testPushWalkLimit, when set (tests only), bounds a push's commit walk
+	// (gitremote.Push.WalkLimit).
+	testPushWalkLimit int
 	// hooks, set by tests only, stop a sync where a crash matters or let a
 	// writer race the checkout (crashHooks, merge.go).
 	hooks *crashHooks

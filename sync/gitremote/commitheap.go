@@ -1,4 +1,4 @@
-package gitrepo
+package gitremote
 
 import "github.com/go-git/go-git/v5/plumbing/object"
 
