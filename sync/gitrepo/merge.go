@@ -45,6 +45,8 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/sync/treemerge"
+
+	"github.com/memd-dev/memd/internal/gitpath"
 )
 
 // pathChange is treemerge.Change under the name the checkout and the sync
@@ -177,7 +179,7 @@ func (r *Repo) mgDirDrains(t *safefs.Tree, dir string, changes map[string]pathCh
 	co := &checkout{r: r, t: t}
 	var walk func(d string, depth int) (bool, error)
 	walk = func(d string, depth int) (bool, error) {
-		if depth > MaxTreeDepth {
+		if depth > gitpath.MaxTreeDepth {
 			return false, nil
 		}
 		names, err := t.ReadDirNames(d)
