@@ -47,6 +47,8 @@ import (
 	"github.com/memd-dev/memd/sync/treemerge"
 
 	"github.com/memd-dev/memd/internal/gitpath"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // pathChange is treemerge.Change under the name the checkout and the sync
@@ -56,22 +58,22 @@ type pathChange = treemerge.Change
 // mEntry is one tree entry as the merge sees it.
 type mEntry = treemerge.Entry
 
-// mgStore is a treemerge.Store writing through an objectBatch (git's loose
+// mgStore is a treemerge.Store writing through a gitstore.ObjectBatch (git's loose
 // format, durable once flushed).
 type mgStore struct {
 	*treemerge.Store
-	b *objectBatch
+	b *gitstore.ObjectBatch
 }
 
 func (r *Repo) newMgStore() *mgStore {
-	b := newObjectBatch(r)
-	return &mgStore{Store: treemerge.NewStore(r.repo.Storer, b.write), b: b}
+	b := r.newObjectBatch()
+	return &mgStore{Store: treemerge.NewStore(r.repo.Storer, b.Write), b: b}
 }
 
 // flush makes the written objects durable and visible.
-func (st *mgStore) flush() error { return st.b.flush() }
+func (st *mgStore) flush() error { return st.b.Flush() }
 
-func (st *mgStore) discard() { st.b.discard() }
+func (st *mgStore) discard() { st.b.Discard() }
 
 // crashHooks are a Repo's test seams: they stop a sync at the points where a
 // crash matters (a returned error abandons the sync right there, as a SIGKILL
