@@ -118,7 +118,7 @@ func newTreeCacheHot(st storer.EncodedObjectStorer, hot map[plumbing.Hash]*treeV
 type treeView struct {
 	entries []object.TreeEntry
 	byName  map[string]int
-	z       *gitstore.PackedTree // a big tree memd wrote: its bytes and compressed pieces (treez.go)
+	z       *gitstore.PackedTree // a big tree memd wrote: its bytes and compressed pieces (gitstore/treez.go)
 	gen     uint64               // when a commit last wrote it (Repo.hot's eviction order)
 }
 

@@ -77,7 +77,7 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 	// rename (the ref keeps its old, valid value; the files are still in
 	// the work tree and the start-up reconcile commits them again). The
 	// ref's content is fsynced, so it is never empty or torn, and the
-	// objects it names were made durable before (objectBatch.flush).
+	// objects it names were made durable before (gitstore.ObjectBatch.Flush).
 	r.appendReflog(name, old, newH, logMsg)
 	return nil
 }

@@ -8,7 +8,7 @@ package gitrepo
 // tree follows it):
 //
 //  1. every object (blobs, trees, the merge commit) is written first, and
-//     the remote's tree has been vetted (treecheck.go);
+//     the remote's tree has been vetted (internal/gitpath/tree.go);
 //  2. every new file is written to a temp name beside its target and
 //     fsynced, and every path re-checked (checkout.go): a failure or an
 //     edit made meanwhile stops here with HEAD and the work tree untouched;

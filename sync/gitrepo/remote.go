@@ -687,7 +687,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 			return nil, fmt.Errorf("read %s: %w", r.BranchRef(), err)
 		}
 		// One walk of the divergence gives ahead/behind and the merge base
-		// (mergebase.go): the common cases (only ahead, fast-forward) and
+		// (gitremote/mergebase.go): the common cases (only ahead, fast-forward) and
 		// the merges never walk the whole history.
 		ahead, behind, bases, err := gitremote.Divergence(r.repo.Storer, local, remote)
 		if err != nil {

@@ -1,9 +1,11 @@
 // Package gitrepo keeps an AI-agent memory repo committed and synced through
 // go-git: Repo is the owner's handle on one repo (commit, index refresh,
-// reconcile, checkout, fetch → merge → push). The pure parts are
-// subpackages: treemerge (the three-way tree merge), gitremote (a remote's
-// credentials, error kinds, redaction, backoff) and gitstore (git's lock
-// files, refs and index file, as git writes them); the merge policy is the
+// reconcile, checkout, fetch → merge → push). What needs objects but not the
+// work tree is in packages beside it: treemerge (the three-way tree merge),
+// gitremote (a remote's credentials, error kinds, redaction, backoff, and the
+// push protocol and merge base over an object store), gitstore (git's lock
+// files, refs, index file and loose-object writer, as git writes them) and
+// internal/gitpath (what a fetched tree may hold); the merge policy is the
 // root model's (memd.MergePolicy).
 //
 // It lives under sync/ (the product's folder) with a name of its own, so the
@@ -150,7 +152,7 @@ type Repo struct {
 	// the branch head.
 	testDuringRefresh func()
 	// testPushStats, when set (tests only), receives each push's
-	// enumeration statistics (push.go).
+	// enumeration statistics (gitremote/push.go).
 	testPushStats func(gitremote.PushStats)
 	// testPushWalkLimit, when set (tests only), bounds a push's commit walk
 	// (gitremote.Push.WalkLimit).

@@ -12,7 +12,7 @@ import (
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
-// warmHot makes the biggest directories' trees of root hot, with their pieces (treez.go),
+// warmHot makes the biggest directories' trees of root hot, with their pieces (gitstore/treez.go),
 // once a full index refresh has decoded every tree of HEAD (tc) anyway: the first commit
 // in a big directory after a start then pays neither reading and decoding a 2 MB tree nor
 // compressing all of it. Up to warmHotEntries entries, biggest first; the pieces are made
