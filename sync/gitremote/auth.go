@@ -1,4 +1,4 @@
-// Package gitremote is what memd knows about a git remote apart from any repo
+// Package gitremote is what memd knows about a git remote apart from any work tree
 // (docs/ARCHITECTURE.md §4, DESIGN §9 "Remotes as git reaches them"): how one attempt
 // reaches a remote URL, resolved as git and OpenSSH resolve it (Target: ~/.ssh/config, the
 // default keys, the agent dialled again each time, strict known_hosts, git's
