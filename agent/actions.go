@@ -10,6 +10,8 @@ import (
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/sync/gitrepo"
+
+	"github.com/memd-dev/memd"
 )
 
 // What a person asks for from `memd resolve` / `memd restore` or the page: done under the
@@ -42,7 +44,7 @@ func (s *Session) Resolve(ctx context.Context, p, keep string) (gitrepo.Resolved
 
 // Restore brings p back as a new commit: as it was at at (a commit or an RFC3339 time), or
 // without at the archived or last deleted version (sync.PlanRestore).
-func (s *Session) Restore(ctx context.Context, p, at string) (target string, res gitrepo.CommitResult, err error) {
+func (s *Session) Restore(ctx context.Context, p, at string) (target string, res memd.CommitResult, err error) {
 	err = s.withCommitted(ctx, func() error {
 		var v gitrepo.Version
 		if target, v, err = s.repo.PlanRestore(p, at); err != nil {

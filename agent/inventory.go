@@ -19,7 +19,6 @@ import (
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
-	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // inventory keeps what the metrics and the status report about the tree: one entry per
@@ -529,7 +528,7 @@ func (a *Agent) inventoryAfterMove(before string) {
 }
 
 // changedFiles are a commit's file paths (a batch may name a new directory instead).
-func changedFiles(cs []gitrepo.Change) []string {
+func changedFiles(cs []memd.Change) []string {
 	out := make([]string, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, c.Path)

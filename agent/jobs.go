@@ -13,6 +13,8 @@ import (
 	"github.com/memd-dev/memd/sleep"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepo"
+
+	"github.com/memd-dev/memd/internal/gitpath"
 )
 
 // doCommit commits the pending paths, then kicks a sync. The paths are taken before the
@@ -245,7 +247,7 @@ func syncRetryWait(err error, contention bool, backoff, pullInterval time.Durati
 		// again sooner than the normal pace cannot help, and local commits go on.
 		return max(backoff, pullInterval)
 	}
-	if contention || errors.Is(err, gitrepo.ErrUnsafeTree) {
+	if contention || errors.Is(err, gitpath.ErrUnsafeTree) {
 		return min(backoff, pullInterval)
 	}
 	return backoff

@@ -161,7 +161,7 @@ func (p pageActions) stateWrite(ctx context.Context, name string, write func(*st
 
 // noteActionCommit is what commitPaths notes for a commit the owner made for the page: the
 // inventory, the hour's count, the last commit, the index, and a push.
-func (a *Agent) noteActionCommit(res gitrepo.CommitResult) {
+func (a *Agent) noteActionCommit(res memd.CommitResult) {
 	if res.Hash == "" {
 		return
 	}

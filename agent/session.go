@@ -212,8 +212,8 @@ func (s *Session) acquireLock(ctx context.Context) (release func(), err error) {
 // CommitPending commits paths (repo-relative or absolute) as a change commit, holding the
 // writer lock only while they are read, and tries again on the new HEAD when HEAD moved
 // under it (§9.1). No change: no commit (Hash "").
-func (s *Session) CommitPending(ctx context.Context, paths []string) (gitrepo.CommitResult, error) {
-	var res gitrepo.CommitResult
+func (s *Session) CommitPending(ctx context.Context, paths []string) (memd.CommitResult, error) {
+	var res memd.CommitResult
 	var err error
 	for range maxCASRetries {
 		release, lerr := s.acquireLock(ctx)
@@ -225,7 +225,7 @@ func (s *Session) CommitPending(ctx context.Context, paths []string) (gitrepo.Co
 		// follow touch nothing a writer writes.
 		res, err = s.repo.CommitPathsRead(paths, release)
 		release()
-		if !errors.Is(err, gitrepo.ErrHeadMoved) {
+		if !errors.Is(err, memd.ErrHeadMoved) {
 			break
 		}
 	}
@@ -237,13 +237,13 @@ func (s *Session) CommitPending(ctx context.Context, paths []string) (gitrepo.Co
 
 // CommitChanges commits whatever differs from HEAD (a full reconcile, §3): what a one-shot
 // command commits before it syncs.
-func (s *Session) CommitChanges(ctx context.Context) (gitrepo.CommitResult, error) {
+func (s *Session) CommitChanges(ctx context.Context) (memd.CommitResult, error) {
 	dirty, err := s.repo.Reconcile()
 	if err != nil {
-		return gitrepo.CommitResult{}, fmt.Errorf("reconcile %s: %w", s.cfg.Repo, err)
+		return memd.CommitResult{}, fmt.Errorf("reconcile %s: %w", s.cfg.Repo, err)
 	}
 	if len(dirty) == 0 {
-		return gitrepo.CommitResult{}, nil
+		return memd.CommitResult{}, nil
 	}
 	return s.CommitPending(ctx, dirty)
 }

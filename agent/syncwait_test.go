@@ -7,6 +7,8 @@ import (
 
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepo"
+
+	"github.com/memd-dev/memd/internal/gitpath"
 )
 
 // TestSyncRetryWait: a failed sync waits out the backoff, except when the remote answers and
@@ -25,7 +27,7 @@ func TestSyncRetryWait(t *testing.T) {
 		{"auth", fmt.Errorf("fetch origin: %w", gitremote.ErrAuth), false, grown, grown},
 		{"race lost past maxContention", fmt.Errorf("push origin: still rejected: %w", gitremote.ErrPushRejected), true, grown, pull},
 		{"checkout raced past maxContention", fmt.Errorf("sync: %w", gitrepo.ErrCheckoutRaced), true, grown, pull},
-		{"unsafe tree", fmt.Errorf("sync: %w", gitrepo.ErrUnsafeTree), false, grown, pull},
+		{"unsafe tree", fmt.Errorf("sync: %w", gitpath.ErrUnsafeTree), false, grown, pull},
 		{"a short backoff stays short", fmt.Errorf("push: %w", gitremote.ErrPushRejected), true, 300 * time.Millisecond, 300 * time.Millisecond},
 	} {
 		if got := syncRetryWait(c.err, c.contention, c.backoff, pull); got != c.want {

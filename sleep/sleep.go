@@ -38,7 +38,6 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
-	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
 // Phase names, in the order they always run.
@@ -63,9 +62,11 @@ var ErrConflict = errors.New("file changed since the plan")
 // ErrUnknownPhase is returned for a phase name that is not one of the four.
 var ErrUnknownPhase = memd.ErrUnknownPhase
 
-// Store is the commit boundary; *gitrepo.Repo satisfies it.
+// Store is the commit boundary, spelled in the root's vocabulary (memd.CommitResult,
+// memd.ErrHeadMoved) so that sleep imports no git package: *gitrepo.Repo satisfies it (the
+// agent and the one-shot commands pass one). The interface stays here, with its one consumer.
 type Store interface {
-	CommitPathsMessage(paths []string, message string, kind gitrepo.CommitKind) (gitrepo.CommitResult, error)
+	CommitPathsMessage(paths []string, message string, kind memd.CommitKind) (memd.CommitResult, error)
 	CommitMessages(limit int) ([]string, error)
 }
 
@@ -415,13 +416,13 @@ func (r *Runner) applyOps(ctx context.Context, j *journal, ph memd.Phase, p *pla
 }
 
 // commit commits the paths p touched as one sleep commit of phase ph.
-func (r *Runner) commit(runID string, ph memd.Phase, p *plan) (gitrepo.CommitResult, error) {
+func (r *Runner) commit(runID string, ph memd.Phase, p *plan) (memd.CommitResult, error) {
 	msg := commitMessage(ph, runID, p.counts)
 	for attempt := 0; ; attempt++ {
-		res, err := r.store.CommitPathsMessage(p.paths(), msg, gitrepo.KindSleep)
+		res, err := r.store.CommitPathsMessage(p.paths(), msg, memd.CommitSleep)
 		// Someone committed between our read of HEAD and the ref update: the retry builds
 		// on the new HEAD (our paths are still as we wrote them).
-		if errors.Is(err, gitrepo.ErrHeadMoved) && attempt < 2 {
+		if errors.Is(err, memd.ErrHeadMoved) && attempt < 2 {
 			continue
 		}
 		return res, err

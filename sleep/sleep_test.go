@@ -545,9 +545,9 @@ type failingStore struct {
 	prefix string
 }
 
-func (f failingStore) CommitPathsMessage(paths []string, msg string, kind gitrepo.CommitKind) (gitrepo.CommitResult, error) {
+func (f failingStore) CommitPathsMessage(paths []string, msg string, kind memd.CommitKind) (memd.CommitResult, error) {
 	if strings.HasPrefix(msg, f.prefix) {
-		return gitrepo.CommitResult{}, errors.New("disk on fire")
+		return memd.CommitResult{}, errors.New("disk on fire")
 	}
 	return f.Store.CommitPathsMessage(paths, msg, kind)
 }

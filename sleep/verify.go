@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memd-dev/memd/sync/gitrepo"
+	"github.com/memd-dev/memd"
 )
 
 // ErrNotCommitted: a phase's commit did not take every file the phase wrote (something
@@ -51,7 +51,7 @@ func verifyApplied(root string, p *plan) error {
 // checkCommitted compares the commit with the plan: every file the phase created (a write
 // where none was, a move's destination) must be in it as added. What is missing is
 // ErrNotCommitted, naming the paths and the commit.
-func checkCommitted(p *plan, res gitrepo.CommitResult) error {
+func checkCommitted(p *plan, res memd.CommitResult) error {
 	added := map[string]bool{}
 	for _, c := range res.Changes {
 		if c.Op == 'A' || c.Op == 'M' {

@@ -11,6 +11,8 @@ import (
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepo"
+
+	"github.com/memd-dev/memd/internal/gitpath"
 )
 
 func init() {
@@ -75,7 +77,7 @@ func cmdSync(a *app, args []string) int {
 			return a.fail("sync: authentication failed: %v", err)
 		case errors.Is(err, gitrepo.ErrUnrelatedHistory):
 			return a.fail("sync: %v; local history kept, nothing merged", err)
-		case errors.Is(err, gitrepo.ErrUnsafeTree):
+		case errors.Is(err, gitpath.ErrUnsafeTree):
 			return a.fail("sync: %v; the remote's commit was not checked out, local commits are kept", err)
 		}
 		return a.fail("sync: %v (local commits are kept; memd run retries)", err)

@@ -1,7 +1,15 @@
-// Package gitpath holds git's rules for the name of one tree entry, as git's
-// verify_path (read-cache.c) and fsck (fsck.c) apply them to a tree that
-// would be checked out: what a remote may name a file. The walk of a tree
-// that applies them lives with the code that reads trees (sync/treecheck.go).
+// Package gitpath holds what a tree memd would check out may contain, as git's
+// verify_path (read-cache.c) and fsck (fsck.c) apply it: the rules for the name
+// of one tree entry (CheckName, and the file system's folding in fold.go) and
+// the walk that applies them to a fetched tree with memd's limits (tree.go:
+// CheckTree, TreeCheck, ErrUnsafeTree, ErrBlobTooLarge).
+//
+// The walk reads go-git's tree objects, so this package imports go-git's
+// plumbing (objects and the object store interface, never a repository or a
+// transport): splitting the walk from the per-entry rules would put the one
+// rule "what a fetched tree may hold" (names, duplicates, modes, depth, path
+// length, sizes) in two packages. sync/gitrepo keeps only the caller that
+// knows the work tree (its probed file system, sync.max_file_size, the log).
 package gitpath
 
 import (

@@ -1,12 +1,14 @@
-// Package gitremote is what memd knows about a git remote apart from any repo
+// Package gitremote is what memd knows about a git remote apart from any work tree
 // (docs/ARCHITECTURE.md §4, DESIGN §9 "Remotes as git reaches them"): how one attempt
 // reaches a remote URL, resolved as git and OpenSSH resolve it (Target: ~/.ssh/config, the
 // default keys, the agent dialled again each time, strict known_hosts, git's
 // url.<base>.insteadOf, proxies, CA files and credential helpers; memd's own keys as
 // overrides; never a prompt), the kinds a remote's failure is sorted into (ErrOffline,
 // ErrAuth, ErrPushRejected, ErrPushRefused), the redaction that keeps credentials out of
-// every message, and the backoff between attempts. Fetching, merging and pushing, which
-// need the repo, are sync's (sync/remote.go, sync/push.go).
+// every message, and the backoff between attempts; and the history walks that need only
+// an object store: the push protocol (push.go) and the merge base (mergebase.go).
+// Fetching, merging and the sync round, which need the work tree, are sync/gitrepo's
+// (remote.go).
 package gitremote
 
 import (

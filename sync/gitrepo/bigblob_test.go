@@ -21,6 +21,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+
+	"github.com/memd-dev/memd/internal/gitpath"
 )
 
 // zeroChunk is the unit of zeroZlib's stream.
@@ -158,9 +160,9 @@ func TestFetchRefusesBlobOverMaxFileSize(t *testing.T) {
 	w.a.SetMaxFileSize(1 << 20)
 
 	_, err := w.a.Sync(context.Background(), pushOpts())
-	var big *BlobTooLargeError
-	if !errors.As(err, &big) || !errors.Is(err, ErrUnsafeTree) {
-		t.Fatalf("Sync = %v; want a BlobTooLargeError that is an ErrUnsafeTree", err)
+	var big *gitpath.BlobTooLargeError
+	if !errors.As(err, &big) || !errors.Is(err, gitpath.ErrUnsafeTree) {
+		t.Fatalf("Sync = %v; want a gitpath.BlobTooLargeError that is an gitpath.ErrUnsafeTree", err)
 	}
 	if big.Path != "areas/huge.bin" || big.Size != size || !strings.Contains(err.Error(), "areas/huge.bin") ||
 		!strings.Contains(err.Error(), "64MiB") {
@@ -178,8 +180,8 @@ func TestFetchRefusesBlobOverMaxFileSize(t *testing.T) {
 	packs := w.a.packCount()
 	r2 := openTest(t, w.aDir, hostOptions("hosta"))
 	r2.SetMaxFileSize(1 << 20)
-	if _, err := r2.Sync(context.Background(), pushOpts()); !errors.Is(err, ErrBlobTooLarge) {
-		t.Fatalf("after a restart Sync = %v; want ErrBlobTooLarge", err)
+	if _, err := r2.Sync(context.Background(), pushOpts()); !errors.Is(err, gitpath.ErrBlobTooLarge) {
+		t.Fatalf("after a restart Sync = %v; want gitpath.ErrBlobTooLarge", err)
 	}
 	if r2.packCount() != packs {
 		t.Fatalf("the refused pack was fetched again: %d packs, had %d", r2.packCount(), packs)
@@ -205,8 +207,8 @@ func TestFetchBigBlobRSS(t *testing.T) {
 		r.SetMaxFileSize(100 << 20)
 		_, err = r.Sync(context.Background(), RemoteOptions{Push: true, Timeout: 10 * time.Minute})
 		fmt.Printf("child sync: %v\n", err)
-		if !errors.Is(err, ErrBlobTooLarge) {
-			t.Fatalf("Sync = %v; want ErrBlobTooLarge", err)
+		if !errors.Is(err, gitpath.ErrBlobTooLarge) {
+			t.Fatalf("Sync = %v; want gitpath.ErrBlobTooLarge", err)
 		}
 		return
 	}

@@ -71,6 +71,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/sync/treemerge"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // ErrWorktreeChanged: a path the checkout would replace or remove was
@@ -427,7 +429,7 @@ const maxOpenTemps = 32
 // closeTemps fsyncs and closes temp files, in parallel (the filesystem
 // folds concurrent fsyncs into few journal commits).
 func closeTemps(tmps []*safefs.Temp) error {
-	return inParallel(len(tmps), func(i int) error { return tmps[i].Close() })
+	return gitstore.InParallel(len(tmps), func(i int) error { return tmps[i].Close() })
 }
 
 // changedSince lists the paths no longer at the stamp prepare took.

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 func rec(id string) string {
@@ -163,18 +162,6 @@ func TestInterruptedMergeUndoneWhenUnfinishable(t *testing.T) {
 	mustCommit(t, b2, "areas/after.html")
 	w.b = b2
 	checkDivergedResult(t, w)
-}
-
-// A name longer than NAME_MAX is refused before the branch moves.
-func TestCheckTreeNameMax(t *testing.T) {
-	s := memory.NewStorage()
-	long := strings.Repeat("x", 256)
-	if err := checkTreeLocked(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nf"+long), plumbing.ZeroHash); !errors.Is(err, ErrUnsafeTree) {
-		t.Fatalf("256-byte name: %v", err)
-	}
-	if err := checkTreeLocked(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nf"+long[:255]), plumbing.ZeroHash); err != nil {
-		t.Fatalf("255-byte name: %v", err)
-	}
 }
 
 // A large blob is streamed from the object store to its file: the checkout allocates a

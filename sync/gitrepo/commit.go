@@ -2,17 +2,13 @@ package gitrepo
 
 import (
 	"bytes"
-	"crypto/sha1"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,9 +18,12 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/klauspost/compress/zlib"
 
 	"github.com/memd-dev/memd/internal/repofiles"
+
+	"github.com/memd-dev/memd"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // Incremental commit (DESIGN §3). Cost grows with the number of given paths
@@ -40,15 +39,15 @@ var inMemoryLimit int64 = 32 << 20
 // CommitPaths commits the given paths (files or directories, absolute under
 // the repo or repo-relative) as a "change" commit with memd's message.
 // Paths whose content equals HEAD's are no change; no change = no commit
-// (Hash ""). A compare-and-set failure returns ErrHeadMoved: retry.
-func (r *Repo) CommitPaths(paths []string) (CommitResult, error) {
-	return r.CommitPathsMessage(paths, "", KindChange)
+// (Hash ""). A compare-and-set failure returns memd.ErrHeadMoved: retry.
+func (r *Repo) CommitPaths(paths []string) (memd.CommitResult, error) {
+	return r.CommitPathsMessage(paths, "", memd.CommitChange)
 }
 
 // CommitPathsMessage is CommitPaths with the caller's message and kind
 // (sleep builds its own message). An empty message gets memd's change
 // message.
-func (r *Repo) CommitPathsMessage(paths []string, message string, kind CommitKind) (CommitResult, error) {
+func (r *Repo) CommitPathsMessage(paths []string, message string, kind memd.CommitKind) (memd.CommitResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.commitPathsLocked(paths, message, kind, nil)
@@ -59,7 +58,7 @@ func (r *Repo) CommitPathsMessage(paths []string, message string, kind CommitKin
 // before the objects are made durable and the branch moves: from there on
 // the commit touches nothing a writer writes, so the caller can release the
 // writer lock (.memory.lock) early rather than across the fsyncs.
-func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (CommitResult, error) {
+func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (memd.CommitResult, error) {
 	var once sync.Once
 	done := func() {
 		if afterRead != nil {
@@ -69,7 +68,7 @@ func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (CommitResult, 
 	defer done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.commitPathsLocked(paths, "", KindChange, done)
+	return r.commitPathsLocked(paths, "", memd.CommitChange, done)
 }
 
 // edit is the new state of one blob path: deleted, or mode+hash.
@@ -85,7 +84,7 @@ type stager struct {
 	*treeCache
 	r       *Repo
 	base    plumbing.Hash
-	objs    *objectBatch
+	objs    *gitstore.ObjectBatch
 	edits   map[string]edit
 	dirOK   map[string]bool     // ancestor directory checks (parentsAreDirs)
 	nested  map[string]bool     // ancestor nested-repo checks (underNestedRepo)
@@ -119,8 +118,8 @@ func newTreeCacheHot(st storer.EncodedObjectStorer, hot map[plumbing.Hash]*treeV
 type treeView struct {
 	entries []object.TreeEntry
 	byName  map[string]int
-	z       *packedTree // a big tree memd wrote: its bytes and compressed pieces (treez.go)
-	gen     uint64      // when a commit last wrote it (Repo.hot's eviction order)
+	z       *gitstore.PackedTree // a big tree memd wrote: its bytes and compressed pieces (gitstore/treez.go)
+	gen     uint64               // when a commit last wrote it (Repo.hot's eviction order)
 }
 
 func newTreeView(entries []object.TreeEntry) *treeView {
@@ -182,12 +181,12 @@ func treeEntryLess(a, b object.TreeEntry) bool {
 	return treeKeyLess(a.Name, a.Mode == filemode.Dir, b.Name, b.Mode == filemode.Dir)
 }
 
-func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, error) {
+func (r *Repo) commitPathsLocked(paths []string, message string, kind memd.CommitKind, afterRead func()) (memd.CommitResult, error) {
 	start := time.Now()
 	if kind == "" {
-		kind = KindChange
+		kind = memd.CommitChange
 	}
-	res := CommitResult{Kind: kind}
+	res := memd.CommitResult{Kind: kind}
 	// The gate first (gitops.go): with HEAD on another branch or a git operation waiting
 	// for the user, the work tree is not memd's branch's, so nothing in it is committed.
 	if err := r.standAsideWait("commit"); err != nil {
@@ -201,7 +200,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err != nil {
 		return res, err
 	}
-	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == KindChange)
+	res, commit, take, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == memd.CommitChange)
 	if err != nil || commit.IsZero() {
 		return res, err
 	}
@@ -217,7 +216,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	}
 	res.Hash = commit.String()
 	res.Duration = time.Since(start)
-	if res.takeAllowance {
+	if take {
 		r.takeAllowance()
 	}
 	r.noteCommitted(old, commit, res.Changes)
@@ -229,33 +228,34 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 
 // writeChangeCommitLocked stages paths from the work tree against parent's tree and writes
 // a commit of the result with parent as its only parent, durably, without moving any ref
-// (commit zero: nothing changed). CommitPaths moves the branch to it; a sync commits edits
+// (commit zero: nothing changed; take: a mass deletion went through on `memd resume
+// --allow-deletes`, the permission to use up once the ref moved). CommitPaths moves the branch to it; a sync commits edits
 // made during a checkout on the head they were made on (mergeEditsLocked). brake: the mass
 // deletion brake applies (a batch of writers' changes; not a checkout's own window, whose
 // ref already moved).
-func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func(), brake bool) (CommitResult, plumbing.Hash, error) {
+func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind memd.CommitKind, afterRead func(), brake bool) (res memd.CommitResult, commit plumbing.Hash, take bool, err error) {
 	start := time.Now()
-	res := CommitResult{Kind: kind}
+	res = memd.CommitResult{Kind: kind}
 	var baseTree plumbing.Hash
 	if !old.IsZero() {
 		c, err := getCommit(r.repo.Storer, old)
 		if err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
 		}
 		baseTree = c.TreeHash
 	}
 	st := &stager{treeCache: newTreeCacheHot(r.repo.Storer, r.hot), r: r, base: baseTree, written: map[string]hotTree{},
-		objs: newObjectBatch(r), edits: make(map[string]edit), dirOK: make(map[string]bool),
+		objs: r.newObjectBatch(), edits: make(map[string]edit), dirOK: make(map[string]bool),
 		nested: make(map[string]bool)}
-	defer st.objs.discard()
+	defer st.objs.Discard()
 	defer func() { r.applyGuarded(st.guarded) }()
 	for _, p := range paths {
 		rel, err := r.relPath(p)
 		if err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 		if err := st.stagePath(rel); err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
 	if afterRead != nil {
@@ -264,29 +264,27 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	res.Skipped = st.skipped
 	if len(st.edits) == 0 {
 		res.Duration = time.Since(start)
-		return res, plumbing.ZeroHash, nil
+		return res, plumbing.ZeroHash, false, nil
 	}
 	tStaged := time.Now()
 	newTree, _, err := st.rebuild(baseTree, buildTrie(st.edits), "")
 	if err != nil {
-		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	if newTree.IsZero() {
 		// Everything deleted: git's empty tree.
-		if newTree, err = st.objs.write(plumbing.TreeObject, nil); err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		if newTree, err = st.objs.Write(plumbing.TreeObject, nil); err != nil {
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
 	if newTree == baseTree {
 		res.Duration = time.Since(start)
-		return res, plumbing.ZeroHash, nil
+		return res, plumbing.ZeroHash, false, nil
 	}
 	if brake {
-		take, err := st.brakeLocal()
-		if err != nil {
-			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		if take, err = st.brakeLocal(); err != nil {
+			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
-		res.takeAllowance = take
 	}
 	res.Changes = st.changes()
 	for _, c := range res.Changes {
@@ -306,19 +304,19 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	if !old.IsZero() {
 		parents = []plumbing.Hash{old}
 	}
-	commit, err := st.objs.write(plumbing.CommitObject, r.encodeCommit(newTree, parents, message))
+	commit, err = st.objs.Write(plumbing.CommitObject, r.encodeCommit(newTree, parents, message))
 	if err != nil {
-		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	tBuilt := time.Now()
 	// Objects must be durable before the ref names them.
-	if err := st.objs.flush(); err != nil {
-		return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
+	if err := st.objs.Flush(); err != nil {
+		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	r.log.Debug("commit staged", "kind", string(kind), "stage", tStaged.Sub(start),
 		"trees", tBuilt.Sub(tStaged), "fsync", time.Since(tBuilt))
 	r.keepHot(st.written) // durable now: the next commits' bases
-	return res, commit, nil
+	return res, commit, take, nil
 }
 
 func firstLine(s string) string {
@@ -331,13 +329,13 @@ func firstLine(s string) string {
 // id. It moves no ref (updateRef does, then noteCommitted). For merges.
 // Caller holds r.mu.
 func (r *Repo) writeCommitLocked(tree plumbing.Hash, parents []plumbing.Hash, message string) (plumbing.Hash, error) {
-	b := newObjectBatch(r)
-	defer b.discard()
-	h, err := b.write(plumbing.CommitObject, r.encodeCommit(tree, parents, message))
+	b := r.newObjectBatch()
+	defer b.Discard()
+	h, err := b.Write(plumbing.CommitObject, r.encodeCommit(tree, parents, message))
 	if err != nil {
 		return h, err
 	}
-	return h, b.flush()
+	return h, b.Flush()
 }
 
 func (r *Repo) encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, message string) []byte {
@@ -633,7 +631,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 			return s.skip(rel, fmt.Errorf("readlink %s: %w", rel, err))
 		}
 		content = []byte(filepath.ToSlash(target))
-		h = hashObject(plumbing.BlobObject, content)
+		h = gitstore.HashObject(plumbing.BlobObject, content)
 	default:
 		if s.r.holdOversize(rel, fi.Size()) {
 			delete(s.edits, rel) // left as HEAD has it
@@ -651,7 +649,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 		}
 		defer f.Close()
 		if fi.Size() > inMemoryLimit {
-			h, err = s.objs.writeBlobStream(f, fi.Size())
+			h, err = s.objs.WriteBlobStream(f, fi.Size())
 			if err != nil {
 				return fmt.Errorf("%s: %w", rel, err)
 			}
@@ -661,7 +659,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 		if err != nil {
 			return s.skip(rel, fmt.Errorf("read %s: %w", rel, err))
 		}
-		h = hashObject(plumbing.BlobObject, content)
+		h = gitstore.HashObject(plumbing.BlobObject, content)
 	}
 	prev, ok, err := s.headEntry(rel)
 	if err != nil {
@@ -678,20 +676,20 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 		delete(s.edits, rel) // held (guard.go): HEAD keeps its version, no blob is written
 		return nil
 	} else if len(vetted) != len(content) || !bytes.Equal(vetted, content) {
-		content, h = vetted, hashObject(plumbing.BlobObject, vetted)
+		content, h = vetted, gitstore.HashObject(plumbing.BlobObject, vetted)
 		if ok && prev.Hash == h && prev.Mode == mode {
 			delete(s.edits, rel) // what may be committed is what HEAD has
 			return nil
 		}
 	}
-	if _, err := s.objs.write(plumbing.BlobObject, content); err != nil {
+	if _, err := s.objs.Write(plumbing.BlobObject, content); err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
 	}
 	return s.record(rel, mode, h)
 }
 
 // skip leaves rel as HEAD has it, because it cannot be read now; the
-// commit goes on without it and reports it in CommitResult.Skipped.
+// commit goes on without it and reports it in memd.CommitResult.Skipped.
 func (s *stager) skip(rel string, err error) error {
 	delete(s.edits, rel)
 	s.skipped = append(s.skipped, rel)
@@ -928,7 +926,12 @@ func (s *stager) rebuild(base plumbing.Hash, node *trie, prefix string) (plumbin
 		}
 		return plumbing.ZeroHash, true, nil
 	}
-	h, z, err := s.objs.writeTree(entries, btv)
+	var baseEntries []object.TreeEntry
+	var basePieces *gitstore.PackedTree
+	if btv != nil {
+		baseEntries, basePieces = btv.entries, btv.z
+	}
+	h, z, err := s.objs.WriteTree(entries, baseEntries, basePieces)
 	if err == nil && s.written != nil {
 		s.written[prefix] = hotTree{h, &treeView{entries: entries, z: z}}
 	}
@@ -1049,303 +1052,18 @@ func sortTreeEntries(es []object.TreeEntry) {
 	sort.Slice(es, func(i, j int) bool { return treeEntryLess(es[i], es[j]) })
 }
 
-var treeBufPool = sync.Pool{New: func() any { return new([]byte) }}
-
-// appendTree appends the tree object encoding of es to b.
-func appendTree(b []byte, es []object.TreeEntry) []byte {
-	n := 0
-	for _, e := range es {
-		n += len(e.Name) + 28
-	}
-	b = slices.Grow(b, n)
-	for _, e := range es {
-		b = strconv.AppendUint(b, uint64(e.Mode), 8)
-		b = append(b, ' ')
-		b = append(b, e.Name...)
-		b = append(b, 0)
-		b = append(b, e.Hash[:]...)
-	}
-	return b
-}
-
 // changes lists the edits as sorted Changes.
-func (s *stager) changes() []Change {
-	out := make([]Change, 0, len(s.edits))
+func (s *stager) changes() []memd.Change {
+	out := make([]memd.Change, 0, len(s.edits))
 	for p, e := range s.edits {
-		out = append(out, Change{Path: p, Op: e.op})
+		out = append(out, memd.Change{Path: p, Op: e.op})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
 
-// Object writing. We write loose objects ourselves instead of through
-// go-git's storer for one reason: durability order. A ref must never point
-// at an object a crash (SIGKILL, power loss) can lose. go-git neither fsyncs
-// loose objects nor lets us batch that. So each new object goes to a temp
-// file next to its final place; at flush all temp files are fsynced (in
-// parallel, so the filesystem can merge them into few journal commits), then
-// renamed into place, then their directories fsynced — and only then does
-// the caller move the ref. An object that already exists (loose or packed)
-// is not written again.
-
-// objectBatch collects the objects written for one commit.
-type objectBatch struct {
-	r       *Repo
-	pending []pendingObject
-	seen    map[plumbing.Hash]bool
-}
-
-type pendingObject struct {
-	tmp, final string
-}
-
-func newObjectBatch(r *Repo) *objectBatch {
-	return &objectBatch{r: r, seen: make(map[plumbing.Hash]bool)}
-}
-
-// zlibPool reuses compressors: a new flate writer allocates ~1 MB, which
-// was a sixth of a small commit's CPU time.
-var zlibPool = sync.Pool{New: func() any {
-	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
-	return zw
-}}
-
-func getZlib(w io.Writer) *zlib.Writer {
-	zw := zlibPool.Get().(*zlib.Writer)
-	zw.Reset(w)
-	return zw
-}
-
-// hashObject computes the git object id of content of type t.
-func hashObject(t plumbing.ObjectType, content []byte) plumbing.Hash {
-	h := sha1.New()
-	h.Write(objectHeader(t, int64(len(content))))
-	h.Write(content)
-	var out plumbing.Hash
-	copy(out[:], h.Sum(nil))
-	return out
-}
-
-func objectHeader(t plumbing.ObjectType, size int64) []byte {
-	b := make([]byte, 0, 32)
-	b = append(b, t.String()...)
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, size, 10)
-	return append(b, 0)
-}
-
-func (b *objectBatch) objectPath(h plumbing.Hash) string {
-	s := h.String()
-	return filepath.Join(b.r.gitDir, "objects", s[:2], s[2:])
-}
-
-// has reports whether the object store already holds h (loose or packed).
-func (b *objectBatch) has(h plumbing.Hash) bool {
-	if b.seen[h] {
-		return true
-	}
-	if _, err := os.Lstat(b.objectPath(h)); err == nil {
-		return true
-	}
-	return b.r.repo.Storer.HasEncodedObject(h) == nil
-}
-
-// write stores content as an object of type t (if not present) and returns
-// its id. The object is durable only after flush.
-func (b *objectBatch) write(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
-	h := hashObject(t, content)
-	if b.has(h) {
-		return h, nil
-	}
-	final := b.objectPath(h)
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return h, fmt.Errorf("write object %s: %w", h, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(final), "tmp_obj_memd_")
-	if err != nil {
-		return h, fmt.Errorf("write object %s: %w", h, err)
-	}
-	zw := getZlib(f)
-	_, err = zw.Write(objectHeader(t, int64(len(content))))
-	if err == nil {
-		_, err = zw.Write(content)
-	}
-	if err == nil {
-		err = zw.Close()
-	}
-	zlibPool.Put(zw)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return h, fmt.Errorf("write object %s: %w", h, err)
-	}
-	b.seen[h] = true
-	b.pending = append(b.pending, pendingObject{tmp: f.Name(), final: final})
-	return h, nil
-}
-
-// writeBlobStream stores a large file as a blob in one pass (hash and
-// compress together), so it is never held in memory whole. want, when not
-// zero, is the id the caller expects; a different result (the file changed
-// under us) is still stored and returned.
-func (b *objectBatch) writeBlobStream(src io.Reader, size int64) (plumbing.Hash, error) {
-	dir := filepath.Join(b.r.gitDir, "objects")
-	f, err := os.CreateTemp(dir, "tmp_obj_memd_")
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
-	}
-	hs := sha1.New()
-	zw := getZlib(f)
-	defer zlibPool.Put(zw)
-	// The header carries the size; a file that grows or shrinks while we
-	// read makes a wrong object, so copy exactly size bytes and fail on
-	// a short read.
-	hdr := objectHeader(plumbing.BlobObject, size)
-	hs.Write(hdr)
-	_, err = zw.Write(hdr)
-	if err == nil {
-		var n int64
-		n, err = io.Copy(io.MultiWriter(zw, hs), io.LimitReader(src, size))
-		if err == nil && n != size {
-			err = fmt.Errorf("file changed while reading (%d of %d bytes)", n, size)
-		}
-	}
-	if err == nil {
-		err = zw.Close()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
-	}
-	var h plumbing.Hash
-	copy(h[:], hs.Sum(nil))
-	if b.has(h) {
-		_ = os.Remove(f.Name())
-		return h, nil
-	}
-	final := b.objectPath(h)
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		_ = os.Remove(f.Name())
-		return h, fmt.Errorf("write blob %s: %w", h, err)
-	}
-	b.seen[h] = true
-	b.pending = append(b.pending, pendingObject{tmp: f.Name(), final: final})
-	return h, nil
-}
-
-// flush makes every written object durable and visible: fsync the temp
-// files, rename them into place, fsync their directories. The fsyncs run in
-// parallel: the filesystem folds concurrent fsyncs into few journal commits
-// (measured here: 25 sequential fsyncs 55 ms, 25 parallel 1-3 ms).
-func (b *objectBatch) flush() error {
-	if len(b.pending) == 0 {
-		return nil
-	}
-	tmps := make([]string, len(b.pending))
-	for i, p := range b.pending {
-		tmps[i] = p.tmp
-	}
-	if err := parallelFsync(tmps); err != nil {
-		b.discard()
-		return fmt.Errorf("fsync objects: %w", err)
-	}
-	seenDir := make(map[string]bool)
-	dirs := []string{filepath.Join(b.r.gitDir, "objects")} // new fan-out dirs
-	for _, p := range b.pending {
-		if err := os.Rename(p.tmp, p.final); err != nil {
-			// Another writer may have created the same object (a
-			// content-addressed name): that is fine.
-			if _, serr := os.Lstat(p.final); serr != nil {
-				b.discard()
-				return fmt.Errorf("install object %s: %w", p.final, err)
-			}
-			_ = os.Remove(p.tmp)
-		}
-		for _, d := range []string{filepath.Dir(p.final), filepath.Dir(p.tmp)} {
-			if !seenDir[d] {
-				seenDir[d] = true
-				dirs = append(dirs, d)
-			}
-		}
-	}
-	b.pending = nil
-	if err := parallelFsync(dirs); err != nil {
-		return fmt.Errorf("fsync object dirs: %w", err)
-	}
-	return nil
-}
-
-// parallelFsync fsyncs files or directories with a few workers.
-func parallelFsync(names []string) error {
-	return inParallel(len(names), func(i int) error { return fsyncPath(names[i]) })
-}
-
-// inParallel runs fn(0..n-1) on up to 16 workers and joins the errors: the filesystem folds
-// concurrent fsyncs into few journal commits.
-func inParallel(n int, fn func(i int) error) error {
-	errs := make([]error, n)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(16, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				errs[i] = fn(i)
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// discard removes temp files that were not installed.
-func (b *objectBatch) discard() {
-	for _, p := range b.pending {
-		_ = os.Remove(p.tmp)
-	}
-	b.pending = nil
-}
-
-// fsyncPath fsyncs a file or a directory. Filesystems that cannot fsync a
-// directory (EINVAL) are tolerated.
-func fsyncPath(name string) error {
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
-}
-
-// blobHasher streams content into a blob id.
-type blobHasher struct{ h hash.Hash }
-
-func newBlobHasher(size int64) *blobHasher {
-	h := sha1.New()
-	h.Write(objectHeader(plumbing.BlobObject, size))
-	return &blobHasher{h: h}
-}
-
-func (b *blobHasher) Write(p []byte) (int, error) { return b.h.Write(p) }
-
-func (b *blobHasher) sum() plumbing.Hash {
-	var out plumbing.Hash
-	copy(out[:], b.h.Sum(nil))
-	return out
+// newObjectBatch starts the loose objects of one commit or merge (gitstore/objwrite.go:
+// durable before any ref names them).
+func (r *Repo) newObjectBatch() *gitstore.ObjectBatch {
+	return gitstore.NewObjectBatch(r.gitDir, r.repo.Storer)
 }

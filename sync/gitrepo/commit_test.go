@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/internal/testutil"
+
+	"github.com/memd-dev/memd"
 )
 
 func TestCommitAddModifyDelete(t *testing.T) {
@@ -22,7 +24,7 @@ func TestCommitAddModifyDelete(t *testing.T) {
 	writeFile(t, dir, "areas/a.html", "one\n")
 	writeFile(t, dir, "projects/x/b.html", "two\n")
 	res := mustCommit(t, r, "areas/a.html", filepath.Join(dir, "projects/x/b.html"))
-	if res.Hash == "" || res.Added != 2 || res.Modified != 0 || res.Deleted != 0 || res.Kind != KindChange {
+	if res.Hash == "" || res.Added != 2 || res.Modified != 0 || res.Deleted != 0 || res.Kind != memd.CommitChange {
 		t.Fatalf("first commit: %+v", res)
 	}
 	if got := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD")); got != res.Hash {
@@ -33,7 +35,7 @@ func TestCommitAddModifyDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = mustCommit(t, r, "areas/a.html", "projects/x/b.html")
-	want := []Change{{"areas/a.html", 'M'}, {"projects/x/b.html", 'D'}}
+	want := []memd.Change{{Path: "areas/a.html", Op: 'M'}, {Path: "projects/x/b.html", Op: 'D'}}
 	if !reflect.DeepEqual(res.Changes, want) || res.Modified != 1 || res.Deleted != 1 {
 		t.Fatalf("second commit changes %+v", res)
 	}
@@ -143,7 +145,7 @@ func TestCommitRenameAndReplacements(t *testing.T) {
 		}
 	}
 	res := mustCommit(t, r, "areas/note.html", "archive/2025/areas/note.html")
-	want := []Change{{"archive/2025/areas/note.html", 'A'}, {"areas/note.html", 'D'}}
+	want := []memd.Change{{Path: "archive/2025/areas/note.html", Op: 'A'}, {Path: "areas/note.html", Op: 'D'}}
 	if !reflect.DeepEqual(res.Changes, want) {
 		t.Fatalf("rename changes %+v", res.Changes)
 	}
@@ -160,7 +162,7 @@ func TestCommitRenameAndReplacements(t *testing.T) {
 	}
 	writeFile(t, dir, "g/child.md", "c")
 	res = mustCommit(t, r, "f", "g/child.md") // g itself not reported
-	want = []Change{{"f", 'A'}, {"f/inner.md", 'D'}, {"g", 'D'}, {"g/child.md", 'A'}}
+	want = []memd.Change{{Path: "f", Op: 'A'}, {Path: "f/inner.md", Op: 'D'}, {Path: "g", Op: 'D'}, {Path: "g/child.md", Op: 'A'}}
 	if !reflect.DeepEqual(res.Changes, want) {
 		t.Fatalf("replacement changes %+v", res.Changes)
 	}
@@ -234,7 +236,7 @@ func TestCommitNeverThroughADirectorySymlink(t *testing.T) {
 	}
 	// A watcher or caller naming a path through the link must not reach it.
 	res := mustCommit(t, r, "areas/d/secret.txt", "areas/d/real.html", "areas/d")
-	want := []Change{{"areas/d", 'A'}, {"areas/d/real.html", 'D'}}
+	want := []memd.Change{{Path: "areas/d", Op: 'A'}, {Path: "areas/d/real.html", Op: 'D'}}
 	if !reflect.DeepEqual(res.Changes, want) {
 		t.Fatalf("changes %+v", res.Changes)
 	}
@@ -330,7 +332,7 @@ func TestCommitIgnoredPathsSkipped(t *testing.T) {
 	writeFile(t, dir, "sub/.git/config", "nested repo")
 	writeFile(t, dir, "sub/file.md", "in nested repo")
 	res := mustCommit(t, r, ".", "areas/.x.html.swp", "tmp/junk.html", ".memory.lock", ".git/config", "sub", "sub/file.md")
-	want := []Change{{"areas/x.html", 'A'}}
+	want := []memd.Change{{Path: "areas/x.html", Op: 'A'}}
 	if !reflect.DeepEqual(res.Changes, want) {
 		t.Fatalf("changes %+v", res.Changes)
 	}
@@ -351,8 +353,8 @@ func TestCommitHeadMovedCASAndRetry(t *testing.T) {
 		runGit(t, dir, "commit", "-q", "-m", "outside")
 	}
 	_, err := r.CommitPaths([]string{"b.html"})
-	if !errors.Is(err, ErrHeadMoved) {
-		t.Fatalf("want ErrHeadMoved, got %v", err)
+	if !errors.Is(err, memd.ErrHeadMoved) {
+		t.Fatalf("want memd.ErrHeadMoved, got %v", err)
 	}
 	outside := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
 	if outside == base.Hash {
@@ -405,8 +407,8 @@ func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
 	}
 	writeFile(t, dir, "a.html", "b")
 	_, err := r.CommitPaths([]string{"a.html"})
-	if !errors.Is(err, ErrHeadMoved) {
-		t.Fatalf("want ErrHeadMoved while ref locked, got %v", err)
+	if !errors.Is(err, memd.ErrHeadMoved) {
+		t.Fatalf("want memd.ErrHeadMoved while ref locked, got %v", err)
 	}
 	if _, err := os.Stat(lock); err != nil {
 		t.Fatal("a live git's ref lock was removed")
@@ -452,8 +454,8 @@ func TestCommitPathsMessageSleepKindAndMessages(t *testing.T) {
 	mustCommit(t, r, "a.html")
 	writeFile(t, dir, "areas/arcs/x-2026.html", "arc")
 	msg := "sleep(arcs): arcs=1\n\nMemd-Run: r1\nMemd-Phase: arcs\nMemd-Counts: arcs=1\n"
-	res, err := r.CommitPathsMessage([]string{"areas/arcs"}, msg, KindSleep)
-	if err != nil || res.Kind != KindSleep || res.Added != 1 {
+	res, err := r.CommitPathsMessage([]string{"areas/arcs"}, msg, memd.CommitSleep)
+	if err != nil || res.Kind != memd.CommitSleep || res.Added != 1 {
 		t.Fatalf("sleep commit %+v %v", res, err)
 	}
 	msgs, err := r.CommitMessages(10)
@@ -638,7 +640,7 @@ func TestCrashChild(t *testing.T) {
 		p := fmt.Sprintf("areas/d%d/f%d.html", i%7, i%13)
 		writeFile(t, dir, p, fmt.Sprintf("version %d\n", i))
 		res, err := r.CommitPaths([]string{p})
-		if err != nil && !errors.Is(err, ErrHeadMoved) {
+		if err != nil && !errors.Is(err, memd.ErrHeadMoved) {
 			t.Fatal(err)
 		}
 		fmt.Printf("ok %s\n", res.Hash)
@@ -846,7 +848,7 @@ func TestCommitFileReplacedByEmptyDirUnderDirPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := mustCommit(t, r, "d")
-	if !reflect.DeepEqual(res.Changes, []Change{{"d/f", 'D'}}) {
+	if !reflect.DeepEqual(res.Changes, []memd.Change{{Path: "d/f", Op: 'D'}}) {
 		t.Fatalf("changes %+v", res.Changes)
 	}
 	statusClean(t, r)
@@ -897,7 +899,7 @@ func TestCommitUnreadableFileIsSkippedNotLost(t *testing.T) {
 	os.Chmod(filepath.Join(dir, "areas/d"), 0)
 	defer os.Chmod(filepath.Join(dir, "areas/d"), 0o755)
 	res := mustCommit(t, r, "areas")
-	if !reflect.DeepEqual(res.Changes, []Change{{"areas/ok.html", 'A'}}) {
+	if !reflect.DeepEqual(res.Changes, []memd.Change{{Path: "areas/ok.html", Op: 'A'}}) {
 		t.Fatalf("changes %+v", res.Changes)
 	}
 	if len(res.Skipped) != 2 {

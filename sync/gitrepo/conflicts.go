@@ -18,6 +18,8 @@ import (
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/metrics/statusline"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // Errors `memd resolve` callers branch on.
@@ -95,7 +97,7 @@ func blobIDOf(dir, rel string) (string, error) {
 	} else if data, err = t.ReadFile(rel); err != nil {
 		return "", err
 	}
-	return hashObject(plumbing.BlobObject, data).String(), nil
+	return gitstore.HashObject(plumbing.BlobObject, data).String(), nil
 }
 
 // ListConflicts is every conflict copy in the work tree at dir (ignore applied, as the

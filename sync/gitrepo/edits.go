@@ -130,10 +130,10 @@ type editRound struct {
 	headTree  plumbing.Hash
 	side      plumbing.Hash // the side commit; base when nothing was committable
 	sideTree  plumbing.Hash
-	merged    plumbing.Hash // the round's tree
-	cr        CommitResult  // the side commit's changes
+	merged    plumbing.Hash     // the round's tree
+	cr        memd.CommitResult // the side commit's changes
 	conflicts []string
-	carried   []Change // the held versions carried
+	carried   []memd.Change // the held versions carried
 }
 
 // mergeEditRoundLocked commits skipped on base, merges that side commit into
@@ -145,7 +145,7 @@ func (r *Repo) mergeEditRoundLocked(base, head plumbing.Hash, skipped []string, 
 	}
 	rd := editRound{headTree: headTree, side: base, merged: headTree}
 	if len(skipped) > 0 {
-		if rd.cr, rd.side, err = r.writeChangeCommitLocked(base, skipped, "", KindChange, nil, false); err != nil {
+		if rd.cr, rd.side, _, err = r.writeChangeCommitLocked(base, skipped, "", memd.CommitChange, nil, false); err != nil {
 			return rd, fmt.Errorf("commit edits made during checkout in %s: %w", r.dir, err)
 		}
 		if rd.side.IsZero() {
@@ -164,7 +164,7 @@ func (r *Repo) mergeEditRoundLocked(base, head plumbing.Hash, skipped []string, 
 		}
 		rd.merged, rd.conflicts = mr.Tree, mr.Conflicts
 	}
-	rd.carried = make([]Change, 0, len(held))
+	rd.carried = make([]memd.Change, 0, len(held))
 	if len(held) > 0 {
 		t, cc, err := r.mergeHeldLocked(rd.merged, held)
 		if err != nil {
@@ -172,7 +172,7 @@ func (r *Repo) mergeEditRoundLocked(base, head plumbing.Hash, skipped []string, 
 		}
 		rd.merged, rd.conflicts = t, append(rd.conflicts, cc...)
 		for _, he := range held {
-			rd.carried = append(rd.carried, Change{Path: he.hv.path, Op: 'M'})
+			rd.carried = append(rd.carried, memd.Change{Path: he.hv.path, Op: 'M'})
 		}
 	}
 	return rd, nil
@@ -338,7 +338,7 @@ func (r *Repo) editPolicy() treemerge.MergePolicy {
 }
 
 // editMergeMessage: what the side commit changed, its conflict copies, the host trailer.
-func editMergeMessage(host string, changes []Change, conflicts []string) string {
+func editMergeMessage(host string, changes []memd.Change, conflicts []string) string {
 	var b strings.Builder
 	b.WriteString("memd: merge edits made during checkout\n\n")
 	for i, c := range changes {

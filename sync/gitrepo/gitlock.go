@@ -11,6 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memd-dev/memd/sync/gitstore"
+
+	"github.com/memd-dev/memd"
 )
 
 // Refs move with git's lock protocol (gitstore.CreateLock: why not
@@ -27,7 +29,7 @@ const (
 
 // updateRef moves ref name from old to new with git's lock protocol:
 // compare-and-set, atomic rename, fsynced. old zero = the ref must not
-// exist yet (unborn branch). A mismatch returns ErrHeadMoved.
+// exist yet (unborn branch). A mismatch returns memd.ErrHeadMoved.
 func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) error {
 	path := filepath.Join(r.gitDir, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -43,7 +45,7 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 		if errors.Is(err, gitstore.ErrLocked) {
 			// Someone (git) is moving the ref right now: it will not be
 			// where we read it.
-			return fmt.Errorf("update %s: %w (%v)", name, ErrHeadMoved, err)
+			return fmt.Errorf("update %s: %w (%v)", name, memd.ErrHeadMoved, err)
 		}
 		return fmt.Errorf("update %s: %w", name, err)
 	}
@@ -54,7 +56,7 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 	}
 	if cur != old {
 		gitstore.RollbackLock(f)
-		return fmt.Errorf("update %s: expected %s, found %s: %w", name, short(old), short(cur), ErrHeadMoved)
+		return fmt.Errorf("update %s: expected %s, found %s: %w", name, short(old), short(cur), memd.ErrHeadMoved)
 	}
 	// The gate again, holding the ref's lock (gitops.go): a branch switch or a git operation
 	// that began since the job looked must not have memd's branch moved under it.
@@ -75,7 +77,7 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 	// rename (the ref keeps its old, valid value; the files are still in
 	// the work tree and the start-up reconcile commits them again). The
 	// ref's content is fsynced, so it is never empty or torn, and the
-	// objects it names were made durable before (objectBatch.flush).
+	// objects it names were made durable before (gitstore.ObjectBatch.Flush).
 	r.appendReflog(name, old, newH, logMsg)
 	return nil
 }

@@ -407,19 +407,19 @@ func (r *Repo) archivedTwins(p string) []string {
 // Restore writes v back at target in the work tree and commits it with the restore trailer.
 // Archived twins of target (archive/<YYYY>/target) go, so the memory is back under its name
 // once, not twice. The caller holds the writer lock (agent.Session.Restore).
-func (r *Repo) Restore(target string, v Version) (CommitResult, error) {
+func (r *Repo) Restore(target string, v Version) (memd.CommitResult, error) {
 	target = memd.NormalizePath(target)
 	if v.Mode != filemode.Regular && v.Mode != filemode.Executable {
-		return CommitResult{}, fmt.Errorf("restore %s: %s at %s is not a regular file", target, v.Path, shortID(v.Commit))
+		return memd.CommitResult{}, fmt.Errorf("restore %s: %s at %s is not a regular file", target, v.Path, shortID(v.Commit))
 	}
 	t, err := safefs.Open(r.dir)
 	if err != nil {
-		return CommitResult{}, err
+		return memd.CommitResult{}, err
 	}
 	defer t.Close()
 	if d := path.Dir(target); d != "." {
 		if err := t.MkdirAll(d, 0o755); err != nil {
-			return CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
+			return memd.CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
 		}
 	}
 	perm := fs.FileMode(0o644)
@@ -427,13 +427,13 @@ func (r *Repo) Restore(target string, v Version) (CommitResult, error) {
 		perm = 0o755
 	}
 	if err := t.WriteFileAtomic(target, v.Data, perm); err != nil {
-		return CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
+		return memd.CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
 	}
 	paths := []string{target}
 	if !memd.IsArchived(target) {
 		for _, tw := range r.archivedTwins(target) {
 			if err := t.Remove(tw); err != nil {
-				return CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
+				return memd.CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
 			}
 			paths = append(paths, tw)
 		}

@@ -96,7 +96,7 @@ const (
 
 // noteCommitted records a branch move made by memd, for the next index
 // refresh, and schedules one. changes nil = unknown (full refresh).
-func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []Change) {
+func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []memd.Change) {
 	s := &r.idx
 	s.mu.Lock()
 	if old != s.chainHead || changes == nil {
@@ -553,7 +553,7 @@ func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *in
 		if err != nil {
 			return e
 		}
-		cur = hashObject(plumbing.BlobObject, []byte(filepath.ToSlash(t)))
+		cur = gitstore.HashObject(plumbing.BlobObject, []byte(filepath.ToSlash(t)))
 	case (mode == filemode.Regular || mode == filemode.Executable) && fi.Mode().IsRegular():
 		if (fi.Mode()&0o111 != 0) != (mode == filemode.Executable) {
 			return e
@@ -562,13 +562,13 @@ func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *in
 		if err != nil {
 			return e
 		}
-		hs := newBlobHasher(fi.Size())
+		hs := gitstore.NewBlobHasher(fi.Size())
 		n, err := io.Copy(hs, f)
 		f.Close()
 		if err != nil || n != fi.Size() {
 			return e
 		}
-		cur = hs.sum()
+		cur = hs.Sum()
 	default:
 		return e
 	}

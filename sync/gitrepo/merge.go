@@ -8,7 +8,7 @@ package gitrepo
 // tree follows it):
 //
 //  1. every object (blobs, trees, the merge commit) is written first, and
-//     the remote's tree has been vetted (treecheck.go);
+//     the remote's tree has been vetted (internal/gitpath/tree.go);
 //  2. every new file is written to a temp name beside its target and
 //     fsynced, and every path re-checked (checkout.go): a failure or an
 //     edit made meanwhile stops here with HEAD and the work tree untouched;
@@ -45,6 +45,10 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/sync/treemerge"
+
+	"github.com/memd-dev/memd/internal/gitpath"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // pathChange is treemerge.Change under the name the checkout and the sync
@@ -54,22 +58,22 @@ type pathChange = treemerge.Change
 // mEntry is one tree entry as the merge sees it.
 type mEntry = treemerge.Entry
 
-// mgStore is a treemerge.Store writing through an objectBatch (git's loose
+// mgStore is a treemerge.Store writing through a gitstore.ObjectBatch (git's loose
 // format, durable once flushed).
 type mgStore struct {
 	*treemerge.Store
-	b *objectBatch
+	b *gitstore.ObjectBatch
 }
 
 func (r *Repo) newMgStore() *mgStore {
-	b := newObjectBatch(r)
-	return &mgStore{Store: treemerge.NewStore(r.repo.Storer, b.write), b: b}
+	b := r.newObjectBatch()
+	return &mgStore{Store: treemerge.NewStore(r.repo.Storer, b.Write), b: b}
 }
 
 // flush makes the written objects durable and visible.
-func (st *mgStore) flush() error { return st.b.flush() }
+func (st *mgStore) flush() error { return st.b.Flush() }
 
-func (st *mgStore) discard() { st.b.discard() }
+func (st *mgStore) discard() { st.b.Discard() }
 
 // crashHooks are a Repo's test seams: they stop a sync at the points where a
 // crash matters (a returned error abandons the sync right there, as a SIGKILL
@@ -177,7 +181,7 @@ func (r *Repo) mgDirDrains(t *safefs.Tree, dir string, changes map[string]pathCh
 	co := &checkout{r: r, t: t}
 	var walk func(d string, depth int) (bool, error)
 	walk = func(d string, depth int) (bool, error) {
-		if depth > MaxTreeDepth {
+		if depth > gitpath.MaxTreeDepth {
 			return false, nil
 		}
 		names, err := t.ReadDirNames(d)
@@ -419,10 +423,10 @@ func (r *Repo) undoInterruptedLocked(old, nw plumbing.Hash, changes map[string]p
 	return err
 }
 
-// mgChangeList turns a tree diff into D's Change list (for the index
+// mgChangeList turns a tree diff into D's memd.Change list (for the index
 // refresh and callers' counts).
-func mgChangeList(changes map[string]pathChange) []Change {
-	out := make([]Change, 0, len(changes))
+func mgChangeList(changes map[string]pathChange) []memd.Change {
+	out := make([]memd.Change, 0, len(changes))
 	for _, p := range slices.Sorted(maps.Keys(changes)) {
 		c := changes[p]
 		op := byte('M')
@@ -432,7 +436,7 @@ func mgChangeList(changes map[string]pathChange) []Change {
 		case c.To == nil:
 			op = 'D'
 		}
-		out = append(out, Change{Path: p, Op: op})
+		out = append(out, memd.Change{Path: p, Op: op})
 	}
 	return out
 }

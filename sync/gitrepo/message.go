@@ -3,6 +3,8 @@ package gitrepo
 import (
 	"fmt"
 	"strings"
+
+	"github.com/memd-dev/memd"
 )
 
 // MaxListedPaths is how many changed paths a change commit message lists.
@@ -21,8 +23,8 @@ const TrailerHost = "Memd-Host"
 //
 //	Memd-Host: <host>
 //
-// changes are listed in the given order (CommitResult.Changes is sorted).
-func ChangeMessage(changes []Change, host string) string {
+// changes are listed in the given order (memd.CommitResult.Changes is sorted).
+func ChangeMessage(changes []memd.Change, host string) string {
 	var a, m, d int
 	for _, c := range changes {
 		switch c.Op {

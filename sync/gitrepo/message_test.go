@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd"
 )
 
 func TestChangeMessageFormat(t *testing.T) {
-	var cs []Change
+	var cs []memd.Change
 	for i := 0; i < 25; i++ {
 		op := byte("AMD"[i%3])
-		cs = append(cs, Change{Path: fmt.Sprintf("areas/f%02d.html", i), Op: op})
+		cs = append(cs, memd.Change{Path: fmt.Sprintf("areas/f%02d.html", i), Op: op})
 	}
 	msg := ChangeMessage(cs, "box")
 	lines := strings.Split(msg, "\n")
@@ -29,7 +31,7 @@ func TestChangeMessageFormat(t *testing.T) {
 	if tr := Trailers(msg); tr[TrailerHost] != "box" || len(tr) != 1 {
 		t.Fatalf("trailers %v", tr)
 	}
-	short := ChangeMessage([]Change{{"a b/ü.html", 'A'}}, "h")
+	short := ChangeMessage([]memd.Change{{Path: "a b/ü.html", Op: 'A'}}, "h")
 	if short != "memd: +1 ~0 -0\n\nA a b/ü.html\n\nMemd-Host: h\n" {
 		t.Fatalf("short %q", short)
 	}

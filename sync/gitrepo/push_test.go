@@ -19,19 +19,21 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memd-dev/memd/internal/testutil"
+
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 // pushProbe records the enumeration statistics of every push a Repo makes.
-type pushProbe struct{ stats []pushStats }
+type pushProbe struct{ stats []gitremote.PushStats }
 
 func probePushes(r *Repo) *pushProbe {
 	p := &pushProbe{}
 	// Called under r.mu from Sync, which the test drives synchronously.
-	r.testPushStats = func(s pushStats) { p.stats = append(p.stats, s) }
+	r.testPushStats = func(s gitremote.PushStats) { p.stats = append(p.stats, s) }
 	return p
 }
 
-func (p *pushProbe) last(t *testing.T) pushStats {
+func (p *pushProbe) last(t *testing.T) gitremote.PushStats {
 	t.Helper()
 	if len(p.stats) == 0 {
 		t.Fatal("no push was made")
@@ -283,12 +285,11 @@ func TestPushFirstToEmptyRemoteFallsBack(t *testing.T) {
 	}
 }
 
-// TestPushWalkLimitFallsBack: a walk longer than pushWalkLimit hands the
+// TestPushWalkLimitFallsBack: a walk longer than the push's walk limit hands the
 // push to go-git, and it still lands.
 func TestPushWalkLimitFallsBack(t *testing.T) {
-	defer func(n int) { pushWalkLimit = n }(pushWalkLimit)
-	pushWalkLimit = 2
 	w := pushWorld(t, "file", pushSeed)
+	w.a.testPushWalkLimit = 2
 	p := probePushes(w.a)
 	for i := 0; i < 4; i++ {
 		writeFile(t, w.aDir, "areas/a.html", fmt.Sprintf("a %d\n", i))
@@ -364,11 +365,11 @@ func TestPushObjectsNotFastForward(t *testing.T) {
 	base := plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", "main~1")))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var st pushStats
-	if _, ff, err := r.pushObjectsLocked(local, other, &st); err != nil || ff {
+	var st gitremote.PushStats
+	if _, ff, err := gitremote.PushObjects(r.repo.Storer, local, other, 0, &st); err != nil || ff {
 		t.Fatalf("diverged: ff %v err %v, want not a fast-forward", ff, err)
 	}
-	objs, ff, err := r.pushObjectsLocked(local, base, &st)
+	objs, ff, err := gitremote.PushObjects(r.repo.Storer, local, base, 0, &st)
 	if err != nil || !ff {
 		t.Fatalf("ancestor: ff %v err %v", ff, err)
 	}
@@ -417,7 +418,7 @@ func cloneHistory(t testing.TB, n int) (*Repo, string, string) {
 // TestPushCostFlatInHistory: pushing one new commit visits the same few
 // commits and trees after 100 or 2,000 commits of history.
 func TestPushCostFlatInHistory(t *testing.T) {
-	var got []pushStats
+	var got []gitremote.PushStats
 	for _, n := range []int{100, 2000} {
 		r, dir, bare := cloneHistory(t, n)
 		p := probePushes(r)
@@ -448,7 +449,7 @@ func TestPushCostFlatInHistory(t *testing.T) {
 
 // BenchmarkPushAfterHistory: one new commit pushed after 100 or 2,000
 // commits of history, to a bare remote by path (file) or through git
-// http-backend (http), through memd's enumeration (sendPack) and through
+// http-backend (http), through memd's enumeration (gitremote.SendPack) and through
 // go-git's PushContext (gogit).
 func BenchmarkPushAfterHistory(b *testing.B) {
 	for _, tr := range []string{"file", "http"} {
@@ -495,7 +496,7 @@ func benchPush(b *testing.B, tr string, n int, path string) {
 	}
 }
 
-// pushGoGitForBench is the push before sendPack: go-git's PushContext,
+// pushGoGitForBench is the push before gitremote.SendPack: go-git's PushContext,
 // whose object enumeration walks the remote's whole history.
 func (r *Repo) pushGoGitForBench(ctx context.Context, ro RemoteOptions) error {
 	r.mu.Lock()

@@ -19,6 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memd-dev/memd/internal/repofiles"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // Reconcile (docs/ARCHITECTURE.md §3): a full comparison of the work tree with HEAD that
@@ -329,14 +331,14 @@ func hashWorkFile(p string, fi fs.FileInfo) (plumbing.Hash, error) {
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		return hashObject(plumbing.BlobObject, []byte(filepath.ToSlash(t))), nil
+		return gitstore.HashObject(plumbing.BlobObject, []byte(filepath.ToSlash(t))), nil
 	}
 	f, err := openNoFollow(p)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	defer f.Close()
-	h := newBlobHasher(fi.Size())
+	h := gitstore.NewBlobHasher(fi.Size())
 	n, err := io.Copy(h, f)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -344,5 +346,5 @@ func hashWorkFile(p string, fi fs.FileInfo) (plumbing.Hash, error) {
 	if n != fi.Size() {
 		return plumbing.ZeroHash, fmt.Errorf("%s changed while reading", p)
 	}
-	return h.sum(), nil
+	return h.Sum(), nil
 }

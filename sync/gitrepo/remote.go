@@ -387,9 +387,10 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	rem := r.remoteAt(ro.Remote, tgt.URL)
 	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
 	defer cancel()
-	// sendPack enumerates only what is new (push.go); it falls back to
-	// go-git's PushContext for a first push.
-	err = r.sendPack(cctx, rem, tgt, r.BranchRef(), local)
+	// SendPack enumerates only what is new (gitremote/push.go); it falls back to
+	// go-git's PushContext for a first push. r.mu keeps the object store still.
+	err = gitremote.SendPack(cctx, gitremote.Push{Store: r.repo.Storer, Remote: rem, Target: tgt,
+		Branch: r.BranchRef(), Local: local, Log: r.log, WalkLimit: r.testPushWalkLimit, Stats: r.testPushStats})
 	tgt.Done(ctx, err)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if cctx.Err() != nil && ctx.Err() == nil {
@@ -517,7 +518,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 func (r *Repo) planRound(ro RemoteOptions, remote plumbing.Hash) (*integratePlan, error) {
 	pl, err := r.planIntegrate(ro, remote)
 	for try := 0; err == nil && pl != nil && len(pl.dirty) > 0 && try < maxEditMerges; try++ {
-		if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, ErrHeadMoved) {
+		if cerr := ro.CommitFirst(pl.dirty); cerr != nil && !errors.Is(cerr, memd.ErrHeadMoved) {
 			return nil, fmt.Errorf("commit local changes before merge in %s: %w", r.dir, cerr)
 		}
 		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(pl.dirty))
@@ -601,7 +602,7 @@ func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, pl *integratePl
 			return err
 		}
 		cr, err := r.CommitPaths(dirty)
-		if err != nil && !errors.Is(err, ErrHeadMoved) {
+		if err != nil && !errors.Is(err, memd.ErrHeadMoved) {
 			return fmt.Errorf("commit local changes before merge in %s: %w", r.dir, err)
 		}
 		r.log.Info("committed local changes before merging", "repo", r.dir, "paths", len(dirty), "commit", cr.Hash)
@@ -686,9 +687,9 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 			return nil, fmt.Errorf("read %s: %w", r.BranchRef(), err)
 		}
 		// One walk of the divergence gives ahead/behind and the merge base
-		// (mergebase.go): the common cases (only ahead, fast-forward) and
+		// (gitremote/mergebase.go): the common cases (only ahead, fast-forward) and
 		// the merges never walk the whole history.
-		ahead, behind, bases, err := r.divergenceLocked(local, remote)
+		ahead, behind, bases, err := gitremote.Divergence(r.repo.Storer, local, remote)
 		if err != nil {
 			return nil, err
 		}
@@ -864,9 +865,9 @@ func mergeMessage(remote, branch, host string, conflicts []string) string {
 }
 
 // aheadBehindLocked counts the commits only local has and those only remote has: the
-// divergence walk of mergebase.go, whose cost follows the divergence, not the length of
+// divergence walk of gitremote/mergebase.go, whose cost follows the divergence, not the length of
 // history.
 func (r *Repo) aheadBehindLocked(local, remote plumbing.Hash) (int, int, error) {
-	ahead, behind, _, err := r.divergenceLocked(local, remote)
+	ahead, behind, _, err := gitremote.Divergence(r.repo.Storer, local, remote)
 	return ahead, behind, err
 }

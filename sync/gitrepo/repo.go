@@ -1,9 +1,11 @@
 // Package gitrepo keeps an AI-agent memory repo committed and synced through
 // go-git: Repo is the owner's handle on one repo (commit, index refresh,
-// reconcile, checkout, fetch → merge → push). The pure parts are
-// subpackages: treemerge (the three-way tree merge), gitremote (a remote's
-// credentials, error kinds, redaction, backoff) and gitstore (git's lock
-// files, refs and index file, as git writes them); the merge policy is
+// reconcile, checkout, fetch → merge → push). What needs objects but not the
+// work tree is in packages beside it: treemerge (the three-way tree merge),
+// gitremote (a remote's credentials, error kinds, redaction, backoff, and the
+// push protocol and merge base over an object store), gitstore (git's lock
+// files, refs, index file and loose-object writer, as git writes them) and
+// internal/gitpath (what a fetched tree may hold); the merge policy is
 // treemerge's (treemerge.MergePolicy).
 //
 // It lives under sync/ (the product's folder) with a name of its own, so the
@@ -40,15 +42,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
-	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sync/gitstore"
-)
 
-// ErrHeadMoved is returned when the branch ref changed between the start of
-// a commit and its ref update (compare-and-set failure). Nothing was lost:
-// the caller retries and the retry builds on the new HEAD.
-var ErrHeadMoved = errors.New("HEAD moved during commit")
+	"github.com/memd-dev/memd/sync/gitremote"
+)
 
 // ErrUnrelatedHistory is returned when the remote branch shares no history
 // with the local one. memd never merges such histories silently.
@@ -92,39 +90,6 @@ type Options struct {
 	// (ErrBlobTooLarge), a larger local file is held, not committed
 	// (HeldFiles). 0 = no limit.
 	MaxFileSize int64
-}
-
-// CommitKind labels a commit for metrics (memd_commits_total{kind}): memd.CommitKind.
-type CommitKind = memd.CommitKind
-
-// Commit kinds.
-const (
-	KindChange CommitKind = memd.CommitChange
-	KindSleep  CommitKind = memd.CommitSleep
-	KindMerge  CommitKind = memd.CommitMerge
-)
-
-// Change is one path changed by a commit. Op is 'A', 'M' or 'D'.
-type Change struct {
-	Path string
-	Op   byte
-}
-
-// CommitResult says what a commit did. Hash "" means nothing changed and no
-// commit was made.
-type CommitResult struct {
-	Hash                     string
-	Added, Modified, Deleted int
-	Changes                  []Change
-	Kind                     CommitKind
-	Duration                 time.Duration
-	// Skipped lists paths that could not be read (e.g. permission
-	// denied): left as they are in HEAD, for a later commit; the rest of
-	// the batch is committed.
-	Skipped []string
-	// takeAllowance: a mass deletion went through on `memd resume
-	// --allow-deletes`; the permission is used up once the ref moved.
-	takeAllowance bool
 }
 
 // Repo is a memory repo: a git work tree with its .git directory.
@@ -187,8 +152,11 @@ type Repo struct {
 	// the branch head.
 	testDuringRefresh func()
 	// testPushStats, when set (tests only), receives each push's
-	// enumeration statistics (push.go).
-	testPushStats func(pushStats)
+	// enumeration statistics (gitremote/push.go).
+	testPushStats func(gitremote.PushStats)
+	// testPushWalkLimit, when set (tests only), bounds a push's commit walk
+	// (gitremote.Push.WalkLimit).
+	testPushWalkLimit int
 	// hooks, set by tests only, stop a sync where a crash matters or let a
 	// writer race the checkout (crashHooks, merge.go).
 	hooks *crashHooks

@@ -8,6 +8,8 @@ import (
 
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/metrics/statusline"
+
+	"github.com/memd-dev/memd"
 )
 
 // ActionMessage is the message of a commit a person asked for (resolve, restore):
@@ -33,7 +35,7 @@ func ActionMessage(action, subject, host string, kv ...string) string {
 
 // Resolved is what Resolve did: the commit, and the name the copy now has (keep both).
 type Resolved struct {
-	Commit CommitResult
+	Commit memd.CommitResult
 	Kept   string // keep both: the copy's new name; else ""
 }
 
@@ -97,11 +99,11 @@ func (r *Repo) Resolve(c statusline.Conflict, keep string) (Resolved, error) {
 const actionRetries = 5
 
 // commitAction commits paths with msg, again on the new HEAD when HEAD moved.
-func (r *Repo) commitAction(paths []string, msg string) (CommitResult, error) {
-	var res CommitResult
+func (r *Repo) commitAction(paths []string, msg string) (memd.CommitResult, error) {
+	var res memd.CommitResult
 	var err error
 	for range actionRetries {
-		if res, err = r.CommitPathsMessage(paths, msg, KindChange); !errors.Is(err, ErrHeadMoved) {
+		if res, err = r.CommitPathsMessage(paths, msg, memd.CommitChange); !errors.Is(err, memd.ErrHeadMoved) {
 			break
 		}
 	}

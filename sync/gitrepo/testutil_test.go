@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd"
 )
 
 // gitEnv isolates the git binary from the machine's configuration and gives
@@ -78,7 +80,7 @@ func writeFile(t testing.TB, dir, rel, content string) {
 }
 
 // mustCommit commits and fails the test on error.
-func mustCommit(t testing.TB, r *Repo, paths ...string) CommitResult {
+func mustCommit(t testing.TB, r *Repo, paths ...string) memd.CommitResult {
 	t.Helper()
 	res, err := r.CommitPaths(paths)
 	if err != nil {

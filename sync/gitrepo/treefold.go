@@ -40,15 +40,20 @@ func (r *Repo) nameFSLocked() gitpath.FS {
 	return r.names.fs
 }
 
-// checkFetchedTreeLocked is checkTreeLocked for a tree fetched from a remote: a
+// SetMaxFileSize changes sync.max_file_size (a reload); 0 = no limit.
+func (r *Repo) SetMaxFileSize(n int64) { r.maxFile.Store(n) }
+
+func (r *Repo) maxFileSize() int64 { return r.maxFile.Load() }
+
+// checkFetchedTreeLocked is gitpath.CheckTree for a tree fetched from a remote: a
 // blob over sync.max_file_size is refused by its size; entries colliding on this
 // file system are refused; those that would
 // collide only on a case-insensitive or normalising one (a clone on a Mac)
 // are logged as warnings naming the commit and path.
 func (r *Repo) checkFetchedTreeLocked(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash) error {
-	c := &treeChecker{s: s, commit: commit, maxBlob: r.maxFileSize(), fs: r.nameFSLocked(), warn: func(path string, err error) {
+	tc := gitpath.TreeCheck{MaxBlob: r.maxFileSize(), FS: r.nameFSLocked(), Warn: func(path string, err error) {
 		r.log.Warn("fetched tree holds names one file on a case-insensitive or normalising file system (macOS): a clone there would lose one",
 			"repo", r.dir, "commit", short(commit), "path", path, "err", err)
 	}}
-	return c.dir(tree, known, 1, 0)
+	return tc.Check(s, commit, tree, known)
 }

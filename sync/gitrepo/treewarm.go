@@ -1,13 +1,18 @@
 package gitrepo
 
 import (
+	"cmp"
+	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
-// warmHot makes the biggest directories' trees of root hot, with their pieces (treez.go),
+// warmHot makes the biggest directories' trees of root hot, with their pieces (gitstore/treez.go),
 // once a full index refresh has decoded every tree of HEAD (tc) anyway: the first commit
 // in a big directory after a start then pays neither reading and decoding a 2 MB tree nor
 // compressing all of it. Up to warmHotEntries entries, biggest first; the pieces are made
@@ -28,7 +33,7 @@ func (r *Repo) warmHot(tc *treeCache, root plumbing.Hash) {
 		if tv == nil {
 			return
 		}
-		if size := treeSize(tv); size >= packMin && tv.byName == nil {
+		if size := treeSize(tv); size >= gitstore.PackMin && tv.byName == nil {
 			bigs = append(bigs, big{dir, h, tv, size})
 		}
 		for _, e := range tv.entries {
@@ -50,8 +55,8 @@ func (r *Repo) warmHot(tc *treeCache, root plumbing.Hash) {
 			continue
 		}
 		budget -= len(b.tv.entries)
-		raw := appendTree(nil, b.tv.entries)
-		b.tv = &treeView{entries: b.tv.entries, z: packTree(b.tv.entries, raw, nil)}
+		raw := gitstore.AppendTree(nil, b.tv.entries)
+		b.tv = &treeView{entries: b.tv.entries, z: gitstore.PackTree(b.tv.entries, raw, nil, nil)}
 		warm = append(warm, b)
 	}
 	if len(warm) == 0 {
@@ -104,7 +109,44 @@ func warmHotEntries() int { return maxHotEntries - maxHotEntries/8 }
 func treeSize(tv *treeView) int {
 	n := 0
 	for _, e := range tv.entries {
-		n += entrySize(e)
+		n += gitstore.EntrySize(e)
+	}
+	return n
+}
+
+// hotClock orders the hot trees by when a commit wrote them.
+var hotClock atomic.Uint64
+
+// evictHot drops the hot trees of directories that this commit (written) did not write,
+// least recently written first, until at most maxHotEntries entries are kept (n: the
+// entries kept now), and returns how many are kept. An agent writes into a few directories
+// again and again: those stay, with their pieces, while one it touched once goes.
+func (r *Repo) evictHot(written map[string]hotTree, n int) int {
+	type dirGen struct {
+		dir string
+		gen uint64
+	}
+	keep := make(map[plumbing.Hash]bool, len(written)) // a tree this commit wrote stays
+	for _, w := range written {
+		keep[w.h] = true
+	}
+	var old []dirGen
+	for dir, h := range r.hotDirs {
+		if _, now := written[dir]; !now {
+			old = append(old, dirGen{dir, r.hot[h].gen})
+		}
+	}
+	slices.SortFunc(old, func(a, b dirGen) int { return cmp.Compare(a.gen, b.gen) })
+	for _, d := range old {
+		if n <= maxHotEntries {
+			break
+		}
+		h := r.hotDirs[d.dir]
+		if tv := r.hot[h]; tv != nil && !keep[h] {
+			n -= len(tv.entries)
+			delete(r.hot, h)
+		}
+		delete(r.hotDirs, d.dir)
 	}
 	return n
 }

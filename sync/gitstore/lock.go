@@ -24,7 +24,7 @@ import (
 //
 // These files (refs, packed-refs, the index, loose objects and their locks)
 // live inside .git and are written with plain os calls, not internal/safefs:
-// no fetched tree can name a path in .git (sync/treecheck.go refuses `.git` in any
+// no fetched tree can name a path in .git (internal/gitpath/tree.go refuses `.git` in any
 // spelling), O_EXCL lock files never follow a link, and git itself writes them
 // the same way.
 

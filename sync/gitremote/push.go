@@ -1,4 +1,4 @@
-package gitrepo
+package gitremote
 
 // Push with an object enumeration whose cost follows what is new, not the
 // length of history.
@@ -9,7 +9,7 @@ package gitrepo
 // issues #935, #1102; fixed only in v6). memd pushes after every commit and
 // runs for months, so that made each push O(history) in time and memory.
 //
-// sendPack opens the receive-pack session itself and enumerates only:
+// SendPack opens the receive-pack session itself and enumerates only:
 //   - the new commits: those reachable from the local head and not from the
 //     remote head (old), found by walking both sides together newest first
 //     and stopping once everything still queued is reachable from old
@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	git "github.com/go-git/go-git/v5"
@@ -44,22 +45,21 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-
-	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/go-git/go-git/v5/storage"
 )
 
-// pushWalkLimit bounds the commits the new-commit walk pops; beyond it (a
+// DefaultPushWalkLimit bounds the commits the new-commit walk pops; beyond it (a
 // pathological history: a remote far behind, or a remote side whose
 // commits are dated far in the future, which the newest-first walk pops
 // first) the push goes through go-git's own enumeration rather than an
-// unbounded walk of ours. A variable for tests.
-var pushWalkLimit = 100000
+// unbounded walk of ours. Push.WalkLimit lowers it in tests.
+const DefaultPushWalkLimit = 100000
 
-// errPushWalkTooLong says the commit walk hit pushWalkLimit.
+// errPushWalkTooLong says the commit walk hit its limit.
 var errPushWalkTooLong = errors.New("push: commit walk exceeded its limit")
 
-// pushStats describes one push's enumeration (tests and debug logs).
-type pushStats struct {
+// PushStats describes one push's enumeration (tests and debug logs).
+type PushStats struct {
 	Fallback   string // why go-git's PushContext was used; "" = ours
 	Walked     int    // commits popped by the new-commit walk
 	NewCommits int
@@ -69,21 +69,38 @@ type pushStats struct {
 	Sent       []plumbing.Hash // the pack's objects (our path only)
 }
 
-// sendPack pushes local to the branch br of the remote at url, never
+// Push is one push: Local to the branch Branch of Remote at Target, from the
+// object store Store (objects and config). The caller keeps Store still for
+// the push (gitrepo holds its repo lock): nothing here touches a work tree or
+// a local ref.
+type Push struct {
+	Store  storage.Storer
+	Remote *git.Remote
+	Target *Target
+	Branch plumbing.ReferenceName
+	Local  plumbing.Hash
+	Log    *slog.Logger
+	// WalkLimit bounds the new-commit walk; 0 = DefaultPushWalkLimit.
+	WalkLimit int
+	// Stats, when set (tests), receives the push's enumeration.
+	Stats func(PushStats)
+}
+
+// SendPack pushes p.Local to the branch p.Branch of the remote, never
 // forced. It returns what go-git's PushContext would: nil,
 // git.NoErrAlreadyUpToDate, or an unclassified error (the caller
 // classifies it).
-func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, tgt *gitremote.Target,
-	br plumbing.ReferenceName, local plumbing.Hash) (err error) {
-	st := pushStats{New: local}
+func SendPack(ctx context.Context, p Push) (err error) {
+	rem, tgt, br, local := p.Remote, p.Target, p.Branch, p.Local
+	st := PushStats{New: local}
 	defer func() {
-		if r.testPushStats != nil {
-			r.testPushStats(st)
+		if p.Stats != nil {
+			p.Stats(st)
 		}
 	}()
 	fallback := func(why string) error {
 		st.Fallback = why
-		return r.pushThroughGoGit(ctx, rem, tgt, br, why)
+		return pushThroughGoGit(ctx, p.Log, rem, tgt, br, why)
 	}
 
 	sess, err := openReceivePack(rem, tgt)
@@ -129,11 +146,11 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, tgt *gitremote.Tar
 	if old == local {
 		return git.NoErrAlreadyUpToDate
 	}
-	if err := r.haveRemoteHead(old, br, &st); err != nil {
+	if err := haveRemoteHead(p.Store, old, br, &st); err != nil {
 		return err
 	}
 
-	objs, ff, err := r.pushObjectsLocked(local, old, &st)
+	objs, ff, err := PushObjects(p.Store, local, old, p.WalkLimit, &st)
 	switch {
 	case errors.Is(err, errPushWalkTooLong):
 		_ = closeSess()
@@ -146,14 +163,14 @@ func (r *Repo) sendPack(ctx context.Context, rem *git.Remote, tgt *gitremote.Tar
 		return fmt.Errorf("non-fast-forward update: %s", br)
 	}
 
-	return r.sendUpdate(ctx, sess, ar, br, old, local, objs)
+	return sendUpdate(ctx, p.Store, sess, ar, br, old, local, objs)
 }
 
 // pushThroughGoGit pushes br with go-git's PushContext (its own object walk),
 // never forced: for a first push, or when our enumeration cannot serve.
-func (r *Repo) pushThroughGoGit(ctx context.Context, rem *git.Remote, tgt *gitremote.Target,
+func pushThroughGoGit(ctx context.Context, log *slog.Logger, rem *git.Remote, tgt *Target,
 	br plumbing.ReferenceName, why string) error {
-	r.log.Debug("push through go-git's object walk", "why", why)
+	log.Debug("push through go-git's object walk", "why", why)
 	// No Progress: go-git would ask for side-band without "quiet", and receive-pack's unpack
 	// progress, written while go-git is still sending (it reads only after), can fill the
 	// pipe on a large pack. A refusal here carries the verdict without the hook's words.
@@ -164,8 +181,8 @@ func (r *Repo) pushThroughGoGit(ctx context.Context, rem *git.Remote, tgt *gitre
 		Force:      false,
 		CABundle:   tgt.CABundle, InsecureSkipTLS: tgt.InsecureSkipTLS, ProxyOptions: tgt.Proxy,
 	})
-	if err != nil && gitremote.IsReportStatus(err) {
-		return &gitremote.Refusal{Status: err.Error()}
+	if err != nil && IsReportStatus(err) {
+		return &Refusal{Status: err.Error()}
 	}
 	return err
 }
@@ -184,7 +201,7 @@ func (s *remoteSaid) Write(p []byte) (int, error) {
 }
 
 // openReceivePack opens a receive-pack session with the remote rem.
-func openReceivePack(rem *git.Remote, tgt *gitremote.Target) (transport.ReceivePackSession, error) {
+func openReceivePack(rem *git.Remote, tgt *Target) (transport.ReceivePackSession, error) {
 	// Same target as go-git's PushContext: the remote's last URL (remoteAt
 	// gives it exactly one, the resolved one).
 	url := tgt.URL
@@ -205,13 +222,13 @@ func openReceivePack(rem *git.Remote, tgt *gitremote.Target) (transport.ReceiveP
 
 // haveRemoteHead checks that the remote's head old is in our history; a
 // head we lack rejects the push as a non-fast-forward of br.
-func (r *Repo) haveRemoteHead(old plumbing.Hash, br plumbing.ReferenceName, st *pushStats) error {
-	err := r.repo.Storer.HasEncodedObject(old)
+func haveRemoteHead(s storer.EncodedObjectStorer, old plumbing.Hash, br plumbing.ReferenceName, st *PushStats) error {
+	err := s.HasEncodedObject(old)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, plumbing.ErrObjectNotFound) {
-		return fmt.Errorf("push: look up remote head %s: %w", short(old), err)
+		return fmt.Errorf("push: look up remote head %s: %w", old.String()[:12], err)
 	}
 	// The remote moved since our last fetch: old is not in our
 	// history, so this is not a fast-forward. Rejected without
@@ -223,7 +240,7 @@ func (r *Repo) haveRemoteHead(old plumbing.Hash, br plumbing.ReferenceName, st *
 
 // sendUpdate asks the remote to move br from old to local and sends objs,
 // returning the remote's verdict.
-func (r *Repo) sendUpdate(ctx context.Context, sess transport.ReceivePackSession, ar *packp.AdvRefs,
+func sendUpdate(ctx context.Context, s storage.Storer, sess transport.ReceivePackSession, ar *packp.AdvRefs,
 	br plumbing.ReferenceName, old, local plumbing.Hash, objs []plumbing.Hash) error {
 	// As go-git's newReferenceUpdateRequest: agent and report-status from
 	// the server's capabilities; side-band when offered, so that what a
@@ -246,11 +263,11 @@ func (r *Repo) sendUpdate(ctx context.Context, sess transport.ReceivePackSession
 		req.Progress = said
 	}
 	useRefDeltas := !ar.Capabilities.Supports(capability.OFSDelta)
-	rs, err := r.encodeAndSend(ctx, sess, req, objs, useRefDeltas)
+	rs, err := encodeAndSend(ctx, s, sess, req, objs, useRefDeltas)
 	if rs != nil {
 		// The remote answered with a verdict (ng, unpack error): its own reason.
 		if rerr := rs.Error(); rerr != nil {
-			return &gitremote.Refusal{Status: rerr.Error(), Remote: said.String()}
+			return &Refusal{Status: rerr.Error(), Remote: said.String()}
 		}
 	}
 	return err
@@ -258,9 +275,9 @@ func (r *Repo) sendUpdate(ctx context.Context, sess transport.ReceivePackSession
 
 // encodeAndSend streams the pack of hs to the session, as go-git's
 // pushHashes does: the encoder writes into a pipe the session reads.
-func (r *Repo) encodeAndSend(ctx context.Context, sess transport.ReceivePackSession,
+func encodeAndSend(ctx context.Context, s storage.Storer, sess transport.ReceivePackSession,
 	req *packp.ReferenceUpdateRequest, hs []plumbing.Hash, useRefDeltas bool) (*packp.ReportStatus, error) {
-	cfg, err := r.repo.Storer.Config()
+	cfg, err := s.Config()
 	if err != nil {
 		return nil, fmt.Errorf("push: read config: %w", err)
 	}
@@ -269,7 +286,7 @@ func (r *Repo) encodeAndSend(ctx context.Context, sess transport.ReceivePackSess
 	// Buffered so the encoder can finish even when ReceivePack failed.
 	done := make(chan error, 1)
 	go func() {
-		e := packfile.NewEncoder(wr, r.repo.Storer, useRefDeltas)
+		e := packfile.NewEncoder(wr, s, useRefDeltas)
 		if _, err := e.Encode(hs, cfg.Pack.Window); err != nil {
 			done <- wr.CloseWithError(fmt.Errorf("push: encode pack: %w", err))
 			return
@@ -296,12 +313,12 @@ const (
 	pwOld               // reachable from the remote head: on the remote
 )
 
-// pushObjectsLocked returns the objects to send so that a remote at old can
+// PushObjects returns the objects of s to send so that a remote at old can
 // move to local: the new commits and the parts of their trees that are not
 // in the boundary commits' trees. ff reports whether old is an ancestor of
-// local. Caller holds r.mu.
-func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs []plumbing.Hash, ff bool, err error) {
-	pw, err := r.paintPushLocked(local, old, st)
+// local. limit bounds the commit walk (0 = DefaultPushWalkLimit).
+func PushObjects(s storer.EncodedObjectStorer, local, old plumbing.Hash, limit int, st *PushStats) (objs []plumbing.Hash, ff bool, err error) {
+	pw, err := paintPush(s, local, old, limit, st)
 	if err != nil {
 		return nil, false, err
 	}
@@ -310,7 +327,7 @@ func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs 
 	// along any path from local to old that exists.
 	ff = pw.flags[old]&pwLocal != 0
 
-	newCommits, bases, err := pw.newAndBoundary(r.repo.Storer, old)
+	newCommits, bases, err := pw.newAndBoundary(s, old)
 	if err != nil {
 		return nil, false, err
 	}
@@ -320,7 +337,7 @@ func (r *Repo) pushObjectsLocked(local, old plumbing.Hash, st *pushStats) (objs 
 		seen[c.Hash] = true
 		objs = append(objs, c.Hash)
 	}
-	tw := treeWalker{s: r.repo.Storer, seen: seen, st: st, trees: map[plumbing.Hash]map[string]object.TreeEntry{}}
+	tw := treeWalker{s: s, seen: seen, st: st, trees: map[plumbing.Hash]map[string]object.TreeEntry{}}
 	for _, c := range newCommits {
 		if err := tw.walk(c.TreeHash, bases); err != nil {
 			return nil, false, err
@@ -339,11 +356,14 @@ type pushWalk struct {
 	commits map[plumbing.Hash]*object.Commit
 }
 
-// paintPushLocked walks the commits of local and old together, newest first,
+// paintPush walks the commits of local and old together, newest first,
 // marking each with the sides it is reachable from, until every commit still
-// queued is reachable from old. Caller holds r.mu.
-func (r *Repo) paintPushLocked(local, old plumbing.Hash, st *pushStats) (*pushWalk, error) {
-	s := r.repo.Storer
+// queued is reachable from old, or limit commits were popped (0 =
+// DefaultPushWalkLimit).
+func paintPush(s storer.EncodedObjectStorer, local, old plumbing.Hash, limit int, st *PushStats) (*pushWalk, error) {
+	if limit <= 0 {
+		limit = DefaultPushWalkLimit
+	}
 	pw := &pushWalk{flags: map[plumbing.Hash]uint8{}, commits: map[plumbing.Hash]*object.Commit{}}
 	flags, commits := pw.flags, pw.commits
 	q := &commitHeap{}
@@ -377,7 +397,7 @@ func (r *Repo) paintPushLocked(local, old plumbing.Hash, st *pushStats) (*pushWa
 	for q.Len() > 0 && q.open > 0 {
 		it := heap.Pop(q).(paintedCommit)
 		st.Walked++
-		if st.Walked > pushWalkLimit {
+		if st.Walked > limit {
 			return nil, errPushWalkTooLong
 		}
 		f := flags[it.c.Hash]
@@ -425,7 +445,7 @@ type treeWalker struct {
 	s     storer.EncodedObjectStorer
 	seen  map[plumbing.Hash]bool
 	out   []plumbing.Hash
-	st    *pushStats
+	st    *PushStats
 	trees map[plumbing.Hash]map[string]object.TreeEntry // boundary trees read, by hash
 }
 

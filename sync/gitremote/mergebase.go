@@ -1,4 +1,4 @@
-package gitrepo
+package gitremote
 
 import (
 	"container/heap"
@@ -7,9 +7,10 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// divergenceLocked is ahead/behind and the merge base of local and remote in one walk:
+// Divergence is ahead/behind and the merge base of local and remote in one walk:
 // git's paint_down_to_common on the one commit heap (commitheap.go). Every commit is
 // painted with the sides it is reachable from; a commit reachable from both that no
 // common ancestor already reached (not stale) is a merge-base candidate, and paints its
@@ -22,7 +23,7 @@ import (
 // behind is 0: nothing to merge). The candidates always include every best common
 // ancestor (a best one is never painted stale: nothing common descends from it); clock
 // skew can add a redundant one, so two or more go through object.Independents.
-func (r *Repo) divergenceLocked(local, remote plumbing.Hash) (ahead, behind int, bases []*object.Commit, err error) {
+func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahead, behind int, bases []*object.Commit, err error) {
 	if local == remote {
 		return 0, 0, nil, nil
 	}
@@ -43,7 +44,7 @@ func (r *Repo) divergenceLocked(local, remote plumbing.Hash) (ahead, behind int,
 			return nil
 		}
 		flags[h] = old | f
-		c, err := object.GetCommit(r.repo.Storer, h)
+		c, err := object.GetCommit(s, h)
 		if err != nil {
 			return fmt.Errorf("merge base: read commit %s: %w", h, err)
 		}
@@ -86,7 +87,7 @@ func (r *Repo) divergenceLocked(local, remote plumbing.Hash) (ahead, behind int,
 	}
 	if len(cands) > 1 {
 		if cands, err = object.Independents(cands); err != nil {
-			return 0, 0, nil, fmt.Errorf("merge base of %s and %s: %w", short(local), short(remote), err)
+			return 0, 0, nil, fmt.Errorf("merge base of %s and %s: %w", local.String()[:12], remote.String()[:12], err)
 		}
 	}
 	// Newest first, as go-git's MergeBase; equal times by hash, so the choice is stable.

@@ -1,4 +1,4 @@
-package gitrepo
+package gitpath
 
 import (
 	"bytes"
@@ -72,20 +72,20 @@ func chainTree(t testing.TB, s *memory.Storage, spec string) plumbing.Hash {
 func TestCheckTreeRefuses(t *testing.T) {
 	for _, spec := range []string{"d..\nfx", "d.git\nfhooks", "d.GIT", "dx\nd.git.", "dgit~1", "fa/b", "Ddup", "d\nfx", "d.", "da\nl.gitmodules", "dx\x00y"} {
 		s := memory.NewStorage()
-		err := checkTreeLocked(s, plumbing.ZeroHash, chainTree(t, s, spec), plumbing.ZeroHash)
+		err := CheckTree(s, plumbing.ZeroHash, chainTree(t, s, spec), plumbing.ZeroHash)
 		var ue *UnsafeTreeError
 		if !errors.As(err, &ue) || !errors.Is(err, ErrUnsafeTree) {
 			t.Errorf("%q: %v, want an UnsafeTreeError", spec, err)
 		}
 	}
 	s := memory.NewStorage()
-	if err := checkTreeLocked(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nd記憶\nfx.html\nl.gitignorex"), plumbing.ZeroHash); err != nil {
+	if err := CheckTree(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nd記憶\nfx.html\nl.gitignorex"), plumbing.ZeroHash); err != nil {
 		t.Errorf("valid tree refused: %v", err)
 	}
 	// Too deep: 4097 levels of one-byte names would pass the path limit only with
 	// shorter names, so the path limit refuses first; both bound the walk.
 	deep := strings.Repeat("dd\n", 5000)
-	if err := checkTreeLocked(s, plumbing.ZeroHash, chainTree(t, s, deep), plumbing.ZeroHash); !errors.Is(err, ErrUnsafeTree) {
+	if err := CheckTree(s, plumbing.ZeroHash, chainTree(t, s, deep), plumbing.ZeroHash); !errors.Is(err, ErrUnsafeTree) {
 		t.Errorf("5000-deep tree: %v", err)
 	}
 }
@@ -99,13 +99,13 @@ func FuzzTreeNames(f *testing.F) {
 	f.Fuzz(func(t *testing.T, spec string) {
 		s := memory.NewStorage()
 		tree := chainTree(t, s, spec)
-		if err := checkTreeLocked(s, plumbing.ZeroHash, tree, plumbing.ZeroHash); err != nil {
+		if err := CheckTree(s, plumbing.ZeroHash, tree, plumbing.ZeroHash); err != nil {
 			if !errors.Is(err, ErrUnsafeTree) {
 				t.Fatalf("unexpected error kind: %v", err)
 			}
 			return
 		}
-		changes := map[string]pathChange{}
+		changes := map[string]treemerge.Change{}
 		if err := treemerge.DiffTrees(s, plumbing.ZeroHash, tree, "", changes); err != nil {
 			t.Fatal(err)
 		}
@@ -125,4 +125,16 @@ func FuzzTreeNames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A name longer than NAME_MAX is refused before the branch moves.
+func TestCheckTreeNameMax(t *testing.T) {
+	s := memory.NewStorage()
+	long := strings.Repeat("x", 256)
+	if err := CheckTree(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nf"+long), plumbing.ZeroHash); !errors.Is(err, ErrUnsafeTree) {
+		t.Fatalf("256-byte name: %v", err)
+	}
+	if err := CheckTree(s, plumbing.ZeroHash, chainTree(t, s, "dareas\nf"+long[:255]), plumbing.ZeroHash); err != nil {
+		t.Fatalf("255-byte name: %v", err)
+	}
 }

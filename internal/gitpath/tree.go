@@ -1,9 +1,9 @@
-package gitrepo
+package gitpath
 
-// What a fetched tree may write (DESIGN §4): before a remote's tree is
+// What a fetched tree may write (docs/ARCHITECTURE.md §4): before a remote's tree is
 // merged or checked out, every entry memd has not already vetted is checked
-// the way git's verify_path and fsck check a tree (internal/gitpath holds the
-// per-name rules). The walk skips a subtree whose hash equals the local
+// the way git's verify_path and fsck check a tree (CheckName, go, is the
+// per-name rule). The walk skips a subtree whose hash equals the local
 // tree's at the same place (memd committed it itself, or vetted it when it
 // came in), so its cost follows what changed. It is depth-first with a depth
 // limit, keeps only the names along the current path (no per-entry path
@@ -19,8 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
 	"github.com/memd-dev/memd"
-	"github.com/memd-dev/memd/internal/gitpath"
 )
 
 // ErrUnsafeTree: a commit's tree holds an entry git would refuse to check
@@ -55,11 +55,30 @@ const (
 	MaxNameBytes = 255
 )
 
-// checkTreeLocked vets tree (of commit, for the error) against known, a tree
+// CheckTree vets tree (of commit, for the error) against known, a tree
 // already vetted (zero = none): every entry of every subtree that is not
-// identical to known's at the same path.
-func checkTreeLocked(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash) error {
-	c := &treeChecker{s: s, commit: commit}
+// identical to known's at the same path. It is TreeCheck{}.Check: no size
+// limit, names compared byte-wise.
+func CheckTree(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash) error {
+	return TreeCheck{}.Check(s, commit, tree, known)
+}
+
+// TreeCheck is how a tree is vetted beyond the names and the shape: the size
+// limit, how the work tree's file system compares names, and who hears of
+// names that collide only on a stricter file system.
+type TreeCheck struct {
+	MaxBlob int64 // sync.max_file_size; 0: sizes unchecked
+	// FS is how the work tree compares names: two entries one name there
+	// are refused like a duplicate; Warn (when set) gets those that collide
+	// only on a case-insensitive or normalising one (a clone on a Mac).
+	FS   FS
+	Warn func(path string, err error)
+}
+
+// Check vets tree (of commit, for the error) against known, a tree already
+// vetted (zero = none), as CheckTree does, with o's limit and file system.
+func (o TreeCheck) Check(s storer.EncodedObjectStorer, commit, tree, known plumbing.Hash) error {
+	c := &treeChecker{s: s, commit: commit, maxBlob: o.MaxBlob, fs: o.FS, warn: o.Warn}
 	return c.dir(tree, known, 1, 0)
 }
 
@@ -88,10 +107,8 @@ type treeChecker struct {
 	maxBlob int64 // 0: sizes unchecked
 	commit  plumbing.Hash
 	names   []string // the path to the tree being checked
-	// fs is how the work tree compares names (treefold.go): two entries one
-	// name there are refused like a duplicate; warn gets those that collide
-	// only on a stricter file system (a clone on a Mac).
-	fs   gitpath.FS
+	// fs and warn: TreeCheck's FS and Warn.
+	fs   FS
 	warn func(path string, err error)
 }
 
@@ -140,9 +157,9 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 		}
 	}
 	seen := make(map[string]struct{}, len(t.Entries))
-	folded := map[string]string{} // gitpath.Everywhere's key → the first name with it
+	folded := map[string]string{} // Everywhere's key → the first name with it
 	for _, e := range t.Entries {
-		if err := gitpath.CheckName(e.Name, e.Mode == filemode.Symlink); err != nil {
+		if err := CheckName(e.Name, e.Mode == filemode.Symlink); err != nil {
 			return c.fail(e.Name, err.Error())
 		}
 		if len(e.Name) > MaxNameBytes {
@@ -187,16 +204,11 @@ func (c *treeChecker) dir(tree, known plumbing.Hash, depth, pathLen int) error {
 	return nil
 }
 
-// SetMaxFileSize changes sync.max_file_size (a reload); 0 = no limit.
-func (r *Repo) SetMaxFileSize(n int64) { r.maxFile.Store(n) }
-
-func (r *Repo) maxFileSize() int64 { return r.maxFile.Load() }
-
 // collision checks name against the names already seen in its tree: one that
 // is the same file on the work tree's file system is refused; one that would
 // be on a case-insensitive or normalising one is a warning.
 func (c *treeChecker) collision(folded map[string]string, name string) error {
-	k := gitpath.Everywhere.Key(name)
+	k := Everywhere.Key(name)
 	other, ok := folded[k]
 	if !ok {
 		folded[k] = name
@@ -207,7 +219,15 @@ func (c *treeChecker) collision(folded map[string]string, name string) error {
 	}
 	if c.warn != nil {
 		p := strings.Join(append(append([]string(nil), c.names...), name), "/")
-		c.warn(p, gitpath.Everywhere.Collision(name, other))
+		c.warn(p, Everywhere.Collision(name, other))
 	}
 	return nil
+}
+
+// short is a commit's hash as the errors name it.
+func short(h plumbing.Hash) string {
+	if h.IsZero() {
+		return "(none)"
+	}
+	return h.String()[:12]
 }

@@ -1,16 +1,16 @@
-package gitrepo
+package gitstore
 
 import (
 	"bytes"
-	"cmp"
+	stdzlib "compress/zlib"
 	"encoding/binary"
 	"fmt"
 	"hash/adler32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -25,20 +25,20 @@ import (
 // ~treeChunk raw bytes each, every piece made by a fresh compressor and ended with a sync
 // flush (byte-aligned, no back-reference into an earlier piece: the way pigz joins
 // blocks). The result is one ordinary zlib stream (git, go-git and zlib read it like any
-// other). memd keeps the pieces of the trees it wrote (Repo.hot), and the next commit in
+// other). memd keeps the pieces of the trees it wrote (gitrepo's Repo.hot), and the next commit in
 // that directory reuses every piece whose raw bytes are unchanged, found from both ends,
 // and compresses only what lies between: one piece for a one-file change. The adler-32
 // trailer is combined from the pieces' sums. What stays O(directory) is SHA-1 over the
 // tree, a compare of the old and new bytes, and writing the file.
 
 const (
-	packMin   = 128 << 10 // trees at least this big are written in pieces
+	PackMin   = 128 << 10 // trees at least this big are written in pieces
 	treeChunk = 32 << 10  // raw bytes per piece
 )
 
-// packedTree is the compressed pieces of a tree object's content, in order. The tree's
-// entries (treeView) say what each piece holds, so no copy of the content is kept.
-type packedTree struct {
+// PackedTree is the compressed pieces of a tree object's content, in order. The tree's
+// entries (kept beside it) say what each piece holds, so no copy of the content is kept.
+type PackedTree struct {
 	chunks []zchunk
 }
 
@@ -71,8 +71,8 @@ func deflatePiece(raw []byte, ne int) zchunk {
 	return zchunk{ne: ne, n: len(raw), adler: adler32.Checksum(raw), z: z}
 }
 
-// entrySize is the length of e in a tree object: octal mode, space, name, NUL, id.
-func entrySize(e object.TreeEntry) int {
+// EntrySize is the length of e in a tree object: octal mode, space, name, NUL, id.
+func EntrySize(e object.TreeEntry) int {
 	n := 1
 	for m := uint32(e.Mode) >> 3; m > 0; m >>= 3 {
 		n++
@@ -90,7 +90,7 @@ func packPieces(out []zchunk, es []object.TreeEntry, raw []byte) []zchunk {
 	target := (len(raw) + k - 1) / k
 	start, off, n := 0, 0, 0
 	for i, e := range es {
-		n += entrySize(e)
+		n += EntrySize(e)
 		if n >= target || i == len(es)-1 {
 			out = append(out, deflatePiece(raw[off:off+n], i+1-start))
 			start, off, n = i+1, off+n, 0
@@ -99,15 +99,16 @@ func packPieces(out []zchunk, es []object.TreeEntry, raw []byte) []zchunk {
 	return out
 }
 
-// packTree splits es (encoded as raw) into pieces, reusing the pieces of base (nil: none)
-// whose entries are unchanged at the start and at the end of es.
-func packTree(es []object.TreeEntry, raw []byte, base *treeView) *packedTree {
-	pt := &packedTree{}
-	if base == nil || base.z == nil {
+// PackTree splits es (encoded as raw) into pieces, reusing the pieces of base (nil: none),
+// the pieces of the tree of entries old, whose entries are unchanged at the start and at
+// the end of es.
+func PackTree(es []object.TreeEntry, raw []byte, old []object.TreeEntry, base *PackedTree) *PackedTree {
+	pt := &PackedTree{}
+	if base == nil {
 		pt.chunks = packPieces(nil, es, raw)
 		return pt
 	}
-	old, chunks := base.entries, base.z.chunks
+	chunks := base.chunks
 	i, ei, off := 0, 0, 0 // the unchanged head: chunks[:i], es[:ei], raw[:off]
 	for i < len(chunks) {
 		c := chunks[i]
@@ -159,7 +160,7 @@ func adler32Combine(a, b uint32, lenB int) uint32 {
 
 // appendZlibPieces appends the zlib stream of hdr and the pieces' content to b: the zlib header, hdr as
 // a stored block, the pieces, an empty final block and the combined adler-32.
-func appendZlibPieces(b, hdr []byte, pt *packedTree) []byte {
+func appendZlibPieces(b, hdr []byte, pt *PackedTree) []byte {
 	b = append(b, 0x78, 0x01) // deflate, 32K window, fastest (as zlib level 1 writes it)
 	n := len(hdr)
 	b = append(b, 0x00, byte(n), byte(n>>8), ^byte(n), ^byte(n>>8)) // stored, not final
@@ -173,12 +174,12 @@ func appendZlibPieces(b, hdr []byte, pt *packedTree) []byte {
 	return binary.BigEndian.AppendUint32(b, sum)
 }
 
-// writeTreePacked stores the tree es (encoded as raw, packMin bytes or more) in pieces,
-// reusing base's, and returns its id and pieces for the next commit. Durable only after
-// flush.
-func (b *objectBatch) writeTreePacked(es []object.TreeEntry, raw []byte, base *treeView) (plumbing.Hash, *packedTree, error) {
-	h := hashObject(plumbing.TreeObject, raw)
-	pt := packTree(es, raw, base)
+// writeTreePacked stores the tree es (encoded as raw, PackMin bytes or more) in pieces,
+// reusing base's (the pieces of the tree of entries old), and returns its id and pieces
+// for the next commit. Durable only after Flush.
+func (b *ObjectBatch) writeTreePacked(es []object.TreeEntry, raw []byte, old []object.TreeEntry, base *PackedTree) (plumbing.Hash, *PackedTree, error) {
+	h := HashObject(plumbing.TreeObject, raw)
+	pt := PackTree(es, raw, old, base)
 	if b.has(h) {
 		return h, pt, nil
 	}
@@ -208,9 +209,10 @@ func (b *objectBatch) writeTreePacked(es []object.TreeEntry, raw []byte, base *t
 	return h, pt, nil
 }
 
-// writeTree encodes and stores the tree es; base is the tree it was made from (nil: none),
-// whose pieces a big tree reuses. Returns the pieces of a big tree (nil for a small one).
-func (b *objectBatch) writeTree(es []object.TreeEntry, base *treeView) (plumbing.Hash, *packedTree, error) {
+// WriteTree encodes and stores the tree es; old and base are the entries and the pieces
+// of the tree it was made from (nil: none), whose pieces a big tree reuses. Returns the
+// pieces of a big tree (nil for a small one). Durable only after Flush.
+func (b *ObjectBatch) WriteTree(es []object.TreeEntry, old []object.TreeEntry, base *PackedTree) (plumbing.Hash, *PackedTree, error) {
 	// The encoding is garbage once written (hashed and compressed): pooled, so a commit in
 	// a 24k-file directory does not leave a 2 MB buffer behind each time.
 	bp := treeBufPool.Get().(*[]byte)
@@ -219,47 +221,55 @@ func (b *objectBatch) writeTree(es []object.TreeEntry, base *treeView) (plumbing
 			treeBufPool.Put(bp)
 		}
 	}()
-	*bp = appendTree((*bp)[:0], es)
-	if len(*bp) >= packMin {
-		return b.writeTreePacked(es, *bp, base)
+	*bp = AppendTree((*bp)[:0], es)
+	if len(*bp) >= PackMin {
+		return b.writeTreePacked(es, *bp, old, base)
 	}
-	h, err := b.write(plumbing.TreeObject, *bp)
+	h, err := b.Write(plumbing.TreeObject, *bp)
 	return h, nil, err
 }
 
-// hotClock orders the hot trees by when a commit wrote them.
-var hotClock atomic.Uint64
+// Pieces is the number of pieces.
+func (pt *PackedTree) Pieces() int { return len(pt.chunks) }
 
-// evictHot drops the hot trees of directories that this commit (written) did not write,
-// least recently written first, until at most maxHotEntries entries are kept (n: the
-// entries kept now), and returns how many are kept. An agent writes into a few directories
-// again and again: those stay, with their pieces, while one it touched once goes.
-func (r *Repo) evictHot(written map[string]hotTree, n int) int {
-	type dirGen struct {
-		dir string
-		gen uint64
+// SharedWith counts the pieces of pt that are a's own (reused, not compressed again).
+func (pt *PackedTree) SharedWith(a *PackedTree) int {
+	shared := map[*byte]bool{}
+	for _, c := range a.chunks {
+		shared[&c.z[0]] = true
 	}
-	keep := make(map[plumbing.Hash]bool, len(written)) // a tree this commit wrote stays
-	for _, w := range written {
-		keep[w.h] = true
-	}
-	var old []dirGen
-	for dir, h := range r.hotDirs {
-		if _, now := written[dir]; !now {
-			old = append(old, dirGen{dir, r.hot[h].gen})
+	same := 0
+	for _, c := range pt.chunks {
+		if shared[&c.z[0]] {
+			same++
 		}
 	}
-	slices.SortFunc(old, func(a, b dirGen) int { return cmp.Compare(a.gen, b.gen) })
-	for _, d := range old {
-		if n <= maxHotEntries {
-			break
-		}
-		h := r.hotDirs[d.dir]
-		if tv := r.hot[h]; tv != nil && !keep[h] {
-			n -= len(tv.entries)
-			delete(r.hot, h)
-		}
-		delete(r.hotDirs, d.dir)
+	return same
+}
+
+// Verify checks that the pieces are the tree object of es: their zlib stream, read with
+// Go's own reader (which checks the adler-32), is es's object, and they hold len(es)
+// entries. The tests check kept pieces with it.
+func (pt *PackedTree) Verify(es []object.TreeEntry) error {
+	raw := AppendTree(nil, es)
+	hdr := objectHeader(plumbing.TreeObject, int64(len(raw)))
+	zr, err := stdzlib.NewReader(bytes.NewReader(appendZlibPieces(nil, hdr, pt)))
+	if err != nil {
+		return err
 	}
-	return n
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		return fmt.Errorf("inflate: %w", err)
+	}
+	if !bytes.Equal(got, append(hdr, raw...)) {
+		return fmt.Errorf("inflated %d bytes, not the %d of the tree", len(got), len(hdr)+len(raw))
+	}
+	ne := 0
+	for _, c := range pt.chunks {
+		ne += c.ne
+	}
+	if ne != len(es) {
+		return fmt.Errorf("pieces hold %d entries, the tree %d", ne, len(es))
+	}
+	return nil
 }

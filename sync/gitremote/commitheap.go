@@ -1,9 +1,9 @@
-package gitrepo
+package gitremote
 
 import "github.com/go-git/go-git/v5/plumbing/object"
 
 // The one commit queue of the history walks (push.go's objects to send,
-// remote.go's ahead/behind): newest committer time first, as git's
+// mergebase.go's ahead/behind and merge base): newest committer time first, as git's
 // paint-down walks go, with each commit's paint flags.
 
 // paintedCommit is a queued commit and the flags it carried when queued.

@@ -1,9 +1,9 @@
-package gitrepo
+package gitremote
 
 import (
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +12,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // randomHistory writes n commits (empty tree) whose parents and dates are drawn from rng:
@@ -76,17 +78,19 @@ func randomHistory(t *testing.T, dir string, rng *rand.Rand, n int) []plumbing.H
 // uses (the newest) is one of git's.
 func TestDivergenceMatchesGit(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		dir := newGitDir(t)
+		dir := t.TempDir()
+		testGit(t, dir, "init", "-q", "-b", "main")
 		rng := rand.New(rand.NewPCG(seed, 13))
 		hs := randomHistory(t, dir, rng, 60)
-		r := openTest(t, dir, testOptions())
+		gr, err := git.PlainOpen(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for k := 0; k < 12; k++ {
 			l, rr := hs[len(hs)/3+rng.IntN(len(hs)*2/3)], hs[len(hs)/3+rng.IntN(len(hs)*2/3)]
-			name := fmt.Sprintf("seed %d: %s...%s", seed, short(l), short(rr))
-			want := strings.Fields(runGit(t, dir, "rev-list", "--left-right", "--count", l.String()+"..."+rr.String()))
-			r.Lock()
-			a, b, bases, err := r.divergenceLocked(l, rr)
-			r.Unlock()
+			name := fmt.Sprintf("seed %d: %s...%s", seed, l.String()[:12], rr.String()[:12])
+			want := strings.Fields(testGit(t, dir, "rev-list", "--left-right", "--count", l.String()+"..."+rr.String()))
+			a, b, bases, err := Divergence(gr.Storer, l, rr)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -99,10 +103,9 @@ func TestDivergenceMatchesGit(t *testing.T) {
 				}
 				continue
 			}
-			cmd := exec.Command("git", "merge-base", "--all", l.String(), rr.String())
-			cmd.Dir, cmd.Env = dir, gitEnv()
-			out, _ := cmd.Output() // exit 1: unrelated
-			wantBases := strings.Fields(string(out))
+			out, _ := testutil.Git{Env: testutil.IsolatedEnv(t.TempDir(), os.DevNull)}.Run(dir, nil,
+				"merge-base", "--all", l.String(), rr.String()) // exit 1: unrelated
+			wantBases := strings.Fields(out)
 			var got []string
 			for _, c := range bases {
 				got = append(got, c.Hash.String())
@@ -114,4 +117,17 @@ func TestDivergenceMatchesGit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testGit runs git in dir with no user or system config and fixed identities; it fails
+// the test on error.
+func testGit(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	g := testutil.Git{Env: append(testutil.IsolatedEnv(t.TempDir(), os.DevNull),
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "LC_ALL=C")}
+	out, err := g.Run(dir, nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

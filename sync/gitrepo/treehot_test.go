@@ -1,112 +1,15 @@
 package gitrepo
 
 import (
-	"bytes"
-	"compress/zlib"
 	"fmt"
-	"hash/adler32"
-	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/memd-dev/memd/sync/gitstore"
 )
-
-func TestAdler32Combine(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for round := range 200 {
-		b := make([]byte, rng.IntN(200000))
-		for i := range b {
-			b[i] = byte(rng.IntN(256))
-		}
-		if round%3 == 0 {
-			for i := range b {
-				b[i] = 0xff // the sums' largest values
-			}
-		}
-		cut := 0
-		if len(b) > 0 {
-			cut = rng.IntN(len(b) + 1)
-		}
-		got := adler32Combine(adler32.Checksum(b[:cut]), adler32.Checksum(b[cut:]), len(b)-cut)
-		if want := adler32.Checksum(b); got != want {
-			t.Fatalf("round %d (len %d, cut %d): combined %08x, want %08x", round, len(b), cut, got, want)
-		}
-	}
-}
-
-// inflatePieces decompresses the zlib stream of a packed tree with Go's own reader (which
-// checks the adler-32) and compares it with the tree object of es.
-func inflatePieces(t *testing.T, es []object.TreeEntry, pt *packedTree) {
-	t.Helper()
-	raw := appendTree(nil, es)
-	hdr := objectHeader(plumbing.TreeObject, int64(len(raw)))
-	zr, err := zlib.NewReader(bytes.NewReader(appendZlibPieces(nil, hdr, pt)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("inflate: %v", err)
-	}
-	if !bytes.Equal(got, append(hdr, raw...)) {
-		t.Fatalf("inflated %d bytes, not the %d of the tree", len(got), len(hdr)+len(raw))
-	}
-	ne := 0
-	for _, c := range pt.chunks {
-		ne += c.ne
-	}
-	if ne != len(es) {
-		t.Fatalf("pieces hold %d entries, the tree %d", ne, len(es))
-	}
-}
-
-// A change recompresses only the pieces it touches; the rest are the base's, shared.
-func TestPackTreeReusesUnchangedPieces(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	entry := func(i int) object.TreeEntry {
-		e := object.TreeEntry{Name: fmt.Sprintf("2024-%06d-a-memory-file-name.html", i), Mode: filemode.Regular}
-		e.Hash[0], e.Hash[1], e.Hash[19] = byte(i), byte(i>>8), byte(rng.IntN(256))
-		return e
-	}
-	var es []object.TreeEntry
-	for i := range 8000 {
-		es = append(es, entry(i*10))
-	}
-	base := &treeView{entries: es}
-	base.z = packTree(es, appendTree(nil, es), nil)
-	inflatePieces(t, es, base.z)
-	for round := range 60 {
-		nw := slices.Clone(base.entries)
-		at := rng.IntN(len(nw))
-		switch round % 3 {
-		case 0: // modify
-			nw[at].Hash[5]++
-		case 1: // insert
-			nw = slices.Insert(nw, at, entry(rng.IntN(80000)))
-		case 2: // delete
-			nw = slices.Delete(nw, at, at+1)
-		}
-		pt := packTree(nw, appendTree(nil, nw), base)
-		inflatePieces(t, nw, pt)
-		if fresh := len(pt.chunks) - samePieces(base.z, pt); fresh > 2 {
-			t.Fatalf("round %d: %d of %d pieces recompressed for one change", round, fresh, len(pt.chunks))
-		}
-		base = &treeView{entries: nw, z: pt}
-	}
-	// Changes far apart: the pieces between them are compressed again (correct, not minimal).
-	nw := slices.Clone(base.entries)
-	nw[0].Hash[3]++
-	nw[len(nw)-1].Hash[3]++
-	inflatePieces(t, nw, packTree(nw, appendTree(nil, nw), base))
-}
 
 // A directory big enough to be written in pieces, changed commit after commit in the ways
 // a tree's order can trip on ("a" vs "a.b" vs "a/", first and last entries, a file
@@ -156,14 +59,16 @@ func TestBigTreePiecesMatchGit(t *testing.T) {
 		}
 		check(step)
 	}
-	pieces := func(step string) *packedTree {
+	pieces := func(step string) *gitstore.PackedTree {
 		t.Helper()
 		h := r.hotDirs["big"]
 		tv := r.hot[h]
 		if tv == nil || tv.z == nil {
 			t.Fatalf("%s: big/'s tree is not kept in pieces", step)
 		}
-		inflatePieces(t, tv.entries, tv.z)
+		if err := tv.z.Verify(tv.entries); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
 		return tv.z
 	}
 	edit := func(p, s string) { writeFile(t, dir, p, s) }
@@ -174,8 +79,8 @@ func TestBigTreePiecesMatchGit(t *testing.T) {
 	edit(name(n/2+1), "changed\n")
 	commit("modify, hot", name(n/2+1))
 	after := pieces("modify, hot")
-	if same := samePieces(before, after); same < len(after.chunks)-2 {
-		t.Fatalf("one-file change reused %d of %d pieces", same, len(after.chunks))
+	if same := after.SharedWith(before); same < after.Pieces()-2 {
+		t.Fatalf("one-file change reused %d of %d pieces", same, after.Pieces())
 	}
 
 	_ = os.Remove(filepath.Join(dir, "big", "a"))
@@ -207,21 +112,6 @@ func TestBigTreePiecesMatchGit(t *testing.T) {
 	pieces("grow back")
 	edit(name(1000), "after regrowth\n")
 	commit("modify after regrowth", name(1000))
-}
-
-// samePieces counts the pieces of b shared with a.
-func samePieces(a, b *packedTree) int {
-	shared := map[*byte]bool{}
-	for _, c := range a.chunks {
-		shared[&c.z[0]] = true
-	}
-	same := 0
-	for _, c := range b.chunks {
-		if shared[&c.z[0]] {
-			same++
-		}
-	}
-	return same
 }
 
 // Past the budget, the hot trees of the directories written longest ago go first; the
@@ -291,7 +181,7 @@ func TestFullRefreshWarmsBigTrees(t *testing.T) {
 	r.mu.Lock()
 	now := r.hot[r.hotDirs["big"]]
 	r.mu.Unlock()
-	if now == nil || now.z == nil || samePieces(warm.z, now.z) < len(now.z.chunks)-2 {
+	if now == nil || now.z == nil || now.z.SharedWith(warm.z) < now.z.Pieces()-2 {
 		t.Fatal("the first commit in big/ did not reuse the warm pieces")
 	}
 	ls := runGit(t, dir, "ls-tree", "HEAD:big")

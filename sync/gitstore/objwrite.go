@@ -1,0 +1,317 @@
+package gitstore
+
+import (
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/klauspost/compress/zlib"
+)
+
+// Object writing. We write loose objects ourselves instead of through
+// go-git's storer for one reason: durability order. A ref must never point
+// at an object a crash (SIGKILL, power loss) can lose. go-git neither fsyncs
+// loose objects nor lets us batch that. So each new object goes to a temp
+// file next to its final place; at flush all temp files are fsynced (in
+// parallel, so the filesystem can merge them into few journal commits), then
+// renamed into place, then their directories fsynced — and only then does
+// the caller move the ref. An object that already exists (loose or packed)
+// is not written again.
+
+// ObjectBatch collects the objects written for one commit (or one merge) into the
+// repository whose git directory is gitDir; s is its object store, asked whether an
+// object is already there (packed).
+type ObjectBatch struct {
+	gitDir  string
+	s       storer.EncodedObjectStorer
+	pending []pendingObject
+	seen    map[plumbing.Hash]bool
+}
+
+type pendingObject struct {
+	tmp, final string
+}
+
+// NewObjectBatch starts a batch of objects for the repository at gitDir with store s.
+func NewObjectBatch(gitDir string, s storer.EncodedObjectStorer) *ObjectBatch {
+	return &ObjectBatch{gitDir: gitDir, s: s, seen: make(map[plumbing.Hash]bool)}
+}
+
+// zlibPool reuses compressors: a new flate writer allocates ~1 MB, which
+// was a sixth of a small commit's CPU time.
+var zlibPool = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	return zw
+}}
+
+func getZlib(w io.Writer) *zlib.Writer {
+	zw := zlibPool.Get().(*zlib.Writer)
+	zw.Reset(w)
+	return zw
+}
+
+// HashObject computes the git object id of content of type t.
+func HashObject(t plumbing.ObjectType, content []byte) plumbing.Hash {
+	h := sha1.New()
+	h.Write(objectHeader(t, int64(len(content))))
+	h.Write(content)
+	var out plumbing.Hash
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+func objectHeader(t plumbing.ObjectType, size int64) []byte {
+	b := make([]byte, 0, 32)
+	b = append(b, t.String()...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, size, 10)
+	return append(b, 0)
+}
+
+func (b *ObjectBatch) objectPath(h plumbing.Hash) string {
+	s := h.String()
+	return filepath.Join(b.gitDir, "objects", s[:2], s[2:])
+}
+
+// has reports whether the object store already holds h (loose or packed).
+func (b *ObjectBatch) has(h plumbing.Hash) bool {
+	if b.seen[h] {
+		return true
+	}
+	if _, err := os.Lstat(b.objectPath(h)); err == nil {
+		return true
+	}
+	return b.s.HasEncodedObject(h) == nil
+}
+
+// Write stores content as an object of type t (if not present) and returns
+// its id. The object is durable only after Flush.
+func (b *ObjectBatch) Write(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	h := HashObject(t, content)
+	if b.has(h) {
+		return h, nil
+	}
+	final := b.objectPath(h)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return h, fmt.Errorf("write object %s: %w", h, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(final), "tmp_obj_memd_")
+	if err != nil {
+		return h, fmt.Errorf("write object %s: %w", h, err)
+	}
+	zw := getZlib(f)
+	_, err = zw.Write(objectHeader(t, int64(len(content))))
+	if err == nil {
+		_, err = zw.Write(content)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	zlibPool.Put(zw)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return h, fmt.Errorf("write object %s: %w", h, err)
+	}
+	b.seen[h] = true
+	b.pending = append(b.pending, pendingObject{tmp: f.Name(), final: final})
+	return h, nil
+}
+
+// WriteBlobStream stores a large file as a blob in one pass (hash and
+// compress together), so it is never held in memory whole. want, when not
+// zero, is the id the caller expects; a different result (the file changed
+// under us) is still stored and returned.
+func (b *ObjectBatch) WriteBlobStream(src io.Reader, size int64) (plumbing.Hash, error) {
+	dir := filepath.Join(b.gitDir, "objects")
+	f, err := os.CreateTemp(dir, "tmp_obj_memd_")
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	hs := sha1.New()
+	zw := getZlib(f)
+	defer zlibPool.Put(zw)
+	// The header carries the size; a file that grows or shrinks while we
+	// read makes a wrong object, so copy exactly size bytes and fail on
+	// a short read.
+	hdr := objectHeader(plumbing.BlobObject, size)
+	hs.Write(hdr)
+	_, err = zw.Write(hdr)
+	if err == nil {
+		var n int64
+		n, err = io.Copy(io.MultiWriter(zw, hs), io.LimitReader(src, size))
+		if err == nil && n != size {
+			err = fmt.Errorf("file changed while reading (%d of %d bytes)", n, size)
+		}
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return plumbing.ZeroHash, fmt.Errorf("write blob: %w", err)
+	}
+	var h plumbing.Hash
+	copy(h[:], hs.Sum(nil))
+	if b.has(h) {
+		_ = os.Remove(f.Name())
+		return h, nil
+	}
+	final := b.objectPath(h)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		_ = os.Remove(f.Name())
+		return h, fmt.Errorf("write blob %s: %w", h, err)
+	}
+	b.seen[h] = true
+	b.pending = append(b.pending, pendingObject{tmp: f.Name(), final: final})
+	return h, nil
+}
+
+// Flush makes every written object durable and visible: fsync the temp
+// files, rename them into place, fsync their directories. The fsyncs run in
+// parallel: the filesystem folds concurrent fsyncs into few journal commits
+// (measured here: 25 sequential fsyncs 55 ms, 25 parallel 1-3 ms).
+func (b *ObjectBatch) Flush() error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	tmps := make([]string, len(b.pending))
+	for i, p := range b.pending {
+		tmps[i] = p.tmp
+	}
+	if err := parallelFsync(tmps); err != nil {
+		b.Discard()
+		return fmt.Errorf("fsync objects: %w", err)
+	}
+	seenDir := make(map[string]bool)
+	dirs := []string{filepath.Join(b.gitDir, "objects")} // new fan-out dirs
+	for _, p := range b.pending {
+		if err := os.Rename(p.tmp, p.final); err != nil {
+			// Another writer may have created the same object (a
+			// content-addressed name): that is fine.
+			if _, serr := os.Lstat(p.final); serr != nil {
+				b.Discard()
+				return fmt.Errorf("install object %s: %w", p.final, err)
+			}
+			_ = os.Remove(p.tmp)
+		}
+		for _, d := range []string{filepath.Dir(p.final), filepath.Dir(p.tmp)} {
+			if !seenDir[d] {
+				seenDir[d] = true
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	b.pending = nil
+	if err := parallelFsync(dirs); err != nil {
+		return fmt.Errorf("fsync object dirs: %w", err)
+	}
+	return nil
+}
+
+// parallelFsync fsyncs files or directories with a few workers.
+func parallelFsync(names []string) error {
+	return InParallel(len(names), func(i int) error { return fsyncPath(names[i]) })
+}
+
+// InParallel runs fn(0..n-1) on up to 16 workers and joins the errors: the filesystem folds
+// concurrent fsyncs into few journal commits.
+func InParallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(16, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				errs[i] = fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Discard removes temp files that were not installed.
+func (b *ObjectBatch) Discard() {
+	for _, p := range b.pending {
+		_ = os.Remove(p.tmp)
+	}
+	b.pending = nil
+}
+
+// fsyncPath fsyncs a file or a directory. Filesystems that cannot fsync a
+// directory (EINVAL) are tolerated.
+func fsyncPath(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// BlobHasher streams content of a known size into a blob id.
+type BlobHasher struct{ h hash.Hash }
+
+// NewBlobHasher starts the id of a blob of size bytes.
+func NewBlobHasher(size int64) *BlobHasher {
+	h := sha1.New()
+	h.Write(objectHeader(plumbing.BlobObject, size))
+	return &BlobHasher{h: h}
+}
+
+func (b *BlobHasher) Write(p []byte) (int, error) { return b.h.Write(p) }
+
+// Sum is the blob id of what was written.
+func (b *BlobHasher) Sum() plumbing.Hash {
+	var out plumbing.Hash
+	copy(out[:], b.h.Sum(nil))
+	return out
+}
+
+var treeBufPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// AppendTree appends the tree object encoding of es to b.
+func AppendTree(b []byte, es []object.TreeEntry) []byte {
+	n := 0
+	for _, e := range es {
+		n += len(e.Name) + 28
+	}
+	b = slices.Grow(b, n)
+	for _, e := range es {
+		b = strconv.AppendUint(b, uint64(e.Mode), 8)
+		b = append(b, ' ')
+		b = append(b, e.Name...)
+		b = append(b, 0)
+		b = append(b, e.Hash[:]...)
+	}
+	return b
+}
