@@ -217,9 +217,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	}
 	res.Hash = commit.String()
 	res.Duration = time.Since(start)
-	if res.takeAllowance {
-		r.takeAllowance()
-	}
+	r.noteDeletes(res.brake)
 	r.noteCommitted(old, commit, res.Changes)
 	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
 		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
@@ -282,11 +280,11 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 		return res, plumbing.ZeroHash, nil
 	}
 	if brake {
-		take, err := st.brakeLocal()
+		v, err := st.brakeLocal()
 		if err != nil {
 			return res, plumbing.ZeroHash, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
-		res.takeAllowance = take
+		res.brake = v
 	}
 	res.Changes = st.changes()
 	for _, c := range res.Changes {

@@ -42,6 +42,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -122,9 +123,9 @@ type CommitResult struct {
 	// denied): left as they are in HEAD, for a later commit; the rest of
 	// the batch is committed.
 	Skipped []string
-	// takeAllowance: a mass deletion went through on `memd resume
-	// --allow-deletes`; the permission is used up once the ref moved.
-	takeAllowance bool
+	// brake is the mass deletion brake's verdict (massdelete.go), noted once the ref
+	// moved.
+	brake brakeVerdict
 }
 
 // Repo is a memory repo: a git work tree with its .git directory.
@@ -175,6 +176,10 @@ type Repo struct {
 		tree plumbing.Hash
 		n    int
 	}
+	// deletes is the brake's window as last read or written (massdelete.go), deletesRead
+	// once it was read; under mu.
+	deletes     statedir.DeleteWindow
+	deletesRead bool
 
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
