@@ -82,14 +82,7 @@ func GateFiles() []string {
 // StandAside says why memd must not commit or sync now (the zero Aside: it may). It reads
 // a handful of files in .git (no go-git, no r.mu), so it is cheap enough to poll.
 func (r *Repo) StandAside() Aside {
-	// An operation first: a rebase or bisect detaches HEAD, and "a rebase is in progress"
-	// says what to finish, where "HEAD is detached" would not.
-	for _, op := range operations {
-		if _, err := os.Lstat(filepath.Join(r.gitDir, op.name)); err == nil {
-			return Aside{Reason: op.reason, Brief: op.brief}
-		}
-	}
-	if a := r.headAside(); a.Reason != "" {
+	if a := r.operationAside(); a.Reason != "" {
 		return a
 	}
 	if r.foreignIndexLock() {
@@ -108,11 +101,47 @@ func (r *Repo) StandAside() Aside {
 	return Aside{}
 }
 
+// operationAside is StandAside's part that reads only .git's operation files and HEAD
+// (microseconds): what the index refresher checks again while it holds index.lock.
+func (r *Repo) operationAside() Aside {
+	// An operation first: a rebase or bisect detaches HEAD, and "a rebase is in progress"
+	// says what to finish, where "HEAD is detached" would not.
+	for _, op := range operations {
+		if _, err := os.Lstat(filepath.Join(r.gitDir, op.name)); err == nil {
+			return Aside{Reason: op.reason, Brief: op.brief}
+		}
+	}
+	return r.headAside()
+}
+
+// gitAtWork says why a person's git is at work on the index ("" = it is not): an
+// index.lock memd did not take, or an index some git wrote within refreshQuiet. git
+// commands come in runs (a script's `git add` then `git commit`, a stash's three steps),
+// each taking index.lock without waiting, so the background refresher takes none until the
+// index has been still that long: a refresh can wait, a person's command refused cannot.
+// (Short: while memd's index lags its commits, a person's `git commit` is built on the
+// stale index.)
+func (r *Repo) gitAtWork() string {
+	if _, err := os.Lstat(filepath.Join(r.gitDir, "index.lock")); err == nil && !r.idx.checkoutLock.Load() && !r.idx.installing.Load() {
+		return "git holds .git/index.lock"
+	}
+	if r.indexTouchedByGitWithin(refreshQuiet) {
+		return "git wrote the index just now"
+	}
+	return ""
+}
+
+// refreshQuiet is how long the index must have been still, after a git other than memd
+// wrote it, before the background refresher takes index.lock.
+const refreshQuiet = 300 * time.Millisecond
+
 // indexTouchedByGit: .git/index was written within indexLockMinAge, and not by memd's own
 // refresh (the file is not the one it installed last).
-func (r *Repo) indexTouchedByGit() bool {
+func (r *Repo) indexTouchedByGit() bool { return r.indexTouchedByGitWithin(indexLockMinAge) }
+
+func (r *Repo) indexTouchedByGitWithin(d time.Duration) bool {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "index"))
-	if err != nil || time.Since(fi.ModTime()) > indexLockMinAge {
+	if err != nil || time.Since(fi.ModTime()) > d {
 		return false
 	}
 	r.idx.mu.Lock()
