@@ -101,6 +101,28 @@ func (r *Repo) StandAside() Aside {
 	return Aside{}
 }
 
+// HeadMovedByOthers reports whether memd's branch moved since memd last moved it, or since
+// the last call that said so: another writer committed on it (a person's `git commit`,
+// memhtml's). git builds such a commit from the index, which can lag memd's own last commit
+// (the refresher runs after it, and yields to a person's git): the commit then leaves out
+// files memd had just committed. They stay in the work tree, unchanged, so no watcher event
+// comes to commit them again; the caller reconciles. The first call only records the head.
+func (r *Repo) HeadMovedByOthers() bool {
+	cur, err := r.readBranch()
+	if err != nil {
+		return false
+	}
+	s := &r.idx
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seenHead == cur {
+		return false
+	}
+	first := s.seenHead.IsZero()
+	s.seenHead = cur
+	return !first
+}
+
 // operationAside is StandAside's part that reads only .git's operation files and HEAD
 // (microseconds): what the index refresher checks again while it holds index.lock.
 func (r *Repo) operationAside() Aside {

@@ -61,6 +61,9 @@ type indexState struct {
 	broken    bool
 	lastHead  plumbing.Hash
 	chainHead plumbing.Hash // newest head memd committed
+	// seenHead is the branch head memd last moved the branch to, or last saw another
+	// writer move it to (HeadMovedByOthers).
+	seenHead plumbing.Hash
 	lastFile  fileID        // the index file we last wrote
 	pending   map[string]struct{}
 	scheduled bool
@@ -109,6 +112,7 @@ func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []Change) {
 		s.pending[c.Path] = struct{}{}
 	}
 	s.chainHead = newH
+	s.seenHead = newH
 	s.mu.Unlock()
 	r.ScheduleIndexRefresh()
 }
