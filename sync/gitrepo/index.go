@@ -63,8 +63,8 @@ type indexState struct {
 	chainHead plumbing.Hash // newest head memd committed
 	// seenHead is the branch head memd last moved the branch to, or last saw another
 	// writer move it to (HeadMovedByOthers).
-	seenHead plumbing.Hash
-	lastFile  fileID        // the index file we last wrote
+	seenHead  plumbing.Hash
+	lastFile  fileID // the index file we last wrote
 	pending   map[string]struct{}
 	scheduled bool
 	wg        sync.WaitGroup
