@@ -137,39 +137,43 @@ func (r *Repo) operationAside() Aside {
 }
 
 // gitAtWork says why a person's git is at work on the index ("" = it is not): an
-// index.lock memd did not take, or an index some git wrote within refreshQuiet. git
-// commands come in runs (a script's `git add` then `git commit`, a stash's three steps),
-// each taking index.lock without waiting, so the background refresher takes none until the
-// index has been still that long: a refresh can wait, a person's command refused cannot.
-// (Short: while memd's index lags its commits, a person's `git commit` is built on the
-// stale index.)
+// index.lock memd did not take. Before it looks, it waits (up to refreshQuiet) for an index
+// some git wrote just now to have been still that long: git commands come in runs (a
+// script's `git add` then `git commit`), each taking index.lock without waiting, and the
+// next one is due within milliseconds. The wait is short: while memd's index lags its last
+// commit or checkout, a person's `git commit` or `git stash` works from the stale index.
 func (r *Repo) gitAtWork() string {
+	if age, ok := r.indexAgeByGit(); ok && age < refreshQuiet {
+		time.Sleep(refreshQuiet - age)
+	}
 	if _, err := os.Lstat(filepath.Join(r.gitDir, "index.lock")); err == nil && !r.idx.checkoutLock.Load() && !r.idx.installing.Load() {
 		return "git holds .git/index.lock"
-	}
-	if r.indexTouchedByGitWithin(refreshQuiet) {
-		return "git wrote the index just now"
 	}
 	return ""
 }
 
 // refreshQuiet is how long the index must have been still, after a git other than memd
 // wrote it, before the background refresher takes index.lock.
-const refreshQuiet = 300 * time.Millisecond
+const refreshQuiet = 50 * time.Millisecond
 
 // indexTouchedByGit: .git/index was written within indexLockMinAge, and not by memd's own
 // refresh (the file is not the one it installed last).
-func (r *Repo) indexTouchedByGit() bool { return r.indexTouchedByGitWithin(indexLockMinAge) }
+func (r *Repo) indexTouchedByGit() bool {
+	age, ok := r.indexAgeByGit()
+	return ok && age <= indexLockMinAge
+}
 
-func (r *Repo) indexTouchedByGitWithin(d time.Duration) bool {
+// indexAgeByGit is how long ago .git/index was written, when not by memd's own refresh
+// (ok false: memd's, or no index).
+func (r *Repo) indexAgeByGit() (time.Duration, bool) {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "index"))
-	if err != nil || time.Since(fi.ModTime()) > d {
-		return false
+	if err != nil {
+		return 0, false
 	}
 	r.idx.mu.Lock()
 	mine := r.idx.lastFile == statID(fi)
 	r.idx.mu.Unlock()
-	return !mine
+	return time.Since(fi.ModTime()), !mine
 }
 
 // standAsideErr is StandAside as an error (nil when memd may work), wrapped with what was
