@@ -59,6 +59,7 @@ func (a *Agent) doOutside() (changed bool) {
 	took := a.takeReports()
 	a.readPause()
 	a.checkAside()
+	a.reconcileIfMovedByOthers()
 	if allowed := a.deletesAllowed(); allowed && !a.st.allowSeen {
 		// `memd resume --allow-deletes` (new): the brake lets a held deletion through at
 		// the next commit and sync (it takes the file); now, not at the next retry.
@@ -78,6 +79,18 @@ func (a *Agent) deletesAllowed() bool {
 	}
 	defer sd.Close()
 	return sd.DeletesAllowed()
+}
+
+// reconcileIfMovedByOthers: a commit another writer made on memd's branch (a person's
+// `git commit`, memhtml's) may have left out files memd had committed (built from an index
+// that lagged: gitrepo.HeadMovedByOthers). They are still in the work tree and no event
+// will come for them, so a reconcile finds them and they are committed again. The outside
+// watch sees every such commit (git takes and renames .git/index.lock).
+func (a *Agent) reconcileIfMovedByOthers() {
+	if a.repo.HeadMovedByOthers() {
+		a.log.Debug("branch moved by another writer; reconciling")
+		kick(a.k.reconcile)
+	}
 }
 
 // checkAside looks at the repo's HEAD and operations now.

@@ -51,8 +51,9 @@ func (a *Agent) brakeFacts(f *metrics.Facts) {
 	}
 }
 
-// stateAllowance is the allow-deletes file of the state directory, opened only when the
-// brake asks (rarely), so no descriptor stays open for it.
+// stateAllowance is the allow-deletes file and the brake's window (deletes.json) of the
+// state directory, opened only when the brake asks (a change with deletions), so no
+// descriptor stays open for it.
 type stateAllowance struct{ dir string }
 
 func (s stateAllowance) DeletesAllowed() bool {
@@ -71,4 +72,22 @@ func (s stateAllowance) TakeAllowDeletes() error {
 	}
 	defer d.Close()
 	return d.TakeAllowDeletes()
+}
+
+func (s stateAllowance) ReadDeletes() (statedir.DeleteWindow, error) {
+	d, err := statedir.Open(s.dir)
+	if err != nil {
+		return statedir.DeleteWindow{}, err
+	}
+	defer d.Close()
+	return d.ReadDeletes()
+}
+
+func (s stateAllowance) WriteDeletes(w statedir.DeleteWindow) error {
+	d, err := statedir.Create(s.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.WriteDeletes(w)
 }

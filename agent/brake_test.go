@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,10 +47,10 @@ func readPaused(t *testing.T, cfg memd.Config) pausedDoc {
 	return d
 }
 
-// TestMassDeletionPausesDaemon: memd run on clone A of a bare remote with 30 memories and
-// sync.max_deletes 5. An rm of 12 is held (paused, the reason names count and side) until
-// allow-deletes; then another machine's push deleting 12 is held the same way.
-func TestMassDeletionPausesDaemon(t *testing.T) {
+// brakeWorld is a bare remote with 30 memories in resources/m/, cloned to dir (memd's, with
+// sync.max_deletes 5) and other (another machine).
+func brakeWorld(t *testing.T) (bare, dir, other string, cfg memd.Config) {
+	t.Helper()
 	isolateGit(t)
 	root := t.TempDir()
 	bare, seed, dir, other := filepath.Join(root, "remote.git"), filepath.Join(root, "seed"), filepath.Join(root, "a"), filepath.Join(root, "b")
@@ -68,14 +69,20 @@ func TestMassDeletionPausesDaemon(t *testing.T) {
 	gitOK(t, root, "clone", "-q", bare, dir)
 	gitOK(t, root, "clone", "-q", bare, other)
 
-	cfg := memd.DefaultConfig()
+	cfg = memd.DefaultConfig()
 	cfg.Repo = dir
 	cfg.Watch.Quiet = memd.Duration(100 * time.Millisecond)
 	cfg.Watch.MaxDelay = memd.Duration(time.Second)
 	cfg.Sync.MaxDeletes = 5
 	cfg.Sync.CheckInterval = memd.Duration(time.Second)
 	cfg.Sleep.CatchUp = false
-	logs := &testutil.LockedBuffer{}
+	return bare, dir, other, cfg
+}
+
+// runBrakeAgent starts memd run on cfg; stop ends it (and waits).
+func runBrakeAgent(t *testing.T, cfg memd.Config) (a *Agent, logs *testutil.LockedBuffer, stop func()) {
+	t.Helper()
+	logs = &testutil.LockedBuffer{}
 	a, err := New(Options{Config: cfg, Version: "test", Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		LoadConfig: func() (memd.Config, error) { return cfg, nil }})
 	if err != nil {
@@ -84,27 +91,60 @@ func TestMassDeletionPausesDaemon(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() { runErr <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-runErr
-	}()
-	// After the start-up reconcile: an rm that races it is split between the reconcile's
-	// commit and the next batch, each under the brake (README, the brake's known gap).
-	testutil.WaitFor(t, "memd running", 20*time.Second, func() bool { return strings.Contains(logs.String(), `msg="start-up reconcile done"`) }, logs.String)
-	head := gitOK(t, dir, "rev-parse", "HEAD")
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-runErr; err != nil {
+				t.Errorf("memd run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return a, logs, stop
+}
 
-	for i := range 12 {
+func removeMemories(t *testing.T, dir string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
 		if err := os.Remove(filepath.Join(dir, "resources", "m", fmt.Sprintf("n%02d.html", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	local := "mass deletion: 12 memory files deleted locally (of 30); memd resume --allow-deletes lets it through"
-	testutil.WaitFor(t, "state paused (local)", 20*time.Second, func() bool {
+}
+
+// memoriesAt counts the memories in rev's resources/m/ in dir.
+func memoriesAt(t *testing.T, dir, rev string) int {
+	out := gitOK(t, dir, "ls-tree", "--name-only", rev, "resources/m/")
+	if out == "" {
+		return 0
+	}
+	return strings.Count(out, "\n") + 1
+}
+
+func waitPaused(t *testing.T, cfg memd.Config, what string, ok func(reason string) bool, logs *testutil.LockedBuffer) {
+	t.Helper()
+	testutil.WaitFor(t, what, 20*time.Second, func() bool {
 		d := readPaused(t, cfg)
-		return d.State == "paused" && d.Paused != nil && d.Paused.Reason == local
+		return d.State == "paused" && d.Paused != nil && ok(d.Paused.Reason)
 	}, logs.String)
-	if got := gitOK(t, dir, "rev-parse", "HEAD"); got != head {
-		t.Fatal("the held deletion was committed")
+}
+
+// TestMassDeletionPausesDaemon: memd run on clone A of a bare remote with 30 memories and
+// sync.max_deletes 5. An rm of 12 is held (paused, the reason names count and side) until
+// allow-deletes; then another machine's push deleting 12 is held the same way. The rm is
+// made as memd starts: whether the start-up reconcile commits a part of it or not, the
+// brake's window judges it whole.
+func TestMassDeletionPausesDaemon(t *testing.T) {
+	bare, dir, other, cfg := brakeWorld(t)
+	a, logs, _ := runBrakeAgent(t, cfg)
+	removeMemories(t, dir, 0, 12)
+	waitPaused(t, cfg, "state paused (local)", func(reason string) bool {
+		return strings.HasPrefix(reason, "mass deletion: 12 memory files deleted locally") && strings.Contains(reason, "(of 30")
+	}, logs)
+	// A part under the bar may be in (the reconcile's), never the whole rm.
+	if n := memoriesAt(t, dir, "HEAD"); n < 30-cfg.Sync.MaxDeletes-1 {
+		t.Fatalf("HEAD holds %d of 30 memories: the held deletion was committed", n)
 	}
 	sd, err := statedir.Open(cfg.StateDir())
 	if err != nil {
@@ -132,14 +172,36 @@ func TestMassDeletionPausesDaemon(t *testing.T) {
 	mine := gitOK(t, dir, "rev-parse", "HEAD")
 	a.KickSync()
 	remote := "mass deletion: 12 memory files deleted by the remote (of 18); memd resume --allow-deletes lets it through"
-	testutil.WaitFor(t, "state paused (remote)", 20*time.Second, func() bool {
-		d := readPaused(t, cfg)
-		return d.State == "paused" && d.Paused != nil && d.Paused.Reason == remote
-	}, logs.String)
+	waitPaused(t, cfg, "state paused (remote)", func(reason string) bool { return reason == remote }, logs)
 	if got := gitOK(t, dir, "rev-parse", "HEAD"); got != mine {
 		t.Fatal("the remote's mass deletion was merged")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "resources", "m", "n12.html")); err != nil {
 		t.Fatalf("a file the remote deleted is gone: %v", err)
+	}
+}
+
+// TestMassDeletionWindowSpansBatchesAndRestart: an rm of 8 of 30 (sync.max_deletes 5) in
+// two parts of 4, a restart of memd between them. Each part alone passes the brake; the
+// second is held because the window (kept in the state directory) still holds the first.
+func TestMassDeletionWindowSpansBatchesAndRestart(t *testing.T) {
+	bare, dir, _, cfg := brakeWorld(t)
+	_, logs, stop := runBrakeAgent(t, cfg)
+	testutil.WaitFor(t, "memd running", 20*time.Second, func() bool { return strings.Contains(logs.String(), `msg="start-up reconcile done"`) }, logs.String)
+	removeMemories(t, dir, 0, 4)
+	testutil.WaitFor(t, "first part committed and pushed", 20*time.Second, func() bool {
+		return memoriesAt(t, bare, "main") == 26
+	}, logs.String)
+	stop()
+
+	_, logs, _ = runBrakeAgent(t, cfg)
+	removeMemories(t, dir, 4, 8)
+	want := "mass deletion: 8 memory files deleted locally in the last 10 minutes (of 30; 4 already in); memd resume --allow-deletes lets the rest through"
+	waitPaused(t, cfg, "second part held", func(reason string) bool { return reason == want }, logs)
+	if n := memoriesAt(t, dir, "HEAD"); n != 26 {
+		t.Fatalf("HEAD holds %d memories, want 26: the second part was committed", n)
+	}
+	if n := memoriesAt(t, bare, "main"); n != 26 {
+		t.Fatalf("the remote holds %d memories, want 26", n)
 	}
 }

@@ -200,7 +200,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind memd.Commi
 	if err != nil {
 		return res, err
 	}
-	res, commit, take, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == memd.CommitChange)
+	res, commit, verdict, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == memd.CommitChange)
 	if err != nil || commit.IsZero() {
 		return res, err
 	}
@@ -216,9 +216,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind memd.Commi
 	}
 	res.Hash = commit.String()
 	res.Duration = time.Since(start)
-	if take {
-		r.takeAllowance()
-	}
+	r.noteDeletes(verdict)
 	r.noteCommitted(old, commit, res.Changes)
 	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
 		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
@@ -228,19 +226,19 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind memd.Commi
 
 // writeChangeCommitLocked stages paths from the work tree against parent's tree and writes
 // a commit of the result with parent as its only parent, durably, without moving any ref
-// (commit zero: nothing changed; take: a mass deletion went through on `memd resume
-// --allow-deletes`, the permission to use up once the ref moved). CommitPaths moves the branch to it; a sync commits edits
+// (commit zero: nothing changed; verdict: the mass deletion brake's, noted once the ref
+// moved, massdelete.go). CommitPaths moves the branch to it; a sync commits edits
 // made during a checkout on the head they were made on (mergeEditsLocked). brake: the mass
 // deletion brake applies (a batch of writers' changes; not a checkout's own window, whose
 // ref already moved).
-func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind memd.CommitKind, afterRead func(), brake bool) (res memd.CommitResult, commit plumbing.Hash, take bool, err error) {
+func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind memd.CommitKind, afterRead func(), brake bool) (res memd.CommitResult, commit plumbing.Hash, verdict brakeVerdict, err error) {
 	start := time.Now()
 	res = memd.CommitResult{Kind: kind}
 	var baseTree plumbing.Hash
 	if !old.IsZero() {
 		c, err := getCommit(r.repo.Storer, old)
 		if err != nil {
-			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
+			return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: read HEAD commit %s: %w", r.dir, old, err)
 		}
 		baseTree = c.TreeHash
 	}
@@ -252,10 +250,10 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	for _, p := range paths {
 		rel, err := r.relPath(p)
 		if err != nil {
-			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 		if err := st.stagePath(rel); err != nil {
-			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
 	if afterRead != nil {
@@ -264,26 +262,26 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	res.Skipped = st.skipped
 	if len(st.edits) == 0 {
 		res.Duration = time.Since(start)
-		return res, plumbing.ZeroHash, false, nil
+		return res, plumbing.ZeroHash, brakeVerdict{}, nil
 	}
 	tStaged := time.Now()
 	newTree, _, err := st.rebuild(baseTree, buildTrie(st.edits), "")
 	if err != nil {
-		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	if newTree.IsZero() {
 		// Everything deleted: git's empty tree.
 		if newTree, err = st.objs.Write(plumbing.TreeObject, nil); err != nil {
-			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
+			return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
 	if newTree == baseTree {
 		res.Duration = time.Since(start)
-		return res, plumbing.ZeroHash, false, nil
+		return res, plumbing.ZeroHash, brakeVerdict{}, nil
 	}
 	if brake {
-		if take, err = st.brakeLocal(); err != nil {
-			return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
+		if verdict, err = st.brakeLocal(); err != nil {
+			return res, plumbing.ZeroHash, verdict, fmt.Errorf("commit in %s: %w", r.dir, err)
 		}
 	}
 	res.Changes = st.changes()
@@ -306,17 +304,17 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	}
 	commit, err = st.objs.Write(plumbing.CommitObject, r.encodeCommit(newTree, parents, message))
 	if err != nil {
-		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	tBuilt := time.Now()
 	// Objects must be durable before the ref names them.
 	if err := st.objs.Flush(); err != nil {
-		return res, plumbing.ZeroHash, false, fmt.Errorf("commit in %s: %w", r.dir, err)
+		return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	r.log.Debug("commit staged", "kind", string(kind), "stage", tStaged.Sub(start),
 		"trees", tBuilt.Sub(tStaged), "fsync", time.Since(tBuilt))
 	r.keepHot(st.written) // durable now: the next commits' bases
-	return res, commit, take, nil
+	return res, commit, verdict, nil
 }
 
 func firstLine(s string) string {

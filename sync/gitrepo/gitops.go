@@ -82,14 +82,7 @@ func GateFiles() []string {
 // StandAside says why memd must not commit or sync now (the zero Aside: it may). It reads
 // a handful of files in .git (no go-git, no r.mu), so it is cheap enough to poll.
 func (r *Repo) StandAside() Aside {
-	// An operation first: a rebase or bisect detaches HEAD, and "a rebase is in progress"
-	// says what to finish, where "HEAD is detached" would not.
-	for _, op := range operations {
-		if _, err := os.Lstat(filepath.Join(r.gitDir, op.name)); err == nil {
-			return Aside{Reason: op.reason, Brief: op.brief}
-		}
-	}
-	if a := r.headAside(); a.Reason != "" {
+	if a := r.operationAside(); a.Reason != "" {
 		return a
 	}
 	if r.foreignIndexLock() {
@@ -108,17 +101,79 @@ func (r *Repo) StandAside() Aside {
 	return Aside{}
 }
 
+// HeadMovedByOthers reports whether memd's branch moved since memd last moved it, or since
+// the last call that said so: another writer committed on it (a person's `git commit`,
+// memhtml's). git builds such a commit from the index, which can lag memd's own last commit
+// (the refresher runs after it, and yields to a person's git): the commit then leaves out
+// files memd had just committed. They stay in the work tree, unchanged, so no watcher event
+// comes to commit them again; the caller reconciles. The first call only records the head.
+func (r *Repo) HeadMovedByOthers() bool {
+	cur, err := r.readBranch()
+	if err != nil {
+		return false
+	}
+	s := &r.idx
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seenHead == cur {
+		return false
+	}
+	first := s.seenHead.IsZero()
+	s.seenHead = cur
+	return !first
+}
+
+// operationAside is StandAside's part that reads only .git's operation files and HEAD
+// (microseconds): what the index refresher checks again while it holds index.lock.
+func (r *Repo) operationAside() Aside {
+	// An operation first: a rebase or bisect detaches HEAD, and "a rebase is in progress"
+	// says what to finish, where "HEAD is detached" would not.
+	for _, op := range operations {
+		if _, err := os.Lstat(filepath.Join(r.gitDir, op.name)); err == nil {
+			return Aside{Reason: op.reason, Brief: op.brief}
+		}
+	}
+	return r.headAside()
+}
+
+// gitAtWork says why a person's git is at work on the index ("" = it is not): an
+// index.lock memd did not take. Before it looks, it waits (up to refreshQuiet) for an index
+// some git wrote just now to have been still that long: git commands come in runs (a
+// script's `git add` then `git commit`), each taking index.lock without waiting, and the
+// next one is due within milliseconds. The wait is short: while memd's index lags its last
+// commit or checkout, a person's `git commit` or `git stash` works from the stale index.
+func (r *Repo) gitAtWork() string {
+	if age, ok := r.indexAgeByGit(); ok && age < refreshQuiet {
+		time.Sleep(refreshQuiet - age)
+	}
+	if _, err := os.Lstat(filepath.Join(r.gitDir, "index.lock")); err == nil && !r.idx.checkoutLock.Load() && !r.idx.installing.Load() {
+		return "git holds .git/index.lock"
+	}
+	return ""
+}
+
+// refreshQuiet is how long the index must have been still, after a git other than memd
+// wrote it, before the background refresher takes index.lock.
+const refreshQuiet = 50 * time.Millisecond
+
 // indexTouchedByGit: .git/index was written within indexLockMinAge, and not by memd's own
 // refresh (the file is not the one it installed last).
 func (r *Repo) indexTouchedByGit() bool {
+	age, ok := r.indexAgeByGit()
+	return ok && age <= indexLockMinAge
+}
+
+// indexAgeByGit is how long ago .git/index was written, when not by memd's own refresh
+// (ok false: memd's, or no index).
+func (r *Repo) indexAgeByGit() (time.Duration, bool) {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "index"))
-	if err != nil || time.Since(fi.ModTime()) > indexLockMinAge {
-		return false
+	if err != nil {
+		return 0, false
 	}
 	r.idx.mu.Lock()
 	mine := r.idx.lastFile == statID(fi)
 	r.idx.mu.Unlock()
-	return !mine
+	return time.Since(fi.ModTime()), !mine
 }
 
 // standAsideErr is StandAside as an error (nil when memd may work), wrapped with what was

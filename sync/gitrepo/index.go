@@ -61,7 +61,10 @@ type indexState struct {
 	broken    bool
 	lastHead  plumbing.Hash
 	chainHead plumbing.Hash // newest head memd committed
-	lastFile  fileID        // the index file we last wrote
+	// seenHead is the branch head memd last moved the branch to, or last saw another
+	// writer move it to (HeadMovedByOthers).
+	seenHead  plumbing.Hash
+	lastFile  fileID // the index file we last wrote
 	pending   map[string]struct{}
 	scheduled bool
 	wg        sync.WaitGroup
@@ -109,6 +112,7 @@ func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []memd.Change) {
 		s.pending[c.Path] = struct{}{}
 	}
 	s.chainHead = newH
+	s.seenHead = newH
 	s.mu.Unlock()
 	r.ScheduleIndexRefresh()
 }
@@ -135,7 +139,7 @@ func (r *Repo) ScheduleIndexRefresh() {
 				s.mu.Lock()
 				s.scheduled = false
 				s.mu.Unlock()
-			})
+			}, true)
 			if err == nil {
 				return
 			}
@@ -175,14 +179,22 @@ func (r *Repo) Close() error {
 // from the work tree for files whose content equals HEAD's (git's way), so
 // `git status` shows exactly the uncommitted changes. A held index.lock
 // returns an error wrapping ErrLocked.
-func (r *Repo) RefreshIndex() error { return r.refresh(nil) }
+func (r *Repo) RefreshIndex() error { return r.refresh(nil, false) }
 
-func (r *Repo) refresh(started func()) error {
+// refresh is one refresh; background: the refresher's (ScheduleIndexRefresh), which yields
+// to a person's git (gitAtWork) before doing any work. An explicit RefreshIndex (memd init,
+// a one-shot memd sync) is asked for and does not wait.
+func (r *Repo) refresh(started func(), background bool) error {
 	s := &r.idx
 	s.run.Lock()
 	defer s.run.Unlock()
 	if started != nil {
 		started()
+	}
+	if background {
+		if why := r.gitAtWork(); why != "" {
+			return fmt.Errorf("refresh index of %s: %s: %w", r.dir, why, gitstore.ErrLocked)
+		}
 	}
 	indexPath := filepath.Join(r.gitDir, "index")
 	// The new index is written to a temp file in .git/memd (inside .git, which no fetched
@@ -199,7 +211,7 @@ func (r *Repo) refresh(started func()) error {
 		}
 	}()
 	for try := 1; ; try++ {
-		installed, err = r.refreshOnce(indexPath, lock, try < maxSuperseded)
+		installed, err = r.refreshOnce(indexPath, lock, try < maxSuperseded, background)
 		if !errors.Is(err, errSuperseded) {
 			return err
 		}
@@ -253,7 +265,7 @@ func (s *indexState) restorePending(snap refreshSnapshot) {
 // refreshOnce is one try of refresh, holding s.run: it writes the new index into lock and
 // installs it (installed: lock is consumed), or finds nothing to do. canRetry: it may give
 // up with errSuperseded when a commit moved HEAD before its lookups (lock left empty).
-func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (installed bool, err error) {
+func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry, background bool) (installed bool, err error) {
 	s := &r.idx
 	// Snapshot what memd committed so far; restore it on failure.
 	snap := s.takePending()
@@ -320,7 +332,7 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 		}
 		entries = n
 	}
-	if err := r.installRefreshed(lock, indexPath, curFile, head, snap); err != nil {
+	if err := r.installRefreshed(lock, indexPath, curFile, head, snap, background); err != nil {
 		restore()
 		if errors.Is(err, errAsideNow) {
 			return true, nil // nothing installed; the refresh after the repo is back does it
@@ -333,18 +345,30 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry bool) (inst
 
 // installRefreshed installs the new index in lock over indexPath (installIndex; curFile:
 // the index the refresh started from) and records that the file now on disk is head's.
-func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID, head plumbing.Hash, snap refreshSnapshot) error {
+//
+// index.lock is held for as little as git's protocol allows, because a person's git that
+// meets it fails at once ("Unable to create '.git/index.lock': File exists"), it does not
+// wait: everything that can be judged before is judged before (a git at work, with the
+// /proc scan that costs milliseconds), and under the lock only what a checkout, merge or
+// rebase that started meanwhile would have changed: the operation files, HEAD, and the
+// index's identity (installIndex).
+func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID, head plumbing.Hash, snap refreshSnapshot, background bool) error {
+	if a := r.StandAside(); a.Passing {
+		_ = os.Remove(lock.Name())
+		_ = lock.Close()
+		return fmt.Errorf("index refresh: %s: %w", a.Reason, gitstore.ErrLocked)
+	}
+	if why := r.gitAtWork(); background && why != "" {
+		_ = os.Remove(lock.Name())
+		_ = lock.Close()
+		return fmt.Errorf("index refresh: %s: %w", why, gitstore.ErrLocked)
+	}
 	r.idx.installing.Store(true)
 	err := installIndex(lock, indexPath, curFile, func(tmp string) error {
 		if snap.lockHeld != nil {
 			snap.lockHeld(tmp)
 		}
-		// Checked again holding index.lock, which a checkout, merge or rebase must take:
-		// one that started since the refresh began has the index now.
-		if a := r.StandAside(); a.Passing {
-			// A git at work: the refresher backs off and tries again.
-			return fmt.Errorf("index refresh: %s: %w", a.Reason, gitstore.ErrLocked)
-		} else if a.Reason != "" {
+		if a := r.operationAside(); a.Reason != "" {
 			return fmt.Errorf("index refresh: memd stands aside (%s): %w", a.Reason, errAsideNow)
 		}
 		return nil

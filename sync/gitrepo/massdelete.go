@@ -3,11 +3,13 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/statedir"
 )
 
 // The mass deletion brake (DESIGN §9): a commit of writers' changes, or a fetched commit,
@@ -18,6 +20,19 @@ import (
 // cannot go out without it). A path whose blob the same change adds elsewhere is a
 // rename (an archive move is one), not a deletion. Options.Deletions lets one such change
 // through (memd resume --allow-deletes) and is taken once it is in.
+//
+// The brake judges a window, not one commit: an `rm -r` that lands in several quiet
+// periods, or that the start-up reconcile splits, is one deletion. Each side counts the
+// memory files its commits (or merges) deleted in the last DeletionWindow; a change is
+// held when its own deletions and the window's together trip the bar (the share taken of
+// the files there were before the window's deletions). While a side is held its window
+// stops sliding (DeleteSide.HeldAt), so a held batch is not let through by waiting; the
+// first change of that side that passes ends the hold, and a release (allow-deletes)
+// empties the window. The window is kept in the state directory (statedir.DeletesFile),
+// so a restart in the middle of an rm does not start the count over.
+
+// DeletionWindow is how far back the brake counts a side's committed deletions.
+const DeletionWindow = 10 * time.Minute
 
 // ErrMassDeletion is what a held mass deletion's error wraps (*MassDeletionError says
 // how many and on which side).
@@ -35,8 +50,9 @@ const (
 // MassDeletionError is a commit or merge the brake held.
 type MassDeletionError struct {
 	Side    string // SideLocal or SideRemote
-	Deleted int    // memory files it would delete (renames not counted)
-	Total   int    // memory files before it
+	Deleted int    // memory files it would delete (renames not counted), Earlier included
+	Total   int    // memory files before it (before the window's deletions)
+	Earlier int    // of Deleted, those already committed (or merged) in the window
 	Max     int    // sync.max_deletes in force
 }
 
@@ -45,17 +61,23 @@ func (e *MassDeletionError) Error() string {
 	if e.Side == SideRemote {
 		where = "by the remote"
 	}
+	if e.Earlier > 0 {
+		return fmt.Sprintf("mass deletion: %d memory files deleted %s in the last %d minutes (of %d; %d already in); memd resume --allow-deletes lets the rest through",
+			e.Deleted, where, int(DeletionWindow.Minutes()), e.Total, e.Earlier)
+	}
 	return fmt.Sprintf("mass deletion: %d memory files deleted %s (of %d); memd resume --allow-deletes lets it through",
 		e.Deleted, where, e.Total)
 }
 
 func (e *MassDeletionError) Unwrap() error { return ErrMassDeletion }
 
-// DeletionAllowance lets one held mass deletion through: *statedir.Dir, where `memd resume
-// --allow-deletes` leaves its allow-deletes file.
+// DeletionAllowance lets one held mass deletion through and keeps the brake's window:
+// *statedir.Dir, where `memd resume --allow-deletes` leaves its allow-deletes file.
 type DeletionAllowance interface {
 	DeletesAllowed() bool
 	TakeAllowDeletes() error
+	ReadDeletes() (statedir.DeleteWindow, error)
+	WriteDeletes(statedir.DeleteWindow) error
 }
 
 func (r *Repo) maxDeletes() int {
@@ -86,31 +108,81 @@ func (d deletionSet) count() int {
 	return n
 }
 
-// brake decides a change set on side: nil (and take false) when under the bar; nil with
-// take true when over it but allowed (the caller takes the allowance once the change is
-// in); a *MassDeletionError otherwise. total counts the memory files before the change
-// and is called only when the cheap count is over the bar.
-func (r *Repo) brake(side string, d deletionSet, total func() (int, error)) (take bool, err error) {
-	max := r.maxDeletes()
-	if len(d.deleted) <= max {
-		return false, nil
+// brakeVerdict is a change the brake let pass: n memory files it deletes (renames not
+// counted), take when it went through on the allowance.
+type brakeVerdict struct {
+	side string
+	n    int
+	take bool
+}
+
+// brake decides a change set on side: a verdict when it may go in (take: over the bar but
+// allowed; the caller notes the verdict once the change is in), a *MassDeletionError
+// otherwise. total counts the memory files before the change and is called only when the
+// cheap count is over the bar.
+func (r *Repo) brake(side string, d deletionSet, total func() (int, error)) (brakeVerdict, error) {
+	v := brakeVerdict{side: side}
+	if len(d.deleted) == 0 {
+		return v, nil
 	}
-	n := d.count()
-	if n <= max {
-		return false, nil
+	if v.n = d.count(); v.n == 0 {
+		return v, nil
+	}
+	max := r.maxDeletes()
+	win := r.readWindow()
+	s := windowSide(&win, side)
+	now := r.opts.Now()
+	earlier := recentDeletes(*s, now)
+	if v.n+earlier <= max {
+		return v, nil
 	}
 	all, err := total()
 	if err != nil {
-		return false, fmt.Errorf("mass deletion check: %w", err)
+		return v, fmt.Errorf("mass deletion check: %w", err)
 	}
-	if !memd.MassDeletion(n, all, max) {
-		return false, nil
+	if !memd.MassDeletion(v.n+earlier, all+earlier, max) {
+		return v, nil
 	}
 	if a := r.opts.Deletions; a != nil && a.DeletesAllowed() {
-		r.log.Warn("mass deletion let through (memd resume --allow-deletes)", "side", side, "deleted", n, "of", all)
-		return true, nil
+		r.log.Warn("mass deletion let through (memd resume --allow-deletes)", "side", side, "deleted", v.n+earlier, "of", all+earlier)
+		v.take = true
+		return v, nil
 	}
-	return false, &MassDeletionError{Side: side, Deleted: n, Total: all, Max: max}
+	if s.HeldAt.IsZero() {
+		s.HeldAt = now
+		r.writeWindow(win)
+	}
+	return v, &MassDeletionError{Side: side, Deleted: v.n + earlier, Total: all + earlier, Earlier: earlier, Max: max}
+}
+
+// noteDeletes records a change the brake let pass, once it is in: its deletions join the
+// window, a hold of its side ends, and a release (take) empties the window and uses up
+// the permission. Nothing is read or written for a change without deletions on a side
+// with no hold.
+func (r *Repo) noteDeletes(v brakeVerdict) {
+	if v.side == "" || v.n == 0 && !v.take && r.deletesRead && windowSide(&r.deletes, v.side).HeldAt.IsZero() {
+		return
+	}
+	win := r.readWindow()
+	s := windowSide(&win, v.side)
+	now := r.opts.Now()
+	was := len(s.Marks)
+	held := !s.HeldAt.IsZero()
+	if v.take {
+		*s = statedir.DeleteSide{}
+	} else {
+		s.HeldAt = time.Time{}
+		s.Marks = liveMarks(s.Marks, now)
+		if v.n > 0 {
+			s.Marks = append(s.Marks, statedir.DeleteMark{At: now, N: v.n})
+		}
+	}
+	if v.take || held || len(s.Marks) != was || v.n > 0 {
+		r.writeWindow(win)
+	}
+	if v.take {
+		r.takeAllowance()
+	}
 }
 
 // takeAllowance uses up the permission once the deletion it let through is in.
@@ -120,6 +192,71 @@ func (r *Repo) takeAllowance() {
 			r.log.Warn("allow-deletes not removed", "err", err)
 		}
 	}
+}
+
+// recentDeletes sums s's deletions in the window that ends now, or when s's hold began.
+func recentDeletes(s statedir.DeleteSide, now time.Time) int {
+	end := now
+	if !s.HeldAt.IsZero() {
+		end = s.HeldAt
+	}
+	n := 0
+	for _, m := range s.Marks {
+		if m.At.After(end.Add(-DeletionWindow)) {
+			n += m.N
+		}
+	}
+	return n
+}
+
+// liveMarks drops the marks the window at now no longer holds.
+func liveMarks(ms []statedir.DeleteMark, now time.Time) []statedir.DeleteMark {
+	var keep []statedir.DeleteMark
+	for _, m := range ms {
+		if m.At.After(now.Add(-DeletionWindow)) {
+			keep = append(keep, m)
+		}
+	}
+	return keep
+}
+
+func windowSide(w *statedir.DeleteWindow, side string) *statedir.DeleteSide {
+	if side == SideRemote {
+		return &w.Remote
+	}
+	return &w.Local
+}
+
+// readWindow is the brake's window as the state directory has it (another memd process, or
+// this one before a restart, may have written it), else the one kept in memory. Caller
+// holds r.mu.
+func (r *Repo) readWindow() statedir.DeleteWindow {
+	if a := r.opts.Deletions; a != nil {
+		w, err := a.ReadDeletes()
+		if err == nil {
+			r.deletes, r.deletesRead = w, true
+			return w
+		}
+		r.log.Warn("mass deletion window not read; the one in memory is used", "err", err)
+	}
+	r.deletesRead = true
+	return cloneWindow(r.deletes)
+}
+
+// writeWindow keeps w in memory and in the state directory. Caller holds r.mu.
+func (r *Repo) writeWindow(w statedir.DeleteWindow) {
+	r.deletes = cloneWindow(w)
+	if a := r.opts.Deletions; a != nil {
+		if err := a.WriteDeletes(w); err != nil {
+			r.log.Warn("mass deletion window not written", "err", err)
+		}
+	}
+}
+
+func cloneWindow(w statedir.DeleteWindow) statedir.DeleteWindow {
+	w.Local.Marks = append([]statedir.DeleteMark(nil), w.Local.Marks...)
+	w.Remote.Marks = append([]statedir.DeleteMark(nil), w.Remote.Marks...)
+	return w
 }
 
 // memoryFilesIn counts the memory files of tree (zero: none). The last answer is kept
@@ -151,25 +288,23 @@ func countMemoryFiles(tc *treeCache, tree plumbing.Hash) (int, error) {
 }
 
 // brakeLocal is the brake for a commit's edits against base.
-func (s *stager) brakeLocal() (take bool, err error) {
+func (s *stager) brakeLocal() (brakeVerdict, error) {
 	d := deletionSet{deleted: map[string]plumbing.Hash{}, added: map[plumbing.Hash]int{}}
 	for p, e := range s.edits {
 		switch {
 		case e.del && memd.IsMemoryFile(p):
-			d.deleted[p] = plumbing.ZeroHash // filled below, only when over the bar
+			d.deleted[p] = plumbing.ZeroHash // filled below: renames are told apart by blob
 		case e.op == 'A':
 			d.added[e.hash]++
 		}
 	}
-	if len(d.deleted) > s.r.maxDeletes() {
-		for p := range d.deleted {
-			he, ok, err := s.headEntry(p)
-			if err != nil {
-				return false, err
-			}
-			if ok {
-				d.deleted[p] = he.Hash
-			}
+	for p := range d.deleted {
+		he, ok, err := s.headEntry(p)
+		if err != nil {
+			return brakeVerdict{}, err
+		}
+		if ok {
+			d.deleted[p] = he.Hash
 		}
 	}
 	return s.r.brake(SideLocal, d, func() (int, error) { return s.r.memoryFilesIn(s.treeCache, s.base) })
@@ -186,9 +321,9 @@ func (r *Repo) brakeRemote(pl *integratePlan, localTree plumbing.Hash) error {
 			d.added[c.To.Hash]++
 		}
 	}
-	take, err := r.brake(SideRemote, d, func() (int, error) {
+	v, err := r.brake(SideRemote, d, func() (int, error) {
 		return r.memoryFilesIn(newTreeCache(r.repo.Storer), localTree)
 	})
-	pl.takeAllowance = take
+	pl.brake = v
 	return err
 }

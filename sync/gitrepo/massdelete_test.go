@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/statedir"
@@ -121,4 +122,122 @@ func TestMassDeletionBrakeRemote(t *testing.T) {
 		t.Fatal("the allowance was not used up")
 	}
 	fsck(t, w.aDir)
+}
+
+// clockedBrake reopens A of brakeWorld with a clock the test moves.
+func clockedBrake(t *testing.T, w *syncWorld, sd *statedir.Dir, max int, now *time.Time) *Repo {
+	t.Helper()
+	o := hostOptions("hosta")
+	o.MaxDeletes, o.Deletions = max, sd
+	o.Now = func() time.Time { return *now }
+	if w.a != nil {
+		_ = w.a.Close()
+	}
+	w.a = openTest(t, w.aDir, o)
+	return w.a
+}
+
+func heldLocal(t *testing.T, r *Repo) *MassDeletionError {
+	t.Helper()
+	_, err := r.CommitPaths([]string{"resources"})
+	var md *MassDeletionError
+	if !errors.As(err, &md) {
+		t.Fatalf("commit: err %v, want a held mass deletion", err)
+	}
+	return md
+}
+
+// An rm of 10 of 40 in two batches of 5 (sync.max_deletes 5): each passes alone, together
+// they are a mass deletion, so the second is held. The window survives a restart, does not
+// slide while held, ends its hold at the next change that passes, and expires.
+func TestMassDeletionBrakeWindow(t *testing.T) {
+	w, sd := brakeWorld(t, 40, 5)
+	now := testNow
+	r := clockedBrake(t, w, sd, 5, &now)
+	removeMemories(t, w.aDir, 0, 5)
+	if res := mustCommit(t, r, "resources"); res.Deleted != 5 {
+		t.Fatalf("first batch %+v", res)
+	}
+	now = now.Add(3 * time.Minute)
+	head := runGit(t, w.aDir, "rev-parse", "HEAD")
+	removeMemories(t, w.aDir, 5, 10)
+	md := heldLocal(t, r)
+	if md.Side != SideLocal || md.Deleted != 10 || md.Total != 40 || md.Earlier != 5 {
+		t.Fatalf("held %+v", md)
+	}
+	want := "mass deletion: 10 memory files deleted locally in the last 10 minutes (of 40; 5 already in); memd resume --allow-deletes lets the rest through"
+	if md.Error() != want {
+		t.Fatalf("reason %q, want %q", md.Error(), want)
+	}
+	// A restart in the middle of the rm: the window is in the state directory.
+	r = clockedBrake(t, w, sd, 5, &now)
+	heldLocal(t, r)
+	// Waiting does not let it through: a held window stops sliding.
+	now = now.Add(time.Hour)
+	heldLocal(t, r)
+	if runGit(t, w.aDir, "rev-parse", "HEAD") != head {
+		t.Fatal("a held deletion moved HEAD")
+	}
+	// Undone (the files back): the next change passes and ends the hold; later deletions
+	// are judged by a window of their own.
+	runGit(t, w.aDir, "checkout", "--", "resources/m")
+	writeFile(t, w.aDir, "resources/m/new.html", "<p>new</p>\n")
+	mustCommit(t, r, "resources")
+	removeMemories(t, w.aDir, 5, 10)
+	if res := mustCommit(t, r, "resources"); res.Deleted != 5 {
+		t.Fatalf("deletions an hour later %+v", res)
+	}
+}
+
+// memd resume --allow-deletes lets the held part through and empties the window.
+func TestMassDeletionBrakeWindowRelease(t *testing.T) {
+	w, sd := brakeWorld(t, 40, 5)
+	now := testNow
+	r := clockedBrake(t, w, sd, 5, &now)
+	removeMemories(t, w.aDir, 0, 5)
+	mustCommit(t, r, "resources")
+	removeMemories(t, w.aDir, 5, 10)
+	heldLocal(t, r)
+	if err := sd.AllowDeletes(now); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustCommit(t, r, "resources"); res.Deleted != 5 {
+		t.Fatalf("allowed batch %+v", res)
+	}
+	if sd.DeletesAllowed() {
+		t.Fatal("the allowance was not used up")
+	}
+	removeMemories(t, w.aDir, 10, 15) // a new window: 5 pass
+	if res := mustCommit(t, r, "resources"); res.Deleted != 5 {
+		t.Fatalf("after the release %+v", res)
+	}
+}
+
+// Another machine's rm pushed in two parts: the second fetch is held.
+func TestMassDeletionBrakeWindowRemote(t *testing.T) {
+	w, sd := brakeWorld(t, 40, 5)
+	now := testNow
+	r := clockedBrake(t, w, sd, 5, &now)
+	push := func(from, to int) {
+		for i := from; i < to; i++ {
+			runGit(t, w.bDir, "rm", "-q", fmt.Sprintf("resources/m/n%03d.html", i))
+		}
+		runGit(t, w.bDir, "commit", "-q", "-m", "rm part")
+		runGit(t, w.bDir, "push", "-q", "origin", "main")
+	}
+	push(0, 5)
+	if res := mustSync(t, r); !res.FastForward {
+		t.Fatalf("first part %+v", res)
+	}
+	absent(t, w.aDir, "resources/m/n000.html")
+	push(5, 10)
+	now = now.Add(time.Minute)
+	_, err := r.Sync(t.Context(), pushOpts())
+	var md *MassDeletionError
+	if !errors.As(err, &md) || md.Side != SideRemote || md.Deleted != 10 || md.Earlier != 5 || md.Total != 40 {
+		t.Fatalf("second part: err %v (%+v), want it held", err, md)
+	}
+	if _, err := os.Stat(filepath.Join(w.aDir, "resources/m/n005.html")); err != nil {
+		t.Fatalf("the held part reached the work tree: %v", err)
+	}
 }

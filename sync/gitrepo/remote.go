@@ -630,8 +630,8 @@ type integratePlan struct {
 	// dirty: the paths holding uncommitted edits that step 1 found in the
 	// way (then co is nil): Sync commits them and plans again.
 	dirty []string
-	// takeAllowance: a held mass deletion let through; taken once HEAD moved.
-	takeAllowance bool
+	// brake: the mass deletion brake's verdict, noted once HEAD moved.
+	brake brakeVerdict
 }
 
 // drop removes the prepared checkout's temps (and its marker) when the plan
@@ -832,9 +832,7 @@ func (r *Repo) integrateOnce(ro RemoteOptions, remote plumbing.Hash, pl *integra
 		}
 		return nil, err
 	}
-	if pl.takeAllowance {
-		r.takeAllowance()
-	}
+	r.noteDeletes(pl.brake)
 	if pl.merge {
 		res.Merged = true
 		if em.Rounds == 0 {

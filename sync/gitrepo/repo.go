@@ -43,6 +43,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/sync/gitstore"
 
 	"github.com/memd-dev/memd/sync/gitremote"
@@ -140,6 +141,10 @@ type Repo struct {
 		tree plumbing.Hash
 		n    int
 	}
+	// deletes is the brake's window as last read or written (massdelete.go), deletesRead
+	// once it was read; under mu.
+	deletes     statedir.DeleteWindow
+	deletesRead bool
 
 	// packs is what objects/pack looked like when go-git last indexed it
 	// (owner side, under mu); see syncPacks.
