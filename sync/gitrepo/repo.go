@@ -4,7 +4,7 @@
 // subpackages: treemerge (the three-way tree merge), gitremote (a remote's
 // credentials, error kinds, redaction, backoff) and gitstore (git's lock
 // files, refs and index file, as git writes them); the merge policy is
-// treemerge's (treemerge.MergePolicy).
+// treemerge's (treemerge.Policy).
 //
 // It lives under sync/ (the product's folder) with a name of its own, so the
 // standard library's sync keeps its name for every importer.
