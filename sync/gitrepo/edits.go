@@ -329,12 +329,12 @@ func unionPaths(a, b []string) []string {
 }
 
 // editPolicy is the merge policy for edit merges (the sync's own ledger and host).
-func (r *Repo) editPolicy() treemerge.MergePolicy {
+func (r *Repo) editPolicy() treemerge.Policy {
 	l := r.opts.Ledger
 	if l == "" {
 		l = memd.DefaultLedgerFile
 	}
-	return treemerge.MergePolicy{Ledgers: []string{l}, Host: r.opts.Hostname, Now: r.opts.Now()}
+	return treemerge.Policy{Ledgers: []string{l}, Host: r.opts.Hostname, Now: r.opts.Now()}
 }
 
 // editMergeMessage: what the side commit changed, its conflict copies, the host trailer.

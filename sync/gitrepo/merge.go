@@ -2,7 +2,7 @@ package gitrepo
 
 // Moving HEAD to a merged or fetched commit and checking it out. The merge
 // of the trees itself is sync/treemerge's; what each path gets is the
-// domain policy's (treemerge.MergePolicy).
+// domain policy's (treemerge.Policy).
 //
 // Crash safety of a fast-forward or merge (the ref moves before the work
 // tree follows it):
@@ -105,7 +105,7 @@ type crashHooks struct {
 // mergeTreesLocked merges ours' and theirs' trees against base
 // (treemerge.Merge), writing the new objects in git's loose format, durable
 // before it returns.
-func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol treemerge.MergePolicy) (res treemerge.Result, err error) {
+func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol treemerge.Policy) (res treemerge.Result, err error) {
 	st := r.newMgStore()
 	defer func() {
 		if err == nil {

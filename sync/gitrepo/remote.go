@@ -732,7 +732,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 func (r *Repo) planTargetLocked(ro RemoteOptions, pl *integratePlan, base, lc, rc *object.Commit, localTree plumbing.Hash) error {
 	targetTree := rc.TreeHash
 	if pl.merge {
-		pol := treemerge.MergePolicy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
+		pol := treemerge.Policy{Ledgers: []string{ro.Ledger}, Host: r.opts.Hostname, Now: r.opts.Now(),
 			OursTime: lc.Committer.When, TheirsTime: rc.Committer.When}
 		mr, err := r.mergeTreesLocked(base.TreeHash, lc.TreeHash, rc.TreeHash, pol)
 		if err != nil {

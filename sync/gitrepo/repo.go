@@ -6,7 +6,7 @@
 // push protocol and merge base over an object store), gitstore (git's lock
 // files, refs, index file and loose-object writer, as git writes them) and
 // internal/gitpath (what a fetched tree may hold); the merge policy is
-// treemerge's (treemerge.MergePolicy).
+// treemerge's (treemerge.Policy).
 //
 // It lives under sync/ (the product's folder) with a name of its own, so the
 // standard library's sync keeps its name for every importer.

@@ -36,7 +36,7 @@ func TestMergeAccessState(t *testing.T) {
 	if aa := MergeAccessState(a, a); !bytes.Equal(aa, a) {
 		t.Errorf("not idempotent:\n%s", aa)
 	}
-	if k := (MergePolicy{}).KindOf(AccessStatePath); k != KindAccessState {
+	if k := (Policy{}).KindOf(AccessStatePath); k != KindAccessState {
 		t.Errorf("KindOf(%s) = %v", AccessStatePath, k)
 	}
 }
@@ -52,7 +52,7 @@ func TestArcKind(t *testing.T) {
 	if memfile.IsMemdArc(memfile.ParseBytes([]byte(curated))) {
 		t.Fatal("the curated arc reads as memd's")
 	}
-	p := MergePolicy{}
+	p := Policy{}
 	if k := p.KindOf(memd.ArcsDir+"/x-2025.html", own, own); k != KindDerived {
 		t.Errorf("memd's arc: %v", k)
 	}

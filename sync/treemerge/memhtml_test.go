@@ -53,7 +53,7 @@ func TestMergeMemhtmlArchiveAndAccess(t *testing.T) {
 		return plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", rev+"^{tree}")))
 	}
 	st := NewStore(repo.Storer, storeWriter(repo.Storer))
-	res, err := Merge(st, tree("main~1"), tree("main"), tree("theirs"), MergePolicy{Host: "a", Now: time.Unix(0, 0)}, slog.Default())
+	res, err := Merge(st, tree("main~1"), tree("main"), tree("theirs"), Policy{Host: "a", Now: time.Unix(0, 0)}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

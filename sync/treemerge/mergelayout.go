@@ -21,7 +21,7 @@ func (k FileKind) ProjectLayout() bool {
 // MaxStructuredMergeBytes) names the path: the caller keeps a conflict
 // copy instead, so nothing is lost. note, when not empty, is worth a log
 // line: a merged MEMORY.md over its cap, which is reported and never cut.
-func (p MergePolicy) MergeProjectLayout(kind FileKind, name string, base, ours, theirs []byte) (merged []byte, note string, err error) {
+func (p Policy) MergeProjectLayout(kind FileKind, name string, base, ours, theirs []byte) (merged []byte, note string, err error) {
 	switch kind {
 	case KindNewer:
 		if p.OursTime.After(p.TheirsTime) {

@@ -19,7 +19,7 @@ func TestKindOfProjectLayout(t *testing.T) {
 		"MEMORY.md":          {idx, idx},
 		"projects/MEMORY.md": {[]byte("## Notes\n")},
 	}
-	p := MergePolicy{MemoryMDAt: func(md string) [][]byte { return mds[md] }}
+	p := Policy{MemoryMDAt: func(md string) [][]byte { return mds[md] }}
 	cases := []struct {
 		path string
 		want FileKind
@@ -40,18 +40,18 @@ func TestKindOfProjectLayout(t *testing.T) {
 			t.Errorf("KindOf(%q) = %v, want %v", c.path, got, c.want)
 		}
 	}
-	if got := (MergePolicy{}).KindOf("proj/history.md"); got != KindOther {
+	if got := (Policy{}).KindOf("proj/history.md"); got != KindOther {
 		t.Errorf("without the tree lookup a topic file is %v, want other", got)
 	}
 }
 
 func TestMergeProjectLayoutNewer(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
-	older := MergePolicy{OursTime: t0, TheirsTime: t0.Add(time.Minute)}
-	newer := MergePolicy{OursTime: t0.Add(time.Minute), TheirsTime: t0}
-	tie := MergePolicy{OursTime: t0, TheirsTime: t0}
+	older := Policy{OursTime: t0, TheirsTime: t0.Add(time.Minute)}
+	newer := Policy{OursTime: t0.Add(time.Minute), TheirsTime: t0}
+	tie := Policy{OursTime: t0, TheirsTime: t0}
 	for _, c := range []struct {
-		pol  MergePolicy
+		pol  Policy
 		want string
 	}{{older, "theirs"}, {newer, "ours"}, {tie, "theirs"}} {
 		got, _, err := c.pol.MergeProjectLayout(KindNewer, "p/"+memorymd.FailedReplyName, []byte("base"), []byte("ours"), []byte("theirs"))
@@ -66,7 +66,7 @@ func TestMergeProjectLayoutOverCapNote(t *testing.T) {
 	side := func(who string) []byte {
 		return []byte(strings.Replace(base, "- rule one\n", "- rule one\n"+strings.Repeat("- rule from "+who+"\n", 6), 1))
 	}
-	got, note, err := MergePolicy{}.MergeProjectLayout(KindProjectMD, "proj/MEMORY.md", []byte(base), side("a"), side("b"))
+	got, note, err := Policy{}.MergeProjectLayout(KindProjectMD, "proj/MEMORY.md", []byte(base), side("a"), side("b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestMergeProjectLayoutOverCapNote(t *testing.T) {
 	if !strings.Contains(note, "merged proj/MEMORY.md is over the cap") || !strings.Contains(note, "not cut") {
 		t.Errorf("note %q", note)
 	}
-	if _, note, _ := (MergePolicy{}).MergeProjectLayout(KindProjectMD, "proj/MEMORY.md", []byte(layoutMD),
+	if _, note, _ := (Policy{}).MergeProjectLayout(KindProjectMD, "proj/MEMORY.md", []byte(layoutMD),
 		[]byte(layoutMD+"- more\n"), []byte(strings.Replace(layoutMD, "- fact a\n", "- fact b\n", 1))); note != "" {
 		t.Errorf("note under the cap: %q", note)
 	}

@@ -77,8 +77,8 @@ func (k FileKind) String() string {
 // arcsDirPrefix: derived arcs live under ArcsDir.
 const arcsDirPrefix = memd.ArcsDir + "/"
 
-// MergePolicy holds what the per-path rules need to know beyond the bytes.
-type MergePolicy struct {
+// Policy holds what the per-path rules need to know beyond the bytes.
+type Policy struct {
 	// Ledgers are the repo-relative ledger paths merged by record id;
 	// empty means DefaultLedgerFile.
 	Ledgers []string
@@ -96,7 +96,7 @@ type MergePolicy struct {
 	MemoryMDAt func(mdPath string) [][]byte
 }
 
-func (p MergePolicy) isLedger(name string) bool {
+func (p Policy) isLedger(name string) bool {
 	if len(p.Ledgers) == 0 {
 		return name == memd.DefaultLedgerFile
 	}
@@ -114,7 +114,7 @@ func (p MergePolicy) isLedger(name string) bool {
 // otherwise it is treated as an ordinary file, so neither kind is ever
 // merged by the other's rule. A *.md is a topic file when the MEMORY.md in
 // its directory is project-kind in ours' or theirs' tree (MemoryMDAt).
-func (p MergePolicy) KindOf(name string, contents ...[]byte) FileKind {
+func (p Policy) KindOf(name string, contents ...[]byte) FileKind {
 	base := path.Base(name)
 	switch {
 	case name == AccessStatePath:
@@ -180,7 +180,7 @@ func memoryMDKind(contents [][]byte) FileKind {
 
 // besideProjectMD says whether the MEMORY.md in name's directory is
 // project-kind on either side of the merge.
-func (p MergePolicy) besideProjectMD(name string) bool {
+func (p Policy) besideProjectMD(name string) bool {
 	if p.MemoryMDAt == nil {
 		return false
 	}

@@ -19,7 +19,7 @@ func lines(s ...string) []byte {
 }
 
 func TestKindOf(t *testing.T) {
-	p := MergePolicy{}
+	p := Policy{}
 	idx := []byte("# Memory\n- [[areas/a.html|A]] · type:semantic subject:x · d\n")
 	proj := []byte("# P\n## CRITICAL RULES\n- None yet.\n")
 	cases := []struct {
@@ -50,7 +50,7 @@ func TestKindOf(t *testing.T) {
 			t.Errorf("KindOf(%q) = %v, want %v", c.path, got, c.want)
 		}
 	}
-	custom := MergePolicy{Ledgers: []string{"ledger/notes.jsonl"}}
+	custom := Policy{Ledgers: []string{"ledger/notes.jsonl"}}
 	if got := custom.KindOf("ledger/notes.jsonl"); got != KindLedger {
 		t.Errorf("custom ledger kind = %v", got)
 	}

@@ -3,7 +3,7 @@
 // visited: trees are diffed recursively and identical subtrees (same hash) are
 // skipped, so the cost follows the number of changed paths, not the size of
 // the repo. What a path both sides changed holds after the merge is the merge
-// policy's (MergePolicy, mergepolicy.go: one rule per file kind, reading the
+// policy's (Policy, mergepolicy.go: one rule per file kind, reading the
 // formats through format/...); this package applies it to trees. It never
 // touches the work tree or a ref: moving HEAD and checking the result out,
 // crash-safely, is sync's (sync/merge.go).
@@ -401,7 +401,7 @@ type Result struct {
 // replay ours' changes, per-path policy for paths both touched. The new
 // objects go through st; log gets a line for a structured merge refused or
 // over its cap.
-func Merge(st *Store, base, ours, theirs plumbing.Hash, pol MergePolicy, log *slog.Logger) (res Result, err error) {
+func Merge(st *Store, base, ours, theirs plumbing.Hash, pol Policy, log *slog.Logger) (res Result, err error) {
 	m, err := newMerger(st, base, ours, theirs, pol, log)
 	if err != nil {
 		return Result{}, err
@@ -438,7 +438,7 @@ type merger struct {
 	st        *Store
 	s         storer.EncodedObjectStorer
 	theirs    plumbing.Hash
-	pol       MergePolicy
+	pol       Policy
 	log       *slog.Logger
 	dO, dT    map[string]Change
 	set       map[string]*Entry   // changes applied to theirs' tree
@@ -448,7 +448,7 @@ type merger struct {
 }
 
 // newMerger diffs both sides against base.
-func newMerger(st *Store, base, ours, theirs plumbing.Hash, pol MergePolicy, log *slog.Logger) (*merger, error) {
+func newMerger(st *Store, base, ours, theirs plumbing.Hash, pol Policy, log *slog.Logger) (*merger, error) {
 	s := st.s
 	dO, dT := map[string]Change{}, map[string]Change{}
 	if err := DiffTrees(s, base, ours, "", dO); err != nil {
@@ -741,7 +741,7 @@ func treeLookup(s storer.EncodedObjectStorer, tree plumbing.Hash, p string) (*ob
 // (for a file under a path theirs holds as a file, the whole directory
 // part is renamed: areas/x.conflict-…/y.html). Nothing is dropped and the
 // merge does not get stuck on ErrPathConflict.
-func resolveFileDir(s storer.EncodedObjectStorer, theirs plumbing.Hash, set map[string]*Entry, pol MergePolicy) ([]string, error) {
+func resolveFileDir(s storer.EncodedObjectStorer, theirs plumbing.Hash, set map[string]*Entry, pol Policy) ([]string, error) {
 	var moved []string
 	for _, p := range slices.Sorted(maps.Keys(set)) {
 		e := set[p]
