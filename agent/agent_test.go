@@ -53,7 +53,7 @@ func newRepo(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.CommitPathsMessage(created, "memd: init\n", gitrepo.KindChange); err != nil {
+	if _, err := r.CommitPathsMessage(created, "memd: init\n", memd.CommitChange); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.RefreshIndex(); err != nil {

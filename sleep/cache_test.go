@@ -217,7 +217,7 @@ func TestWalkTreeMatchesWalkDir(t *testing.T) {
 	var got []string
 	for _, f := range tr.files {
 		got = append(got, f.rel)
-		wantStat := isMemoryPathSlow(f.rel) || filepath.Base(f.rel) == memoryMDName
+		wantStat := isMemoryPathSlow(f.rel) || filepath.Base(f.rel) == memd.MemoryMDName
 		if f.statted != wantStat || f.mem != isMemoryPathSlow(f.rel) {
 			t.Errorf("%s: statted %v mem %v", f.rel, f.statted, f.mem)
 		}

@@ -38,15 +38,8 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sync/gitrepo"
-)
-
-// Phase names, in the order they always run.
-const (
-	PhaseExpire  = memd.PhaseExpire
-	PhaseArcs    = memd.PhaseArcs
-	PhaseArchive = memd.PhaseArchive
-	PhaseTidy    = memd.PhaseTidy
 )
 
 // Trailer keys of sleep commits (docs/ARCHITECTURE.md §3).
@@ -60,12 +53,9 @@ const (
 // the next run plans again from what is there.
 var ErrConflict = errors.New("file changed since the plan")
 
-// ErrUnknownPhase is returned for a phase name that is not one of the four.
-var ErrUnknownPhase = memd.ErrUnknownPhase
-
 // Store is the commit boundary; *gitrepo.Repo satisfies it.
 type Store interface {
-	CommitPathsMessage(paths []string, message string, kind gitrepo.CommitKind) (gitrepo.CommitResult, error)
+	CommitPathsMessage(paths []string, message string, kind memd.CommitKind) (gitrepo.CommitResult, error)
 	CommitMessages(limit int) ([]string, error)
 }
 
@@ -91,7 +81,7 @@ type Options struct {
 	NoGC bool
 	// Ignore is the committer's ignore rule ((*repofiles.Ignorer).Ignored); sleep never plans a
 	// path it ignores. nil ignores only .git.
-	Ignore Ignore
+	Ignore repofiles.Rule
 
 	// test hooks
 	afterOp func(phase memd.Phase, i int) error // called after each applied op; an error fails the phase
@@ -149,7 +139,7 @@ func (r *Report) summarize() {
 	for _, p := range r.Phases {
 		c := p.Counts
 		switch p.Name {
-		case PhaseExpire:
+		case memd.PhaseExpire:
 			r.Counts[CountExpired] += c["drained"]
 			r.Counts[CountArchived] += c[CountArchived]
 			r.Counts[CountStale] += c["stale"]
@@ -158,12 +148,12 @@ func (r *Report) summarize() {
 					r.Drained[memd.LifecycleMode(mode)] += v
 				}
 			}
-		case PhaseArcs:
+		case memd.PhaseArcs:
 			r.Counts[CountArcs] += c["created"] + c["updated"]
-		case PhaseArchive:
+		case memd.PhaseArchive:
 			r.Counts[CountArchived] += c[CountArchived]
 			r.Counts[CountLinks] += c["links"] + c["bullets"]
-		case PhaseTidy:
+		case memd.PhaseTidy:
 			r.Counts[CountRepaired] += c["repaired"]
 			r.Counts[CountLinks] += c["links"] + c["bullets"]
 		}
@@ -418,7 +408,7 @@ func (r *Runner) applyOps(ctx context.Context, j *journal, ph memd.Phase, p *pla
 func (r *Runner) commit(runID string, ph memd.Phase, p *plan) (gitrepo.CommitResult, error) {
 	msg := commitMessage(ph, runID, p.counts)
 	for attempt := 0; ; attempt++ {
-		res, err := r.store.CommitPathsMessage(p.paths(), msg, gitrepo.KindSleep)
+		res, err := r.store.CommitPathsMessage(p.paths(), msg, memd.CommitSleep)
 		// Someone committed between our read of HEAD and the ref update: the retry builds
 		// on the new HEAD (our paths are still as we wrote them).
 		if errors.Is(err, gitrepo.ErrHeadMoved) && attempt < 2 {

@@ -542,7 +542,7 @@ type failingStore struct {
 	prefix string
 }
 
-func (f failingStore) CommitPathsMessage(paths []string, msg string, kind gitrepo.CommitKind) (gitrepo.CommitResult, error) {
+func (f failingStore) CommitPathsMessage(paths []string, msg string, kind memd.CommitKind) (gitrepo.CommitResult, error) {
 	if strings.HasPrefix(msg, f.prefix) {
 		return gitrepo.CommitResult{}, errors.New("disk on fire")
 	}

@@ -39,7 +39,7 @@ type swappingStore struct {
 	dir string
 }
 
-func (s swappingStore) CommitPathsMessage(paths []string, msg string, kind gitrepo.CommitKind) (gitrepo.CommitResult, error) {
+func (s swappingStore) CommitPathsMessage(paths []string, msg string, kind memd.CommitKind) (gitrepo.CommitResult, error) {
 	undo := swapArcs(s.t, s.dir)
 	defer undo()
 	return s.Repo.CommitPathsMessage(paths, msg, kind)

@@ -60,7 +60,7 @@ func cmdInit(a *app, args []string) int {
 			return a.fail("init %s: %v", dir, err)
 		}
 	}
-	res, err := repo.CommitPathsMessage(paths, initMessage(o.layout, len(created), o.demo), gitrepo.KindChange)
+	res, err := repo.CommitPathsMessage(paths, initMessage(o.layout, len(created), o.demo), memd.CommitChange)
 	if err != nil {
 		return a.fail("init commit: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/secrets/secretstest"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
@@ -259,7 +260,7 @@ func TestSleepCommitHolds(t *testing.T) {
 	ledger := `{"id":"r2","type":"note","text":"two"}` + "\n" + `{"id":"r3","type":"note","text":"seen: ` + c.Secrets[1] + `"}` + "\n"
 	a.write(t, "memory.jsonl", ledger)
 	a.write(t, "archive/moved.html", c.Files[c.Dirty[2]])
-	if _, err := a.repo.CommitPathsMessage([]string{"memory.jsonl", "archive/moved.html"}, "memd: sleep\n", gitrepo.KindSleep); err != nil {
+	if _, err := a.repo.CommitPathsMessage([]string{"memory.jsonl", "archive/moved.html"}, "memd: sleep\n", memd.CommitSleep); err != nil {
 		t.Fatal(err)
 	}
 	if got := ledgerIDs(git(t, a.dir, "show", "HEAD:memory.jsonl")); !slices.Equal(got, []string{"r2"}) {

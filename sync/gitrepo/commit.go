@@ -24,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/klauspost/compress/zlib"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
 )
 
@@ -42,13 +43,13 @@ var inMemoryLimit int64 = 32 << 20
 // Paths whose content equals HEAD's are no change; no change = no commit
 // (Hash ""). A compare-and-set failure returns ErrHeadMoved: retry.
 func (r *Repo) CommitPaths(paths []string) (CommitResult, error) {
-	return r.CommitPathsMessage(paths, "", KindChange)
+	return r.CommitPathsMessage(paths, "", memd.CommitChange)
 }
 
 // CommitPathsMessage is CommitPaths with the caller's message and kind
 // (sleep builds its own message). An empty message gets memd's change
 // message.
-func (r *Repo) CommitPathsMessage(paths []string, message string, kind CommitKind) (CommitResult, error) {
+func (r *Repo) CommitPathsMessage(paths []string, message string, kind memd.CommitKind) (CommitResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.commitPathsLocked(paths, message, kind, nil)
@@ -69,7 +70,7 @@ func (r *Repo) CommitPathsRead(paths []string, afterRead func()) (CommitResult, 
 	defer done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.commitPathsLocked(paths, "", KindChange, done)
+	return r.commitPathsLocked(paths, "", memd.CommitChange, done)
 }
 
 // edit is the new state of one blob path: deleted, or mode+hash.
@@ -182,10 +183,10 @@ func treeEntryLess(a, b object.TreeEntry) bool {
 	return treeKeyLess(a.Name, a.Mode == filemode.Dir, b.Name, b.Mode == filemode.Dir)
 }
 
-func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind, afterRead func()) (CommitResult, error) {
+func (r *Repo) commitPathsLocked(paths []string, message string, kind memd.CommitKind, afterRead func()) (CommitResult, error) {
 	start := time.Now()
 	if kind == "" {
-		kind = KindChange
+		kind = memd.CommitChange
 	}
 	res := CommitResult{Kind: kind}
 	// The gate first (gitops.go): with HEAD on another branch or a git operation waiting
@@ -201,7 +202,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 	if err != nil {
 		return res, err
 	}
-	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == KindChange)
+	res, commit, err := r.writeChangeCommitLocked(old, paths, message, kind, afterRead, kind == memd.CommitChange)
 	if err != nil || commit.IsZero() {
 		return res, err
 	}
@@ -233,7 +234,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind CommitKind
 // made during a checkout on the head they were made on (mergeEditsLocked). brake: the mass
 // deletion brake applies (a batch of writers' changes; not a checkout's own window, whose
 // ref already moved).
-func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind CommitKind, afterRead func(), brake bool) (CommitResult, plumbing.Hash, error) {
+func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, message string, kind memd.CommitKind, afterRead func(), brake bool) (CommitResult, plumbing.Hash, error) {
 	start := time.Now()
 	res := CommitResult{Kind: kind}
 	var baseTree plumbing.Hash

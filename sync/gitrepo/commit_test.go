@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
@@ -22,7 +23,7 @@ func TestCommitAddModifyDelete(t *testing.T) {
 	writeFile(t, dir, "areas/a.html", "one\n")
 	writeFile(t, dir, "projects/x/b.html", "two\n")
 	res := mustCommit(t, r, "areas/a.html", filepath.Join(dir, "projects/x/b.html"))
-	if res.Hash == "" || res.Added != 2 || res.Modified != 0 || res.Deleted != 0 || res.Kind != KindChange {
+	if res.Hash == "" || res.Added != 2 || res.Modified != 0 || res.Deleted != 0 || res.Kind != memd.CommitChange {
 		t.Fatalf("first commit: %+v", res)
 	}
 	if got := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD")); got != res.Hash {
@@ -452,8 +453,8 @@ func TestCommitPathsMessageSleepKindAndMessages(t *testing.T) {
 	mustCommit(t, r, "a.html")
 	writeFile(t, dir, "areas/arcs/x-2026.html", "arc")
 	msg := "sleep(arcs): arcs=1\n\nMemd-Run: r1\nMemd-Phase: arcs\nMemd-Counts: arcs=1\n"
-	res, err := r.CommitPathsMessage([]string{"areas/arcs"}, msg, KindSleep)
-	if err != nil || res.Kind != KindSleep || res.Added != 1 {
+	res, err := r.CommitPathsMessage([]string{"areas/arcs"}, msg, memd.CommitSleep)
+	if err != nil || res.Kind != memd.CommitSleep || res.Added != 1 {
 		t.Fatalf("sleep commit %+v %v", res, err)
 	}
 	msgs, err := r.CommitMessages(10)

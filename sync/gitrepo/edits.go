@@ -145,7 +145,7 @@ func (r *Repo) mergeEditRoundLocked(base, head plumbing.Hash, skipped []string, 
 	}
 	rd := editRound{headTree: headTree, side: base, merged: headTree}
 	if len(skipped) > 0 {
-		if rd.cr, rd.side, err = r.writeChangeCommitLocked(base, skipped, "", KindChange, nil, false); err != nil {
+		if rd.cr, rd.side, err = r.writeChangeCommitLocked(base, skipped, "", memd.CommitChange, nil, false); err != nil {
 			return rd, fmt.Errorf("commit edits made during checkout in %s: %w", r.dir, err)
 		}
 		if rd.side.IsZero() {

@@ -94,16 +94,6 @@ type Options struct {
 	MaxFileSize int64
 }
 
-// CommitKind labels a commit for metrics (memd_commits_total{kind}): memd.CommitKind.
-type CommitKind = memd.CommitKind
-
-// Commit kinds.
-const (
-	KindChange CommitKind = memd.CommitChange
-	KindSleep  CommitKind = memd.CommitSleep
-	KindMerge  CommitKind = memd.CommitMerge
-)
-
 // Change is one path changed by a commit. Op is 'A', 'M' or 'D'.
 type Change struct {
 	Path string
@@ -116,7 +106,7 @@ type CommitResult struct {
 	Hash                     string
 	Added, Modified, Deleted int
 	Changes                  []Change
-	Kind                     CommitKind
+	Kind                     memd.CommitKind
 	Duration                 time.Duration
 	// Skipped lists paths that could not be read (e.g. permission
 	// denied): left as they are in HEAD, for a later commit; the rest of

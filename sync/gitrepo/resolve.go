@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
@@ -101,7 +102,7 @@ func (r *Repo) commitAction(paths []string, msg string) (CommitResult, error) {
 	var res CommitResult
 	var err error
 	for range actionRetries {
-		if res, err = r.CommitPathsMessage(paths, msg, KindChange); !errors.Is(err, ErrHeadMoved) {
+		if res, err = r.CommitPathsMessage(paths, msg, memd.CommitChange); !errors.Is(err, ErrHeadMoved) {
 			break
 		}
 	}
