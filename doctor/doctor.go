@@ -22,6 +22,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/workpool"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
 
@@ -299,17 +300,8 @@ func (rep *Report) tally() {
 
 func parseAll(root string, rels []string, progress io.Writer) []memInfo {
 	out := make([]memInfo, len(rels))
-	workers := runtime.GOMAXPROCS(0)
-	var next, done int64
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	take := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		i := next
-		next++
-		return int(i)
-	}
+	var done int64
 	report := func() {
 		mu.Lock()
 		done++
@@ -322,27 +314,21 @@ func parseAll(root string, rels []string, progress io.Writer) []memInfo {
 			}
 		}
 	}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := take(); i < len(rels); i = take() {
-				rel := rels[i]
-				m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
-				mi := memInfo{rel: rel, mem: m, err: err}
-				if m != nil {
-					for _, l := range m.Links {
-						if t, err := memd.HrefToPath(l.Href); err == nil {
-							mi.links = append(mi.links, t)
-						}
-					}
+	_ = workpool.Each(len(rels), runtime.GOMAXPROCS(0), func(i int) error {
+		rel := rels[i]
+		m, err := memd.ParseMemoryFile(filepath.Join(root, filepath.FromSlash(rel)))
+		mi := memInfo{rel: rel, mem: m, err: err}
+		if m != nil {
+			for _, l := range m.Links {
+				if t, err := memd.HrefToPath(l.Href); err == nil {
+					mi.links = append(mi.links, t)
 				}
-				out[i] = mi
-				report()
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		out[i] = mi
+		report()
+		return nil
+	})
 	return out
 }
 

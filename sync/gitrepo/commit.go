@@ -26,6 +26,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/workpool"
 )
 
 // Incremental commit (DESIGN §3). Cost grows with the number of given paths
@@ -1289,24 +1290,7 @@ func parallelFsync(names []string) error {
 // inParallel runs fn(0..n-1) on up to 16 workers and joins the errors: the filesystem folds
 // concurrent fsyncs into few journal commits.
 func inParallel(n int, fn func(i int) error) error {
-	errs := make([]error, n)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(16, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				errs[i] = fn(i)
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
+	return workpool.Each(n, 16, fn)
 }
 
 // discard removes temp files that were not installed.
