@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/commitmsg"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
@@ -458,18 +459,6 @@ func countsString(counts map[string]int, sep string) string {
 	return strings.Join(parts, sep)
 }
 
-// parseTrailers reads the Memd-* trailers of a commit message.
-func parseTrailers(msg string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(msg, "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if ok && strings.HasPrefix(k, "Memd-") {
-			out[k] = strings.TrimSpace(v)
-		}
-	}
-	return out
-}
-
 // commitHistoryLimit bounds how far back resume looks for the run's commits: a run makes at
 // most four, and a daemon commits changes in between; a few hundred is plenty.
 const commitHistoryLimit = 500
@@ -482,7 +471,7 @@ func (r *Runner) committedPhases(runID string) (map[memd.Phase]bool, error) {
 		return nil, fmt.Errorf("read commit messages: %w", err)
 	}
 	for _, m := range msgs {
-		t := parseTrailers(m)
+		t := commitmsg.Trailers(m)
 		if t[TrailerRun] == runID && t[TrailerPhase] != "" {
 			done[memd.Phase(t[TrailerPhase])] = true // as committed; an unknown name matches no phase
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/commitmsg"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
@@ -71,7 +72,7 @@ func TestFullSleep(t *testing.T) {
 		if !strings.HasPrefix(m, "sleep("+ph+"): ") {
 			t.Errorf("commit %d: %q, want sleep(%s)", i, m, ph)
 		}
-		tr := parseTrailers(m)
+		tr := commitmsg.Trailers(m)
 		if tr[TrailerRun] != "20261130T030000Z" || tr[TrailerPhase] != ph || tr[TrailerCounts] == "" {
 			t.Errorf("commit %d trailers %v", i, tr)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/commitmsg"
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
@@ -464,7 +465,7 @@ func TestCommitPathsMessageSleepKindAndMessages(t *testing.T) {
 	if msgs[0] != msg {
 		t.Fatalf("newest message %q", msgs[0])
 	}
-	if tr := Trailers(msgs[0]); tr["Memd-Phase"] != "arcs" || tr["Memd-Run"] != "r1" {
+	if tr := commitmsg.Trailers(msgs[0]); tr["Memd-Phase"] != "arcs" || tr["Memd-Run"] != "r1" {
 		t.Fatalf("trailers %v", tr)
 	}
 	if !strings.HasPrefix(msgs[1], "memd: +1 ~0 -0\n\nA a.html\n\nMemd-Host: testhost\n") {

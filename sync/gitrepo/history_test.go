@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/commitmsg"
 )
 
 // conflictRepo is a repo with areas/n/x.html committed as theirs and ours beside it as the
@@ -67,7 +69,7 @@ func TestResolveKeeps(t *testing.T) {
 				}
 			}
 			msg := runGit(t, dir, "log", "-1", "--format=%B")
-			tr := Trailers(msg)
+			tr := commitmsg.Trailers(msg)
 			if tr[TrailerAction] != "resolve" || tr[TrailerKeep] != keep || tr[TrailerHost] != "testhost" {
 				t.Errorf("trailers %v of %q", tr, msg)
 			}
@@ -166,7 +168,7 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 	if got := runGit(t, dir, "show", "HEAD:areas/new.html"); got != "<p>v1</p>\n" {
 		t.Errorf("restored --at = %q", got)
 	}
-	if tr := Trailers(runGit(t, dir, "log", "-1", "--format=%B")); tr[TrailerAction] != "restore" || tr[TrailerFrom] != v1 {
+	if tr := commitmsg.Trailers(runGit(t, dir, "log", "-1", "--format=%B")); tr[TrailerAction] != "restore" || tr[TrailerFrom] != v1 {
 		t.Errorf("trailers %v", tr)
 	}
 	if _, _, err := r.PlanRestore("areas/new.html", ""); !errors.Is(err, ErrNothingToRestore) {
