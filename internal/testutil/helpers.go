@@ -9,18 +9,11 @@ import (
 	"testing"
 )
 
-// GitEnv is RunGit's environment: the test process's own less its GIT_* variables, with no
-// global or system git config, a fixed author and committer, no terminal prompt and the C
-// locale, so git's output and the commits it makes do not depend on the machine (or on a
-// git hook running the tests).
+// GitEnv is RunGit's environment: the test process's own with no global or system git
+// config, a fixed author and committer, no terminal prompt and the C locale, so git's
+// output and the commits it makes do not depend on the machine.
 func GitEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
+	return append(os.Environ(),
 		"GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
