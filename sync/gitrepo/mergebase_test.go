@@ -12,6 +12,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // randomHistory writes n commits (empty tree) whose parents and dates are drawn from rng:
@@ -83,7 +85,7 @@ func TestDivergenceMatchesGit(t *testing.T) {
 		for k := 0; k < 12; k++ {
 			l, rr := hs[len(hs)/3+rng.IntN(len(hs)*2/3)], hs[len(hs)/3+rng.IntN(len(hs)*2/3)]
 			name := fmt.Sprintf("seed %d: %s...%s", seed, short(l), short(rr))
-			want := strings.Fields(runGit(t, dir, "rev-list", "--left-right", "--count", l.String()+"..."+rr.String()))
+			want := strings.Fields(testutil.RunGit(t, dir, "rev-list", "--left-right", "--count", l.String()+"..."+rr.String()))
 			r.Lock()
 			a, b, bases, err := r.divergenceLocked(l, rr)
 			r.Unlock()
@@ -100,7 +102,7 @@ func TestDivergenceMatchesGit(t *testing.T) {
 				continue
 			}
 			cmd := exec.Command("git", "merge-base", "--all", l.String(), rr.String())
-			cmd.Dir, cmd.Env = dir, gitEnv()
+			cmd.Dir, cmd.Env = dir, testutil.GitEnv()
 			out, _ := cmd.Output() // exit 1: unrelated
 			wantBases := strings.Fields(string(out))
 			var got []string
