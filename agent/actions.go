@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/memd-dev/memd/internal/statedir"
-	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sync/gitrepo"
 
 	"github.com/memd-dev/memd"
@@ -36,8 +36,8 @@ func (s *Session) Resolve(ctx context.Context, p, keep string) (gitrepo.Resolved
 		if out.Kept != "" {
 			what = "kept both: the copy is now " + out.Kept
 		}
-		return s.QueueEvent(metrics.KindOK, metrics.Part{Text: "resolved", Kind: metrics.KindOK},
-			metrics.Part{Text: " " + c.Path}, metrics.Part{Text: " (" + what + ")", Kind: metrics.KindDim})
+		return s.QueueEvent(statusline.KindOK, statusline.Part{Text: "resolved", Kind: statusline.KindOK},
+			statusline.Part{Text: " " + c.Path}, statusline.Part{Text: " (" + what + ")", Kind: statusline.KindDim})
 	})
 	return out, err
 }
@@ -57,8 +57,8 @@ func (s *Session) Restore(ctx context.Context, p, at string) (target string, res
 		if len(from) > 12 {
 			from = from[:12]
 		}
-		return s.QueueEvent(metrics.KindOK, metrics.Part{Text: "restored", Kind: metrics.KindOK},
-			metrics.Part{Text: " " + target}, metrics.Part{Text: " from " + from, Kind: metrics.KindDim})
+		return s.QueueEvent(statusline.KindOK, statusline.Part{Text: "restored", Kind: statusline.KindOK},
+			statusline.Part{Text: " " + target}, statusline.Part{Text: " from " + from, Kind: statusline.KindDim})
 	})
 	return target, res, err
 }
@@ -81,13 +81,13 @@ func (s *Session) withCommitted(ctx context.Context, fn func() error) error {
 
 // queuedEvent is an event a one-shot command leaves for the daemon (statedir.EventsDir).
 type queuedEvent struct {
-	Kind  string         `json:"kind"`
-	Parts []metrics.Part `json:"parts"`
+	Kind  string            `json:"kind"`
+	Parts []statusline.Part `json:"parts"`
 }
 
 // QueueEvent leaves an event for the running daemon's document and kicks it; with no daemon
 // the next `memd run` shows it.
-func (s *Session) QueueEvent(kind string, parts ...metrics.Part) error {
+func (s *Session) QueueEvent(kind string, parts ...statusline.Part) error {
 	d, err := statedir.Create(s.cfg.StateDir())
 	if err != nil {
 		return err
@@ -123,6 +123,6 @@ func (a *Agent) takeQueuedEvents() {
 }
 
 // conflictList is the document's `conflicts`: the inventory's copies, described.
-func conflictList(repo string, copies []string) []metrics.Conflict {
+func conflictList(repo string, copies []string) []statusline.Conflict {
 	return gitrepo.ConflictsOf(repo, copies)
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -63,16 +62,11 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
-func git(t *testing.T, dir string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	return string(out), err
-}
+// hostGit runs git with the test process's environment (isolateGit's config, when set).
+var hostGit testutil.Git
 
 func committed(t *testing.T, dir, rel string) (string, bool) {
-	out, err := git(t, dir, "cat-file", "-p", "HEAD:"+rel)
+	out, err := hostGit.Run(dir, nil, "cat-file", "-p", "HEAD:"+rel)
 	return out, err == nil
 }
 
@@ -165,7 +159,7 @@ func TestAgentInProcess(t *testing.T) {
 		if !ok || got != "19\n" {
 			return false
 		}
-		out, _ := git(t, dir, "ls-tree", "--name-only", "HEAD", "areas/inproc/")
+		out, _ := hostGit.Run(dir, nil, "ls-tree", "--name-only", "HEAD", "areas/inproc/")
 		return strings.Count(out, "\n") == 20
 	}, logs.String)
 
@@ -220,7 +214,7 @@ func TestAgentInProcess(t *testing.T) {
 		t.Fatalf("status.json after stop: %s", doc)
 	}
 	// Only the ignored-by-memd backup is left; everything else is committed and indexed.
-	if out, err := git(t, dir, "status", "--porcelain", "--untracked-files=all"); err != nil || out != "?? areas/inproc/x.bak\n" {
+	if out, err := hostGit.Run(dir, nil, "status", "--porcelain", "--untracked-files=all"); err != nil || out != "?? areas/inproc/x.bak\n" {
 		t.Fatalf("git status after stop: %q %v", out, err)
 	}
 }

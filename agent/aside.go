@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/internal/statedir"
-	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sync/gitrepo"
 	"github.com/memd-dev/memd/watcher"
@@ -112,10 +111,10 @@ func (a *Agent) noteAside(now gitrepo.Aside) {
 		}
 	case now.Reason != "" && now.Reason != was.Reason:
 		a.log.Warn("standing aside: nothing is committed or synced until the repo is back", "why", now.Reason)
-		a.event(metrics.KindWarn, metrics.Part{Text: "paused:", Kind: metrics.KindWarn}, metrics.Part{Text: " " + now.Reason})
+		a.event(statusline.KindWarn, statusline.Part{Text: "paused:", Kind: statusline.KindWarn}, statusline.Part{Text: " " + now.Reason})
 	case now.Reason == "" && was.Reason != "":
 		a.log.Info("repo is back; committing what changed meanwhile", "was", was.Reason)
-		a.event(metrics.KindOK, metrics.Part{Text: "resumed", Kind: metrics.KindOK}, metrics.Part{Text: ": " + was.Reason + " no longer", Kind: metrics.KindDim})
+		a.event(statusline.KindOK, statusline.Part{Text: "resumed", Kind: statusline.KindOK}, statusline.Part{Text: ": " + was.Reason + " no longer", Kind: statusline.KindDim})
 		kick(a.k.reconcile)
 		a.kickSyncIfRemote() // the user's own commits meanwhile (a merge, a rebase) go out too
 	}
@@ -182,13 +181,13 @@ func (a *Agent) readPause() {
 	switch {
 	case p != nil && (was == nil || *was != *p):
 		a.log.Info("paused by memd pause", "until", p.Until, "commit_only", p.CommitOnly)
-		a.event(metrics.KindWarn, metrics.Part{Text: "paused", Kind: metrics.KindWarn}, metrics.Part{Text: ": " + pauseReason(p), Kind: metrics.KindDim})
+		a.event(statusline.KindWarn, statusline.Part{Text: "paused", Kind: statusline.KindWarn}, statusline.Part{Text: ": " + pauseReason(p), Kind: statusline.KindDim})
 		if !p.Until.IsZero() {
 			time.AfterFunc(max(p.Until.Sub(a.now()), 0)+10*time.Millisecond, func() { kick(a.k.outside) })
 		}
 	case p == nil && was != nil:
 		a.log.Info("pause ended; committing and syncing what waited")
-		a.event(metrics.KindOK, metrics.Part{Text: "resumed", Kind: metrics.KindOK})
+		a.event(statusline.KindOK, statusline.Part{Text: "resumed", Kind: statusline.KindOK})
 		kick(a.k.reconcile)
 		a.kickSyncIfRemote() // commits made while sync was paused wait for it, changed or not
 	}
@@ -266,8 +265,8 @@ func (a *Agent) takeReports() (took bool) {
 			a.conflictEvents(r.Conflicts)
 		}
 		if r.Command == "sync" && (r.Pushed || r.Merged || r.Commits > 0) {
-			a.event(metrics.KindOK, metrics.Part{Text: "memd sync", Kind: metrics.KindOK},
-				metrics.Part{Text: ": " + syncDoneText(r), Kind: metrics.KindDim})
+			a.event(statusline.KindOK, statusline.Part{Text: "memd sync", Kind: statusline.KindOK},
+				statusline.Part{Text: ": " + syncDoneText(r), Kind: statusline.KindDim})
 		}
 		if r.Commits > 0 {
 			a.st.hours.add(a.now(), r.Commits)

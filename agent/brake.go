@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/memd-dev/memd/internal/statedir"
-	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
@@ -34,14 +33,14 @@ func (a *Agent) holdDeletion(err error) bool {
 	}
 	if *slot != reason {
 		a.log.Warn("mass deletion held", "side", md.Side, "deleted", md.Deleted, "of", md.Total, "max_deletes", md.Max)
-		a.event(metrics.KindWarn, metrics.Part{Text: "paused:", Kind: metrics.KindWarn}, metrics.Part{Text: " " + reason})
+		a.event(statusline.KindWarn, statusline.Part{Text: "paused:", Kind: statusline.KindWarn}, statusline.Part{Text: " " + reason})
 	}
 	*slot = reason
 	return true
 }
 
 // brakeFacts adds a held mass deletion to the facts as the pause it is.
-func (a *Agent) brakeFacts(f *metrics.Facts) {
+func (a *Agent) brakeFacts(f *statusline.Facts) {
 	reason := a.st.deletions.local
 	if reason == "" {
 		reason = a.st.deletions.remote

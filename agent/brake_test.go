@@ -155,7 +155,7 @@ func TestMassDeletionPausesDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "deletion let through and pushed", 30*time.Second, func() bool {
-		out, err := git(t, bare, "ls-tree", "--name-only", "main", "resources/m/")
+		out, err := hostGit.Run(bare, nil, "ls-tree", "--name-only", "main", "resources/m/")
 		return err == nil && strings.Count(out, "\n") == 18 && readPaused(t, cfg).State != "paused"
 	}, logs.String)
 	if sd.DeletesAllowed() {

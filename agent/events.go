@@ -7,22 +7,22 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
-	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
-// eventLog is the status document's `events`: the last metrics.MaxEvents things that
+// eventLog is the status document's `events`: the last statusline.MaxEvents things that
 // happened, oldest first. It is restored from the last status.json at start, so ids keep
 // increasing across restarts and a reader (the Claude Code mod's stream, the page's log)
 // shows each event exactly once. Owner-goroutine only.
 type eventLog struct {
-	evs  []metrics.StatusEvent
+	evs  []statusline.Event
 	last uint64
 }
 
 // maxEventText bounds one event's text: a long error message must not grow status.json.
 const maxEventText = 400
 
-func (l *eventLog) restore(d *metrics.Document) {
+func (l *eventLog) restore(d *statusline.Document) {
 	if d == nil {
 		return
 	}
@@ -36,7 +36,7 @@ func (l *eventLog) restore(d *metrics.Document) {
 }
 
 // add records one event; parts, when given, must join to the whole text.
-func (l *eventLog) add(at time.Time, kind string, parts ...metrics.Part) {
+func (l *eventLog) add(at time.Time, kind string, parts ...statusline.Part) {
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteString(p.Text)
@@ -46,34 +46,34 @@ func (l *eventLog) add(at time.Time, kind string, parts ...metrics.Part) {
 		text, parts = text[:maxEventText]+"…", nil
 	}
 	l.last++
-	l.evs = append(l.evs, metrics.StatusEvent{ID: l.last, At: at.UTC().Truncate(time.Second), Kind: kind, Text: text, Parts: parts})
+	l.evs = append(l.evs, statusline.Event{ID: l.last, At: at.UTC().Truncate(time.Second), Kind: kind, Text: text, Parts: parts})
 	l.trim()
 }
 
 func (l *eventLog) trim() {
-	if n := len(l.evs) - metrics.MaxEvents; n > 0 {
-		l.evs = append([]metrics.StatusEvent(nil), l.evs[n:]...)
+	if n := len(l.evs) - statusline.MaxEvents; n > 0 {
+		l.evs = append([]statusline.Event(nil), l.evs[n:]...)
 	}
 }
 
-func (l *eventLog) list() []metrics.StatusEvent { return l.evs }
+func (l *eventLog) list() []statusline.Event { return l.evs }
 
 // commitHours counts memd's commits per clock hour over the last day (status
 // `commits_per_hour`), restored from the last status.json at start.
 type commitHours struct {
 	newest time.Time // start of the hour counts[len-1] covers; zero before the first commit
-	counts [metrics.HoursKept]int
+	counts [statusline.HoursKept]int
 }
 
-func (h *commitHours) restore(d *metrics.Document) {
+func (h *commitHours) restore(d *statusline.Document) {
 	if d == nil || len(d.CommitsPerHour) == 0 || d.UpdatedAt.IsZero() {
 		return
 	}
 	src := d.CommitsPerHour
-	if len(src) > metrics.HoursKept {
-		src = src[len(src)-metrics.HoursKept:]
+	if len(src) > statusline.HoursKept {
+		src = src[len(src)-statusline.HoursKept:]
 	}
-	copy(h.counts[metrics.HoursKept-len(src):], src)
+	copy(h.counts[statusline.HoursKept-len(src):], src)
 	h.newest = d.UpdatedAt.UTC().Truncate(time.Hour)
 }
 
@@ -88,11 +88,11 @@ func (h *commitHours) shift(now time.Time) {
 	if n <= 0 {
 		return // the clock went back: keep counting into the newest hour
 	}
-	if n >= metrics.HoursKept {
-		h.counts = [metrics.HoursKept]int{}
+	if n >= statusline.HoursKept {
+		h.counts = [statusline.HoursKept]int{}
 	} else {
 		copy(h.counts[:], h.counts[n:])
-		for i := metrics.HoursKept - n; i < metrics.HoursKept; i++ {
+		for i := statusline.HoursKept - n; i < statusline.HoursKept; i++ {
 			h.counts[i] = 0
 		}
 	}
@@ -101,7 +101,7 @@ func (h *commitHours) shift(now time.Time) {
 
 func (h *commitHours) add(now time.Time, n int) {
 	h.shift(now)
-	h.counts[metrics.HoursKept-1] += n
+	h.counts[statusline.HoursKept-1] += n
 }
 
 func (h *commitHours) list(now time.Time) []int {
@@ -110,7 +110,7 @@ func (h *commitHours) list(now time.Time) []int {
 }
 
 // event records one event at the agent's clock.
-func (a *Agent) event(kind string, parts ...metrics.Part) {
+func (a *Agent) event(kind string, parts ...statusline.Part) {
 	a.st.events.add(a.now(), kind, parts...)
 }
 
@@ -124,9 +124,9 @@ func (a *Agent) conflictEvents(copies []string) {
 		if !ok {
 			orig = "?"
 		}
-		a.event(metrics.KindWarn, metrics.Part{Text: "conflict", Kind: metrics.KindWarn},
-			metrics.Part{Text: " " + orig}, metrics.Part{Text: " changed on both sides; ours kept as ", Kind: metrics.KindDim},
-			metrics.Part{Text: cp})
+		a.event(statusline.KindWarn, statusline.Part{Text: "conflict", Kind: statusline.KindWarn},
+			statusline.Part{Text: " " + orig}, statusline.Part{Text: " changed on both sides; ours kept as ", Kind: statusline.KindDim},
+			statusline.Part{Text: cp})
 	}
 }
 
@@ -148,9 +148,9 @@ func (a *Agent) sleepEvent(counts map[string]int, failed []string) {
 		what = "nothing to do"
 	}
 	if len(failed) > 0 {
-		a.event(metrics.KindError, metrics.Part{Text: "sleep failed:", Kind: metrics.KindError},
-			metrics.Part{Text: " " + strings.Join(failed, "; ")}, metrics.Part{Text: " (" + what + ")", Kind: metrics.KindDim})
+		a.event(statusline.KindError, statusline.Part{Text: "sleep failed:", Kind: statusline.KindError},
+			statusline.Part{Text: " " + strings.Join(failed, "; ")}, statusline.Part{Text: " (" + what + ")", Kind: statusline.KindDim})
 		return
 	}
-	a.event(metrics.KindInfo, metrics.Part{Text: "sleep:", Kind: metrics.KindInfo}, metrics.Part{Text: " " + what})
+	a.event(statusline.KindInfo, statusline.Part{Text: "sleep:", Kind: statusline.KindInfo}, statusline.Part{Text: " " + what})
 }

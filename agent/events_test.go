@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
-	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 // TestEventLogAcrossRestarts: ids go on from the last document's events, the ring keeps the
@@ -14,18 +14,18 @@ import (
 func TestEventLogAcrossRestarts(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	var l eventLog
-	for i := 0; i < metrics.MaxEvents+7; i++ {
-		l.add(t0, metrics.KindInfo, metrics.Part{Text: "e"})
+	for i := 0; i < statusline.MaxEvents+7; i++ {
+		l.add(t0, statusline.KindInfo, statusline.Part{Text: "e"})
 	}
-	if n, first, last := len(l.list()), l.list()[0].ID, l.list()[len(l.list())-1].ID; n != metrics.MaxEvents || first != 8 || last != 57 {
+	if n, first, last := len(l.list()), l.list()[0].ID, l.list()[len(l.list())-1].ID; n != statusline.MaxEvents || first != 8 || last != 57 {
 		t.Fatalf("ring: %d events, ids %d..%d", n, first, last)
 	}
-	doc := metrics.Compose(metrics.Facts{Now: t0, Events: l.list()})
+	doc := statusline.Compose(statusline.Facts{Now: t0, Events: l.list()})
 	var next eventLog // a restarted memd reads the last status.json
 	next.restore(&doc)
-	next.add(t0, metrics.KindWarn, metrics.Part{Text: strings.Repeat("x", 2*maxEventText)})
+	next.add(t0, statusline.KindWarn, statusline.Part{Text: strings.Repeat("x", 2*maxEventText)})
 	evs := next.list()
-	if e := evs[len(evs)-1]; e.ID != 58 || len(evs) != metrics.MaxEvents || len(e.Text) > maxEventText+len("…") || e.Parts != nil {
+	if e := evs[len(evs)-1]; e.ID != 58 || len(evs) != statusline.MaxEvents || len(e.Text) > maxEventText+len("…") || e.Parts != nil {
 		t.Fatalf("after restart: last %+v, %d events", e.ID, len(evs))
 	}
 }
@@ -39,16 +39,16 @@ func TestCommitHours(t *testing.T) {
 	h.add(t0.Add(20*time.Minute), 2) // 14:30, same hour
 	h.add(t0.Add(time.Hour), 1)      // 15:10
 	got := h.list(t0.Add(2 * time.Hour))
-	if got[metrics.HoursKept-3] != 3 || got[metrics.HoursKept-2] != 1 || got[metrics.HoursKept-1] != 0 {
+	if got[statusline.HoursKept-3] != 3 || got[statusline.HoursKept-2] != 1 || got[statusline.HoursKept-1] != 0 {
 		t.Fatalf("hours = %v", got)
 	}
-	doc := metrics.Compose(metrics.Facts{Now: t0.Add(2 * time.Hour), CommitsPerHour: got})
+	doc := statusline.Compose(statusline.Facts{Now: t0.Add(2 * time.Hour), CommitsPerHour: got})
 	var r commitHours
 	r.restore(&doc)
-	if again := r.list(t0.Add(3 * time.Hour)); again[metrics.HoursKept-4] != 3 || again[metrics.HoursKept-3] != 1 {
+	if again := r.list(t0.Add(3 * time.Hour)); again[statusline.HoursKept-4] != 3 || again[statusline.HoursKept-3] != 1 {
 		t.Fatalf("restored and moved an hour = %v", again)
 	}
-	if far := r.list(t0.Add(48 * time.Hour)); far[metrics.HoursKept-4] != 0 {
+	if far := r.list(t0.Add(48 * time.Hour)); far[statusline.HoursKept-4] != 0 {
 		t.Fatalf("two days later = %v", far)
 	}
 }
@@ -62,12 +62,12 @@ func TestEventTexts(t *testing.T) {
 	a.sleepEvent(map[string]int{}, nil)
 	a.sleepEvent(map[string]int{"arcs": 1}, []string{"archive: disk full"})
 	want := []struct{ kind, text string }{
-		{metrics.KindWarn, "conflict areas/x.html changed on both sides; ours kept as areas/x.conflict-laptop-20261130T030000Z.html"},
-		{metrics.KindWarn, "conflict memory.jsonl changed on both sides; ours kept as memory.conflicts.jsonl"},
-		{metrics.KindWarn, "conflict ? changed on both sides; ours kept as odd"},
-		{metrics.KindInfo, "sleep: arcs 2, expired 3"},
-		{metrics.KindInfo, "sleep: nothing to do"},
-		{metrics.KindError, "sleep failed: archive: disk full (arcs 1)"},
+		{statusline.KindWarn, "conflict areas/x.html changed on both sides; ours kept as areas/x.conflict-laptop-20261130T030000Z.html"},
+		{statusline.KindWarn, "conflict memory.jsonl changed on both sides; ours kept as memory.conflicts.jsonl"},
+		{statusline.KindWarn, "conflict ? changed on both sides; ours kept as odd"},
+		{statusline.KindInfo, "sleep: arcs 2, expired 3"},
+		{statusline.KindInfo, "sleep: nothing to do"},
+		{statusline.KindError, "sleep failed: archive: disk full (arcs 1)"},
 	}
 	evs := a.st.events.list()
 	if len(evs) != len(want) {
@@ -92,12 +92,12 @@ func TestNewRestoresFromLastDocument(t *testing.T) {
 	cfg := memd.DefaultConfig()
 	cfg.Repo = newRepo(t)
 	t0 := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
-	hours := make([]int, metrics.HoursKept)
-	hours[metrics.HoursKept-1] = 5
-	prev := metrics.Compose(metrics.Facts{Now: t0, CommitsPerHour: hours,
-		LastSleep: &metrics.SleepInfo{At: t0.Add(-11 * time.Hour), Counts: map[string]int{"arcs": 2}},
-		Events:    []metrics.StatusEvent{{ID: 7, At: t0, Kind: metrics.KindInfo, Text: "sleep: arcs 2"}}})
-	if err := metrics.Write(cfg.StateDir(), prev); err != nil {
+	hours := make([]int, statusline.HoursKept)
+	hours[statusline.HoursKept-1] = 5
+	prev := statusline.Compose(statusline.Facts{Now: t0, CommitsPerHour: hours,
+		LastSleep: &statusline.SleepInfo{At: t0.Add(-11 * time.Hour), Counts: map[string]int{"arcs": 2}},
+		Events:    []statusline.Event{{ID: 7, At: t0, Kind: statusline.KindInfo, Text: "sleep: arcs 2"}}})
+	if err := statusline.Write(cfg.StateDir(), prev); err != nil {
 		t.Fatal(err)
 	}
 	a, err := New(Options{Config: cfg, Now: func() time.Time { return t0.Add(time.Hour) }})
@@ -105,12 +105,12 @@ func TestNewRestoresFromLastDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.repo.Close()
-	a.event(metrics.KindOK, metrics.Part{Text: "next"})
+	a.event(statusline.KindOK, statusline.Part{Text: "next"})
 	evs := a.st.events.list()
 	if len(evs) != 2 || evs[0].ID != 7 || evs[1].ID != 8 {
 		t.Fatalf("events = %+v", evs)
 	}
-	if h := a.st.hours.list(t0.Add(time.Hour)); h[metrics.HoursKept-2] != 5 {
+	if h := a.st.hours.list(t0.Add(time.Hour)); h[statusline.HoursKept-2] != 5 {
 		t.Fatalf("hours = %v", h)
 	}
 	if s := a.st.lastSleep; s == nil || s.counts["arcs"] != 2 || !s.at.Equal(t0.Add(-11*time.Hour)) {

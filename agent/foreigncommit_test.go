@@ -29,7 +29,7 @@ func TestCommitOnStaleIndexLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	inHead := func() bool {
-		out, err := git(t, dir, "ls-tree", "--name-only", "HEAD", "resources/writer/0208.html")
+		out, err := hostGit.Run(dir, nil, "ls-tree", "--name-only", "HEAD", "resources/writer/0208.html")
 		return err == nil && strings.TrimSpace(out) != ""
 	}
 	testutil.WaitFor(t, "memd commits the file", 20*time.Second, inHead, logs.String)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/secrets"
-	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
@@ -109,7 +108,7 @@ func (a *Agent) heldEvent(g gitrepo.Guarded) {
 		what = "those records not committed, the rest is"
 	}
 	why = slices.Compact(why)
-	a.event(metrics.KindWarn, metrics.Part{Text: "held", Kind: metrics.KindWarn},
-		metrics.Part{Text: " " + g.Path}, metrics.Part{Text: ": secret (" + strings.Join(why, ", ") + "); " + what, Kind: metrics.KindDim})
+	a.event(statusline.KindWarn, statusline.Part{Text: "held", Kind: statusline.KindWarn},
+		statusline.Part{Text: " " + g.Path}, statusline.Part{Text: ": secret (" + strings.Join(why, ", ") + "); " + what, Kind: statusline.KindDim})
 	a.log.Warn("secret found; held back from commits", "path", g.Path, "findings", strings.Join(why, ", "), "partial", g.Partial)
 }

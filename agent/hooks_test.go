@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,18 +32,11 @@ func newHookRig(t *testing.T) hookRig {
 	for _, c := range [][]string{{"", "init", "-q", "--bare", "-b", "main", bare}, {dir, "remote", "add", "origin", bare},
 		{dir, "push", "-q", "origin", "main"}, {"", "clone", "-q", bare, other},
 		{other, "config", "user.name", "other"}, {other, "config", "user.email", "other@test"}} {
-		if out, err := gitOut(c[0], c[1:]...); err != nil {
+		if out, err := hostGit.Run(c[0], nil, c[1:]...); err != nil {
 			t.Fatalf("git %v: %v\n%s", c[1:], err, out)
 		}
 	}
 	return hookRig{dir: dir, bare: bare, other: other}
-}
-
-func gitOut(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // push commits one file in the other clone and pushes it; it returns the new commit.
@@ -57,15 +49,15 @@ func (r hookRig) push(t *testing.T, rel string) string {
 	if err := os.WriteFile(p, []byte(rel+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := gitOut(r.other, "pull", "-q", "--ff-only"); err != nil {
+	if out, err := hostGit.Run(r.other, nil, "pull", "-q", "--ff-only"); err != nil {
 		t.Fatalf("git pull: %v\n%s", err, out)
 	}
 	for _, c := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "other: " + rel}, {"push", "-q", "origin", "main"}} {
-		if out, err := gitOut(r.other, c...); err != nil {
+		if out, err := hostGit.Run(r.other, nil, c...); err != nil {
 			t.Fatalf("git %v: %v\n%s", c, err, out)
 		}
 	}
-	out, _ := gitOut(r.other, "rev-parse", "HEAD")
+	out, _ := hostGit.Run(r.other, nil, "rev-parse", "HEAD")
 	return strings.TrimSpace(out)
 }
 
@@ -104,7 +96,7 @@ func describeRig(logs *tu.LockedBuffer, rig hookRig) string {
 	var b strings.Builder
 	b.WriteString(logs.String())
 	for _, d := range []string{rig.dir, rig.bare, rig.other} {
-		gl, _ := gitOut(d, "log", "--all", "--graph", "--stat", "--format=%h %an %s")
+		gl, _ := hostGit.Run(d, nil, "log", "--all", "--graph", "--stat", "--format=%h %an %s")
 		fmt.Fprintf(&b, "\n%s:\n%s", d, gl)
 	}
 	return b.String()
@@ -122,7 +114,7 @@ func hookConfig(dir string) memd.Config {
 }
 
 func head(t *testing.T, dir string) string {
-	out, _ := gitOut(dir, "rev-parse", "HEAD")
+	out, _ := hostGit.Run(dir, nil, "rev-parse", "HEAD")
 	return strings.TrimSpace(out)
 }
 
@@ -233,7 +225,7 @@ func TestHookAfterSleep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "demo"}} {
-		if out, err := gitOut(dir, c...); err != nil {
+		if out, err := hostGit.Run(dir, nil, c...); err != nil {
 			t.Fatalf("git %v: %v\n%s", c, err, out)
 		}
 	}

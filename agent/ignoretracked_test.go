@@ -72,8 +72,8 @@ func TestRemoteGitignoreNeverHidesTrackedEdits(t *testing.T) {
 	put(dir, "memory.jsonl", "{\"id\":\"1\"}\n{\"id\":\"2\"}\n")
 	put(dir, "resources/m/new.html", "<p>untracked and ignored</p>\n")
 	testutil.WaitFor(t, "tracked edits committed and pushed", 20*time.Second, func() bool {
-		m, err1 := git(t, bare, "show", "main:resources/m/a.html")
-		l, err2 := git(t, bare, "show", "main:memory.jsonl")
+		m, err1 := hostGit.Run(bare, nil, "show", "main:resources/m/a.html")
+		l, err2 := hostGit.Run(bare, nil, "show", "main:memory.jsonl")
 		return err1 == nil && err2 == nil && strings.Contains(m, "edited") && strings.Contains(l, `"2"`)
 	}, logs.String)
 	if _, ok := committed(t, dir, "resources/m/new.html"); ok {

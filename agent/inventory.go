@@ -9,8 +9,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/memd-dev/memd"
@@ -18,6 +16,7 @@ import (
 	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/workpool"
 	"github.com/memd-dev/memd/metrics"
 )
 
@@ -402,24 +401,16 @@ func uniqueKey(h string) uint64 {
 // parseMemories parses rels on all cores but one; the result is in the order of rels.
 func parseMemories(root string, rels []string) []invEntry {
 	out := make([]invEntry, len(rels))
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	// One core is left to the owner: the first inventory is built while memd commits.
-	for w := 0; w < max(1, runtime.GOMAXPROCS(0)-1); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(rels); i = int(next.Add(1) - 1) {
-				info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rels[i])))
-				if err != nil {
-					out[i] = invEntry{bucket: bucketIndex(rels[i])}
-					continue
-				}
-				out[i] = parseEntry(root, rels[i], info)
-			}
-		}()
-	}
-	wg.Wait()
+	_ = workpool.Each(len(rels), max(1, runtime.GOMAXPROCS(0)-1), func(i int) error {
+		info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rels[i])))
+		if err != nil {
+			out[i] = invEntry{bucket: bucketIndex(rels[i])}
+			return nil
+		}
+		out[i] = parseEntry(root, rels[i], info)
+		return nil
+	})
 	return out
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
-	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sleep"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepo"
@@ -56,7 +56,7 @@ func (a *Agent) commitPending(ctx context.Context) (took bool, err error) {
 			return false, nil // paused, not an error; no sync kick per retry
 		}
 		if err.Error() != a.st.lastErr { // one event per new failure, not per retry
-			a.event(metrics.KindError, metrics.Part{Text: "error:", Kind: metrics.KindError}, metrics.Part{Text: " " + err.Error()})
+			a.event(statusline.KindError, statusline.Part{Text: "error:", Kind: statusline.KindError}, statusline.Part{Text: " " + err.Error()})
 		}
 		a.st.lastErr = err.Error()
 		return true, err
@@ -190,14 +190,14 @@ func (a *Agent) doSync(ctx context.Context) error {
 		prev := a.st.syncState
 		switch {
 		case errors.Is(err, gitremote.ErrOffline):
-			a.st.syncState = metrics.StateOffline
+			a.st.syncState = statusline.StateOffline
 		default:
 			// The remote answered (auth, unrelated history, a refused push, a
 			// commit naming a path memd will not write (ErrUnsafeTree), a
 			// checkout that failed): not offline, an error until it clears.
-			a.st.syncState = metrics.StateError
+			a.st.syncState = statusline.StateError
 		}
-		if prev != a.st.syncState || (a.st.syncState == metrics.StateError && a.st.syncErr != err.Error()) {
+		if prev != a.st.syncState || (a.st.syncState == statusline.StateError && a.st.syncErr != err.Error()) {
 			a.syncEvent(err)
 		}
 		a.st.syncErr = err.Error()
@@ -218,12 +218,12 @@ func (a *Agent) doSync(ctx context.Context) error {
 		return nil
 	}
 	a.backoff.Reset()
-	if a.st.syncState != metrics.StateOK && a.st.syncState != "" {
+	if a.st.syncState != statusline.StateOK && a.st.syncState != "" {
 		a.log.Info("sync recovered", "remote", a.cfg.Sync.Remote)
-		a.event(metrics.KindOK, metrics.Part{Text: "back online", Kind: metrics.KindOK},
-			metrics.Part{Text: fmt.Sprintf(": synced with %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)})
+		a.event(statusline.KindOK, statusline.Part{Text: "back online", Kind: statusline.KindOK},
+			statusline.Part{Text: fmt.Sprintf(": synced with %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)})
 	}
-	a.st.syncState = metrics.StateOK
+	a.st.syncState = statusline.StateOK
 	a.st.syncErr = ""
 	a.st.deletions.remote = ""
 	a.metrics.SyncDone(nil, a.now())
@@ -412,10 +412,10 @@ func (a *Agent) sleepRunner() *sleep.Runner {
 // syncEvent says sync went offline (the remote cannot be reached) or failed for good (auth,
 // unrelated history), once per change of state.
 func (a *Agent) syncEvent(err error) {
-	if a.st.syncState == metrics.StateOffline {
-		a.event(metrics.KindWarn, metrics.Part{Text: "offline", Kind: metrics.KindWarn},
-			metrics.Part{Text: ": " + a.cfg.Sync.Remote + " unreachable (" + reasonOf(err) + "); commits kept locally", Kind: metrics.KindDim})
+	if a.st.syncState == statusline.StateOffline {
+		a.event(statusline.KindWarn, statusline.Part{Text: "offline", Kind: statusline.KindWarn},
+			statusline.Part{Text: ": " + a.cfg.Sync.Remote + " unreachable (" + reasonOf(err) + "); commits kept locally", Kind: statusline.KindDim})
 		return
 	}
-	a.event(metrics.KindError, metrics.Part{Text: "sync error:", Kind: metrics.KindError}, metrics.Part{Text: " " + err.Error()})
+	a.event(statusline.KindError, statusline.Part{Text: "sync error:", Kind: statusline.KindError}, statusline.Part{Text: " " + err.Error()})
 }

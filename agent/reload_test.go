@@ -132,7 +132,7 @@ func TestStopCancelsTheRunningJob(t *testing.T) {
 			}
 		}
 	}()
-	if out, err := git(t, dir, "remote", "add", "origin", "http://"+ln.Addr().String()+"/memory.git"); err != nil {
+	if out, err := hostGit.Run(dir, nil, "remote", "add", "origin", "http://"+ln.Addr().String()+"/memory.git"); err != nil {
 		t.Fatalf("git remote add: %v %s", err, out)
 	}
 	cfg := hookConfig(dir)

@@ -187,6 +187,6 @@ func TestRemoteCheckFetchesMovedRef(t *testing.T) {
 
 // remoteHead is the bare remote's main, or "" while git cannot say.
 func remoteHead(bare string) string {
-	out, _ := gitOut(bare, "rev-parse", "main")
+	out, _ := hostGit.Run(bare, nil, "rev-parse", "main")
 	return strings.TrimSpace(out)
 }

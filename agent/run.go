@@ -17,6 +17,7 @@ import (
 	"github.com/memd-dev/memd/internal/procgroup"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sleep"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepo"
@@ -97,7 +98,7 @@ func New(opts Options) (*Agent, error) {
 	// The last document carries the events, commit hours and last sleep of the previous run:
 	// ids go on from there (a reader shows each event once across restarts), and the page
 	// still shows last night's sleep after a restart.
-	if prev, err := metrics.Read(a.cfg.StateDir()); err == nil {
+	if prev, err := statusline.Read(a.cfg.StateDir()); err == nil {
 		a.st.events.restore(prev)
 		a.st.hours.restore(prev)
 		if s := prev.LastSleep; s != nil {
@@ -260,7 +261,7 @@ func (a *Agent) loop(ctx context.Context, r *running) error {
 			a.runJob(ctx, "reload", func(context.Context) error { a.doReload(pull, reconcile); return nil })
 		case <-a.k.hooks:
 			for _, msg := range a.hookFails.takeFresh() {
-				a.event(metrics.KindWarn, metrics.Part{Text: msg, Kind: metrics.KindWarn})
+				a.event(statusline.KindWarn, statusline.Part{Text: msg, Kind: statusline.KindWarn})
 			}
 			a.publish() // a hook finished: its warning appears or clears
 			continue

@@ -55,7 +55,7 @@ func (a *Agent) publish() {
 	a.noteHeld() // after every job: a commit or a sync's edit merge may hold or release files
 	inv := a.inv.snapshot(a.now())
 	ws := a.watchStats()
-	f := metrics.Facts{
+	f := statusline.Facts{
 		Now:        a.now(),
 		PID:        os.Getpid(),
 		Repo:       a.cfg.Repo,
@@ -65,7 +65,7 @@ func (a *Agent) publish() {
 		Pending:    a.pending.len(),
 		Ahead:      st.ahead,
 		Behind:     st.behind,
-		Offline:    st.syncState == metrics.StateOffline,
+		Offline:    st.syncState == statusline.StateOffline,
 		SyncError:  st.syncErr,
 		Error:      st.lastErr,
 		Inbox:      inv.Inbox,
@@ -97,17 +97,17 @@ func (a *Agent) publish() {
 	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
 		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
 	}
-	if st.syncState == metrics.StateError {
+	if st.syncState == statusline.StateError {
 		f.Error = st.syncErr
 	}
 	if c := st.lastCommit; c != nil {
-		f.LastCommit = &metrics.CommitInfo{At: c.at, Added: c.added, Modified: c.modified, Deleted: c.deleted}
+		f.LastCommit = &statusline.CommitInfo{At: c.at, Added: c.added, Modified: c.modified, Deleted: c.deleted}
 	}
 	if s := st.lastSleep; s != nil {
-		f.LastSleep = &metrics.SleepInfo{At: s.at, Counts: s.counts}
+		f.LastSleep = &statusline.SleepInfo{At: s.at, Counts: s.counts}
 	}
-	doc := metrics.Compose(f)
-	if err := metrics.Write(a.cfg.StateDir(), doc); err != nil {
+	doc := statusline.Compose(f)
+	if err := statusline.Write(a.cfg.StateDir(), doc); err != nil {
 		a.log.Warn("write status", "err", err)
 	}
 	a.hub.Publish(doc)

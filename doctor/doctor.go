@@ -26,6 +26,7 @@ import (
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/format/writerlock"
 	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/workpool"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
 
@@ -303,17 +304,8 @@ func (rep *Report) tally() {
 
 func parseAll(root string, rels []string, progress io.Writer) []memInfo {
 	out := make([]memInfo, len(rels))
-	workers := runtime.GOMAXPROCS(0)
-	var next, done int64
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	take := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		i := next
-		next++
-		return int(i)
-	}
+	var done int64
 	report := func() {
 		mu.Lock()
 		done++
@@ -326,27 +318,21 @@ func parseAll(root string, rels []string, progress io.Writer) []memInfo {
 			}
 		}
 	}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := take(); i < len(rels); i = take() {
-				rel := rels[i]
-				m, err := memfile.ParseFile(filepath.Join(root, filepath.FromSlash(rel)))
-				mi := memInfo{rel: rel, mem: m, err: err}
-				if m != nil {
-					for _, l := range m.Links {
-						if t, err := memd.HrefToPath(l.Href); err == nil {
-							mi.links = append(mi.links, t)
-						}
-					}
+	_ = workpool.Each(len(rels), runtime.GOMAXPROCS(0), func(i int) error {
+		rel := rels[i]
+		m, err := memfile.ParseFile(filepath.Join(root, filepath.FromSlash(rel)))
+		mi := memInfo{rel: rel, mem: m, err: err}
+		if m != nil {
+			for _, l := range m.Links {
+				if t, err := memd.HrefToPath(l.Href); err == nil {
+					mi.links = append(mi.links, t)
 				}
-				out[i] = mi
-				report()
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		out[i] = mi
+		report()
+		return nil
+	})
 	return out
 }
 

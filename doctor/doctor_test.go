@@ -11,21 +11,11 @@ import (
 
 	"github.com/memd-dev/memd/demo"
 	"github.com/memd-dev/memd/format/memorymd"
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-func write(t *testing.T, root, rel, body string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func findings(rep *Report, check string) []Finding {
 	var out []Finding
@@ -64,31 +54,31 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 	}
 
 	// Each of these must be found.
-	write(t, root, "areas/broken.html", "<html><head><title>x</title></head><body>no article</body></html>")
-	write(t, root, "areas/linker.html", strings.Replace(validMemory("linker"), "</head>",
+	testutil.WriteFile(t, root, "areas/broken.html", "<html><head><title>x</title></head><body>no article</body></html>")
+	testutil.WriteFile(t, root, "areas/linker.html", strings.Replace(validMemory("linker"), "</head>",
 		`<link rel="memhtml-supersedes" href="/areas/gone.html"></head>`, 1))
-	write(t, root, "notes/stray.html", validMemory("stray")) // outside the four buckets: a warning
-	write(t, root, "areas/dup-a.html", validMemory("duplicated"))
-	write(t, root, "projects/p/dup-b.html", validMemory("duplicated"))
-	write(t, root, "archive/2020/areas/dup-a.html", validMemory("duplicated")) // archived: no clash
+	testutil.WriteFile(t, root, "notes/stray.html", validMemory("stray")) // outside the four buckets: a warning
+	testutil.WriteFile(t, root, "areas/dup-a.html", validMemory("duplicated"))
+	testutil.WriteFile(t, root, "projects/p/dup-b.html", validMemory("duplicated"))
+	testutil.WriteFile(t, root, "archive/2020/areas/dup-a.html", validMemory("duplicated")) // archived: no clash
 	// memhtml's own files are not memories: never a problem, never counted.
-	write(t, root, "areas/inbox/index.html", "<html><body><ul><li>listing</li></ul></body></html>")
-	write(t, root, "sitemap.xml", "<urlset/>")
-	write(t, root, "README.html", "<html><body><h1>memory repo</h1></body></html>")
-	write(t, root, ".memhtml/sleep/run-1.html", "<html><body><h1>report</h1></body></html>")
-	write(t, root, "areas/arcs/not-an-arc.html", validMemory("not an arc"))
+	testutil.WriteFile(t, root, "areas/inbox/index.html", "<html><body><ul><li>listing</li></ul></body></html>")
+	testutil.WriteFile(t, root, "sitemap.xml", "<urlset/>")
+	testutil.WriteFile(t, root, "README.html", "<html><body><h1>memory repo</h1></body></html>")
+	testutil.WriteFile(t, root, ".memhtml/sleep/run-1.html", "<html><body><h1>report</h1></body></html>")
+	testutil.WriteFile(t, root, "areas/arcs/not-an-arc.html", validMemory("not an arc"))
 	ledger, _ := os.ReadFile(filepath.Join(root, "memory.jsonl"))
-	write(t, root, "memory.jsonl", string(ledger)+"{this is not json\n")
+	testutil.WriteFile(t, root, "memory.jsonl", string(ledger)+"{this is not json\n")
 	idx, _ := os.ReadFile(filepath.Join(root, "MEMORY.md"))
-	write(t, root, "MEMORY.md", string(idx)+"- [[areas/nowhere.html|Nowhere]] · type:semantic subject:x · gone\n")
-	write(t, root, "projects/p/MEMORY.md", "# p\n\n## CRITICAL RULES\n- a\n\n## Random\n- b\n")
+	testutil.WriteFile(t, root, "MEMORY.md", string(idx)+"- [[areas/nowhere.html|Nowhere]] · type:semantic subject:x · gone\n")
+	testutil.WriteFile(t, root, "projects/p/MEMORY.md", "# p\n\n## CRITICAL RULES\n- a\n\n## Random\n- b\n")
 	// A stale lock: a pid that has exited, on this host.
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	write(t, root, ".memory.lock", fmt.Sprintf("pid: %d\nhostname: %s\nacquired_at: 2026-11-30T00:00:00Z\n", cmd.Process.Pid, host))
+	testutil.WriteFile(t, root, ".memory.lock", fmt.Sprintf("pid: %d\nhostname: %s\nacquired_at: 2026-11-30T00:00:00Z\n", cmd.Process.Pid, host))
 
 	rep, err := Check(root, Options{})
 	if err != nil {
@@ -139,7 +129,7 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 func TestDoctorInboxThreshold(t *testing.T) {
 	root := t.TempDir()
 	for i := 0; i <= statusline.InboxWarnAbove; i++ {
-		write(t, root, fmt.Sprintf("areas/inbox/m%02d.html", i), validMemory(fmt.Sprintf("m%d", i)))
+		testutil.WriteFile(t, root, fmt.Sprintf("areas/inbox/m%02d.html", i), validMemory(fmt.Sprintf("m%d", i)))
 	}
 	rep, err := Check(root, Options{})
 	if err != nil {

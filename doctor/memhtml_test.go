@@ -52,10 +52,10 @@ func TestDuplicatesAgreeWithMemhtml(t *testing.T) {
 	}
 	for name, pair := range dups {
 		root := t.TempDir()
-		write(t, root, "areas/x/one.html", memoryWith("One", "semantic", pair[0]))
-		write(t, root, "projects/p/two.html", memoryWith("Two", "procedural", pair[1]))
-		write(t, root, "archive/2020/areas/x/one.html", memoryWith("Old", "semantic", pair[0])) // archived: no clash
-		write(t, root, "projects/p/tasks/t1.html", memoryWith("T1", "task", pair[0]))           // tasks: no clash
+		testutil.WriteFile(t, root, "areas/x/one.html", memoryWith("One", "semantic", pair[0]))
+		testutil.WriteFile(t, root, "projects/p/two.html", memoryWith("Two", "procedural", pair[1]))
+		testutil.WriteFile(t, root, "archive/2020/areas/x/one.html", memoryWith("Old", "semantic", pair[0])) // archived: no clash
+		testutil.WriteFile(t, root, "projects/p/tasks/t1.html", memoryWith("T1", "task", pair[0]))           // tasks: no clash
 		rep, err := Check(root, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -70,8 +70,8 @@ func TestDuplicatesAgreeWithMemhtml(t *testing.T) {
 	}
 	root := t.TempDir()
 	for name, pair := range near {
-		write(t, root, "areas/near/"+strings.ReplaceAll(name, " ", "-")+"-a.html", memoryWith("A "+name, "semantic", pair[0]))
-		write(t, root, "areas/near/"+strings.ReplaceAll(name, " ", "-")+"-b.html", memoryWith("B "+name, "semantic", pair[1]))
+		testutil.WriteFile(t, root, "areas/near/"+strings.ReplaceAll(name, " ", "-")+"-a.html", memoryWith("A "+name, "semantic", pair[0]))
+		testutil.WriteFile(t, root, "areas/near/"+strings.ReplaceAll(name, " ", "-")+"-b.html", memoryWith("B "+name, "semantic", pair[1]))
 	}
 	rep, err := Check(root, Options{})
 	if err != nil {

@@ -41,13 +41,6 @@ const ChangedFormat = "nul"
 // stderrLineBytes caps the last line of a failed hook's stderr in its status warning.
 const stderrLineBytes = 200
 
-// Results, as the memd_hook_runs_total result label spells them (the root's names).
-const (
-	ResultOK      = memd.HookOK
-	ResultError   = memd.HookError
-	ResultTimeout = memd.HookTimeout
-)
-
 // MaxOutputBytes caps what a hook may print on stdout and stderr together; a hook that
 // prints more is killed and reported, so a runaway command cannot fill memd's memory.
 const MaxOutputBytes = 1 << 20
@@ -69,7 +62,7 @@ type Result struct {
 	Changed  int    // paths listed in MEMD_CHANGED_FILE
 	Output   string // stdout and stderr as they came, at most MaxOutputBytes
 	Duration time.Duration
-	Status   string // ResultOK, ResultError, ResultTimeout
+	Status   string // memd.HookOK, memd.HookError, memd.HookTimeout
 	Err      error  // names the hook key (hooks.after_sync) and the command
 	// StderrLine is the last line of stderr, escaped and capped (textsafe.Line); a failed
 	// run's Err ends with it, so the status says why, not only "exit status 1".
@@ -315,7 +308,7 @@ type Spec struct {
 // the output passes MaxOutputBytes. The error names the hook key and the command.
 func Exec(ctx context.Context, s Spec) Result {
 	start := time.Now()
-	res := Result{Hook: s.Hook, Argv: s.Argv, Old: s.OldHead, New: s.NewHead, Changed: len(s.Changed), Status: ResultOK}
+	res := Result{Hook: s.Hook, Argv: s.Argv, Old: s.OldHead, New: s.NewHead, Changed: len(s.Changed), Status: memd.HookOK}
 	fail := func(status string, err error) Result {
 		res.Status = status
 		res.Err = fmt.Errorf("hooks.%s %s: %w", s.Hook, quoteArgv(s.Argv), err)
@@ -323,11 +316,11 @@ func Exec(ctx context.Context, s Spec) Result {
 		return res
 	}
 	if len(s.Argv) == 0 || strings.TrimSpace(s.Argv[0]) == "" {
-		return fail(ResultError, errors.New("no command"))
+		return fail(memd.HookError, errors.New("no command"))
 	}
 	list, err := writeChanged(s.TempDir, s.Hook, s.Changed)
 	if err != nil {
-		return fail(ResultError, err)
+		return fail(memd.HookError, err)
 	}
 	defer os.Remove(list)
 
@@ -346,15 +339,15 @@ func Exec(ctx context.Context, s Spec) Result {
 	switch {
 	case run.Err == nil:
 	case errors.Is(run.Err, procgroup.ErrOutputTooLarge):
-		return fail(ResultError, ErrOutputTooLarge)
+		return fail(memd.HookError, ErrOutputTooLarge)
 	case errors.Is(run.Err, procgroup.ErrTimeout):
-		return fail(ResultTimeout, fmt.Errorf("%w after %s", ErrTimeout, timeout))
+		return fail(memd.HookTimeout, fmt.Errorf("%w after %s", ErrTimeout, timeout))
 	case ctx.Err() != nil:
-		return fail(ResultError, fmt.Errorf("stopped: %w", context.Cause(ctx)))
+		return fail(memd.HookError, fmt.Errorf("stopped: %w", context.Cause(ctx)))
 	case res.StderrLine != "":
-		return fail(ResultError, fmt.Errorf("%w: %s", run.Err, res.StderrLine))
+		return fail(memd.HookError, fmt.Errorf("%w: %s", run.Err, res.StderrLine))
 	default:
-		return fail(ResultError, run.Err)
+		return fail(memd.HookError, run.Err)
 	}
 	res.Duration = time.Since(start)
 	return res

@@ -41,7 +41,7 @@ func TestArgvPassedLiterally(t *testing.T) {
 	if res.Output != want.String() {
 		t.Errorf("output %q, want %q", res.Output, want.String())
 	}
-	if res.Status != ResultOK || !reflect.DeepEqual(res.Argv[2:], args) {
+	if res.Status != memd.HookOK || !reflect.DeepEqual(res.Argv[2:], args) {
 		t.Errorf("result %+v", res)
 	}
 }
@@ -85,7 +85,7 @@ func TestEnvironmentAndChangedFile(t *testing.T) {
 // keeps exactly the cap.
 func TestOutputCap(t *testing.T) {
 	res := Exec(context.Background(), spec(t, "after_sync", "head", "-c", "104857600", "/dev/zero"))
-	if !errors.Is(res.Err, ErrOutputTooLarge) || res.Status != ResultError {
+	if !errors.Is(res.Err, ErrOutputTooLarge) || res.Status != memd.HookError {
 		t.Fatalf("status %s, err %v", res.Status, res.Err)
 	}
 	if !strings.Contains(res.Err.Error(), "hooks.after_sync") || !strings.Contains(res.Err.Error(), `"head"`) {
@@ -133,9 +133,9 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 		name, script string
 		status       string
 	}{
-		{"timeout", `sleep 30 & echo $! > "$PIDFILE"; sleep 30`, ResultTimeout},
-		{"child outlives the hook", `sleep 30 >/dev/null 2>&1 & echo $! > "$PIDFILE"`, ResultOK},
-		{"child keeps the output open", `sleep 30 & echo $! > "$PIDFILE"`, ResultOK},
+		{"timeout", `sleep 30 & echo $! > "$PIDFILE"; sleep 30`, memd.HookTimeout},
+		{"child outlives the hook", `sleep 30 >/dev/null 2>&1 & echo $! > "$PIDFILE"`, memd.HookOK},
+		{"child keeps the output open", `sleep 30 & echo $! > "$PIDFILE"`, memd.HookOK},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 			if res.Status != c.status {
 				t.Fatalf("status %s (%v), want %s", res.Status, res.Err, c.status)
 			}
-			if c.status == ResultTimeout && (!errors.Is(res.Err, ErrTimeout) || !strings.Contains(res.Err.Error(), "hooks.after_sleep")) {
+			if c.status == memd.HookTimeout && (!errors.Is(res.Err, ErrTimeout) || !strings.Contains(res.Err.Error(), "hooks.after_sleep")) {
 				t.Errorf("error %v", res.Err)
 			}
 			if d := time.Since(start); d > 10*time.Second {
@@ -180,7 +180,7 @@ func TestBadCommands(t *testing.T) {
 	}
 	for _, c := range cases {
 		res := Exec(context.Background(), spec(t, "after_commit", c.argv...))
-		if res.Status != ResultError || res.Err == nil || !strings.Contains(res.Err.Error(), "hooks.after_commit") || !strings.Contains(res.Err.Error(), c.want) {
+		if res.Status != memd.HookError || res.Err == nil || !strings.Contains(res.Err.Error(), "hooks.after_commit") || !strings.Contains(res.Err.Error(), c.want) {
 			t.Errorf("%q: status %s, err %v; want an error naming hooks.after_commit and %q", c.argv, res.Status, res.Err, c.want)
 		}
 	}
@@ -247,7 +247,7 @@ func TestNotifyCoalesces(t *testing.T) {
 	if got := runs(); !reflect.DeepEqual(got, want) {
 		t.Errorf("runs %q, want two: the first and one spanning the burst %q", got, want)
 	}
-	if got := rec.results(); len(got) != 2 || got[1].Old != head(2) || got[1].New != head(6) || got[1].Status != ResultOK {
+	if got := rec.results(); len(got) != 2 || got[1].Old != head(2) || got[1].New != head(6) || got[1].Status != memd.HookOK {
 		t.Errorf("results %+v", got)
 	}
 }
@@ -299,7 +299,7 @@ func TestNotifyNeverBlocks(t *testing.T) {
 		t.Error("busy after Close")
 	}
 	got := rec.results()
-	if len(got) != 1 || got[0].Status != ResultError || !strings.Contains(got[0].Err.Error(), "stopped") {
+	if len(got) != 1 || got[0].Status != memd.HookError || !strings.Contains(got[0].Err.Error(), "stopped") {
 		t.Errorf("results after Close: %+v (want the killed run only; the waiting one dropped)", got)
 	}
 }

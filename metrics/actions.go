@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/internal/textsafe"
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 // Actions is what the page may ask the daemon to do (DESIGN §9: the page is a place to act).
@@ -174,6 +175,6 @@ func (s *Server) conflict(w http.ResponseWriter, r *http.Request) {
 // pageData is what the page template draws: the document, and the token its actions carry
 // (none when the page cannot act).
 type pageData struct {
-	*Document
+	*statusline.Document
 	Token string
 }

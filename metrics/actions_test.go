@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 // fakeActions records what the page asked for; resolve of "nope" is the request's fault.
@@ -25,7 +26,7 @@ func (f *fakeActions) Resolve(_ context.Context, path, keep string) error {
 		return fmt.Errorf("%w: nope: no conflict copy", metrics.ErrBadRequest)
 	}
 	f.calls = append(f.calls, "resolve "+path+" "+keep)
-	f.hub.Publish(doc(metrics.StateOK))
+	f.hub.Publish(doc(statusline.StateOK))
 	return nil
 }
 func (f *fakeActions) Restore(_ context.Context, path, at string) error {
@@ -52,7 +53,7 @@ func (f *fakeActions) AllowDeletes(context.Context) error {
 // the new document. Without Actions there are no action routes at all.
 func TestActionsNeedTokenLoopbackAndOrigin(t *testing.T) {
 	hub := metrics.NewHub()
-	hub.Publish(doc(metrics.StateConflict))
+	hub.Publish(doc(statusline.StateConflict))
 	fa := &fakeActions{hub: hub}
 	s := metrics.NewServer("127.0.0.1:0", metrics.New("test"), hub, nil, false)
 	s.Actions = fa
@@ -93,8 +94,8 @@ func TestActionsNeedTokenLoopbackAndOrigin(t *testing.T) {
 		t.Fatalf("refused requests acted: %v", fa.calls)
 	}
 	w := do("POST", "/action/resolve", "path=a.html&keep=ours", func(r *http.Request) { r.Header.Set("Origin", "http://127.0.0.1:7070") })
-	var d metrics.Document
-	if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &d) != nil || d.State != metrics.StateOK {
+	var d statusline.Document
+	if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &d) != nil || d.State != statusline.StateOK {
 		t.Fatalf("resolve: %d %s", w.Code, w.Body)
 	}
 	if w := do("POST", "/action/resolve", "path=nope&keep=ours", nil); w.Code != 400 || !strings.Contains(w.Body.String(), "no conflict copy") {

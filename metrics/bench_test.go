@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd/metrics"
+	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkPublish(b *testing.B) {
 		_, cancel := hub.Subscribe()
 		defer cancel()
 	}
-	d := metrics.Compose(statuslinetest.Fixtures()[metrics.StateWarn])
+	d := statusline.Compose(statuslinetest.Fixtures()[statusline.StateWarn])
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		hub.Publish(d)
@@ -58,37 +59,37 @@ func BenchmarkPublish(b *testing.B) {
 // BenchmarkWriteStatus is the cost of publishing status.json and the eight line files.
 func BenchmarkWriteStatus(b *testing.B) {
 	dir := b.TempDir()
-	d := metrics.Compose(statuslinetest.Fixtures()[metrics.StateOK])
+	d := statusline.Compose(statuslinetest.Fixtures()[statusline.StateOK])
 	for i := 0; i < b.N; i++ {
-		if err := metrics.Write(dir, d); err != nil {
+		if err := statusline.Write(dir, d); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkStatusWithEvents is what a full event ring (metrics.MaxEvents) adds to a publish:
+// BenchmarkStatusWithEvents is what a full event ring (statusline.MaxEvents) adds to a publish:
 // Compose, status.json and the line files, and the hub's encoding, against the fixture's one
 // event, in the same run.
 //
 //	go test -run '^$' -bench StatusWithEvents -benchtime 200x ./metrics/
 func BenchmarkStatusWithEvents(b *testing.B) {
-	full := statuslinetest.Fixtures()[metrics.StateConflict]
-	for i := len(full.Events); i < metrics.MaxEvents; i++ {
+	full := statuslinetest.Fixtures()[statusline.StateConflict]
+	for i := len(full.Events); i < statusline.MaxEvents; i++ {
 		e := full.Events[len(full.Events)-1]
 		e.ID++
 		full.Events = append(full.Events, e)
 	}
 	for _, c := range []struct {
 		name string
-		f    metrics.Facts
-	}{{"events=1", statuslinetest.Fixtures()[metrics.StateOK]}, {fmt.Sprintf("events=%d", metrics.MaxEvents), full}} {
+		f    statusline.Facts
+	}{{"events=1", statuslinetest.Fixtures()[statusline.StateOK]}, {fmt.Sprintf("events=%d", statusline.MaxEvents), full}} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			hub := metrics.NewHub()
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				d := metrics.Compose(c.f)
-				if err := metrics.Write(dir, d); err != nil {
+				d := statusline.Compose(c.f)
+				if err := statusline.Write(dir, d); err != nil {
 					b.Fatal(err)
 				}
 				hub.Publish(d)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memd-dev/memd/metrics"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/metrics/statusline/statuslinetest"
 )
@@ -22,33 +21,33 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the curren
 // goldenCases is every state, plus a stale document (pid gone for > 2 minutes) and a missing
 // one; each renders in every format.
 func goldenCases() map[string]struct {
-	doc   *metrics.Document
+	doc   *statusline.Document
 	now   time.Time
 	alive func(int) bool
 } {
 	alive := func(int) bool { return true }
 	dead := func(int) bool { return false }
 	out := map[string]struct {
-		doc   *metrics.Document
+		doc   *statusline.Document
 		now   time.Time
 		alive func(int) bool
 	}{}
 	for state, f := range statuslinetest.Fixtures() {
-		d := metrics.Compose(f)
+		d := statusline.Compose(f)
 		out[state] = struct {
-			doc   *metrics.Document
+			doc   *statusline.Document
 			now   time.Time
 			alive func(int) bool
 		}{&d, statuslinetest.Now, alive}
 	}
-	ok := metrics.Compose(statuslinetest.Fixtures()[metrics.StateOK])
+	ok := statusline.Compose(statuslinetest.Fixtures()[statusline.StateOK])
 	out["stale"] = struct {
-		doc   *metrics.Document
+		doc   *statusline.Document
 		now   time.Time
 		alive func(int) bool
 	}{&ok, statuslinetest.Now.Add(3 * time.Minute), dead}
 	out["missing"] = struct {
-		doc   *metrics.Document
+		doc   *statusline.Document
 		now   time.Time
 		alive func(int) bool
 	}{nil, statuslinetest.Now, dead}
@@ -58,7 +57,7 @@ func goldenCases() map[string]struct {
 func TestGolden(t *testing.T) {
 	for name, c := range goldenCases() {
 		for _, format := range statusline.Formats {
-			got, err := metrics.Render(c.doc, format, c.now, c.alive)
+			got, err := statusline.Render(c.doc, format, c.now, c.alive)
 			if err != nil {
 				t.Fatalf("%s.%s: %v", name, format, err)
 			}
@@ -85,15 +84,15 @@ func TestGoldenShapes(t *testing.T) {
 	for name, c := range goldenCases() {
 		wantState := name
 		if name == "stale" || name == "missing" {
-			wantState = metrics.StateOffline
+			wantState = statusline.StateOffline
 		}
 		// plain is one line
-		plain, _ := metrics.Render(c.doc, "plain", c.now, c.alive)
+		plain, _ := statusline.Render(c.doc, "plain", c.now, c.alive)
 		if strings.Contains(plain, "\n") || !strings.HasPrefix(plain, "memd: ") {
 			t.Errorf("%s.plain = %q: want one line starting with memd: ", name, plain)
 		}
 		// waybar parses back as JSON with class = state
-		wb, _ := metrics.Render(c.doc, "waybar", c.now, c.alive)
+		wb, _ := statusline.Render(c.doc, "waybar", c.now, c.alive)
 		var w struct{ Text, Tooltip, Class, Alt string }
 		if err := json.Unmarshal([]byte(wb), &w); err != nil {
 			t.Fatalf("%s.waybar is not JSON: %v: %s", name, err, wb)
@@ -102,8 +101,8 @@ func TestGoldenShapes(t *testing.T) {
 			t.Errorf("%s.waybar = %+v, want class/alt %s and text %q", name, w, wantState, plain)
 		}
 		// sidebar parses back as sections with the whole line in text
-		sb, _ := metrics.Render(c.doc, "sidebar", c.now, c.alive)
-		var secs []metrics.Section
+		sb, _ := statusline.Render(c.doc, "sidebar", c.now, c.alive)
+		var secs []statusline.Section
 		if err := json.Unmarshal([]byte(sb), &secs); err != nil {
 			t.Fatalf("%s.sidebar is not JSON: %v", name, err)
 		}
@@ -111,7 +110,7 @@ func TestGoldenShapes(t *testing.T) {
 		if len(secs) == 0 || secs[0].Key != "sync" {
 			t.Fatalf("%s.sidebar = %s", name, sb)
 		}
-		var all []metrics.Line
+		var all []statusline.Line
 		for _, s := range secs {
 			if s.Consumer != "memd" || len(s.Lines) == 0 || s.Until != "session" {
 				t.Errorf("%s.sidebar section %+v", name, s)
@@ -130,7 +129,7 @@ func TestGoldenShapes(t *testing.T) {
 			}
 		}
 		// json is the effective document
-		js, _ := metrics.Render(c.doc, "json", c.now, c.alive)
+		js, _ := statusline.Render(c.doc, "json", c.now, c.alive)
 		d, err := statusline.Parse("json", []byte(js))
 		if err != nil {
 			t.Fatalf("%s.json: %v", name, err)
@@ -139,20 +138,20 @@ func TestGoldenShapes(t *testing.T) {
 			t.Errorf("%s.json state %q summary %q, want %q %q", name, d.State, d.Summary.Text, wantState, plain)
 		}
 		// i3blocks: full, short, colour
-		i3, _ := metrics.Render(c.doc, "i3blocks", c.now, c.alive)
+		i3, _ := statusline.Render(c.doc, "i3blocks", c.now, c.alive)
 		lines := strings.Split(strings.TrimSuffix(i3, "\n"), "\n")
 		if len(lines) != 3 || lines[0] != plain || !strings.HasPrefix(lines[2], "#") {
 			t.Errorf("%s.i3blocks = %q", name, i3)
 		}
 		// swiftbar: menu-bar line, ---, detail
-		sw, _ := metrics.Render(c.doc, "swiftbar", c.now, c.alive)
+		sw, _ := statusline.Render(c.doc, "swiftbar", c.now, c.alive)
 		sl := strings.Split(sw, "\n")
 		if len(sl) < 3 || sl[1] != "---" || !strings.HasPrefix(sl[0], plain) {
 			t.Errorf("%s.swiftbar = %q", name, sw)
 		}
 		// ansi and claude are the same line, coloured, and strip back to plain
-		an, _ := metrics.Render(c.doc, "ansi", c.now, c.alive)
-		cl, _ := metrics.Render(c.doc, "claude", c.now, c.alive)
+		an, _ := statusline.Render(c.doc, "ansi", c.now, c.alive)
+		cl, _ := statusline.Render(c.doc, "claude", c.now, c.alive)
 		if an != cl || stripANSI(an) != plain {
 			t.Errorf("%s.ansi = %q, claude = %q, plain %q", name, an, cl, plain)
 		}
@@ -217,7 +216,7 @@ func TestModFixtures(t *testing.T) {
 	b.WriteString("export const STATUS = {\n")
 	for _, name := range names {
 		c := cases[name]
-		out, err := metrics.Render(c.doc, "json", c.now, c.alive)
+		out, err := statusline.Render(c.doc, "json", c.now, c.alive)
 		if err != nil {
 			t.Fatal(err)
 		}

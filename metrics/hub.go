@@ -3,6 +3,8 @@ package metrics
 import (
 	"encoding/json"
 	"sync"
+
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 // subscriberBuffer is how many events a subscriber may fall behind before the oldest is
@@ -20,7 +22,7 @@ type Event struct {
 type Hub struct {
 	mu      sync.Mutex
 	latest  *Event
-	doc     *Document
+	doc     *statusline.Document
 	seq     uint64
 	subs    map[chan Event]struct{}
 	dropped uint64
@@ -31,7 +33,7 @@ func NewHub() *Hub { return &Hub{subs: map[chan Event]struct{}{}} }
 
 // Publish makes d the latest document and queues it for every subscriber. A subscriber whose
 // buffer is full loses its oldest queued event, never the new one.
-func (h *Hub) Publish(d Document) {
+func (h *Hub) Publish(d statusline.Document) {
 	b, err := json.Marshal(d)
 	if err != nil { // a Document always encodes; keep the last good one if not
 		return
@@ -84,7 +86,7 @@ func (h *Hub) Subscribe() (<-chan Event, func()) {
 }
 
 // Latest returns the last published document and its JSON, or nils before the first.
-func (h *Hub) Latest() (*Document, []byte) {
+func (h *Hub) Latest() (*statusline.Document, []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.latest == nil {

@@ -26,13 +26,8 @@ import (
 // or an alert has a series to read from the start.
 var (
 	Buckets       = memd.Names(memd.Buckets) // Snapshot.Memories keys: a status-document map
-	CommitKinds   = memd.CommitKinds
-	SleepPhases   = memd.SleepPhases
-	NoteModes     = memd.LifecycleModes
 	NoteStates    = []string{ledger.NoteLive, ledger.NoteStale, ledger.NoteExpired}
 	LedgerTypes   = []string{memd.RecordRule, memd.RecordLesson, memd.RecordNote}
-	Hooks         = memd.HookNames
-	HookResults   = memd.HookResults
 	commitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 	sleepBuckets  = []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 120, 300, 600}
 )
@@ -125,19 +120,19 @@ func New(version string) *Metrics {
 		m.conflicts, m.sleepRuns, m.sleepFailures, m.sleepDuration, m.archived,
 		m.arcsWritten, m.notesDrained, m.hookRuns, m.lockHeld, m.pushAttempts, (*snapshotCollector)(m))
 
-	for _, k := range CommitKinds {
+	for _, k := range memd.CommitKinds {
 		m.commits.WithLabelValues(string(k))
 	}
-	for _, p := range SleepPhases {
+	for _, p := range memd.SleepPhases {
 		m.sleepRuns.WithLabelValues(string(p))
 		m.sleepFailures.WithLabelValues(string(p))
 		m.sleepDuration.WithLabelValues(string(p))
 	}
-	for _, md := range NoteModes {
+	for _, md := range memd.LifecycleModes {
 		m.notesDrained.WithLabelValues(string(md))
 	}
-	for _, h := range Hooks {
-		for _, r := range HookResults {
+	for _, h := range memd.HookNames {
+		for _, r := range memd.HookResults {
 			m.hookRuns.WithLabelValues(h, r)
 		}
 	}
@@ -317,7 +312,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descLastCommit, unix(lastCommit))
 	gauge(descLastSync, unix(lastSync))
-	for _, ph := range withKnown(SleepPhases, success) {
+	for _, ph := range withKnown(memd.SleepPhases, success) {
 		gauge(descSleepSuccess, unix(success[ph]), string(ph))
 	}
 }
@@ -378,7 +373,7 @@ func withKnown[K ~string, V any](known []K, m map[K]V) []K {
 
 func noteKeys(m map[NoteKey]int) []NoteKey {
 	var out []NoteKey
-	for _, md := range NoteModes {
+	for _, md := range memd.LifecycleModes {
 		for _, st := range NoteStates {
 			out = append(out, NoteKey{md, st})
 		}

@@ -414,7 +414,7 @@ func TestBadEventLabels(t *testing.T) {
 // drops a label value that would break the scrape.
 func TestHookRuns(t *testing.T) {
 	m := metrics.New("dev")
-	if n := testutil.CollectAndCount(m.Registry(), "memd_hook_runs_total"); n != len(metrics.Hooks)*len(metrics.HookResults) {
+	if n := testutil.CollectAndCount(m.Registry(), "memd_hook_runs_total"); n != len(memd.HookNames)*len(memd.HookResults) {
 		t.Errorf("hook series before any run: %d", n)
 	}
 	m.HookRun("after_sync", "ok")

@@ -37,8 +37,8 @@ func startServer(t *testing.T, hub *metrics.Hub, alive func() error, pprof bool)
 	return s, "http://" + s.Addr()
 }
 
-func doc(state string) metrics.Document {
-	return metrics.Compose(statuslinetest.Fixtures()[state])
+func doc(state string) statusline.Document {
+	return statusline.Compose(statuslinetest.Fixtures()[state])
 }
 
 func get(t *testing.T, method, url string) (int, http.Header, string) {
@@ -88,7 +88,7 @@ func (s *sseReader) next(t *testing.T) (id string, data string) {
 
 func TestSSE(t *testing.T) {
 	hub := metrics.NewHub()
-	hub.Publish(doc(metrics.StateBusy))
+	hub.Publish(doc(statusline.StateBusy))
 	_, base := startServer(t, hub, nil, false)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -105,14 +105,14 @@ func TestSSE(t *testing.T) {
 	sse := &sseReader{r: bufio.NewReader(resp.Body)}
 	// The latest document comes first.
 	id, data := sse.next(t)
-	var d metrics.Document
-	if err := json.Unmarshal([]byte(data), &d); err != nil || d.State != metrics.StateBusy || id != "1" {
+	var d statusline.Document
+	if err := json.Unmarshal([]byte(data), &d); err != nil || d.State != statusline.StateBusy || id != "1" {
 		t.Fatalf("first event id %s state %q err %v", id, d.State, err)
 	}
 	// Then one event per Publish, in order.
-	hub.Publish(doc(metrics.StateOK))
-	hub.Publish(doc(metrics.StateWarn))
-	for _, want := range []string{metrics.StateOK, metrics.StateWarn} {
+	hub.Publish(doc(statusline.StateOK))
+	hub.Publish(doc(statusline.StateWarn))
+	for _, want := range []string{statusline.StateOK, statusline.StateWarn} {
 		_, data := sse.next(t)
 		if err := json.Unmarshal([]byte(data), &d); err != nil || d.State != want {
 			t.Fatalf("event state %q, want %q (%v)", d.State, want, err)
@@ -173,7 +173,7 @@ func TestSlowSubscriberDoesNotBlockPublish(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for i := 0; i < 10000; i++ {
-			hub.Publish(doc(metrics.StateOK))
+			hub.Publish(doc(statusline.StateOK))
 		}
 		close(done)
 	}()
@@ -203,7 +203,7 @@ func TestSlowSubscriberDoesNotBlockPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	big := doc(metrics.StateOK)
+	big := doc(statusline.StateOK)
 	big.Detail = strings.Repeat("x", 64<<10)
 	done2 := make(chan struct{})
 	go func() {
@@ -241,12 +241,12 @@ func TestEndpoints(t *testing.T) {
 	if code, _, _ := get(t, "GET", base+"/status.json"); code != 503 {
 		t.Errorf("status.json before publish: %d", code)
 	}
-	hub.Publish(doc(metrics.StateWarn))
+	hub.Publish(doc(statusline.StateWarn))
 	code, hdr, body := get(t, "GET", base+"/status.json")
 	if code != 200 || hdr.Get("Content-Type") != "application/json" {
 		t.Fatalf("status.json %d %v", code, hdr)
 	}
-	if d, err := statusline.Parse("status.json", []byte(body)); err != nil || d.State != metrics.StateWarn {
+	if d, err := statusline.Parse("status.json", []byte(body)); err != nil || d.State != statusline.StateWarn {
 		t.Errorf("status.json: %v %+v", err, d)
 	}
 	if code, _, body := get(t, "GET", base+"/metrics"); code != 200 || !strings.Contains(body, "memd_build_info{goversion=") {
@@ -283,9 +283,9 @@ func TestPprofOnlyWhenEnabled(t *testing.T) {
 
 func TestPageEscapes(t *testing.T) {
 	hub := metrics.NewHub()
-	f := statuslinetest.Fixtures()[metrics.StateError]
+	f := statuslinetest.Fixtures()[statusline.StateError]
 	f.Error = `<script>alert(1)</script>`
-	hub.Publish(metrics.Compose(f))
+	hub.Publish(statusline.Compose(f))
 	_, base := startServer(t, hub, nil, false)
 	_, _, page := get(t, "GET", base+"/")
 	if strings.Contains(page, "<script>alert") || !strings.Contains(page, "&lt;script&gt;alert(1)") {
@@ -293,7 +293,7 @@ func TestPageEscapes(t *testing.T) {
 	}
 	// A section line (what another writer put in the document) with a bidi override is
 	// served as an escape, not as the override.
-	d := metrics.Compose(f)
+	d := statusline.Compose(f)
 	d.Detail = "evil\u202elmth.html"
 	hub.Publish(d)
 	_, _, page = get(t, "GET", base+"/")
@@ -310,7 +310,7 @@ func TestPageEscapes(t *testing.T) {
 func TestPageInChromium(t *testing.T) {
 	chrome := testutil.Chrome(t)
 	hub := metrics.NewHub()
-	hub.Publish(doc(metrics.StateOK))
+	hub.Publish(doc(statusline.StateOK))
 	_, base := startServer(t, hub, nil, false)
 
 	// A --dump-dom first: the page as served, before any script (the SSE stream keeps virtual
@@ -341,15 +341,15 @@ func TestPageInChromium(t *testing.T) {
 	waitFor(`document.querySelectorAll("#chart div").length.toString()`, "24")
 
 	// A conflict: the line, the new event on top of the log, the copy waiting.
-	hub.Publish(doc(metrics.StateConflict))
+	hub.Publish(doc(statusline.StateConflict))
 	waitFor(text("#events li span"), "conflict resources/notes/x.html changed on both sides; ours kept as resources/notes/x.conflict-laptop-20261130T143135Z.html")
 	waitFor(`document.querySelectorAll("#events li").length.toString()`, "2")
 	waitFor(text("#copies li"), "resources/notes/x.conflict-laptop-20261130T143135Z.html")
 	waitFor(text("#summary"), "memd: +2 ~1 1 conflict · 14:32")
 
 	// Hostile text from a document is text on the page, never markup.
-	bad := doc(metrics.StateConflict)
-	bad.Events = append(bad.Events, metrics.StatusEvent{ID: 43, Kind: "<b>", Text: `<img src=x onerror="document.title='owned'">`})
+	bad := doc(statusline.StateConflict)
+	bad.Events = append(bad.Events, statusline.Event{ID: 43, Kind: "<b>", Text: `<img src=x onerror="document.title='owned'">`})
 	bad.ConflictCopies = []string{`<script>document.title='owned'</script>`}
 	hub.Publish(bad)
 	waitFor(text("#events li span"), `<img src=x onerror="document.title='owned'">`)
@@ -359,20 +359,20 @@ func TestPageInChromium(t *testing.T) {
 
 	// A remote's name with a bidi override and a C1 control is drawn as escapes (on main the
 	// page drew "evil" and then "lmth.html" reversed).
-	bidi := doc(metrics.StateConflict)
+	bidi := doc(statusline.StateConflict)
 	bidi.ConflictCopies = []string{"evil\u202elmth.html\u009b2J"}
 	hub.Publish(bidi)
 	waitFor(text("#copies li"), `evil\u202elmth.html\u009b2J`)
 
 	// Usable at 400 px: nothing wider than the screen, a long path without a break in it wrapped.
-	long := doc(metrics.StateConflict)
+	long := doc(statusline.StateConflict)
 	long.ConflictCopies = []string{"resources/" + strings.Repeat("deep", 30) + "/notes.conflict-laptop-20261130T143135Z.html"}
 	hub.Publish(long)
 	waitFor(text("#copies li"), long.ConflictCopies[0])
 	cdp.Call(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 400, "height": 900, "deviceScaleFactor": 1, "mobile": true}, nil)
 	waitFor(`String(document.documentElement.scrollWidth <= 400)`, "true")
 
-	hub.Publish(doc(metrics.StateError))
+	hub.Publish(doc(statusline.StateError))
 	waitFor(text("#summary"), "memd: error: push origin/main: non-fast-forward after 5 tries · 14:32")
 	waitFor(text("#summary .k-error"), "error:")
 	waitFor(`document.body.dataset.state`, "error")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/format/memfile"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // plannerView is the part of a parse the planners use; a cached parse must equal a fresh one.
@@ -67,7 +68,7 @@ func TestParseCache(t *testing.T) {
 	dir := t.TempDir()
 	buildFixture(t, dir)
 	// Times with zone offsets: the cached year must be the file's own.
-	writeFile(t, dir, "areas/x/offset.html", mem{typ: "semantic", created: "2024-12-31T23:30:00-05:00", event: "2024-12-31T22:00:00-05:00",
+	testutil.WriteFile(t, dir, "areas/x/offset.html", mem{typ: "semantic", created: "2024-12-31T23:30:00-05:00", event: "2024-12-31T22:00:00-05:00",
 		validUntil: "2027-01-01T01:00:00+09:00"}.html())
 	state := t.TempDir()
 	fresh, err := loadSnapshot(dir, nil)
@@ -114,7 +115,7 @@ func TestParseCache(t *testing.T) {
 	}
 	old := readFile(t, dir, taskOpen)
 	edited := strings.Replace(old, "Write docs", "Write DOCS", -1)
-	writeFile(t, dir, taskOpen, edited)
+	testutil.WriteFile(t, dir, taskOpen, edited)
 	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +128,8 @@ func TestParseCache(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, epOld2)); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "areas/aaa/20260101-first.html", mem{typ: "episodic", created: "2026-01-01T00:00:00Z"}.html())
-	writeFile(t, dir, "resources/zzz/last.html", mem{typ: "semantic"}.html())
+	testutil.WriteFile(t, dir, "areas/aaa/20260101-first.html", mem{typ: "episodic", created: "2026-01-01T00:00:00Z"}.html())
+	testutil.WriteFile(t, dir, "resources/zzz/last.html", mem{typ: "semantic"}.html())
 	fresh, err = loadSnapshot(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -184,10 +185,10 @@ func TestParseCacheDamaged(t *testing.T) {
 func TestWalkTreeMatchesWalkDir(t *testing.T) {
 	dir := t.TempDir()
 	buildFixture(t, dir)
-	writeFile(t, dir, "resources/sub/.git/config", "nested repo\n")
-	writeFile(t, dir, "areas/x/notes.txt", "text\n")
-	writeFile(t, dir, "areas/x/MEMORY.md", "# x\n")
-	writeFile(t, dir, "loose.html", mem{typ: "semantic"}.html())
+	testutil.WriteFile(t, dir, "resources/sub/.git/config", "nested repo\n")
+	testutil.WriteFile(t, dir, "areas/x/notes.txt", "text\n")
+	testutil.WriteFile(t, dir, "areas/x/MEMORY.md", "# x\n")
+	testutil.WriteFile(t, dir, "loose.html", mem{typ: "semantic"}.html())
 	if err := os.Symlink(epNew1, filepath.Join(dir, "projects/shop/20250204-link.html")); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestWalkTreeMatchesWalkDir(t *testing.T) {
 	var got []string
 	for _, f := range tr.files {
 		got = append(got, f.rel)
-		wantStat := isMemoryPathSlow(f.rel) || filepath.Base(f.rel) == memoryMDName
+		wantStat := isMemoryPathSlow(f.rel) || filepath.Base(f.rel) == memd.MemoryMDName
 		if f.statted != wantStat || f.mem != isMemoryPathSlow(f.rel) {
 			t.Errorf("%s: statted %v mem %v", f.rel, f.statted, f.mem)
 		}
@@ -305,7 +306,7 @@ func sleepLater(t *testing.T, dir string, store Store) Report {
 func fact(t *testing.T, dir, name string) string {
 	t.Helper()
 	p := "resources/facts/" + name + ".html"
-	writeFile(t, dir, p, mem{typ: "semantic", title: "Fact " + name, created: "2026-11-29T10:00:00Z"}.html())
+	testutil.WriteFile(t, dir, p, mem{typ: "semantic", title: "Fact " + name, created: "2026-11-29T10:00:00Z"}.html())
 	return p
 }
 
@@ -360,7 +361,7 @@ func TestRetiredCachesRemoved(t *testing.T) {
 	store := openStore(t, dir)
 	runSleep(t, dir, store, testConfig(), nil)
 	for _, name := range retiredStateFiles {
-		writeFile(t, dir, ".git/memd/"+name, "old\n")
+		testutil.WriteFile(t, dir, ".git/memd/"+name, "old\n")
 	}
 	fact(t, dir, "new")
 	if err := os.Remove(filepath.Join(dir, ".git", "memd", parseCacheName)); err != nil {

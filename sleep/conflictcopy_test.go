@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestSleepLeavesConflictCopiesAlone: a pending conflict copy of a 2024 episode (and of a
@@ -18,10 +19,10 @@ func TestSleepLeavesConflictCopiesAlone(t *testing.T) {
 	when := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	copyOld := memd.ConflictCopyPath(epOld1, "hostb", when)
 	copyNew := memd.ConflictCopyPath(epNew1, "hostb", when)
-	writeFile(t, dir, copyOld, readFile(t, dir, epOld1))
-	writeFile(t, dir, copyNew, readFile(t, dir, epNew1))
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "conflict copies from a merge")
+	testutil.WriteFile(t, dir, copyOld, readFile(t, dir, epOld1))
+	testutil.WriteFile(t, dir, copyNew, readFile(t, dir, epNew1))
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "conflict copies from a merge")
 	store := openStore(t, dir)
 	if rep := runSleep(t, dir, store, testConfig(), nil); rep.Failed() {
 		t.Fatalf("run failed: %+v", rep)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd/format/memfile"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // memhtml's write path names a file by its WRITE date; the event is the first <time
@@ -16,19 +17,19 @@ func TestEventDateDecidesArcAndArchiveYear(t *testing.T) {
 	ep := func(title, event, created string) string {
 		return mem{typ: "episodic", title: title, entities: []string{"team:ops"}, event: event, created: created}.html()
 	}
-	writeFile(t, dir, "areas/x/20261120-kickoff.html", ep("Kickoff", "2023-02-01", "2026-11-20T09:00:00Z"))
-	writeFile(t, dir, "areas/x/20261121-incident.html", ep("Incident", "2023-09-01", "2026-11-21T09:00:00Z"))
-	writeFile(t, dir, "areas/x/ops-review.html", ep("Review", "2023-05-05", "2026-11-22T09:00:00Z"))
-	writeFile(t, dir, "areas/x/ops-retro.html", ep("Retro", "", "2023-12-01T09:00:00Z")) // no <time>: created
+	testutil.WriteFile(t, dir, "areas/x/20261120-kickoff.html", ep("Kickoff", "2023-02-01", "2026-11-20T09:00:00Z"))
+	testutil.WriteFile(t, dir, "areas/x/20261121-incident.html", ep("Incident", "2023-09-01", "2026-11-21T09:00:00Z"))
+	testutil.WriteFile(t, dir, "areas/x/ops-review.html", ep("Review", "2023-05-05", "2026-11-22T09:00:00Z"))
+	testutil.WriteFile(t, dir, "areas/x/ops-retro.html", ep("Retro", "", "2023-12-01T09:00:00Z")) // no <time>: created
 	// A memory superseded by an episode that moves: its superseded-by meta follows.
 	sup := strings.Replace(mem{typ: "semantic", title: "Old runbook"}.html(), "</head>",
 		`<meta name="memhtml-superseded-by" content="/areas/x/20261120-kickoff.html">`+"\n</head>", 1)
-	writeFile(t, dir, "areas/x/old-runbook.html", sup)
+	testutil.WriteFile(t, dir, "areas/x/old-runbook.html", sup)
 	// A task past its valid-until: tasks are never expired by it (memhtml exempts them).
-	writeFile(t, dir, "projects/p/tasks/renew-cert.html", mem{typ: "task", title: "Renew the cert", taskSts: "todo", validUntil: "2025-01-01"}.html())
+	testutil.WriteFile(t, dir, "projects/p/tasks/renew-cert.html", mem{typ: "task", title: "Renew the cert", taskSts: "todo", validUntil: "2025-01-01"}.html())
 	// memhtml's generated listings are never memories, even one shaped like an episode.
-	writeFile(t, dir, "areas/x/index.html", ep("Listing", "2023-03-03", "2026-11-20T09:00:00Z"))
-	writeFile(t, dir, ".memhtml/sleep/run.html", ep("Report", "2023-03-04", "2026-11-20T09:00:00Z"))
+	testutil.WriteFile(t, dir, "areas/x/index.html", ep("Listing", "2023-03-03", "2026-11-20T09:00:00Z"))
+	testutil.WriteFile(t, dir, ".memhtml/sleep/run.html", ep("Report", "2023-03-04", "2026-11-20T09:00:00Z"))
 	initRepo(t, dir)
 	store := openStore(t, dir)
 	runSleep(t, dir, store, testConfig(), nil)

@@ -9,7 +9,6 @@ import (
 	"html"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
@@ -82,17 +82,6 @@ func (m mem) html() string {
 	return b.String()
 }
 
-func writeFile(t testing.TB, root, rel, content string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func readFile(t testing.TB, root, rel string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
@@ -107,29 +96,12 @@ func exists(root, rel string) bool {
 	return err == nil
 }
 
-// gitEnv isolates the git binary from the machine's config.
-func gitEnv() []string {
-	return append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-}
-
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = gitEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
 // initRepo makes dir a git repo on main with everything in it committed by git.
 func initRepo(t testing.TB, dir string) {
 	t.Helper()
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "initial")
+	testutil.RunGit(t, dir, "init", "-q", "-b", "main")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "initial")
 }
 
 func openStore(t testing.TB, dir string) *gitrepo.Repo {
@@ -163,7 +135,7 @@ func runSleep(t testing.TB, dir string, store Store, cfg memd.Config, mutate fun
 }
 
 func head(t testing.TB, dir string) string {
-	return strings.TrimSpace(git(t, dir, "rev-parse", "HEAD"))
+	return strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD"))
 }
 
 // treeDigest hashes every file (path + bytes) under dir except .git: two trees with the
@@ -272,14 +244,14 @@ func buildFixture(t testing.TB, dir string) {
 		validF:    {typ: "semantic", title: "Flag still valid", created: "2026-01-01T00:00:00Z", validUntil: "2026-11-20T00:00:00Z"},
 	}
 	for p, m := range files {
-		writeFile(t, dir, p, m.html())
+		testutil.WriteFile(t, dir, p, m.html())
 	}
-	writeFile(t, dir, indexMD, "# MEMORY\n\n"+
+	testutil.WriteFile(t, dir, indexMD, "# MEMORY\n\n"+
 		"- [["+epOld1+"|Rollback]] \u00b7 type:episodic subject:oncall \u00b7 the rollback\n"+
 		"- [["+epNew1+"|Checkout outage]] \u00b7 type:episodic subject:shop \u00b7 outage\n"+
 		"- [["+semArch+"|Old flags]] \u00b7 type:semantic subject:go \u00b7 flags\n")
-	writeFile(t, dir, projectMD, "# shop\n\n## Active Warnings\n- cart is flaky\n\n## CRITICAL RULES\n- never force-push\n\n## Notes\n- misc\n")
-	writeFile(t, dir, "memory.jsonl", strings.Join([]string{
+	testutil.WriteFile(t, dir, projectMD, "# shop\n\n## Active Warnings\n- cart is flaky\n\n## CRITICAL RULES\n- never force-push\n\n## Notes\n- misc\n")
+	testutil.WriteFile(t, dir, "memory.jsonl", strings.Join([]string{
 		`{"id":"r1","type":"rule","role":"dev","text":"rule","createdAt":"2020-01-01T00:00:00Z","lifecycle":{"mode":"hard-expiry","expiresAt":"2021-01-01T00:00:00Z"}}`,
 		`{"id":"l1","type":"lesson","role":"dev","text":"lesson","createdAt":"2020-01-01T00:00:00Z"}`,
 		`{"id":"p1","type":"note","role":"dev","text":"persistent","createdAt":"2020-01-01T00:00:00Z","lifecycle":{"mode":"persistent"}}`,
@@ -293,13 +265,13 @@ func buildFixture(t testing.TB, dir string) {
 		`{"id":"rc1","type":"note","role":"dev","text":"one read left","createdAt":"2025-01-01T00:00:00Z","lifecycle":{"mode":"read-count","remainingReads":1}}`,
 		`{this line is broken`,
 	}, "\n")+"\n")
-	writeFile(t, dir, "areas/inbox/.gitkeep", "")
+	testutil.WriteFile(t, dir, "areas/inbox/.gitkeep", "")
 	initRepo(t, dir)
 }
 
 // commitsSince lists the commit messages after base, newest first.
 func commitsSince(t testing.TB, dir, base string) []string {
-	out := git(t, dir, "log", "--format=%B%x00", base+"..HEAD")
+	out := testutil.RunGit(t, dir, "log", "--format=%B%x00", base+"..HEAD")
 	var msgs []string
 	for _, m := range strings.Split(out, "\x00") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -310,7 +282,7 @@ func commitsSince(t testing.TB, dir, base string) []string {
 }
 
 func phaseCommit(t testing.TB, dir, phase string) string {
-	return strings.TrimSpace(git(t, dir, "log", "-1", "--format=%H", "--grep=^sleep("+phase+")"))
+	return strings.TrimSpace(testutil.RunGit(t, dir, "log", "-1", "--format=%H", "--grep=^sleep("+phase+")"))
 }
 
 func mustContain(t testing.TB, what, s, sub string) {

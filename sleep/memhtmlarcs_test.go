@@ -8,6 +8,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/format/memfile"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // Arcs as memhtml sees entities and arcs: spellings memhtml takes for one entity make one arc
@@ -26,17 +27,17 @@ func TestArcsFollowMemhtml(t *testing.T) {
 		"areas/x/20250505-c.html": ep("C", "person:ALICE  CHEN", "2025-05-05"),
 	}
 	for p, h := range members {
-		writeFile(t, dir, p, h)
+		testutil.WriteFile(t, dir, p, h)
 	}
 	offset := "areas/x/20250606-offset.html"
-	writeFile(t, dir, offset, strings.Replace(ep("Offset", "person:Alice Chen", "2025-06-06"),
+	testutil.WriteFile(t, dir, offset, strings.Replace(ep("Offset", "person:Alice Chen", "2025-06-06"),
 		`datetime="2025-06-06"`, `datetime="2025-06-06T10:00:00+02:00"`, 1))
 	for i, d := range []string{"2025-03-01", "2025-04-01", "2025-05-01"} {
-		writeFile(t, dir, "areas/y/b"+string(rune('0'+i))+".html", ep("Bob "+d, "person:Bob Stone", d))
+		testutil.WriteFile(t, dir, "areas/y/b"+string(rune('0'+i))+".html", ep("Bob "+d, "person:Bob Stone", d))
 	}
 	curated := "areas/arcs/person-bob-stone-2025.html"
 	curatedHTML := mem{typ: "arc", title: "Bob Stone in 2025", entities: []string{"person:Bob Stone"}, created: "2026-12-01T00:00:00Z"}.html()
-	writeFile(t, dir, curated, curatedHTML)
+	testutil.WriteFile(t, dir, curated, curatedHTML)
 	initRepo(t, dir)
 	store := openStore(t, dir)
 	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{memd.PhaseArcs} })
@@ -59,7 +60,7 @@ func TestArcsFollowMemhtml(t *testing.T) {
 	}
 	mustNotContain(t, "offset episode", readFile(t, dir, offset), "memhtml-part-of")
 	ac := phaseCommit(t, dir, "arcs")
-	names := git(t, dir, "diff", "--name-only", ac+"~1", ac)
+	names := testutil.RunGit(t, dir, "diff", "--name-only", ac+"~1", ac)
 	for p := range members {
 		mustContain(t, "arcs commit", names, p)
 	}

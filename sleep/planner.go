@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 // A planner reads the tree the phases plan on, plans each phase on it, and keeps what it
@@ -27,7 +28,7 @@ type planner interface {
 // plainPlanner parses every memory file of one walk.
 type plainPlanner struct {
 	dir      string
-	ignore   Ignore
+	ignore   repofiles.Rule
 	progress io.Writer
 }
 
@@ -41,16 +42,16 @@ func (p plainPlanner) load() (*snapshot, error) {
 
 func (plainPlanner) plan(ph memd.Phase, s *snapshot, env *planEnv) (*plan, error) {
 	switch ph {
-	case PhaseExpire:
+	case memd.PhaseExpire:
 		return planExpire(s, env)
-	case PhaseArcs:
+	case memd.PhaseArcs:
 		return planArcs(s, env)
-	case PhaseArchive:
+	case memd.PhaseArchive:
 		return planArchive(s, env)
-	case PhaseTidy:
+	case memd.PhaseTidy:
 		return planTidy(s, env)
 	}
-	return nil, fmt.Errorf("%w %q", ErrUnknownPhase, ph)
+	return nil, fmt.Errorf("%w %q", memd.ErrUnknownPhase, ph)
 }
 
 func (plainPlanner) keep(*snapshot) error { return nil }

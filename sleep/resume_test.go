@@ -57,7 +57,7 @@ func killMidPhase(t *testing.T, dir, phase string, at int) {
 	t.Helper()
 	marker := filepath.Join(t.TempDir(), "marker")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(gitEnv(), "MEMD_SLEEP_HELPER=1", "MEMD_SLEEP_DIR="+dir, "MEMD_SLEEP_KILL_PHASE="+phase,
+	cmd.Env = append(testutil.GitEnv(), "MEMD_SLEEP_HELPER=1", "MEMD_SLEEP_DIR="+dir, "MEMD_SLEEP_KILL_PHASE="+phase,
 		"MEMD_SLEEP_KILL_AT="+strconv.Itoa(at), "MEMD_SLEEP_MARKER="+marker)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -85,7 +85,7 @@ func TestKilledRunResumesToSameTree(t *testing.T) {
 	buildFixture(t, want)
 	runSleep(t, want, openStore(t, want), testConfig(), nil)
 	wantDigest := treeDigest(t, want)
-	wantTree := strings.TrimSpace(git(t, want, "rev-parse", "HEAD^{tree}"))
+	wantTree := strings.TrimSpace(testutil.RunGit(t, want, "rev-parse", "HEAD^{tree}"))
 
 	for _, kp := range []struct {
 		phase string
@@ -103,7 +103,7 @@ func TestKilledRunResumesToSameTree(t *testing.T) {
 			if !exists(dir, filepath.Join(".git", "memd", journalDirName, "journal.json")) {
 				t.Fatal("no journal after the kill")
 			}
-			if st := git(t, dir, "status", "--porcelain"); st == "" {
+			if st := testutil.RunGit(t, dir, "status", "--porcelain"); st == "" {
 				t.Fatal("the kill left nothing half-applied; the test kills too late")
 			}
 			store := openStore(t, dir)
@@ -124,14 +124,14 @@ func TestKilledRunResumesToSameTree(t *testing.T) {
 			if got := treeDigest(t, dir); got != wantDigest {
 				t.Errorf("work tree differs from an uninterrupted run:\n got %v\nwant %v", treeList(t, dir), treeList(t, want))
 			}
-			if got := strings.TrimSpace(git(t, dir, "rev-parse", "HEAD^{tree}")); got != wantTree {
+			if got := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD^{tree}")); got != wantTree {
 				t.Errorf("HEAD tree %s, want %s", got, wantTree)
 			}
 			store.WaitIndexRefresh()
-			if st := git(t, dir, "status", "--porcelain"); st != "" {
+			if st := testutil.RunGit(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("not clean after resume:\n%s", st)
 			}
-			if msgs := commitsSince(t, dir, strings.TrimSpace(git(t, dir, "rev-list", "--max-parents=0", "HEAD"))); len(msgs) != 4 {
+			if msgs := commitsSince(t, dir, strings.TrimSpace(testutil.RunGit(t, dir, "rev-list", "--max-parents=0", "HEAD"))); len(msgs) != 4 {
 				t.Errorf("%d sleep commits after resume, want 4", len(msgs))
 			}
 		})

@@ -38,14 +38,8 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
-)
-
-// Phase names, in the order they always run.
-const (
-	PhaseExpire  = memd.PhaseExpire
-	PhaseArcs    = memd.PhaseArcs
-	PhaseArchive = memd.PhaseArchive
-	PhaseTidy    = memd.PhaseTidy
+	"github.com/memd-dev/memd/internal/commitmsg"
+	"github.com/memd-dev/memd/internal/repofiles"
 )
 
 // Trailer keys of sleep commits (docs/ARCHITECTURE.md §3).
@@ -58,9 +52,6 @@ const (
 // ErrConflict means a file changed between the plan and the apply; the phase is undone and
 // the next run plans again from what is there.
 var ErrConflict = errors.New("file changed since the plan")
-
-// ErrUnknownPhase is returned for a phase name that is not one of the four.
-var ErrUnknownPhase = memd.ErrUnknownPhase
 
 // Store is the commit boundary, spelled in the root's vocabulary (memd.CommitResult,
 // memd.ErrHeadMoved) so that sleep imports no git package: *gitrepo.Repo satisfies it (the
@@ -92,7 +83,7 @@ type Options struct {
 	NoGC bool
 	// Ignore is the committer's ignore rule ((*repofiles.Ignorer).Ignored); sleep never plans a
 	// path it ignores. nil ignores only .git.
-	Ignore Ignore
+	Ignore repofiles.Rule
 
 	// test hooks
 	afterOp func(phase memd.Phase, i int) error // called after each applied op; an error fails the phase
@@ -150,7 +141,7 @@ func (r *Report) summarize() {
 	for _, p := range r.Phases {
 		c := p.Counts
 		switch p.Name {
-		case PhaseExpire:
+		case memd.PhaseExpire:
 			r.Counts[CountExpired] += c["drained"]
 			r.Counts[CountArchived] += c[CountArchived]
 			r.Counts[CountStale] += c["stale"]
@@ -159,12 +150,12 @@ func (r *Report) summarize() {
 					r.Drained[memd.LifecycleMode(mode)] += v
 				}
 			}
-		case PhaseArcs:
+		case memd.PhaseArcs:
 			r.Counts[CountArcs] += c["created"] + c["updated"]
-		case PhaseArchive:
+		case memd.PhaseArchive:
 			r.Counts[CountArchived] += c[CountArchived]
 			r.Counts[CountLinks] += c["links"] + c["bullets"]
-		case PhaseTidy:
+		case memd.PhaseTidy:
 			r.Counts[CountRepaired] += c["repaired"]
 			r.Counts[CountLinks] += c["links"] + c["bullets"]
 		}
@@ -469,18 +460,6 @@ func countsString(counts map[string]int, sep string) string {
 	return strings.Join(parts, sep)
 }
 
-// parseTrailers reads the Memd-* trailers of a commit message.
-func parseTrailers(msg string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(msg, "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if ok && strings.HasPrefix(k, "Memd-") {
-			out[k] = strings.TrimSpace(v)
-		}
-	}
-	return out
-}
-
 // commitHistoryLimit bounds how far back resume looks for the run's commits: a run makes at
 // most four, and a daemon commits changes in between; a few hundred is plenty.
 const commitHistoryLimit = 500
@@ -493,7 +472,7 @@ func (r *Runner) committedPhases(runID string) (map[memd.Phase]bool, error) {
 		return nil, fmt.Errorf("read commit messages: %w", err)
 	}
 	for _, m := range msgs {
-		t := parseTrailers(m)
+		t := commitmsg.Trailers(m)
 		if t[TrailerRun] == runID && t[TrailerPhase] != "" {
 			done[memd.Phase(t[TrailerPhase])] = true // as committed; an unknown name matches no phase
 		}

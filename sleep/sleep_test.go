@@ -17,6 +17,8 @@ import (
 	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/format/writerlock"
+	"github.com/memd-dev/memd/internal/commitmsg"
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
@@ -74,7 +76,7 @@ func TestFullSleep(t *testing.T) {
 		if !strings.HasPrefix(m, "sleep("+ph+"): ") {
 			t.Errorf("commit %d: %q, want sleep(%s)", i, m, ph)
 		}
-		tr := parseTrailers(m)
+		tr := commitmsg.Trailers(m)
 		if tr[TrailerRun] != "20261130T030000Z" || tr[TrailerPhase] != ph || tr[TrailerCounts] == "" {
 			t.Errorf("commit %d trailers %v", i, tr)
 		}
@@ -178,13 +180,13 @@ func checkFullArchive(t *testing.T, dir, base string, c map[string]int) {
 	ac := phaseCommit(t, dir, "archive")
 	// The stamps ride in the move commit, as memhtml's do: git still sees each move as a
 	// rename and follows it.
-	ns := git(t, dir, "diff", "-M", "--name-status", ac+"~1", ac)
+	ns := testutil.RunGit(t, dir, "diff", "-M", "--name-status", ac+"~1", ac)
 	for _, p := range []string{epOld1, epOld2, epOld3, semArch, taskDone} {
 		if !regexp.MustCompile(`(?m)^R\d+\t` + regexp.QuoteMeta(p) + `\tarchive/2026/`).MatchString(ns) {
 			t.Errorf("archive diff: no rename of %s:\n%s", p, ns)
 		}
 	}
-	follow := git(t, dir, "log", "--follow", "--format=%H", "--", "archive/2026/"+epOld1)
+	follow := testutil.RunGit(t, dir, "log", "--follow", "--format=%H", "--", "archive/2026/"+epOld1)
 	if !strings.Contains(follow, base) {
 		t.Errorf("git log --follow does not reach the first commit %s:\n%s", base, follow)
 	}
@@ -211,7 +213,7 @@ func checkFullTidy(t *testing.T, dir string) {
 	moved3 := readFile(t, dir, "archive/2026/"+epOld3)
 	mustContain(t, "archived file repointed by tidy", moved3, `href="/archive/2026/`+epOld1+`"`)
 	tc := phaseCommit(t, dir, "tidy")
-	tns := git(t, dir, "diff", "--name-status", tc+"~1", tc)
+	tns := testutil.RunGit(t, dir, "diff", "--name-status", tc+"~1", tc)
 	mustContain(t, "tidy touched the archived file", tns, "M\tarchive/2026/"+epOld3)
 }
 
@@ -220,7 +222,7 @@ func checkFullTidy(t *testing.T, dir string) {
 func checkNextNights(t *testing.T, dir string, store *gitrepo.Repo) {
 	t.Helper()
 	store.WaitIndexRefresh()
-	if st := git(t, dir, "status", "--porcelain"); st != "" {
+	if st := testutil.RunGit(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("tree not clean after sleep:\n%s", st)
 	}
 	h := head(t, dir)
@@ -254,11 +256,11 @@ func TestArcsThresholdAndUpdate(t *testing.T) {
 	ep := func(day, entity string) mem {
 		return mem{typ: "episodic", title: "Ep " + day, entities: []string{entity}, created: "2026-" + day + "T10:00:00Z"}
 	}
-	writeFile(t, dir, "areas/x/20260101-a.html", ep("01-01", "team:red").html())
-	writeFile(t, dir, "areas/x/20260201-b.html", ep("02-01", "team:red").html())
-	writeFile(t, dir, "areas/x/20260301-c.html", ep("03-01", "team:red").html())
-	writeFile(t, dir, "areas/x/20260101-d.html", ep("01-01", "team:blue").html())
-	writeFile(t, dir, "areas/x/20260201-e.html", ep("02-01", "team:blue").html())
+	testutil.WriteFile(t, dir, "areas/x/20260101-a.html", ep("01-01", "team:red").html())
+	testutil.WriteFile(t, dir, "areas/x/20260201-b.html", ep("02-01", "team:red").html())
+	testutil.WriteFile(t, dir, "areas/x/20260301-c.html", ep("03-01", "team:red").html())
+	testutil.WriteFile(t, dir, "areas/x/20260101-d.html", ep("01-01", "team:blue").html())
+	testutil.WriteFile(t, dir, "areas/x/20260201-e.html", ep("02-01", "team:blue").html())
 	initRepo(t, dir)
 	store := openStore(t, dir)
 	cfg := testConfig()
@@ -289,10 +291,10 @@ func TestArcsThresholdAndUpdate(t *testing.T) {
 	}
 
 	// A member added: the arc is rewritten; blue reaches the threshold.
-	writeFile(t, dir, "areas/x/20260401-f.html", ep("04-01", "team:red").html())
-	writeFile(t, dir, "areas/x/20260301-g.html", ep("03-01", "team:blue").html())
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "more")
+	testutil.WriteFile(t, dir, "areas/x/20260401-f.html", ep("04-01", "team:red").html())
+	testutil.WriteFile(t, dir, "areas/x/20260301-g.html", ep("03-01", "team:blue").html())
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "more")
 	h2 := head(t, dir)
 	rep, err := NewRunner(dir, store, Options{Config: cfg, Phases: []memd.Phase{"arcs"}, Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "third")
 	if err != nil {
@@ -364,7 +366,7 @@ func TestFailedPhaseIsUndoneAndLaterPhasesRun(t *testing.T) {
 		t.Fatalf("commits after failure: %v", msgs)
 	}
 	store.WaitIndexRefresh()
-	if st := git(t, dir, "status", "--porcelain"); st != "" {
+	if st := testutil.RunGit(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("tree not clean:\n%s", st)
 	}
 	for _, p := range []string{epOld1, epOld2, epOld3, semArch, taskDone} {
@@ -382,9 +384,9 @@ func TestFailedPhaseIsUndoneAndLaterPhasesRun(t *testing.T) {
 func TestFailedPhaseRealError(t *testing.T) {
 	dir := t.TempDir()
 	buildFixture(t, dir)
-	writeFile(t, dir, "archive/2026", "I am a file in the way\n")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "obstacle")
+	testutil.WriteFile(t, dir, "archive/2026", "I am a file in the way\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "obstacle")
 	store := openStore(t, dir)
 	before := treeDigest(t, dir)
 	rep := runSleep(t, dir, store, testConfig(), func(o *Options) { o.Phases = []memd.Phase{"archive"} })
@@ -414,7 +416,7 @@ func TestApplyRefusesChangedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "memory.jsonl", readFile(t, dir, "memory.jsonl")+`{"id":"new","type":"note","text":"written meanwhile"}`+"\n")
+	testutil.WriteFile(t, dir, "memory.jsonl", readFile(t, dir, "memory.jsonl")+`{"id":"new","type":"note","text":"written meanwhile"}`+"\n")
 	before := treeDigest(t, dir)
 	if _, err := r.applyAndCommit(context.Background(), "x", "expire", p); !errors.Is(err, ErrConflict) {
 		t.Fatalf("apply over a changed ledger: %v, want ErrConflict", err)
@@ -474,7 +476,7 @@ func TestHeldWriterLockBlocksApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
-	writeFile(t, dir, ".memory.lock", "pid: "+itoa(holder.Process.Pid)+"\nhostname: "+host+"\nacquired_at: 2026-11-30T02:59:00Z\ncontext: python writer\n")
+	testutil.WriteFile(t, dir, ".memory.lock", "pid: "+itoa(holder.Process.Pid)+"\nhostname: "+host+"\nacquired_at: 2026-11-30T02:59:00Z\ncontext: python writer\n")
 	before := treeDigest(t, dir)
 	h := head(t, dir)
 	cfg := testConfig()
@@ -520,7 +522,7 @@ func TestParseCacheSeesEdits(t *testing.T) {
 	if len(edited) != len(old) {
 		t.Fatalf("edit changed the size: %d vs %d", len(edited), len(old))
 	}
-	writeFile(t, dir, semOld, edited)
+	testutil.WriteFile(t, dir, semOld, edited)
 	future := time.Now().Add(time.Minute)
 	if err := os.Chtimes(filepath.Join(dir, semOld), future, future); err != nil {
 		t.Fatal(err)
@@ -529,7 +531,7 @@ func TestParseCacheSeesEdits(t *testing.T) {
 	// waits for that to end (memd holds index.lock only for a rename, but a loaded machine
 	// can still stretch a rename).
 	store.WaitIndexRefresh()
-	git(t, dir, "commit", "-qam", "writer archives gc-tuning")
+	testutil.RunGit(t, dir, "commit", "-qam", "writer archives gc-tuning")
 	rep, err := NewRunner(dir, store, Options{Config: testConfig(), Now: func() time.Time { return fixNow }, NoGC: true}).Run(context.Background(), "next")
 	if err != nil || rep.Failed() {
 		t.Fatal(err, rep)
@@ -572,11 +574,11 @@ func TestFailedCommitIsUndone(t *testing.T) {
 func TestTidyRepointsToArchive(t *testing.T) {
 	dir := t.TempDir()
 	gone := "areas/x/20230101-a.html"
-	writeFile(t, dir, "archive/2023/"+gone, mem{typ: "episodic", title: "A", created: "2023-01-01T00:00:00Z",
+	testutil.WriteFile(t, dir, "archive/2023/"+gone, mem{typ: "episodic", title: "A", created: "2023-01-01T00:00:00Z",
 		links: []string{"/areas/x/20230105-b.html"}}.html())
-	writeFile(t, dir, "archive/2023/areas/x/20230105-b.html", mem{typ: "episodic", title: "B", created: "2023-01-05T00:00:00Z"}.html())
-	writeFile(t, dir, "resources/r/ref.html", mem{typ: "semantic", title: "Ref", links: []string{"/" + gone, "/resources/r/missing.html"}}.html())
-	writeFile(t, dir, "MEMORY.md", "# MEMORY\n\n- [["+gone+"|A]] \u00b7 type:episodic subject:x \u00b7 a\n- [[resources/r/ref.html|Ref]] \u00b7 type:semantic subject:r \u00b7 ref\n")
+	testutil.WriteFile(t, dir, "archive/2023/areas/x/20230105-b.html", mem{typ: "episodic", title: "B", created: "2023-01-05T00:00:00Z"}.html())
+	testutil.WriteFile(t, dir, "resources/r/ref.html", mem{typ: "semantic", title: "Ref", links: []string{"/" + gone, "/resources/r/missing.html"}}.html())
+	testutil.WriteFile(t, dir, "MEMORY.md", "# MEMORY\n\n- [["+gone+"|A]] \u00b7 type:episodic subject:x \u00b7 a\n- [[resources/r/ref.html|Ref]] \u00b7 type:semantic subject:r \u00b7 ref\n")
 	initRepo(t, dir)
 	store := openStore(t, dir)
 	h := head(t, dir)
@@ -601,7 +603,7 @@ func TestTidyRepointsToArchive(t *testing.T) {
 func TestArcsByTag(t *testing.T) {
 	dir := t.TempDir()
 	for i, day := range []string{"01", "02", "03"} {
-		writeFile(t, dir, "areas/x/202603"+day+"-t"+strconv.Itoa(i)+".html",
+		testutil.WriteFile(t, dir, "areas/x/202603"+day+"-t"+strconv.Itoa(i)+".html",
 			mem{typ: "episodic", title: "T" + day, tags: []string{"incident", "db"}, created: "2026-03-" + day + "T00:00:00Z"}.html())
 	}
 	initRepo(t, dir)
@@ -645,7 +647,7 @@ func TestStaleLockClearedByIdleRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	writeFile(t, dir, ".memory.lock", "pid: "+itoa(dead.Process.Pid)+"\nhostname: "+host+"\nacquired_at: 2026-11-30T03:00:00Z\ncontext: memd sleep archive\n")
+	testutil.WriteFile(t, dir, ".memory.lock", "pid: "+itoa(dead.Process.Pid)+"\nhostname: "+host+"\nacquired_at: 2026-11-30T03:00:00Z\ncontext: memd sleep archive\n")
 	runSleep(t, dir, store, testConfig(), nil) // same run id: every phase skipped
 	if exists(dir, ".memory.lock") {
 		t.Fatal("stale lock of a dead process left behind")

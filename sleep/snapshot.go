@@ -11,11 +11,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/format/memfile"
 	"github.com/memd-dev/memd/internal/safefs"
+	"github.com/memd-dev/memd/internal/workpool"
 )
 
 // snapshot is the tree as sleep sees it: read once per run (one walk, every memory file
@@ -112,23 +112,12 @@ type readResult struct {
 // readAll reads the files on all cores; an unreadable file is left out (reported by doctor,
 // never touched by sleep).
 func (s *snapshot) readAll(jobs []readJob, slab *memSlab, progressW io.Writer) error {
-	workers := runtime.GOMAXPROCS(0)
-	in := make(chan readJob, 256)
 	out := make(chan readResult, 256)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range in {
-				out <- s.readOne(j)
-			}
-		})
-	}
 	go func() {
-		for _, j := range jobs {
-			in <- j
-		}
-		close(in)
-		wg.Wait()
+		_ = workpool.Each(len(jobs), runtime.GOMAXPROCS(0), func(i int) error {
+			out <- s.readOne(jobs[i])
+			return nil
+		})
 		close(out)
 	}()
 	n := 0

@@ -113,7 +113,7 @@ func TestArcsWithSummarizer(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			for i, day := range []string{"01", "02", "03"} {
-				writeFile(t, dir, "areas/x/202501"+day+"-e"+strconv.Itoa(i)+".html",
+				testutil.WriteFile(t, dir, "areas/x/202501"+day+"-e"+strconv.Itoa(i)+".html",
 					mem{typ: "episodic", title: "E" + day, entities: []string{sanju}, created: "2025-01-" + day + "T00:00:00Z"}.html())
 			}
 			initRepo(t, dir)

@@ -12,12 +12,9 @@ import (
 	"github.com/memd-dev/memd/format/memorymd"
 )
 
-// memoryMDName is the file name of both MEMORY.md kinds.
-const memoryMDName = memd.MemoryMDName
-
 // planIndexRepoints repoints index-kind MEMORY.md bullets whose path moved.
 func planIndexRepoints(s *snapshot, p *plan, moved map[string]string) error {
-	for _, md := range s.filesNamed(memoryMDName) {
+	for _, md := range s.filesNamed(memd.MemoryMDName) {
 		if memd.IsArchived(md) {
 			continue
 		}
@@ -102,7 +99,7 @@ func planTidy(s *snapshot, env *planEnv) (*plan, error) {
 		to, ok := arch[q]
 		return to, ok
 	}
-	for _, md := range s.filesNamed(memoryMDName) {
+	for _, md := range s.filesNamed(memd.MemoryMDName) {
 		if memd.IsArchived(md) {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
@@ -89,7 +90,7 @@ func TestArcsCommitMatchesReport(t *testing.T) {
 		if !errors.Is(pr.Err, ErrNotCommitted) || !strings.Contains(pr.Err.Error(), "areas/arcs/") {
 			t.Fatalf("arcs reported %v (err %v, commit %q) although the commit took none of them", pr.Counts, pr.Err, pr.Commit)
 		}
-		if n := strings.TrimSpace(git(t, dir, "ls-files", "--others", "areas/arcs")); n == "" {
+		if n := strings.TrimSpace(testutil.RunGit(t, dir, "ls-files", "--others", "areas/arcs")); n == "" {
 			t.Fatalf("the arcs not committed are not on disk for the next commit")
 		}
 	})

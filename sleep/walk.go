@@ -42,20 +42,16 @@ type tree struct {
 	maxStamp int64 // the latest stamp of a stat'ed file
 }
 
-// Ignore is the committer's ignore rule ((*repofiles.Ignorer).Ignored: .gitignore files,
-// memd's list and watch.ignore) for a repo-relative, '/'-separated path. The walk never
-// lists an ignored file or enters an ignored directory or a nested repository, so sleep
-// never plans, writes or commits a path the committer would not; nil applies only the
-// rules every walk applies.
-type Ignore = repofiles.Rule
-
 // walkTree lists the regular files among the repo's files (repofiles.Walk's set, decided
 // per entry by repofiles.SkipDir and SkipFile, less the symlinks sleep never reads or
 // rewrites), on GOMAXPROCS goroutines: at 100k files the walk is mostly
 // getdents and lstat system calls, which run in parallel as git's preload-index does.
 // Only memory files and MEMORY.md files are lstat'ed; for every other file the planners
-// only ask whether it exists, which the directory listing answers.
-func walkTree(root string, ignore Ignore) (*tree, error) {
+// only ask whether it exists, which the directory listing answers. ignore is the committer's
+// rule (.gitignore files, memd's list and watch.ignore): the walk never lists an ignored file
+// or enters an ignored directory or a nested repository, so sleep never plans, writes or
+// commits a path the committer would not; nil applies only the rules every walk applies.
+func walkTree(root string, ignore repofiles.Rule) (*tree, error) {
 	type dirNode struct {
 		abs, rel string
 		files    []treeFile
@@ -138,7 +134,7 @@ func walkTree(root string, ignore Ignore) (*tree, error) {
 
 // readTreeDir lists one directory: its regular files (memory files and MEMORY.md
 // lstat'ed) and its subdirectories to walk, both in name order.
-func readTreeDir(abs, rel string, ignore Ignore) (files []treeFile, dirs []string, err error) {
+func readTreeDir(abs, rel string, ignore repofiles.Rule) (files []treeFile, dirs []string, err error) {
 	d, err := openDir(abs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("walk %s: %w", abs, err)
@@ -163,7 +159,7 @@ func readTreeDir(abs, rel string, ignore Ignore) (files []treeFile, dirs []strin
 			continue // symlinks are committed as links, never followed or rewritten
 		}
 		f.mem = isMemoryPath(f.rel)
-		if f.mem || name == memoryMDName {
+		if f.mem || name == memd.MemoryMDName {
 			// A file gone since the listing is left unstat'ed: parsed (and found missing)
 			// like before, and the walk vouches for no fingerprint.
 			if st, ok := d.lstat(name); ok {

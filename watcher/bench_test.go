@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -18,12 +19,12 @@ func benchRepo(b *testing.B, dirs, perDir int) string {
 	root := newRepo(b)
 	for d := 0; d < dirs; d++ {
 		for f := 0; f < perDir; f++ {
-			write(b, root, fmt.Sprintf("areas/d%03d/%04d-note.html", d, f), "<html>base</html>")
+			testutil.WriteFile(b, root, fmt.Sprintf("areas/d%03d/%04d-note.html", d, f), "<html>base</html>")
 		}
 	}
-	write(b, root, ".gitignore", "*.log\nbuild/\n")
-	gitCmd(b, root, "add", "-A")
-	gitCmd(b, root, "commit", "-q", "-m", "base")
+	testutil.WriteFile(b, root, ".gitignore", "*.log\nbuild/\n")
+	testutil.RunGit(b, root, "add", "-A")
+	testutil.RunGit(b, root, "commit", "-q", "-m", "base")
 	return root
 }
 
@@ -32,7 +33,7 @@ const burst = 1000
 func writeBurst(b *testing.B, root string, i int) (dir string) {
 	dir = fmt.Sprintf("resources/burst%04d", i)
 	for f := 0; f < burst; f++ {
-		write(b, root, fmt.Sprintf("%s/%04d.html", dir, f), "new")
+		testutil.WriteFile(b, root, fmt.Sprintf("%s/%04d.html", dir, f), "new")
 	}
 	return dir
 }

@@ -2,11 +2,9 @@ package watcher_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/watcher"
 )
 
@@ -26,36 +25,8 @@ const deadline = 20 * time.Second
 func newRepo(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	gitCmd(t, dir, "init", "-q")
+	testutil.RunGit(t, dir, "init", "-q")
 	return dir
-}
-
-func gitCmd(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && args[0] == "check-ignore" && ee.ExitCode() == 1 {
-			return ""
-		}
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-func write(t testing.TB, root, rel, content string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // put creates root/rel with one event (a rename from outside the repo), so a test can
@@ -190,7 +161,7 @@ func (c *collector) all() []watcher.Batch {
 func (r *running) expectExactly(t *testing.T, root string, want ...string) {
 	t.Helper()
 	sentinel := "zz-sentinel-" + strings.ReplaceAll(t.Name(), "/", "-") + ".html"
-	write(t, root, sentinel, "s")
+	testutil.WriteFile(t, root, sentinel, "s")
 	r.c.waitPaths(t, sentinel)
 	want = append(want, sentinel)
 	sort.Strings(want)

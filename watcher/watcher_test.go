@@ -31,13 +31,13 @@ func TestMkdirPWithFileIsSeen(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "a/b/c"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	write(t, root, "a/b/c/m.html", "x")
+	testutil.WriteFile(t, root, "a/b/c/m.html", "x")
 	r.expectExactly(t, root, "a/b/c/m.html")
 	if got := r.w.Stats().WatchedDirs; got != before+3 {
 		t.Fatalf("WatchedDirs = %d, want %d", got, before+3)
 	}
 	// The new leaf directory is watched: a later file there is seen too.
-	write(t, root, "a/b/c/n.html", "y")
+	testutil.WriteFile(t, root, "a/b/c/n.html", "y")
 	r.expectExactly(t, root, "a/b/c/n.html")
 }
 
@@ -46,7 +46,7 @@ func TestTreeMovedInIsSeen(t *testing.T) {
 	outside := t.TempDir()
 	files := []string{"t/x.html", "t/one/y.html", "t/one/two/z.html", "t/one/two/three/w.html"}
 	for _, f := range files {
-		write(t, outside, f, f)
+		testutil.WriteFile(t, outside, f, f)
 	}
 	r := start(t, root, fast())
 	if err := os.Rename(filepath.Join(outside, "t"), filepath.Join(root, "moved")); err != nil {
@@ -57,14 +57,14 @@ func TestTreeMovedInIsSeen(t *testing.T) {
 		want = append(want, "moved/"+strings.TrimPrefix(f, "t/"))
 	}
 	r.expectExactly(t, root, want...)
-	write(t, root, "moved/one/two/three/new.html", "n")
+	testutil.WriteFile(t, root, "moved/one/two/three/new.html", "n")
 	r.expectExactly(t, root, "moved/one/two/three/new.html")
 }
 
 func TestDirectoryRename(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, "projects/old/sub/f.html", "f")
-	write(t, root, "projects/old/g.html", "g")
+	testutil.WriteFile(t, root, "projects/old/sub/f.html", "f")
+	testutil.WriteFile(t, root, "projects/old/g.html", "g")
 	r := start(t, root, fast())
 	dirs := r.w.Stats().WatchedDirs
 
@@ -77,18 +77,18 @@ func TestDirectoryRename(t *testing.T) {
 		t.Fatalf("WatchedDirs = %d after rename, want %d (old watches dropped)", got, dirs)
 	}
 	// A write below the renamed directory is reported under its new name only.
-	write(t, root, "projects/new/sub/h.html", "h")
+	testutil.WriteFile(t, root, "projects/new/sub/h.html", "h")
 	r.expectExactly(t, root, "projects/new/sub/h.html")
-	write(t, root, "projects/new/sub/f.html", "f2")
+	testutil.WriteFile(t, root, "projects/new/sub/f.html", "f2")
 	r.expectExactly(t, root, "projects/new/sub/f.html")
 }
 
 func TestDirectoryMovedOutAndDeleted(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, "areas/a/x.html", "x")
-	write(t, root, "areas/a/deep/y.html", "y")
-	write(t, root, "areas/b/z.html", "z")
-	write(t, root, "areas/c.html", "c")
+	testutil.WriteFile(t, root, "areas/a/x.html", "x")
+	testutil.WriteFile(t, root, "areas/a/deep/y.html", "y")
+	testutil.WriteFile(t, root, "areas/b/z.html", "z")
+	testutil.WriteFile(t, root, "areas/c.html", "c")
 	r := start(t, root, fast())
 	dirs := r.w.Stats().WatchedDirs
 
@@ -112,16 +112,16 @@ func TestDirectoryMovedOutAndDeleted(t *testing.T) {
 
 func TestAtomicSave(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, "f.html", "v1")
+	testutil.WriteFile(t, root, "f.html", "v1")
 	r := start(t, root, fast())
-	write(t, root, "f.html.tmp", "v2")
+	testutil.WriteFile(t, root, "f.html.tmp", "v2")
 	if err := os.Rename(filepath.Join(root, "f.html.tmp"), filepath.Join(root, "f.html")); err != nil {
 		t.Fatal(err)
 	}
 	r.expectExactly(t, root, "f.html")
 
 	// A temp name nobody ignores is reported too (the committer finds it gone).
-	write(t, root, ".f.html.x8Kq", "v3")
+	testutil.WriteFile(t, root, ".f.html.x8Kq", "v3")
 	if err := os.Rename(filepath.Join(root, ".f.html.x8Kq"), filepath.Join(root, "f.html")); err != nil {
 		t.Fatal(err)
 	}
@@ -130,17 +130,17 @@ func TestAtomicSave(t *testing.T) {
 
 func TestVimStyleSave(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, "notes.html", "v1")
+	testutil.WriteFile(t, root, "notes.html", "v1")
 	r := start(t, root, fast())
 	// vim with backupcopy=no: probe file 4913, rename the original to the backup, write a
 	// new file, delete the backup. Swap file .notes.html.swp all along.
-	write(t, root, ".notes.html.swp", "swap")
-	write(t, root, "4913", "")
+	testutil.WriteFile(t, root, ".notes.html.swp", "swap")
+	testutil.WriteFile(t, root, "4913", "")
 	os.Remove(filepath.Join(root, "4913"))
 	if err := os.Rename(filepath.Join(root, "notes.html"), filepath.Join(root, "notes.html~")); err != nil {
 		t.Fatal(err)
 	}
-	write(t, root, "notes.html", "v2")
+	testutil.WriteFile(t, root, "notes.html", "v2")
 	os.Remove(filepath.Join(root, "notes.html~"))
 	os.Remove(filepath.Join(root, ".notes.html.swp"))
 	r.expectExactly(t, root, "notes.html")
@@ -148,7 +148,7 @@ func TestVimStyleSave(t *testing.T) {
 
 func TestChmodOnlyIgnored(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, "f.html", "v1")
+	testutil.WriteFile(t, root, "f.html", "v1")
 	r := start(t, root, fast())
 	if err := os.Chmod(filepath.Join(root, "f.html"), 0o600); err != nil {
 		t.Fatal(err)
@@ -163,14 +163,14 @@ func TestChmodOnlyIgnored(t *testing.T) {
 func TestGitDirAndLockNeverReported(t *testing.T) {
 	root := newRepo(t)
 	r := start(t, root, fast())
-	write(t, root, ".git/memd/status.json", "{}")
-	write(t, root, ".git/objects/ab/cdef", "blob")
-	write(t, root, ".git/index.lock", "")
+	testutil.WriteFile(t, root, ".git/memd/status.json", "{}")
+	testutil.WriteFile(t, root, ".git/objects/ab/cdef", "blob")
+	testutil.WriteFile(t, root, ".git/index.lock", "")
 	os.Remove(filepath.Join(root, ".git/index.lock"))
-	write(t, root, ".memory.lock", "pid: 1\n")
+	testutil.WriteFile(t, root, ".memory.lock", "pid: 1\n")
 	os.Remove(filepath.Join(root, ".memory.lock"))
 	// A nested repo's .git is not ours either.
-	write(t, root, "resources/vendored/.git/HEAD", "ref: refs/heads/main\n")
+	testutil.WriteFile(t, root, "resources/vendored/.git/HEAD", "ref: refs/heads/main\n")
 	r.expectExactly(t, root)
 	if n := r.w.Stats().Events; n == 0 {
 		t.Fatal("no events counted")
@@ -179,9 +179,9 @@ func TestGitDirAndLockNeverReported(t *testing.T) {
 
 func TestIgnoredPatterns(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, ".gitignore", "*.log\nbuild/\n/top-only.html\n")
-	write(t, root, "projects/p/.gitignore", "secret.html\n!keep.log\n")
-	write(t, root, ".git/info/exclude", "local-*\n")
+	testutil.WriteFile(t, root, ".gitignore", "*.log\nbuild/\n/top-only.html\n")
+	testutil.WriteFile(t, root, "projects/p/.gitignore", "secret.html\n!keep.log\n")
+	testutil.WriteFile(t, root, ".git/info/exclude", "local-*\n")
 	opts := fast()
 	opts.Ignore = []string{"*.bak"}
 	r := start(t, root, opts)
@@ -192,10 +192,10 @@ func TestIgnoredPatterns(t *testing.T) {
 		"projects/p/secret.html", "projects/p/q/secret.html", "local-notes.html",
 		"x.swp", "x.tmp", "x~", ".#x.html", "4913",
 	} {
-		write(t, root, f, "ignored")
+		testutil.WriteFile(t, root, f, "ignored")
 	}
 	for _, f := range []string{"projects/p/keep.log", "sub/top-only.html", "projects/p/public.html"} {
-		write(t, root, f, "kept")
+		testutil.WriteFile(t, root, f, "kept")
 	}
 	r.expectExactly(t, root, "projects/p/keep.log", "sub/top-only.html", "projects/p/public.html")
 	// build/ is ignored, so it was not watched; projects/p/q and sub were.
@@ -206,26 +206,26 @@ func TestIgnoredPatterns(t *testing.T) {
 
 func TestGitignoreChangeReloads(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, ".gitignore", "*.log\ndrafts/\n")
-	write(t, root, "old.log", "was ignored")
-	write(t, root, "drafts/d.html", "was ignored")
+	testutil.WriteFile(t, root, ".gitignore", "*.log\ndrafts/\n")
+	testutil.WriteFile(t, root, "old.log", "was ignored")
+	testutil.WriteFile(t, root, "drafts/d.html", "was ignored")
 	r := start(t, root, fast())
 	dirs := r.w.Stats().WatchedDirs
 
 	// Un-ignore: the files the old rules hid are now dirty, and drafts/ is watched.
-	write(t, root, ".gitignore", "")
+	testutil.WriteFile(t, root, ".gitignore", "")
 	r.expectExactly(t, root, ".gitignore", "old.log", "drafts/d.html")
 	if got := r.w.Stats().WatchedDirs; got != dirs+1 {
 		t.Fatalf("WatchedDirs = %d, want %d", got, dirs+1)
 	}
-	write(t, root, "drafts/e.html", "e")
+	testutil.WriteFile(t, root, "drafts/e.html", "e")
 	r.expectExactly(t, root, "drafts/e.html")
 
 	// Ignore again: drafts/ drops its watch; new drafts and logs are not reported.
-	write(t, root, ".gitignore", "*.log\ndrafts/\n")
+	testutil.WriteFile(t, root, ".gitignore", "*.log\ndrafts/\n")
 	r.expectExactly(t, root, ".gitignore")
-	write(t, root, "drafts/f.html", "f")
-	write(t, root, "new.log", "l")
+	testutil.WriteFile(t, root, "drafts/f.html", "f")
+	testutil.WriteFile(t, root, "new.log", "l")
 	r.expectExactly(t, root)
 	if got := r.w.Stats().WatchedDirs; got != dirs {
 		t.Fatalf("WatchedDirs = %d, want %d", got, dirs)
@@ -235,15 +235,15 @@ func TestGitignoreChangeReloads(t *testing.T) {
 func TestNestedGitignoreMovedInWithTree(t *testing.T) {
 	root := newRepo(t)
 	outside := t.TempDir()
-	write(t, outside, "t/.gitignore", "cache/\n")
-	write(t, outside, "t/cache/c.html", "c")
-	write(t, outside, "t/a.html", "a")
+	testutil.WriteFile(t, outside, "t/.gitignore", "cache/\n")
+	testutil.WriteFile(t, outside, "t/cache/c.html", "c")
+	testutil.WriteFile(t, outside, "t/a.html", "a")
 	r := start(t, root, fast())
 	if err := os.Rename(filepath.Join(outside, "t"), filepath.Join(root, "t")); err != nil {
 		t.Fatal(err)
 	}
 	r.expectExactly(t, root, "t/.gitignore", "t/a.html")
-	write(t, root, "t/cache/d.html", "d")
+	testutil.WriteFile(t, root, "t/cache/d.html", "d")
 	r.expectExactly(t, root)
 }
 
@@ -256,7 +256,7 @@ func TestSetIgnore(t *testing.T) {
 	}
 	r.w.SetIgnore(ig)
 	testutil.WaitFor(t, "ignore reload", deadline, func() bool { return r.w.Ignorer() == ig }, nil)
-	write(t, root, "x.draft", "d")
+	testutil.WriteFile(t, root, "x.draft", "d")
 	r.expectExactly(t, root)
 }
 
@@ -268,7 +268,7 @@ func TestBurstOf2000FilesNoneLost(t *testing.T) {
 		for f := 0; f < 100; f++ {
 			rel := fmt.Sprintf("resources/d%02d/f%03d.html", d, f)
 			want = append(want, rel)
-			write(t, root, rel, rel)
+			testutil.WriteFile(t, root, rel, rel)
 		}
 	}
 	r.c.waitPaths(t, want...)
@@ -378,7 +378,7 @@ func TestSteadyEditingEmitsWithinMaxDelay(t *testing.T) {
 		if time.Now().After(stop) {
 			t.Fatal("no batch during steady editing")
 		}
-		write(t, root, "steady.html", fmt.Sprint(i))
+		testutil.WriteFile(t, root, "steady.html", fmt.Sprint(i))
 		time.Sleep(5 * time.Millisecond) // pacing the writer, not waiting for a result
 	}
 }
@@ -467,10 +467,10 @@ func TestRealQueueOverflow(t *testing.T) {
 	// Each new file is two events (create, write): flood the kernel queue past its limit.
 	n := max/2 + 3000
 	for i := 0; i < n; i++ {
-		write(t, root, fmt.Sprintf("flood/f%05d.html", i), "x")
+		testutil.WriteFile(t, root, fmt.Sprintf("flood/f%05d.html", i), "x")
 	}
 	// Made after the flood: its Create is lost, only the post-overflow resync watches it.
-	write(t, root, "late/first.html", "1")
+	testutil.WriteFile(t, root, "late/first.html", "1")
 	resume()
 	r.c.waitFor(t, "rescan batch or every file", func() bool {
 		for _, b := range r.c.batches {
@@ -493,15 +493,15 @@ func TestRealQueueOverflow(t *testing.T) {
 		t.Fatalf("no overflow after %d events with max_queued_events %d", 2*n, max)
 	}
 	r.c.waitPaths(t, "late/first.html") // reported by the resync walk
-	write(t, root, "late/second.html", "2")
+	testutil.WriteFile(t, root, "late/second.html", "2")
 	r.c.waitPaths(t, "late/second.html")
 }
 
 func TestWatchLimitFallsBackToScanning(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, "areas/deep/x.html", "x")
-	write(t, root, "areas/deep/sub/y.html", "y")
-	write(t, root, "areas/ok.html", "ok")
+	testutil.WriteFile(t, root, "areas/deep/x.html", "x")
+	testutil.WriteFile(t, root, "areas/deep/sub/y.html", "y")
+	testutil.WriteFile(t, root, "areas/ok.html", "ok")
 	clock := newFakeClock()
 	limited := make(chan bool, 1)
 	limited <- true
@@ -530,10 +530,10 @@ func TestWatchLimitFallsBackToScanning(t *testing.T) {
 	}
 
 	// Changes in the unwatched directories are found by the scan.
-	write(t, root, "areas/deep/x.html", "x changed size")
-	write(t, root, "areas/deep/sub/new.html", "n")
+	testutil.WriteFile(t, root, "areas/deep/x.html", "x changed size")
+	testutil.WriteFile(t, root, "areas/deep/sub/new.html", "n")
 	os.Remove(filepath.Join(root, "areas/deep/sub/y.html"))
-	write(t, root, "areas/deep/newdir/z.html", "z")
+	testutil.WriteFile(t, root, "areas/deep/newdir/z.html", "z")
 	clock.Advance(10 * time.Second)
 	testutil.WaitFor(t, "scan found the changes", deadline, func() bool { return w.Stats().Pending >= 4 }, nil)
 	clock.Advance(time.Second)
@@ -555,7 +555,7 @@ func TestWatchLimitFallsBackToScanning(t *testing.T) {
 	if n := clock.pendingTimers(); n != 0 {
 		t.Fatalf("%d timers still armed after recovery", n)
 	}
-	write(t, root, "areas/deep/sub/evented.html", "e")
+	testutil.WriteFile(t, root, "areas/deep/sub/evented.html", "e")
 	testutil.WaitFor(t, "event seen", deadline, func() bool { return w.Stats().Pending == 1 }, nil)
 }
 
@@ -565,7 +565,7 @@ func TestNewErrors(t *testing.T) {
 		t.Fatalf("New(missing) = %v, want an error naming %s", err, missing)
 	}
 	file := filepath.Join(t.TempDir(), "file")
-	write(t, filepath.Dir(file), "file", "x")
+	testutil.WriteFile(t, filepath.Dir(file), "file", "x")
 	if _, err := watcher.New(file, watcher.Options{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("New(file) = %v", err)
 	}
@@ -579,7 +579,7 @@ func TestBufferedAndCloseWithoutRun(t *testing.T) {
 	opts := fast()
 	opts.Buffer = 4096
 	r := start(t, root, opts)
-	write(t, root, "projects/x/tasks/t.html", "t")
+	testutil.WriteFile(t, root, "projects/x/tasks/t.html", "t")
 	r.expectExactly(t, root, "projects/x/tasks/t.html")
 
 	w, err := watcher.New(root, watcher.Options{})
@@ -603,14 +603,14 @@ func TestLargeRepo(t *testing.T) {
 	root := newRepo(t)
 	for d := 0; d < 2000; d++ {
 		for f := 0; f < 50; f++ {
-			write(t, root, fmt.Sprintf("archive/%d/m%02d/d%04d/%02d.html", 2000+d%20, d%12, d, f), "x")
+			testutil.WriteFile(t, root, fmt.Sprintf("archive/%d/m%02d/d%04d/%02d.html", 2000+d%20, d%12, d, f), "x")
 		}
 	}
 	r := start(t, root, fast())
 	if got := r.w.Stats().WatchedDirs; got < 2000 {
 		t.Fatalf("WatchedDirs = %d", got)
 	}
-	write(t, root, "archive/2007/m07/d1987/49.html", "changed")
+	testutil.WriteFile(t, root, "archive/2007/m07/d1987/49.html", "changed")
 	r.expectExactly(t, root, "archive/2007/m07/d1987/49.html")
 	if err := os.Rename(filepath.Join(root, "archive/2000/m00/d0000"), filepath.Join(root, "archive/2000/m00/moved")); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // `memd sync` runs after_commit and after_sync once each, after the lock is released, with
@@ -15,22 +17,22 @@ func TestOneShotSyncRunsHooks(t *testing.T) {
 	isolateHome(t)
 	base := t.TempDir()
 	bare, dir, other := filepath.Join(base, "remote.git"), filepath.Join(base, "memory"), filepath.Join(base, "other")
-	gitOut(t, base, "init", "-q", "--bare", "-b", "main", bare)
+	testutil.RunGit(t, base, "init", "-q", "--bare", "-b", "main", bare)
 	if code, _, stderr := runApp(t, "init", dir, "--remote", bare); code != 0 {
 		t.Fatalf("init: %d %s", code, stderr)
 	}
-	gitOut(t, base, "clone", "-q", bare, other)
+	testutil.RunGit(t, base, "clone", "-q", bare, other)
 	if err := os.WriteFile(filepath.Join(other, "theirs.txt"), []byte("t\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitOut(t, other, "add", "-A")
-	gitOut(t, other, "commit", "-q", "-m", "theirs")
-	gitOut(t, other, "push", "-q", "origin", "main")
-	theirs := gitOut(t, other, "rev-parse", "HEAD")
+	testutil.RunGit(t, other, "add", "-A")
+	testutil.RunGit(t, other, "commit", "-q", "-m", "theirs")
+	testutil.RunGit(t, other, "push", "-q", "origin", "main")
+	theirs := strings.TrimSpace(testutil.RunGit(t, other, "rev-parse", "HEAD"))
 	if err := os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("m\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start := gitOut(t, dir, "rev-parse", "HEAD")
+	start := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD"))
 
 	out := t.TempDir()
 	// The lock must be free while a hook runs: each hook records whether it could see it.
@@ -49,8 +51,8 @@ func TestOneShotSyncRunsHooks(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(out, "runs"))
 	runs := strings.Split(strings.TrimSpace(string(b)), "\n")
-	mine := gitOut(t, dir, "rev-parse", "HEAD^1")
-	merged := gitOut(t, dir, "rev-parse", "HEAD")
+	mine := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD^1"))
+	merged := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD"))
 	want := []string{
 		"after_commit " + start + " " + mine + " mine.txt, lock=free",
 		"after_sync " + mine + " " + merged + " theirs.txt, lock=free",

@@ -9,6 +9,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/format/memorymd"
 	"github.com/memd-dev/memd/format/scaffold"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // seed003Dir lays out a directory of project memories the way the memory-save mod keeps
@@ -52,7 +53,7 @@ func TestInitProjectMemoryLayout(t *testing.T) {
 			t.Errorf("init added %s to a directory of project memories", b)
 		}
 	}
-	if got := gitOut(t, dir, "show", "--name-only", "--format=%s", "HEAD"); got != "memd: init\n\n.gitignore" {
+	if got := strings.TrimSpace(testutil.RunGit(t, dir, "show", "--name-only", "--format=%s", "HEAD")); got != "memd: init\n\n.gitignore" {
 		t.Errorf("init committed %q", got)
 	}
 
@@ -63,8 +64,8 @@ func TestInitProjectMemoryLayout(t *testing.T) {
 		t.Errorf("doctor: exit %d\n%s", code, out)
 	}
 	// The files are committed by memd run; here by git, so that tidy works on a clean tree.
-	gitOut(t, dir, "add", "-A")
-	gitOut(t, dir, "commit", "-qm", "the memories")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-qm", "the memories")
 	if code, out, stderr := runApp(t, "sleep", "--repo", dir, "--phase", "tidy"); code != 0 {
 		t.Fatalf("sleep tidy: %d %s %s", code, out, stderr)
 	}
@@ -122,14 +123,14 @@ func TestInitRemoteProjectMemoryLayout(t *testing.T) {
 	isolateHome(t)
 	tmp := t.TempDir()
 	remote := filepath.Join(tmp, "remote.git")
-	gitOut(t, tmp, "init", "-q", "--bare", remote)
+	testutil.RunGit(t, tmp, "init", "-q", "--bare", remote)
 	a := seed003Dir(t)
 	if code, out, stderr := runApp(t, "init", a, "--remote", remote); code != 0 {
 		t.Fatalf("init a: %d %s %s", code, out, stderr)
 	}
-	gitOut(t, a, "add", "-A")
-	gitOut(t, a, "commit", "-qm", "the memories")
-	gitOut(t, a, "push", "-q", remote, "HEAD:main")
+	testutil.RunGit(t, a, "add", "-A")
+	testutil.RunGit(t, a, "commit", "-qm", "the memories")
+	testutil.RunGit(t, a, "push", "-q", remote, "HEAD:main")
 	b := filepath.Join(tmp, "b")
 	code, out, stderr := runApp(t, "init", b, "--remote", remote)
 	if code != 0 || !strings.Contains(out, "layout: project-memory") {
@@ -143,7 +144,7 @@ func TestInitRemoteProjectMemoryLayout(t *testing.T) {
 			t.Errorf("init b added %s", d)
 		}
 	}
-	if st := gitOut(t, b, "status", "--porcelain"); st != "" {
+	if st := strings.TrimSpace(testutil.RunGit(t, b, "status", "--porcelain")); st != "" {
 		t.Errorf("status after init b:\n%s", st)
 	}
 }

@@ -2,23 +2,12 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+	"github.com/memd-dev/memd/internal/testutil"
+)
 
 func isolateHome(t *testing.T) {
 	home := t.TempDir()
@@ -40,10 +29,10 @@ func TestInitCreatesSkeletonOnce(t *testing.T) {
 			t.Errorf("missing %s", p)
 		}
 	}
-	if b := gitOut(t, dir, "symbolic-ref", "--short", "HEAD"); b != "main" {
+	if b := strings.TrimSpace(testutil.RunGit(t, dir, "symbolic-ref", "--short", "HEAD")); b != "main" {
 		t.Fatalf("branch %q", b)
 	}
-	if n := gitOut(t, dir, "rev-list", "--count", "HEAD"); n != "1" {
+	if n := strings.TrimSpace(testutil.RunGit(t, dir, "rev-list", "--count", "HEAD")); n != "1" {
 		t.Fatalf("%s commits, want 1", n)
 	}
 	gi, _ := os.ReadFile(filepath.Join(dir, ".gitignore"))
@@ -52,7 +41,7 @@ func TestInitCreatesSkeletonOnce(t *testing.T) {
 			t.Fatalf(".gitignore lacks %s: %q", line, gi)
 		}
 	}
-	if st := gitOut(t, dir, "status", "--porcelain"); st != "" {
+	if st := strings.TrimSpace(testutil.RunGit(t, dir, "status", "--porcelain")); st != "" {
 		t.Fatalf("status not clean:\n%s", st)
 	}
 	// A user file, then init again: nothing is added, the user file is left to memd run.
@@ -60,17 +49,17 @@ func TestInitCreatesSkeletonOnce(t *testing.T) {
 	if code, _, stderr := runApp(t, "init", dir); code != 0 {
 		t.Fatalf("second init: %d %s", code, stderr)
 	}
-	if n := gitOut(t, dir, "rev-list", "--count", "HEAD"); n != "1" {
+	if n := strings.TrimSpace(testutil.RunGit(t, dir, "rev-list", "--count", "HEAD")); n != "1" {
 		t.Fatalf("second init made a commit (%s commits)", n)
 	}
 	// An existing repo that lacks a folder: only that is added.
 	os.Remove(filepath.Join(dir, "areas", "arcs", ".gitkeep"))
-	gitOut(t, dir, "rm", "-q", "--cached", "areas/arcs/.gitkeep")
-	gitOut(t, dir, "commit", "-qm", "drop arcs")
+	testutil.RunGit(t, dir, "rm", "-q", "--cached", "areas/arcs/.gitkeep")
+	testutil.RunGit(t, dir, "commit", "-qm", "drop arcs")
 	if code, _, stderr := runApp(t, "init", dir); code != 0 {
 		t.Fatalf("third init: %d %s", code, stderr)
 	}
-	if got := gitOut(t, dir, "show", "--name-only", "--format=", "HEAD"); got != "areas/arcs/.gitkeep" {
+	if got := strings.TrimSpace(testutil.RunGit(t, dir, "show", "--name-only", "--format=", "HEAD")); got != "areas/arcs/.gitkeep" {
 		t.Fatalf("third init committed %q", got)
 	}
 }
@@ -79,14 +68,14 @@ func TestInitRemoteEmptyThenWithHistory(t *testing.T) {
 	isolateHome(t)
 	tmp := t.TempDir()
 	remote := filepath.Join(tmp, "remote.git")
-	gitOut(t, tmp, "init", "-q", "--bare", remote)
+	testutil.RunGit(t, tmp, "init", "-q", "--bare", remote)
 
 	a := filepath.Join(tmp, "a")
 	if code, out, stderr := runApp(t, "init", a, "--remote", remote, "--demo", "--demo-count", "40"); code != 0 {
 		t.Fatalf("init a: %d %s %s", code, out, stderr)
 	}
-	head := gitOut(t, a, "rev-parse", "HEAD")
-	if got := gitOut(t, remote, "rev-parse", "main"); got != head {
+	head := strings.TrimSpace(testutil.RunGit(t, a, "rev-parse", "HEAD"))
+	if got := strings.TrimSpace(testutil.RunGit(t, remote, "rev-parse", "main")); got != head {
 		t.Fatalf("remote main %s, local %s", got, head)
 	}
 
@@ -97,7 +86,7 @@ func TestInitRemoteEmptyThenWithHistory(t *testing.T) {
 	if code, out, stderr := runApp(t, "init", b, "--remote", remote); code != 0 {
 		t.Fatalf("init b: %d %s %s", code, out, stderr)
 	}
-	if gitOut(t, b, "merge-base", "--is-ancestor", head, "HEAD") != "" {
+	if strings.TrimSpace(testutil.RunGit(t, b, "merge-base", "--is-ancestor", head, "HEAD")) != "" {
 		t.Fatal("unreachable")
 	}
 	if _, err := os.Stat(filepath.Join(b, "memory.jsonl")); err != nil {
@@ -106,14 +95,14 @@ func TestInitRemoteEmptyThenWithHistory(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(b, "areas", "local-only.html")); string(data) != "mine" {
 		t.Fatalf("local file lost: %q", data)
 	}
-	if gitOut(t, b, "status", "--porcelain") != "" {
+	if strings.TrimSpace(testutil.RunGit(t, b, "status", "--porcelain")) != "" {
 		// The local file is left for memd run to commit; nothing else may be dirty.
-		st := gitOut(t, b, "status", "--porcelain")
+		st := strings.TrimSpace(testutil.RunGit(t, b, "status", "--porcelain"))
 		if st != "?? areas/local-only.html" {
 			t.Fatalf("unexpected status:\n%s", st)
 		}
 	}
-	gitOut(t, b, "fsck", "--full")
+	testutil.RunGit(t, b, "fsck", "--full")
 }
 
 // After `memd init DIR --remote URL` the branch tracks the remote as after `git clone`, so
@@ -123,17 +112,17 @@ func TestInitRemoteSetsUpstreamForPlainGit(t *testing.T) {
 	isolateHome(t)
 	base := t.TempDir()
 	bare, dir, other := filepath.Join(base, "remote.git"), filepath.Join(base, "memory"), filepath.Join(base, "other")
-	gitOut(t, base, "init", "-q", "--bare", "-b", "main", bare)
+	testutil.RunGit(t, base, "init", "-q", "--bare", "-b", "main", bare)
 	if code, _, stderr := runApp(t, "init", dir, "--remote", bare); code != 0 {
 		t.Fatalf("init: %d %s", code, stderr)
 	}
-	if r, m := gitOut(t, dir, "config", "branch.main.remote"), gitOut(t, dir, "config", "branch.main.merge"); r != "origin" || m != "refs/heads/main" {
+	if r, m := strings.TrimSpace(testutil.RunGit(t, dir, "config", "branch.main.remote")), strings.TrimSpace(testutil.RunGit(t, dir, "config", "branch.main.merge")); r != "origin" || m != "refs/heads/main" {
 		t.Fatalf("upstream %q %q, want origin refs/heads/main", r, m)
 	}
-	if st := gitOut(t, dir, "status", "-sb"); st != "## main...origin/main" {
+	if st := strings.TrimSpace(testutil.RunGit(t, dir, "status", "-sb")); st != "## main...origin/main" {
 		t.Fatalf("git status -sb: %q", st)
 	}
-	if out := gitOut(t, dir, "pull"); out != "Already up to date." {
+	if out := strings.TrimSpace(testutil.RunGit(t, dir, "pull")); out != "Already up to date." {
 		t.Fatalf("git pull: %q", out)
 	}
 
@@ -141,50 +130,50 @@ func TestInitRemoteSetsUpstreamForPlainGit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitOut(t, dir, "add", "mine.txt")
-	gitOut(t, dir, "commit", "-q", "-m", "mine")
-	mine := gitOut(t, dir, "rev-parse", "HEAD")
-	if st := gitOut(t, dir, "status", "-sb"); st != "## main...origin/main [ahead 1]" {
+	testutil.RunGit(t, dir, "add", "mine.txt")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "mine")
+	mine := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD"))
+	if st := strings.TrimSpace(testutil.RunGit(t, dir, "status", "-sb")); st != "## main...origin/main [ahead 1]" {
 		t.Fatalf("git status after the user's commit: %q", st)
 	}
 	if code, _, stderr := runApp(t, "sync", "--repo", dir); code != 0 {
 		t.Fatalf("memd sync: %d %s", code, stderr)
 	}
-	if got := gitOut(t, bare, "rev-parse", "main"); got != mine {
+	if got := strings.TrimSpace(testutil.RunGit(t, bare, "rev-parse", "main")); got != mine {
 		t.Fatalf("remote main %s, want the user's commit %s", got, mine)
 	}
-	if st := gitOut(t, dir, "status", "-sb"); st != "## main...origin/main" {
+	if st := strings.TrimSpace(testutil.RunGit(t, dir, "status", "-sb")); st != "## main...origin/main" {
 		t.Fatalf("git status after memd pushed: %q", st)
 	}
 
 	// Another machine pushes: a plain git pull brings it in, a plain git push sends ours.
-	gitOut(t, base, "clone", "-q", bare, other)
+	testutil.RunGit(t, base, "clone", "-q", bare, other)
 	if err := os.WriteFile(filepath.Join(other, "theirs.txt"), []byte("theirs\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitOut(t, other, "add", "theirs.txt")
-	gitOut(t, other, "commit", "-q", "-m", "theirs")
-	gitOut(t, other, "push", "-q")
-	gitOut(t, dir, "pull", "-q", "--ff-only")
-	if got, want := gitOut(t, dir, "rev-parse", "HEAD"), gitOut(t, other, "rev-parse", "HEAD"); got != want {
+	testutil.RunGit(t, other, "add", "theirs.txt")
+	testutil.RunGit(t, other, "commit", "-q", "-m", "theirs")
+	testutil.RunGit(t, other, "push", "-q")
+	testutil.RunGit(t, dir, "pull", "-q", "--ff-only")
+	if got, want := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD")), strings.TrimSpace(testutil.RunGit(t, other, "rev-parse", "HEAD")); got != want {
 		t.Fatalf("git pull: HEAD %s, want %s", got, want)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "second.txt"), []byte("2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitOut(t, dir, "add", "second.txt")
-	gitOut(t, dir, "commit", "-q", "-m", "second")
-	gitOut(t, dir, "push", "-q")
-	if gitOut(t, bare, "rev-parse", "main") != gitOut(t, dir, "rev-parse", "HEAD") {
+	testutil.RunGit(t, dir, "add", "second.txt")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "second")
+	testutil.RunGit(t, dir, "push", "-q")
+	if strings.TrimSpace(testutil.RunGit(t, bare, "rev-parse", "main")) != strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD")) {
 		t.Fatal("git push did not reach the remote")
 	}
 
 	// An upstream the user chose is kept by a second init.
-	gitOut(t, dir, "config", "branch.main.merge", "refs/heads/mine")
+	testutil.RunGit(t, dir, "config", "branch.main.merge", "refs/heads/mine")
 	if code, _, stderr := runApp(t, "init", dir, "--remote", bare); code != 0 {
 		t.Fatalf("second init: %d %s", code, stderr)
 	}
-	if m := gitOut(t, dir, "config", "branch.main.merge"); m != "refs/heads/mine" {
+	if m := strings.TrimSpace(testutil.RunGit(t, dir, "config", "branch.main.merge")); m != "refs/heads/mine" {
 		t.Errorf("second init replaced the user's upstream: %q", m)
 	}
 }

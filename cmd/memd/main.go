@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/fastpath"
 )
 
 // Exit codes (docs/ARCHITECTURE.md §7).
@@ -180,8 +181,8 @@ func (a *app) load() error {
 		return ev.hide(err)
 	}
 	if a.nowFlag != "" {
-		t, err := time.Parse(time.RFC3339, a.nowFlag)
-		if err != nil {
+		t, ok := fastpath.ParseNow(a.nowFlag)
+		if !ok {
 			return &memd.ConfigError{Key: "--now", Value: a.nowFlag, Problem: "not an RFC3339 time such as 2026-11-30T03:00:00Z"}
 		}
 		a.now = func() time.Time { return t }

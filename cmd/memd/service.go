@@ -9,8 +9,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
-	"time"
 
+	"github.com/memd-dev/memd/internal/fastpath"
 	"github.com/memd-dev/memd/service"
 )
 
@@ -101,7 +101,7 @@ func bareNowToApply(args []string) []string {
 		s := args[i]
 		if s == "--now" || s == "-now" {
 			if i+1 < len(args) {
-				if _, err := time.Parse(time.RFC3339, args[i+1]); err == nil {
+				if _, ok := fastpath.ParseNow(args[i+1]); ok {
 					out = append(out, s, args[i+1])
 					i++
 					continue

@@ -330,3 +330,16 @@ func TestConfigRepo(t *testing.T) {
 		t.Error("a relative config path was remembered")
 	}
 }
+
+// --now takes RFC3339 only: a date, a zone-less time or a word is not a clock setting (the
+// full command rejects it, and `service install --now` reads it as --apply).
+func TestParseNow(t *testing.T) {
+	for s, ok := range map[string]bool{
+		"2026-11-30T03:00:00Z": true, "2026-11-30T03:00:00.5+02:00": true,
+		"2026-11-30": false, "2026-11-30T03:00:00": false, "yesterday": false, "": false,
+	} {
+		if _, got := ParseNow(s); got != ok {
+			t.Errorf("ParseNow(%q) ok = %v, want %v", s, got, ok)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/memd-dev/memd/format/scaffold"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/safefs"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // gitignoreTree is a repo with root, nested and info/exclude rules, and paths that hit
@@ -20,7 +21,7 @@ import (
 // excluded directory, which git does not allow).
 func gitignoreTree(t *testing.T) (root string, files, dirs []string) {
 	root = newRepo(t)
-	write(t, root, ".gitignore", strings.Join([]string{
+	testutil.WriteFile(t, root, ".gitignore", strings.Join([]string{
 		"# comment",
 		"*.log",
 		"!important.log",
@@ -33,9 +34,9 @@ func gitignoreTree(t *testing.T) (root string, files, dirs []string) {
 		"   ",
 		"space.html   ",
 	}, "\n")+"\n")
-	write(t, root, "projects/p/.gitignore", "secret.html\n!debug.log\n/local/\n")
-	write(t, root, "projects/p/q/.gitignore", "!secret.html\n")
-	write(t, root, ".git/info/exclude", "mine-*\n")
+	testutil.WriteFile(t, root, "projects/p/.gitignore", "secret.html\n!debug.log\n/local/\n")
+	testutil.WriteFile(t, root, "projects/p/q/.gitignore", "!secret.html\n")
+	testutil.WriteFile(t, root, ".git/info/exclude", "mine-*\n")
 	files = []string{
 		"a.log", "important.log", "x/important.log", "x/a.log", "x/a.html",
 		"build/out.html", "x/build/out.html", "build.html",
@@ -50,7 +51,7 @@ func gitignoreTree(t *testing.T) (root string, files, dirs []string) {
 		"areas/ok.html",
 	}
 	for _, f := range files {
-		write(t, root, f, "x")
+		testutil.WriteFile(t, root, f, "x")
 	}
 	seen := map[string]bool{}
 	for _, f := range files {
@@ -93,7 +94,15 @@ func gitCheckIgnore(t *testing.T, root string, paths []string) map[string]bool {
 	res := map[string]bool{}
 	for _, p := range paths {
 		// One call a path: --stdin batches differ in how they treat excluded parents.
-		if strings.TrimSpace(gitCmd(t, root, "check-ignore", "--no-index", p)) != "" {
+		cmd := exec.Command("git", "check-ignore", "--no-index", p)
+		cmd.Dir, cmd.Env = root, testutil.GitEnv()
+		out, err := cmd.Output()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+			continue // not ignored
+		} else if err != nil {
+			t.Fatalf("git check-ignore %s: %v", p, err)
+		}
+		if strings.TrimSpace(string(out)) != "" {
 			res[p] = true
 		}
 	}
@@ -102,7 +111,7 @@ func gitCheckIgnore(t *testing.T, root string, paths []string) map[string]bool {
 
 func TestIgnorerMemdRules(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, ".gitignore", "!*.swp\n") // cannot re-include memd's own list
+	testutil.WriteFile(t, root, ".gitignore", "!*.swp\n") // cannot re-include memd's own list
 	ig, err := repofiles.New(root, []string{"*.bak", "private/"})
 	if err != nil {
 		t.Fatal(err)
@@ -153,10 +162,10 @@ func TestIgnorerMemdRules(t *testing.T) {
 
 func TestIgnorerSkipsGitignoreInIgnoredDir(t *testing.T) {
 	root := newRepo(t)
-	write(t, root, ".gitignore", "vendor/\n")
+	testutil.WriteFile(t, root, ".gitignore", "vendor/\n")
 	// git never reads rules inside an ignored directory; neither may we.
-	write(t, root, "vendor/.gitignore", "!*\n")
-	write(t, root, "vendor/x.html", "x")
+	testutil.WriteFile(t, root, "vendor/.gitignore", "!*\n")
+	testutil.WriteFile(t, root, "vendor/x.html", "x")
 	ig, err := repofiles.New(root, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +197,7 @@ func TestIgnorerUnreadableGitignoreIsNoRules(t *testing.T) {
 		t.Skip("root reads everything")
 	}
 	root := newRepo(t)
-	write(t, root, ".gitignore", "*.html\n")
+	testutil.WriteFile(t, root, ".gitignore", "*.html\n")
 	if err := os.Chmod(filepath.Join(root, ".gitignore"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -256,32 +265,6 @@ func TestIgnorerIgnoresSafefsTemps(t *testing.T) {
 func newRepo(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	gitCmd(t, dir, "init", "-q")
+	testutil.RunGit(t, dir, "init", "-q")
 	return dir
-}
-
-func gitCmd(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
-			return "" // check-ignore: not ignored
-		}
-		t.Fatalf("git %v: %v", args, err)
-	}
-	return string(out)
-}
-
-func write(t testing.TB, root, rel, content string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

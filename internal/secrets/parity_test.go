@@ -211,9 +211,9 @@ func TestParityAllowConventions(t *testing.T) {
 func TestHistoryParityWithGitleaksCLI(t *testing.T) {
 	c := secretstest.New(5)
 	dir := writeCorpus(t, c)
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "corpus")
+	testutil.RunGit(t, dir, "init", "-q", "-b", "main")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "corpus")
 	more := secretstest.New(6)
 	p := c.Dirty[1]
 	if err := os.WriteFile(filepath.Join(dir, p), []byte(c.Files[p]+"<p>and later</p>\n"+more.Secrets[2]+"\n"), 0o644); err != nil {
@@ -222,8 +222,8 @@ func TestHistoryParityWithGitleaksCLI(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, c.Dirty[0])); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "more")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "more")
 	cli := runGitleaks(t, dir, true)
 	rs, err := Default()
 	if err != nil {

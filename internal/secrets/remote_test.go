@@ -3,30 +3,17 @@ package secrets
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/memd-dev/memd/internal/secrets/secretstest"
-	"github.com/memd-dev/memd/sync/gitrepo"
-
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/secrets/secretstest"
+	"github.com/memd-dev/memd/internal/testutil"
+	"github.com/memd-dev/memd/sync/gitrepo"
 )
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return string(out)
-}
 
 // secretLines are the lines of the corpus' secrets a push must never carry (each secret's
 // lines; a private key block is several).
@@ -70,7 +57,7 @@ done
 // allObjects is the content of every object in the repository at dir (git's view).
 func allObjects(t *testing.T, dir string) string {
 	t.Helper()
-	return git(t, dir, "cat-file", "--batch-all-objects", "--batch")
+	return testutil.RunGit(t, dir, "cat-file", "--batch-all-objects", "--batch")
 }
 
 func noSecret(t *testing.T, what, text string, lines []string) {
@@ -91,7 +78,7 @@ type clone struct {
 func openClone(t *testing.T, bare, name string) clone {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	git(t, filepath.Dir(dir), "clone", "-q", bare, dir)
+	testutil.RunGit(t, filepath.Dir(dir), "clone", "-q", bare, dir)
 	r, err := gitrepo.Open(dir, gitrepo.Options{Author: gitrepo.Author{Name: "memd", Email: "memd@" + name}, Hostname: name, Ledger: "memory.jsonl"})
 	if err != nil {
 		t.Fatal(err)
@@ -155,15 +142,15 @@ func TestSecretsNeverReachTheRemote(t *testing.T) {
 	lines := secretLines(c)
 	root := t.TempDir()
 	bare := filepath.Join(root, "remote.git")
-	git(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	testutil.RunGit(t, root, "init", "-q", "--bare", "-b", "main", bare)
 	seed := filepath.Join(root, "seed")
-	git(t, root, "init", "-q", "-b", "main", seed)
+	testutil.RunGit(t, root, "init", "-q", "-b", "main", seed)
 	if err := os.WriteFile(filepath.Join(seed, "memory.jsonl"), []byte(`{"id":"r-seed","type":"note","text":"seed"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, seed, "add", "-A")
-	git(t, seed, "commit", "-q", "-m", "seed")
-	git(t, seed, "push", "-q", bare, "main")
+	testutil.RunGit(t, seed, "add", "-A")
+	testutil.RunGit(t, seed, "commit", "-q", "-m", "seed")
+	testutil.RunGit(t, seed, "push", "-q", bare, "main")
 	pushProtection(t, bare, lines)
 
 	a, b := openClone(t, bare, "a"), openClone(t, bare, "b")
@@ -200,7 +187,7 @@ func TestSecretsNeverReachTheRemote(t *testing.T) {
 	if got := ledgerIDs(a.read(t, c.Ledger)); !slices.Equal(got, slices.Sorted(slices.Values(append(slices.Clone(wantB), c.DirtyRecords...)))) {
 		t.Errorf("A's ledger on disk: %v; want every record, the held ones too", got)
 	}
-	if got := ledgerIDs(git(t, a.dir, "show", "HEAD:"+c.Ledger)); !slices.Equal(got, wantB) {
+	if got := ledgerIDs(testutil.RunGit(t, a.dir, "show", "HEAD:"+c.Ledger)); !slices.Equal(got, wantB) {
 		t.Errorf("A's HEAD ledger: %v, want %v", got, wantB)
 	}
 
@@ -217,7 +204,7 @@ func TestSecretsNeverReachTheRemote(t *testing.T) {
 			t.Errorf("B's %s = %q, want the clean memory", p, got)
 		}
 	}
-	if got := git(t, a.dir, "show", "HEAD:"+collide); got != "<p>B's own notes</p>\n" {
+	if got := testutil.RunGit(t, a.dir, "show", "HEAD:"+collide); got != "<p>B's own notes</p>\n" {
 		t.Errorf("A's HEAD %s = %q, want B's version", collide, got)
 	}
 	for _, p := range c.Dirty[1:] {
@@ -246,15 +233,15 @@ func TestSleepCommitHolds(t *testing.T) {
 	c := secretstest.New(13)
 	root := t.TempDir()
 	bare := filepath.Join(root, "remote.git")
-	git(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	testutil.RunGit(t, root, "init", "-q", "--bare", "-b", "main", bare)
 	seed := filepath.Join(root, "seed")
-	git(t, root, "init", "-q", "-b", "main", seed)
+	testutil.RunGit(t, root, "init", "-q", "-b", "main", seed)
 	if err := os.WriteFile(filepath.Join(seed, "memory.jsonl"), []byte(`{"id":"r1","type":"note","text":"one"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, seed, "add", "-A")
-	git(t, seed, "commit", "-q", "-m", "seed")
-	git(t, seed, "push", "-q", bare, "main")
+	testutil.RunGit(t, seed, "add", "-A")
+	testutil.RunGit(t, seed, "commit", "-q", "-m", "seed")
+	testutil.RunGit(t, seed, "push", "-q", bare, "main")
 	a := openClone(t, bare, "a")
 	// A sleep run rewrites the ledger (r1 expired and dropped, a held record kept as it was
 	// in the work tree) and moves a memory whose text carries a secret.
@@ -264,13 +251,13 @@ func TestSleepCommitHolds(t *testing.T) {
 	if _, err := a.repo.CommitPathsMessage([]string{"memory.jsonl", "archive/moved.html"}, "memd: sleep\n", memd.CommitSleep); err != nil {
 		t.Fatal(err)
 	}
-	if got := ledgerIDs(git(t, a.dir, "show", "HEAD:memory.jsonl")); !slices.Equal(got, []string{"r2"}) {
+	if got := ledgerIDs(testutil.RunGit(t, a.dir, "show", "HEAD:memory.jsonl")); !slices.Equal(got, []string{"r2"}) {
 		t.Errorf("the sleep's ledger: %v, want [r2]", got)
 	}
 	if _, err := os.Stat(filepath.Join(a.dir, "archive/moved.html")); err != nil {
 		t.Fatal(err)
 	}
-	if out := git(t, a.dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(out, "archive/moved.html") {
+	if out := testutil.RunGit(t, a.dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(out, "archive/moved.html") {
 		t.Errorf("the sleep committed a memory with a secret:\n%s", out)
 	}
 	noSecret(t, "A's objects", allObjects(t, a.dir), secretLines(c))

@@ -99,3 +99,19 @@ func TestPoll(t *testing.T) {
 		t.Fatalf("Poll took %s", d)
 	}
 }
+
+// RunGit and WriteFile: a file written under a new directory is what git commits and
+// shows back, with the fixed author.
+func TestRunGitWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	RunGit(t, dir, "init", "-q")
+	WriteFile(t, dir, "a/b/c.txt", "hello\n")
+	RunGit(t, dir, "add", "-A")
+	RunGit(t, dir, "commit", "-q", "-m", "one")
+	if got := RunGit(t, dir, "show", "HEAD:a/b/c.txt"); got != "hello\n" {
+		t.Fatalf("HEAD:a/b/c.txt = %q", got)
+	}
+	if got := RunGit(t, dir, "log", "-1", "--format=%an <%ae>"); got != "t <t@t>\n" {
+		t.Fatalf("author %q", got)
+	}
+}

@@ -2,7 +2,8 @@
 // reliability/ and a few package tests): building it once, a buffer a process writes to
 // while the test reads it, memd processes with captured logs (Daemon, Run), polling with a
 // deadline (Poll, WaitFor), git run with an isolated environment (IsolatedEnv, Git) and a
-// smart-HTTP git server (GitHTTPServer). Test code only: nothing else imports it.
+// smart-HTTP git server (GitHTTPServer); and what every package test shares, RunGit and
+// WriteFile. Test code only: nothing else imports it.
 package testutil
 
 import (

@@ -89,7 +89,7 @@ func TestDivergenceMatchesGit(t *testing.T) {
 		for k := 0; k < 12; k++ {
 			l, rr := hs[len(hs)/3+rng.IntN(len(hs)*2/3)], hs[len(hs)/3+rng.IntN(len(hs)*2/3)]
 			name := fmt.Sprintf("seed %d: %s...%s", seed, l.String()[:12], rr.String()[:12])
-			want := strings.Fields(testGit(t, dir, "rev-list", "--left-right", "--count", l.String()+"..."+rr.String()))
+			want := strings.Fields(testutil.RunGit(t, dir, "rev-list", "--left-right", "--count", l.String()+"..."+rr.String()))
 			a, b, bases, err := Divergence(gr.Storer, l, rr)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)

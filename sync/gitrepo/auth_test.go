@@ -19,13 +19,14 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 func TestSyncHTTPWithToken(t *testing.T) {
 	_, w := newHTTPWorld(t, "s3cret-token", map[string]string{"areas/a.html": "a\n"})
 	t.Setenv("MEMD_TEST_TOKEN", "s3cret-token")
-	writeFile(t, w.aDir, "areas/http.html", "over http\n")
+	testutil.WriteFile(t, w.aDir, "areas/http.html", "over http\n")
 	mustCommit(t, w.a, "areas/http.html")
 	ro := RemoteOptions{Push: true, TokenEnv: "MEMD_TEST_TOKEN", Timeout: 30 * time.Second}
 	res, err := w.a.Sync(context.Background(), ro)
@@ -35,7 +36,7 @@ func TestSyncHTTPWithToken(t *testing.T) {
 	if !res.Pushed || res.Ahead != 0 {
 		t.Errorf("result %+v", res)
 	}
-	if got := runGit(t, w.bare, "show", "main:areas/http.html"); got != "over http\n" {
+	if got := testutil.RunGit(t, w.bare, "show", "main:areas/http.html"); got != "over http\n" {
 		t.Errorf("remote has %q", got)
 	}
 	fsck(t, w.bare)
@@ -47,7 +48,7 @@ func TestSyncHTTPWrongTokenIsErrAuth(t *testing.T) {
 	if err := os.WriteFile(tokFile, []byte("WRONG-TOKEN-123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, w.aDir, "areas/local.html", "local\n")
+	testutil.WriteFile(t, w.aDir, "areas/local.html", "local\n")
 	mustCommit(t, w.a, "areas/local.html")
 	head, _ := w.a.Head()
 	ro := RemoteOptions{Push: true, TokenFile: tokFile, Timeout: 30 * time.Second}
@@ -100,7 +101,7 @@ func TestSyncHTTPOfflineThenBack(t *testing.T) {
 	srv.Stop()
 	for i := 0; i < 3; i++ {
 		p := "areas/offline-" + string(rune('a'+i)) + ".html"
-		writeFile(t, w.aDir, p, "written offline\n")
+		testutil.WriteFile(t, w.aDir, p, "written offline\n")
 		mustCommit(t, w.a, p)
 		res, err := w.a.Sync(context.Background(), ro)
 		if i == 0 {
@@ -123,7 +124,7 @@ func TestSyncHTTPOfflineThenBack(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		p := "areas/offline-" + string(rune('a'+i)) + ".html"
-		if got := runGit(t, w.bare, "show", "main:"+p); got != "written offline\n" {
+		if got := testutil.RunGit(t, w.bare, "show", "main:"+p); got != "written offline\n" {
 			t.Errorf("remote %s = %q", p, got)
 		}
 	}
@@ -215,7 +216,7 @@ func serveSSHConn(c net.Conn, cfg *ssh.ServerConfig) {
 				_ = req.Reply(true, nil)
 				svc, arg, _ := strings.Cut(p.Command, " ")
 				cmd := exec.Command("git", strings.TrimPrefix(svc, "git-"), strings.Trim(arg, "'"))
-				cmd.Env = gitEnv()
+				cmd.Env = testutil.GitEnv()
 				cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
 				in, _ := cmd.StdinPipe()
 				status := uint32(0)
@@ -272,14 +273,14 @@ func TestSyncSSH(t *testing.T) {
 	if err := w.a.SetRemote("origin", "ssh://git@"+srv.addr+w.bare); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, w.aDir, "areas/ssh.html", "over ssh\n")
+	testutil.WriteFile(t, w.aDir, "areas/ssh.html", "over ssh\n")
 	mustCommit(t, w.a, "areas/ssh.html")
 	good := RemoteOptions{Push: true, SSHKey: keyFile, KnownHosts: writeKnownHosts(t, srv.addr, srv.hostKey), Timeout: 30 * time.Second}
 	res, err := w.a.Sync(context.Background(), good)
 	if err != nil || !res.Pushed {
 		t.Fatalf("Sync over ssh: %+v, %v", res, err)
 	}
-	if got := runGit(t, w.bare, "show", "main:areas/ssh.html"); got != "over ssh\n" {
+	if got := testutil.RunGit(t, w.bare, "show", "main:areas/ssh.html"); got != "over ssh\n" {
 		t.Errorf("remote has %q", got)
 	}
 

@@ -23,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 
 	"github.com/memd-dev/memd/internal/gitpath"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // zeroChunk is the unit of zeroZlib's stream.
@@ -132,7 +133,7 @@ func commitZeroBlob(t testing.TB, bare, rel string, size int64) {
 	t.Helper()
 	id := addZeroBlob(t, bare, size)
 	idx := filepath.Join(t.TempDir(), "index")
-	env := append(gitEnv(), "GIT_INDEX_FILE="+idx)
+	env := append(testutil.GitEnv(), "GIT_INDEX_FILE="+idx)
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := execGit(bare, env, args...)
@@ -172,7 +173,7 @@ func TestFetchRefusesBlobOverMaxFileSize(t *testing.T) {
 		t.Fatalf("huge.bin checked out: %v", err)
 	}
 	// Local work goes on: a commit is made (the push is refused with the rest of the sync).
-	writeFile(t, w.aDir, "b.md", "two\n")
+	testutil.WriteFile(t, w.aDir, "b.md", "two\n")
 	if res := mustCommit(t, w.a, "b.md"); res.Hash == "" {
 		t.Fatal("no local commit while the remote is refused")
 	}
@@ -247,8 +248,8 @@ func TestCommitHoldsFileOverMaxFileSize(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
 	r.SetMaxFileSize(1024)
-	writeFile(t, dir, "small.md", "small\n")
-	writeFile(t, dir, "big.md", strings.Repeat("x", 2048))
+	testutil.WriteFile(t, dir, "small.md", "small\n")
+	testutil.WriteFile(t, dir, "big.md", strings.Repeat("x", 2048))
 	mustCommit(t, r, "small.md", "big.md")
 	tree := lsTree(t, dir)
 	if _, ok := tree["small.md"]; !ok {
@@ -263,7 +264,7 @@ func TestCommitHoldsFileOverMaxFileSize(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "big.md")); err != nil || len(b) != 2048 {
 		t.Fatalf("big.md on disk: %d bytes, %v", len(b), err)
 	}
-	writeFile(t, dir, "big.md", "now small\n")
+	testutil.WriteFile(t, dir, "big.md", "now small\n")
 	mustCommit(t, r, "big.md")
 	if _, ok := lsTree(t, dir)["big.md"]; !ok || len(r.HeldFiles()) != 0 {
 		t.Fatalf("big.md under the limit: committed %v, held %+v", ok, r.HeldFiles())

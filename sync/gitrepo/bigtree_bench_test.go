@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // BenchmarkCommitBigDir: one changed file in a directory of -bigdir files (the demo's
@@ -26,7 +28,7 @@ func BenchmarkCommitBigDir(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	runGit(b, dir, "init", "-q", "-b", "main")
+	testutil.RunGit(b, dir, "init", "-q", "-b", "main")
 	for i := range n {
 		name := fmt.Sprintf("big/2023%04d-checkout-api-latency-spike-during-the-evening-peak-%d.html", i/20, i)
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -39,9 +41,9 @@ func BenchmarkCommitBigDir(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	writeFile(b, dir, "small/a.html", "a\n")
-	runGit(b, dir, "add", "-A")
-	runGit(b, dir, "commit", "-q", "-m", "init")
+	testutil.WriteFile(b, dir, "small/a.html", "a\n")
+	testutil.RunGit(b, dir, "add", "-A")
+	testutil.RunGit(b, dir, "commit", "-q", "-m", "init")
 	opts := testOptions()
 	if os.Getenv("MEMD_BENCH_LOG") != "" { // the commit's phases (stage, trees, fsync, ref)
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -75,5 +77,5 @@ func BenchmarkCommitBigDir(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	runGit(b, dir, "fsck", "--no-progress")
+	testutil.RunGit(b, dir, "fsck", "--no-progress")
 }

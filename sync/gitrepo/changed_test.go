@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // ChangedPaths agrees with git diff --name-only, across adds, edits, deletes and a mode change,
@@ -13,15 +15,15 @@ import (
 func TestChangedPathsMatchesGit(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "areas/a.html", "a")
-	writeFile(t, dir, "areas/deep/b.html", "b")
-	writeFile(t, dir, "keep.md", "k")
+	testutil.WriteFile(t, dir, "areas/a.html", "a")
+	testutil.WriteFile(t, dir, "areas/deep/b.html", "b")
+	testutil.WriteFile(t, dir, "keep.md", "k")
 	first := mustCommit(t, r, "areas", "keep.md").Hash
-	writeFile(t, dir, "areas/a.html", "a2")
+	testutil.WriteFile(t, dir, "areas/a.html", "a2")
 	if err := os.Remove(filepath.Join(dir, "areas/deep/b.html")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "resources/c.html", "c")
+	testutil.WriteFile(t, dir, "resources/c.html", "c")
 	if err := os.Chmod(filepath.Join(dir, "keep.md"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestChangedPathsMatchesGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Fields(runGit(t, dir, "diff", "--name-only", first, second))
+	want := strings.Fields(testutil.RunGit(t, dir, "diff", "--name-only", first, second))
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ChangedPaths = %q, git diff says %q", got, want)
 	}

@@ -72,6 +72,7 @@ import (
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/sync/treemerge"
 
+	"github.com/memd-dev/memd/internal/workpool"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -429,7 +430,7 @@ const maxOpenTemps = 32
 // closeTemps fsyncs and closes temp files, in parallel (the filesystem
 // folds concurrent fsyncs into few journal commits).
 func closeTemps(tmps []*safefs.Temp) error {
-	return gitstore.InParallel(len(tmps), func(i int) error { return tmps[i].Close() })
+	return workpool.Each(len(tmps), gitstore.FsyncWorkers, func(i int) error { return tmps[i].Close() })
 }
 
 // changedSince lists the paths no longer at the stamp prepare took.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 func rec(id string) string {
@@ -56,14 +57,14 @@ func ledgerCase(t *testing.T, remerged bool, arm func(r *Repo, fire func())) {
 			t.Fatalf("work tree ledger lacks %s once:\n%s", id, b)
 		}
 		for _, d := range []string{w.bDir, w.bare} {
-			if got := runGit(t, d, "show", "main:memory.jsonl"); strings.Count(got, `"id":"`+id+`"`) != 1 {
+			if got := testutil.RunGit(t, d, "show", "main:memory.jsonl"); strings.Count(got, `"id":"`+id+`"`) != 1 {
 				t.Fatalf("%s: main lacks %s once:\n%s", d, id, got)
 			}
 		}
 	}
 	statusClean(t, w.b)
 	fsck(t, w.bDir)
-	if log := runGit(t, w.bDir, "log", "--format=%s", "main"); strings.Contains(log, "edits made during checkout") != remerged {
+	if log := testutil.RunGit(t, w.bDir, "log", "--format=%s", "main"); strings.Contains(log, "edits made during checkout") != remerged {
 		t.Fatalf("remerged = %v, want %v:\n%s", !remerged, remerged, log)
 	}
 }
@@ -90,15 +91,15 @@ func TestCheckoutEditAfterRefMove(t *testing.T) {
 // leaves no temp file and no directory behind.
 func TestCheckoutAllOrNothing(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
-	writeFile(t, w.aDir, "areas/a.html", "a2\n")
-	writeFile(t, w.aDir, "new/deep/n.html", "n\n")
+	testutil.WriteFile(t, w.aDir, "areas/a.html", "a2\n")
+	testutil.WriteFile(t, w.aDir, "new/deep/n.html", "n\n")
 	mustCommit(t, w.a, "areas/a.html", "new")
 	mustSync(t, w.a)
 	if err := w.b.Fetch(t.Context(), pushOpts()); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, w.bDir, "areas/a.html", "edited on b\n")
-	head := runGit(t, w.bDir, "rev-parse", "HEAD")
+	testutil.WriteFile(t, w.bDir, "areas/a.html", "edited on b\n")
+	head := testutil.RunGit(t, w.bDir, "rev-parse", "HEAD")
 	changes, err := w.b.commitDiffLocked(mustHash(t, w.bDir, "HEAD"), mustHash(t, w.bDir, "origin/main"))
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestCheckoutAllOrNothing(t *testing.T) {
 	if len(ents) != 1 {
 		t.Fatalf("temp files left: %v", ents)
 	}
-	if runGit(t, w.bDir, "rev-parse", "HEAD") != head {
+	if testutil.RunGit(t, w.bDir, "rev-parse", "HEAD") != head {
 		t.Fatal("HEAD moved")
 	}
 }
@@ -158,7 +159,7 @@ func TestInterruptedMergeUndoneWhenUnfinishable(t *testing.T) {
 		t.Fatalf("marker left: %v", err)
 	}
 	statusClean(t, b2)
-	writeFile(t, w.bDir, "areas/after.html", "after\n")
+	testutil.WriteFile(t, w.bDir, "areas/after.html", "after\n")
 	mustCommit(t, b2, "areas/after.html")
 	w.b = b2
 	checkDivergedResult(t, w)
@@ -224,13 +225,13 @@ func TestCheckoutFewDescriptors(t *testing.T) {
 	paths := make([]string, 0, 1000)
 	for i := range 1000 {
 		p := fmt.Sprintf("resources/many/m%04d.html", i)
-		writeFile(t, w.aDir, p, p+"\n")
+		testutil.WriteFile(t, w.aDir, p, p+"\n")
 		paths = append(paths, p)
 	}
 	mustCommit(t, w.a, "resources")
 	mustSync(t, w.a)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCheckoutFewDescriptors$", "-test.count=1", "-test.v")
-	cmd.Env = append(gitEnv(), "MEMD_FD_HELPER_DIR="+w.bDir)
+	cmd.Env = append(testutil.GitEnv(), "MEMD_FD_HELPER_DIR="+w.bDir)
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.Contains(string(out), "SKIP") {
 		t.Fatalf("child: %v\n%s", err, out)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // The stash race (issue 25): memd's checkout holds .git/index.lock from its verify to its
@@ -18,7 +20,7 @@ import (
 func indexLockWorld(t *testing.T) *syncWorld {
 	t.Helper()
 	w := newSyncWorld(t, map[string]string{"notes/a.html": "a\n", "notes/b.html": "b\n"})
-	writeFile(t, w.bDir, "notes/a.html", "a from B\n")
+	testutil.WriteFile(t, w.bDir, "notes/a.html", "a from B\n")
 	mustCommit(t, w.b, "notes/a.html")
 	mustSync(t, w.b)
 	return w
@@ -38,7 +40,7 @@ func readRel(t *testing.T, dir, rel string) string {
 // checkout); once the sync is done the stash and its pop go through and nothing is lost.
 func TestCheckoutHoldsIndexLockAgainstGitStash(t *testing.T) {
 	w := indexLockWorld(t)
-	writeFile(t, w.aDir, "notes/b.html", "b, the user's edit\n")
+	testutil.WriteFile(t, w.aDir, "notes/b.html", "b, the user's edit\n")
 	var held bool
 	var stashOut string
 	var stashErr error
@@ -46,7 +48,7 @@ func TestCheckoutHoldsIndexLockAgainstGitStash(t *testing.T) {
 		_, err := os.Lstat(filepath.Join(w.aDir, ".git", "index.lock"))
 		held = err == nil
 		cmd := exec.Command("git", "stash")
-		cmd.Dir, cmd.Env = w.aDir, gitEnv()
+		cmd.Dir, cmd.Env = w.aDir, testutil.GitEnv()
 		out, err := cmd.CombinedOutput()
 		stashOut, stashErr = string(out), err
 		return nil
@@ -69,11 +71,11 @@ func TestCheckoutHoldsIndexLockAgainstGitStash(t *testing.T) {
 	if got := readRel(t, w.aDir, "notes/b.html"); got != "b, the user's edit\n" {
 		t.Fatalf("notes/b.html = %q: the user's edit was stashed away under the checkout", got)
 	}
-	if got := runGit(t, w.aDir, "stash", "list"); got != "" {
+	if got := testutil.RunGit(t, w.aDir, "stash", "list"); got != "" {
 		t.Fatalf("stash list %q, want empty", got)
 	}
-	runGit(t, w.aDir, "stash")
-	runGit(t, w.aDir, "stash", "pop")
+	testutil.RunGit(t, w.aDir, "stash")
+	testutil.RunGit(t, w.aDir, "stash", "pop")
 	if got := readRel(t, w.aDir, "notes/b.html"); got != "b, the user's edit\n" {
 		t.Fatalf("after stash and pop notes/b.html = %q", got)
 	}

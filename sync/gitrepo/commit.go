@@ -19,10 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
-	"github.com/memd-dev/memd/internal/repofiles"
-
 	"github.com/memd-dev/memd"
-
+	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 

@@ -13,24 +13,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memd-dev/memd/internal/testutil"
-
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/commitmsg"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 func TestCommitAddModifyDelete(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "areas/a.html", "one\n")
-	writeFile(t, dir, "projects/x/b.html", "two\n")
+	testutil.WriteFile(t, dir, "areas/a.html", "one\n")
+	testutil.WriteFile(t, dir, "projects/x/b.html", "two\n")
 	res := mustCommit(t, r, "areas/a.html", filepath.Join(dir, "projects/x/b.html"))
 	if res.Hash == "" || res.Added != 2 || res.Modified != 0 || res.Deleted != 0 || res.Kind != memd.CommitChange {
 		t.Fatalf("first commit: %+v", res)
 	}
-	if got := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD")); got != res.Hash {
+	if got := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD")); got != res.Hash {
 		t.Fatalf("HEAD %s, result %s", got, res.Hash)
 	}
-	writeFile(t, dir, "areas/a.html", "one, edited\n")
+	testutil.WriteFile(t, dir, "areas/a.html", "one, edited\n")
 	if err := os.Remove(filepath.Join(dir, "projects/x/b.html")); err != nil {
 		t.Fatal(err)
 	}
@@ -39,22 +39,22 @@ func TestCommitAddModifyDelete(t *testing.T) {
 	if !reflect.DeepEqual(res.Changes, want) || res.Modified != 1 || res.Deleted != 1 {
 		t.Fatalf("second commit changes %+v", res)
 	}
-	stat := runGit(t, dir, "show", "--stat", "--format=%s", "HEAD")
+	stat := testutil.RunGit(t, dir, "show", "--stat", "--format=%s", "HEAD")
 	if !strings.Contains(stat, "memd: +0 ~1 -1") || !strings.Contains(stat, "areas/a.html") ||
 		!strings.Contains(stat, "projects/x/b.html") {
 		t.Fatalf("git show --stat:\n%s", stat)
 	}
-	if got := runGit(t, dir, "show", "HEAD:areas/a.html"); got != "one, edited\n" {
+	if got := testutil.RunGit(t, dir, "show", "HEAD:areas/a.html"); got != "one, edited\n" {
 		t.Fatalf("content at HEAD %q", got)
 	}
 	if _, ok := lsTree(t, dir)["projects/x/b.html"]; ok {
 		t.Fatal("deleted file still in HEAD")
 	}
 	// The now-empty directory projects/x (and projects) must be gone.
-	if out := runGit(t, dir, "ls-tree", "HEAD"); strings.Contains(out, "projects") {
+	if out := testutil.RunGit(t, dir, "ls-tree", "HEAD"); strings.Contains(out, "projects") {
 		t.Fatalf("empty tree kept:\n%s", out)
 	}
-	if n := strings.TrimSpace(runGit(t, dir, "rev-list", "--count", "HEAD")); n != "2" {
+	if n := strings.TrimSpace(testutil.RunGit(t, dir, "rev-list", "--count", "HEAD")); n != "2" {
 		t.Fatalf("commit count %s", n)
 	}
 	fsck(t, dir)
@@ -67,9 +67,9 @@ func TestCommitUnbornBranchFirstCommitHasNoParent(t *testing.T) {
 	if h, err := r.Head(); err != nil || h != "" {
 		t.Fatalf("Head of unborn = %q, %v", h, err)
 	}
-	writeFile(t, dir, "areas/inbox/first.html", "x")
+	testutil.WriteFile(t, dir, "areas/inbox/first.html", "x")
 	res := mustCommit(t, r, "areas")
-	cat := runGit(t, dir, "cat-file", "-p", res.Hash)
+	cat := testutil.RunGit(t, dir, "cat-file", "-p", res.Hash)
 	if strings.Contains(cat, "parent ") {
 		t.Fatalf("first commit has a parent:\n%s", cat)
 	}
@@ -86,11 +86,11 @@ func TestCommitUnbornBranchFirstCommitHasNoParent(t *testing.T) {
 func TestCommitNestedNewDirsAndDirectoryPath(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "keep.md", "k")
+	testutil.WriteFile(t, dir, "keep.md", "k")
 	mustCommit(t, r, "keep.md")
-	writeFile(t, dir, "projects/p/tasks/deep/one.html", "1")
-	writeFile(t, dir, "projects/p/tasks/two.html", "2")
-	writeFile(t, dir, "projects/q/three.html", "3")
+	testutil.WriteFile(t, dir, "projects/p/tasks/deep/one.html", "1")
+	testutil.WriteFile(t, dir, "projects/p/tasks/two.html", "2")
+	testutil.WriteFile(t, dir, "projects/q/three.html", "3")
 	// The watcher may report only the top new directory.
 	res := mustCommit(t, r, "projects")
 	if res.Added != 3 {
@@ -110,7 +110,7 @@ func TestCommitRemovedDirectoryDeletesAllItsFiles(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
 	for _, p := range []string{"areas/old/a.html", "areas/old/sub/b.html", "areas/old/sub/c.html", "areas/stay.html"} {
-		writeFile(t, dir, p, p)
+		testutil.WriteFile(t, dir, p, p)
 	}
 	mustCommit(t, r, "areas")
 	if err := os.RemoveAll(filepath.Join(dir, "areas/old")); err != nil {
@@ -131,9 +131,9 @@ func TestCommitRemovedDirectoryDeletesAllItsFiles(t *testing.T) {
 func TestCommitRenameAndReplacements(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "areas/note.html", "same bytes\n")
-	writeFile(t, dir, "f/inner.md", "i")
-	writeFile(t, dir, "g", "was a file")
+	testutil.WriteFile(t, dir, "areas/note.html", "same bytes\n")
+	testutil.WriteFile(t, dir, "f/inner.md", "i")
+	testutil.WriteFile(t, dir, "g", "was a file")
 	mustCommit(t, r, ".")
 	// Rename: old gone, new added, git sees R100.
 	if err := os.Rename(filepath.Join(dir, "areas/note.html"), filepath.Join(dir, "archive/2025/areas/note.html")); err != nil {
@@ -149,18 +149,18 @@ func TestCommitRenameAndReplacements(t *testing.T) {
 	if !reflect.DeepEqual(res.Changes, want) {
 		t.Fatalf("rename changes %+v", res.Changes)
 	}
-	if out := runGit(t, dir, "diff", "-M", "--name-status", "HEAD~1", "HEAD"); !strings.HasPrefix(out, "R100") {
+	if out := testutil.RunGit(t, dir, "diff", "-M", "--name-status", "HEAD~1", "HEAD"); !strings.HasPrefix(out, "R100") {
 		t.Fatalf("rename not R100: %q", out)
 	}
 	// Directory f replaced by a file f; file g replaced by a directory g.
 	if err := os.RemoveAll(filepath.Join(dir, "f")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "f", "now a file")
+	testutil.WriteFile(t, dir, "f", "now a file")
 	if err := os.Remove(filepath.Join(dir, "g")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "g/child.md", "c")
+	testutil.WriteFile(t, dir, "g/child.md", "c")
 	res = mustCommit(t, r, "f", "g/child.md") // g itself not reported
 	want = []memd.Change{{Path: "f", Op: 'A'}, {Path: "f/inner.md", Op: 'D'}, {Path: "g", Op: 'D'}, {Path: "g/child.md", Op: 'A'}}
 	if !reflect.DeepEqual(res.Changes, want) {
@@ -173,7 +173,7 @@ func TestCommitRenameAndReplacements(t *testing.T) {
 func TestCommitSymlinksAreLinksNeverFollowed(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "areas/target.html", "t")
+	testutil.WriteFile(t, dir, "areas/target.html", "t")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -192,16 +192,16 @@ func TestCommitSymlinksAreLinksNeverFollowed(t *testing.T) {
 	if err := r.RefreshIndex(); err != nil {
 		t.Fatal(err)
 	}
-	out := runGit(t, dir, "ls-files", "-s")
+	out := testutil.RunGit(t, dir, "ls-files", "-s")
 	for _, p := range []string{"areas/link.html", "areas/passwd", "loop1", "loop2", "etcdir"} {
 		if !strings.Contains(out, "120000 ") || !containsLine(out, "120000", p) {
 			t.Errorf("%s not a 120000 link in:\n%s", p, out)
 		}
 	}
-	if got := runGit(t, dir, "cat-file", "-p", "HEAD:areas/passwd"); got != "/etc/passwd" {
+	if got := testutil.RunGit(t, dir, "cat-file", "-p", "HEAD:areas/passwd"); got != "/etc/passwd" {
 		t.Fatalf("link blob %q: the link was followed", got)
 	}
-	if got := runGit(t, dir, "cat-file", "-p", "HEAD:etcdir"); got != "/etc" {
+	if got := testutil.RunGit(t, dir, "cat-file", "-p", "HEAD:etcdir"); got != "/etc" {
 		t.Fatalf("dir link blob %q", got)
 	}
 	for p := range lsTree(t, dir) {
@@ -224,8 +224,8 @@ func TestCommitNeverThroughADirectorySymlink(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
 	outside := t.TempDir()
-	writeFile(t, outside, "secret.txt", "do not commit")
-	writeFile(t, dir, "areas/d/real.html", "r")
+	testutil.WriteFile(t, outside, "secret.txt", "do not commit")
+	testutil.WriteFile(t, dir, "areas/d/real.html", "r")
 	mustCommit(t, r, "areas")
 	// areas/d becomes a link to a directory outside the repo.
 	if err := os.RemoveAll(filepath.Join(dir, "areas/d")); err != nil {
@@ -264,9 +264,9 @@ func TestCommitEmptyFileOddNamesAndExecBit(t *testing.T) {
 	names := []string{"empty.html", "areas/with space/a b.html", "areas/ünïcødé/日本語.html", "areas/tab\tname.md"}
 	for i, p := range names {
 		content := strings.Repeat("x", i)
-		writeFile(t, dir, p, content)
+		testutil.WriteFile(t, dir, p, content)
 	}
-	writeFile(t, dir, "tool.sh", "#!/bin/sh\n")
+	testutil.WriteFile(t, dir, "tool.sh", "#!/bin/sh\n")
 	res := mustCommit(t, r, append(names, "tool.sh")...)
 	if res.Added != len(names)+1 {
 		t.Fatalf("added %+v", res)
@@ -300,11 +300,11 @@ func TestCommitEmptyFileOddNamesAndExecBit(t *testing.T) {
 func TestCommitUnchangedMakesNoCommit(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "a.html", "a")
 	first := mustCommit(t, r, "a.html")
 	// Same bytes rewritten (an echo of memd's own write), a path that never
 	// existed, and a directory with nothing new: no commit.
-	writeFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "a.html", "a")
 	res := mustCommit(t, r, "a.html", "never/was.html", ".")
 	if res.Hash != "" || len(res.Changes) != 0 {
 		t.Fatalf("no-op made a commit: %+v", res)
@@ -325,12 +325,12 @@ func TestCommitIgnoredPathsSkipped(t *testing.T) {
 		return strings.HasSuffix(rel, ".swp") || (isDir && rel == "tmp")
 	}
 	r := openTest(t, dir, opts)
-	writeFile(t, dir, "areas/x.html", "x")
-	writeFile(t, dir, "areas/.x.html.swp", "swap")
-	writeFile(t, dir, "tmp/junk.html", "junk")
-	writeFile(t, dir, ".memory.lock", "pid: 1\n")
-	writeFile(t, dir, "sub/.git/config", "nested repo")
-	writeFile(t, dir, "sub/file.md", "in nested repo")
+	testutil.WriteFile(t, dir, "areas/x.html", "x")
+	testutil.WriteFile(t, dir, "areas/.x.html.swp", "swap")
+	testutil.WriteFile(t, dir, "tmp/junk.html", "junk")
+	testutil.WriteFile(t, dir, ".memory.lock", "pid: 1\n")
+	testutil.WriteFile(t, dir, "sub/.git/config", "nested repo")
+	testutil.WriteFile(t, dir, "sub/file.md", "in nested repo")
 	res := mustCommit(t, r, ".", "areas/.x.html.swp", "tmp/junk.html", ".memory.lock", ".git/config", "sub", "sub/file.md")
 	want := []memd.Change{{Path: "areas/x.html", Op: 'A'}}
 	if !reflect.DeepEqual(res.Changes, want) {
@@ -342,21 +342,21 @@ func TestCommitIgnoredPathsSkipped(t *testing.T) {
 func TestCommitHeadMovedCASAndRetry(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "a.html", "a")
 	base := mustCommit(t, r, "a.html")
-	writeFile(t, dir, "b.html", "b")
+	testutil.WriteFile(t, dir, "b.html", "b")
 	// Between reading HEAD and moving the ref, a git commit lands.
 	r.testBeforeRef = func() {
 		r.testBeforeRef = nil
-		writeFile(t, dir, "outside.md", "by git")
-		runGit(t, dir, "add", "outside.md")
-		runGit(t, dir, "commit", "-q", "-m", "outside")
+		testutil.WriteFile(t, dir, "outside.md", "by git")
+		testutil.RunGit(t, dir, "add", "outside.md")
+		testutil.RunGit(t, dir, "commit", "-q", "-m", "outside")
 	}
 	_, err := r.CommitPaths([]string{"b.html"})
 	if !errors.Is(err, memd.ErrHeadMoved) {
 		t.Fatalf("want memd.ErrHeadMoved, got %v", err)
 	}
-	outside := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
+	outside := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD"))
 	if outside == base.Hash {
 		t.Fatal("outside commit did not land")
 	}
@@ -365,7 +365,7 @@ func TestCommitHeadMovedCASAndRetry(t *testing.T) {
 	if res.Hash == "" {
 		t.Fatal("retry made no commit")
 	}
-	if p := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD^")); p != outside {
+	if p := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD^")); p != outside {
 		t.Fatalf("retry parent %s, want outside commit %s", p, outside)
 	}
 	tree := lsTree(t, dir)
@@ -381,7 +381,7 @@ func TestCommitHeadMovedCASAndRetry(t *testing.T) {
 func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "a.html", "a")
 	mustCommit(t, r, "a.html")
 	if _, canSee := r.liveGitProcess(); !canSee {
 		t.Skip("no /proc: ref lock liveness is by age only")
@@ -389,7 +389,7 @@ func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
 	// The lock's holder: a real git process running in the repo (it waits on stdin).
 	git := exec.Command("git", "hash-object", "--stdin")
 	git.Dir = dir
-	git.Env = gitEnv()
+	git.Env = testutil.GitEnv()
 	if _, err := git.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestCommitRefLockedByGitIsHeadMoved(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "a.html", "b")
+	testutil.WriteFile(t, dir, "a.html", "b")
 	_, err := r.CommitPaths([]string{"a.html"})
 	if !errors.Is(err, memd.ErrHeadMoved) {
 		t.Fatalf("want memd.ErrHeadMoved while ref locked, got %v", err)
@@ -427,7 +427,7 @@ func TestCommitAbsolutePathThroughSymlinkedRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openTest(t, link, testOptions())
-	writeFile(t, real, "a.html", "a")
+	testutil.WriteFile(t, real, "a.html", "a")
 	res := mustCommit(t, r, filepath.Join(link, "a.html"))
 	if res.Added != 1 {
 		t.Fatalf("%+v", res)
@@ -450,9 +450,9 @@ func TestCommitBadPathNamed(t *testing.T) {
 func TestCommitPathsMessageSleepKindAndMessages(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "a.html", "a")
 	mustCommit(t, r, "a.html")
-	writeFile(t, dir, "areas/arcs/x-2026.html", "arc")
+	testutil.WriteFile(t, dir, "areas/arcs/x-2026.html", "arc")
 	msg := "sleep(arcs): arcs=1\n\nMemd-Run: r1\nMemd-Phase: arcs\nMemd-Counts: arcs=1\n"
 	res, err := r.CommitPathsMessage([]string{"areas/arcs"}, msg, memd.CommitSleep)
 	if err != nil || res.Kind != memd.CommitSleep || res.Added != 1 {
@@ -465,13 +465,13 @@ func TestCommitPathsMessageSleepKindAndMessages(t *testing.T) {
 	if msgs[0] != msg {
 		t.Fatalf("newest message %q", msgs[0])
 	}
-	if tr := Trailers(msgs[0]); tr["Memd-Phase"] != "arcs" || tr["Memd-Run"] != "r1" {
+	if tr := commitmsg.Trailers(msgs[0]); tr["Memd-Phase"] != "arcs" || tr["Memd-Run"] != "r1" {
 		t.Fatalf("trailers %v", tr)
 	}
 	if !strings.HasPrefix(msgs[1], "memd: +1 ~0 -0\n\nA a.html\n\nMemd-Host: testhost\n") {
 		t.Fatalf("change message %q", msgs[1])
 	}
-	if got := runGit(t, dir, "log", "-1", "--format=%(trailers:key=Memd-Phase,valueonly)"); strings.TrimSpace(got) != "arcs" {
+	if got := testutil.RunGit(t, dir, "log", "-1", "--format=%(trailers:key=Memd-Phase,valueonly)"); strings.TrimSpace(got) != "arcs" {
 		t.Fatalf("git does not see the trailer: %q", got)
 	}
 	one, _ := r.CommitMessages(1)
@@ -482,8 +482,8 @@ func TestCommitPathsMessageSleepKindAndMessages(t *testing.T) {
 
 func TestAuthorFallbacks(t *testing.T) {
 	dir := newGitDir(t)
-	runGit(t, dir, "config", "user.name", "Repo Person")
-	runGit(t, dir, "config", "user.email", "repo@example.invalid")
+	testutil.RunGit(t, dir, "config", "user.name", "Repo Person")
+	testutil.RunGit(t, dir, "config", "user.email", "repo@example.invalid")
 	r := openTest(t, dir, Options{Hostname: "h1"})
 	if a := r.CommitAuthor(); a != (Author{"Repo Person", "repo@example.invalid"}) {
 		t.Fatalf("from git config: %+v", a)
@@ -499,7 +499,7 @@ func TestAuthorFallbacks(t *testing.T) {
 
 func TestOpenRefusesSHA256(t *testing.T) {
 	dir := t.TempDir()
-	runGit(t, dir, "init", "-q", "--object-format=sha256")
+	testutil.RunGit(t, dir, "init", "-q", "--object-format=sha256")
 	_, err := Open(dir, Options{})
 	// go-git refuses it itself ("unknown extension: objectformat"); our own
 	// check covers versions that would open it.
@@ -519,12 +519,12 @@ func TestOpenAndInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if head := strings.TrimSpace(runGit(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/trunk" {
+	if head := strings.TrimSpace(testutil.RunGit(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/trunk" {
 		t.Fatalf("HEAD -> %s", head)
 	}
-	writeFile(t, dir, "x.md", "x")
+	testutil.WriteFile(t, dir, "x.md", "x")
 	res := mustCommit(t, r, "x.md")
-	if got := strings.TrimSpace(runGit(t, dir, "rev-parse", "trunk")); got != res.Hash {
+	if got := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "trunk")); got != res.Hash {
 		t.Fatalf("trunk %s want %s", got, res.Hash)
 	}
 	// Init on an existing repo opens it.
@@ -578,7 +578,7 @@ func BenchmarkCommitPaths(b *testing.B) {
 					b.StartTimer()
 					cmd := exec.Command("sh", "-c", "git add -A && git -c gc.auto=0 commit -q -m bench")
 					cmd.Dir = dir
-					cmd.Env = gitEnv()
+					cmd.Env = testutil.GitEnv()
 					if out, err := cmd.CombinedOutput(); err != nil {
 						b.Fatalf("git: %v %s", err, out)
 					}
@@ -599,21 +599,21 @@ func pickFiles(rng *rand.Rand, files []string, k int) []string {
 func TestCommitAfterGitGCRepacksBehindGoGit(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "areas/a/one.html", "1")
-	writeFile(t, dir, "areas/b/two.html", "2")
+	testutil.WriteFile(t, dir, "areas/a/one.html", "1")
+	testutil.WriteFile(t, dir, "areas/b/two.html", "2")
 	mustCommit(t, r, "areas")
-	writeFile(t, dir, "areas/a/one.html", "1b")
+	testutil.WriteFile(t, dir, "areas/a/one.html", "1b")
 	mustCommit(t, r, "areas/a/one.html") // go-git has now indexed (no) packs
 	if _, err := r.CommitMessages(0); err != nil {
 		t.Fatal(err)
 	}
 	r.WaitIndexRefresh()
 	// Nightly gc: every loose object moves into a new pack.
-	runGit(t, dir, "gc", "-q", "--prune=now")
-	if out := runGit(t, dir, "count-objects"); !strings.HasPrefix(out, "0 objects") {
+	testutil.RunGit(t, dir, "gc", "-q", "--prune=now")
+	if out := testutil.RunGit(t, dir, "count-objects"); !strings.HasPrefix(out, "0 objects") {
 		t.Fatalf("gc left loose objects: %s", out)
 	}
-	writeFile(t, dir, "areas/b/two.html", "2b")
+	testutil.WriteFile(t, dir, "areas/b/two.html", "2b")
 	res := mustCommit(t, r, "areas/b/two.html")
 	if res.Modified != 1 {
 		t.Fatalf("%+v", res)
@@ -638,7 +638,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	for i := 0; ; i++ {
 		p := fmt.Sprintf("areas/d%d/f%d.html", i%7, i%13)
-		writeFile(t, dir, p, fmt.Sprintf("version %d\n", i))
+		testutil.WriteFile(t, dir, p, fmt.Sprintf("version %d\n", i))
 		res, err := r.CommitPaths([]string{p})
 		if err != nil && !errors.Is(err, memd.ErrHeadMoved) {
 			t.Fatal(err)
@@ -652,7 +652,7 @@ func TestSIGKILLLeavesRepoConsistent(t *testing.T) {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for round := 0; round < 4; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(gitEnv(), "MEMD_SYNC_CRASH_DIR="+dir)
+		cmd.Env = append(testutil.GitEnv(), "MEMD_SYNC_CRASH_DIR="+dir)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -672,7 +672,7 @@ func TestSIGKILLLeavesRepoConsistent(t *testing.T) {
 		_ = cmd.Wait()
 		// Whatever the moment, the ref names a complete commit.
 		fsck(t, dir)
-		runGit(t, dir, "rev-parse", "--verify", "HEAD^{tree}")
+		testutil.RunGit(t, dir, "rev-parse", "--verify", "HEAD^{tree}")
 		// Locks a killed process left: the ref lock is stale once old
 		// (backdated here instead of waiting 10 s); index.lock is cleared
 		// by ClearStaleIndexLock as the agent does at start.
@@ -702,12 +702,12 @@ func TestCommitLargeFileStreams(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
 	big := strings.Repeat("0123456789abcdef", 64<<10/16) // 64 KiB
-	writeFile(t, dir, "resources/big.txt", big)
+	testutil.WriteFile(t, dir, "resources/big.txt", big)
 	res := mustCommit(t, r, "resources/big.txt")
 	if res.Added != 1 {
 		t.Fatalf("%+v", res)
 	}
-	if got := runGit(t, dir, "cat-file", "-p", "HEAD:resources/big.txt"); got != big {
+	if got := testutil.RunGit(t, dir, "cat-file", "-p", "HEAD:resources/big.txt"); got != big {
 		t.Fatalf("big file content differs (%d bytes)", len(got))
 	}
 	// Unchanged big file: no commit; the temp object is not left behind.
@@ -818,7 +818,7 @@ func TestCommitRandomOpsMatchGit(t *testing.T) {
 			if !coveredBy(viaGit, viaWalk) {
 				find, _ := exec.Command("find", dir, "-path", filepath.Join(dir, ".git"), "-prune", "-o", "-printf", "%y %p %l\n").Output()
 				t.Fatalf("round %d (seed %d): git status %q, walk %q\nstatus:\n%s\nHEAD:\n%s\nindex:\n%s\nwork tree:\n%s", round, seed, viaGit, viaWalk,
-					runGit(t, dir, "status", "--porcelain", "-uall"), runGit(t, dir, "ls-tree", "-r", "HEAD"), runGit(t, dir, "ls-files", "-s"), find)
+					testutil.RunGit(t, dir, "status", "--porcelain", "-uall"), testutil.RunGit(t, dir, "ls-tree", "-r", "HEAD"), testutil.RunGit(t, dir, "ls-files", "-s"), find)
 			}
 			commit = viaGit
 		}
@@ -829,10 +829,10 @@ func TestCommitRandomOpsMatchGit(t *testing.T) {
 		if err := r.RefreshIndex(); err != nil {
 			t.Fatal(err)
 		}
-		if out := runGit(t, dir, "-c", "core.quotepath=off", "status", "--porcelain", "-uall"); out != "" {
+		if out := testutil.RunGit(t, dir, "-c", "core.quotepath=off", "status", "--porcelain", "-uall"); out != "" {
 			find, _ := exec.Command("find", dir, "-path", filepath.Join(dir, ".git"), "-prune", "-o", "-print").Output()
 			t.Fatalf("round %d (seed %d): git sees uncommitted state after committing %q:\n%s\nHEAD:\n%s\nwork tree:\n%s",
-				round, seed, commit, out, runGit(t, dir, "ls-tree", "-r", "HEAD"), find)
+				round, seed, commit, out, testutil.RunGit(t, dir, "ls-tree", "-r", "HEAD"), find)
 		}
 	}
 	fsck(t, dir)
@@ -841,7 +841,7 @@ func TestCommitRandomOpsMatchGit(t *testing.T) {
 func TestCommitFileReplacedByEmptyDirUnderDirPath(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "d/f", "file")
+	testutil.WriteFile(t, dir, "d/f", "file")
 	mustCommit(t, r, "d")
 	os.Remove(filepath.Join(dir, "d/f"))
 	if err := os.Mkdir(filepath.Join(dir, "d/f"), 0o755); err != nil { // empty: nothing for git
@@ -890,11 +890,11 @@ func TestCommitUnreadableFileIsSkippedNotLost(t *testing.T) {
 	}
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "areas/locked.html", "v1")
-	writeFile(t, dir, "areas/d/in.html", "in")
+	testutil.WriteFile(t, dir, "areas/locked.html", "v1")
+	testutil.WriteFile(t, dir, "areas/d/in.html", "in")
 	mustCommit(t, r, "areas")
-	writeFile(t, dir, "areas/locked.html", "v2")
-	writeFile(t, dir, "areas/ok.html", "ok")
+	testutil.WriteFile(t, dir, "areas/locked.html", "v2")
+	testutil.WriteFile(t, dir, "areas/ok.html", "ok")
 	os.Chmod(filepath.Join(dir, "areas/locked.html"), 0)
 	os.Chmod(filepath.Join(dir, "areas/d"), 0)
 	defer os.Chmod(filepath.Join(dir, "areas/d"), 0o755)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitremote"
 )
 
@@ -78,8 +79,8 @@ func TestEditDuringCheckoutIsMerged(t *testing.T) {
 			}
 			all := append([]string{"r0", "a1", "b1"}, ids...)
 			wantIDs(t, "work tree", readWork(t, w.bDir, "memory.jsonl"), all...)
-			wantIDs(t, "HEAD", runGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
-			wantIDs(t, "remote", runGit(t, w.bare, "show", "main:memory.jsonl"), all...)
+			wantIDs(t, "HEAD", testutil.RunGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
+			wantIDs(t, "remote", testutil.RunGit(t, w.bare, "show", "main:memory.jsonl"), all...)
 			statusClean(t, w.b)
 			// Nothing left for a commit that would revert the merge.
 			if cr := mustCommit(t, w.b, "memory.jsonl"); cr.Hash != "" {
@@ -112,10 +113,10 @@ func TestEditRacingEveryRound(t *testing.T) {
 	mustCommit(t, w.b, "memory.jsonl")
 	all := append([]string{"r0", "a1", "b1"}, ids...)
 	wantIDs(t, "work tree", readWork(t, w.bDir, "memory.jsonl"), all...)
-	wantIDs(t, "HEAD", runGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
+	wantIDs(t, "HEAD", testutil.RunGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
 	statusClean(t, w.b)
 	mustSync(t, w.b)
-	wantIDs(t, "remote", runGit(t, w.bare, "show", "main:memory.jsonl"), all...)
+	wantIDs(t, "remote", testutil.RunGit(t, w.bare, "show", "main:memory.jsonl"), all...)
 }
 
 func readMarker(r *Repo) (string, bool, string, error) {

@@ -33,8 +33,8 @@ func TestClearStaleIndexLock(t *testing.T) {
 		t.Fatal("stale lock not removed")
 	}
 	// Then git works again.
-	writeFile(t, dir, "a.md", "a")
-	runGit(t, dir, "add", "a.md")
+	testutil.WriteFile(t, dir, "a.md", "a")
+	testutil.RunGit(t, dir, "add", "a.md")
 }
 
 func TestIndexLockOfLiveGitIsKept(t *testing.T) {
@@ -46,7 +46,7 @@ func TestIndexLockOfLiveGitIsKept(t *testing.T) {
 	// A real git process running in the repo (it waits on stdin).
 	cmd := exec.Command("git", "hash-object", "--stdin")
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
+	cmd.Env = testutil.GitEnv()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -108,22 +108,22 @@ func TestFreshLockWithoutGitWaitsForMinAge(t *testing.T) {
 func TestReadRefPackedAndLoose(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.md", "a")
+	testutil.WriteFile(t, dir, "a.md", "a")
 	res := mustCommit(t, r, "a.md")
-	runGit(t, dir, "pack-refs", "--all")
+	testutil.RunGit(t, dir, "pack-refs", "--all")
 	if _, err := os.Stat(filepath.Join(dir, ".git/refs/heads/main")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("pack-refs left the loose ref")
 	}
 	if h, err := r.Head(); err != nil || h != res.Hash {
 		t.Fatalf("packed head %q %v", h, err)
 	}
-	writeFile(t, dir, "a.md", "b")
+	testutil.WriteFile(t, dir, "a.md", "b")
 	res2 := mustCommit(t, r, "a.md")
-	if got := runGit(t, dir, "rev-parse", "main"); got != res2.Hash+"\n" {
+	if got := testutil.RunGit(t, dir, "rev-parse", "main"); got != res2.Hash+"\n" {
 		t.Fatalf("after packed CAS: %s", got)
 	}
 	// The reflog records memd's commit.
-	if out := runGit(t, dir, "reflog", "-1", "--format=%gs", "main"); out != "commit: memd: +0 ~1 -0\n" {
+	if out := testutil.RunGit(t, dir, "reflog", "-1", "--format=%gs", "main"); out != "commit: memd: +0 ~1 -0\n" {
 		t.Fatalf("reflog %q", out)
 	}
 	fsck(t, dir)

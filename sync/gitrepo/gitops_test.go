@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestStandAsideReasons: each state another writer leaves in .git, made by hand where git
 // makes it, gives its reason; the repo as memd left it gives none.
 func TestStandAsideReasons(t *testing.T) {
 	dir := newGitDir(t)
-	writeFile(t, dir, "a.html", "a\n")
+	testutil.WriteFile(t, dir, "a.html", "a\n")
 	r := openTest(t, dir, testOptions())
 	mustCommit(t, r, "a.html")
 	must(t, r.RefreshIndex())
@@ -59,11 +61,11 @@ func TestStandAsideReasons(t *testing.T) {
 	}
 	must(t, os.Remove(lock))
 
-	runGit(t, dir, "checkout", "-q", "-b", "sleep/2026-12-01")
+	testutil.RunGit(t, dir, "checkout", "-q", "-b", "sleep/2026-12-01")
 	if a := r.StandAside(); a.Reason != "HEAD is on sleep/2026-12-01, not main" || a.Brief != "HEAD on sleep/2026-12-01" {
 		t.Errorf("other branch: %+v", a)
 	}
-	runGit(t, dir, "checkout", "-q", "--detach")
+	testutil.RunGit(t, dir, "checkout", "-q", "--detach")
 	if a := r.StandAside(); !strings.HasPrefix(a.Reason, "HEAD is detached at ") {
 		t.Errorf("detached: %+v", a)
 	}
@@ -74,27 +76,27 @@ func TestStandAsideReasons(t *testing.T) {
 // leaves main where it was.
 func TestCommitStandsAside(t *testing.T) {
 	dir := newGitDir(t)
-	writeFile(t, dir, "a.html", "a\n")
+	testutil.WriteFile(t, dir, "a.html", "a\n")
 	r := openTest(t, dir, testOptions())
 	mustCommit(t, r, "a.html")
 	must(t, r.RefreshIndex())
-	main := runGit(t, dir, "rev-parse", "main")
+	main := testutil.RunGit(t, dir, "rev-parse", "main")
 
-	runGit(t, dir, "checkout", "-q", "-b", "other")
-	writeFile(t, dir, "b.html", "b\n")
+	testutil.RunGit(t, dir, "checkout", "-q", "-b", "other")
+	testutil.WriteFile(t, dir, "b.html", "b\n")
 	_, err := r.CommitPaths([]string{"b.html"})
 	if a, ok := AsideOf(err); !errors.Is(err, ErrStandAside) || !ok || a.Reason != "HEAD is on other, not main" {
 		t.Fatalf("commit on other: %v", err)
 	}
-	runGit(t, dir, "checkout", "-q", "main")
+	testutil.RunGit(t, dir, "checkout", "-q", "main")
 
-	r.testBeforeRef = func() { runGit(t, dir, "checkout", "-q", "other") }
+	r.testBeforeRef = func() { testutil.RunGit(t, dir, "checkout", "-q", "other") }
 	_, err = r.CommitPaths([]string{"b.html"})
 	r.testBeforeRef = nil
 	if !errors.Is(err, ErrStandAside) {
 		t.Fatalf("branch switched before the ref move: %v", err)
 	}
-	if got := runGit(t, dir, "rev-parse", "main"); got != main {
+	if got := testutil.RunGit(t, dir, "rev-parse", "main"); got != main {
 		t.Fatalf("main moved: %s -> %s", main, got)
 	}
 }

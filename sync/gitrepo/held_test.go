@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // lateWriter arms the finding-11 race on B for rel (docs/RELIABILITY.md): a writer
@@ -83,8 +85,8 @@ func TestAppendIntoReplacedLedger(t *testing.T) {
 	}
 	all := []string{"r0", "a1", "b1", "b-late"}
 	wantIDs(t, "work tree", readWork(t, w.bDir, "memory.jsonl"), all...)
-	wantIDs(t, "HEAD", runGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
-	wantIDs(t, "remote", runGit(t, w.bare, "show", "main:memory.jsonl"), all...)
+	wantIDs(t, "HEAD", testutil.RunGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
+	wantIDs(t, "remote", testutil.RunGit(t, w.bare, "show", "main:memory.jsonl"), all...)
 	statusClean(t, w.b)
 	fsck(t, w.bDir)
 	noneHeld(t, w.b)
@@ -100,7 +102,7 @@ func TestAppendIntoReplacedLedger(t *testing.T) {
 func TestRewriteIntoReplacedMemory(t *testing.T) {
 	shortHold(t)
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "v1\n"})
-	writeFile(t, w.aDir, "areas/a.html", "from A\n")
+	testutil.WriteFile(t, w.aDir, "areas/a.html", "from A\n")
 	mustCommit(t, w.a, "areas/a.html")
 	mustSync(t, w.a)
 	ran := lateWriter(t, w.b, w.bDir, "areas/a.html", os.O_WRONLY, func(f *os.File) {
@@ -120,7 +122,7 @@ func TestRewriteIntoReplacedMemory(t *testing.T) {
 		var found []string
 		for p := range tree {
 			if p == "areas/a.html" || strings.HasPrefix(p, "areas/a.conflict-") {
-				found = append(found, runGit(t, d, "show", "main:"+p))
+				found = append(found, testutil.RunGit(t, d, "show", "main:"+p))
 			}
 		}
 		got := strings.Join(found, "|")
@@ -140,7 +142,7 @@ func TestAppendIntoRemovedFile(t *testing.T) {
 	if err := os.Remove(filepath.Join(w.aDir, "areas/a.html")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, w.aDir, "areas/b.html", "b2\n")
+	testutil.WriteFile(t, w.aDir, "areas/b.html", "b2\n")
 	mustCommit(t, w.a, "areas/a.html", "areas/b.html")
 	mustSync(t, w.a)
 	ran := lateWriter(t, w.b, w.bDir, "areas/a.html", os.O_WRONLY|os.O_APPEND, func(f *os.File) {
@@ -153,7 +155,7 @@ func TestAppendIntoRemovedFile(t *testing.T) {
 		t.Fatal("the writer never ran")
 	}
 	for _, d := range []string{w.bDir, w.bare} {
-		if got := runGit(t, d, "show", "main:areas/a.html"); !strings.Contains(got, "added on B, late") {
+		if got := testutil.RunGit(t, d, "show", "main:areas/a.html"); !strings.Contains(got, "added on B, late") {
 			t.Fatalf("%s: areas/a.html = %q, want B's late edit", d, got)
 		}
 	}
@@ -206,19 +208,19 @@ func TestAppendAfterSyncCarriedByNextCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	writeFile(t, w.bDir, "areas/n.html", "n\n")
+	testutil.WriteFile(t, w.bDir, "areas/n.html", "n\n")
 	mustCommit(t, w.b, "areas/n.html")
 	all := []string{"r0", "a1", "b1", "b-after-sync"}
 	wantIDs(t, "work tree", readWork(t, w.bDir, "memory.jsonl"), all...)
-	wantIDs(t, "HEAD", runGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
-	if got := runGit(t, w.bDir, "show", "HEAD:areas/n.html"); got != "n\n" {
+	wantIDs(t, "HEAD", testutil.RunGit(t, w.bDir, "show", "HEAD:memory.jsonl"), all...)
+	if got := testutil.RunGit(t, w.bDir, "show", "HEAD:areas/n.html"); got != "n\n" {
 		t.Fatalf("the commit itself: areas/n.html = %q", got)
 	}
 	statusClean(t, w.b)
 	mustSync(t, w.b)
-	wantIDs(t, "remote", runGit(t, w.bare, "show", "main:memory.jsonl"), all...)
+	wantIDs(t, "remote", testutil.RunGit(t, w.bare, "show", "main:memory.jsonl"), all...)
 	heldMin = 0
-	writeFile(t, w.bDir, "areas/n.html", "n2\n")
+	testutil.WriteFile(t, w.bDir, "areas/n.html", "n2\n")
 	mustCommit(t, w.b, "areas/n.html")
 	noneHeld(t, w.b)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/commitmsg"
 	"github.com/memd-dev/memd/internal/safefs"
 )
 
@@ -146,7 +147,7 @@ func (r *Repo) logStep(c, parent *object.Commit, cur string) (*LogEntry, string,
 }
 
 func newEntry(c *object.Commit, cur string) *LogEntry {
-	tr := Trailers(c.Message)
+	tr := commitmsg.Trailers(c.Message)
 	return &LogEntry{Commit: c.Hash.String(), At: c.Committer.When.UTC(), Path: cur,
 		Subject: firstLine(c.Message), Host: tr[TrailerHost], By: tr[TrailerAction]}
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/commitmsg"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // conflictRepo is a repo with areas/n/x.html committed as theirs and ours beside it as the
@@ -15,8 +18,8 @@ func conflictRepo(t *testing.T) (*Repo, string) {
 	t.Helper()
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "areas/n/x.html", "<p>theirs</p>\n")
-	writeFile(t, dir, "areas/n/x.conflict-laptop-20261130T143135Z.html", "<p>ours</p>\n")
+	testutil.WriteFile(t, dir, "areas/n/x.html", "<p>theirs</p>\n")
+	testutil.WriteFile(t, dir, "areas/n/x.conflict-laptop-20261130T143135Z.html", "<p>ours</p>\n")
 	mustCommit(t, r, "areas")
 	return r, dir
 }
@@ -55,19 +58,19 @@ func TestResolveKeeps(t *testing.T) {
 				t.Errorf("the copy is still committed: %v", tree)
 			}
 			want := map[string]string{KeepOurs: "<p>ours</p>\n", KeepTheirs: "<p>theirs</p>\n", KeepBoth: "<p>theirs</p>\n"}[keep]
-			if got := runGit(t, dir, "show", "HEAD:areas/n/x.html"); got != want {
+			if got := testutil.RunGit(t, dir, "show", "HEAD:areas/n/x.html"); got != want {
 				t.Errorf("HEAD:areas/n/x.html = %q, want %q", got, want)
 			}
 			if keep == KeepBoth {
 				if out.Kept != "areas/n/x-laptop.html" {
 					t.Errorf("kept as %q", out.Kept)
 				}
-				if got := runGit(t, dir, "show", "HEAD:"+out.Kept); got != "<p>ours</p>\n" {
+				if got := testutil.RunGit(t, dir, "show", "HEAD:"+out.Kept); got != "<p>ours</p>\n" {
 					t.Errorf("kept copy = %q", got)
 				}
 			}
-			msg := runGit(t, dir, "log", "-1", "--format=%B")
-			tr := Trailers(msg)
+			msg := testutil.RunGit(t, dir, "log", "-1", "--format=%B")
+			tr := commitmsg.Trailers(msg)
 			if tr[TrailerAction] != "resolve" || tr[TrailerKeep] != keep || tr[TrailerHost] != "testhost" {
 				t.Errorf("trailers %v of %q", tr, msg)
 			}
@@ -86,7 +89,7 @@ func TestResolveRefusesChangedCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, c.Copy, "<p>ours, edited</p>\n")
+	testutil.WriteFile(t, dir, c.Copy, "<p>ours, edited</p>\n")
 	if _, err := r.Resolve(c, KeepTheirs); err == nil || !strings.Contains(err.Error(), "changed since") {
 		t.Fatalf("Resolve err = %v, want the copy changed", err)
 	}
@@ -99,7 +102,7 @@ const c0 = "areas/n/x.html"
 
 func TestFindConflictAmbiguous(t *testing.T) {
 	r, dir := conflictRepo(t)
-	writeFile(t, dir, "areas/n/x.conflict-desk-20261130T150000Z.html", "<p>desk</p>\n")
+	testutil.WriteFile(t, dir, "areas/n/x.conflict-desk-20261130T150000Z.html", "<p>desk</p>\n")
 	mustCommit(t, r, "areas")
 	if _, err := FindConflict(dir, c0, nil); !errors.Is(err, ErrAmbiguousConflict) || !strings.Contains(err.Error(), "desk") {
 		t.Fatalf("err = %v, want ambiguous naming both copies", err)
@@ -114,19 +117,19 @@ func TestFindConflictAmbiguous(t *testing.T) {
 func TestLogFollowsMovesAndRestore(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "areas/old.html", "<p>v1</p>\n")
+	testutil.WriteFile(t, dir, "areas/old.html", "<p>v1</p>\n")
 	mustCommit(t, r, "areas")
-	v1 := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
-	writeFile(t, dir, "areas/old.html", "<p>v2</p>\n")
+	v1 := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD"))
+	testutil.WriteFile(t, dir, "areas/old.html", "<p>v2</p>\n")
 	mustCommit(t, r, "areas")
 	// memd refreshes .git/index in the background after its commits: let it finish before
 	// git's own commands write the index, or one overwrites the other.
 	r.WaitIndexRefresh()
-	runGit(t, dir, "mv", "areas/old.html", "areas/new.html")
-	runGit(t, dir, "commit", "-qm", "rename")
+	testutil.RunGit(t, dir, "mv", "areas/old.html", "areas/new.html")
+	testutil.RunGit(t, dir, "commit", "-qm", "rename")
 	os.MkdirAll(filepath.Join(dir, "archive/2026/areas"), 0o755)
-	runGit(t, dir, "mv", "areas/new.html", "archive/2026/areas/new.html")
-	runGit(t, dir, "commit", "-qm", "archive")
+	testutil.RunGit(t, dir, "mv", "areas/new.html", "archive/2026/areas/new.html")
+	testutil.RunGit(t, dir, "commit", "-qm", "archive")
 
 	log, err := r.Log("archive/2026/areas/new.html")
 	if err != nil {
@@ -152,7 +155,7 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 	if _, ok := tree["archive/2026/areas/new.html"]; ok {
 		t.Errorf("archived twin still committed: %v", tree)
 	}
-	if got := runGit(t, dir, "show", "HEAD:areas/new.html"); got != "<p>v2</p>\n" {
+	if got := testutil.RunGit(t, dir, "show", "HEAD:areas/new.html"); got != "<p>v2</p>\n" {
 		t.Errorf("restored = %q", got)
 	}
 	// --at the first commit: the version it had then, under its old name, back under the new one.
@@ -163,10 +166,10 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 	if _, err := r.Restore(target, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := runGit(t, dir, "show", "HEAD:areas/new.html"); got != "<p>v1</p>\n" {
+	if got := testutil.RunGit(t, dir, "show", "HEAD:areas/new.html"); got != "<p>v1</p>\n" {
 		t.Errorf("restored --at = %q", got)
 	}
-	if tr := Trailers(runGit(t, dir, "log", "-1", "--format=%B")); tr[TrailerAction] != "restore" || tr[TrailerFrom] != v1 {
+	if tr := commitmsg.Trailers(testutil.RunGit(t, dir, "log", "-1", "--format=%B")); tr[TrailerAction] != "restore" || tr[TrailerFrom] != v1 {
 		t.Errorf("trailers %v", tr)
 	}
 	if _, _, err := r.PlanRestore("areas/new.html", ""); !errors.Is(err, ErrNothingToRestore) {
@@ -182,7 +185,7 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 func TestRestoreDeleted(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "resources/a.html", "<p>a</p>\n")
+	testutil.WriteFile(t, dir, "resources/a.html", "<p>a</p>\n")
 	mustCommit(t, r, "resources")
 	os.Remove(filepath.Join(dir, "resources/a.html"))
 	mustCommit(t, r, "resources/a.html")
@@ -193,7 +196,7 @@ func TestRestoreDeleted(t *testing.T) {
 	if _, err := r.Restore(target, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := runGit(t, dir, "show", "HEAD:resources/a.html"); got != "<p>a</p>\n" {
+	if got := testutil.RunGit(t, dir, "show", "HEAD:resources/a.html"); got != "<p>a</p>\n" {
 		t.Errorf("restored = %q", got)
 	}
 	if _, err := r.Log("resources/none.html"); !errors.Is(err, ErrNoHistory) {

@@ -12,7 +12,7 @@ import (
 func newHTTPWorld(t *testing.T, token string, files map[string]string) (*testutil.GitHTTPServer, *syncWorld) {
 	t.Helper()
 	w := newSyncWorld(t, files)
-	runGit(t, w.bare, "config", "http.receivepack", "true")
+	testutil.RunGit(t, w.bare, "config", "http.receivepack", "true")
 	srv := testutil.NewGitHTTPServer(t, filepath.Dir(w.bare), token)
 	if err := w.a.SetRemote("origin", srv.URL(filepath.Base(w.bare))); err != nil {
 		t.Fatal(err)

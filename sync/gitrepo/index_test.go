@@ -16,19 +16,19 @@ import (
 func TestIndexFollowsCommitsInBackground(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.html", "a")
-	writeFile(t, dir, "areas/b.html", "b")
+	testutil.WriteFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "areas/b.html", "b")
 	mustCommit(t, r, "a.html", "areas")
 	// The commit schedules a refresh by itself; wait for git to agree.
 	testutil.WaitFor(t, "background index refresh", 10*time.Second, func() bool {
-		return runGit(t, dir, "status", "--porcelain", "-uall") == ""
+		return testutil.RunGit(t, dir, "status", "--porcelain", "-uall") == ""
 	}, nil)
 	r.WaitIndexRefresh()
 	// Several commits in a row: each refresh is incremental, and the
 	// result still matches HEAD exactly.
 	for i := 0; i < 5; i++ {
-		writeFile(t, dir, "areas/b.html", strings.Repeat("b", i+2))
-		writeFile(t, dir, "n/new"+string(rune('0'+i))+".html", "n")
+		testutil.WriteFile(t, dir, "areas/b.html", strings.Repeat("b", i+2))
+		testutil.WriteFile(t, dir, "n/new"+string(rune('0'+i))+".html", "n")
 		mustCommit(t, r, "areas/b.html", "n")
 	}
 	if err := os.Remove(filepath.Join(dir, "a.html")); err != nil {
@@ -36,15 +36,15 @@ func TestIndexFollowsCommitsInBackground(t *testing.T) {
 	}
 	mustCommit(t, r, "a.html")
 	r.WaitIndexRefresh()
-	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+	if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
 		t.Fatalf("status after incremental refreshes:\n%s", out)
 	}
-	if ls := runGit(t, dir, "ls-files"); strings.Contains(ls, "a.html\n") && !strings.Contains(ls, "b.html") {
+	if ls := testutil.RunGit(t, dir, "ls-files"); strings.Contains(ls, "a.html\n") && !strings.Contains(ls, "b.html") {
 		t.Fatalf("ls-files %q", ls)
 	}
 	// Index entries carry stat data: git needs no racy re-read for them
 	// and diff-files (stat-only compare) reports nothing.
-	if out := runGit(t, dir, "diff-files", "--name-only"); out != "" {
+	if out := testutil.RunGit(t, dir, "diff-files", "--name-only"); out != "" {
 		t.Fatalf("diff-files: %q", out)
 	}
 }
@@ -52,18 +52,18 @@ func TestIndexFollowsCommitsInBackground(t *testing.T) {
 func TestIndexShowsUncommittedEdits(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.html", "a")
-	writeFile(t, dir, "gone.html", "g")
+	testutil.WriteFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "gone.html", "g")
 	mustCommit(t, r, ".")
 	// Edits memd has not committed yet must stay visible to git after a
 	// (full) refresh: the index names HEAD's blobs, not the work tree's.
-	writeFile(t, dir, "a.html", "edited but not committed")
+	testutil.WriteFile(t, dir, "a.html", "edited but not committed")
 	os.Remove(filepath.Join(dir, "gone.html"))
 	os.Remove(filepath.Join(dir, ".git/index")) // force a full rebuild
 	if err := r.RefreshIndex(); err != nil {
 		t.Fatal(err)
 	}
-	out := runGit(t, dir, "status", "--porcelain")
+	out := testutil.RunGit(t, dir, "status", "--porcelain")
 	if !strings.Contains(out, " M a.html") || !strings.Contains(out, " D gone.html") {
 		t.Fatalf("status should show the edit and deletion:\n%s", out)
 	}
@@ -75,17 +75,17 @@ func TestIndexShowsUncommittedEdits(t *testing.T) {
 func TestIndexAfterOutsideCommitFullRefresh(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "a.html", "a")
 	mustCommit(t, r, "a.html")
 	r.WaitIndexRefresh()
 	// git itself commits (and rewrites the index); then memd commits.
-	writeFile(t, dir, "g.md", "git")
-	runGit(t, dir, "add", "g.md")
-	runGit(t, dir, "commit", "-q", "-m", "by git")
-	writeFile(t, dir, "m.html", "memd")
+	testutil.WriteFile(t, dir, "g.md", "git")
+	testutil.RunGit(t, dir, "add", "g.md")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "by git")
+	testutil.WriteFile(t, dir, "m.html", "memd")
 	mustCommit(t, r, "m.html")
 	r.WaitIndexRefresh()
-	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+	if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
 		t.Fatalf("status:\n%s", out)
 	}
 }
@@ -93,13 +93,13 @@ func TestIndexAfterOutsideCommitFullRefresh(t *testing.T) {
 func TestIndexLockHeldBacksOff(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "a.html", "a")
+	testutil.WriteFile(t, dir, "a.html", "a")
 	mustCommit(t, r, "a.html")
 	r.WaitIndexRefresh()
 	r.idx.mu.Lock()
 	r.idx.closed = true // no background refresh between the commit and the lock below
 	r.idx.mu.Unlock()
-	writeFile(t, dir, "b.html", "b")
+	testutil.WriteFile(t, dir, "b.html", "b")
 	mustCommit(t, r, "b.html")
 	r.idx.mu.Lock()
 	r.idx.closed = false
@@ -117,7 +117,7 @@ func TestIndexLockHeldBacksOff(t *testing.T) {
 	// DESIGN §9: a live index.lock memd did not take is a git at work, which a commit waits
 	// out (passingWait); this one has no git behind it, so once it is indexLockMinAge old it
 	// is a killed process's and the commit goes through (its ref, not the index).
-	writeFile(t, dir, "c.html", "c")
+	testutil.WriteFile(t, dir, "c.html", "c")
 	t0 := time.Now()
 	if _, err := r.CommitPaths([]string{"c.html"}); err != nil {
 		t.Fatalf("commit under a dead index.lock: %v", err)
@@ -132,7 +132,7 @@ func TestIndexLockHeldBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "index to catch up after the lock is released", 20*time.Second, func() bool {
-		return runGit(t, dir, "status", "--porcelain", "-uall") == ""
+		return testutil.RunGit(t, dir, "status", "--porcelain", "-uall") == ""
 	}, nil)
 }
 
@@ -144,7 +144,7 @@ func TestIndexLockHeldOnlyForTheRename(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
 	for i := 0; i < 50; i++ {
-		writeFile(t, dir, fmt.Sprintf("areas/f%02d.html", i), strings.Repeat("x", i))
+		testutil.WriteFile(t, dir, fmt.Sprintf("areas/f%02d.html", i), strings.Repeat("x", i))
 	}
 	mustCommit(t, r, "areas")
 	r.WaitIndexRefresh()
@@ -160,7 +160,7 @@ func TestIndexLockHeldOnlyForTheRename(t *testing.T) {
 		}
 	}})
 	defer r.setCrashHooks(nil)
-	writeFile(t, dir, "areas/new.html", "new")
+	testutil.WriteFile(t, dir, "areas/new.html", "new")
 	mustCommit(t, r, "areas/new.html")
 	r.WaitIndexRefresh()
 	r.setCrashHooks(nil)
@@ -173,11 +173,11 @@ func TestIndexLockHeldOnlyForTheRename(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(dir, ".git", "memd", "index-*.tmp")); len(m) > 0 {
 		t.Errorf("temp index files left behind: %v", m)
 	}
-	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+	if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
 		t.Errorf("git status after the refresh:\n%s", out)
 	}
 	// A user's git commit right after works (nothing of memd's is held).
-	writeFile(t, dir, "areas/user.html", "user")
-	runGit(t, dir, "add", "areas/user.html")
-	runGit(t, dir, "-c", "user.name=u", "-c", "user.email=u@example.invalid", "commit", "-q", "-m", "user")
+	testutil.WriteFile(t, dir, "areas/user.html", "user")
+	testutil.RunGit(t, dir, "add", "areas/user.html")
+	testutil.RunGit(t, dir, "-c", "user.name=u", "-c", "user.email=u@example.invalid", "commit", "-q", "-m", "user")
 }

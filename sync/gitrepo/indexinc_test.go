@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 type syncBuf struct {
@@ -25,16 +27,16 @@ func TestIndexRefreshAfterCommitIsIncremental(t *testing.T) {
 	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := openTest(t, dir, o)
 	for i := 0; i < 20; i++ {
-		writeFile(t, dir, fmt.Sprintf("areas/f%d.html", i), "x")
+		testutil.WriteFile(t, dir, fmt.Sprintf("areas/f%d.html", i), "x")
 	}
 	mustCommit(t, r, "areas")
 	r.WaitIndexRefresh()
 	for i := 0; i < 5; i++ {
-		writeFile(t, dir, fmt.Sprintf("areas/f%d.html", i), strings.Repeat("y", i+1))
+		testutil.WriteFile(t, dir, fmt.Sprintf("areas/f%d.html", i), strings.Repeat("y", i+1))
 		mustCommit(t, r, fmt.Sprintf("areas/f%d.html", i))
 		r.WaitIndexRefresh()
 	}
-	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+	if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
 		t.Fatalf("status:\n%s", out)
 	}
 	if n := strings.Count(logs.String(), "incremental=true"); n != 5 {
@@ -46,23 +48,23 @@ func TestIndexRefreshAfterCommitIsIncremental(t *testing.T) {
 // between commits) leaves the next one incremental; before, every refresh stayed full.
 func TestIndexRefreshOverlappedByCommitStaysIncremental(t *testing.T) {
 	dir := newGitDir(t)
-	writeFile(t, dir, "areas/a.html", "a")
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+	testutil.WriteFile(t, dir, "areas/a.html", "a")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
 	var logs syncBuf
 	o := testOptions()
 	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := openTest(t, dir, o)
 	r.testDuringRefresh = func() {
 		r.testDuringRefresh = nil
-		writeFile(t, dir, "areas/a.html", "during the first refresh")
+		testutil.WriteFile(t, dir, "areas/a.html", "during the first refresh")
 		mustCommit(t, r, "areas/a.html")
 	}
 	if err := r.RefreshIndex(); err != nil { // the first: full
 		t.Fatal(err)
 	}
 	r.WaitIndexRefresh() // the one the overlapping commit scheduled
-	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+	if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
 		t.Fatalf("status:\n%s", out)
 	}
 	if n := strings.Count(logs.String(), "incremental=true"); n != 1 {
@@ -81,20 +83,20 @@ func TestIndexRefreshSupersededByCommitSplicesTheNewHead(t *testing.T) {
 	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := openTest(t, dir, o)
 	for i := 0; i < 20; i++ {
-		writeFile(t, dir, fmt.Sprintf("areas/f%d.html", i), "x")
+		testutil.WriteFile(t, dir, fmt.Sprintf("areas/f%d.html", i), "x")
 	}
 	mustCommit(t, r, "areas")
 	r.WaitIndexRefresh()
 	before := strings.Count(logs.String(), "msg=\"index refreshed\"")
 	r.testDuringRefresh = func() { // after the refresh read HEAD, before its lookups
 		r.testDuringRefresh = nil
-		writeFile(t, dir, "areas/f1.html", "during the refresh")
+		testutil.WriteFile(t, dir, "areas/f1.html", "during the refresh")
 		mustCommit(t, r, "areas/f1.html")
 	}
-	writeFile(t, dir, "areas/f0.html", "first")
+	testutil.WriteFile(t, dir, "areas/f0.html", "first")
 	mustCommit(t, r, "areas/f0.html")
 	r.WaitIndexRefresh()
-	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+	if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
 		t.Fatalf("status:\n%s", out)
 	}
 	if !strings.Contains(logs.String(), "superseded by a commit") {

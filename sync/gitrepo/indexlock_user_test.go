@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestUserGitNotRefusedByIndexRefresh: a person's `git add` and `git commit` in a loop
@@ -16,9 +18,9 @@ import (
 // refresher must not take index.lock while the person's git is at work.
 func TestUserGitNotRefusedByIndexRefresh(t *testing.T) {
 	dir := newGitDir(t)
-	writeFile(t, dir, "resources/m/seed.html", "<p>seed</p>\n")
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "seed")
+	testutil.WriteFile(t, dir, "resources/m/seed.html", "<p>seed</p>\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "seed")
 	r := openTest(t, dir, testOptions())
 
 	const iterations = 40
@@ -35,7 +37,7 @@ func TestUserGitNotRefusedByIndexRefresh(t *testing.T) {
 				return
 			default:
 			}
-			writeFile(t, dir, fmt.Sprintf("resources/m/n%04d.html", i), fmt.Sprintf("<p>%d</p>\n", i))
+			testutil.WriteFile(t, dir, fmt.Sprintf("resources/m/n%04d.html", i), fmt.Sprintf("<p>%d</p>\n", i))
 			// A stand-aside or a moved HEAD: next round. Each commit schedules the background
 			// refresh, memd's own path (explicit: every other round, back to back).
 			_, _ = r.CommitPaths([]string{"resources"})
@@ -47,10 +49,10 @@ func TestUserGitNotRefusedByIndexRefresh(t *testing.T) {
 	refused, failed := 0, 0
 	var firstRefusal string
 	for i := 0; i < iterations && time.Now().Before(deadline); i++ {
-		writeFile(t, dir, fmt.Sprintf("notes/u%04d.txt", i), fmt.Sprintf("user %d\n", i))
+		testutil.WriteFile(t, dir, fmt.Sprintf("notes/u%04d.txt", i), fmt.Sprintf("user %d\n", i))
 		for _, args := range [][]string{{"add", fmt.Sprintf("notes/u%04d.txt", i)}, {"commit", "-q", "-m", fmt.Sprintf("user %d", i)}} {
 			cmd := exec.Command("git", args...)
-			cmd.Dir, cmd.Env = dir, gitEnv()
+			cmd.Dir, cmd.Env = dir, testutil.GitEnv()
 			var errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &errb, &errb
 			if err := cmd.Run(); err != nil {

@@ -1,6 +1,10 @@
 package gitrepo
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
+)
 
 // memhtml's generated listings (index.html, sitemap.xml) changed on both sides merge like
 // derived files: theirs stays, no conflict copy (memhtml regenerates them).
@@ -9,11 +13,11 @@ func TestSyncGeneratedListingsTakeTheirs(t *testing.T) {
 		"areas/inbox/index.html": "<ul><li>v1</li></ul>\n",
 		"sitemap.xml":            "<urlset>v1</urlset>\n",
 	})
-	writeFile(t, w.aDir, "areas/inbox/index.html", "<ul><li>from A</li></ul>\n")
-	writeFile(t, w.aDir, "sitemap.xml", "<urlset>A</urlset>\n")
+	testutil.WriteFile(t, w.aDir, "areas/inbox/index.html", "<ul><li>from A</li></ul>\n")
+	testutil.WriteFile(t, w.aDir, "sitemap.xml", "<urlset>A</urlset>\n")
 	mustCommit(t, w.a, "areas", "sitemap.xml")
-	writeFile(t, w.bDir, "areas/inbox/index.html", "<ul><li>from B</li></ul>\n")
-	writeFile(t, w.bDir, "sitemap.xml", "<urlset>B</urlset>\n")
+	testutil.WriteFile(t, w.bDir, "areas/inbox/index.html", "<ul><li>from B</li></ul>\n")
+	testutil.WriteFile(t, w.bDir, "sitemap.xml", "<urlset>B</urlset>\n")
 	mustCommit(t, w.b, "areas", "sitemap.xml")
 	_, rb := w.syncAll(t)
 	w.check(t)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/statedir"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // brakeWorld is a remote with n memories in resources/m/ (plus the ledger), cloned twice;
@@ -50,9 +51,9 @@ func TestMassDeletionBrakeLocal(t *testing.T) {
 	if res := mustCommit(t, w.a, "resources", "archive"); res.Added != 18 || res.Deleted != 18 {
 		t.Fatalf("archive moves %+v", res)
 	}
-	head := runGit(t, w.aDir, "rev-parse", "HEAD")
+	head := testutil.RunGit(t, w.aDir, "rev-parse", "HEAD")
 	removeMemories(t, w.aDir, 0, 12) // 12 of 40: over 5 and over 20%
-	writeFile(t, w.aDir, "resources/m/new.html", "<p>new</p>\n")
+	testutil.WriteFile(t, w.aDir, "resources/m/new.html", "<p>new</p>\n")
 	_, err := w.a.CommitPaths([]string{"resources"})
 	var md *MassDeletionError
 	if !errors.As(err, &md) || !errors.Is(err, ErrMassDeletion) {
@@ -65,7 +66,7 @@ func TestMassDeletionBrakeLocal(t *testing.T) {
 	if md.Error() != want {
 		t.Fatalf("reason %q, want %q", md.Error(), want)
 	}
-	if runGit(t, w.aDir, "rev-parse", "HEAD") != head {
+	if testutil.RunGit(t, w.aDir, "rev-parse", "HEAD") != head {
 		t.Fatal("a held deletion moved HEAD")
 	}
 	absent(t, w.aDir, "resources/m/n000.html") // stays deleted on disk, uncommitted
@@ -90,11 +91,11 @@ func TestMassDeletionBrakeRemote(t *testing.T) {
 	w, sd := brakeWorld(t, 40, 5)
 	// Another machine (plain git) deletes 20 memories and pushes.
 	for i := range 20 {
-		runGit(t, w.bDir, "rm", "-q", fmt.Sprintf("resources/m/n%03d.html", i))
+		testutil.RunGit(t, w.bDir, "rm", "-q", fmt.Sprintf("resources/m/n%03d.html", i))
 	}
-	runGit(t, w.bDir, "commit", "-q", "-m", "rm -r the wrong folder")
-	runGit(t, w.bDir, "push", "-q", "origin", "main")
-	writeFile(t, w.aDir, "resources/m/a.html", "<p>A</p>\n")
+	testutil.RunGit(t, w.bDir, "commit", "-q", "-m", "rm -r the wrong folder")
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
+	testutil.WriteFile(t, w.aDir, "resources/m/a.html", "<p>A</p>\n")
 	mustCommit(t, w.a, "resources/m/a.html")
 	_, err := w.a.Sync(t.Context(), pushOpts())
 	var md *MassDeletionError
@@ -107,7 +108,7 @@ func TestMassDeletionBrakeRemote(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.aDir, "resources/m/n000.html")); err != nil {
 		t.Fatalf("the remote's deletion reached the work tree: %v", err)
 	}
-	if c := runGit(t, w.aDir, "rev-list", "--count", "HEAD"); strings.TrimSpace(c) != "2" {
+	if c := testutil.RunGit(t, w.aDir, "rev-list", "--count", "HEAD"); strings.TrimSpace(c) != "2" {
 		t.Fatalf("the remote's commit was merged: %s commits", c)
 	}
 	if err := sd.AllowDeletes(testNow); err != nil {
@@ -159,7 +160,7 @@ func TestMassDeletionBrakeWindow(t *testing.T) {
 		t.Fatalf("first batch %+v", res)
 	}
 	now = now.Add(3 * time.Minute)
-	head := runGit(t, w.aDir, "rev-parse", "HEAD")
+	head := testutil.RunGit(t, w.aDir, "rev-parse", "HEAD")
 	removeMemories(t, w.aDir, 5, 10)
 	md := heldLocal(t, r)
 	if md.Side != SideLocal || md.Deleted != 10 || md.Total != 40 || md.Earlier != 5 {
@@ -175,13 +176,13 @@ func TestMassDeletionBrakeWindow(t *testing.T) {
 	// Waiting does not let it through: a held window stops sliding.
 	now = now.Add(time.Hour)
 	heldLocal(t, r)
-	if runGit(t, w.aDir, "rev-parse", "HEAD") != head {
+	if testutil.RunGit(t, w.aDir, "rev-parse", "HEAD") != head {
 		t.Fatal("a held deletion moved HEAD")
 	}
 	// Undone (the files back): the next change passes and ends the hold; later deletions
 	// are judged by a window of their own.
-	runGit(t, w.aDir, "checkout", "--", "resources/m")
-	writeFile(t, w.aDir, "resources/m/new.html", "<p>new</p>\n")
+	testutil.RunGit(t, w.aDir, "checkout", "--", "resources/m")
+	testutil.WriteFile(t, w.aDir, "resources/m/new.html", "<p>new</p>\n")
 	mustCommit(t, r, "resources")
 	removeMemories(t, w.aDir, 5, 10)
 	if res := mustCommit(t, r, "resources"); res.Deleted != 5 {
@@ -220,10 +221,10 @@ func TestMassDeletionBrakeWindowRemote(t *testing.T) {
 	r := clockedBrake(t, w, sd, 5, &now)
 	push := func(from, to int) {
 		for i := from; i < to; i++ {
-			runGit(t, w.bDir, "rm", "-q", fmt.Sprintf("resources/m/n%03d.html", i))
+			testutil.RunGit(t, w.bDir, "rm", "-q", fmt.Sprintf("resources/m/n%03d.html", i))
 		}
-		runGit(t, w.bDir, "commit", "-q", "-m", "rm part")
-		runGit(t, w.bDir, "push", "-q", "origin", "main")
+		testutil.RunGit(t, w.bDir, "commit", "-q", "-m", "rm part")
+		testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
 	}
 	push(0, 5)
 	if res := mustSync(t, r); !res.FastForward {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 var errSimulatedCrash = errors.New("simulated crash")
@@ -18,20 +20,20 @@ var errSimulatedCrash = errors.New("simulated crash")
 func divergedWorld(t *testing.T) *syncWorld {
 	t.Helper()
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n", "areas/b.html": "b\n", "areas/gone.html": "g\n"})
-	writeFile(t, w.aDir, "areas/a.html", "a from A\n")
-	writeFile(t, w.aDir, "projects/new/one.html", "one\n")
-	writeFile(t, w.aDir, "projects/new/two.html", "two\n")
+	testutil.WriteFile(t, w.aDir, "areas/a.html", "a from A\n")
+	testutil.WriteFile(t, w.aDir, "projects/new/one.html", "one\n")
+	testutil.WriteFile(t, w.aDir, "projects/new/two.html", "two\n")
 	removeFile(t, w.aDir, "areas/gone.html")
 	mustCommit(t, w.a, "areas", "projects")
 	mustSync(t, w.a)
-	writeFile(t, w.bDir, "areas/b.html", "b from B\n")
+	testutil.WriteFile(t, w.bDir, "areas/b.html", "b from B\n")
 	mustCommit(t, w.b, "areas/b.html")
 	return w
 }
 
 func revParse(t *testing.T, dir, rev string) string {
 	t.Helper()
-	return strings.TrimSpace(runGit(t, dir, "rev-parse", rev))
+	return strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", rev))
 }
 
 // restartAndFinish plays what the agent does on start after a crash:
@@ -128,7 +130,7 @@ func TestInterruptedMergeKeepsEditsMadeSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A writer edits a path the checkout has not reached yet.
-	writeFile(t, w.bDir, "areas/a.html", "edited after the crash\n")
+	testutil.WriteFile(t, w.bDir, "areas/a.html", "edited after the crash\n")
 	b2 := openTest(t, w.bDir, hostOptions("hostb"))
 	if _, err := b2.FinishInterruptedMerge(); err != nil {
 		t.Fatal(err)
@@ -139,10 +141,10 @@ func TestInterruptedMergeKeepsEditsMadeSince(t *testing.T) {
 	if got := readWork(t, w.bDir, "areas/a.html"); got != "a from A\n" {
 		t.Errorf("areas/a.html = %q, want A's version", got)
 	}
-	copies := runGit(t, w.bDir, "ls-tree", "--name-only", "HEAD", "areas/")
+	copies := testutil.RunGit(t, w.bDir, "ls-tree", "--name-only", "HEAD", "areas/")
 	found := false
 	for _, p := range strings.Fields(copies) {
-		if strings.HasPrefix(p, "areas/a.conflict-") && runGit(t, w.bDir, "show", "HEAD:"+p) == "edited after the crash\n" {
+		if strings.HasPrefix(p, "areas/a.conflict-") && testutil.RunGit(t, w.bDir, "show", "HEAD:"+p) == "edited after the crash\n" {
 			found = true
 		}
 	}
@@ -162,7 +164,7 @@ func TestSIGKILLDuringCheckout(t *testing.T) {
 	w := divergedWorld(t)
 	ready := filepath.Join(t.TempDir(), "ready")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.count=1")
-	cmd.Env = append(gitEnv(), "MEMD_CRASH_HELPER_DIR="+w.bDir, "MEMD_CRASH_HELPER_READY="+ready)
+	cmd.Env = append(testutil.GitEnv(), "MEMD_CRASH_HELPER_DIR="+w.bDir, "MEMD_CRASH_HELPER_READY="+ready)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -55,24 +55,3 @@ func ChangeMessage(changes []memd.Change, host string) string {
 	fmt.Fprintf(&b, "%s: %s\n", TrailerHost, host)
 	return b.String()
 }
-
-// Trailers parses the trailer block of a commit message: the last
-// paragraph, when every line in it is "Key: value". Later keys win. Used by
-// sleep to resume from Memd-Run / Memd-Phase trailers.
-func Trailers(message string) map[string]string {
-	msg := strings.TrimRight(message, "\n")
-	i := strings.LastIndex(msg, "\n\n")
-	if i < 0 {
-		return nil // a subject alone has no trailers
-	}
-	block := msg[i+2:]
-	out := make(map[string]string)
-	for _, line := range strings.Split(block, "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || k == "" || strings.ContainsAny(k, " \t") {
-			return nil
-		}
-		out[k] = strings.TrimSpace(v)
-	}
-	return out
-}

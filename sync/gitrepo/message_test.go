@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/commitmsg"
 )
 
 func TestChangeMessageFormat(t *testing.T) {
@@ -28,23 +29,11 @@ func TestChangeMessageFormat(t *testing.T) {
 	if lines[24] != "Memd-Host: box" || lines[25] != "" || len(lines) != 26 {
 		t.Fatalf("trailer %q", lines[24:])
 	}
-	if tr := Trailers(msg); tr[TrailerHost] != "box" || len(tr) != 1 {
+	if tr := commitmsg.Trailers(msg); tr[TrailerHost] != "box" || len(tr) != 1 {
 		t.Fatalf("trailers %v", tr)
 	}
 	short := ChangeMessage([]memd.Change{{Path: "a b/ü.html", Op: 'A'}}, "h")
 	if short != "memd: +1 ~0 -0\n\nA a b/ü.html\n\nMemd-Host: h\n" {
 		t.Fatalf("short %q", short)
-	}
-}
-
-func TestTrailersRejectsProse(t *testing.T) {
-	if tr := Trailers("subject only"); tr != nil {
-		t.Fatalf("%v", tr)
-	}
-	if tr := Trailers("s\n\nsome prose here\nKey: v"); tr != nil {
-		t.Fatalf("prose parsed as trailers: %v", tr)
-	}
-	if tr := Trailers("s\n\nbody\n\nA: 1\nB: two words\n"); tr["A"] != "1" || tr["B"] != "two words" {
-		t.Fatalf("%v", tr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/repofiles"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // Plain git beside memd (DESIGN §9 "Other writers"): git's ignore rules, gitlinks. Each
@@ -27,10 +28,10 @@ func useRepoRules(t *testing.T, r *Repo) {
 // A fetch it: a broad rule another machine delivered.
 func pushIgnoreFromB(t *testing.T, w *syncWorld) {
 	t.Helper()
-	writeFile(t, w.bDir, ".gitignore", "*.html\n*.jsonl\n")
-	runGit(t, w.bDir, "add", ".gitignore")
-	runGit(t, w.bDir, "commit", "-q", "-m", "ignore")
-	runGit(t, w.bDir, "push", "-q", "origin", "main")
+	testutil.WriteFile(t, w.bDir, ".gitignore", "*.html\n*.jsonl\n")
+	testutil.RunGit(t, w.bDir, "add", ".gitignore")
+	testutil.RunGit(t, w.bDir, "commit", "-q", "-m", "ignore")
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
 	mustSync(t, w.a)
 	w.a.WaitIndexRefresh()
 	useRepoRules(t, w.a)
@@ -39,9 +40,9 @@ func pushIgnoreFromB(t *testing.T, w *syncWorld) {
 func TestIgnoreRulesNeverApplyToTrackedPaths(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"notes/a.html": "base\n", "memory.jsonl": "{\"id\":\"1\"}\n", "old/x.html": "x\n"})
 	pushIgnoreFromB(t, w)
-	writeFile(t, w.aDir, "notes/a.html", "edited under *.html\n")
-	writeFile(t, w.aDir, "memory.jsonl", "{\"id\":\"1\"}\n{\"id\":\"2\"}\n")
-	writeFile(t, w.aDir, "notes/new.html", "untracked and ignored\n")
+	testutil.WriteFile(t, w.aDir, "notes/a.html", "edited under *.html\n")
+	testutil.WriteFile(t, w.aDir, "memory.jsonl", "{\"id\":\"1\"}\n{\"id\":\"2\"}\n")
+	testutil.WriteFile(t, w.aDir, "notes/new.html", "untracked and ignored\n")
 	removeFile(t, w.aDir, "old/x.html")
 	dirty, err := w.a.Reconcile()
 	if err != nil {
@@ -58,11 +59,11 @@ func TestIgnoreRulesNeverApplyToTrackedPaths(t *testing.T) {
 	if _, ok := tree["notes/new.html"]; ok {
 		t.Fatal("an untracked ignored file was committed")
 	}
-	if got := runGit(t, w.aDir, "show", "HEAD:memory.jsonl"); !strings.Contains(got, `"2"`) {
+	if got := testutil.RunGit(t, w.aDir, "show", "HEAD:memory.jsonl"); !strings.Contains(got, `"2"`) {
 		t.Fatalf("ledger line not committed: %q", got)
 	}
 	// The whole tree staged at once ("" = root) follows the same rule.
-	writeFile(t, w.aDir, "notes/a.html", "again\n")
+	testutil.WriteFile(t, w.aDir, "notes/a.html", "again\n")
 	if res := mustCommit(t, w.a, "."); res.Modified != 1 || res.Added != 0 {
 		t.Fatalf("root commit %+v", res)
 	}
@@ -71,14 +72,14 @@ func TestIgnoreRulesNeverApplyToTrackedPaths(t *testing.T) {
 func TestFetchNeverOverwritesEditedIgnoredTrackedFile(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"notes/a.html": "base\n", "memory.jsonl": "{\"id\":\"1\",\"text\":\"a\"}\n"})
 	pushIgnoreFromB(t, w)
-	runGit(t, w.bDir, "pull", "-q", "origin", "main")
+	testutil.RunGit(t, w.bDir, "pull", "-q", "origin", "main")
 	// A edits both, uncommitted; B changes both and pushes.
-	writeFile(t, w.aDir, "notes/a.html", "edit on A\n")
-	writeFile(t, w.aDir, "memory.jsonl", "{\"id\":\"1\",\"text\":\"a\"}\n{\"id\":\"A\",\"text\":\"from A\"}\n")
-	writeFile(t, w.bDir, "notes/a.html", "edit on B\n")
-	writeFile(t, w.bDir, "memory.jsonl", "{\"id\":\"1\",\"text\":\"a\"}\n{\"id\":\"B\",\"text\":\"from B\"}\n")
-	runGit(t, w.bDir, "commit", "-q", "-am", "B edits")
-	runGit(t, w.bDir, "push", "-q", "origin", "main")
+	testutil.WriteFile(t, w.aDir, "notes/a.html", "edit on A\n")
+	testutil.WriteFile(t, w.aDir, "memory.jsonl", "{\"id\":\"1\",\"text\":\"a\"}\n{\"id\":\"A\",\"text\":\"from A\"}\n")
+	testutil.WriteFile(t, w.bDir, "notes/a.html", "edit on B\n")
+	testutil.WriteFile(t, w.bDir, "memory.jsonl", "{\"id\":\"1\",\"text\":\"a\"}\n{\"id\":\"B\",\"text\":\"from B\"}\n")
+	testutil.RunGit(t, w.bDir, "commit", "-q", "-am", "B edits")
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
 	mustSync(t, w.a)
 	all := readWork(t, w.aDir, "notes/a.html")
 	for _, c := range conflictCopies(t, w.aDir) {
@@ -91,7 +92,7 @@ func TestFetchNeverOverwritesEditedIgnoredTrackedFile(t *testing.T) {
 	if !strings.Contains(led, "from A") || !strings.Contains(led, "from B") {
 		t.Fatalf("ledger lost a line: %q", led)
 	}
-	if got := runGit(t, w.bare, "show", "main:memory.jsonl"); !strings.Contains(got, "from A") {
+	if got := testutil.RunGit(t, w.bare, "show", "main:memory.jsonl"); !strings.Contains(got, "from A") {
 		t.Fatalf("A's ledger line not pushed: %q", got)
 	}
 	fsck(t, w.aDir)
@@ -101,14 +102,14 @@ func TestGitlinkOverEditedFileKeepsEdit(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"notes/a.html": "base\n", "notes/b.html": "b\n"})
 	// B (plain git) turns notes/a.html into a submodule's gitlink.
 	sub := strings.Repeat("ab", 20)
-	runGit(t, w.bDir, "rm", "-q", "notes/a.html")
-	runGit(t, w.bDir, "update-index", "--add", "--cacheinfo", "160000,"+sub+",notes/a.html")
-	runGit(t, w.bDir, "commit", "-q", "-m", "submodule over a")
-	runGit(t, w.bDir, "push", "-q", "origin", "main")
+	testutil.RunGit(t, w.bDir, "rm", "-q", "notes/a.html")
+	testutil.RunGit(t, w.bDir, "update-index", "--add", "--cacheinfo", "160000,"+sub+",notes/a.html")
+	testutil.RunGit(t, w.bDir, "commit", "-q", "-m", "submodule over a")
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
 	// A edited the file meanwhile and has a commit of its own to push.
-	writeFile(t, w.aDir, "notes/a.html", "edit on A\n")
+	testutil.WriteFile(t, w.aDir, "notes/a.html", "edit on A\n")
 	mustCommit(t, w.a, "notes/a.html")
-	writeFile(t, w.aDir, "notes/b.html", "b on A\n")
+	testutil.WriteFile(t, w.aDir, "notes/b.html", "b on A\n")
 	mustCommit(t, w.a, "notes/b.html")
 	res, err := w.a.Sync(t.Context(), pushOpts())
 	if err != nil {
@@ -127,12 +128,12 @@ func TestGitlinkOverEditedFileKeepsEdit(t *testing.T) {
 	if got := lsTree(t, w.aDir)["notes/a.html"]; got != "160000 "+sub {
 		t.Fatalf("gitlink not carried as is: %q", got)
 	}
-	if got := runGit(t, w.bare, "show", "main:notes/b.html"); got != "b on A\n" {
+	if got := testutil.RunGit(t, w.bare, "show", "main:notes/b.html"); got != "b on A\n" {
 		t.Fatalf("b.html %q", got)
 	}
 	fsck(t, w.aDir)
 	// Later commits leave the gitlink alone.
-	writeFile(t, w.aDir, "notes/c.html", "c\n")
+	testutil.WriteFile(t, w.aDir, "notes/c.html", "c\n")
 	mustCommit(t, w.a, ".")
 	if got := lsTree(t, w.aDir)["notes/a.html"]; got != "160000 "+sub {
 		t.Fatalf("gitlink dropped by a later commit: %q", got)
@@ -152,9 +153,9 @@ func TestConfiguredLockFileNeverCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.SetIgnore(ig.WithLockFile(cfg.Lock.File).Ignored)
-	writeFile(t, w.bDir, "writer.lock", "pid 1\n")
-	writeFile(t, w.bDir, "WRITER.LOCK", "pid 1\n") // the same file on a case-insensitive file system
-	writeFile(t, w.bDir, "notes/a.html", "edit\n")
+	testutil.WriteFile(t, w.bDir, "writer.lock", "pid 1\n")
+	testutil.WriteFile(t, w.bDir, "WRITER.LOCK", "pid 1\n") // the same file on a case-insensitive file system
+	testutil.WriteFile(t, w.bDir, "notes/a.html", "edit\n")
 	for _, paths := range [][]string{{"writer.lock", "WRITER.LOCK", "notes/a.html"}, {"."}} {
 		mustCommit(t, r, paths...)
 		for p := range lsTree(t, w.bDir) {
@@ -178,18 +179,18 @@ func TestConfiguredLockFileNeverCommitted(t *testing.T) {
 func TestGitlinkReplacedByFileAgain(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"notes/a.html": "base\n"})
 	sub := strings.Repeat("cd", 20)
-	runGit(t, w.bDir, "rm", "-q", "notes/a.html")
-	runGit(t, w.bDir, "update-index", "--add", "--cacheinfo", "160000,"+sub+",notes/a.html")
-	runGit(t, w.bDir, "commit", "-q", "-m", "submodule over a")
-	runGit(t, w.bDir, "push", "-q", "origin", "main")
+	testutil.RunGit(t, w.bDir, "rm", "-q", "notes/a.html")
+	testutil.RunGit(t, w.bDir, "update-index", "--add", "--cacheinfo", "160000,"+sub+",notes/a.html")
+	testutil.RunGit(t, w.bDir, "commit", "-q", "-m", "submodule over a")
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
 	mustSync(t, w.a)
 	statusClean(t, w.a)
 	// The submodule goes again, a file takes its place.
-	runGit(t, w.bDir, "rm", "-q", "--cached", "notes/a.html")
-	writeFile(t, w.bDir, "notes/a.html", "a file again\n")
-	runGit(t, w.bDir, "add", "notes/a.html")
-	runGit(t, w.bDir, "commit", "-q", "-m", "file again")
-	runGit(t, w.bDir, "push", "-q", "origin", "main")
+	testutil.RunGit(t, w.bDir, "rm", "-q", "--cached", "notes/a.html")
+	testutil.WriteFile(t, w.bDir, "notes/a.html", "a file again\n")
+	testutil.RunGit(t, w.bDir, "add", "notes/a.html")
+	testutil.RunGit(t, w.bDir, "commit", "-q", "-m", "file again")
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
 	mustSync(t, w.a)
 	if got := readWork(t, w.aDir, "notes/a.html"); got != "a file again\n" {
 		t.Fatalf("notes/a.html holds %q", got)

@@ -3,6 +3,8 @@ package gitrepo
 import (
 	"fmt"
 	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestFetchMergesPiledUpPacks: every fetch writes a pack; past maxPacks the small ones are
@@ -14,7 +16,7 @@ func TestFetchMergesPiledUpPacks(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/base.html": "base\n"})
 	most := 0
 	for i := 0; i < 12; i++ {
-		writeFile(t, w.bDir, fmt.Sprintf("areas/b%02d.html", i), fmt.Sprintf("b %d\n", i))
+		testutil.WriteFile(t, w.bDir, fmt.Sprintf("areas/b%02d.html", i), fmt.Sprintf("b %d\n", i))
 		mustCommit(t, w.b, fmt.Sprintf("areas/b%02d.html", i))
 		mustSync(t, w.b)
 		mustSync(t, w.a)
@@ -29,7 +31,7 @@ func TestFetchMergesPiledUpPacks(t *testing.T) {
 		t.Errorf("packs piled up to %d (limit %d): fetched packs were not merged", most, maxPacks)
 	}
 	// A still reads what it fetched: it commits on top and both sides agree.
-	writeFile(t, w.aDir, "areas/a.html", "a\n")
+	testutil.WriteFile(t, w.aDir, "areas/a.html", "a\n")
 	mustCommit(t, w.a, "areas/a.html")
 	w.syncAll(t)
 	w.check(t)

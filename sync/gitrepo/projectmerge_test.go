@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd/format/memorymd"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // A project memory in the tree merge, end to end (the rules: sync/treemerge's mergelayout.go).
@@ -20,14 +21,14 @@ func TestSyncProjectMemoryMerges(t *testing.T) {
 	hist := "# proj: history\n\n- day one\n"
 	w := newSyncWorld(t, map[string]string{"proj/MEMORY.md": layoutMD, "proj/history.md": hist,
 		"proj/" + memorymd.FailedReplyName: "reply 0\n"})
-	writeFile(t, w.aDir, "proj/MEMORY.md", strings.Replace(layoutMD, "- fact a\n", "- fact a\n- fact from A\n", 1))
-	writeFile(t, w.aDir, "proj/history.md", hist+"\n- A appended\n")
-	writeFile(t, w.aDir, "proj/"+memorymd.FailedReplyName, "reply A\n")
+	testutil.WriteFile(t, w.aDir, "proj/MEMORY.md", strings.Replace(layoutMD, "- fact a\n", "- fact a\n- fact from A\n", 1))
+	testutil.WriteFile(t, w.aDir, "proj/history.md", hist+"\n- A appended\n")
+	testutil.WriteFile(t, w.aDir, "proj/"+memorymd.FailedReplyName, "reply A\n")
 	mustCommit(t, w.a, "proj")
-	writeFile(t, w.bDir, "proj/MEMORY.md", strings.Replace(strings.Replace(layoutMD, "- fact a\n", "- fact a\n- fact from B\n", 1),
+	testutil.WriteFile(t, w.bDir, "proj/MEMORY.md", strings.Replace(strings.Replace(layoutMD, "- fact a\n", "- fact a\n- fact from B\n", 1),
 		"- rule one\n", "- rule one\n- rule from B\n", 1))
-	writeFile(t, w.bDir, "proj/history.md", hist+"\n- B appended\n")
-	writeFile(t, w.bDir, "proj/"+memorymd.FailedReplyName, "reply B\n")
+	testutil.WriteFile(t, w.bDir, "proj/history.md", hist+"\n- B appended\n")
+	testutil.WriteFile(t, w.bDir, "proj/"+memorymd.FailedReplyName, "reply B\n")
 	mustCommit(t, w.b, "proj")
 	_, rb := w.syncAll(t)
 	if !rb.Merged || len(rb.Conflicts) != 0 {
@@ -65,11 +66,11 @@ func TestSyncProjectMemoryBadInputConflictCopy(t *testing.T) {
 	w.b = openTest(t, w.bDir, bOpts)
 	latin1 := strings.Replace(layoutMD, "- fact a\n", "- caf\xe9 from A\n", 1)
 	big := hist + strings.Repeat("- a long history line, written many times over\n", 5<<20/48)
-	writeFile(t, w.aDir, "proj/MEMORY.md", latin1)
-	writeFile(t, w.aDir, "proj/history.md", big)
+	testutil.WriteFile(t, w.aDir, "proj/MEMORY.md", latin1)
+	testutil.WriteFile(t, w.aDir, "proj/history.md", big)
 	mustCommit(t, w.a, "proj")
-	writeFile(t, w.bDir, "proj/MEMORY.md", strings.Replace(layoutMD, "- fact a\n", "- fact a\n- from B\n", 1))
-	writeFile(t, w.bDir, "proj/history.md", hist+"- B\n")
+	testutil.WriteFile(t, w.bDir, "proj/MEMORY.md", strings.Replace(layoutMD, "- fact a\n", "- fact a\n- from B\n", 1))
+	testutil.WriteFile(t, w.bDir, "proj/history.md", hist+"- B\n")
 	mustCommit(t, w.b, "proj")
 	_, rb := w.syncAll(t)
 	want := []string{"proj/MEMORY.conflict-hostb-20261130T143205Z.md", "proj/history.conflict-hostb-20261130T143205Z.md"}

@@ -45,7 +45,7 @@ func (p *pushProbe) last(t *testing.T) gitremote.PushStats {
 func reachable(t testing.TB, dir, rev string) map[string]bool {
 	t.Helper()
 	m := map[string]bool{}
-	for _, line := range strings.Split(runGit(t, dir, "rev-list", "--objects", rev), "\n") {
+	for _, line := range strings.Split(testutil.RunGit(t, dir, "rev-list", "--objects", rev), "\n") {
 		if h, _, _ := strings.Cut(line, " "); h != "" {
 			m[h] = true
 		}
@@ -64,8 +64,8 @@ func checkPushed(t *testing.T, w *syncWorld, p *pushProbe, maxExtra int) {
 	if st.Fallback != "" {
 		t.Fatalf("push fell back to go-git: %s", st.Fallback)
 	}
-	ha := strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD"))
-	hr := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+	ha := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD"))
+	hr := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
 	if ha != hr || st.New.String() != hr {
 		t.Fatalf("remote main %s, A HEAD %s, pushed %s", hr, ha, st.New)
 	}
@@ -95,7 +95,7 @@ func checkPushed(t *testing.T, w *syncWorld, p *pushProbe, maxExtra int) {
 		}
 		if oldSet[h] {
 			extra++
-			t.Logf("sent %s the remote had: %s", h, runGit(t, w.bare, "cat-file", "-t", h))
+			t.Logf("sent %s the remote had: %s", h, testutil.RunGit(t, w.bare, "cat-file", "-t", h))
 		}
 	}
 	if extra > maxExtra {
@@ -135,13 +135,13 @@ func TestPushSendsWhatIsNew(t *testing.T) {
 		run  func(t *testing.T, w *syncWorld, p *pushProbe)
 	}{
 		{"linear", func(t *testing.T, w *syncWorld, p *pushProbe) {
-			writeFile(t, w.aDir, "areas/a.html", "a edited\n")
+			testutil.WriteFile(t, w.aDir, "areas/a.html", "a edited\n")
 			mustCommit(t, w.a, "areas/a.html")
-			writeFile(t, w.aDir, "projects/q/new.html", "q\n")
+			testutil.WriteFile(t, w.aDir, "projects/q/new.html", "q\n")
 			mustCommit(t, w.a, "projects/q/new.html")
-			writeFile(t, w.aDir, "projects/p/notes/n1.html", "n1 edited\n")
+			testutil.WriteFile(t, w.aDir, "projects/p/notes/n1.html", "n1 edited\n")
 			mustCommit(t, w.a, "projects/p/notes/n1.html")
-			writeFile(t, w.aDir, "resources/deep/x/y.html", "y\n")
+			testutil.WriteFile(t, w.aDir, "resources/deep/x/y.html", "y\n")
 			mustCommit(t, w.a, "resources/deep/x/y.html")
 			mustSync(t, w.a)
 			checkPushed(t, w, p, 0)
@@ -150,13 +150,13 @@ func TestPushSendsWhatIsNew(t *testing.T) {
 			}
 		}},
 		{"merge then local work", func(t *testing.T, w *syncWorld, p *pushProbe) {
-			writeFile(t, w.bDir, "areas/from-b.html", "b\n")
+			testutil.WriteFile(t, w.bDir, "areas/from-b.html", "b\n")
 			mustCommit(t, w.b, "areas/from-b.html")
 			mustSync(t, w.b)
-			writeFile(t, w.bDir, "resources/r.html", "r by b\n")
+			testutil.WriteFile(t, w.bDir, "resources/r.html", "r by b\n")
 			mustCommit(t, w.b, "resources/r.html")
 			mustSync(t, w.b)
-			writeFile(t, w.aDir, "areas/from-a.html", "from a\n")
+			testutil.WriteFile(t, w.aDir, "areas/from-a.html", "from a\n")
 			mustCommit(t, w.a, "areas/from-a.html")
 			if res := mustSync(t, w.a); !res.Merged || !res.Pushed {
 				t.Fatalf("A: %+v", res)
@@ -165,8 +165,8 @@ func TestPushSendsWhatIsNew(t *testing.T) {
 			if st := p.last(t); st.NewCommits != 2 {
 				t.Errorf("new commits %d, want 2 (A's and the merge)", st.NewCommits)
 			}
-			writeFile(t, w.aDir, "areas/from-b.html", "b, edited by a\n")
-			writeFile(t, w.aDir, "projects/p/MEMORY.md", "# p\n- more\n")
+			testutil.WriteFile(t, w.aDir, "areas/from-b.html", "b, edited by a\n")
+			testutil.WriteFile(t, w.aDir, "projects/p/MEMORY.md", "# p\n- more\n")
 			mustCommit(t, w.a, "areas/from-b.html", "projects/p/MEMORY.md")
 			mustSync(t, w.a)
 			checkPushed(t, w, p, 0)
@@ -195,13 +195,13 @@ func TestPushSendsWhatIsNew(t *testing.T) {
 				removeFile(t, w.aDir, f)
 			}
 			mustCommit(t, w.a, gone...)
-			writeFile(t, w.aDir, "projects/p/MEMORY.md", "# p\n")
-			writeFile(t, w.aDir, "projects/p/notes/n1.html", "n1\n")
-			writeFile(t, w.aDir, "projects/p/notes/n2.html", "n2 rewritten\n")
+			testutil.WriteFile(t, w.aDir, "projects/p/MEMORY.md", "# p\n")
+			testutil.WriteFile(t, w.aDir, "projects/p/notes/n1.html", "n1\n")
+			testutil.WriteFile(t, w.aDir, "projects/p/notes/n2.html", "n2 rewritten\n")
 			mustCommit(t, w.a, gone...)
 			// and once more exactly as on the remote: the whole tree is
 			// the boundary's.
-			writeFile(t, w.aDir, "projects/p/notes/n2.html", "n2\n")
+			testutil.WriteFile(t, w.aDir, "projects/p/notes/n2.html", "n2\n")
 			mustCommit(t, w.a, "projects/p/notes/n2.html")
 			mustSync(t, w.a)
 			checkPushed(t, w, p, 0)
@@ -223,26 +223,26 @@ func TestPushSendsWhatIsNew(t *testing.T) {
 			b := openTest(t, w.bDir, ob)
 			a := openTest(t, w.aDir, oa)
 			p := probePushes(a)
-			writeFile(t, w.bDir, "areas/future.html", "f\n")
+			testutil.WriteFile(t, w.bDir, "areas/future.html", "f\n")
 			mustCommit(t, b, "areas/future.html")
 			mustSync(t, b)
-			writeFile(t, w.aDir, "areas/past1.html", "p1\n")
+			testutil.WriteFile(t, w.aDir, "areas/past1.html", "p1\n")
 			mustCommit(t, a, "areas/past1.html")
-			writeFile(t, w.aDir, "projects/p/notes/n1.html", "n1 from the past\n")
+			testutil.WriteFile(t, w.aDir, "projects/p/notes/n1.html", "n1 from the past\n")
 			mustCommit(t, a, "projects/p/notes/n1.html")
 			if res := mustSync(t, a); !res.Merged || !res.Pushed {
 				t.Fatalf("A: %+v", res)
 			}
 			checkPushed(t, w, p, 0)
-			writeFile(t, w.aDir, "areas/past2.html", "p2\n")
+			testutil.WriteFile(t, w.aDir, "areas/past2.html", "p2\n")
 			mustCommit(t, a, "areas/past2.html")
 			mustSync(t, a)
 			checkPushed(t, w, p, 0)
 			// B's future-dated side moves on; A, still behind, merges again.
-			writeFile(t, w.bDir, "resources/r.html", "r future\n")
+			testutil.WriteFile(t, w.bDir, "resources/r.html", "r future\n")
 			mustCommit(t, b, "resources/r.html")
 			mustSync(t, b)
-			writeFile(t, w.aDir, "areas/past3.html", "p3\n")
+			testutil.WriteFile(t, w.aDir, "areas/past3.html", "p3\n")
 			mustCommit(t, a, "areas/past3.html")
 			mustSync(t, a)
 			checkPushed(t, w, p, 0)
@@ -263,7 +263,7 @@ func TestPushFirstToEmptyRemoteFallsBack(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			w := pushWorld(t, tr, nil)
 			p := probePushes(w.a)
-			writeFile(t, w.aDir, "areas/a.html", "a\n")
+			testutil.WriteFile(t, w.aDir, "areas/a.html", "a\n")
 			mustCommit(t, w.a, "areas/a.html")
 			if res := mustSync(t, w.a); !res.Pushed {
 				t.Fatalf("A: %+v", res)
@@ -272,12 +272,12 @@ func TestPushFirstToEmptyRemoteFallsBack(t *testing.T) {
 				t.Fatalf("first push: fallback %q, want go-git's push", st.Fallback)
 			}
 			fsck(t, w.bare)
-			if got, want := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main")),
-				strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD")); got != want {
+			if got, want := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main")),
+				strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD")); got != want {
 				t.Fatalf("remote main %s, A HEAD %s", got, want)
 			}
 			// The second push diffs against the first.
-			writeFile(t, w.aDir, "areas/b.html", "b\n")
+			testutil.WriteFile(t, w.aDir, "areas/b.html", "b\n")
 			mustCommit(t, w.a, "areas/b.html")
 			mustSync(t, w.a)
 			checkPushed(t, w, p, 0)
@@ -292,7 +292,7 @@ func TestPushWalkLimitFallsBack(t *testing.T) {
 	w.a.testPushWalkLimit = 2
 	p := probePushes(w.a)
 	for i := 0; i < 4; i++ {
-		writeFile(t, w.aDir, "areas/a.html", fmt.Sprintf("a %d\n", i))
+		testutil.WriteFile(t, w.aDir, "areas/a.html", fmt.Sprintf("a %d\n", i))
 		mustCommit(t, w.a, "areas/a.html")
 	}
 	if res := mustSync(t, w.a); !res.Pushed {
@@ -302,8 +302,8 @@ func TestPushWalkLimitFallsBack(t *testing.T) {
 		t.Fatalf("fallback %q, want the walk limit", st.Fallback)
 	}
 	fsck(t, w.bare)
-	if got, want := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main")),
-		strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD")); got != want {
+	if got, want := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main")),
+		strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD")); got != want {
 		t.Fatalf("remote main %s, A HEAD %s", got, want)
 	}
 }
@@ -317,12 +317,12 @@ func TestPushRemoteMovedIsRejectedThenRetried(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			w := pushWorld(t, tr, pushSeed)
 			p := probePushes(w.a)
-			writeFile(t, w.aDir, "areas/from-a.html", "from a\n")
+			testutil.WriteFile(t, w.aDir, "areas/from-a.html", "from a\n")
 			local := plumbing.NewHash(mustCommit(t, w.a, "areas/from-a.html").Hash)
-			writeFile(t, w.bDir, "areas/from-b.html", "from b\n")
+			testutil.WriteFile(t, w.bDir, "areas/from-b.html", "from b\n")
 			mustCommit(t, w.b, "areas/from-b.html")
 			mustSync(t, w.b)
-			remoteBefore := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+			remoteBefore := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
 			// What Sync does after its fetch, when B pushed in between.
 			err := w.a.push(context.Background(), pushOpts().withDefaults(), local)
 			if err == nil || !strings.Contains(err.Error(), "non-fast-forward") {
@@ -331,7 +331,7 @@ func TestPushRemoteMovedIsRejectedThenRetried(t *testing.T) {
 			if st := p.last(t); !strings.Contains(st.Fallback, "rejected") || len(st.Sent) != 0 {
 				t.Fatalf("push stats %+v, want a rejection that sent nothing", st)
 			}
-			if got := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main")); got != remoteBefore {
+			if got := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main")); got != remoteBefore {
 				t.Fatalf("remote moved %s → %s on a rejected push", remoteBefore, got)
 			}
 			if res := mustSync(t, w.a); !res.Merged || !res.Pushed {
@@ -348,21 +348,21 @@ func TestPushRemoteMovedIsRejectedThenRetried(t *testing.T) {
 // not an ancestor of the local head is refused before anything is sent.
 func TestPushObjectsNotFastForward(t *testing.T) {
 	dir := newGitDir(t)
-	writeFile(t, dir, "a.html", "a\n")
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "base")
-	runGit(t, dir, "checkout", "-q", "-b", "other")
-	writeFile(t, dir, "b.html", "b\n")
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "other")
-	runGit(t, dir, "checkout", "-q", "main")
-	writeFile(t, dir, "c.html", "c\n")
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "mine")
+	testutil.WriteFile(t, dir, "a.html", "a\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "base")
+	testutil.RunGit(t, dir, "checkout", "-q", "-b", "other")
+	testutil.WriteFile(t, dir, "b.html", "b\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "other")
+	testutil.RunGit(t, dir, "checkout", "-q", "main")
+	testutil.WriteFile(t, dir, "c.html", "c\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "mine")
 	r := openTest(t, dir, testOptions())
-	local := plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", "main")))
-	other := plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", "other")))
-	base := plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", "main~1")))
+	local := plumbing.NewHash(strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "main")))
+	other := plumbing.NewHash(strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "other")))
+	base := plumbing.NewHash(strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "main~1")))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var st gitremote.PushStats
@@ -385,7 +385,7 @@ func TestPushObjectsNotFastForward(t *testing.T) {
 func historyRemote(t testing.TB, n int) string {
 	t.Helper()
 	bare := filepath.Join(t.TempDir(), fmt.Sprintf("hist%d.git", n))
-	runGit(t, filepath.Dir(bare), "init", "-q", "--bare", "-b", "main", bare)
+	testutil.RunGit(t, filepath.Dir(bare), "init", "-q", "--bare", "-b", "main", bare)
 	var in bytes.Buffer
 	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
 	for i := 1; i <= n; i++ {
@@ -399,7 +399,7 @@ func historyRemote(t testing.TB, n int) string {
 		fmt.Fprintf(&in, "M 100644 inline areas/d%d/f%02d.html\ndata %d\n%s\n", j/10, j, len(body), body)
 	}
 	cmd := exec.Command("git", "fast-import", "--quiet")
-	cmd.Dir, cmd.Env, cmd.Stdin = bare, gitEnv(), &in
+	cmd.Dir, cmd.Env, cmd.Stdin = bare, testutil.GitEnv(), &in
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("fast-import: %v\n%s", err, out)
 	}
@@ -411,7 +411,7 @@ func cloneHistory(t testing.TB, n int) (*Repo, string, string) {
 	t.Helper()
 	bare := historyRemote(t, n)
 	dir := filepath.Join(t.TempDir(), "clone")
-	runGit(t, filepath.Dir(dir), "clone", "-q", bare, dir)
+	testutil.RunGit(t, filepath.Dir(dir), "clone", "-q", bare, dir)
 	return openTest(t, dir, hostOptions("hosta")), dir, bare
 }
 
@@ -422,7 +422,7 @@ func TestPushCostFlatInHistory(t *testing.T) {
 	for _, n := range []int{100, 2000} {
 		r, dir, bare := cloneHistory(t, n)
 		p := probePushes(r)
-		writeFile(t, dir, "areas/d0/f00.html", "<p>new</p>\n")
+		testutil.WriteFile(t, dir, "areas/d0/f00.html", "<p>new</p>\n")
 		mustCommit(t, r, "areas/d0/f00.html")
 		if res := mustSync(t, r); !res.Pushed {
 			t.Fatalf("n=%d: %+v", n, res)
@@ -466,7 +466,7 @@ func BenchmarkPushAfterHistory(b *testing.B) {
 func benchPush(b *testing.B, tr string, n int, path string) {
 	r, dir, bare := cloneHistory(b, n)
 	if tr == "http" {
-		runGit(b, bare, "config", "http.receivepack", "true")
+		testutil.RunGit(b, bare, "config", "http.receivepack", "true")
 		srv := testutil.NewGitHTTPServer(b, filepath.Dir(bare), "")
 		if err := r.SetRemote("origin", srv.URL(filepath.Base(bare))); err != nil {
 			b.Fatal(err)
@@ -478,7 +478,7 @@ func benchPush(b *testing.B, tr string, n int, path string) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		writeFile(b, dir, "areas/d0/f00.html", fmt.Sprintf("<p>bench %d</p>\n", i))
+		testutil.WriteFile(b, dir, "areas/d0/f00.html", fmt.Sprintf("<p>bench %d</p>\n", i))
 		res, err := r.CommitPaths([]string{"areas/d0/f00.html"})
 		if err != nil || res.Hash == "" {
 			b.Fatalf("commit: %+v %v", res, err)
@@ -539,7 +539,7 @@ func TestPushRandomHistories(t *testing.T) {
 			r, dir = b, w.bDir
 		}
 		var files []string
-		for _, line := range strings.Split(runGit(t, dir, "ls-files"), "\n") {
+		for _, line := range strings.Split(testutil.RunGit(t, dir, "ls-files"), "\n") {
 			if line != "" {
 				files = append(files, line)
 			}
@@ -559,7 +559,7 @@ func TestPushRandomHistories(t *testing.T) {
 			switch rng.IntN(5) {
 			case 0: // edit
 				if f := pick(); f != "" {
-					writeFile(t, dir, f, fmt.Sprintf("edit %d %d\n", round, op))
+					testutil.WriteFile(t, dir, f, fmt.Sprintf("edit %d %d\n", round, op))
 					touched = append(touched, f)
 				}
 			case 1: // add, sometimes a copy of another file's content
@@ -568,7 +568,7 @@ func TestPushRandomHistories(t *testing.T) {
 				if g := pick(); g != "" && rng.IntN(2) == 0 {
 					content = readWork(t, dir, g)
 				}
-				writeFile(t, dir, f, content)
+				testutil.WriteFile(t, dir, f, content)
 				touched = append(touched, f)
 			case 2: // delete
 				if f := pick(); f != "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitremote"
 )
 
@@ -20,7 +21,7 @@ func racingPeer(t *testing.T, w *syncWorld, n int, locked *int) RemoteOptions {
 		err := fn()
 		if pushes < n {
 			pushes++
-			writeFile(t, w.aDir, fmt.Sprintf("areas/race-%d.html", pushes), "race\n")
+			testutil.WriteFile(t, w.aDir, fmt.Sprintf("areas/race-%d.html", pushes), "race\n")
 			mustCommit(t, w.a, "areas")
 			mustSync(t, w.a)
 		}
@@ -34,7 +35,7 @@ func racingPeer(t *testing.T, w *syncWorld, n int, locked *int) RemoteOptions {
 // each round ran inside LocalWork (the writer lock), the fetches and pushes outside.
 func TestPushRaceRetriesAtOnce(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
-	writeFile(t, w.bDir, "areas/b.html", "b\n")
+	testutil.WriteFile(t, w.bDir, "areas/b.html", "b\n")
 	mustCommit(t, w.b, "areas")
 	locked := 0
 	res, err := w.b.Sync(t.Context(), racingPeer(t, w, 2, &locked))
@@ -44,11 +45,11 @@ func TestPushRaceRetriesAtOnce(t *testing.T) {
 	if !res.Pushed || res.PushAttempts != 3 || res.Rounds != 3 || locked != 3 {
 		t.Errorf("Pushed %v, PushAttempts %d, Rounds %d, locked rounds %d; want true, 3, 3, 3", res.Pushed, res.PushAttempts, res.Rounds, locked)
 	}
-	if got := runGit(t, w.bare, "rev-parse", "main"); got != runGit(t, w.bDir, "rev-parse", "HEAD") {
+	if got := testutil.RunGit(t, w.bare, "rev-parse", "main"); got != testutil.RunGit(t, w.bDir, "rev-parse", "HEAD") {
 		t.Errorf("remote main %s is not B's HEAD", got)
 	}
 	for _, p := range []string{"areas/b.html", "areas/race-1.html", "areas/race-2.html"} {
-		runGit(t, w.bare, "cat-file", "-e", "main:"+p)
+		testutil.RunGit(t, w.bare, "cat-file", "-e", "main:"+p)
 	}
 }
 
@@ -56,7 +57,7 @@ func TestPushRaceRetriesAtOnce(t *testing.T) {
 // wins every round is contention: ErrPushRejected, never ErrOffline.
 func TestPushRaceLostEveryRoundIsNotOffline(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
-	writeFile(t, w.bDir, "areas/b.html", "b\n")
+	testutil.WriteFile(t, w.bDir, "areas/b.html", "b\n")
 	mustCommit(t, w.b, "areas")
 	locked := 0
 	res, err := w.b.Sync(t.Context(), racingPeer(t, w, MaxSyncAttempts, &locked))
@@ -68,7 +69,7 @@ func TestPushRaceLostEveryRoundIsNotOffline(t *testing.T) {
 	}
 	// The next sync, unraced, pushes everything.
 	mustSync(t, w.b)
-	runGit(t, w.bare, "cat-file", "-e", "main:areas/b.html")
+	testutil.RunGit(t, w.bare, "cat-file", "-e", "main:areas/b.html")
 }
 
 // TestRaceRejectionKinds: only "someone pushed first" is contention; a refusal that
@@ -104,8 +105,8 @@ func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 	calls := 0
 	ro.LocalWork = func(fn func() error) error {
 		calls++
-		tracking := runGit(t, w.bDir, "rev-parse", "refs/remotes/origin/main")
-		if tracking != runGit(t, w.bare, "rev-parse", "main") {
+		tracking := testutil.RunGit(t, w.bDir, "rev-parse", "refs/remotes/origin/main")
+		if tracking != testutil.RunGit(t, w.bare, "rev-parse", "main") {
 			t.Error("the lock was taken before the fetch")
 		}
 		// The merge commit exists already (planned before the lock), and so does the
@@ -113,15 +114,15 @@ func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 		if _, ok, _, _ := readMarker(w.b); !ok {
 			t.Error("the merge marker was not written before the lock")
 		}
-		before := runGit(t, w.bDir, "count-objects")
+		before := testutil.RunGit(t, w.bDir, "count-objects")
 		err := fn()
-		if after := runGit(t, w.bDir, "count-objects"); after != before {
+		if after := testutil.RunGit(t, w.bDir, "count-objects"); after != before {
 			t.Errorf("objects written under the lock: %s -> %s", before, after)
 		}
 		if _, ok, _, _ := readMarker(w.b); !ok {
 			t.Error("the checkout's durability tail ran under the lock (marker gone)")
 		}
-		if runGit(t, w.bare, "rev-parse", "main") == runGit(t, w.bDir, "rev-parse", "HEAD") {
+		if testutil.RunGit(t, w.bare, "rev-parse", "main") == testutil.RunGit(t, w.bDir, "rev-parse", "HEAD") {
 			t.Error("pushed under the lock")
 		}
 		return err
@@ -141,7 +142,7 @@ func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 // read) before the lock is taken for the checkout, and the merge is planned again on it.
 func TestSyncCommitsEditsInTheWayFirst(t *testing.T) {
 	w := divergedWorld(t)
-	writeFile(t, w.bDir, "areas/a.html", "a edited on B, not committed\n")
+	testutil.WriteFile(t, w.bDir, "areas/a.html", "a edited on B, not committed\n")
 	ro := pushOpts()
 	var committed [][]string
 	ro.CommitFirst = func(paths []string) error {
@@ -152,10 +153,10 @@ func TestSyncCommitsEditsInTheWayFirst(t *testing.T) {
 	locked := 0
 	ro.LocalWork = func(fn func() error) error {
 		locked++
-		head := runGit(t, w.bDir, "rev-parse", "HEAD")
+		head := testutil.RunGit(t, w.bDir, "rev-parse", "HEAD")
 		err := fn()
 		// The merge's first parent is the head the lock was taken at: no commit in between.
-		if got := runGit(t, w.bDir, "rev-parse", "HEAD^1"); got != head {
+		if got := testutil.RunGit(t, w.bDir, "rev-parse", "HEAD^1"); got != head {
 			t.Errorf("a commit was made under the checkout's lock: HEAD^1 %s, head at lock %s", got, head)
 		}
 		return err
@@ -171,7 +172,7 @@ func TestSyncCommitsEditsInTheWayFirst(t *testing.T) {
 	if got := readWork(t, w.bDir, "areas/a.html"); got != "a from A\n" {
 		t.Errorf("areas/a.html = %q", got)
 	}
-	if len(res.Conflicts) != 1 || runGit(t, w.bare, "show", "main:"+res.Conflicts[0]) != "a edited on B, not committed\n" {
+	if len(res.Conflicts) != 1 || testutil.RunGit(t, w.bare, "show", "main:"+res.Conflicts[0]) != "a edited on B, not committed\n" {
 		t.Errorf("conflict copies %v", res.Conflicts)
 	}
 }

@@ -41,13 +41,13 @@ func newRealWorld(t *testing.T) *realWorld {
 	t.Helper()
 	// One clone (a) of a seeded bare remote: what newSyncWorld makes, without b.
 	sw := &syncWorld{bare: filepath.Join(t.TempDir(), "remote.git")}
-	runGit(t, filepath.Dir(sw.bare), "init", "-q", "--bare", "-b", "main", sw.bare)
+	testutil.RunGit(t, filepath.Dir(sw.bare), "init", "-q", "--bare", "-b", "main", sw.bare)
 	sw.aDir = filepath.Join(t.TempDir(), "a")
-	runGit(t, filepath.Dir(sw.aDir), "clone", "-q", sw.bare, sw.aDir)
-	writeFile(t, sw.aDir, "seed.txt", "seed\n")
-	runGit(t, sw.aDir, "add", "-A")
-	runGit(t, sw.aDir, "commit", "-q", "-m", "seed")
-	runGit(t, sw.aDir, "push", "-q", "origin", "main")
+	testutil.RunGit(t, filepath.Dir(sw.aDir), "clone", "-q", sw.bare, sw.aDir)
+	testutil.WriteFile(t, sw.aDir, "seed.txt", "seed\n")
+	testutil.RunGit(t, sw.aDir, "add", "-A")
+	testutil.RunGit(t, sw.aDir, "commit", "-q", "-m", "seed")
+	testutil.RunGit(t, sw.aDir, "push", "-q", "origin", "main")
 	sw.a = openTest(t, sw.aDir, hostOptions("hosta"))
 	w := &realWorld{syncWorld: sw}
 	w.home = t.TempDir()
@@ -100,7 +100,7 @@ func (w *realWorld) gitRef(args ...string) (string, error) {
 // memdPush commits a change in a and syncs it, returning Sync's error.
 func (w *realWorld) memdPush(t *testing.T, ro RemoteOptions) error {
 	t.Helper()
-	writeFile(t, w.aDir, "note.txt", fmt.Sprintf("edit %d\n", time.Now().UnixNano()))
+	testutil.WriteFile(t, w.aDir, "note.txt", fmt.Sprintf("edit %d\n", time.Now().UnixNano()))
 	mustCommit(t, w.a, "note.txt")
 	ro.Push, ro.Timeout = true, 30*time.Second
 	_, err := w.a.Sync(context.Background(), ro)
@@ -111,7 +111,7 @@ func (w *realWorld) memdPush(t *testing.T, ro RemoteOptions) error {
 func (w *realWorld) pushedAll(t *testing.T) bool {
 	t.Helper()
 	head, _ := w.a.Head()
-	return strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main")) == head
+	return strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main")) == head
 }
 
 // agree checks that memd and the reference git (a push of HEAD to a scratch branch) both
@@ -302,7 +302,7 @@ func TestRealSSHProxyCommand(t *testing.T) {
 func newHTTPRealWorld(t *testing.T, token string, tls bool) (*realWorld, *testutil.GitHTTPServer) {
 	t.Helper()
 	w := newRealWorld(t)
-	runGit(t, w.bare, "config", "http.receivepack", "true")
+	testutil.RunGit(t, w.bare, "config", "http.receivepack", "true")
 	var srv *testutil.GitHTTPServer
 	if tls {
 		srv = testutil.NewGitHTTPSServer(t, filepath.Dir(w.bare), token)
@@ -450,7 +450,7 @@ func TestRealPushRefusedByHook(t *testing.T) {
 			if err := os.WriteFile(hook, []byte(pushProtectionHook), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			before := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+			before := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
 			err := w.agree(t, url, false, RemoteOptions{})
 			if !errors.Is(err, gitremote.ErrPushRefused) || errors.Is(err, gitremote.ErrOffline) || errors.Is(err, gitremote.ErrPushRejected) {
 				t.Fatalf("err = %v, want ErrPushRefused only", err)
@@ -464,10 +464,10 @@ func TestRealPushRefusedByHook(t *testing.T) {
 				t.Errorf("credential in the error: %v", err)
 			}
 			// The local commit stays; the remote did not move.
-			if after := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main")); after != before {
+			if after := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main")); after != before {
 				t.Errorf("remote moved from %s to %s", before, after)
 			}
-			if ahead := strings.TrimSpace(runGit(t, w.aDir, "rev-list", "--count", "origin/main..main")); ahead == "0" {
+			if ahead := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-list", "--count", "origin/main..main")); ahead == "0" {
 				t.Errorf("local commit lost: ahead %s", ahead)
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // reconcileBoth runs both reconcile implementations and requires them to
@@ -38,9 +40,9 @@ func TestReconcileFindsWhatTheWatcherMissed(t *testing.T) {
 	opts := testOptions()
 	opts.Ignore = func(rel string, isDir bool) bool { return strings.HasSuffix(rel, "~") }
 	r := openTest(t, dir, opts)
-	writeFile(t, dir, "areas/a.html", "a")
-	writeFile(t, dir, "areas/b.html", "b")
-	writeFile(t, dir, "projects/p/c.html", "c")
+	testutil.WriteFile(t, dir, "areas/a.html", "a")
+	testutil.WriteFile(t, dir, "areas/b.html", "b")
+	testutil.WriteFile(t, dir, "projects/p/c.html", "c")
 	if err := os.Symlink("a.html", filepath.Join(dir, "areas/l")); err != nil {
 		t.Fatal(err)
 	}
@@ -51,15 +53,15 @@ func TestReconcileFindsWhatTheWatcherMissed(t *testing.T) {
 	}
 	// While "not watching": an edit, a new file in a new dir, a deletion,
 	// a mode change, a retargeted link, an ignored backup.
-	writeFile(t, dir, "areas/a.html", "edited")
-	writeFile(t, dir, "resources/new dir/ü.html", "new")
+	testutil.WriteFile(t, dir, "areas/a.html", "edited")
+	testutil.WriteFile(t, dir, "resources/new dir/ü.html", "new")
 	os.Remove(filepath.Join(dir, "projects/p/c.html"))
 	os.Chmod(filepath.Join(dir, "areas/b.html"), 0o755)
 	os.Remove(filepath.Join(dir, "areas/l"))
 	os.Symlink("b.html", filepath.Join(dir, "areas/l"))
-	writeFile(t, dir, "areas/a.html~", "backup")
-	writeFile(t, dir, "vendor/nested/x.md", "not ours")
-	runGit(t, filepath.Join(dir, "vendor/nested"), "init", "-q") // a nested repo
+	testutil.WriteFile(t, dir, "areas/a.html~", "backup")
+	testutil.WriteFile(t, dir, "vendor/nested/x.md", "not ours")
+	testutil.RunGit(t, filepath.Join(dir, "vendor/nested"), "init", "-q") // a nested repo
 	want := []string{"areas/a.html", "areas/b.html", "areas/l", "projects/p/c.html", "resources/new dir/ü.html"}
 	got := reconcileBoth(t, r)
 	if !reflect.DeepEqual(got, want) {
@@ -81,7 +83,7 @@ func TestReconcileFindsWhatTheWatcherMissed(t *testing.T) {
 func TestReconcileUnbornAndStaleIndex(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
-	writeFile(t, dir, "x.html", "x")
+	testutil.WriteFile(t, dir, "x.html", "x")
 	if got := reconcileBoth(t, r); !reflect.DeepEqual(got, []string{"x.html"}) {
 		t.Fatalf("unborn: %q", got)
 	}
@@ -89,7 +91,7 @@ func TestReconcileUnbornAndStaleIndex(t *testing.T) {
 	r.WaitIndexRefresh()
 	// An index that lags HEAD (removed) still gives the right answer.
 	os.Remove(filepath.Join(dir, ".git/index"))
-	writeFile(t, dir, "x.html", "y")
+	testutil.WriteFile(t, dir, "x.html", "y")
 	r.mu.Lock()
 	got, err := r.reconcileWalkLocked()
 	r.mu.Unlock()

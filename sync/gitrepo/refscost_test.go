@@ -62,9 +62,9 @@ func refsSyncCost(t *testing.T, n int, transport string) (float64, float64) {
 	overHTTP := transport == "http"
 	w := newSyncWorld(t, map[string]string{"a.md": "one\n"})
 	if overHTTP {
-		runGit(t, w.bare, "config", "http.receivepack", "true")
+		testutil.RunGit(t, w.bare, "config", "http.receivepack", "true")
 	}
-	head := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+	head := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
 	// packed-refs written directly: 300k loose refs would take minutes to create.
 	f, err := os.Create(filepath.Join(w.bare, "packed-refs"))
 	if err != nil {
@@ -78,12 +78,12 @@ func refsSyncCost(t *testing.T, n int, transport string) (float64, float64) {
 	}
 	bw.Flush()
 	f.Close()
-	writeFile(t, w.bDir, "b.md", "two\n")
+	testutil.WriteFile(t, w.bDir, "b.md", "two\n")
 	mustCommit(t, w.b, "b.md")
 	mustSync(t, w.b)
 	if overHTTP {
 		srv := newTestHTTP(t, filepath.Dir(w.bare))
-		runGit(t, w.aDir, "remote", "set-url", "origin", srv.URL(filepath.Base(w.bare)))
+		testutil.RunGit(t, w.aDir, "remote", "set-url", "origin", srv.URL(filepath.Base(w.bare)))
 	}
 	env := append(os.Environ(), "MEMD_REFS_CHILD="+w.aDir)
 	if transport == "ssh" {
@@ -114,10 +114,10 @@ func refsSSHRemote(t *testing.T, w *syncWorld) []string {
 	home := t.TempDir()
 	key := filepath.Join(home, ".ssh", "id_ed25519")
 	srv := testutil.NewSSHServer(t, testutil.SSHKeygen(t, key, ""))
-	writeFile(t, home, ".ssh/known_hosts", srv.KnownHostsLine()+"\n")
-	writeFile(t, home, ".ssh/config", fmt.Sprintf("Host mem\n  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
+	testutil.WriteFile(t, home, ".ssh/known_hosts", srv.KnownHostsLine()+"\n")
+	testutil.WriteFile(t, home, ".ssh/config", fmt.Sprintf("Host mem\n  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
 		srv.Host, srv.Port, srv.User, key))
-	runGit(t, w.aDir, "remote", "set-url", "origin", "mem:"+w.bare)
+	testutil.RunGit(t, w.aDir, "remote", "set-url", "origin", "mem:"+w.bare)
 	return []string{"HOME=" + home, "SSH_AUTH_SOCK=", "XDG_RUNTIME_DIR=" + home}
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // syncWorld is a bare remote and two clones of it, A and B, each opened
@@ -37,22 +39,22 @@ func hostOptions(host string) Options {
 func newSyncWorld(t *testing.T, files map[string]string) *syncWorld {
 	t.Helper()
 	w := &syncWorld{bare: filepath.Join(t.TempDir(), "remote.git")}
-	runGit(t, filepath.Dir(w.bare), "init", "-q", "--bare", "-b", "main", w.bare)
+	testutil.RunGit(t, filepath.Dir(w.bare), "init", "-q", "--bare", "-b", "main", w.bare)
 	if len(files) > 0 {
 		seed := newGitDir(t)
 		for p, c := range files {
-			writeFile(t, seed, p, c)
+			testutil.WriteFile(t, seed, p, c)
 		}
-		runGit(t, seed, "add", "-A")
-		runGit(t, seed, "commit", "-q", "-m", "seed")
-		runGit(t, seed, "push", "-q", w.bare, "main")
+		testutil.RunGit(t, seed, "add", "-A")
+		testutil.RunGit(t, seed, "commit", "-q", "-m", "seed")
+		testutil.RunGit(t, seed, "push", "-q", w.bare, "main")
 	}
 	w.aDir = filepath.Join(t.TempDir(), "a")
 	w.bDir = filepath.Join(t.TempDir(), "b")
 	for _, d := range []string{w.aDir, w.bDir} {
-		runGit(t, filepath.Dir(d), "clone", "-q", w.bare, d)
+		testutil.RunGit(t, filepath.Dir(d), "clone", "-q", w.bare, d)
 		if len(files) == 0 {
-			runGit(t, d, "symbolic-ref", "HEAD", "refs/heads/main")
+			testutil.RunGit(t, d, "symbolic-ref", "HEAD", "refs/heads/main")
 		}
 	}
 	w.a = openTest(t, w.aDir, hostOptions("hosta"))
@@ -88,9 +90,9 @@ func (w *syncWorld) check(t *testing.T) {
 	for _, d := range []string{w.aDir, w.bDir, w.bare} {
 		fsck(t, d)
 	}
-	ha := strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD"))
-	hb := strings.TrimSpace(runGit(t, w.bDir, "rev-parse", "HEAD"))
-	hr := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+	ha := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD"))
+	hb := strings.TrimSpace(testutil.RunGit(t, w.bDir, "rev-parse", "HEAD"))
+	hr := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
 	if ha != hb || hb != hr {
 		t.Fatalf("heads differ: a %s b %s remote %s", ha, hb, hr)
 	}
@@ -183,9 +185,9 @@ func conflictCopies(t *testing.T, dir string) []string {
 
 func TestSyncBothEditDifferentFiles(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/base.html": "base\n"})
-	writeFile(t, w.aDir, "areas/from-a.html", "a\n")
+	testutil.WriteFile(t, w.aDir, "areas/from-a.html", "a\n")
 	mustCommit(t, w.a, "areas/from-a.html")
-	writeFile(t, w.bDir, "projects/p/from-b.html", "b\n")
+	testutil.WriteFile(t, w.bDir, "projects/p/from-b.html", "b\n")
 	mustCommit(t, w.b, "projects/p/from-b.html")
 	ra, rb := w.syncAll(t)
 	if !ra.Pushed || ra.Merged {
@@ -200,20 +202,20 @@ func TestSyncBothEditDifferentFiles(t *testing.T) {
 			t.Errorf("%s misses a file", d)
 		}
 	}
-	msg := runGit(t, w.bDir, "log", "-1", "--format=%B", rb.MergeHash)
+	msg := testutil.RunGit(t, w.bDir, "log", "-1", "--format=%B", rb.MergeHash)
 	if !strings.HasPrefix(msg, "memd: merge origin/main") || !strings.Contains(msg, "Memd-Host: hostb") {
 		t.Errorf("merge message %q", msg)
 	}
-	if parents := strings.Fields(runGit(t, w.bDir, "log", "-1", "--format=%P", rb.MergeHash)); len(parents) != 2 {
+	if parents := strings.Fields(testutil.RunGit(t, w.bDir, "log", "-1", "--format=%P", rb.MergeHash)); len(parents) != 2 {
 		t.Errorf("merge parents %v", parents)
 	}
 }
 
 func TestSyncSameMemoryConflictCopy(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/oncall/rollback.html": "base\n"})
-	writeFile(t, w.aDir, "areas/oncall/rollback.html", "edited on A\n")
+	testutil.WriteFile(t, w.aDir, "areas/oncall/rollback.html", "edited on A\n")
 	mustCommit(t, w.a, "areas/oncall/rollback.html")
-	writeFile(t, w.bDir, "areas/oncall/rollback.html", "edited on B\n")
+	testutil.WriteFile(t, w.bDir, "areas/oncall/rollback.html", "edited on B\n")
 	mustCommit(t, w.b, "areas/oncall/rollback.html")
 	_, rb := w.syncAll(t)
 	want := "areas/oncall/rollback.conflict-hostb-20261130T143205Z.html"
@@ -236,9 +238,9 @@ func TestSyncSameMemoryConflictCopy(t *testing.T) {
 
 func TestSyncLedgerAppendsBothSides(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"memory.jsonl": recA + "\n" + recB + "\n"})
-	writeFile(t, w.aDir, "memory.jsonl", recA+"\n"+recB+"\n"+recD+"\n")
+	testutil.WriteFile(t, w.aDir, "memory.jsonl", recA+"\n"+recB+"\n"+recD+"\n")
 	mustCommit(t, w.a, "memory.jsonl")
-	writeFile(t, w.bDir, "memory.jsonl", recA+"\n"+recB+"\n"+recE+"\n")
+	testutil.WriteFile(t, w.bDir, "memory.jsonl", recA+"\n"+recB+"\n"+recE+"\n")
 	mustCommit(t, w.b, "memory.jsonl")
 	_, rb := w.syncAll(t)
 	if len(rb.Conflicts) != 0 {
@@ -257,9 +259,9 @@ func TestSyncLedgerAppendsBothSides(t *testing.T) {
 
 func TestSyncLedgerBothChangeOneRecord(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"memory.jsonl": recA + "\n"})
-	writeFile(t, w.aDir, "memory.jsonl", recA2+"\n") // older update
+	testutil.WriteFile(t, w.aDir, "memory.jsonl", recA2+"\n") // older update
 	mustCommit(t, w.a, "memory.jsonl")
-	writeFile(t, w.bDir, "memory.jsonl", recA1+"\n") // newer update
+	testutil.WriteFile(t, w.bDir, "memory.jsonl", recA1+"\n") // newer update
 	mustCommit(t, w.b, "memory.jsonl")
 	w.syncAll(t)
 	w.check(t)
@@ -279,7 +281,7 @@ func TestSyncDeleteVersusEdit(t *testing.T) {
 			w := newSyncWorld(t, map[string]string{"areas/y.html": "base\n", "areas/keep.html": "k\n"})
 			removeFile(t, w.aDir, "areas/y.html")
 			mustCommit(t, w.a, "areas/y.html")
-			writeFile(t, w.bDir, "areas/y.html", "edited\n")
+			testutil.WriteFile(t, w.bDir, "areas/y.html", "edited\n")
 			mustCommit(t, w.b, "areas/y.html")
 			if deleterFirst {
 				w.syncAll(t)
@@ -312,7 +314,7 @@ func TestSyncArchiveMoveVersusEdit(t *testing.T) {
 			if res.Hash == "" {
 				t.Fatal("rename not committed")
 			}
-			writeFile(t, w.bDir, old, "standup, edited\n")
+			testutil.WriteFile(t, w.bDir, old, "standup, edited\n")
 			mustCommit(t, w.b, old)
 			if moverFirst {
 				w.syncAll(t)
@@ -350,7 +352,7 @@ func TestSyncIdenticalSleepOnBothSides(t *testing.T) {
 		for _, p := range []string{"areas/journal/20240105-a.html", "areas/journal/20240106-b.html"} {
 			renameFile(t, s.dir, p, "archive/2024/"+p)
 		}
-		writeFile(t, s.dir, arc, "<html>arc</html>\n")
+		testutil.WriteFile(t, s.dir, arc, "<html>arc</html>\n")
 		mustCommit(t, s.r, "areas", "archive")
 	}
 	treeA := lsTree(t, w.aDir)
@@ -376,8 +378,8 @@ func TestSyncIdenticalSleepOnBothSides(t *testing.T) {
 
 func TestSyncFastForwardUpdatesOnlyChangedPaths(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n", "areas/old/x.html": "x\n", "resources/r.html": "r\n"})
-	writeFile(t, w.aDir, "areas/a.html", "a2\n")
-	writeFile(t, w.aDir, "projects/new/n.html", "n\n")
+	testutil.WriteFile(t, w.aDir, "areas/a.html", "a2\n")
+	testutil.WriteFile(t, w.aDir, "projects/new/n.html", "n\n")
 	removeFile(t, w.aDir, "areas/old/x.html")
 	mustCommit(t, w.a, "areas", "projects")
 	mustSync(t, w.a)
@@ -403,11 +405,11 @@ func TestSyncFastForwardUpdatesOnlyChangedPaths(t *testing.T) {
 
 func TestSyncCommitsUncommittedEditFirst(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
-	writeFile(t, w.aDir, "areas/a.html", "from A\n")
+	testutil.WriteFile(t, w.aDir, "areas/a.html", "from A\n")
 	mustCommit(t, w.a, "areas/a.html")
 	mustSync(t, w.a)
 	// B edits the same file but the owner has not committed it yet.
-	writeFile(t, w.bDir, "areas/a.html", "uncommitted on B\n")
+	testutil.WriteFile(t, w.bDir, "areas/a.html", "uncommitted on B\n")
 	rb := mustSync(t, w.b)
 	if !rb.Merged || len(rb.Conflicts) != 1 {
 		t.Fatalf("B: %+v", rb)
@@ -423,7 +425,7 @@ func TestSyncCommitsUncommittedEditFirst(t *testing.T) {
 
 func TestSyncEmptyRemoteFirstPush(t *testing.T) {
 	w := newSyncWorld(t, nil)
-	writeFile(t, w.aDir, "areas/a.html", "a\n")
+	testutil.WriteFile(t, w.aDir, "areas/a.html", "a\n")
 	mustCommit(t, w.a, "areas/a.html")
 	ra := mustSync(t, w.a)
 	if !ra.Pushed {
@@ -443,19 +445,19 @@ func TestSyncUnrelatedHistory(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
 	// Someone replaces the remote with an unrelated history.
 	other := newGitDir(t)
-	writeFile(t, other, "areas/z.html", "z\n")
-	runGit(t, other, "add", "-A")
-	runGit(t, other, "commit", "-q", "-m", "unrelated")
-	runGit(t, other, "push", "-q", "-f", w.bare, "main")
+	testutil.WriteFile(t, other, "areas/z.html", "z\n")
+	testutil.RunGit(t, other, "add", "-A")
+	testutil.RunGit(t, other, "commit", "-q", "-m", "unrelated")
+	testutil.RunGit(t, other, "push", "-q", "-f", w.bare, "main")
 
-	writeFile(t, w.aDir, "areas/local.html", "mine\n")
+	testutil.WriteFile(t, w.aDir, "areas/local.html", "mine\n")
 	mustCommit(t, w.a, "areas/local.html")
-	headBefore := strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD"))
+	headBefore := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD"))
 	_, err := w.a.Sync(context.Background(), pushOpts())
 	if !errors.Is(err, ErrUnrelatedHistory) {
 		t.Fatalf("Sync err = %v, want ErrUnrelatedHistory", err)
 	}
-	if h := strings.TrimSpace(runGit(t, w.aDir, "rev-parse", "HEAD")); h != headBefore {
+	if h := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD")); h != headBefore {
 		t.Errorf("local head moved %s → %s", headBefore, h)
 	}
 	if readWork(t, w.aDir, "areas/local.html") != "mine\n" {
@@ -467,14 +469,14 @@ func TestSyncUnrelatedHistory(t *testing.T) {
 
 func TestSyncPushRetriesWhenRemoteMoves(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
-	writeFile(t, w.aDir, "areas/from-a.html", "a\n")
+	testutil.WriteFile(t, w.aDir, "areas/from-a.html", "a\n")
 	mustCommit(t, w.a, "areas/from-a.html")
 	if err := w.a.Fetch(context.Background(), pushOpts()); err != nil {
 		t.Fatal(err)
 	}
 	// B pushes after A's fetch; A's push must be rejected then retried
 	// via fetch → merge → push.
-	writeFile(t, w.bDir, "areas/from-b.html", "b\n")
+	testutil.WriteFile(t, w.bDir, "areas/from-b.html", "b\n")
 	mustCommit(t, w.b, "areas/from-b.html")
 	mustSync(t, w.b)
 	ra := mustSync(t, w.a)
@@ -521,7 +523,7 @@ func TestAdoptRemoteAndHasRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r2.Close() })
-	writeFile(t, dir2, "areas/a.html", "mine\n")
+	testutil.WriteFile(t, dir2, "areas/a.html", "mine\n")
 	if _, err := r2.AdoptRemote(context.Background(), RemoteOptions{URL: w.bare}); err == nil || !strings.Contains(err.Error(), "areas/a.html") {
 		t.Errorf("AdoptRemote over a local file: err = %v", err)
 	}
@@ -544,15 +546,15 @@ func TestSyncPolicyKinds(t *testing.T) {
 		"resources/people/person-x.html":     "x\n",
 		"resources/people/untouched-by.html": "u\n",
 	})
-	writeFile(t, w.aDir, "MEMORY.md", hdr+bA)
-	writeFile(t, w.aDir, "areas/arcs/person-x-2025.html", "arc from A\n")
-	writeFile(t, w.aDir, "archive/2025/memory.drained.jsonl", "d0\ndA\n")
-	writeFile(t, w.aDir, "projects/p/MEMORY.md", "# p\n## CRITICAL RULES\n- rule A\n")
+	testutil.WriteFile(t, w.aDir, "MEMORY.md", hdr+bA)
+	testutil.WriteFile(t, w.aDir, "areas/arcs/person-x-2025.html", "arc from A\n")
+	testutil.WriteFile(t, w.aDir, "archive/2025/memory.drained.jsonl", "d0\ndA\n")
+	testutil.WriteFile(t, w.aDir, "projects/p/MEMORY.md", "# p\n## CRITICAL RULES\n- rule A\n")
 	mustCommit(t, w.a, "MEMORY.md", "areas", "archive", "projects")
-	writeFile(t, w.bDir, "MEMORY.md", hdr+bB)
-	writeFile(t, w.bDir, "areas/arcs/person-x-2025.html", "arc from B\n")
-	writeFile(t, w.bDir, "archive/2025/memory.drained.jsonl", "d0\ndB\n")
-	writeFile(t, w.bDir, "projects/p/MEMORY.md", "# p\n## CRITICAL RULES\n- rule B\n")
+	testutil.WriteFile(t, w.bDir, "MEMORY.md", hdr+bB)
+	testutil.WriteFile(t, w.bDir, "areas/arcs/person-x-2025.html", "arc from B\n")
+	testutil.WriteFile(t, w.bDir, "archive/2025/memory.drained.jsonl", "d0\ndB\n")
+	testutil.WriteFile(t, w.bDir, "projects/p/MEMORY.md", "# p\n## CRITICAL RULES\n- rule B\n")
 	mustCommit(t, w.b, "MEMORY.md", "areas", "archive", "projects")
 	_, rb := w.syncAll(t)
 	w.check(t)
@@ -581,29 +583,29 @@ func TestSyncPolicyKinds(t *testing.T) {
 func TestAheadBehindMatchesGit(t *testing.T) {
 	dir := newGitDir(t)
 	commit := func(msg string, date int) {
-		writeFile(t, dir, "f.txt", msg+"\n")
-		runGit(t, dir, "add", "f.txt")
+		testutil.WriteFile(t, dir, "f.txt", msg+"\n")
+		testutil.RunGit(t, dir, "add", "f.txt")
 		cmd := []string{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg, "--date", fmt.Sprintf("@%d +0000", date)}
 		t.Setenv("GIT_COMMITTER_DATE", fmt.Sprintf("@%d +0000", date))
-		runGit(t, dir, cmd...)
+		testutil.RunGit(t, dir, cmd...)
 	}
 	for i := 0; i < 5; i++ {
 		commit(fmt.Sprintf("base%d", i), 1000+i*10)
 	}
-	runGit(t, dir, "branch", "other")
+	testutil.RunGit(t, dir, "branch", "other")
 	commit("a1", 2000)
 	commit("a2", 900) // skewed: older than its parent
 	commit("a3", 2100)
-	runGit(t, dir, "checkout", "-q", "other")
+	testutil.RunGit(t, dir, "checkout", "-q", "other")
 	commit("b1", 1500)
 	commit("b2", 3000)
-	runGit(t, dir, "checkout", "-q", "main")
+	testutil.RunGit(t, dir, "checkout", "-q", "main")
 	t.Setenv("GIT_COMMITTER_DATE", "@4000 +0000")
-	runGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "--no-ff", "-s", "ours", "-m", "m", "other~1")
+	testutil.RunGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "--no-ff", "-s", "ours", "-m", "m", "other~1")
 	commit("a4", 4100)
 	r := openTest(t, dir, testOptions())
 	for _, pair := range [][2]string{{"main", "other"}, {"other", "main"}, {"main", "main~3"}, {"other~1", "main"}} {
-		want := strings.Fields(runGit(t, dir, "rev-list", "--left-right", "--count", pair[0]+"..."+pair[1]))
+		want := strings.Fields(testutil.RunGit(t, dir, "rev-list", "--left-right", "--count", pair[0]+"..."+pair[1]))
 		l, rr := plumbing.NewHash(revParse(t, dir, pair[0])), plumbing.NewHash(revParse(t, dir, pair[1]))
 		r.Lock()
 		a, b, err := r.aheadBehindLocked(l, rr)
@@ -625,13 +627,13 @@ func TestAheadBehindEqualCommitTimes(t *testing.T) {
 	dir := newGitDir(t)
 	t.Setenv("GIT_COMMITTER_DATE", "@5000 +0000")
 	for _, msg := range []string{"init", "f0", "f1", "f2"} {
-		writeFile(t, dir, "f.txt", msg+"\n")
-		runGit(t, dir, "add", "f.txt")
-		runGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg, "--date", "@5000 +0000")
+		testutil.WriteFile(t, dir, "f.txt", msg+"\n")
+		testutil.RunGit(t, dir, "add", "f.txt")
+		testutil.RunGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg, "--date", "@5000 +0000")
 	}
 	r := openTest(t, dir, testOptions())
 	for _, pair := range [][2]string{{"main~2", "main~1"}, {"main~1", "main~2"}, {"main~2", "main"}, {"main~3", "main"}, {"main", "main~3"}} {
-		want := strings.Fields(runGit(t, dir, "rev-list", "--left-right", "--count", pair[0]+"..."+pair[1]))
+		want := strings.Fields(testutil.RunGit(t, dir, "rev-list", "--left-right", "--count", pair[0]+"..."+pair[1]))
 		l, rr := plumbing.NewHash(revParse(t, dir, pair[0])), plumbing.NewHash(revParse(t, dir, pair[1]))
 		r.Lock()
 		a, b, err := r.aheadBehindLocked(l, rr)
@@ -648,14 +650,14 @@ func TestAheadBehindEqualCommitTimes(t *testing.T) {
 func TestSyncFileVersusDirectory(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/keep.html": "k\n", "areas/old/dir/f.html": "f\n"})
 	// A makes areas/x a file; B makes it a directory.
-	writeFile(t, w.aDir, "areas/x", "file on A\n")
+	testutil.WriteFile(t, w.aDir, "areas/x", "file on A\n")
 	mustCommit(t, w.a, "areas/x")
-	writeFile(t, w.bDir, "areas/x/y.html", "dir on B\n")
+	testutil.WriteFile(t, w.bDir, "areas/x/y.html", "dir on B\n")
 	mustCommit(t, w.b, "areas/x/y.html")
 	// A also replaces a directory by a file: no collision on B's side.
 	removeFile(t, w.aDir, "areas/old/dir/f.html")
 	removeFile(t, w.aDir, "areas/old/dir")
-	writeFile(t, w.aDir, "areas/old/dir", "now a file\n")
+	testutil.WriteFile(t, w.aDir, "areas/old/dir", "now a file\n")
 	mustCommit(t, w.a, "areas/old")
 	_, rb := w.syncAll(t)
 	w.check(t)
@@ -674,9 +676,9 @@ func TestSyncFileVersusDirectory(t *testing.T) {
 
 	// The other way round: B (merging) has the file, A (theirs) the dir.
 	w2 := newSyncWorld(t, map[string]string{"areas/keep.html": "k\n"})
-	writeFile(t, w2.aDir, "areas/z/in.html", "dir on A\n")
+	testutil.WriteFile(t, w2.aDir, "areas/z/in.html", "dir on A\n")
 	mustCommit(t, w2.a, "areas/z")
-	writeFile(t, w2.bDir, "areas/z", "file on B\n")
+	testutil.WriteFile(t, w2.bDir, "areas/z", "file on B\n")
 	mustCommit(t, w2.b, "areas/z")
 	_, rb2 := w2.syncAll(t)
 	w2.check(t)
@@ -737,7 +739,7 @@ func TestSyncRandomNothingLost(t *testing.T) {
 				switch rng.IntN(5) {
 				case 0: // edit
 					c := fmt.Sprintf("%s edit %s %d\n", side.name, p, iter)
-					writeFile(t, side.dir, p, c)
+					testutil.WriteFile(t, side.dir, p, c)
 					written[c] = true
 					touched = append(touched, p)
 				case 1: // delete
@@ -750,7 +752,7 @@ func TestSyncRandomNothingLost(t *testing.T) {
 			}
 			np := fmt.Sprintf("areas/new/%s-%d.html", side.name, rng.IntN(3))
 			c := side.name + " new\n"
-			writeFile(t, side.dir, np, c)
+			testutil.WriteFile(t, side.dir, np, c)
 			written[c] = true
 			touched = append(touched, np)
 			mustCommit(t, side.r, touched...)

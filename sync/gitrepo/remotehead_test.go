@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestRemoteHeadHTTPOneSmallRequest: the look over smart HTTP is one request of a few hundred
@@ -16,7 +18,7 @@ func TestRemoteHeadHTTPOneSmallRequest(t *testing.T) {
 	srv, w := newHTTPWorld(t, "", map[string]string{"a.md": "one\n"})
 	// 200 other refs, as a forge's pull-request refs would be.
 	var script string
-	head := runGit(t, w.bare, "rev-parse", "main")
+	head := testutil.RunGit(t, w.bare, "rev-parse", "main")
 	for i := 0; i < 200; i++ {
 		script += fmt.Sprintf("create refs/pull/%d/head %s\n", i, head[:40])
 	}
@@ -36,10 +38,10 @@ func TestRemoteHeadHTTPOneSmallRequest(t *testing.T) {
 		t.Fatalf("one look cost %d requests and %d bytes; want 1 request under 1 KiB", n1-n0, b1-b0)
 	}
 	// B pushes: the look sees the new head.
-	writeFile(t, w.bDir, "b.md", "two\n")
+	testutil.WriteFile(t, w.bDir, "b.md", "two\n")
 	mustCommit(t, w.b, "b.md")
 	mustSync(t, w.b)
-	moved := runGit(t, w.bare, "rev-parse", "main")[:40]
+	moved := testutil.RunGit(t, w.bare, "rev-parse", "main")[:40]
 	if h, err := w.a.RemoteHead(context.Background(), ro); err != nil || h.String() != moved {
 		t.Fatalf("after B's push RemoteHead = %s, %v; want %s", h, err, moved)
 	}
@@ -49,13 +51,13 @@ func TestRemoteHeadHTTPOneSmallRequest(t *testing.T) {
 // the zero hash, not an error.
 func TestRemoteHeadFileAndAbsent(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"a.md": "one\n"})
-	want := runGit(t, w.bare, "rev-parse", "main")[:40]
-	runGit(t, w.bare, "pack-refs", "--all") // packed-refs, as a gc'd remote has
+	want := testutil.RunGit(t, w.bare, "rev-parse", "main")[:40]
+	testutil.RunGit(t, w.bare, "pack-refs", "--all") // packed-refs, as a gc'd remote has
 	h, err := w.a.RemoteHead(context.Background(), pushOpts())
 	if err != nil || h.String() != want {
 		t.Fatalf("RemoteHead = %s, %v; want %s", h, err, want)
 	}
-	runGit(t, w.bare, "update-ref", "-d", "refs/heads/main")
+	testutil.RunGit(t, w.bare, "update-ref", "-d", "refs/heads/main")
 	if h, err := w.a.RemoteHead(context.Background(), pushOpts()); err != nil || !h.IsZero() {
 		t.Fatalf("absent branch: RemoteHead = %s, %v; want zero, nil", h, err)
 	}
@@ -66,7 +68,7 @@ func runGitStdin(t testing.TB, dir, stdin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
+	cmd.Env = testutil.GitEnv()
 	cmd.Stdin = strings.NewReader(stdin)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -79,16 +81,16 @@ func runGitStdin(t testing.TB, dir, stdin string, args ...string) {
 // the fetch is the look alone.
 func TestFetchOneRefV2(t *testing.T) {
 	srv, w := newHTTPWorld(t, "", map[string]string{"a.md": "one\n"})
-	head := runGit(t, w.bare, "rev-parse", "main")[:40]
+	head := testutil.RunGit(t, w.bare, "rev-parse", "main")[:40]
 	var script strings.Builder
 	for i := 0; i < 2000; i++ {
 		fmt.Fprintf(&script, "create refs/pull/%d/head %s\n", i, head)
 	}
 	runGitStdin(t, w.bare, script.String(), "update-ref", "--stdin")
-	writeFile(t, w.bDir, "b.md", "two\n")
+	testutil.WriteFile(t, w.bDir, "b.md", "two\n")
 	mustCommit(t, w.b, "b.md")
 	mustSync(t, w.b)
-	moved := runGit(t, w.bare, "rev-parse", "main")[:40]
+	moved := testutil.RunGit(t, w.bare, "rev-parse", "main")[:40]
 
 	n0, b0 := srv.Served()
 	if err := w.a.Fetch(context.Background(), pushOpts()); err != nil {
@@ -98,7 +100,7 @@ func TestFetchOneRefV2(t *testing.T) {
 	if h, err := w.a.TrackingHead(pushOpts()); err != nil || h.String() != moved {
 		t.Fatalf("tracking ref %s, %v; want %s", h, err, moved)
 	}
-	runGit(t, w.aDir, "cat-file", "-e", moved+"^{tree}")
+	testutil.RunGit(t, w.aDir, "cat-file", "-e", moved+"^{tree}")
 	// A v0 advertisement of 2000 refs alone is ~110 KiB.
 	if n1-n0 != 2 || b1-b0 > 8<<10 {
 		t.Fatalf("fetch of one new commit: %d requests, %d bytes; want 2 requests under 8 KiB", n1-n0, b1-b0)

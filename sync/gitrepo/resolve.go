@@ -6,10 +6,9 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/metrics/statusline"
-
-	"github.com/memd-dev/memd"
 )
 
 // ActionMessage is the message of a commit a person asked for (resolve, restore):
@@ -21,7 +20,7 @@ import (
 //	Memd-Host: <host>
 //
 // kv are further trailers as key, value pairs. Newlines in values are escaped: one trailer a
-// line, as Trailers reads them.
+// line, as commitmsg.Trailers reads them.
 func ActionMessage(action, subject, host string, kv ...string) string {
 	one := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\r", `\r`), "\n", `\n`) }
 	var b strings.Builder

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // TestRetryPause: the pause after a lost race is a random share of attempt slots (capped
@@ -41,7 +43,7 @@ func TestRetryPause(t *testing.T) {
 // during the race goes out with it, not in a whole new sync after it.
 func TestPushRaceCommitsBeforeRetry(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
-	writeFile(t, w.bDir, "areas/b.html", "b\n")
+	testutil.WriteFile(t, w.bDir, "areas/b.html", "b\n")
 	mustCommit(t, w.b, "areas")
 	locked := 0
 	ro := racingPeer(t, w, 2, &locked)
@@ -57,7 +59,7 @@ func TestPushRaceCommitsBeforeRetry(t *testing.T) {
 		retries++
 		// What a writer saved while the round ran; the agent commits its pending paths.
 		p := fmt.Sprintf("areas/during-race-%d.html", retries)
-		writeFile(t, w.bDir, p, "edited during the race\n")
+		testutil.WriteFile(t, w.bDir, p, "edited during the race\n")
 		mustCommit(t, w.b, p)
 	}
 	res, err := w.b.Sync(t.Context(), ro)
@@ -76,11 +78,11 @@ func TestPushRaceCommitsBeforeRetry(t *testing.T) {
 			t.Errorf("pause after round %d = %s, want within [%s, %s]", attempt, d, lo, hi)
 		}
 	}
-	if got, want := runGit(t, w.bare, "rev-parse", "main"), runGit(t, w.bDir, "rev-parse", "HEAD"); got != want {
+	if got, want := testutil.RunGit(t, w.bare, "rev-parse", "main"), testutil.RunGit(t, w.bDir, "rev-parse", "HEAD"); got != want {
 		t.Errorf("remote main %s is not B's HEAD %s", got, want)
 	}
 	for _, p := range []string{"areas/b.html", "areas/during-race-1.html", "areas/during-race-2.html", "areas/race-2.html"} {
-		runGit(t, w.bare, "cat-file", "-e", "main:"+p)
+		testutil.RunGit(t, w.bare, "cat-file", "-e", "main:"+p)
 	}
 }
 
@@ -88,7 +90,7 @@ func TestPushRaceCommitsBeforeRetry(t *testing.T) {
 // context's error, not another round.
 func TestPushRaceSleepCanceled(t *testing.T) {
 	w := newSyncWorld(t, map[string]string{"areas/a.html": "a\n"})
-	writeFile(t, w.bDir, "areas/b.html", "b\n")
+	testutil.WriteFile(t, w.bDir, "areas/b.html", "b\n")
 	mustCommit(t, w.b, "areas")
 	locked := 0
 	ro := racingPeer(t, w, 1, &locked)

@@ -35,7 +35,7 @@ func sshRefsWorld(t *testing.T, acceptEnv bool) (*realWorld, *testutil.SSHServer
 	if err := w.a.SetRemote("origin", url); err != nil {
 		t.Fatal(err)
 	}
-	seed := strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+	seed := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
 	f, err := os.Create(filepath.Join(w.bare, "packed-refs"))
 	if err != nil {
 		t.Fatal(err)
@@ -50,12 +50,12 @@ func sshRefsWorld(t *testing.T, acceptEnv bool) (*realWorld, *testutil.SSHServer
 	}
 	f.Close()
 	other := filepath.Join(t.TempDir(), "other")
-	runGit(t, filepath.Dir(other), "clone", "-q", w.bare, other)
-	writeFile(t, other, "new.md", "from elsewhere\n")
-	runGit(t, other, "add", "-A")
-	runGit(t, other, "commit", "-q", "-m", "new")
-	runGit(t, other, "push", "-q", "origin", "main")
-	return w, srv, url, strings.TrimSpace(runGit(t, w.bare, "rev-parse", "main"))
+	testutil.RunGit(t, filepath.Dir(other), "clone", "-q", w.bare, other)
+	testutil.WriteFile(t, other, "new.md", "from elsewhere\n")
+	testutil.RunGit(t, other, "add", "-A")
+	testutil.RunGit(t, other, "commit", "-q", "-m", "new")
+	testutil.RunGit(t, other, "push", "-q", "origin", "main")
+	return w, srv, url, strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
 }
 
 // sentOnNextConn runs op and returns what sshd sent on the connection it made.

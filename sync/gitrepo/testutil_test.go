@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,38 +10,14 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
 )
-
-// gitEnv isolates the git binary from the machine's configuration and gives
-// it an identity, so tests work anywhere.
-func gitEnv() []string {
-	return append(os.Environ(),
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
-		"GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-}
-
-// runGit runs the git binary in dir and returns its stdout; fails the test
-// on error.
-func runGit(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, errb.String())
-	}
-	return out.String()
-}
 
 // newGitDir makes an empty repo on branch main with the git binary.
 func newGitDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	runGit(t, dir, "init", "-q", "-b", "main")
+	testutil.RunGit(t, dir, "init", "-q", "-b", "main")
 	return dir
 }
 
@@ -68,17 +43,6 @@ func openTest(t testing.TB, dir string, opts Options) *Repo {
 	return r
 }
 
-func writeFile(t testing.TB, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // mustCommit commits and fails the test on error.
 func mustCommit(t testing.TB, r *Repo, paths ...string) memd.CommitResult {
 	t.Helper()
@@ -92,13 +56,13 @@ func mustCommit(t testing.TB, r *Repo, paths ...string) memd.CommitResult {
 // fsck runs git fsck --full --strict and fails on any complaint.
 func fsck(t testing.TB, dir string) {
 	t.Helper()
-	runGit(t, dir, "fsck", "--full", "--strict", "--no-progress")
+	testutil.RunGit(t, dir, "fsck", "--full", "--strict", "--no-progress")
 }
 
 // lsFiles is `git ls-tree -r HEAD` as path → "mode hash".
 func lsTree(t testing.TB, dir string) map[string]string {
 	t.Helper()
-	out := runGit(t, dir, "-c", "core.quotepath=off", "ls-tree", "-r", "-z", "HEAD")
+	out := testutil.RunGit(t, dir, "-c", "core.quotepath=off", "ls-tree", "-r", "-z", "HEAD")
 	m := make(map[string]string)
 	for _, rec := range strings.Split(out, "\x00") {
 		if rec == "" {
@@ -119,7 +83,7 @@ func statusClean(t testing.TB, r *Repo) {
 	if err := r.RefreshIndex(); err != nil {
 		t.Fatal(err)
 	}
-	if out := runGit(t, r.Dir(), "status", "--porcelain", "-uall"); out != "" {
+	if out := testutil.RunGit(t, r.Dir(), "status", "--porcelain", "-uall"); out != "" {
 		t.Fatalf("git status not clean after refresh:\n%s", out)
 	}
 }
@@ -154,11 +118,11 @@ func benchRepo(b *testing.B, n int) (string, []string) {
 			}
 			files = append(files, rel)
 		}
-		runGit(b, dir, "init", "-q", "-b", "main")
-		runGit(b, dir, "add", "-A")
-		runGit(b, dir, "-c", "gc.auto=0", "commit", "-q", "-m", "initial") // no detached gc racing cp -a
-		runGit(b, dir, "repack", "-adq")
-		runGit(b, dir, "prune-packed")
+		testutil.RunGit(b, dir, "init", "-q", "-b", "main")
+		testutil.RunGit(b, dir, "add", "-A")
+		testutil.RunGit(b, dir, "-c", "gc.auto=0", "commit", "-q", "-m", "initial") // no detached gc racing cp -a
+		testutil.RunGit(b, dir, "repack", "-adq")
+		testutil.RunGit(b, dir, "prune-packed")
 		fx = benchFixture{dir: dir, files: files}
 		benchFixtures[n] = fx
 	}
@@ -166,7 +130,7 @@ func benchRepo(b *testing.B, n int) (string, []string) {
 	if out, err := exec.Command("cp", "-a", fx.dir, dst).CombinedOutput(); err != nil {
 		b.Fatalf("cp -a: %v %s", err, out)
 	}
-	runGit(b, dst, "update-index", "-q", "--refresh") // new inodes after the copy
+	testutil.RunGit(b, dst, "update-index", "-q", "--refresh") // new inodes after the copy
 	return dst, fx.files
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -23,21 +24,21 @@ func TestBigTreePiecesMatchGit(t *testing.T) {
 		return fmt.Sprintf("big/2024%04d-a-memory-with-a-long-descriptive-file-name-%d.html", i/10, i)
 	}
 	for i := range n {
-		writeFile(t, dir, name(i), fmt.Sprintf("m%d\n", i))
+		testutil.WriteFile(t, dir, name(i), fmt.Sprintf("m%d\n", i))
 	}
 	for _, p := range []string{"big/a", "big/a.b", "big/a-b", "big/a0"} {
-		writeFile(t, dir, p, p+"\n")
+		testutil.WriteFile(t, dir, p, p+"\n")
 	}
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "init")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "init")
 	r := openTest(t, dir, testOptions())
 
 	check := func(step string) {
 		t.Helper()
-		want := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD:big"))
-		ls := runGit(t, dir, "ls-tree", "HEAD:big")
+		want := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD:big"))
+		ls := testutil.RunGit(t, dir, "ls-tree", "HEAD:big")
 		cmd := exec.Command("git", "mktree")
-		cmd.Dir, cmd.Env, cmd.Stdin = dir, gitEnv(), strings.NewReader(ls)
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, testutil.GitEnv(), strings.NewReader(ls)
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("%s: git mktree: %v", step, err)
@@ -45,7 +46,7 @@ func TestBigTreePiecesMatchGit(t *testing.T) {
 		if got := strings.TrimSpace(string(out)); got != want {
 			t.Fatalf("%s: memd's tree of big/ is %s, git mktree makes %s of the same entries", step, want, got)
 		}
-		runGit(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress")
+		testutil.RunGit(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress")
 	}
 	commit := func(step string, paths ...string) {
 		t.Helper()
@@ -71,7 +72,7 @@ func TestBigTreePiecesMatchGit(t *testing.T) {
 		}
 		return tv.z
 	}
-	edit := func(p, s string) { writeFile(t, dir, p, s) }
+	edit := func(p, s string) { testutil.WriteFile(t, dir, p, s) }
 
 	edit(name(n/2), "changed\n")
 	commit("modify, cold", name(n/2))
@@ -120,16 +121,16 @@ func TestHotTreesEvictLeastRecentlyWritten(t *testing.T) {
 	dir := newGitDir(t)
 	for _, d := range []string{"d1", "d2", "d3"} {
 		for i := range 100 {
-			writeFile(t, dir, fmt.Sprintf("%s/f%03d", d, i), "x\n")
+			testutil.WriteFile(t, dir, fmt.Sprintf("%s/f%03d", d, i), "x\n")
 		}
 	}
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "init")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "init")
 	r := openTest(t, dir, testOptions())
 	defer func(m int) { maxHotEntries = m }(maxHotEntries)
 	maxHotEntries = 250 // two of the three directories, and the root
 	for i, d := range []string{"d1", "d2", "d1", "d3"} {
-		writeFile(t, dir, d+"/f000", fmt.Sprintf("change %d\n", i))
+		testutil.WriteFile(t, dir, d+"/f000", fmt.Sprintf("change %d\n", i))
 		if _, err := r.CommitPaths([]string{filepath.Join(dir, d, "f000")}); err != nil {
 			t.Fatal(err)
 		}
@@ -150,11 +151,11 @@ func TestHotTreesEvictLeastRecentlyWritten(t *testing.T) {
 func TestFullRefreshWarmsBigTrees(t *testing.T) {
 	dir := newGitDir(t)
 	for i := range 2200 {
-		writeFile(t, dir, fmt.Sprintf("big/2024-a-memory-with-a-long-descriptive-file-name-%04d.html", i), "x\n")
+		testutil.WriteFile(t, dir, fmt.Sprintf("big/2024-a-memory-with-a-long-descriptive-file-name-%04d.html", i), "x\n")
 	}
-	writeFile(t, dir, "small/a.html", "a\n")
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "init")
+	testutil.WriteFile(t, dir, "small/a.html", "a\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "init")
 	r := openTest(t, dir, testOptions())
 	if err := r.RefreshIndex(); err != nil {
 		t.Fatal(err)
@@ -170,11 +171,11 @@ func TestFullRefreshWarmsBigTrees(t *testing.T) {
 	if smallHot {
 		t.Fatal("a small directory was warmed")
 	}
-	if want := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD:big")); h.String() != want {
+	if want := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD:big")); h.String() != want {
 		t.Fatalf("warm tree of big/ is %s, HEAD has %s", h, want)
 	}
 	p := filepath.Join(dir, "big", "2024-a-memory-with-a-long-descriptive-file-name-1100.html")
-	writeFile(t, dir, "big/2024-a-memory-with-a-long-descriptive-file-name-1100.html", "changed\n")
+	testutil.WriteFile(t, dir, "big/2024-a-memory-with-a-long-descriptive-file-name-1100.html", "changed\n")
 	if _, err := r.CommitPaths([]string{p}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,17 +185,17 @@ func TestFullRefreshWarmsBigTrees(t *testing.T) {
 	if now == nil || now.z == nil || now.z.SharedWith(warm.z) < now.z.Pieces()-2 {
 		t.Fatal("the first commit in big/ did not reuse the warm pieces")
 	}
-	ls := runGit(t, dir, "ls-tree", "HEAD:big")
+	ls := testutil.RunGit(t, dir, "ls-tree", "HEAD:big")
 	cmd := exec.Command("git", "mktree")
-	cmd.Dir, cmd.Env, cmd.Stdin = dir, gitEnv(), strings.NewReader(ls)
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, testutil.GitEnv(), strings.NewReader(ls)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.TrimSpace(string(out)), strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD:big")); got != want {
+	if got, want := strings.TrimSpace(string(out)), strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD:big")); got != want {
 		t.Fatalf("memd's tree %s, git mktree %s", want, got)
 	}
-	runGit(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress")
+	testutil.RunGit(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress")
 }
 
 // The warmed trees carry the clock biggest last, so the first commit past the budget
@@ -206,11 +207,11 @@ func TestWarmedBigTreesEvictSmallestFirst(t *testing.T) {
 	name := strings.Repeat("a-memory-with-a-long-descriptive-file-name-", 4) + "%04d.html"
 	for d, n := range map[string]int{"big1": 900, "big2": 700, "mid": 300} {
 		for i := range n {
-			writeFile(t, dir, fmt.Sprintf("%s/"+name, d, i), "x\n")
+			testutil.WriteFile(t, dir, fmt.Sprintf("%s/"+name, d, i), "x\n")
 		}
 	}
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "init")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "init")
 	r := openTest(t, dir, testOptions())
 	defer func(m int) { maxHotEntries = m }(maxHotEntries)
 	maxHotEntries = 1850 // both big trees warm (1600 of 1850 - 1850/8), not with mid/ too
@@ -220,7 +221,7 @@ func TestWarmedBigTreesEvictSmallestFirst(t *testing.T) {
 	if len(r.hotDirs) != 2 {
 		t.Fatalf("warmed %v, want big1 and big2", r.hotDirs)
 	}
-	writeFile(t, dir, fmt.Sprintf("mid/"+name, 1), "changed\n")
+	testutil.WriteFile(t, dir, fmt.Sprintf("mid/"+name, 1), "changed\n")
 	if _, err := r.CommitPaths([]string{filepath.Join(dir, "mid", fmt.Sprintf(name, 1))}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // treeEntryLess is git's tree order (a directory sorts as its name + "/"), find locates
@@ -88,18 +90,18 @@ func TestCommitsReuseHotTrees(t *testing.T) {
 	dir := newGitDir(t)
 	r := openTest(t, dir, testOptions())
 	for i := 0; i < 30; i++ {
-		writeFile(t, dir, fmt.Sprintf("a/f%02d.html", i), "a")
-		writeFile(t, dir, fmt.Sprintf("b/sub/f%02d.html", i), "b")
+		testutil.WriteFile(t, dir, fmt.Sprintf("a/f%02d.html", i), "a")
+		testutil.WriteFile(t, dir, fmt.Sprintf("b/sub/f%02d.html", i), "b")
 	}
 	mustCommit(t, r, "a", "b")
 	for i, p := range []string{"a/f03.html", "b/sub/f07.html", "a/f04.html", "a/new.html", "b/sub/f07.html", "b/sub/zz.html", "a/f03.html"} {
-		writeFile(t, dir, p, fmt.Sprintf("edit %d", i))
+		testutil.WriteFile(t, dir, p, fmt.Sprintf("edit %d", i))
 		mustCommit(t, r, p)
 		if len(r.hot) == 0 {
 			t.Fatalf("commit %d kept no hot trees", i)
 		}
 		r.WaitIndexRefresh()
-		if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+		if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
 			t.Fatalf("after commit %d (%s):\n%s", i, p, out)
 		}
 	}
@@ -110,9 +112,9 @@ func TestCommitsReuseHotTrees(t *testing.T) {
 	if _, ok := r.hotDirs["b/sub"]; ok {
 		t.Fatalf("a removed directory is still hot")
 	}
-	runGit(t, dir, "fsck", "--strict")
+	testutil.RunGit(t, dir, "fsck", "--strict")
 	r.WaitIndexRefresh()
-	if out := runGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+	if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
 		t.Fatalf("after removing b:\n%s", out)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 const (
@@ -15,25 +17,15 @@ const (
 	hashB = "2222222222222222222222222222222222222222"
 )
 
-func write(t *testing.T, p, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // ReadRef reads a loose ref before packed-refs, follows a symbolic ref, says zero for a
 // missing one and names the ref whose file holds no hash.
 func TestReadRef(t *testing.T) {
 	g := t.TempDir()
-	write(t, filepath.Join(g, "packed-refs"), "# pack-refs with: peeled fully-peeled sorted\n"+
+	testutil.WriteFile(t, g, "packed-refs", "# pack-refs with: peeled fully-peeled sorted\n"+
 		hashA+" refs/heads/main\n"+hashA+" refs/heads/packed\n^"+hashB+"\n")
-	write(t, filepath.Join(g, "refs/heads/main"), hashB+"\n")
-	write(t, filepath.Join(g, "HEAD"), "ref: refs/heads/main\n")
-	write(t, filepath.Join(g, "refs/heads/bad"), "not a hash\n")
+	testutil.WriteFile(t, g, "refs/heads/main", hashB+"\n")
+	testutil.WriteFile(t, g, "HEAD", "ref: refs/heads/main\n")
+	testutil.WriteFile(t, g, "refs/heads/bad", "not a hash\n")
 	for name, want := range map[string]string{"refs/heads/main": hashB, "HEAD": hashB, "refs/heads/packed": hashA} {
 		if h, err := ReadRef(g, name); err != nil || h != plumbing.NewHash(want) {
 			t.Errorf("ReadRef(%s) = %s, %v; want %s", name, h, err, want)
@@ -50,8 +42,9 @@ func TestReadRef(t *testing.T) {
 // A held lock is ErrLocked after the wait and its holder's file is left alone; a taken
 // lock committed replaces the file, rolled back leaves it as it was.
 func TestLockProtocol(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "ref")
-	write(t, p, "old\n")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "ref")
+	testutil.WriteFile(t, dir, "ref", "old\n")
 	f, err := CreateLock(p, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,11 @@ import (
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/klauspost/compress/zlib"
+	"github.com/memd-dev/memd/internal/workpool"
 )
 
 // Object writing. We write loose objects ourselves instead of through
@@ -225,32 +227,13 @@ func (b *ObjectBatch) Flush() error {
 	return nil
 }
 
+// FsyncWorkers is how many fsyncs run at once: the filesystem folds concurrent fsyncs into
+// few journal commits.
+const FsyncWorkers = 16
+
 // parallelFsync fsyncs files or directories with a few workers.
 func parallelFsync(names []string) error {
-	return InParallel(len(names), func(i int) error { return fsyncPath(names[i]) })
-}
-
-// InParallel runs fn(0..n-1) on up to 16 workers and joins the errors: the filesystem folds
-// concurrent fsyncs into few journal commits.
-func InParallel(n int, fn func(i int) error) error {
-	errs := make([]error, n)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(16, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				errs[i] = fn(i)
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
+	return workpool.Each(len(names), FsyncWorkers, func(i int) error { return fsyncPath(names[i]) })
 }
 
 // Discard removes temp files that were not installed.

@@ -2,7 +2,6 @@ package treemerge
 
 import (
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/format/memfile"
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 const stampedDoc = "<!doctype html>\n<html>\n<head>\n<title>T</title>\n<meta name=\"memhtml-type\" content=\"episodic\">\n" +
@@ -24,33 +24,33 @@ const stampedDoc = "<!doctype html>\n<html>\n<head>\n<title>T</title>\n<meta nam
 // sidecar holds each row's maximum, and no conflict copy is made.
 func TestMergeMemhtmlArchiveAndAccess(t *testing.T) {
 	dir := t.TempDir()
-	runGit(t, dir, "init", "-q", "-b", "main")
+	testutil.RunGit(t, dir, "init", "-q", "-b", "main")
 	const p = "areas/x/ep.html"
 	row := func(n int) string {
 		return `{"path":"areas/y.html","accessCount":` + string(rune('0'+n)) + `,"reinforcementCount":0,"outcomeScore":0,"lastAccessedAt":null,"lastReinforcedAt":null,"updatedAt":"2026-11-0` + string(rune('0'+n)) + `T00:00:00Z"}` + "\n"
 	}
-	writeFile(t, filepath.Join(dir, p), stampedDoc)
-	writeFile(t, filepath.Join(dir, AccessStatePath), row(1))
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "base")
-	runGit(t, dir, "checkout", "-q", "-b", "theirs")
-	writeFile(t, filepath.Join(dir, p), strings.Replace(stampedDoc, "Claim.", "Claim, edited.", 1))
-	writeFile(t, filepath.Join(dir, AccessStatePath), row(5))
-	runGit(t, dir, "commit", "-qam", "edit")
-	runGit(t, dir, "checkout", "-q", "main")
+	testutil.WriteFile(t, dir, p, stampedDoc)
+	testutil.WriteFile(t, dir, AccessStatePath, row(1))
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "base")
+	testutil.RunGit(t, dir, "checkout", "-q", "-b", "theirs")
+	testutil.WriteFile(t, dir, p, strings.Replace(stampedDoc, "Claim.", "Claim, edited.", 1))
+	testutil.WriteFile(t, dir, AccessStatePath, row(5))
+	testutil.RunGit(t, dir, "commit", "-qam", "edit")
+	testutil.RunGit(t, dir, "checkout", "-q", "main")
 	to := memd.ArchivePath(p, 2026)
-	runGit(t, dir, "rm", "-q", p)
-	writeFile(t, filepath.Join(dir, to), string(memfile.ArchiveStamps([]byte(stampedDoc), time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))))
-	writeFile(t, filepath.Join(dir, AccessStatePath), row(3))
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "archive")
+	testutil.RunGit(t, dir, "rm", "-q", p)
+	testutil.WriteFile(t, dir, to, string(memfile.ArchiveStamps([]byte(stampedDoc), time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))))
+	testutil.WriteFile(t, dir, AccessStatePath, row(3))
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "archive")
 
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tree := func(rev string) plumbing.Hash {
-		return plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", rev+"^{tree}")))
+		return plumbing.NewHash(strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", rev+"^{tree}")))
 	}
 	st := NewStore(repo.Storer, storeWriter(repo.Storer))
 	res, err := Merge(st, tree("main~1"), tree("main"), tree("theirs"), Policy{Host: "a", Now: time.Unix(0, 0)}, slog.Default())

@@ -1,11 +1,7 @@
 package treemerge
 
 import (
-	"bytes"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,32 +12,6 @@ import (
 
 	"github.com/memd-dev/memd/internal/testutil"
 )
-
-// runGit runs the git binary in dir, isolated from the machine's configuration.
-func runGit(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	home := t.TempDir()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(testutil.IsolatedEnv(home, os.DevNull), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "LC_ALL=C")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, errb.String())
-	}
-	return out.String()
-}
-
-func writeFile(t testing.TB, p, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // storeWriter writes objects through go-git's own storer (sync writes loose
 // objects itself; any writer does for the tree merge).
@@ -66,18 +36,18 @@ func storeWriter(s storer.EncodedObjectStorer) func(plumbing.ObjectType, []byte)
 
 func TestPatchTreeAndDiff(t *testing.T) {
 	dir := t.TempDir()
-	runGit(t, dir, "init", "-q", "-b", "main")
+	testutil.RunGit(t, dir, "init", "-q", "-b", "main")
 	for p, c := range map[string]string{"a/b/c.txt": "c\n", "a/d.txt": "d\n", "top.txt": "t\n"} {
-		writeFile(t, filepath.Join(dir, p), c)
+		testutil.WriteFile(t, dir, p, c)
 	}
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", "x")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "x")
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := repo.Storer
-	root := plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD^{tree}")))
+	root := plumbing.NewHash(strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD^{tree}")))
 	st := NewStore(s, storeWriter(s))
 	blob, err := st.WriteBlob([]byte("new\n"))
 	if err != nil {
@@ -126,7 +96,7 @@ func TestPatchTreeAndDiff(t *testing.T) {
 				}
 			}
 			// git agrees the tree is well formed.
-			runGit(t, dir, "ls-tree", "-r", h.String())
+			testutil.RunGit(t, dir, "ls-tree", "-r", h.String())
 		})
 	}
 }
