@@ -18,6 +18,13 @@
 //     build a temp file name. Poll helpers are the non-Test functions in test files and
 //     internal/testutil that loop on a time.Sleep against a deadline; slices/maps helpers are
 //     functions (anywhere) by the names those packages answer (contains, inList, equal, sortedKeys).
+//   - One spelling per name (issue 33): a re-export is a top-level `type X = p.Y`, `const X = p.Y`
+//     or `var X = p.Y` in product code; the root's imports of the module are counted (0 is the
+//     goal); and one home each for the --now parser (time.Parse of an RFC3339 layout in a
+//     function that speaks of now), a worker pool (a go statement in a loop, a WaitGroup waited
+//     on), a trailer parser (a function named for trailers that splits text), and the tests'
+//     run-git and write-file helpers (non-test functions of test files or internal/testutil,
+//     named for git or for writing, that run git or call os.WriteFile).
 package main
 
 import (
@@ -238,6 +245,16 @@ func run(w io.Writer, repo string, long int) error {
 		}
 	}
 	fmt.Fprintf(w, "| inbox thresholds (constants) | %d | %s |\n", len(inbox), brief(inbox))
+	// A second spelling: a top-level type, const or var that only renames another package's name.
+	var aliases []string
+	for _, f := range files {
+		if product(f) {
+			aliases = append(aliases, reexports(f, fset)...)
+		}
+	}
+	fmt.Fprintf(w, "| re-export (a top-level name that is another package's) | %d | %s |\n", len(aliases), brief(aliases))
+	rootImports := moduleImports(files, "memd (root)")
+	fmt.Fprintf(w, "| the root's imports of the module | %d | %s |\n", len(rootImports), brief(rootImports))
 	rules := []struct {
 		what  string
 		match func(f *file, fd *ast.FuncDecl) bool
@@ -251,6 +268,11 @@ func run(w io.Writer, repo string, long int) error {
 			return f.test || strings.HasPrefix(f.rel, "internal/testutil/")
 		}},
 		{"hand-written slices/maps helper (contains, inList, equal, sortedKeys)", isSliceHelper, func(f *file) bool { return true }},
+		{"`--now` parser (parses the flag's RFC3339 time)", isNowParser, product},
+		{"worker pool (goroutines started in a loop, joined by a WaitGroup)", isWorkerPool, product},
+		{"trailer parser (splits a commit message's trailers)", isTrailerParser, product},
+		{"run-git test helper (runs the git binary for a test)", isGitTestHelper, testHelpers},
+		{"write-file test helper (os.WriteFile for a test)", isWriteFileTestHelper, testHelpers},
 	}
 	for _, r := range rules {
 		var at []string
@@ -550,6 +572,171 @@ func isPollHelper(f *file, fd *ast.FuncDecl) bool {
 	})
 	return found
 }
+
+// testHelpers is the scope of the test-helper rules: test files and internal/testutil.
+func testHelpers(f *file) bool { return f.test || strings.HasPrefix(f.rel, "internal/testutil/") }
+
+// helperFunc is a function of a test file that is not a test, benchmark, fuzz target or example.
+func helperFunc(fd *ast.FuncDecl) bool {
+	for _, p := range []string{"Test", "Benchmark", "Fuzz", "Example"} {
+		if strings.HasPrefix(fd.Name.Name, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// isNowParser: the --now value read as a time (time.Parse of an RFC3339 layout, in a function
+// that speaks of now).
+func isNowParser(f *file, fd *ast.FuncDecl) bool {
+	found := false
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok || found {
+			return !found
+		}
+		if name := calleeName(c); (name == "time.Parse" || name == "time.ParseInLocation") && len(c.Args) > 1 {
+			if sel, ok := c.Args[0].(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "RFC3339") {
+				found = strings.Contains(strings.ToLower(src(f, fd)), "now")
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// isWorkerPool: a go statement inside a loop, and a WaitGroup waited on.
+func isWorkerPool(f *file, fd *ast.FuncDecl) bool {
+	inLoop := false
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		var body *ast.BlockStmt
+		switch l := n.(type) {
+		case *ast.ForStmt:
+			body = l.Body
+		case *ast.RangeStmt:
+			body = l.Body
+		default:
+			return !inLoop
+		}
+		ast.Inspect(body, func(m ast.Node) bool {
+			if _, ok := m.(*ast.GoStmt); ok {
+				inLoop = true
+			}
+			return !inLoop
+		})
+		return !inLoop
+	})
+	return inLoop && strings.Contains(src(f, fd), "WaitGroup") && calls(fd.Body, func(n string) bool { return n == ".Wait" })
+}
+
+var trailerName = regexp.MustCompile(`(?i)trailer`)
+
+// isTrailerParser: a function named for trailers that splits text.
+func isTrailerParser(f *file, fd *ast.FuncDecl) bool {
+	if !trailerName.MatchString(fd.Name.Name) {
+		return false
+	}
+	return calls(fd.Body, func(n string) bool {
+		switch n {
+		case ".Split", ".SplitSeq", ".Lines", ".Cut", ".Fields", ".NewScanner", ".SplitN":
+			return true
+		}
+		return false
+	})
+}
+
+// isGitTestHelper: a test helper named for git that runs the git binary (exec.Command("git", ...)).
+func isGitTestHelper(f *file, fd *ast.FuncDecl) bool {
+	if !helperFunc(fd) || !strings.Contains(strings.ToLower(fd.Name.Name), "git") {
+		return false
+	}
+	found := false
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok || found {
+			return !found
+		}
+		if name := calleeName(c); name == ".Command" || name == ".CommandContext" {
+			for _, a := range c.Args[:min(2, len(c.Args))] {
+				if bl, ok := a.(*ast.BasicLit); ok && bl.Value == `"git"` {
+					found = true
+				}
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// isWriteFileTestHelper: a test helper named for writing (write…, mustWrite…) that takes a
+// testing.TB (or *testing.T) and calls os.WriteFile.
+func isWriteFileTestHelper(f *file, fd *ast.FuncDecl) bool {
+	name := strings.ToLower(fd.Name.Name)
+	if !helperFunc(fd) || !(strings.HasPrefix(name, "write") || strings.HasPrefix(name, "mustwrite")) ||
+		!calls(fd.Body, func(n string) bool { return n == "os.WriteFile" }) {
+		return false
+	}
+	for _, p := range fd.Type.Params.List {
+		s := string(f.src[offset(f, p.Type.Pos()):offset(f, p.Type.End())])
+		if s == "testing.TB" || s == "*testing.T" {
+			return true
+		}
+	}
+	return false
+}
+
+// reexports are f's top-level specs that only rename another package's name: `type X = p.Y`,
+// `const X = p.Y`, `var X = p.Y` (a function value such as `var F = p.F` too).
+func reexports(f *file, fset *token.FileSet) []string {
+	var out []string
+	sel := func(e ast.Expr) bool {
+		s, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		_, ok = s.X.(*ast.Ident)
+		return ok
+	}
+	for _, d := range f.f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, sp := range g.Specs {
+			at := fmt.Sprintf("%s:%d", f.rel, fset.Position(sp.Pos()).Line)
+			switch sp := sp.(type) {
+			case *ast.TypeSpec:
+				if sp.Assign.IsValid() && sel(sp.Type) {
+					out = append(out, at)
+				}
+			case *ast.ValueSpec:
+				if len(sp.Values) == 1 && sel(sp.Values[0]) && sp.Type == nil {
+					out = append(out, at)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// moduleImports are the module's own import paths that pkg's non-test files name.
+func moduleImports(files []*file, pkg string) []string {
+	seen := map[string]bool{}
+	for _, f := range files {
+		if f.pkg != pkg || f.test {
+			continue
+		}
+		for _, im := range f.f.Imports {
+			if p, err := strconv.Unquote(im.Path.Value); err == nil && strings.HasPrefix(p, modulePath+"/") {
+				seen[p] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// modulePath is memd's module, whose packages the root must not import.
+const modulePath = "github.com/memd-dev/memd"
 
 // offset is p's byte offset in f's source.
 func offset(f *file, p token.Pos) int { return int(p - f.f.FileStart) }

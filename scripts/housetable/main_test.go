@@ -95,3 +95,82 @@ var inTest = ".memory.lock"
 		}
 	}
 }
+
+// The one-spelling rows: a re-export, the root importing the module, a --now parser, a worker
+// pool, a trailer parser, and a test's run-git and write-file helpers.
+func TestTableCountsSecondSpellings(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module github.com/memd-dev/memd\n",
+		"root.go": `package memd
+
+import _ "github.com/memd-dev/memd/c"
+`,
+		"c/c.go": `package c
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memd-dev/memd/d"
+)
+
+type Kind = d.Kind
+
+const Change = d.Change
+
+func parseNow(now string) (time.Time, error) { return time.Parse(time.RFC3339, now) }
+
+func pool(n int) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done() }()
+	}
+	wg.Wait()
+}
+
+func trailers(msg string) []string { return strings.Split(msg, "\n") }
+`,
+		"c/c_test.go": `package c
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+func runGit(t *testing.T, args ...string) { _ = exec.Command("git", args...).Run() }
+
+func writeFile(t *testing.T, p string) { _ = os.WriteFile(p, nil, 0o644) }
+`,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	if err := run(&out, dir, 80); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"| re-export (a top-level name that is another package's) | 2 | c/c.go:11, c/c.go:13 |",
+		"| the root's imports of the module | 1 | github.com/memd-dev/memd/c |",
+		"| `--now` parser (parses the flag's RFC3339 time) | 1 | c/c.go parseNow |",
+		"| worker pool (goroutines started in a loop, joined by a WaitGroup) | 1 | c/c.go pool |",
+		"| trailer parser (splits a commit message's trailers) | 1 | c/c.go trailers |",
+		"| run-git test helper (runs the git binary for a test) | 1 | c/c_test.go runGit |",
+		"| write-file test helper (os.WriteFile for a test) | 1 | c/c_test.go writeFile |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+}
