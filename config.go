@@ -74,7 +74,7 @@ type SyncConfig struct {
 	KnownHosts   string       `yaml:"known_hosts"`
 	TokenEnv     string       `yaml:"token_env"`
 	TokenFile    string       `yaml:"token_file"`
-	// CheckInterval is the cheap look at the remote branch's one ref (DESIGN §9); a fetch
+	// CheckInterval is the cheap look at the remote branch's one ref (docs/ARCHITECTURE.md §11); a fetch
 	// follows only when it moved. PullInterval stays the full fetch's safety net.
 	CheckInterval Duration `yaml:"check_interval"`
 	// MaxFileSize bounds a blob fetched or committed; larger is refused (fetched) or held
@@ -147,11 +147,11 @@ type HooksConfig struct {
 	AfterSleep  []string `yaml:"after_sleep"`
 	AfterCommit []string `yaml:"after_commit"`
 	Timeout     Duration `yaml:"timeout"`
-	// Env names environment variables passed to hooks besides the scrubbed set (DESIGN §9).
+	// Env names environment variables passed to hooks besides the scrubbed set (docs/ARCHITECTURE.md §11).
 	Env []string `yaml:"env"`
 }
 
-// SecretsConfig: the secret scan before every commit (DESIGN §9, "Secrets never leave the
+// SecretsConfig: the secret scan before every commit (docs/ARCHITECTURE.md §11, "Secrets never leave the
 // machine"). Config names a gitleaks TOML that extends or replaces the default rules.
 type SecretsConfig struct {
 	Scan   bool   `yaml:"scan"`

@@ -2,7 +2,7 @@ package memd
 
 import "strings"
 
-// MaxDeletesShare is the mass deletion brake's second bar (DESIGN §9): a commit or a
+// MaxDeletesShare is the mass deletion brake's second bar (docs/ARCHITECTURE.md §11): a commit or a
 // fetched commit is held only when it deletes more than sync.max_deletes memory files and
 // more than this share of them, so a small repo's clean-up of a few files never trips it.
 const MaxDeletesShare = 0.20

@@ -33,3 +33,24 @@ type CommitResult struct {
 	// the batch is committed.
 	Skipped []string
 }
+
+// A commit guard's answer (sync/gitrepo.Guard; internal/secrets implements one), spelled here so
+// that the guard needs the vocabulary, not the package that commits.
+
+// GuardVerdict is a commit guard's answer for one file.
+type GuardVerdict struct {
+	// Hold: nothing of this version is committed; HEAD keeps what it has at the path.
+	Hold bool
+	// Content, when not nil (and not Hold), is committed instead of the work tree's
+	// version: the ledger without its held records. The work tree keeps its version.
+	Content []byte
+	// Findings say why (rule and line, never the secret); empty = nothing held.
+	Findings []GuardFinding
+}
+
+// GuardFinding is one held line of a file: the rule that matched and the 1-based line (0: the
+// rule matched the path).
+type GuardFinding struct {
+	Rule string
+	Line int
+}

@@ -11,9 +11,9 @@ import (
 	"github.com/memd-dev/memd/watcher"
 )
 
-// Standing aside (DESIGN §9 "Other writers") and the work of others: memd pauses while the
+// Standing aside (docs/ARCHITECTURE.md §11 "Other writers") and the work of others: memd pauses while the
 // repo is in another writer's hands (HEAD on another branch, a git operation in progress:
-// sync/gitops.go) or while `memd pause` asked it to, and it shows what one-shot commands
+// sync/gitrepo/gitops.go) or while `memd pause` asked it to, and it shows what one-shot commands
 // did. The watcher never looks inside .git, so the owner learns of these from a second,
 // tiny watch on the names that matter (watcher.Names): the top of .git (HEAD, MERGE_HEAD,
 // rebase-merge/ ...) and the state directory's kick and pause files. While paused by the

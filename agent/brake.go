@@ -8,7 +8,7 @@ import (
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
-// The mass deletion brake as the daemon shows it (DESIGN §9): sync holds the commit or the
+// The mass deletion brake as the daemon shows it (docs/ARCHITECTURE.md §11): sync holds the commit or the
 // merge (gitrepo.ErrMassDeletion); the agent shows state paused with the brake's reason
 // until the deletion is undone, or `memd resume --allow-deletes` lets it through. The
 // commit job keeps retrying the held paths (commitPending's 5 s retry), which is also what

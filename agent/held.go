@@ -12,7 +12,7 @@ import (
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
-// guardRepo installs the secret scan on the session's repo (DESIGN §9) unless
+// guardRepo installs the secret scan on the session's repo (docs/ARCHITECTURE.md §11) unless
 // secrets.scan is false. The rules are compiled at the first commit that needs them (or
 // by preloadSecrets in the daemon), never at start-up of a command that does not commit.
 func guardRepo(repo *gitrepo.Repo, cfg memd.Config) *secrets.Guard {

@@ -1,6 +1,6 @@
 package agent
 
-// The cheap look at the remote branch (DESIGN §9, sync.check_interval): every check_interval
+// The cheap look at the remote branch (docs/ARCHITECTURE.md §11, sync.check_interval): every check_interval
 // one small request asks the remote where the branch is (sync.Repo.RemoteHead); a sync
 // (fetch, merge) is kicked only when it is not where the last fetch or push left it. After
 // an hour with no local or remote change the looks slow to sync.pull_interval; a local

@@ -73,7 +73,7 @@ func (a *Agent) publish() {
 		Invalid:    inv.Invalid,
 		Duplicates: inv.Duplicates,
 		OverCapMD:  inv.overCap,
-		// Conflict state follows the tree (DESIGN §9): the copies in it now, not a count of
+		// Conflict state follows the tree (docs/ARCHITECTURE.md §11): the copies in it now, not a count of
 		// the copies merges ever made.
 		Conflicts: len(inv.copies),
 		Degraded:  ws.Degraded,

@@ -269,7 +269,7 @@ func TestMemhtmlBesideMemd(t *testing.T) {
 
 	t.Run("memhtml sleep under memd run", func(t *testing.T) {
 		d := a.start()
-		// memd stands aside while HEAD is on memhtml's sleep/<date> review branch (DESIGN §9):
+		// memd stands aside while HEAD is on memhtml's sleep/<date> review branch (docs/ARCHITECTURE.md §11):
 		// memhtml's run commits there alone and its merge finds main where it left it.
 		refused := func(what string, out []byte) {
 			d.Stop()

@@ -11,7 +11,7 @@ import (
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
-// memd beside other writers (DESIGN §9 "Other writers"): the user's own git on another
+// memd beside other writers (docs/ARCHITECTURE.md §11 "Other writers"): the user's own git on another
 // branch, in a merge or a rebase, amending; `memd pause`; one-shot commands while `memd run`
 // is up; a clean stop.
 

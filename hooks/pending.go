@@ -11,7 +11,7 @@ import (
 
 // pending is what a hook has not yet been told about: the HEAD its last success ended at
 // (or the first failed run's old HEAD) and every path changed since, so the run after
-// three failures lists the failed runs' changes too (DESIGN §9: "covering every change
+// three failures lists the failed runs' changes too (docs/ARCHITECTURE.md §11: "covering every change
 // since the hook's last success"). It lives in the state dir (hook-<name>.pending.json),
 // so a one-shot `memd sync` and a restarted `memd run` carry it on.
 type pending struct {

@@ -19,7 +19,7 @@ import (
 	"github.com/memd-dev/memd/metrics/statusline"
 )
 
-// Actions is what the page may ask the daemon to do (DESIGN §9: the page is a place to act).
+// Actions is what the page may ask the daemon to do (docs/ARCHITECTURE.md §11: the page is a place to act).
 // The agent implements it; each call that touches the repo runs on the owner goroutine and
 // returns when it is done, so the answer can carry the new document.
 type Actions interface {

@@ -10,7 +10,7 @@ import (
 // every one exported from the start (0 until a file is held).
 var HeldReasons = []string{statusline.HeldSecret, statusline.HeldSize}
 
-// heldMetrics are the series of files memd does not commit (DESIGN §9): how many are held
+// heldMetrics are the series of files memd does not commit (docs/ARCHITECTURE.md §11): how many are held
 // now, by reason, and the secret findings seen, by gitleaks rule (never the secret).
 type heldMetrics struct {
 	files    *prometheus.GaugeVec

@@ -14,7 +14,7 @@ import (
 )
 
 // TestReliabilityManyWriters (MEMD_RELIABILITY=long; MEMD_WRITERS_DURATION, default 5m): memd
-// as one writer among several (DESIGN §9). Clone A: `memd run` and a person with plain git
+// as one writer among several (docs/ARCHITECTURE.md §11). Clone A: `memd run` and a person with plain git
 // (branch switches with commits on the branch, merges that stop on a conflict and are
 // resolved by hand, `commit --amend`, `stash` / `stash pop`, `pull --rebase`). Clone B:
 // `memd run`, a plain writer of memory files, and the real memhtml CLI (`memhtml write`,

@@ -246,8 +246,8 @@ func TestSoak(t *testing.T) {
 		return avg(ss[:q]), avg(ss[q : 2*q]), avg(ss[len(ss)-q:]), true
 	}
 	// flat checks the last quarter's average against the second's: ≤ factor x + slack.
-	// The first quarter is warm-up: go-git's object cache (4 MiB, sync/repo.go) and the
-	// fetched packs' indexes (merged past 16 packs, sync/packs.go) fill to their bounds.
+	// The first quarter is warm-up: go-git's object cache (4 MiB, sync/gitrepo/repo.go) and the
+	// fetched packs' indexes (merged past 16 packs, sync/gitrepo/packs.go) fill to their bounds.
 	// A leak keeps growing after that, so the second quarter is the baseline.
 	flat := func(name string, ss [][]sample, i int, get func(sample) float64, factor, slack float64) string {
 		first, second, last, ok := quarters(ss, i, get)

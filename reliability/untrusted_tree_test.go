@@ -1,6 +1,6 @@
 package reliability
 
-// The remote is untrusted (issue 12, DESIGN §4 "What a fetched tree may write"): hostile
+// The remote is untrusted (issue 12, docs/ARCHITECTURE.md §4 "What a fetched tree may write"): hostile
 // commits built from raw objects (testutil.Objects: any entry name), served from a real
 // bare remote, fetched by the real binary (`memd sync`, `memd run`). Each case asserts that
 // nothing outside the work tree and nothing in .git's executable surface changed (a

@@ -43,7 +43,7 @@ type summaryEpisode struct {
 // whole group is killed at the timeout or when the output passes 64 KiB, so a command that
 // forks a hanging child cannot hold sleep up.
 //
-// env is its whole environment (procgroup.ScrubEnv: the hooks' rule, DESIGN §9; nil is
+// env is its whole environment (procgroup.ScrubEnv: the hooks' rule, docs/ARCHITECTURE.md §11; nil is
 // the rule without hooks.env), so the push token never reaches it.
 func Summarize(ctx context.Context, argv []string, timeout time.Duration, env []string, a memfile.Arc, arcPath string) (string, error) {
 	if len(argv) == 0 {

@@ -187,7 +187,7 @@ func isMemoryMD(rel string) bool {
 // so the common case (a plain ASCII path in a bucket) is decided here; anything else goes
 // to memd.ValidMemoryPath, the rule.
 //
-// A conflict copy is not one: sleep never moves, archives or lists it (DESIGN §9).
+// A conflict copy is not one: sleep never moves, archives or lists it (docs/ARCHITECTURE.md §11).
 func isMemoryPath(rel string) bool {
 	if !strings.HasSuffix(rel, memd.MemoryExt) || memd.IsNonMemory(rel) || memd.IsConflictCopy(rel) {
 		return false

@@ -69,7 +69,7 @@ func pluralWord(n int, one, many string) string {
 	return many
 }
 
-// visible quotes a name that holds characters a terminal would act on (DESIGN §9 "Human
+// visible quotes a name that holds characters a terminal would act on (docs/ARCHITECTURE.md §11 "Human
 // output"); a plain name is printed as it is.
 func visible(s string) string {
 	for _, r := range s {

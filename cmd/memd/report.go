@@ -8,7 +8,7 @@ import (
 	"github.com/memd-dev/memd/internal/statedir"
 )
 
-// reportToDaemon tells a running `memd run` what this one-shot command did (DESIGN §9: it
+// reportToDaemon tells a running `memd run` what this one-shot command did (docs/ARCHITECTURE.md §11: it
 // shows in the daemon's last sleep, events and commits per hour within a second). No daemon
 // running: nothing is written (the next `memd run` reads the repo itself). Best effort: a
 // failure is logged, the command's own work stands.

@@ -70,7 +70,7 @@ func cmdSleep(a *app, args []string) int {
 	defer sess.Close()
 	repo := sess.Repo()
 	// A sleep moves and rewrites files: never in a tree that is not sync.branch's, nor over a
-	// git operation waiting for the user (DESIGN §9). A dry run writes nothing: it may look.
+	// git operation waiting for the user (docs/ARCHITECTURE.md §11). A dry run writes nothing: it may look.
 	if aside := repo.StandAside(); aside.Reason != "" && !aside.Passing && !*dryRun {
 		return a.fail("sleep: %s; nothing done (finish it, or switch back to %s, then run again)", aside.Reason, a.cfg.Sync.Branch)
 	}

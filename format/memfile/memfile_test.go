@@ -48,7 +48,7 @@ func parseString(t *testing.T, s string) *Memory {
 	return m
 }
 
-// The two examples in memhtml's docs/format.md: zero violations, and the content hash
+// The two examples in memhtml's format document (memhtml:docs/format.md): zero violations, and the content hash
 // memd computes equals the one memhtml wrote, so doctor's hash check agrees with memhtml.
 func TestParseMemhtmlExamples(t *testing.T) {
 	for _, name := range []string{"memhtml-procedural.html", "memhtml-task.html"} {

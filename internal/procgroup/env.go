@@ -3,7 +3,7 @@ package procgroup
 import "strings"
 
 // BaseEnv names the variables of memd's environment a user's command (a hook, the arc
-// summarizer) gets whatever the config says (DESIGN §9): enough to find programs, a home,
+// summarizer) gets whatever the config says (docs/ARCHITECTURE.md §11): enough to find programs, a home,
 // a locale, a time zone and a temp dir, nothing that authenticates memd.
 var BaseEnv = []string{"PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER"}
 

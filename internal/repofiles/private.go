@@ -9,7 +9,7 @@ import (
 
 // Private is the one definition of "private to this machine": a path memd never commits,
 // never checks out over and never lets a tree it fetched write, whatever an ignore rule
-// says and whether or not a tree tracks it (DESIGN §9: the configured lock.file is never
+// says and whether or not a tree tracks it (docs/ARCHITECTURE.md §11: the configured lock.file is never
 // committed, whatever its name). It is:
 //   - git's own: a .git component at any depth (memd's state directory .git/memd is in it,
 //     a nested repository's .git too);

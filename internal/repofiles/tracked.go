@@ -11,7 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
-// Ignore rules never apply to a tracked path (git's rule, DESIGN §9): an edit to a file
+// Ignore rules never apply to a tracked path (git's rule, docs/ARCHITECTURE.md §11): an edit to a file
 // the repo tracks is committed whatever .gitignore says, a .gitignore a remote delivered
 // included. sync's committer and checkout decide that against HEAD itself. Skip is the
 // same rule for the consumers that have no HEAD at hand (the watcher): "tracked" is what

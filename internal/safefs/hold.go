@@ -9,7 +9,7 @@ package safefs
 // for a removal), open it, unlink the temp name and hand it back held open
 // (Displaced). The caller keeps it while it can still act on it, and reads it to see
 // whether a writer changed it after the check (the checkout carries such an edit into
-// a commit: sync/checkout.go, sync/edits.go). What the swap takes is exactly what was
+// a commit: sync/gitrepo/checkout.go, sync/gitrepo/edits.go). What the swap takes is exactly what was
 // at the target at that instant, so a file a writer renamed over the target after the
 // check is held too, not clobbered.
 

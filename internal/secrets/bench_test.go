@@ -38,7 +38,7 @@ func prose(n, dense int) string {
 	return b.String()
 }
 
-// BenchmarkVetMemory10KiB is the scan cost a commit of a 10 KiB memory pays (DESIGN §9
+// BenchmarkVetMemory10KiB is the scan cost a commit of a 10 KiB memory pays (docs/ARCHITECTURE.md §11
 // budget: 2 ms).
 func BenchmarkVetMemory10KiB(b *testing.B) {
 	for _, dense := range []int{20, 1} {

@@ -16,7 +16,7 @@ import (
 // BenchmarkCommitGuarded is the daemon's commit of one changed memory in a big repo with
 // the secret scan and without, interleaved (each iteration one of each), on the repo at
 // MEMD_BENCH_REPO (e.g. bench/daemon's 100k demo; it commits there). It reports both
-// medians and their ratio (DESIGN §9 target: the 100k commit figure within 1.1x), in wall
+// medians and their ratio (docs/ARCHITECTURE.md §11 target: the 100k commit figure within 1.1x), in wall
 // time and in the committing thread's CPU time (on a shared machine the wall time of the
 // scan's CPU work is multiplied by the load, the commit's fsyncs are not).
 func BenchmarkCommitGuarded(b *testing.B) {

@@ -1,5 +1,5 @@
 // Package secrets finds credentials in what memd is about to commit, with gitleaks' detection
-// rules (DESIGN §9 "Secrets never leave the machine").
+// rules (docs/ARCHITECTURE.md §11 "Secrets never leave the machine").
 //
 // The rules are gitleaks v8.30.1's default configuration, vendored as gitleaks.toml (with
 // gitleaks' MIT license, LICENSE.gitleaks), and run by the matcher in match.go, which follows

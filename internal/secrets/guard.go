@@ -13,7 +13,7 @@ import (
 	gosync "sync"
 	"time"
 
-	"github.com/memd-dev/memd/sync/gitrepo"
+	"github.com/memd-dev/memd"
 )
 
 // IgnoreFile is gitleaks' fingerprint list, read from the repo's root.
@@ -56,10 +56,10 @@ func NewGuard(dir, ledger, config string) *Guard {
 func (g *Guard) Rules() (*Rules, error) { return g.load() }
 
 // Vet implements sync.Guard.
-func (g *Guard) Vet(rel string, content []byte, head func() ([]byte, error)) (gitrepo.Verdict, error) {
+func (g *Guard) Vet(rel string, content []byte, head func() ([]byte, error)) (memd.GuardVerdict, error) {
 	rs, err := g.load()
 	if err != nil {
-		return gitrepo.Verdict{}, err
+		return memd.GuardVerdict{}, err
 	}
 	ignore := g.ignored()
 	if rel == g.ledger {
@@ -67,16 +67,16 @@ func (g *Guard) Vet(rel string, content []byte, head func() ([]byte, error)) (gi
 	}
 	fs := keep(rs.Scan(rel, string(content), ""), rel, ignore, nil)
 	if len(fs) == 0 {
-		return gitrepo.Verdict{}, nil
+		return memd.GuardVerdict{}, nil
 	}
-	return gitrepo.Verdict{Hold: true, Findings: fs}, nil
+	return memd.GuardVerdict{Hold: true, Findings: fs}, nil
 }
 
 // keep drops the findings .gitleaksignore lists (gitleaks' global fingerprint
 // `file:rule:line`) and turns the rest into sync findings; lineOf maps a line of the
 // scanned text to the file's (nil: the same).
-func keep(fs []Finding, rel string, ignore map[string]bool, lineOf func(int) int) []gitrepo.Finding {
-	var out []gitrepo.Finding
+func keep(fs []Finding, rel string, ignore map[string]bool, lineOf func(int) int) []memd.GuardFinding {
+	var out []memd.GuardFinding
 	for _, f := range fs {
 		line := f.StartLine
 		if lineOf != nil && line > 0 {
@@ -85,7 +85,7 @@ func keep(fs []Finding, rel string, ignore map[string]bool, lineOf func(int) int
 		if ignore[fmt.Sprintf("%s:%s:%d", rel, f.RuleID, line)] {
 			continue
 		}
-		out = append(out, gitrepo.Finding{Rule: f.RuleID, Line: line})
+		out = append(out, memd.GuardFinding{Rule: f.RuleID, Line: line})
 	}
 	return out
 }
@@ -94,10 +94,10 @@ func keep(fs []Finding, rel string, ignore map[string]bool, lineOf func(int) int
 // one text, and holds the records with a finding: the content to commit is the file with
 // each held record replaced by HEAD's version of the same record (same "id"), or without it
 // when HEAD has none. The work tree keeps every line.
-func (g *Guard) vetLedger(rs *Rules, ignore map[string]bool, rel string, content []byte, head func() ([]byte, error)) (gitrepo.Verdict, error) {
+func (g *Guard) vetLedger(rs *Rules, ignore map[string]bool, rel string, content []byte, head func() ([]byte, error)) (memd.GuardVerdict, error) {
 	old, err := head()
 	if err != nil {
-		return gitrepo.Verdict{}, fmt.Errorf("read HEAD's %s: %w", rel, err)
+		return memd.GuardVerdict{}, fmt.Errorf("read HEAD's %s: %w", rel, err)
 	}
 	// A ledger grows by appends: the lines up to where it first differs from HEAD's are
 	// HEAD's, compared at memory speed; only the lines after that are looked up among
@@ -120,7 +120,7 @@ func (g *Guard) vetLedger(rs *Rules, ignore map[string]bool, rel string, content
 		at = append(at, first+i)
 	}
 	if len(at) == 0 {
-		return gitrepo.Verdict{}, nil
+		return memd.GuardVerdict{}, nil
 	}
 	raw := rs.Scan(rel, text.String(), "")
 	lineOf := func(n int) int {
@@ -131,12 +131,12 @@ func (g *Guard) vetLedger(rs *Rules, ignore map[string]bool, rel string, content
 	}
 	found := keep(raw, rel, ignore, lineOf)
 	if len(found) == 0 {
-		return gitrepo.Verdict{}, nil
+		return memd.GuardVerdict{}, nil
 	}
 	held := map[int]bool{}
 	for _, f := range raw {
 		if f.StartLine == 0 { // a path rule: the ledger's name itself matched
-			return gitrepo.Verdict{Hold: true, Findings: found}, nil
+			return memd.GuardVerdict{Hold: true, Findings: found}, nil
 		}
 		for n := f.StartLine; n <= max(f.EndLine, f.StartLine); n++ {
 			if !ignore[fmt.Sprintf("%s:%s:%d", rel, f.RuleID, lineOf(f.StartLine))] {
@@ -160,7 +160,7 @@ func (g *Guard) vetLedger(rs *Rules, ignore map[string]bool, rel string, content
 			}
 		}
 	}
-	return gitrepo.Verdict{Content: out.Bytes(), Findings: found}, nil
+	return memd.GuardVerdict{Content: out.Bytes(), Findings: found}, nil
 }
 
 // commonLines is the length of the longest common prefix of a and b that ends at a line

@@ -6,7 +6,7 @@ import (
 )
 
 // Finding is one credential found: the rule that found it and where. It never carries the
-// secret or any part of it (DESIGN §9): what memd reports about a finding is only this.
+// secret or any part of it (docs/ARCHITECTURE.md §11): what memd reports about a finding is only this.
 type Finding struct {
 	RuleID    string
 	StartLine int // 1-based, the first line of the match

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// What a one-shot command did, for the running daemon's document (DESIGN §9: a one-shot
+// What a one-shot command did, for the running daemon's document (docs/ARCHITECTURE.md §11: a one-shot
 // `memd sleep` or `memd sync` while `memd run` is up appears in the daemon's last sleep,
 // events and commits per hour within a second). Each report is its own file, written
 // atomically then kicked: the daemon reads and removes whole files, so a report is never

@@ -10,7 +10,7 @@ import (
 )
 
 // Files in the state directory that one-shot commands (memd pause, resume, sleep, sync) and
-// the page write for the running daemon (DESIGN §9).
+// the page write for the running daemon (docs/ARCHITECTURE.md §11).
 const (
 	// PauseFile holds the pause `memd pause` asked for; it survives restarts.
 	PauseFile = "pause.json"

@@ -1,4 +1,4 @@
-// Package statedir is memd's state directory (<repo>/.git/memd, DESIGN §6) written through
+// Package statedir is memd's state directory (<repo>/.git/memd, docs/ARCHITECTURE.md §6) written through
 // internal/safefs: neither .git nor memd nor any file in it is ever a symlink memd follows.
 // A symlinked state directory is refused (safefs.ErrSymlink, naming the path); a symlink at
 // a file's name is replaced by the atomic write, never written through.

@@ -1,4 +1,4 @@
-// Package textsafe is the one sanitiser of text that reaches a person (DESIGN §9, "Human
+// Package textsafe is the one sanitiser of text that reaches a person (docs/ARCHITECTURE.md §11, "Human
 // output"): a terminal, a status line, the page, the sidebar, the log's text values. Names
 // come from remotes and other writers, and a name holding ESC ]52 writes the user's
 // clipboard, ESC ]8 disguises a link, C1 0x9b opens a control sequence, and U+202E shows

@@ -60,7 +60,7 @@ type Facts struct {
 	CommitsPerHour []int
 	Events         []Event
 
-	// Added (DESIGN §9): copied into the document as they are.
+	// Added (docs/ARCHITECTURE.md §11): copied into the document as they are.
 	Paused       *Paused
 	Held         []Held
 	ConflictList []Conflict

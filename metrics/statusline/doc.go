@@ -22,7 +22,7 @@ const (
 	StateConflict = "conflict"
 	StateWarn     = "warn"
 	StateError    = "error"
-	// Added (DESIGN §9): paused while memd stands aside (a branch other than sync.branch, a
+	// Added (docs/ARCHITECTURE.md §11): paused while memd stands aside (a branch other than sync.branch, a
 	// git operation in progress, `memd pause`, a held mass deletion); stopped after a clean stop.
 	StatePaused  = "paused"
 	StateStopped = "stopped"
@@ -122,7 +122,7 @@ type Document struct {
 	// restarts, so a reader shows each exactly once.
 	Events []Event `json:"events"`
 
-	// Added (DESIGN §9).
+	// Added (docs/ARCHITECTURE.md §11).
 	Paused    *Paused    `json:"paused"`    // null unless memd stands aside
 	Held      []Held     `json:"held"`      // files (or ledger records) not committed
 	Conflicts []Conflict `json:"conflicts"` // what `memd conflicts --json` prints

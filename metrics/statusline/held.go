@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// heldWarning is the warning for files memd holds back from commits (DESIGN §9): the long
+// heldWarning is the warning for files memd holds back from commits (docs/ARCHITECTURE.md §11): the long
 // form names each file with why (the gitleaks rule and line, never the secret); the short
 // form, for the line, counts files by reason: "1 held: secret", "3 held: 2 secret, 1 size".
 // No held file: ok false.

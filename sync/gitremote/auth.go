@@ -1,5 +1,5 @@
 // Package gitremote is what memd knows about a git remote apart from any work tree
-// (docs/ARCHITECTURE.md §4, DESIGN §9 "Remotes as git reaches them"): how one attempt
+// (docs/ARCHITECTURE.md §4 and §11 "Remotes as git reaches them"): how one attempt
 // reaches a remote URL, resolved as git and OpenSSH resolve it (Target: ~/.ssh/config, the
 // default keys, the agent dialled again each time, strict known_hosts, git's
 // url.<base>.insteadOf, proxies, CA files and credential helpers; memd's own keys as

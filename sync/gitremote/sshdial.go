@@ -20,7 +20,7 @@ var ErrNotSSH = errors.New("not an ssh target")
 // ProxyCommand that ~/.ssh/config resolved (resolvedEndpoint), the Target's keys and its
 // strict known_hosts check (sshAuth.ClientConfig), a direct dial otherwise through
 // ALL_PROXY as go-git's. The caller runs its own commands on the client (the protocol v2
-// look and fetch, sync/sshv2.go) and closes it. ctx bounds the dial and the handshake.
+// look and fetch, sync/gitrepo/sshv2.go) and closes it. ctx bounds the dial and the handshake.
 func DialSSH(ctx context.Context, ep *transport.Endpoint, auth transport.AuthMethod) (*ssh.Client, error) {
 	a, ok := auth.(*sshAuth)
 	if !ok {

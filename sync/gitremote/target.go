@@ -15,7 +15,7 @@ import (
 )
 
 // Target is how one attempt (one fetch or one push) reaches a remote, resolved as git and
-// OpenSSH resolve it (DESIGN §9 "Remotes as git reaches them"): the URL after
+// OpenSSH resolve it (docs/ARCHITECTURE.md §11 "Remotes as git reaches them"): the URL after
 // url.<base>.insteadOf, the credentials, the proxy and CA bundle. Resolve it again for the
 // next attempt (keys, agents, helpers and config are re-read each time), and call Done
 // with the attempt's outcome.

@@ -1,6 +1,6 @@
 package gitrepo
 
-// The checkout of a fast-forward or merge (DESIGN §4): all or nothing, and
+// The checkout of a fast-forward or merge (docs/ARCHITECTURE.md §4): all or nothing, and
 // never through a symlink.
 //
 //  1. prepare: every path that changes is looked at once (lstat stamp, then

@@ -24,7 +24,7 @@ import (
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
-// Incremental commit (DESIGN §3). Cost grows with the number of given paths
+// Incremental commit (docs/ARCHITECTURE.md §3). Cost grows with the number of given paths
 // and their depth, never with the repo size: only the given paths are
 // lstat'ed and hashed, only the trees on their ancestor chains are read and
 // rewritten, and the ref moves with compare-and-set against the head read at

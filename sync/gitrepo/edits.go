@@ -1,6 +1,6 @@
 package gitrepo
 
-// Edits made while a checkout runs (DESIGN §4). Writers take no lock (editors and
+// Edits made while a checkout runs (docs/ARCHITECTURE.md §4). Writers take no lock (editors and
 // agents write as they like), so a file may change between the check that it still holds
 // the old head's content and the moment the checkout would replace it. The checkout then
 // leaves it alone — and the branch has already moved past the version the edit was made

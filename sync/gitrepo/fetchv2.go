@@ -1,6 +1,6 @@
 package gitrepo
 
-// Fetching the one ref memd follows (DESIGN §9): go-git v5 speaks only protocol v0, whose
+// Fetching the one ref memd follows (docs/ARCHITECTURE.md §11): go-git v5 speaks only protocol v0, whose
 // upload-pack starts by sending every ref the remote has; go-git decodes them all onto the
 // heap, so a remote with 300k refs (a forge's pull-request refs) cost 136 MB and 3.7 s per
 // sync. memd speaks the small part of protocol v2 it needs itself: `ls-refs` with a ref

@@ -12,7 +12,7 @@ import (
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
-// The HEAD and git-operation gate (DESIGN §9 "Other writers"): memd is one writer among
+// The HEAD and git-operation gate (docs/ARCHITECTURE.md §11 "Other writers"): memd is one writer among
 // several, and it commits, merges, pushes and refreshes the index only while the repo is
 // where memd left it: HEAD the symbolic ref refs/heads/<branch>, and no git operation of
 // someone else's half done. Otherwise it stands aside, the way git itself refuses to start
@@ -54,7 +54,7 @@ func AsideOf(err error) (Aside, bool) {
 
 // operations are the files and directories git leaves in .git while an operation waits for
 // the user, in the order git's own status (wt-status.c) looks at them. REBASE_HEAD (in
-// DESIGN §9's list) is not one on its own: git leaves it behind after a rebase that
+// docs/ARCHITECTURE.md §11's list) is not one on its own: git leaves it behind after a rebase that
 // finished (`git rebase --continue` to the end), and git's status, too, judges a rebase by
 // rebase-merge/ and rebase-apply/ alone; while a rebase stops, those are there.
 var operations = []struct {

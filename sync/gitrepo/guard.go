@@ -7,9 +7,11 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memd-dev/memd"
 )
 
-// Guard vets what a commit is about to take from the work tree (DESIGN §9 "Secrets never
+// Guard vets what a commit is about to take from the work tree (docs/ARCHITECTURE.md §11 "Secrets never
 // leave the machine"): internal/secrets implements it with gitleaks' rules, the agent sets
 // it with SetGuard. The stager calls it for each file whose content differs from HEAD's,
 // before the blob is written, so a held version is in no object, not even a loose one.
@@ -17,32 +19,14 @@ type Guard interface {
 	// Vet says what of content (the work tree's version of rel) may be committed. head
 	// reads HEAD's version of rel (nil, nil: HEAD has none); a guard that looks only at
 	// what changed (the new records of a ledger) uses it.
-	Vet(rel string, content []byte, head func() ([]byte, error)) (Verdict, error)
-}
-
-// Verdict is a Guard's answer for one file.
-type Verdict struct {
-	// Hold: nothing of this version is committed; HEAD keeps what it has at the path.
-	Hold bool
-	// Content, when not nil (and not Hold), is committed instead of the work tree's
-	// version: the ledger without its held records. The work tree keeps its version.
-	Content []byte
-	// Findings say why (rule and line, never the secret); empty = nothing held.
-	Findings []Finding
-}
-
-// Finding is one held line of a file: the rule that matched and the 1-based line (0: the
-// rule matched the path).
-type Finding struct {
-	Rule string
-	Line int
+	Vet(rel string, content []byte, head func() ([]byte, error)) (memd.GuardVerdict, error)
 }
 
 // Guarded is a file the guard holds (all of it, or Partial: some of its lines).
 type Guarded struct {
 	Path     string
 	Partial  bool
-	Findings []Finding
+	Findings []memd.GuardFinding
 	work     plumbing.Hash // the held version's blob id (what the work tree had when vetted)
 }
 
@@ -62,7 +46,7 @@ func (r *Repo) Guarded() []Guarded {
 	defer r.mu.Unlock()
 	out := make([]Guarded, 0, len(r.guarded))
 	for _, g := range r.guarded {
-		g.Findings = append([]Finding(nil), g.Findings...)
+		g.Findings = append([]memd.GuardFinding(nil), g.Findings...)
 		out = append(out, g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -91,7 +75,7 @@ func (s *stager) vet(rel string, content []byte, h plumbing.Hash) ([]byte, error
 }
 
 // noteGuarded records the guard's verdict for rel (nothing found: rel leaves the list).
-func (s *stager) noteGuarded(rel string, v Verdict, h plumbing.Hash) {
+func (s *stager) noteGuarded(rel string, v memd.GuardVerdict, h plumbing.Hash) {
 	if s.guarded == nil {
 		s.guarded = map[string]*Guarded{}
 	}
@@ -99,7 +83,7 @@ func (s *stager) noteGuarded(rel string, v Verdict, h plumbing.Hash) {
 		s.guarded[rel] = nil
 		return
 	}
-	s.guarded[rel] = &Guarded{Path: rel, Partial: !v.Hold, Findings: append([]Finding(nil), v.Findings...), work: h}
+	s.guarded[rel] = &Guarded{Path: rel, Partial: !v.Hold, Findings: append([]memd.GuardFinding(nil), v.Findings...), work: h}
 }
 
 // unguard: rel is deleted, equal to HEAD or no longer a file: not held any more.

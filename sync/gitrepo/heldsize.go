@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// A local file larger than sync.max_file_size is held (DESIGN §9): not committed, left
+// A local file larger than sync.max_file_size is held (docs/ARCHITECTURE.md §11): not committed, left
 // untouched on disk, listed in the document's `held` with reason `size`. HEAD keeps what it
 // had at the path (nothing, or the last version under the limit). It stays held until a
 // commit finds it under the limit again, or gone.

@@ -23,7 +23,7 @@ import (
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
-// .git/index upkeep (DESIGN §3). Commits never touch the index; it is
+// .git/index upkeep (docs/ARCHITECTURE.md §3). Commits never touch the index; it is
 // brought in step with HEAD afterwards, off the critical path, so that
 // `git status` in the repo is clean and fast.
 //

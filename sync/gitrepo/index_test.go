@@ -114,7 +114,7 @@ func TestIndexLockHeldBacksOff(t *testing.T) {
 	if b, err := os.ReadFile(lock); err != nil || string(b) != "someone" {
 		t.Fatal("a held index.lock was touched")
 	}
-	// DESIGN §9: a live index.lock memd did not take is a git at work, which a commit waits
+	// docs/ARCHITECTURE.md §11: a live index.lock memd did not take is a git at work, which a commit waits
 	// out (passingWait); this one has no git behind it, so once it is indexLockMinAge old it
 	// is a killed process's and the commit goes through (its ref, not the index).
 	testutil.WriteFile(t, dir, "c.html", "c")

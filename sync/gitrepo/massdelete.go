@@ -12,7 +12,7 @@ import (
 	"github.com/memd-dev/memd/internal/statedir"
 )
 
-// The mass deletion brake (DESIGN §9): a commit of writers' changes, or a fetched commit,
+// The mass deletion brake (docs/ARCHITECTURE.md §11): a commit of writers' changes, or a fetched commit,
 // that would delete more than Options.MaxDeletes memory files and more than
 // memd.MaxDeletesShare of them is not made, or not merged. Nothing is lost either way:
 // the files a writer deleted stay deleted on disk and uncommitted; the remote's commit

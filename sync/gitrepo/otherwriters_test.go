@@ -10,7 +10,7 @@ import (
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
-// Plain git beside memd (DESIGN §9 "Other writers"): git's ignore rules, gitlinks. Each
+// Plain git beside memd (docs/ARCHITECTURE.md §11 "Other writers"): git's ignore rules, gitlinks. Each
 // case is a bare remote and two clones; B plays the other machine (or the user's git).
 
 // useRepoRules gives r the repo's own ignore rules as they are on disk now, as the agent

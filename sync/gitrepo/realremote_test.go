@@ -1,6 +1,6 @@
 package gitrepo
 
-// Real servers on loopback (DESIGN §9 "Remotes as git reaches them"): OpenSSH's sshd and
+// Real servers on loopback (docs/ARCHITECTURE.md §11 "Remotes as git reaches them"): OpenSSH's sshd and
 // git's http-backend, reached with only what a user's shell has (~/.ssh, an agent, git's
 // config and credential helpers). In each case plain git in the same HOME is the
 // reference: where git succeeds memd succeeds, where git refuses memd refuses.

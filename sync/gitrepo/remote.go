@@ -1,6 +1,6 @@
 package gitrepo
 
-// Syncing with the remote (DESIGN §4): fetch, fast-forward or merge, push.
+// Syncing with the remote (docs/ARCHITECTURE.md §4): fetch, fast-forward or merge, push.
 // Network operations go through go-git's transports (file and local paths,
 // http(s), ssh) with a deadline each; none of them can prompt.
 
@@ -712,7 +712,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 	if lc != nil {
 		localTree = lc.TreeHash
 	}
-	// The remote is not trusted (DESIGN §4): its tree is vetted before
+	// The remote is not trusted (docs/ARCHITECTURE.md §4): its tree is vetted before
 	// anything reads it for a merge or writes it to disk.
 	if err := r.checkFetchedTreeLocked(s, remote, rc.TreeHash, localTree); err != nil {
 		return nil, fmt.Errorf("sync %s with %s/%s: %w", r.dir, ro.Remote, r.opts.Branch, err)

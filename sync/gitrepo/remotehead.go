@@ -1,6 +1,6 @@
 package gitrepo
 
-// The cheap look at the remote branch (DESIGN §9, sync.check_interval): the one ref memd
+// The cheap look at the remote branch (docs/ARCHITECTURE.md §11, sync.check_interval): the one ref memd
 // follows, not the remote's whole advertisement, so that a look every ten seconds costs one
 // small request whatever the number of refs on the remote.
 //
@@ -156,7 +156,7 @@ func (r *Repo) RemoteHead(ctx context.Context, ro RemoteOptions) (plumbing.Hash,
 const lookTTL = 5 * time.Minute
 
 // lookCache holds the last look's resolved target (https only: ssh looks up its agent on
-// every attempt, as DESIGN §9 says).
+// every attempt, as docs/ARCHITECTURE.md §11 says).
 type lookCache struct {
 	mu  sync.Mutex
 	url string

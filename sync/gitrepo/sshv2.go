@@ -1,6 +1,6 @@
 package gitrepo
 
-// Protocol v2 over ssh (DESIGN §9, issues 27 and 29): the look and the one-ref fetch ask
+// Protocol v2 over ssh (docs/ARCHITECTURE.md §11, issues 27 and 29): the look and the one-ref fetch ask
 // the server to run git-upload-pack with GIT_PROTOCOL=version=2 in its environment (an
 // ssh "env" request, which OpenSSH's sshd honours only where AcceptEnv lists
 // GIT_PROTOCOL, as GitHub's and GitLab's servers do; git's own ssh sends it the same way

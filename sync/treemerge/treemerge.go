@@ -6,7 +6,7 @@
 // policy's (Policy, mergepolicy.go: one rule per file kind, reading the
 // formats through format/...); this package applies it to trees. It never
 // touches the work tree or a ref: moving HEAD and checking the result out,
-// crash-safely, is sync's (sync/merge.go).
+// crash-safely, is sync's (sync/gitrepo/merge.go).
 package treemerge
 
 import (
