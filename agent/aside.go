@@ -28,6 +28,11 @@ const asidePoll = 500 * time.Millisecond
 // it cannot start still works, with the poll alone (logged).
 func (a *Agent) startOutside() {
 	gitDir := filepath.Join(a.cfg.Repo, ".git")
+	// The state directory may not be there yet (a repo memd never ran in): made now, or
+	// this watch would be off for the daemon's life.
+	if sd, err := statedir.Create(a.cfg.StateDir()); err == nil {
+		sd.Close()
+	}
 	n, err := watcher.WatchNames(map[string][]string{
 		gitDir:           gitrepo.GateFiles(),
 		a.cfg.StateDir(): {statedir.KickFile, statedir.PauseFile, statedir.AllowDeletesFile},

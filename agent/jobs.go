@@ -145,6 +145,7 @@ const (
 // the race to other machines is contention, retried soon, and changes no state. One log
 // line per state change, not per retry.
 func (a *Agent) doSync(ctx context.Context) error {
+	a.reconcileIfMovedByOthers() // the outside watch's fallback, at every pull_interval
 	if !a.hasRemote() || a.syncPaused() || !a.gateOpen() {
 		return nil // a pause's end, or the repo's return, kicks the sync that waited
 	}

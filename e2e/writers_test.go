@@ -130,6 +130,11 @@ func TestSleepReviewBranchLeavesMainAlone(t *testing.T) {
 	w.asUser()
 	d := w.start()
 	w.waitCommitted(d)
+	// memhtml's `git mv` reads the index, which memd brings up to its commit just after it.
+	testutil.WaitFor(t, "the index to hold memd's commit", commitTimeout, func() bool {
+		out, err := w.gitRun([]string{"GIT_OPTIONAL_LOCKS=0"}, "ls-files", "resources/2024-01-03-old.html")
+		return err == nil && strings.TrimSpace(out) != ""
+	}, d.Describe)
 	main := w.rev("main")
 	w.git("checkout", "-q", "-b", "sleep/2026-12-01")
 	must(t, os.MkdirAll(w.path("archive/2024/resources"), 0o755))

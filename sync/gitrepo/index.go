@@ -358,10 +358,12 @@ func (r *Repo) installRefreshed(lock *os.File, indexPath string, curFile fileID,
 		_ = lock.Close()
 		return fmt.Errorf("index refresh: %s: %w", a.Reason, gitstore.ErrLocked)
 	}
-	if why := r.gitAtWork(); background && why != "" {
-		_ = os.Remove(lock.Name())
-		_ = lock.Close()
-		return fmt.Errorf("index refresh: %s: %w", why, gitstore.ErrLocked)
+	if background {
+		if why := r.gitAtWork(); why != "" {
+			_ = os.Remove(lock.Name())
+			_ = lock.Close()
+			return fmt.Errorf("index refresh: %s: %w", why, gitstore.ErrLocked)
+		}
 	}
 	r.idx.installing.Store(true)
 	err := installIndex(lock, indexPath, curFile, func(tmp string) error {
