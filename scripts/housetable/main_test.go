@@ -1,10 +1,10 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
 )
 
 // A tree with one of each thing the table counts: a WalkDir walker, a recursive ReadDir
@@ -68,20 +68,7 @@ var inTest = ".memory.lock"
 `,
 		"bench/x/main.go": "package main\n\nvar lock = \".memory.lock\"\n\nfunc main() {}\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var out strings.Builder
-	if err := run(&out, dir, 80); err != nil {
-		t.Fatal(err)
-	}
-	got := out.String()
+	got := table(t, dir, files)
 	for _, want := range []string{
 		"## Tree walkers: 2 of the work tree, 1 of the git dir",
 		"- a/a.go:11 walk", "- a/a.go:13 rec", "- (git dir) a/a.go:24 repo.refs",
@@ -146,20 +133,7 @@ func runGit(t *testing.T, args ...string) { _ = exec.Command("git", args...).Run
 func writeFile(t *testing.T, p string) { _ = os.WriteFile(p, nil, 0o644) }
 `,
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var out strings.Builder
-	if err := run(&out, dir, 80); err != nil {
-		t.Fatal(err)
-	}
-	got := out.String()
+	got := table(t, dir, files)
 	for _, want := range []string{
 		"| re-export (a top-level name that is another package's) | 2 | c/c.go:11, c/c.go:13 |",
 		"| the root's imports of the module | 1 | github.com/memd-dev/memd/c |",
@@ -173,4 +147,17 @@ func writeFile(t *testing.T, p string) { _ = os.WriteFile(p, nil, 0o644) }
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
 	}
+}
+
+// table writes files into dir and returns the table run prints for it.
+func table(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	for name, body := range files {
+		testutil.WriteFile(t, dir, name, body)
+	}
+	var out strings.Builder
+	if err := run(&out, dir, 80); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }
