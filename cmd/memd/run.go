@@ -16,6 +16,7 @@ import (
 func init() { register("run", "the agent, in the foreground (what the service runs)", cmdRun) }
 
 func cmdRun(a *app, args []string) int {
+	relaxTimers() // before anything is opened: it may exec memd again (timerslack_linux.go)
 	fs := a.flags("run", "")
 	if code, ok := a.parse(fs, args); !ok {
 		return code

@@ -150,25 +150,32 @@ func (r *Repo) RemoteHead(ctx context.Context, ro RemoteOptions) (plumbing.Hash,
 	return h, nil
 }
 
-// lookTTL is how long a look reuses the credentials it resolved: resolving runs git's config
-// and credential helpers (processes, a few ms of CPU), too much for every check_interval.
-// A failed look drops them, so a rotated token is asked for again at once.
-const lookTTL = 5 * time.Minute
+// lookTTL is how long a look reuses the credentials it resolved while git's config files
+// stay as they were: resolving runs git's config and credential helpers (three processes,
+// a few ms of CPU and ~150 context switches of memd's threads, measured with
+// bench/liveremote), too much for every check_interval and, every 5 minutes as before,
+// still half of an idle daemon's wakeups (issue 29: at most one a second). A changed config
+// file (the repo's, the user's, the system's, or ~/.git-credentials, the store helper's)
+// resolves again at the next look, and a failed look drops them, so a rotated token is asked
+// for again at once; the hour covers what no file here shows (an include, a keychain).
+const lookTTL = time.Hour
 
 // lookCache holds the last look's resolved target (https only: ssh looks up its agent on
-// every attempt, as docs/ARCHITECTURE.md §11 says).
+// every attempt, as docs/ARCHITECTURE.md §11 says) and the stamp of git's config files it was resolved under.
 type lookCache struct {
-	mu  sync.Mutex
-	url string
-	tgt *gitremote.Target
-	at  time.Time
+	mu    sync.Mutex
+	url   string
+	tgt   *gitremote.Target
+	at    time.Time
+	stamp string
 }
 
 func (r *Repo) lookTarget(ctx context.Context, ro RemoteOptions, rawURL string) (*gitremote.Target, error) {
 	c := &r.look
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.tgt != nil && c.url == rawURL && time.Since(c.at) < lookTTL {
+	stamp := gitConfigStamp(r.gitDir)
+	if c.tgt != nil && c.url == rawURL && c.stamp == stamp && time.Since(c.at) < lookTTL {
 		return c.tgt, nil
 	}
 	tgt, err := ro.target(ctx, r.dir, "fetch", rawURL)
@@ -176,9 +183,48 @@ func (r *Repo) lookTarget(ctx context.Context, ro RemoteOptions, rawURL string) 
 		return nil, err
 	}
 	if strings.HasPrefix(tgt.URL, "http://") || strings.HasPrefix(tgt.URL, "https://") {
-		c.url, c.tgt, c.at = rawURL, tgt, time.Now()
+		c.url, c.tgt, c.at, c.stamp = rawURL, tgt, time.Now(), stamp
 	}
 	return tgt, nil
+}
+
+// gitConfigStamp is the size and mtime of each file git reads its config from for the repo
+// at gitDir (git-config(1) FILES), and of ~/.git-credentials: a change to any of them is a
+// change of what a resolve would find. A few stats, no process.
+func gitConfigStamp(gitDir string) string {
+	files := []string{filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree")}
+	home, _ := os.UserHomeDir()
+	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
+		files = append(files, g)
+	} else {
+		xdg := os.Getenv("XDG_CONFIG_HOME")
+		if xdg == "" && home != "" {
+			xdg = filepath.Join(home, ".config")
+		}
+		if xdg != "" {
+			files = append(files, filepath.Join(xdg, "git", "config"))
+		}
+		if home != "" {
+			files = append(files, filepath.Join(home, ".gitconfig"))
+		}
+	}
+	if os.Getenv("GIT_CONFIG_NOSYSTEM") == "" {
+		if s := os.Getenv("GIT_CONFIG_SYSTEM"); s != "" {
+			files = append(files, s)
+		} else {
+			files = append(files, "/etc/gitconfig")
+		}
+	}
+	if home != "" {
+		files = append(files, filepath.Join(home, ".git-credentials"))
+	}
+	var b strings.Builder
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", f, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
 }
 
 // lookDone reports a look to the credential helpers the first time its target is used

@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memd-dev/memd/internal/testutil"
+	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 // TestRemoteHeadHTTPOneSmallRequest: the look over smart HTTP is one request of a few hundred
@@ -44,6 +45,31 @@ func TestRemoteHeadHTTPOneSmallRequest(t *testing.T) {
 	moved := testutil.RunGit(t, w.bare, "rev-parse", "main")[:40]
 	if h, err := w.a.RemoteHead(context.Background(), ro); err != nil || h.String() != moved {
 		t.Fatalf("after B's push RemoteHead = %s, %v; want %s", h, err, moved)
+	}
+}
+
+// TestLookKeepsTargetUntilGitConfigChanges: the looks reuse the credentials they resolved
+// (resolving runs git processes, each a burst of wakeups for an idle daemon) until one of
+// git's config files changes; then the next look resolves again.
+func TestLookKeepsTargetUntilGitConfigChanges(t *testing.T) {
+	_, w := newHTTPWorld(t, "", map[string]string{"a.md": "one\n"})
+	ro := pushOpts()
+	look := func() *gitremote.Target {
+		t.Helper()
+		if _, err := w.a.RemoteHead(context.Background(), ro); err != nil {
+			t.Fatal(err)
+		}
+		w.a.look.mu.Lock()
+		defer w.a.look.mu.Unlock()
+		return w.a.look.tgt
+	}
+	first := look()
+	if first == nil || look() != first {
+		t.Fatal("the second look resolved its target again; want the first one's reused")
+	}
+	testutil.RunGit(t, w.aDir, "config", "http.lowSpeedTime", "600") // any change to .git/config
+	if look() == first {
+		t.Fatal("after a .git/config change the look kept its old target; want it resolved again")
 	}
 }
 
