@@ -685,17 +685,32 @@ func isWriteFileTestHelper(f *file, fd *ast.FuncDecl) bool {
 	return false
 }
 
-// reexports are f's top-level specs that only rename another package's name: `type X = p.Y`,
+// reexports are f's top-level specs that only rename another package's name (the module's
+// own or another module's; the standard library's values are values): `type X = p.Y`,
 // `const X = p.Y`, `var X = p.Y` (a function value such as `var F = p.F` too).
 func reexports(f *file, fset *token.FileSet) []string {
 	var out []string
+	// Only names of the module's own or another module's packages: `const x = time.Hour` is a
+	// value, not a second spelling.
+	thirdParty := map[string]bool{}
+	for _, im := range f.f.Imports {
+		p, err := strconv.Unquote(im.Path.Value)
+		if err != nil || !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+			continue
+		}
+		name := p[strings.LastIndex(p, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		thirdParty[name] = true
+	}
 	sel := func(e ast.Expr) bool {
 		s, ok := e.(*ast.SelectorExpr)
 		if !ok {
 			return false
 		}
-		_, ok = s.X.(*ast.Ident)
-		return ok
+		id, ok := s.X.(*ast.Ident)
+		return ok && thirdParty[id.Name]
 	}
 	for _, d := range f.f.Decls {
 		g, ok := d.(*ast.GenDecl)
