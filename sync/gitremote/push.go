@@ -33,6 +33,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -92,6 +93,8 @@ type Push struct {
 // classifies it).
 func SendPack(ctx context.Context, p Push) (err error) {
 	rem, tgt, br, local := p.Remote, p.Target, p.Branch, p.Local
+	ctx, cancel := uncancelledIfLocal(ctx, tgt.URL)
+	defer cancel()
 	st := PushStats{New: local}
 	defer func() {
 		if p.Stats != nil {
@@ -199,6 +202,28 @@ func (s *remoteSaid) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// uncancelledIfLocal keeps a push to a file remote from being killed half-way. There
+// go-git runs `git receive-pack` as memd's own child and, when ctx is cancelled (a daemon
+// stopping mid-push), ends it with SIGKILL: killed between its ref update and its cleanup,
+// it leaves HEAD.lock or the branch's .lock in the remote, which then refuses every later
+// push, memd's and the user's, until someone removes it by hand (git's lock files are not
+// taken over). A local push is short: it runs to its end, bounded by ctx's deadline (or
+// localPushTimeout) but not by its cancellation. A network push is the server's to clean up.
+func uncancelledIfLocal(ctx context.Context, url string) (context.Context, context.CancelFunc) {
+	ep, err := transport.NewEndpoint(url)
+	if err != nil || ep.Protocol != "file" {
+		return ctx, func() {}
+	}
+	bound := localPushTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		bound = time.Until(dl)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), bound)
+}
+
+// localPushTimeout bounds a push to a file remote whose caller set no deadline.
+const localPushTimeout = 2 * time.Minute
 
 // openReceivePack opens a receive-pack session with the remote rem.
 func openReceivePack(rem *git.Remote, tgt *Target) (transport.ReceivePackSession, error) {

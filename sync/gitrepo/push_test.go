@@ -613,3 +613,26 @@ func TestPushRandomHistories(t *testing.T) {
 	mustSync(t, a)
 	fsck(t, w.bare)
 }
+
+// TestPushToFileRemoteRunsToItsEnd: a push to a file remote is not cut off by its context's
+// cancellation (a daemon stopping mid-push): go-git would SIGKILL the git receive-pack it
+// runs, which can leave HEAD.lock or the branch's lock in the remote and refuse every later
+// push. With the context already cancelled the push still lands, and no lock is left.
+func TestPushToFileRemoteRunsToItsEnd(t *testing.T) {
+	w := pushWorld(t, "file", pushSeed)
+	testutil.WriteFile(t, w.aDir, "areas/late.html", "pushed as memd stops\n")
+	res := mustCommit(t, w.a, "areas/late.html")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.a.push(ctx, pushOpts().withDefaults(), plumbing.NewHash(res.Hash)); err != nil {
+		t.Fatalf("push with a cancelled context to a file remote: %v", err)
+	}
+	if got := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main")); got != res.Hash {
+		t.Fatalf("remote main %s, want the pushed %s", got, res.Hash)
+	}
+	locks, _ := filepath.Glob(filepath.Join(w.bare, "*.lock"))
+	refLocks, _ := filepath.Glob(filepath.Join(w.bare, "refs", "heads", "*.lock"))
+	if len(locks)+len(refLocks) > 0 {
+		t.Fatalf("locks left in the remote: %v %v", locks, refLocks)
+	}
+}
