@@ -25,7 +25,9 @@ import (
 
 // .git/index upkeep (docs/ARCHITECTURE.md §3). Commits never touch the index; it is
 // brought in step with HEAD afterwards, off the critical path, so that
-// `git status` in the repo is clean and fast.
+// `git status` in the repo is clean and fast. A checkout (a fast-forward or merge) is the
+// exception: it writes the new HEAD's index itself as its last step, in the index.lock it
+// holds (writeCheckoutIndexLocked, checkoutlock.go), as git's checkout does.
 //
 // Concurrency: an incremental refresh looks up the changed paths' entries
 // through the owner's go-git instance under r.mu (milliseconds), then reads
