@@ -253,3 +253,31 @@ func TestGitCommitRightAfterCheckoutKeepsMemdsFiles(t *testing.T) {
 	}
 	fsck(t, w.aDir)
 }
+
+// A checkout after a person's git rewrote the index (`git add` of a file of theirs) splices
+// memd's paths into git's file rather than walking the whole tree under index.lock: right
+// after the sync B's change is in the index and the person's staged file still staged, as
+// git's checkout keeps it. The refresher then walks the tree off the lock, as before (memd
+// owns the index: the staging goes, the file stays).
+func TestCheckoutSplicesIntoAnIndexGitWrote(t *testing.T) {
+	w := indexLockWorld(t)
+	if err := w.a.RefreshIndex(); err != nil { // memd's file, as the agent writes it at start
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, w.aDir, "notes/user.html", "the user's\n")
+	testutil.RunGit(t, w.aDir, "add", "notes/user.html")
+	gate := make(chan struct{})
+	w.a.testDuringRefresh = func() { <-gate }
+	mustSync(t, w.a)
+	staged := testutil.RunGit(t, w.aDir, "diff", "--cached", "--name-status", "HEAD")
+	status := testutil.RunGit(t, w.aDir, "status", "--porcelain", "-uall")
+	close(gate)
+	w.a.WaitIndexRefresh()
+	w.a.testDuringRefresh = nil
+	if staged != "A\tnotes/user.html\n" || status != "A  notes/user.html\n" {
+		t.Fatalf("right after the checkout: staged %q, status %q; want only the person's file staged", staged, status)
+	}
+	if got := testutil.RunGit(t, w.aDir, "status", "--porcelain", "-uall"); got != "?? notes/user.html\n" {
+		t.Fatalf("after the refresher: status %q, want the person's file untracked (memd's index, HEAD's tree)", got)
+	}
+}
