@@ -73,20 +73,11 @@ func (s stateAllowance) TakeAllowDeletes() error {
 	return d.TakeAllowDeletes()
 }
 
-func (s stateAllowance) ReadDeletes() (statedir.DeleteWindow, error) {
-	d, err := statedir.Open(s.dir)
-	if err != nil {
-		return statedir.DeleteWindow{}, err
-	}
-	defer d.Close()
-	return d.ReadDeletes()
-}
-
-func (s stateAllowance) WriteDeletes(w statedir.DeleteWindow) error {
+func (s stateAllowance) UpdateDeletes(update func(w *statedir.DeleteWindow, readErr error) bool) error {
 	d, err := statedir.Create(s.dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return d.WriteDeletes(w)
+	return d.UpdateDeletes(update)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"syscall"
 	"time"
 )
 
@@ -14,6 +15,10 @@ import (
 // held. It lives here so a restart in the middle of an `rm -r` does not start the count
 // over.
 const DeletesFile = "deletes.json"
+
+// DeletesLockFile serialises DeletesFile's read-modify-write between processes (UpdateDeletes):
+// a flock on a file of its own, since DeletesFile is replaced by a rename on every write.
+const DeletesLockFile = "deletes.lock"
 
 // DeleteWindow is what DeletesFile holds.
 type DeleteWindow struct {
@@ -63,4 +68,36 @@ func (d *Dir) WriteDeletes(w DeleteWindow) error {
 		_, err := wr.Write(append(b, '\n'))
 		return err
 	})
+}
+
+// UpdateDeletes is the brake's read-modify-write of its window, whole under an exclusive
+// flock on DeletesLockFile, so that `memd run` and a one-shot `memd sync` on the same repo
+// never lose each other's marks (each reading the window, then the later write dropping
+// what the other added). update gets the window read (the zero window and the error when
+// the file is not one) and says whether to write it back. The kernel drops the flock with
+// its process: a SIGKILL leaves no lock behind.
+func (d *Dir) UpdateDeletes(update func(w *DeleteWindow, readErr error) (write bool)) error {
+	if err := d.Ensure(); err != nil {
+		return err
+	}
+	f, err := d.OpenInPlace(DeletesLockFile, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", d.Rel(DeletesLockFile), err)
+	}
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+	w, rerr := d.ReadDeletes()
+	if !update(&w, rerr) {
+		return nil
+	}
+	return d.WriteDeletes(w)
 }

@@ -20,6 +20,10 @@ package gitrepo
 //  4. apply: deletions, then each temp renamed over its target only if the
 //     target still has the stamp prepare took (safefs Temp.CommitHold,
 //     Tree.RemoveHold).
+//  5. the new head's index, with the stat data of what step 4 wrote, goes into
+//     the index.lock held since step 2 and is renamed over .git/index
+//     (index.go writeCheckoutIndexLocked): no git sees HEAD moved and the
+//     index behind it.
 //
 // A path edited between step 2 and its rename in step 4 is not clobbered: it
 // is left as it is and reported (late), and the caller commits it on the

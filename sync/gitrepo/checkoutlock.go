@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -18,8 +19,12 @@ import (
 // and then resets it, or a `git stash pop` that checks the index and then merges, never
 // finds a tracked file memd rewrote between its steps; it finds the lock (and fails as it
 // would beside another git, before it changed anything), or memd finds git's lock and
-// stands aside (Aside.Passing) to try again once git is done. The index itself is brought
-// up to the new HEAD by the refresher right after (index.go), under its own short hold.
+// stands aside (Aside.Passing) to try again once git is done. And as git's checkout ends,
+// memd's ends: the new HEAD's index, with the stat data of the files just written, goes into
+// index.lock and is renamed over .git/index as the last step (writeCheckoutIndexLocked), so
+// no git ever finds HEAD moved and the index still the old head's (a `git commit` made from
+// it dropped or reverted what memd checked out). A kill before the rename leaves the old
+// index and a stale lock, cleared at the next start as any killed checkout's.
 
 const (
 	// checkoutLockWait bounds how long a sync's checkout waits for a git holding
@@ -30,16 +35,48 @@ const (
 // indexLockedAside is the stand-aside a checkout returns when git holds index.lock.
 var indexLockedAside = Aside{Reason: "git is writing the index (.git/index.lock)", Brief: "index locked", Passing: true}
 
+// indexHold is a checkout's hold of .git/index.lock (lockIndexForCheckout). The checkout
+// ends as git's does: the new index written into the lock and renamed over .git/index
+// (commit, from writeCheckoutIndexLocked), or, if it wrote none, the lock dropped (release).
+type indexHold struct {
+	r    *Repo
+	f    *os.File // nil: an outer step holds the lock
+	done bool
+}
+
+// release drops the lock unless commit already renamed it into place (then the name may
+// be another git's lock by now).
+func (h *indexHold) release() {
+	if h.f == nil || h.done {
+		return
+	}
+	h.done = true
+	h.r.idx.checkoutLock.Store(false)
+	gitstore.RollbackLock(h.f)
+}
+
+// commit fsyncs the new index the checkout wrote into the lock and renames it over
+// indexPath, which releases the lock. A failure removes the lock, the old index stays.
+func (h *indexHold) commit(indexPath string) error {
+	h.done = true
+	err := gitstore.CommitLock(h.f, indexPath)
+	h.r.idx.checkoutLock.Store(false)
+	if err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	return nil
+}
+
 // lockIndexForCheckout takes .git/index.lock for a checkout's writes, waiting up to wait
 // while a live git holds it; a lock no live process holds (gitstore.ClearStaleLock: older
 // than indexLockMinAge, no git in the work tree) is a killed process's, memd's own
 // included, and is cleared. A lock still held returns a *StandAsideError (Passing).
-// release drops it; the gate (gitops.go foreignIndexLock) and the refresher's stale-lock
-// clearing leave it alone while held.
-func (r *Repo) lockIndexForCheckout(what string, wait time.Duration) (release func(), err error) {
+// The hold's release drops it; the gate (gitops.go foreignIndexLock) and the refresher's
+// stale-lock clearing leave it alone while held.
+func (r *Repo) lockIndexForCheckout(what string, wait time.Duration) (*indexHold, error) {
 	if r.idx.checkoutLock.Load() {
 		// Already ours (the repo has one owner, r.mu): a nested step keeps the outer hold.
-		return func() {}, nil
+		return &indexHold{r: r}, nil
 	}
 	indexPath := filepath.Join(r.gitDir, "index")
 	f, err := gitstore.CreateLock(indexPath, 0)
@@ -57,8 +94,5 @@ func (r *Repo) lockIndexForCheckout(what string, wait time.Duration) (release fu
 	if r.hooks != nil && r.hooks.checkoutLockHeld != nil {
 		r.hooks.checkoutLockHeld()
 	}
-	return func() {
-		r.idx.checkoutLock.Store(false)
-		gitstore.RollbackLock(f)
-	}, nil
+	return &indexHold{r: r, f: f}, nil
 }

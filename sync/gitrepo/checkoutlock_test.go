@@ -2,9 +2,11 @@ package gitrepo
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,4 +164,120 @@ func TestInterruptedCheckoutClearsItsStaleIndexLock(t *testing.T) {
 	}
 	a2.WaitIndexRefresh()
 	statusClean(t, a2)
+}
+
+// holdRefresher keeps memd's background index refresher from doing any work until the test
+// ends (as on a loaded machine, where it runs late): whatever the index says right after a
+// sync is what the checkout itself wrote.
+func holdRefresher(t *testing.T, r *Repo) {
+	t.Helper()
+	r.WaitIndexRefresh()
+	gate := make(chan struct{})
+	r.testDuringRefresh = func() { <-gate }
+	t.Cleanup(func() {
+		close(gate)
+		r.WaitIndexRefresh()
+	})
+}
+
+// indexMatchesHead: `git status` is clean and the index is HEAD's tree, with no wait and no
+// refresh of memd's.
+func indexMatchesHead(t *testing.T, dir, after string) {
+	t.Helper()
+	if out := testutil.RunGit(t, dir, "status", "--porcelain", "-uall"); out != "" {
+		t.Fatalf("after %s, git status:\n%s", after, out)
+	}
+	cmd := exec.Command("git", "diff", "--cached", "--quiet", "HEAD")
+	cmd.Dir, cmd.Env = dir, testutil.GitEnv()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("after %s, the index is not HEAD's tree (git diff --cached HEAD: %v)", after, err)
+	}
+}
+
+// memd's checkout writes the new index itself, under the index.lock it holds, as git's
+// checkout and merge do: right after a sync that fast-forwards and one that merges, the
+// index is HEAD's with the refresher held back. Before, HEAD moved first and the index
+// followed later (the refresher), and a git in between worked from the old head's index.
+func TestCheckoutWritesTheIndex(t *testing.T) {
+	w := indexLockWorld(t)
+	w.a.WaitIndexRefresh()
+	holdRefresher(t, w.a)
+	mustSync(t, w.a) // a fast-forward to B's change of notes/a.html
+	if got := readRel(t, w.aDir, "notes/a.html"); got != "a from B\n" {
+		t.Fatalf("notes/a.html = %q, want B's change", got)
+	}
+	indexMatchesHead(t, w.aDir, "a fast-forward")
+
+	testutil.WriteFile(t, w.bDir, "notes/c.html", "c from B\n")
+	mustCommit(t, w.b, "notes/c.html")
+	mustSync(t, w.b)
+	testutil.WriteFile(t, w.aDir, "notes/b.html", "b from A\n")
+	mustCommit(t, w.a, "notes/b.html")
+	mustSync(t, w.a) // a merge: A's commit and B's
+	if n := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-list", "--count", "--merges", "HEAD")); n != "1" {
+		t.Fatalf("%s merge commits, want 1", n)
+	}
+	indexMatchesHead(t, w.aDir, "a merge")
+	fsck(t, w.aDir)
+}
+
+// A person's `git add` and `git commit` right after memd's checkout, round after round (a
+// fast-forward, then merges with the person's commits), never drops or reverts a file memd
+// checked out: the commit is made from an index that already is the new HEAD's. Before, the
+// index lagged until the refresher caught up (at a person's speed, not held back: 4 runs in
+// 5 failed) and the person's commit put back the old content of the file B changed and
+// dropped B's new one.
+func TestGitCommitRightAfterCheckoutKeepsMemdsFiles(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"notes/a.html": "a\n"})
+	w.a.WaitIndexRefresh()
+	want := map[string]string{"notes/a.html": "a\n"}
+	for i := range 4 {
+		nw := fmt.Sprintf("notes/b%d.html", i)
+		testutil.WriteFile(t, w.bDir, nw, nw+" from B\n")
+		testutil.WriteFile(t, w.bDir, "notes/a.html", fmt.Sprintf("a, round %d\n", i))
+		mustCommit(t, w.b, nw, "notes/a.html")
+		mustSync(t, w.b)
+		want[nw], want["notes/a.html"] = nw+" from B\n", fmt.Sprintf("a, round %d\n", i)
+
+		mustSync(t, w.a) // round 0 fast-forwards; later rounds merge the person's commit
+		mine := fmt.Sprintf("notes/user%d.html", i)
+		testutil.WriteFile(t, w.aDir, mine, "the user's\n")
+		testutil.RunGit(t, w.aDir, "add", mine)
+		testutil.RunGit(t, w.aDir, "-c", "user.name=u", "-c", "user.email=u@u", "commit", "-qm", "the user's "+mine)
+		want[mine] = "the user's\n"
+		for p, c := range want {
+			if got := testutil.RunGit(t, w.aDir, "show", "HEAD:"+p); got != c {
+				t.Fatalf("round %d: the person's commit has %s = %q, want %q (made from an index memd's checkout left behind)", i, p, got, c)
+			}
+		}
+	}
+	fsck(t, w.aDir)
+}
+
+// A checkout after a person's git rewrote the index (`git add` of a file of theirs) splices
+// memd's paths into git's file rather than walking the whole tree under index.lock: right
+// after the sync B's change is in the index and the person's staged file still staged, as
+// git's checkout keeps it. The refresher then walks the tree off the lock, as before (memd
+// owns the index: the staging goes, the file stays).
+func TestCheckoutSplicesIntoAnIndexGitWrote(t *testing.T) {
+	w := indexLockWorld(t)
+	if err := w.a.RefreshIndex(); err != nil { // memd's file, as the agent writes it at start
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, w.aDir, "notes/user.html", "the user's\n")
+	testutil.RunGit(t, w.aDir, "add", "notes/user.html")
+	gate := make(chan struct{})
+	w.a.testDuringRefresh = func() { <-gate }
+	mustSync(t, w.a)
+	staged := testutil.RunGit(t, w.aDir, "diff", "--cached", "--name-status", "HEAD")
+	status := testutil.RunGit(t, w.aDir, "status", "--porcelain", "-uall")
+	close(gate)
+	w.a.WaitIndexRefresh()
+	w.a.testDuringRefresh = nil
+	if staged != "A\tnotes/user.html\n" || status != "A  notes/user.html\n" {
+		t.Fatalf("right after the checkout: staged %q, status %q; want only the person's file staged", staged, status)
+	}
+	if got := testutil.RunGit(t, w.aDir, "status", "--porcelain", "-uall"); got != "?? notes/user.html\n" {
+		t.Fatalf("after the refresher: status %q, want the person's file untracked (memd's index, HEAD's tree)", got)
+	}
 }

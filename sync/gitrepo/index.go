@@ -25,7 +25,9 @@ import (
 
 // .git/index upkeep (docs/ARCHITECTURE.md §3). Commits never touch the index; it is
 // brought in step with HEAD afterwards, off the critical path, so that
-// `git status` in the repo is clean and fast.
+// `git status` in the repo is clean and fast. A checkout (a fast-forward or merge) is the
+// exception: it writes the new HEAD's index itself as its last step, in the index.lock it
+// holds (writeCheckoutIndexLocked, checkoutlock.go), as git's checkout does.
 //
 // Concurrency: an incremental refresh looks up the changed paths' entries
 // through the owner's go-git instance under r.mu (milliseconds), then reads
@@ -63,9 +65,12 @@ type indexState struct {
 	chainHead plumbing.Hash // newest head memd committed
 	// seenHead is the branch head memd last moved the branch to, or last saw another
 	// writer move it to (HeadMovedByOthers).
-	seenHead  plumbing.Hash
-	lastFile  fileID // the index file we last wrote
-	pending   map[string]struct{}
+	seenHead plumbing.Hash
+	lastFile fileID // the index file we last wrote
+	pending  map[string]struct{}
+	// inflight: the pending paths a running refresh took, not yet in an index on disk; a
+	// checkout that writes the index meanwhile (writeCheckoutIndexLocked) splices them too.
+	inflight  map[string]struct{}
 	scheduled bool
 	wg        sync.WaitGroup
 	closed    bool
@@ -100,6 +105,13 @@ const (
 // noteCommitted records a branch move made by memd, for the next index
 // refresh, and schedules one. changes nil = unknown (full refresh).
 func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []memd.Change) {
+	r.noteMoved(old, newH, changes)
+	r.ScheduleIndexRefresh()
+}
+
+// noteMoved is noteCommitted without the refresh: a checkout writes the index itself
+// (writeCheckoutIndexLocked).
+func (r *Repo) noteMoved(old, newH plumbing.Hash, changes []memd.Change) {
 	s := &r.idx
 	s.mu.Lock()
 	if old != s.chainHead || changes == nil {
@@ -114,7 +126,6 @@ func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []memd.Change) {
 	s.chainHead = newH
 	s.seenHead = newH
 	s.mu.Unlock()
-	r.ScheduleIndexRefresh()
 }
 
 // ScheduleIndexRefresh arranges for RefreshIndex to run soon in a background
@@ -188,6 +199,7 @@ func (r *Repo) refresh(started func(), background bool) error {
 	s := &r.idx
 	s.run.Lock()
 	defer s.run.Unlock()
+	defer s.doneInflight()
 	if started != nil {
 		started()
 	}
@@ -247,9 +259,36 @@ func (s *indexState) takePending() refreshSnapshot {
 	defer s.mu.Unlock()
 	snap := refreshSnapshot{valid: s.valid, lastHead: s.lastHead, chainHead: s.chainHead,
 		lastFile: s.lastFile, pending: s.pending, lockHeld: s.lockHeld}
+	s.inflight = s.pending
 	s.pending = make(map[string]struct{})
 	s.broken = false
 	return snap
+}
+
+// takeForCheckout is takePending for a checkout's index write, which runs beside a refresh
+// (it holds r.mu and index.lock, never s.run): the paths that refresh took are in it too.
+func (s *indexState) takeForCheckout() refreshSnapshot {
+	s.mu.Lock()
+	inflight := s.inflight
+	s.mu.Unlock()
+	snap := s.takePending()
+	s.mu.Lock()
+	s.inflight = inflight // still the running refresh's
+	s.mu.Unlock()
+	if snap.pending == nil {
+		snap.pending = make(map[string]struct{})
+	}
+	for p := range inflight {
+		snap.pending[p] = struct{}{}
+	}
+	return snap
+}
+
+// doneInflight: the running refresh is over (installed, or its paths restored to pending).
+func (s *indexState) doneInflight() {
+	s.mu.Lock()
+	s.inflight = nil
+	s.mu.Unlock()
 }
 
 // restorePending puts a failed refresh's pending paths back.
@@ -289,49 +328,24 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry, background
 	if r.testDuringRefresh != nil {
 		r.testDuringRefresh()
 	}
-	var curFile fileID
-	if fi, err := os.Stat(indexPath); err == nil {
-		curFile = statID(fi)
+	b, err := r.buildIndex(indexPath, lock, head, snap, canRetry, false)
+	if err != nil {
+		restore()
+		return false, err
 	}
-	incremental := snap.valid && curFile == snap.lastFile && head == snap.chainHead && !snap.lastHead.IsZero()
-	if incremental && len(snap.pending) == 0 && head == snap.lastHead {
-		return false, nil // the index is already exactly HEAD's; the caller drops the temp
-	}
-	if !incremental {
-		r.log.Debug("index refresh: full", "repo", r.dir, "valid", snap.valid, "same_file", curFile == snap.lastFile,
-			"head_is_chain", head == snap.chainHead, "had_head", !snap.lastHead.IsZero())
-	}
-	entries := -1
-	if incremental {
-		entries, err = r.spliceRefresh(indexPath, lock, head, snap.pending, canRetry)
-		if errors.Is(err, gitstore.ErrNotSpliceable) {
-			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
-			entries, err = -1, resetFile(lock)
-		}
-		if err != nil {
-			restore()
-			if errors.Is(err, errSuperseded) {
-				return false, err
-			}
-			return false, fmt.Errorf("refresh index of %s: %w", r.dir, err)
-		}
-	}
-	if entries < 0 {
-		incremental = false
-		n, unchanged, err := r.fullRefresh(indexPath, lock, head)
-		if err != nil {
-			restore()
-			return false, fmt.Errorf("refresh index of %s: %w", r.dir, err)
-		}
+	if !b.incremental && !b.nothing {
 		// After the index is in place (a user's git reads it), and never waiting for r.mu.
 		defer r.primeObjects()
-		if unchanged {
-			// The file on disk already is HEAD's index (a restart): keep it, unwritten.
-			s.refreshed(head, snap.chainHead, curFile)
-			return false, nil
-		}
-		entries = n
 	}
+	if b.nothing {
+		return false, nil // the index is already exactly HEAD's; the caller drops the temp
+	}
+	if b.unchanged {
+		// The file on disk already is HEAD's index (a restart): keep it, unwritten.
+		s.refreshed(head, snap.chainHead, b.curFile)
+		return false, nil
+	}
+	curFile, incremental, entries := b.curFile, b.incremental, b.entries
 	if err := r.installRefreshed(lock, indexPath, curFile, head, snap, background); err != nil {
 		restore()
 		if errors.Is(err, errAsideNow) {
@@ -341,6 +355,118 @@ func (r *Repo) refreshOnce(indexPath string, lock *os.File, canRetry, background
 	}
 	r.log.Debug("index refreshed", "repo", r.dir, "entries", entries, "incremental", incremental)
 	return true, nil
+}
+
+// indexBuild is what buildIndex did.
+type indexBuild struct {
+	curFile     fileID // the index file it started from
+	incremental bool   // spliced (else the whole tree walked)
+	entries     int
+	nothing     bool // the index is already exactly head's: nothing to do, nothing written
+	foreign     bool // spliced into a file a git wrote, not memd (muHeld only)
+	unchanged   bool // a full walk found the file on disk already head's: nothing written
+}
+
+// buildIndex writes into out the index of head (the refresher's temp file, or the
+// checkout's index.lock): snap's pending paths spliced into memd's own file when it is
+// still the one memd last wrote for the chain that ends at head, else HEAD's whole tree
+// walked. muHeld: the caller holds r.mu (a checkout), so the splice's lookups do not take
+// it, and a commit cannot supersede head.
+func (r *Repo) buildIndex(indexPath string, out *os.File, head plumbing.Hash, snap refreshSnapshot, canRetry, muHeld bool) (indexBuild, error) {
+	var b indexBuild
+	if fi, err := os.Stat(indexPath); err == nil {
+		b.curFile = statID(fi)
+	}
+	chain := snap.valid && head == snap.chainHead && !snap.lastHead.IsZero()
+	b.incremental = chain && b.curFile == snap.lastFile
+	if b.incremental && len(snap.pending) == 0 && head == snap.lastHead {
+		b.nothing = true
+		return b, nil
+	}
+	if !b.incremental && muHeld && chain && gitstore.SpliceableIndexFile(indexPath) {
+		// A checkout, and a git rewrote memd's file since (a `git add`, a `git status`), with
+		// memd's branch moves still all in pending: splice them into the file as it is, as
+		// git's checkout keeps the index's other entries, rather than walk the whole tree
+		// under index.lock (~0.1 s at 10k files, every git refused meanwhile). The caller has
+		// the refresher walk it after (foreign).
+		b.incremental, b.foreign = true, true
+	}
+	if !b.incremental {
+		r.log.Debug("index refresh: full", "repo", r.dir, "valid", snap.valid, "same_file", b.curFile == snap.lastFile,
+			"head_is_chain", head == snap.chainHead, "had_head", !snap.lastHead.IsZero())
+	}
+	b.entries = -1
+	if b.incremental {
+		var err error
+		b.entries, err = r.spliceRefresh(indexPath, out, head, snap.pending, canRetry, muHeld)
+		if errors.Is(err, gitstore.ErrNotSpliceable) {
+			r.log.Debug("index refresh: not spliceable, full refresh", "repo", r.dir)
+			b.entries, err = -1, resetFile(out)
+		}
+		if err != nil {
+			if errors.Is(err, errSuperseded) {
+				return b, err
+			}
+			return b, fmt.Errorf("refresh index of %s: %w", r.dir, err)
+		}
+	}
+	if b.entries < 0 {
+		b.incremental = false
+		n, unchanged, err := r.fullRefresh(indexPath, out, head)
+		if err != nil {
+			return b, fmt.Errorf("refresh index of %s: %w", r.dir, err)
+		}
+		b.entries, b.unchanged = n, unchanged
+	}
+	return b, nil
+}
+
+// writeCheckoutIndexLocked is a checkout's last step (merge.go), as git's checkout and merge
+// end: the index of head, the commit the branch just moved to, written into the index.lock
+// the checkout holds (hold) and renamed over .git/index, so no git finds HEAD moved with the
+// index still behind it. The entries are a refresh's (buildIndex: the pending and checked-out
+// paths spliced into memd's own file, else the whole tree; indexEntry: the stat data of the
+// files just written, so `git status` is clean with no refresh). r.mu is held; s.run is not
+// taken (a running refresh waits for r.mu under it): the paths it took are spliced too, and
+// its own install then finds the index replaced and starts again. A failure leaves the old
+// index (the lock is removed) and the refresher does it.
+func (r *Repo) writeCheckoutIndexLocked(hold *indexHold, head plumbing.Hash) {
+	if hold.f == nil {
+		r.ScheduleIndexRefresh() // an outer step holds the lock
+		return
+	}
+	s := &r.idx
+	snap := s.takeForCheckout()
+	indexPath := filepath.Join(r.gitDir, "index")
+	b, err := r.buildIndex(indexPath, hold.f, head, snap, false, true)
+	written := err == nil && !b.nothing && !b.unchanged
+	if written {
+		err = hold.commit(indexPath)
+	}
+	if err != nil {
+		s.restorePending(snap)
+		r.log.Warn("checkout: index not written; the refresher writes it", "repo", r.dir, "err", err)
+		r.ScheduleIndexRefresh()
+		return
+	}
+	id := b.curFile
+	if written {
+		id = fileID{}
+		if fi, err := os.Stat(indexPath); err == nil {
+			id = statID(fi)
+		}
+	}
+	s.refreshed(head, snap.chainHead, id)
+	r.log.Debug("checkout wrote the index", "repo", r.dir, "entries", b.entries, "incremental", b.incremental,
+		"into_gits", b.foreign, "written", written)
+	if b.foreign && written {
+		// memd owns the index (the file comment): the rest of the file is the git's, so the
+		// refresher walks the whole tree after, off index.lock, as it would have.
+		s.mu.Lock()
+		s.valid = false
+		s.mu.Unlock()
+		r.ScheduleIndexRefresh()
+	}
 }
 
 // installRefreshed installs the new index in lock over indexPath (installIndex; curFile:
@@ -413,7 +539,9 @@ func (s *indexState) refreshed(head, chainHead plumbing.Hash, id fileID) {
 // commit left those trees hot: a head that a commit has since superseded has cold trees
 // (at 100k files, a 2 MB tree to read and decode while every commit waits for r.mu), so
 // with canRetry a moved HEAD, read again under r.mu, returns errSuperseded instead.
-func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Hash, pending map[string]struct{}, canRetry bool) (int, error) {
+//
+// muHeld: the caller (a checkout) holds r.mu already.
+func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Hash, pending map[string]struct{}, canRetry, muHeld bool) (int, error) {
 	type found struct {
 		name string
 		e    object.TreeEntry
@@ -421,8 +549,10 @@ func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Has
 	}
 	fs := make([]found, 0, len(pending))
 	err := func() error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
+		if !muHeld {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+		}
 		if canRetry {
 			// Commits move the branch under r.mu: what is read here stays HEAD until the
 			// lookups are done.

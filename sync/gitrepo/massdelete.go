@@ -76,8 +76,9 @@ func (e *MassDeletionError) Unwrap() error { return ErrMassDeletion }
 type DeletionAllowance interface {
 	DeletesAllowed() bool
 	TakeAllowDeletes() error
-	ReadDeletes() (statedir.DeleteWindow, error)
-	WriteDeletes(statedir.DeleteWindow) error
+	// UpdateDeletes reads the window, lets update change it and writes it back when update
+	// says so, with no other process's read-modify-write in between (statedir's flock).
+	UpdateDeletes(update func(w *statedir.DeleteWindow, readErr error) (write bool)) error
 }
 
 func (r *Repo) maxDeletes() int {
@@ -129,30 +130,38 @@ func (r *Repo) brake(side string, d deletionSet, total func() (int, error)) (bra
 		return v, nil
 	}
 	max := r.maxDeletes()
-	win := r.readWindow()
-	s := windowSide(&win, side)
 	now := r.opts.Now()
-	earlier := recentDeletes(*s, now)
-	if v.n+earlier <= max {
-		return v, nil
-	}
-	all, err := total()
+	var held error
+	err := r.updateWindow(func(win *statedir.DeleteWindow) bool {
+		s := windowSide(win, side)
+		earlier := recentDeletes(*s, now)
+		if v.n+earlier <= max {
+			return false
+		}
+		all, err := total()
+		if err != nil {
+			held = fmt.Errorf("mass deletion check: %w", err)
+			return false
+		}
+		if !memd.MassDeletion(v.n+earlier, all+earlier, max) {
+			return false
+		}
+		if a := r.opts.Deletions; a != nil && a.DeletesAllowed() {
+			r.log.Warn("mass deletion let through (memd resume --allow-deletes)", "side", side, "deleted", v.n+earlier, "of", all+earlier)
+			v.take = true
+			return false
+		}
+		held = &MassDeletionError{Side: side, Deleted: v.n + earlier, Total: all + earlier, Earlier: earlier, Max: max}
+		if s.HeldAt.IsZero() {
+			s.HeldAt = now
+			return true
+		}
+		return false
+	})
 	if err != nil {
-		return v, fmt.Errorf("mass deletion check: %w", err)
+		r.log.Warn("mass deletion window not written", "err", err)
 	}
-	if !memd.MassDeletion(v.n+earlier, all+earlier, max) {
-		return v, nil
-	}
-	if a := r.opts.Deletions; a != nil && a.DeletesAllowed() {
-		r.log.Warn("mass deletion let through (memd resume --allow-deletes)", "side", side, "deleted", v.n+earlier, "of", all+earlier)
-		v.take = true
-		return v, nil
-	}
-	if s.HeldAt.IsZero() {
-		s.HeldAt = now
-		r.writeWindow(win)
-	}
-	return v, &MassDeletionError{Side: side, Deleted: v.n + earlier, Total: all + earlier, Earlier: earlier, Max: max}
+	return v, held
 }
 
 // noteDeletes records a change the brake let pass, once it is in: its deletions join the
@@ -163,22 +172,23 @@ func (r *Repo) noteDeletes(v brakeVerdict) {
 	if v.side == "" || v.n == 0 && !v.take && r.deletesRead && windowSide(&r.deletes, v.side).HeldAt.IsZero() {
 		return
 	}
-	win := r.readWindow()
-	s := windowSide(&win, v.side)
 	now := r.opts.Now()
-	was := len(s.Marks)
-	held := !s.HeldAt.IsZero()
-	if v.take {
-		*s = statedir.DeleteSide{}
-	} else {
-		s.HeldAt = time.Time{}
-		s.Marks = liveMarks(s.Marks, now)
-		if v.n > 0 {
-			s.Marks = append(s.Marks, statedir.DeleteMark{At: now, N: v.n})
+	if err := r.updateWindow(func(win *statedir.DeleteWindow) bool {
+		s := windowSide(win, v.side)
+		was := len(s.Marks)
+		held := !s.HeldAt.IsZero()
+		if v.take {
+			*s = statedir.DeleteSide{}
+		} else {
+			s.HeldAt = time.Time{}
+			s.Marks = liveMarks(s.Marks, now)
+			if v.n > 0 {
+				s.Marks = append(s.Marks, statedir.DeleteMark{At: now, N: v.n})
+			}
 		}
-	}
-	if v.take || held || len(s.Marks) != was || v.n > 0 {
-		r.writeWindow(win)
+		return v.take || held || len(s.Marks) != was || v.n > 0
+	}); err != nil {
+		r.log.Warn("mass deletion window not written", "err", err)
 	}
 	if v.take {
 		r.takeAllowance()
@@ -227,30 +237,38 @@ func windowSide(w *statedir.DeleteWindow, side string) *statedir.DeleteSide {
 	return &w.Local
 }
 
-// readWindow is the brake's window as the state directory has it (another memd process, or
-// this one before a restart, may have written it), else the one kept in memory. Caller
-// holds r.mu.
-func (r *Repo) readWindow() statedir.DeleteWindow {
-	if a := r.opts.Deletions; a != nil {
-		w, err := a.ReadDeletes()
-		if err == nil {
-			r.deletes, r.deletesRead = w, true
-			return w
-		}
-		r.log.Warn("mass deletion window not read; the one in memory is used", "err", err)
+// updateWindow runs fn on the brake's window as the state directory has it (another memd
+// process, or this one before a restart, may have written it), else on the one kept in
+// memory, and keeps what fn leaves, writing it back when fn says so. With a state
+// directory the read, fn and the write are one step no other process's update comes
+// between (DeletionAllowance.UpdateDeletes): `memd run` and a one-shot `memd sync` both
+// count into the window, and neither drops the other's marks. A window that cannot be
+// written is still kept in memory (the error says so). Caller holds r.mu.
+func (r *Repo) updateWindow(fn func(w *statedir.DeleteWindow) (write bool)) error {
+	ran := false
+	apply := func(w *statedir.DeleteWindow) bool {
+		ran = true
+		r.deletesRead = true
+		write := fn(w)
+		r.deletes = cloneWindow(*w)
+		return write
 	}
-	r.deletesRead = true
-	return cloneWindow(r.deletes)
-}
-
-// writeWindow keeps w in memory and in the state directory. Caller holds r.mu.
-func (r *Repo) writeWindow(w statedir.DeleteWindow) {
-	r.deletes = cloneWindow(w)
 	if a := r.opts.Deletions; a != nil {
-		if err := a.WriteDeletes(w); err != nil {
-			r.log.Warn("mass deletion window not written", "err", err)
+		err := a.UpdateDeletes(func(w *statedir.DeleteWindow, readErr error) bool {
+			if readErr != nil {
+				r.log.Warn("mass deletion window not read; the one in memory is used", "err", readErr)
+				*w = cloneWindow(r.deletes)
+			}
+			return apply(w)
+		})
+		if ran || err == nil {
+			return err
 		}
+		r.log.Warn("mass deletion window not locked; the one in memory is used", "err", err)
 	}
+	w := cloneWindow(r.deletes)
+	apply(&w)
+	return nil
 }
 
 func cloneWindow(w statedir.DeleteWindow) statedir.DeleteWindow {

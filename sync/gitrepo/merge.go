@@ -360,22 +360,23 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 	r.removeTempFiles(changes)
 	// Finished (or undone) under index.lock like any checkout; one memd held when it was
 	// killed is cleared here once stale (checkoutlock.go).
-	release, err := r.lockIndexForCheckout("finish interrupted merge", indexLockWait)
+	hold, err := r.lockIndexForCheckout("finish interrupted merge", indexLockWait)
 	if err != nil {
 		return false, err
 	}
 	skipped, err := r.checkoutLenientLocked(old, nw, changes)
 	if err != nil {
 		uerr := r.undoInterruptedLocked(old, nw, changes)
-		release()
+		hold.release()
 		if uerr != nil {
 			return false, fmt.Errorf("finish interrupted merge in %s: %w (undo failed too: %v)", r.dir, err, uerr)
 		}
 		r.log.Warn("could not finish an interrupted merge; undone, the next sync merges again", "repo", r.dir, "head", short(old), "err", err)
 		return true, r.removeMergeMarker()
 	}
-	release()                     // before the edit merge below, a checkout of its own
-	r.noteCommitted(old, nw, nil) // the index may be anything after a crash: full refresh
+	r.noteMoved(old, nw, nil) // the index may be anything after a crash: the whole tree
+	r.writeCheckoutIndexLocked(hold, nw)
+	hold.release() // before the edit merge below, a checkout of its own
 	r.log.Info("finished interrupted merge", "repo", r.dir, "head", short(nw), "paths", len(changes))
 	if len(skipped) > 0 {
 		// Edited since: made on old's content, so committed on old and merged (remote.go).
@@ -509,7 +510,7 @@ func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]
 func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) ([]string, error) {
 	t0 := time.Now()
 	// index.lock from the verify to the last rename, as git's checkout holds it (checkoutlock.go).
-	release, err := r.lockIndexForCheckout("checkout", checkoutLockWait)
+	hold, err := r.lockIndexForCheckout("checkout", checkoutLockWait)
 	if err != nil {
 		if co != nil {
 			co.abort()
@@ -519,7 +520,7 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 		}
 		return nil, err
 	}
-	defer release()
+	defer hold.release()
 	co, err = r.readyCheckoutLocked(base, cur, nw, changes, co)
 	if err != nil {
 		return nil, err
@@ -545,9 +546,10 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 	}
 	r.log.Debug("checkout", "paths", len(changes), "prepare_or_verify", t1.Sub(t0), "marker", t2.Sub(t1),
 		"ref", t3.Sub(t2), "apply", time.Since(t3))
-	// The index refresh is scheduled only now: it takes stat data from the
-	// work tree, which must already hold the new content.
-	r.noteCommitted(cur, nw, mgChangeList(changes))
+	// The index is written only now, the last step under index.lock as in git's checkout:
+	// it takes stat data from the work tree, which must already hold the new content.
+	r.noteMoved(cur, nw, mgChangeList(changes))
+	r.writeCheckoutIndexLocked(hold, nw)
 	if err != nil {
 		// The marker stays: the next Sync or start finishes (or undoes) the checkout.
 		return nil, fmt.Errorf("update work tree in %s: %w", r.dir, err)

@@ -289,3 +289,44 @@ func PlainIndexFile(path string) bool {
 	rest, err := io.Copy(io.Discard, br)
 	return err == nil && rest == indexTrailerSize
 }
+
+// SpliceableIndexFile reports whether SpliceIndex can copy the index file at path, which a
+// git may have written: its entries are ones SpliceIndex copies, and every extension after
+// them is optional (a signature starting with 'A'..'Z': git's format lets a reader ignore
+// it, as SpliceIndex drops it). A required one (the split index's "link", the sparse
+// index's "sdir") means entries live elsewhere, and an entry of a conflict's stage 1–3 has
+// others of its name: no.
+func SpliceableIndexFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 256<<10)
+	x, err := readRawHeader(br)
+	if err != nil {
+		return false
+	}
+	for k := 0; k < x.count; k++ {
+		raw, _, err := x.next()
+		if err != nil || binary.BigEndian.Uint16(raw[60:])>>12&3 != 0 {
+			return false // a conflict's stages (a `git stash pop` that stopped): SpliceIndex keys on names
+		}
+	}
+	rest, err := io.ReadAll(br)
+	if err != nil || len(rest) < indexTrailerSize {
+		return false
+	}
+	ext := rest[:len(rest)-indexTrailerSize]
+	for len(ext) > 0 {
+		if len(ext) < 8 || ext[0] < 'A' || ext[0] > 'Z' {
+			return false
+		}
+		n := binary.BigEndian.Uint32(ext[4:8])
+		if uint64(n) > uint64(len(ext)-8) {
+			return false
+		}
+		ext = ext[8+n:]
+	}
+	return true
+}

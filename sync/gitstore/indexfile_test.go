@@ -2,9 +2,13 @@ package gitstore
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -152,4 +156,57 @@ func values(m map[string]*index.Entry) []*index.Entry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// An index git wrote with optional extensions (the cache tree) can be spliced; one whose
+// entries live elsewhere (a required extension such as the split index's "link"), or that
+// holds a conflict's stages, cannot.
+func TestSpliceableIndexFile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var buf bytes.Buffer
+	if err := WriteIndex(&buf, []*index.Entry{testEntry(rng, "a.html"), testEntry(rng, "b/c.html")}); err != nil {
+		t.Fatal(err)
+	}
+	body := buf.Bytes()[:buf.Len()-indexTrailerSize]
+	withExt := func(sig string, data []byte) string {
+		b := append([]byte(nil), body...)
+		b = append(b, sig...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+		b = append(b, data...)
+		sum := sha1.Sum(b)
+		p := filepath.Join(t.TempDir(), "index")
+		if err := os.WriteFile(p, append(b, sum[:]...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	staged := testEntry(rng, "a.html")
+	staged.Stage = 2
+	var conflicted bytes.Buffer
+	if err := WriteIndex(&conflicted, []*index.Entry{staged, testEntry(rng, "b/c.html")}); err != nil {
+		t.Fatal(err)
+	}
+	stages := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(stages, conflicted.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(plain, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want bool
+	}{
+		{plain, true},
+		{stages, false},
+		{withExt("TREE", []byte("\x002 0\n0123456789abcdefghij")), true},
+		{withExt("link", make([]byte, 20)), false},
+		{withExt("sdir", nil), false},
+		{filepath.Join(t.TempDir(), "none"), false},
+	} {
+		if got := SpliceableIndexFile(c.path); got != c.want {
+			t.Errorf("SpliceableIndexFile(%s) = %v, want %v", c.path, got, c.want)
+		}
+	}
 }
