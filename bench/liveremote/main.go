@@ -38,6 +38,7 @@ func main() {
 	writes := flag.Int("writes", 20, "writes on A measured until they are on B")
 	idle := flag.Duration("idle", 10*time.Minute, "idle window for requests, CPU and wakeups")
 	bin := flag.String("memd", "", "memd binary (default: build one)")
+	logs := flag.String("logs", "", "write both daemons' debug logs and the writes' times to this directory (where the time goes)")
 	flag.Parse()
 	work, err := os.MkdirTemp("", "memd-bench-liveremote-")
 	check(err)
@@ -51,6 +52,7 @@ func main() {
 	run("", nil, "git", "init", "-q", "--bare", "-b", "main", bare)
 	run(bare, nil, "git", "config", "http.receivepack", "true")
 
+	debugLogs = *logs != ""
 	a := newMachine(*bin, work, "a")
 	run("", a.env, *bin, "init", "--config", a.cfg, "--demo", "--demo-count", strconv.Itoa(*files), a.repo)
 	run(a.repo, a.env, "git", "push", "-q", bare, "main")
@@ -64,6 +66,14 @@ func main() {
 	run(a.repo, a.env, "git", "remote", "add", "origin", url)
 	run(a.repo, a.env, "git", "fetch", "-q", "origin")
 	b := newMachine(*bin, work, "b")
+	if debugLogs {
+		defer func() {
+			check(os.MkdirAll(*logs, 0o755))
+			check(os.WriteFile(filepath.Join(*logs, "a.log"), []byte(a.logs.String()), 0o644))
+			check(os.WriteFile(filepath.Join(*logs, "b.log"), []byte(b.logs.String()), 0o644))
+			check(os.WriteFile(filepath.Join(*logs, "writes.txt"), []byte(writeTimes.String()), 0o644))
+		}()
+	}
 	run("", b.env, "git", "clone", "-q", url, b.repo)
 
 	a.start()
@@ -94,6 +104,7 @@ func main() {
 			time.Sleep(20 * time.Millisecond)
 		}
 		lat = append(lat, time.Since(t0))
+		fmt.Fprintf(&writeTimes, "%d %s %s\n", i, t0.Format(time.RFC3339Nano), time.Now().Format(time.RFC3339Nano))
 		fmt.Fprintf(os.Stderr, "write %d on B after %s\n", i, lat[i].Round(time.Millisecond))
 	}
 	time.Sleep(15 * time.Second) // the last pushes and fetches settle
@@ -122,6 +133,13 @@ func main() {
 	fmt.Printf("| A's RSS before → after the idle window | %d → %d kB | unchanged |\n", rss0, rss1)
 }
 
+// debugLogs: -logs was given (the daemons log at debug level; the idle figures then include
+// the logging).
+var (
+	debugLogs  bool
+	writeTimes strings.Builder
+)
+
 type machine struct {
 	bin, home, repo, cfg string
 	env                  []string
@@ -135,7 +153,11 @@ func newMachine(bin, work, name string) *machine {
 	check(os.MkdirAll(home, 0o755))
 	m := &machine{bin: bin, home: home, repo: filepath.Join(home, "memory"), cfg: filepath.Join(home, "memd.yaml")}
 	m.env = env(home)
-	check(os.WriteFile(m.cfg, []byte("http: {listen: \"127.0.0.1:0\"}\nsleep: {catch_up: false}\n"), 0o600))
+	cfg := "http: {listen: \"127.0.0.1:0\"}\nsleep: {catch_up: false}\n"
+	if debugLogs {
+		cfg += "log: {level: debug}\n"
+	}
+	check(os.WriteFile(m.cfg, []byte(cfg), 0o600))
 	return m
 }
 
