@@ -447,7 +447,7 @@ func (p *idleProcsState) restoreLocked() {
 	}
 	p.low = false
 	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.SetDefaultGOMAXPROCS() // also the runtime's own updates (a cgroup's CPU limit)
+		runtime.SetDefaultGOMAXPROCS() // from the CPU affinity and cgroup limit, as at start
 	} else {
 		runtime.GOMAXPROCS(p.was)
 	}
