@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	stdsync "sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,7 @@ type Agent struct {
 	contention  int // syncs in a row that lost the race to other writers (owner-only)
 	inv         *inventory
 	check       *remoteChecker // the looks at the remote branch (remotecheck.go)
+	procsLow    bool           // idle: not counted busy in idleProcs (owner-only)
 
 	hooks     *hooks.Runner
 	hookFails hookFailures // written by the hooks' goroutines, read by publish
@@ -136,6 +138,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer r.stopTimers()
 	a.startRemoteCheck()
 	a.announceReady(ctx)
+	a.procsStart()
 	return a.loop(ctx, r)
 }
 
@@ -269,6 +272,7 @@ func (a *Agent) loop(ctx context.Context, r *running) error {
 			a.kickSyncIfRemote()
 		case <-trim.C:
 			debug.FreeOSMemory()
+			a.procsIdle(true)
 			continue
 		case <-reconcile.C:
 			kick(a.k.reconcile)
@@ -318,6 +322,7 @@ func (a *Agent) sleepTrigger(slot time.Time) {
 // a stop cancels what the job waits on (a fetch, a push, the writer lock, the next op of a
 // sleep apply, which is then undone), so the job ends soon and the stop commits.
 func (a *Agent) runJob(ctx context.Context, name string, fn func(ctx context.Context) error) {
+	a.procsIdle(false)
 	a.setJob(name)
 	defer a.setJob("")
 	if err := fn(ctx); err != nil {
@@ -358,6 +363,7 @@ func (a *Agent) shutdown(ctx context.Context, stopWatch context.CancelFunc, watc
 		cancel()
 	}
 	a.sess.Close()
+	a.procsGone()
 	// The last document says so: readers show `memd: stopped · HH:MM` at once, not a live
 	// state that only turns "not running" two minutes later.
 	a.st.stopped = true
@@ -395,8 +401,76 @@ func boundMemory() {
 	debug.SetMemoryLimit(int64(max(memoryFloor, 2*ms.HeapAlloc)))
 }
 
-// idleTrimAfter is how long memd must be idle before it hands freed memory back to the OS.
+// idleTrimAfter is how long memd must be idle before it hands freed memory back to the OS
+// and runs on one P (procsIdle).
 const idleTrimAfter = 15 * time.Second
+
+// idleProcs holds the process to one P (GOMAXPROCS 1) while every agent in it is idle: a look
+// at the remote every check_interval makes a few goroutines runnable at once, and with an idle
+// P the scheduler wakes another thread to run them, ~12 context switches a look, most of an
+// idle daemon's wakeups (issue 29: at most one a second; measured with bench/liveremote). The
+// first job of any agent gives the runtime its Ps back before it runs, so commits, syncs and
+// the nightly phases keep every core. The change stops the world once each way (µs).
+var idleProcs idleProcsState
+
+type idleProcsState struct {
+	stdsync.Mutex
+	busy int  // agents not idle
+	low  bool // GOMAXPROCS is 1 by procsIdle
+	was  int  // what it was before
+}
+
+// procsIdle notes the agent idle (true) or busy (false), and sets GOMAXPROCS to match.
+// Owner only (a.procsLow is owner state).
+func (a *Agent) procsIdle(idle bool) {
+	p := &idleProcs
+	p.Lock()
+	defer p.Unlock()
+	switch {
+	case idle && !a.procsLow:
+		a.procsLow = true
+		p.busy--
+		if p.busy == 0 && !p.low && runtime.GOMAXPROCS(0) > 1 {
+			p.was, p.low = runtime.GOMAXPROCS(1), true
+		}
+	case !idle && a.procsLow:
+		a.procsLow = false
+		p.busy++
+		p.restoreLocked()
+	}
+}
+
+// restoreLocked gives the runtime its Ps back.
+func (p *idleProcsState) restoreLocked() {
+	if !p.low {
+		return
+	}
+	p.low = false
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.SetDefaultGOMAXPROCS() // from the CPU affinity and cgroup limit, as at start
+	} else {
+		runtime.GOMAXPROCS(p.was)
+	}
+}
+
+// procsStart counts a starting agent busy.
+func (a *Agent) procsStart() {
+	idleProcs.Lock()
+	idleProcs.busy++
+	idleProcs.Unlock()
+}
+
+// procsGone is an agent's stop: it no longer counts, and the process keeps its Ps.
+func (a *Agent) procsGone() {
+	p := &idleProcs
+	p.Lock()
+	defer p.Unlock()
+	if !a.procsLow {
+		p.busy--
+	}
+	a.procsLow = true // counted out: a later procsIdle(true) is a no-op
+	p.restoreLocked()
+}
 
 // newServerAt is the server on addr, with the page's actions.
 func newServerAt(a *Agent, addr string) *metrics.Server {

@@ -38,6 +38,7 @@ func main() {
 	writes := flag.Int("writes", 20, "writes on A measured until they are on B")
 	idle := flag.Duration("idle", 10*time.Minute, "idle window for requests, CPU and wakeups")
 	bin := flag.String("memd", "", "memd binary (default: build one)")
+	logs := flag.String("logs", "", "write both daemons' debug logs and the writes' times to this directory (where the time goes)")
 	flag.Parse()
 	work, err := os.MkdirTemp("", "memd-bench-liveremote-")
 	check(err)
@@ -51,6 +52,7 @@ func main() {
 	run("", nil, "git", "init", "-q", "--bare", "-b", "main", bare)
 	run(bare, nil, "git", "config", "http.receivepack", "true")
 
+	debugLogs = *logs != ""
 	a := newMachine(*bin, work, "a")
 	run("", a.env, *bin, "init", "--config", a.cfg, "--demo", "--demo-count", strconv.Itoa(*files), a.repo)
 	run(a.repo, a.env, "git", "push", "-q", bare, "main")
@@ -64,7 +66,17 @@ func main() {
 	run(a.repo, a.env, "git", "remote", "add", "origin", url)
 	run(a.repo, a.env, "git", "fetch", "-q", "origin")
 	b := newMachine(*bin, work, "b")
-	run("", b.env, "git", "clone", "-q", url, b.repo)
+	// B reaches the same server by another name, so the proxy tells its requests from A's.
+	bURL := strings.Replace(url, "127.0.0.1", "localhost", 1)
+	if debugLogs {
+		defer func() {
+			check(os.MkdirAll(*logs, 0o755))
+			check(os.WriteFile(filepath.Join(*logs, "a.log"), []byte(a.logs.String()), 0o644))
+			check(os.WriteFile(filepath.Join(*logs, "b.log"), []byte(b.logs.String()), 0o644))
+			check(os.WriteFile(filepath.Join(*logs, "writes.txt"), []byte(writeTimes.String()), 0o644))
+		}()
+	}
+	run("", b.env, "git", "clone", "-q", bURL, b.repo)
 
 	a.start()
 	defer a.stop()
@@ -72,7 +84,7 @@ func main() {
 	defer b.stop()
 	time.Sleep(15 * time.Second) // both start-up syncs and a first look
 
-	var lat []time.Duration
+	var lat, aFixed, bWait, bFixed []time.Duration
 	for i := range *writes {
 		// A pause of a random share of check_interval first: a user's writes keep no step
 		// with B's looks (back to back, each write would start just after B's look and wait
@@ -94,6 +106,16 @@ func main() {
 			time.Sleep(20 * time.Millisecond)
 		}
 		lat = append(lat, time.Since(t0))
+		// Where the time went: A's part (quiet period, commit, fetch, push: until its push
+		// was answered), the wait for B's next look, B's part (look, fetch, checkout).
+		if pushed, ok := proxy.first(t0, "127.0.0.1", "git-receive-pack"); ok {
+			if looked, ok := proxy.first(pushed, "localhost", "git-upload-pack"); ok {
+				aFixed = append(aFixed, pushed.Sub(t0))
+				bWait = append(bWait, looked.Sub(pushed))
+				bFixed = append(bFixed, t0.Add(lat[i]).Sub(looked))
+			}
+		}
+		fmt.Fprintf(&writeTimes, "%d %s %s\n", i, t0.Format(time.RFC3339Nano), time.Now().Format(time.RFC3339Nano))
 		fmt.Fprintf(os.Stderr, "write %d on B after %s\n", i, lat[i].Round(time.Millisecond))
 	}
 	time.Sleep(15 * time.Second) // the last pushes and fetches settle
@@ -112,6 +134,14 @@ func main() {
 	fmt.Println("| --- | ---: | ---: |")
 	fmt.Printf("| A writes → B has the bytes, p50 | %.1f s | ≤ 8 s |\n", pct(lat, 0.5).Seconds())
 	fmt.Printf("| A writes → B has the bytes, p90 | %.1f s | ≤ 13 s |\n", pct(lat, 0.9).Seconds())
+	if len(aFixed) > 0 {
+		for _, d := range [][]time.Duration{aFixed, bWait, bFixed} {
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		}
+		fmt.Printf("| of which A: write → its push answered (2 s quiet period included), p50 | %.2f s | |\n", pct(aFixed, 0.5).Seconds())
+		fmt.Printf("| of which the wait for B's next look, p50 | %.2f s | |\n", pct(bWait, 0.5).Seconds())
+		fmt.Printf("| of which B: look → the bytes on disk, p50 | %.3f s | |\n", pct(bFixed, 0.5).Seconds())
+	}
 	perMin := float64(n1-n0) / 2 / el.Minutes()
 	fmt.Printf("| idle requests per minute per machine (200 extra refs) | %.1f | ≤ 7 |\n", perMin)
 	if n1 > n0 {
@@ -121,6 +151,13 @@ func main() {
 	fmt.Printf("| idle wakeups of A per second (voluntary switches, all threads) | %.2f | ≤ 1 |\n", float64(sw1-sw0)/el.Seconds())
 	fmt.Printf("| A's RSS before → after the idle window | %d → %d kB | unchanged |\n", rss0, rss1)
 }
+
+// debugLogs: -logs was given (the daemons log at debug level; the idle figures then include
+// the logging).
+var (
+	debugLogs  bool
+	writeTimes strings.Builder
+)
 
 type machine struct {
 	bin, home, repo, cfg string
@@ -135,7 +172,11 @@ func newMachine(bin, work, name string) *machine {
 	check(os.MkdirAll(home, 0o755))
 	m := &machine{bin: bin, home: home, repo: filepath.Join(home, "memory"), cfg: filepath.Join(home, "memd.yaml")}
 	m.env = env(home)
-	check(os.WriteFile(m.cfg, []byte("http: {listen: \"127.0.0.1:0\"}\nsleep: {catch_up: false}\n"), 0o600))
+	cfg := "http: {listen: \"127.0.0.1:0\"}\nsleep: {catch_up: false}\n"
+	if debugLogs {
+		cfg += "log: {level: debug}\n"
+	}
+	check(os.WriteFile(m.cfg, []byte(cfg), 0o600))
 	return m
 }
 
@@ -211,6 +252,7 @@ type countingServer struct {
 	mu       sync.Mutex
 	requests int64
 	bytes    int64
+	log      []served
 }
 
 func startServer(work string) *countingServer {
@@ -224,14 +266,40 @@ func startServer(work string) *countingServer {
 	check(err)
 	s.addr = ln.Addr().String()
 	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		cw := &countingWriter{ResponseWriter: w}
 		h.ServeHTTP(cw, r)
 		s.mu.Lock()
 		s.requests++
 		s.bytes += cw.n + max(r.ContentLength, 0)
+		host, _, _ := strings.Cut(r.Host, ":")
+		// A push is timed at its answer (the ref moved), any other request at its start.
+		at := start
+		if strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			at = time.Now()
+		}
+		s.log = append(s.log, served{at: at, host: host, path: r.URL.Path})
 		s.mu.Unlock()
 	}))
 	return s
+}
+
+// first is the time of the first request after t from host to a path ending in suffix.
+func (s *countingServer) first(t time.Time, host, suffix string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best time.Time
+	for _, e := range s.log {
+		if e.at.After(t) && e.host == host && strings.HasSuffix(e.path, suffix) && (best.IsZero() || e.at.Before(best)) {
+			best = e.at
+		}
+	}
+	return best, !best.IsZero()
+}
+
+type served struct {
+	at         time.Time
+	host, path string
 }
 
 func (s *countingServer) url(name string) string { return "http://" + s.addr + "/git/" + name }

@@ -60,7 +60,11 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 	switch ep.Protocol {
 	case "http", "https":
 		rem = &httpV2{ep: ep, auth: auth}
-		head, err = httpLsRefs(ctx, ep, auth, ref)
+		// The look that kicked this sync just asked (remotehead.go): not again.
+		var ok bool
+		if head, ok = r.lookedHead(tgt.URL); !ok {
+			head, err = httpLsRefs(ctx, ep, auth, ref)
+		}
 	case "file":
 		git, lerr := exec.LookPath("git")
 		if lerr != nil {

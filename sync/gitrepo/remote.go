@@ -314,7 +314,7 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	tgt, err := ro.target(ctx, r.dir, "fetch", url)
+	tgt, err := r.cachedTarget(ctx, ro, "fetch", url) // the looks' (remotehead.go)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
 	}
@@ -325,7 +325,7 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	// The one ref over protocol v2 where the remote speaks it (fetchv2.go); go-git's v0
 	// fetch, which reads every ref the remote has, otherwise.
 	if h, err := r.fetchOneRefLocked(cctx, tgt, track); !errors.Is(err, errFetchV2Unsupported) {
-		tgt.Done(ctx, err)
+		r.targetDone(ctx, "fetch", tgt, err, false)
 		if err != nil {
 			if cctx.Err() != nil && ctx.Err() == nil {
 				err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)
@@ -343,8 +343,9 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 		Tags:       git.NoTags,
 		CABundle:   tgt.CABundle, InsecureSkipTLS: tgt.InsecureSkipTLS, ProxyOptions: tgt.Proxy,
 	})
-	tgt.Done(ctx, err)
 	var noRef git.NoMatchingRefSpecError
+	r.targetDone(ctx, "fetch", tgt, err, errors.Is(err, git.NoErrAlreadyUpToDate) ||
+		errors.Is(err, transport.ErrEmptyRemoteRepository) || errors.As(err, &noRef))
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.As(err, &noRef):
@@ -380,7 +381,7 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	if local.IsZero() {
 		return nil
 	}
-	tgt, err := ro.target(ctx, r.dir, "push", url)
+	tgt, err := r.cachedTarget(ctx, ro, "push", url)
 	if err != nil {
 		return fmt.Errorf("push %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
 	}
@@ -391,7 +392,9 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	// go-git's PushContext for a first push. r.mu keeps the object store still.
 	err = gitremote.SendPack(cctx, gitremote.Push{Store: r.repo.Storer, Remote: rem, Target: tgt,
 		Branch: r.BranchRef(), Local: local, Log: r.log, WalkLimit: r.testPushWalkLimit, Stats: r.testPushStats})
-	tgt.Done(ctx, err)
+	// A lost race keeps the target: the next round pushes with it at once.
+	r.targetDone(ctx, "push", tgt, err, errors.Is(err, git.NoErrAlreadyUpToDate) ||
+		errors.Is(gitremote.Classify("push", ro.Remote, "", err), gitremote.ErrPushRejected))
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ro.Timeout, err)

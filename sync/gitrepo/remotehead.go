@@ -114,7 +114,7 @@ func (r *Repo) RemoteHead(ctx context.Context, ro RemoteOptions) (plumbing.Hash,
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	tgt, err := r.lookTarget(ctx, ro, rawURL)
+	tgt, err := r.cachedTarget(ctx, ro, "fetch", rawURL)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("look at %s (%s): %w", ro.Remote, gitremote.RedactURL(rawURL), err)
 	}
@@ -137,7 +137,7 @@ func (r *Repo) RemoteHead(ctx context.Context, ro RemoteOptions) (plumbing.Hash,
 	default:
 		h, err = advertisedHead(cctx, ep, tgt.Auth, ref)
 	}
-	r.lookDone(tgt, err)
+	r.targetDone(ctx, "fetch", tgt, err, false)
 	if errors.Is(err, ErrCheckUnsupported) {
 		return plumbing.ZeroHash, fmt.Errorf("look at %s (%s): %w", ro.Remote, gitremote.RedactURL(rawURL), err)
 	}
@@ -147,51 +147,117 @@ func (r *Repo) RemoteHead(ctx context.Context, ro RemoteOptions) (plumbing.Hash,
 		}
 		return plumbing.ZeroHash, gitremote.Classify("look at", ro.Remote, rawURL, err)
 	}
+	r.noteLook(ro, tgt.URL, h)
 	return h, nil
 }
 
-// lookTTL is how long a look reuses the credentials it resolved while git's config files
-// stay as they were: resolving runs git's config and credential helpers (three processes,
-// a few ms of CPU and ~150 context switches of memd's threads, measured with
-// bench/liveremote), too much for every check_interval and, every 5 minutes as before,
-// still half of an idle daemon's wakeups (issue 29: at most one a second). A changed config
-// file (the repo's, the user's, the system's, or ~/.git-credentials, the store helper's)
-// resolves again at the next look, and a failed look drops them, so a rotated token is asked
-// for again at once; the hour covers what no file here shows (an include, a keychain).
+// lookTTL is how long a resolved target is reused while git's config files stay as they
+// were: resolving runs git's config and credential helpers (three processes, a few ms of CPU
+// and ~150 context switches of memd's threads, measured with bench/liveremote), too much for
+// every check_interval and, every 5 minutes as before, still half of an idle daemon's wakeups
+// (issue 29: at most one a second); and on the path of every write to the other machines
+// (A's fetch and push, B's fetch: nine processes). A changed config file (the repo's, the
+// user's, the system's, or ~/.git-credentials, the store helper's), a changed token (memd's
+// token file or variable) or a failed attempt resolves again at the next one, so a rotated
+// token is asked for again at once; the hour covers what no file here shows (an include, a
+// keychain).
 const lookTTL = time.Hour
 
-// lookCache holds the last look's resolved target (https only: ssh looks up its agent on
-// every attempt, as docs/ARCHITECTURE.md §11 says) and the stamp of git's config files it was resolved under.
+// lookFresh is how long a look's answer stands in for the fetch's own ls-refs: the sync the
+// look kicked starts within milliseconds; a later fetch asks again.
+const lookFresh = 3 * time.Second
+
+// lookCache holds the resolved targets (https only: ssh looks up its agent on every attempt,
+// as docs/ARCHITECTURE.md §11 says), per op: "fetch" for the looks and the fetches, "push"
+// for the pushes (pushInsteadOf); and the head the last look saw move, for the fetch it kicks.
 type lookCache struct {
-	mu    sync.Mutex
-	url   string
-	tgt   *gitremote.Target
-	at    time.Time
-	stamp string
+	mu   sync.Mutex
+	ents map[string]*targetEntry
+	// moved is the head the last look found away from the tracking ref, at movedAt, on the
+	// target URL movedURL (consumed by the next fetch, fetchOneRefLocked).
+	moved    plumbing.Hash
+	movedURL string
+	movedAt  time.Time
 }
 
-func (r *Repo) lookTarget(ctx context.Context, ro RemoteOptions, rawURL string) (*gitremote.Target, error) {
+// targetEntry is one op's resolved target, with what it was resolved under: the remote's
+// URL and memd's token settings (key) and the stamp of git's config files.
+type targetEntry struct {
+	key, stamp string
+	tgt        *gitremote.Target
+	at         time.Time
+}
+
+// cachedTarget is ro.target for op, reused while nothing it was resolved from changed.
+func (r *Repo) cachedTarget(ctx context.Context, ro RemoteOptions, op, rawURL string) (*gitremote.Target, error) {
 	c := &r.look
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	stamp := gitConfigStamp(r.gitDir)
-	if c.tgt != nil && c.url == rawURL && c.stamp == stamp && time.Since(c.at) < lookTTL {
-		return c.tgt, nil
+	key := rawURL + "\x00" + ro.TokenFile + "\x00" + ro.TokenEnv
+	if ro.TokenEnv != "" {
+		key += "=" + os.Getenv(ro.TokenEnv)
 	}
-	tgt, err := ro.target(ctx, r.dir, "fetch", rawURL)
+	stamp := gitConfigStamp(r.gitDir, ro.TokenFile)
+	if e := c.ents[op]; e != nil && e.key == key && e.stamp == stamp && time.Since(e.at) < lookTTL {
+		return e.tgt, nil
+	}
+	tgt, err := ro.target(ctx, r.dir, op, rawURL)
 	if err != nil {
 		return nil, err
 	}
+	if c.ents == nil {
+		c.ents = map[string]*targetEntry{}
+	}
+	delete(c.ents, op)
 	if strings.HasPrefix(tgt.URL, "http://") || strings.HasPrefix(tgt.URL, "https://") {
-		c.url, c.tgt, c.at, c.stamp = rawURL, tgt, time.Now(), stamp
+		c.ents[op] = &targetEntry{key: key, stamp: stamp, tgt: tgt, at: time.Now()}
 	}
 	return tgt, nil
 }
 
+// targetDone reports an attempt to the credential helpers (Target.Done: approve on success,
+// once per credential and process; reject on a 401) and drops op's cached target unless the
+// attempt succeeded or keep says its failure was no fault of the target (a lost push race).
+func (r *Repo) targetDone(ctx context.Context, op string, tgt *gitremote.Target, err error, keep bool) {
+	if err != nil && !keep {
+		c := &r.look
+		c.mu.Lock()
+		if e := c.ents[op]; e != nil && e.tgt == tgt {
+			delete(c.ents, op)
+		}
+		c.mu.Unlock()
+	}
+	tgt.Done(ctx, err)
+}
+
+// noteLook keeps a look's head for the fetch it kicks when it is not where the tracking ref
+// is (else clears it).
+func (r *Repo) noteLook(ro RemoteOptions, url string, h plumbing.Hash) {
+	t, err := r.TrackingHead(ro)
+	c := &r.look
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil && t != h {
+		c.moved, c.movedURL, c.movedAt = h, url, time.Now()
+	} else {
+		c.movedURL = ""
+	}
+}
+
+// lookedHead takes (once) the head a look just saw move on url, if it is fresh.
+func (r *Repo) lookedHead(url string) (plumbing.Hash, bool) {
+	c := &r.look
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := c.movedURL != "" && c.movedURL == url && time.Since(c.movedAt) < lookFresh
+	c.movedURL = ""
+	return c.moved, ok
+}
+
 // gitConfigStamp is the size and mtime of each file git reads its config from for the repo
-// at gitDir (git-config(1) FILES), and of ~/.git-credentials: a change to any of them is a
-// change of what a resolve would find. A few stats, no process.
-func gitConfigStamp(gitDir string) string {
+// at gitDir (git-config(1) FILES), of ~/.git-credentials and of memd's token file (extra):
+// a change to any of them is a change of what a resolve would find. A few stats, no process.
+func gitConfigStamp(gitDir string, extra ...string) string {
 	files := []string{filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree")}
 	home, _ := os.UserHomeDir()
 	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
@@ -218,6 +284,11 @@ func gitConfigStamp(gitDir string) string {
 	if home != "" {
 		files = append(files, filepath.Join(home, ".git-credentials"))
 	}
+	for _, f := range extra {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
 	var b strings.Builder
 	for _, f := range files {
 		if fi, err := os.Stat(f); err == nil {
@@ -225,21 +296,6 @@ func gitConfigStamp(gitDir string) string {
 		}
 	}
 	return b.String()
-}
-
-// lookDone reports a look to the credential helpers the first time its target is used
-// (later looks reuse it) and drops a cached target whose look failed.
-func (r *Repo) lookDone(tgt *gitremote.Target, err error) {
-	c := &r.look
-	c.mu.Lock()
-	cached := c.tgt == tgt
-	if cached && err != nil {
-		c.tgt = nil
-	}
-	c.mu.Unlock()
-	if !cached || err != nil {
-		tgt.Done(context.Background(), err)
-	}
 }
 
 // TrackingHead is the remote-tracking ref as the last fetch or push left it (zero: none).

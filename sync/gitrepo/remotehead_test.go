@@ -59,9 +59,7 @@ func TestLookKeepsTargetUntilGitConfigChanges(t *testing.T) {
 		if _, err := w.a.RemoteHead(context.Background(), ro); err != nil {
 			t.Fatal(err)
 		}
-		w.a.look.mu.Lock()
-		defer w.a.look.mu.Unlock()
-		return w.a.look.tgt
+		return w.a.cachedOf("fetch")
 	}
 	first := look()
 	if first == nil || look() != first {
@@ -70,6 +68,103 @@ func TestLookKeepsTargetUntilGitConfigChanges(t *testing.T) {
 	testutil.RunGit(t, w.aDir, "config", "http.lowSpeedTime", "600") // any change to .git/config
 	if look() == first {
 		t.Fatal("after a .git/config change the look kept its old target; want it resolved again")
+	}
+}
+
+// cachedOf is op's cached target (nil: none).
+func (r *Repo) cachedOf(op string) *gitremote.Target {
+	r.look.mu.Lock()
+	defer r.look.mu.Unlock()
+	if e := r.look.ents[op]; e != nil {
+		return e.tgt
+	}
+	return nil
+}
+
+// TestFetchAndPushReuseTheLooksTarget: the fetch and the push that follow a look resolve no
+// credentials again (each resolve is three git processes on the way of every write to the
+// other machines): the fetch takes the look's target, the push keeps its own from one push to
+// the next, and a change to git's config resolves both again.
+func TestFetchAndPushReuseTheLooksTarget(t *testing.T) {
+	_, w := newHTTPWorld(t, "", map[string]string{"a.md": "one\n"})
+	ro := pushOpts()
+	ctx := context.Background()
+	if _, err := w.a.RemoteHead(ctx, ro); err != nil {
+		t.Fatal(err)
+	}
+	looked := w.a.cachedOf("fetch")
+	if looked == nil {
+		t.Fatal("no target kept after the look")
+	}
+	if err := w.a.Fetch(ctx, ro); err != nil {
+		t.Fatal(err)
+	}
+	if w.a.cachedOf("fetch") != looked {
+		t.Fatal("the fetch resolved its target again; want the look's reused")
+	}
+	testutil.WriteFile(t, w.aDir, "a2.md", "two\n")
+	mustCommit(t, w.a, "a2.md")
+	mustSync(t, w.a)
+	pushed := w.a.cachedOf("push")
+	if pushed == nil || pushed == looked {
+		t.Fatalf("push target %p (look's %p): want one of its own (pushInsteadOf), kept", pushed, looked)
+	}
+	testutil.WriteFile(t, w.aDir, "a3.md", "three\n")
+	mustCommit(t, w.a, "a3.md")
+	mustSync(t, w.a)
+	if w.a.cachedOf("push") != pushed || w.a.cachedOf("fetch") != looked {
+		t.Fatal("the second sync resolved its targets again; want them reused")
+	}
+	testutil.RunGit(t, w.aDir, "config", "http.lowSpeedTime", "600")
+	testutil.WriteFile(t, w.aDir, "a4.md", "four\n")
+	mustCommit(t, w.a, "a4.md")
+	mustSync(t, w.a)
+	if w.a.cachedOf("push") == pushed || w.a.cachedOf("fetch") == looked {
+		t.Fatal("after a .git/config change a sync kept its old targets; want them resolved again")
+	}
+}
+
+// TestFetchAfterMovedLookAsksNoRefAgain: the fetch a look kicked (the look saw the branch
+// move) starts with the pack: one request, not the ls-refs again. Only once: the next fetch
+// asks where the branch is.
+func TestFetchAfterMovedLookAsksNoRefAgain(t *testing.T) {
+	srv, w := newHTTPWorld(t, "", map[string]string{"a.md": "one\n"})
+	ro := pushOpts()
+	ctx := context.Background()
+	testutil.WriteFile(t, w.bDir, "b.md", "two\n")
+	mustCommit(t, w.b, "b.md")
+	mustSync(t, w.b)
+	moved := testutil.RunGit(t, w.bare, "rev-parse", "main")[:40]
+	if h, err := w.a.RemoteHead(ctx, ro); err != nil || h.String() != moved {
+		t.Fatalf("RemoteHead = %s, %v; want %s", h, err, moved)
+	}
+	n0, _ := srv.Served()
+	if err := w.a.Fetch(ctx, ro); err != nil {
+		t.Fatal(err)
+	}
+	n1, _ := srv.Served()
+	if h, err := w.a.TrackingHead(ro); err != nil || h.String() != moved {
+		t.Fatalf("tracking ref %s, %v; want %s", h, err, moved)
+	}
+	if n1-n0 != 1 {
+		t.Fatalf("fetch after a look that saw the move: %d requests, want 1 (the pack)", n1-n0)
+	}
+	if err := w.a.Fetch(ctx, ro); err != nil {
+		t.Fatal(err)
+	}
+	if n2, _ := srv.Served(); n2-n1 != 1 {
+		t.Fatalf("the next fetch: %d requests, want 1 (its own ls-refs)", n2-n1)
+	}
+	// A look that finds the branch where the tracking ref is leaves the fetch its ls-refs.
+	if _, err := w.a.RemoteHead(ctx, ro); err != nil {
+		t.Fatal(err)
+	}
+	n3, _ := srv.Served()
+	if err := w.a.Fetch(ctx, ro); err != nil {
+		t.Fatal(err)
+	}
+	if n4, _ := srv.Served(); n4-n3 != 1 {
+		t.Fatalf("fetch after a look that saw no move: %d requests, want 1 (its own ls-refs)", n4-n3)
 	}
 }
 
