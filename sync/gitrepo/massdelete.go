@@ -21,11 +21,14 @@ import (
 // rename (an archive move is one), not a deletion. Options.Deletions lets one such change
 // through (memd resume --allow-deletes) and is taken once it is in.
 //
-// The brake judges a window, not one commit: an `rm -r` that lands in several quiet
-// periods, or that the start-up reconcile splits, is one deletion. Each side counts the
-// memory files its commits (or merges) deleted in the last DeletionWindow; a change is
-// held when its own deletions and the window's together trip the bar (the share taken of
-// the files there were before the window's deletions). While a side is held its window
+// Locally the brake judges a window, not one commit: an `rm -r` that lands in several quiet
+// periods, or that the start-up reconcile splits, is one deletion. The local side counts the
+// memory files its commits deleted in the last DeletionWindow; a change is held when its own
+// deletions and the window's together trip the bar (the share taken of the files there were
+// before the window's deletions). A fetched change is judged on its own: the machine where an
+// rm ran holds its parts there, and summing what every other machine fetched in ten minutes
+// would add up the ordinary deletions of a busy team (ten machines writing at once tripped
+// it) into a mass deletion no one made. While a side is held its window
 // stops sliding (DeleteSide.HeldAt), so a held batch is not let through by waiting; the
 // first change of that side that passes ends the hold, and a release (allow-deletes)
 // empties the window. The window is kept in the state directory (statedir.DeletesFile),
@@ -134,7 +137,10 @@ func (r *Repo) brake(side string, d deletionSet, total func() (int, error)) (bra
 	var held error
 	err := r.updateWindow(func(win *statedir.DeleteWindow) bool {
 		s := windowSide(win, side)
-		earlier := recentDeletes(*s, now)
+		earlier := 0
+		if side == SideLocal {
+			earlier = recentDeletes(*s, now)
+		}
 		if v.n+earlier <= max {
 			return false
 		}
@@ -182,11 +188,11 @@ func (r *Repo) noteDeletes(v brakeVerdict) {
 		} else {
 			s.HeldAt = time.Time{}
 			s.Marks = liveMarks(s.Marks, now)
-			if v.n > 0 {
+			if v.n > 0 && v.side == SideLocal {
 				s.Marks = append(s.Marks, statedir.DeleteMark{At: now, N: v.n})
 			}
 		}
-		return v.take || held || len(s.Marks) != was || v.n > 0
+		return v.take || held || len(s.Marks) != was
 	}); err != nil {
 		r.log.Warn("mass deletion window not written", "err", err)
 	}

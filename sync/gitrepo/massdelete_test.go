@@ -215,7 +215,10 @@ func TestMassDeletionBrakeWindowRelease(t *testing.T) {
 }
 
 // Another machine's rm pushed in two parts: the second fetch is held.
-func TestMassDeletionBrakeWindowRemote(t *testing.T) {
+// TestMassDeletionBrakeRemoteJudgesEachFetch: a fetched change is judged on its own (the
+// window is the local side's): two parts of 5 pushed by another writer, under the bar each,
+// both merge; one fetched change of 10 is held.
+func TestMassDeletionBrakeRemoteJudgesEachFetch(t *testing.T) {
 	w, sd := brakeWorld(t, 40, 5)
 	now := testNow
 	r := clockedBrake(t, w, sd, 5, &now)
@@ -230,15 +233,20 @@ func TestMassDeletionBrakeWindowRemote(t *testing.T) {
 	if res := mustSync(t, r); !res.FastForward {
 		t.Fatalf("first part %+v", res)
 	}
-	absent(t, w.aDir, "resources/m/n000.html")
 	push(5, 10)
+	now = now.Add(time.Minute)
+	if res := mustSync(t, r); !res.FastForward {
+		t.Fatalf("second part %+v", res)
+	}
+	absent(t, w.aDir, "resources/m/n009.html")
+	push(10, 20)
 	now = now.Add(time.Minute)
 	_, err := r.Sync(t.Context(), pushOpts())
 	var md *MassDeletionError
-	if !errors.As(err, &md) || md.Side != SideRemote || md.Deleted != 10 || md.Earlier != 5 || md.Total != 40 {
-		t.Fatalf("second part: err %v (%+v), want it held", err, md)
+	if !errors.As(err, &md) || md.Side != SideRemote || md.Deleted != 10 || md.Earlier != 0 || md.Total != 30 {
+		t.Fatalf("a fetch of 10: err %v (%+v), want it held", err, md)
 	}
-	if _, err := os.Stat(filepath.Join(w.aDir, "resources/m/n005.html")); err != nil {
-		t.Fatalf("the held part reached the work tree: %v", err)
+	if _, err := os.Stat(filepath.Join(w.aDir, "resources/m/n010.html")); err != nil {
+		t.Fatalf("the held change reached the work tree: %v", err)
 	}
 }
