@@ -41,7 +41,7 @@ func (r *Repo) ChangedPaths(from, to string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]pathChange{}
+	out := map[string]treemerge.Change{}
 	if err := treemerge.DiffTrees(r.repo.Storer, a, b, "", out); err != nil {
 		return nil, fmt.Errorf("changed paths in %s between %s and %s: %w", r.dir, from, to, err)
 	}

@@ -66,7 +66,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -117,7 +116,7 @@ const (
 
 type coItem struct {
 	path    string
-	c       pathChange
+	c       treemerge.Change
 	kind    coKind
 	stamp   safefs.Stamp // the version prepare checked
 	want    safefs.Stamp // what the target must be at its rename (stamp, or nothing for a drained directory)
@@ -162,7 +161,7 @@ func (r *Repo) openWorkTree() (*safefs.Tree, error) {
 // (*WorktreeChangedError, Moved false) and nothing is left behind. Not
 // strict (finishing an interrupted checkout, HEAD already moved): such paths
 // are left alone and listed in co.dirty.
-func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *checkout, err error) {
+func (r *Repo) prepareCheckout(changes map[string]treemerge.Change, strict bool) (co *checkout, err error) {
 	t, err := r.openWorkTree()
 	if err != nil {
 		return nil, err
@@ -231,7 +230,7 @@ func (r *Repo) prepareCheckout(changes map[string]pathChange, strict bool) (co *
 // holds there: delete it, fix its mode or write it (coItem.kind). nil:
 // nothing to do, or an edit in the way (added to co.dirty; when strict, a
 // directory with other files in the way is an error).
-func (co *checkout) classify(p string, changes map[string]pathChange, strict bool) (*coItem, error) {
+func (co *checkout) classify(p string, changes map[string]treemerge.Change, strict bool) (*coItem, error) {
 	c := changes[p]
 	// Only an untracked path is the remote's to overwrite (as in git): c.From is what
 	// the head we are leaving has at p.
@@ -342,7 +341,7 @@ func (co *checkout) workState(rel string) (st safefs.Stamp, h plumbing.Hash, the
 
 // makeTemp streams it's new content into a temp file (or link) beside the
 // target, creating missing parent directories.
-func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes map[string]pathChange) error {
+func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes map[string]treemerge.Change) error {
 	dir := path.Dir(it.path)
 	if dir != "." {
 		blocked, err := co.mkParents(dir, changes)
@@ -393,7 +392,7 @@ func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes m
 // mkParents creates dir's missing components. blocked: a component is a
 // file or symlink this checkout deletes, so the directory can only be made
 // after the deletions. Anything else in the way is treemerge.ErrPathConflict.
-func (co *checkout) mkParents(dir string, changes map[string]pathChange) (blocked bool, err error) {
+func (co *checkout) mkParents(dir string, changes map[string]treemerge.Change) (blocked bool, err error) {
 	comps := strings.Split(dir, "/")
 	for i := range comps {
 		pre := strings.Join(comps[:i+1], "/")
@@ -634,27 +633,14 @@ func (co *checkout) writeItems(dirs map[string]bool, late []string) ([]string, e
 // syncWorkDirs fsyncs the work tree directories ds (repo-relative), in
 // parallel, so the renames in them are durable.
 func syncWorkDirs(t *safefs.Tree, ds []string) error {
-	errs := make([]error, len(ds))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(8, len(ds)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				// A deleted file's directory may be gone, or a file now.
-				if err := t.SyncDir(ds[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-					errs[i] = err
-				}
-			}
-		}()
-	}
-	for i := range ds {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := workpool.Each(len(ds), 8, func(i int) error {
+		// A deleted file's directory may be gone, or a file now.
+		if err := t.SyncDir(ds[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("fsync work tree: %w", err)
 	}
 	return nil
@@ -694,7 +680,7 @@ func (co *checkout) fixMode(rel string, mode filemode.FileMode) {
 // removeTempFiles deletes the temp files a killed checkout may have left in
 // the directories of changes and in the root (they hold a copy of committed
 // content).
-func (r *Repo) removeTempFiles(changes map[string]pathChange) {
+func (r *Repo) removeTempFiles(changes map[string]treemerge.Change) {
 	t, err := r.openWorkTree()
 	if err != nil {
 		return
@@ -741,9 +727,9 @@ func isLate(err error) bool {
 type heldVersion struct {
 	path string
 	d    *safefs.Displaced
-	base mEntry       // the version last known to be in a commit (first: the one prepare verified)
-	seen safefs.Stamp // d's stamp when it last held base (zero: read it to know)
-	at   time.Time    // when it was taken off its name
+	base treemerge.Entry // the version last known to be in a commit (first: the one prepare verified)
+	seen safefs.Stamp    // d's stamp when it last held base (zero: read it to know)
+	at   time.Time       // when it was taken off its name
 }
 
 // maxHeld bounds the versions held at once: past it, those no writer touched are
@@ -790,7 +776,7 @@ const readHeldBelow = 256 << 10
 type heldEdit struct {
 	hv   *heldVersion
 	data []byte
-	to   mEntry
+	to   treemerge.Entry
 	st   safefs.Stamp // the held file's stamp when it was read
 }
 
@@ -802,7 +788,7 @@ func (r *Repo) heldEditsLocked() []heldEdit {
 		if l, ok := hv.d.Link(); ok {
 			// A symlink cannot be written into; a different one is a
 			// writer's, renamed over the target just before the swap.
-			e := mEntry{Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(l)), Mode: filemode.Symlink}
+			e := treemerge.Entry{Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(l)), Mode: filemode.Symlink}
 			if !e.Same(&hv.base) {
 				out = append(out, heldEdit{hv: hv, data: []byte(l), to: e})
 			}
@@ -820,7 +806,7 @@ func (r *Repo) heldEditsLocked() []heldEdit {
 			r.log.Warn("read a version taken off its name by the checkout", "repo", r.dir, "path", hv.path, "err", err)
 			continue
 		}
-		e := mEntry{Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Mode: filemode.Regular}
+		e := treemerge.Entry{Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Mode: filemode.Regular}
 		if st.Mode&0o111 != 0 {
 			e.Mode = filemode.Executable
 		}

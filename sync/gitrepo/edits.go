@@ -181,9 +181,9 @@ func (r *Repo) mergeEditRoundLocked(base, head plumbing.Hash, skipped []string, 
 // editChangesLocked is what the checkout of the round's tree changes: head's
 // tree to the merge, except that at the edited paths the work tree holds the
 // side's version.
-func (r *Repo) editChangesLocked(rd editRound, base plumbing.Hash, skipped []string) (map[string]pathChange, error) {
+func (r *Repo) editChangesLocked(rd editRound, base plumbing.Hash, skipped []string) (map[string]treemerge.Change, error) {
 	s := r.repo.Storer
-	changes := map[string]pathChange{}
+	changes := map[string]treemerge.Change{}
 	if err := treemerge.DiffTrees(s, rd.headTree, rd.merged, "", changes); err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (r *Repo) editChangesLocked(rd editRound, base plumbing.Hash, skipped []str
 			delete(changes, p)
 			continue
 		}
-		changes[p] = pathChange{From: from, To: to}
+		changes[p] = treemerge.Change{From: from, To: to}
 	}
 	return changes, nil
 }
@@ -266,18 +266,18 @@ func (r *Repo) carryHeldLocked() error {
 func (r *Repo) mergeHeldLocked(tree plumbing.Hash, held []heldEdit) (plumbing.Hash, []string, error) {
 	st := r.newMgStore()
 	defer st.discard()
-	bases, ours := map[string]*mEntry{}, map[string]*mEntry{}
+	bases, ours := map[string]*treemerge.Entry{}, map[string]*treemerge.Entry{}
 	for _, he := range held {
 		h, err := st.WriteBlob(he.data)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
 		b := he.hv.base
-		bases[he.hv.path], ours[he.hv.path] = &b, &mEntry{Hash: h, Mode: he.to.Mode}
+		bases[he.hv.path], ours[he.hv.path] = &b, &treemerge.Entry{Hash: h, Mode: he.to.Mode}
 	}
 	baseTree, err := treemerge.PatchTree(st.Store, tree, bases)
 	if errors.Is(err, treemerge.ErrPathConflict) {
-		copies := map[string]*mEntry{}
+		copies := map[string]*treemerge.Entry{}
 		for p, e := range ours {
 			copies[memd.ConflictCopyPath(p, r.opts.Hostname, r.opts.Now())] = e
 		}

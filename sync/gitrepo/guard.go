@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/sync/treemerge"
 )
 
 // Guard vets what a commit is about to take from the work tree (docs/ARCHITECTURE.md §11 "Secrets never
@@ -157,7 +158,7 @@ func (co *checkout) leftAlone(rel string, h plumbing.Hash) bool {
 
 // keptLines is the held lines of the guarded file rel to append to the checkout's new
 // version (ok false: rel is not such a file, or it holds more than held lines).
-func (co *checkout) keptLines(rel string, c pathChange) ([]byte, bool) {
+func (co *checkout) keptLines(rel string, c treemerge.Change) ([]byte, bool) {
 	r := co.r
 	g, held := r.guarded[rel]
 	if r.guard == nil || !held || !g.Partial || c.From == nil || c.To == nil ||
@@ -239,7 +240,7 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 // vetHeldEdit runs the guard on what a writer left in a version a checkout took off its
 // name (checkout.go heldVersion) before it is merged into a commit: held lines never reach
 // that commit either. ok false: nothing of it may be committed.
-func (r *Repo) vetHeldEdit(path string, data []byte, base mEntry) ([]byte, bool) {
+func (r *Repo) vetHeldEdit(path string, data []byte, base treemerge.Entry) ([]byte, bool) {
 	if r.guard == nil {
 		return data, true
 	}

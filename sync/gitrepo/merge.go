@@ -51,13 +51,6 @@ import (
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
-// pathChange is treemerge.Change under the name the checkout and the sync
-// code use.
-type pathChange = treemerge.Change
-
-// mEntry is one tree entry as the merge sees it.
-type mEntry = treemerge.Entry
-
 // mgStore is a treemerge.Store writing through a gitstore.ObjectBatch (git's loose
 // format, durable once flushed).
 type mgStore struct {
@@ -125,7 +118,7 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol treemerge.
 // in git); an ignored tracked file is dirty like any other (git pull refuses to
 // overwrite it; memd commits and merges it). memd's lock file never is (the
 // checkout leaves it alone).
-func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
+func (r *Repo) dirtyPaths(changes map[string]treemerge.Change) ([]string, error) {
 	t, err := r.openWorkTree()
 	if err != nil {
 		return nil, err
@@ -177,7 +170,7 @@ func (r *Repo) dirtyPaths(changes map[string]pathChange) ([]string, error) {
 // mgDirDrains reports whether every file under the work tree directory dir
 // is a tracked file the change set deletes and still holds its old content.
 // Nothing is followed: a symlink inside is a file like any other.
-func (r *Repo) mgDirDrains(t *safefs.Tree, dir string, changes map[string]pathChange) (bool, error) {
+func (r *Repo) mgDirDrains(t *safefs.Tree, dir string, changes map[string]treemerge.Change) (bool, error) {
 	co := &checkout{r: r, t: t}
 	var walk func(d string, depth int) (bool, error)
 	walk = func(d string, depth int) (bool, error) {
@@ -213,9 +206,8 @@ func (r *Repo) mgDirDrains(t *safefs.Tree, dir string, changes map[string]pathCh
 // ---- merge-in-progress marker (under .git/memd, written through safefs) ----
 
 const (
-	mergeMarkerDir  = memd.StateDirName
 	mergeMarkerName = "merge-in-progress"
-	mergeMarkerRel  = mergeMarkerDir + "/" + mergeMarkerName
+	mergeMarkerRel  = memd.StateDirName + "/" + mergeMarkerName
 )
 
 func (r *Repo) openGitDirTree() (*safefs.Tree, error) {
@@ -232,14 +224,14 @@ func (r *Repo) writeMergeMarker(old, nw plumbing.Hash) error {
 		return err
 	}
 	defer t.Close()
-	if err := t.MkdirAll(mergeMarkerDir, 0o700); err != nil {
+	if err := t.MkdirAll(memd.StateDirName, 0o700); err != nil {
 		return fmt.Errorf("merge marker: %w", err)
 	}
 	content := "old " + old.String() + "\nnew " + nw.String() + "\n"
 	if err := t.WriteFileAtomic(mergeMarkerRel, []byte(content), 0o600); err != nil {
 		return fmt.Errorf("merge marker: %w", err)
 	}
-	if err := t.SyncDir(mergeMarkerDir); err != nil {
+	if err := t.SyncDir(memd.StateDirName); err != nil {
 		r.log.Warn("merge marker dir fsync failed", "err", err)
 	}
 	return nil
@@ -389,7 +381,7 @@ func (r *Repo) finishInterruptedMergeLocked() (bool, error) {
 // checkoutLenientLocked brings the work tree from a to b along changes,
 // leaving paths edited since alone (returned). The tree of b is vetted again
 // (the marker names it).
-func (r *Repo) checkoutLenientLocked(a, b plumbing.Hash, changes map[string]pathChange) ([]string, error) {
+func (r *Repo) checkoutLenientLocked(a, b plumbing.Hash, changes map[string]treemerge.Change) ([]string, error) {
 	ta, tb, err := r.commitTreesLocked(a, b)
 	if err != nil {
 		return nil, err
@@ -407,13 +399,13 @@ func (r *Repo) checkoutLenientLocked(a, b plumbing.Hash, changes map[string]path
 
 // undoInterruptedLocked moves the branch back from nw to old and gives the
 // paths that already hold nw's content old's again.
-func (r *Repo) undoInterruptedLocked(old, nw plumbing.Hash, changes map[string]pathChange) error {
+func (r *Repo) undoInterruptedLocked(old, nw plumbing.Hash, changes map[string]treemerge.Change) error {
 	if err := r.updateRef(r.BranchRef().String(), old, nw, "memd: undo interrupted checkout"); err != nil {
 		return err
 	}
-	back := make(map[string]pathChange, len(changes))
+	back := make(map[string]treemerge.Change, len(changes))
 	for p, c := range changes {
-		back[p] = pathChange{From: c.To, To: c.From}
+		back[p] = treemerge.Change{From: c.To, To: c.From}
 	}
 	r.removeTempFiles(back)
 	co, err := r.prepareCheckout(back, false)
@@ -426,7 +418,7 @@ func (r *Repo) undoInterruptedLocked(old, nw plumbing.Hash, changes map[string]p
 
 // mgChangeList turns a tree diff into D's memd.Change list (for the index
 // refresh and callers' counts).
-func mgChangeList(changes map[string]pathChange) []memd.Change {
+func mgChangeList(changes map[string]treemerge.Change) []memd.Change {
 	out := make([]memd.Change, 0, len(changes))
 	for _, p := range slices.Sorted(maps.Keys(changes)) {
 		c := changes[p]
@@ -452,12 +444,12 @@ func (r *Repo) commitTreesLocked(a, b plumbing.Hash) (ta, tb plumbing.Hash, err 
 }
 
 // commitDiffLocked diffs the trees of two commits (zero = empty).
-func (r *Repo) commitDiffLocked(a, b plumbing.Hash) (map[string]pathChange, error) {
+func (r *Repo) commitDiffLocked(a, b plumbing.Hash) (map[string]treemerge.Change, error) {
 	ta, tb, err := r.commitTreesLocked(a, b)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]pathChange{}
+	out := map[string]treemerge.Change{}
 	if err := treemerge.DiffTrees(r.repo.Storer, ta, tb, "", out); err != nil {
 		return nil, err
 	}
@@ -485,7 +477,7 @@ func (r *Repo) commitTreeLocked(h plumbing.Hash) (plumbing.Hash, error) {
 // ref moved are committed on old and merged in (edits.go), so the branch
 // may end past nw: the returned editMerge says where, and which conflict
 // copies that merge made.
-func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string) (editMerge, error) {
+func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]treemerge.Change, msg string) (editMerge, error) {
 	return r.moveHeadPreparedLocked(old, nw, changes, msg, nil)
 }
 
@@ -493,7 +485,7 @@ func (r *Repo) moveHeadLocked(old, nw plumbing.Hash, changes map[string]pathChan
 // done (co, from prepareCheckout strict on the same changes; nil = do it
 // now): a sync prepares before it takes the writer lock, so the lock covers
 // the verify, the ref move and the renames only.
-func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) (editMerge, error) {
+func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]treemerge.Change, msg string, co *checkout) (editMerge, error) {
 	late, err := r.moveHeadFromLocked(old, old, nw, changes, msg, co)
 	if err != nil {
 		return editMerge{Head: old}, err
@@ -507,7 +499,7 @@ func (r *Repo) moveHeadPreparedLocked(old, nw plumbing.Hash, changes map[string]
 // marker names base, so a crash is finished against what the work tree
 // held. It returns the paths edited after the ref moved (left as they are);
 // then the marker stays until they are merged.
-func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, msg string, co *checkout) ([]string, error) {
+func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[string]treemerge.Change, msg string, co *checkout) ([]string, error) {
 	t0 := time.Now()
 	// index.lock from the verify to the last rename, as git's checkout holds it (checkoutlock.go).
 	hold, err := r.lockIndexForCheckout("checkout", checkoutLockWait)
@@ -569,7 +561,7 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 // readyCheckoutLocked prepares the checkout of changes (co nil) or, for one
 // prepared before the lock, verifies nothing was edited since. A checkout
 // that is not ready leaves no marker of its own behind.
-func (r *Repo) readyCheckoutLocked(base, cur, nw plumbing.Hash, changes map[string]pathChange, co *checkout) (*checkout, error) {
+func (r *Repo) readyCheckoutLocked(base, cur, nw plumbing.Hash, changes map[string]treemerge.Change, co *checkout) (*checkout, error) {
 	if co == nil {
 		// The marker first when it names the head we are at (a crash before
 		// the ref moves then drops it and the temps with it); an edit

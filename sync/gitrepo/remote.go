@@ -244,7 +244,7 @@ func (r *Repo) AdoptRemote(ctx context.Context, ro RemoteOptions) (bool, error) 
 	if err := r.checkFetchedTreeLocked(r.repo.Storer, remote, rc.TreeHash, plumbing.ZeroHash); err != nil {
 		return false, fmt.Errorf("adopt %s/%s into %s: %w", ro.Remote, r.opts.Branch, r.dir, err)
 	}
-	changes := map[string]pathChange{}
+	changes := map[string]treemerge.Change{}
 	if err := treemerge.DiffTrees(r.repo.Storer, plumbing.ZeroHash, rc.TreeHash, "", changes); err != nil {
 		return false, err
 	}
@@ -623,7 +623,7 @@ func (r *Repo) integrate(ro RemoteOptions, remote plumbing.Hash, pl *integratePl
 type integratePlan struct {
 	local, remote, target plumbing.Hash
 	merge                 bool
-	changes               map[string]pathChange
+	changes               map[string]treemerge.Change
 	conflicts             []string
 	msg                   string
 	// co is the checkout's step 1 (temps written and fsynced beside their
@@ -743,7 +743,7 @@ func (r *Repo) planTargetLocked(ro RemoteOptions, pl *integratePlan, base, lc, r
 		}
 		targetTree, pl.conflicts = mr.Tree, mr.Conflicts
 	}
-	pl.changes = map[string]pathChange{}
+	pl.changes = map[string]treemerge.Change{}
 	if err := treemerge.DiffTrees(r.repo.Storer, localTree, targetTree, "", pl.changes); err != nil {
 		return err
 	}
