@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	gosync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,7 +75,7 @@ func TestCatchUpAfterThreeMissedNightsRunsOnce(t *testing.T) {
 		}
 	}
 	now := mustTime(t, "2026-11-30T09:15:00Z") // missed 27th, 28th, 29th and 30th 03:00
-	var mu gosync.Mutex
+	var mu sync.Mutex
 	var slots []time.Time
 	s, err := NewScheduler("0 3 * * *", dir, func() time.Time {
 		mu.Lock()

@@ -23,7 +23,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	gosync "sync"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -116,7 +116,7 @@ type allowlist struct {
 }
 
 var (
-	defaultOnce  gosync.Once
+	defaultOnce  sync.Once
 	defaultRules *Rules
 	defaultErr   error
 )

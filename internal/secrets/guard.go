@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/memd-dev/memd"
@@ -27,7 +27,7 @@ type Guard struct {
 	ledger string // the ledger's repo-relative path (memory.jsonl)
 	load   func() (*Rules, error)
 
-	mu      gosync.Mutex
+	mu      sync.Mutex
 	ignore  map[string]bool // fingerprints from .gitleaksignore
 	ignSeen ignoreStamp
 }
@@ -42,7 +42,7 @@ type ignoreStamp struct {
 // gitleaks TOML ("" = gitleaks' default rules); it is read, and the rules compiled, at the
 // first Vet (the daemon's first commit), not here.
 func NewGuard(dir, ledger, config string) *Guard {
-	var once gosync.Once
+	var once sync.Once
 	var rs *Rules
 	var err error
 	return &Guard{dir: dir, ledger: ledger, load: func() (*Rules, error) {

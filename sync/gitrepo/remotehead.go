@@ -197,6 +197,9 @@ func (r *Repo) cachedTarget(ctx context.Context, ro RemoteOptions, op, rawURL st
 	if ro.TokenEnv != "" {
 		key += "=" + os.Getenv(ro.TokenEnv)
 	}
+	for _, v := range resolveEnv {
+		key += "\x00" + os.Getenv(v)
+	}
 	stamp := gitConfigStamp(r.gitDir, ro.TokenFile)
 	if e := c.ents[op]; e != nil && e.key == key && e.stamp == stamp && time.Since(e.at) < lookTTL {
 		return e.tgt, nil
@@ -213,6 +216,14 @@ func (r *Repo) cachedTarget(ctx context.Context, ro RemoteOptions, op, rawURL st
 		c.ents[op] = &targetEntry{key: key, stamp: stamp, tgt: tgt, at: time.Now()}
 	}
 	return tgt, nil
+}
+
+// resolveEnv are the environment variables a resolve reads besides git's config files (the
+// proxy and TLS settings git and curl take from the environment, and config given there): a
+// cached target is reused only while they are as they were.
+var resolveEnv = []string{
+	"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy",
+	"GIT_SSL_CAINFO", "GIT_SSL_NO_VERIFY", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
 }
 
 // targetDone reports an attempt to the credential helpers (Target.Done: approve on success,
