@@ -271,23 +271,7 @@ func SpliceIndex(src io.ReadSeeker, w io.Writer, edits []IndexEdit) (int, error)
 // PlainIndexFile reports whether the index file at path holds entries SpliceIndex can copy
 // and nothing else (no extensions), i.e. it can be kept as HEAD's index and spliced later.
 func PlainIndexFile(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 256<<10)
-	x, err := readRawHeader(br)
-	if err != nil {
-		return false
-	}
-	for k := 0; k < x.count; k++ {
-		if _, _, err := x.next(); err != nil {
-			return false
-		}
-	}
-	rest, err := io.Copy(io.Discard, br)
-	return err == nil && rest == indexTrailerSize
+	return scanIndexFile(path, func([]byte) bool { return true }, func(ext []byte) bool { return len(ext) == 0 })
 }
 
 // SpliceableIndexFile reports whether SpliceIndex can copy the index file at path, which a
@@ -297,6 +281,27 @@ func PlainIndexFile(path string) bool {
 // index's "sdir") means entries live elsewhere, and an entry of a conflict's stage 1–3 has
 // others of its name: no.
 func SpliceableIndexFile(path string) bool {
+	stage0 := func(raw []byte) bool {
+		return binary.BigEndian.Uint16(raw[60:])>>12&3 == 0 // a conflict's stages (a `git stash pop` that stopped): SpliceIndex keys on names
+	}
+	return scanIndexFile(path, stage0, func(ext []byte) bool {
+		for len(ext) > 0 {
+			if len(ext) < 8 || ext[0] < 'A' || ext[0] > 'Z' {
+				return false
+			}
+			n := binary.BigEndian.Uint32(ext[4:8])
+			if uint64(n) > uint64(len(ext)-8) {
+				return false
+			}
+			ext = ext[8+n:]
+		}
+		return true
+	})
+}
+
+// scanIndexFile reads the index file at path as SpliceIndex would: every entry must decode
+// and pass entryOK, and extOK judges the extensions between the entries and the trailer.
+func scanIndexFile(path string, entryOK func(raw []byte) bool, extOK func(ext []byte) bool) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
@@ -309,24 +314,13 @@ func SpliceableIndexFile(path string) bool {
 	}
 	for k := 0; k < x.count; k++ {
 		raw, _, err := x.next()
-		if err != nil || binary.BigEndian.Uint16(raw[60:])>>12&3 != 0 {
-			return false // a conflict's stages (a `git stash pop` that stopped): SpliceIndex keys on names
+		if err != nil || !entryOK(raw) {
+			return false
 		}
 	}
 	rest, err := io.ReadAll(br)
 	if err != nil || len(rest) < indexTrailerSize {
 		return false
 	}
-	ext := rest[:len(rest)-indexTrailerSize]
-	for len(ext) > 0 {
-		if len(ext) < 8 || ext[0] < 'A' || ext[0] > 'Z' {
-			return false
-		}
-		n := binary.BigEndian.Uint32(ext[4:8])
-		if uint64(n) > uint64(len(ext)-8) {
-			return false
-		}
-		ext = ext[8+n:]
-	}
-	return true
+	return extOK(rest[:len(rest)-indexTrailerSize])
 }
