@@ -140,6 +140,13 @@ run "Live remote: A writes, B has it; the looks' idle cost (two daemons, default
   MEMD_LONG=1 go test -count=1 -v -run '^TestRefsCostRatio$' ./sync/gitrepo/ 2>&1 | grep -E 'refs|PASS|FAIL' || true
   echo '```'
   echo
+  echo "## A person's git beside memd's index refresh: index.lock refusals"
+  echo
+  echo '```'
+  echo "MEMD_LONG=1 go test -count=4 -v -run '^TestUserGitNotRefusedByIndexRefresh\$' ./sync/gitrepo/"
+  MEMD_LONG=1 go test -count=4 -v -run '^TestUserGitNotRefusedByIndexRefresh$' ./sync/gitrepo/ 2>&1 | grep -E 'refusals|PASS|FAIL' || true
+  echo '```'
+  echo
   echo "## A fetched 2 GiB blob (a 2 MiB pack at compression 9) and sync.max_file_size"
   echo
   echo '```'
