@@ -23,12 +23,7 @@ import (
 // uninstalling one leaves the other.
 func TestSeveralReposOneMachine(t *testing.T) {
 	bin := memdBinary(t)
-	home := t.TempDir()
-	gitconfig := filepath.Join(home, ".gitconfig")
-	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = t\n\temail = t@t\n[init]\n\tdefaultBranch = main\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := testutil.IsolatedEnv(home, gitconfig)
+	home, env := sandboxHome(t)
 	run := func(args ...string) string {
 		t.Helper()
 		out, code := testutil.Run(t, bin, testutil.Options{Env: env}, time.Minute, args...)

@@ -16,12 +16,7 @@ import (
 // pid stays the one that was started (a service manager's).
 func TestRunWidensTimerSlack(t *testing.T) {
 	bin := memdBinary(t)
-	home := t.TempDir()
-	gitconfig := filepath.Join(home, ".gitconfig")
-	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = t\n\temail = t@t\n[init]\n\tdefaultBranch = main\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := testutil.IsolatedEnv(home, gitconfig)
+	home, env := sandboxHome(t)
 	repo, cfg := filepath.Join(home, "memory"), filepath.Join(home, "memd.yaml")
 	if err := os.WriteFile(cfg, []byte("repo: "+repo+"\nhttp: {listen: \"127.0.0.1:0\"}\nsleep: {catch_up: false}\n"), 0o600); err != nil {
 		t.Fatal(err)
