@@ -123,6 +123,10 @@ func (a *Agent) noteAside(now gitrepo.Aside) {
 		kick(a.k.reconcile)
 		a.kickSyncIfRemote() // the user's own commits meanwhile (a merge, a rebase) go out too
 	}
+	if now.Reason == "" && !a.sleepWaiting.IsZero() {
+		a.sleepTrigger(a.sleepWaiting) // the slot a shut gate held: its turn now
+		a.sleepWaiting = time.Time{}
+	}
 	if now.Reason != "" && a.asidePolling.CompareAndSwap(false, true) {
 		time.AfterFunc(asidePoll, func() { a.asidePolling.Store(false); kick(a.k.outside) })
 	}

@@ -248,3 +248,44 @@ func TestHookAfterSleep(t *testing.T) {
 		t.Errorf("after_sleep ran %q; HEAD went %s..%s", b, start, end)
 	}
 }
+
+// TestSleepHeldByAGitLockRunsWhenItGoes: a sleep slot that comes while a git holds
+// index.lock waits for the repo, and runs as soon as the lock is gone (the gate's poll),
+// not at the schedule's next catch-up check a minute later.
+func TestSleepHeldByAGitLockRunsWhenItGoes(t *testing.T) {
+	isolateGit(t)
+	dir := filepath.Join(t.TempDir(), "memory")
+	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	if _, err := demo.Generate(dir, demo.Options{Memories: 60, Now: now, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "demo"}} {
+		if out, err := hostGit.Run(dir, nil, c...); err != nil {
+			t.Fatalf("git %v: %v\n%s", c, err, out)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "runs")
+	cfg := hookConfig(dir)
+	cfg.Sleep.CatchUp = false
+	cfg.Hooks.AfterSleep = []string{"sh", "-c", `echo ran >> "$1"`, "hook", out}
+	a, logs, stop := startAgentAt(t, cfg, func() time.Time { return now })
+	defer stop()
+	lock := filepath.Join(dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil { // a person's git at work
+		t.Fatal(err)
+	}
+	a.sleepTrigger(now)
+	tu.WaitFor(t, "the sleep to wait for the repo", 10*time.Second, func() bool {
+		return strings.Contains(logs.String(), "sleep waits for the repo")
+	}, logs.String)
+	if b, _ := os.ReadFile(out); len(b) != 0 {
+		t.Fatalf("the sleep ran beside the git's index.lock: %q", b)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	tu.WaitFor(t, "the waiting sleep to run once the lock is gone", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(out)
+		return string(b) == "ran\n"
+	}, logs.String)
+}

@@ -274,10 +274,16 @@ func (a *Agent) noteMerge(res gitrepo.SyncResult, before string) {
 // doSleep runs the nightly phases for one schedule slot.
 func (a *Agent) doSleep(ctx context.Context, slot time.Time) error {
 	// A sleep moves and rewrites files: never in a tree that is not memd's branch's, nor
-	// while commits are paused. The phases stay due: the catch-up runs them once the repo
-	// is back (the schedule's one-minute check).
-	if a.commitsPaused() || !a.gateOpen() {
+	// while commits are paused. The phases stay due: a slot the gate shut out runs as soon
+	// as the gate opens (noteAside), one a user's pause held by the schedule's catch-up.
+	if a.commitsPaused() {
 		a.log.Info("sleep skipped while paused", "slot", slot)
+		return nil
+	}
+	a.sleepWaiting = time.Time{} // this run is the waiting one's turn
+	if !a.gateOpen() {
+		a.log.Info("sleep waits for the repo", "slot", slot, "why", a.st.aside.Reason)
+		a.sleepWaiting = slot
 		return nil
 	}
 	if err := a.doCommit(ctx); err != nil {
