@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -173,6 +175,29 @@ func (d *Dir) CreateTemp(name string, perm fs.FileMode) (*safefs.Temp, error) {
 		return nil, fmt.Errorf("write %s: %w", filepath.Join(d.abs, name), err)
 	}
 	return tm, nil
+}
+
+// CreateScratch creates a new, empty file in the verified state dir (openRoot), O_EXCL and
+// mode 0600, named prefix + a random part + suffix, and returns it open for writing. It is
+// for a file another package fsyncs and renames out of the state dir itself, the index
+// refresh's new index renamed over .git/index, which safefs.Temp (renamed within the tree)
+// cannot be; a symlinked state dir is refused as for every other write.
+func (d *Dir) CreateScratch(prefix, suffix string) (*os.File, error) {
+	r, err := d.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	for try := 0; ; try++ {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 36) + suffix
+		f, err := r.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && try < 100 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create %s: %w", filepath.Join(d.abs, name), err)
+		}
+		return f, nil
+	}
 }
 
 // ReadFile reads name, never through a symlink (and a FIFO does not block).

@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -735,13 +736,15 @@ func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *in
 	return e
 }
 
-// createIndexTemp creates the file a refresh writes the new index into, in .git/memd.
+// createIndexTemp creates the file a refresh writes the new index into, in .git/memd
+// (statedir: never through a symlinked state dir).
 func (r *Repo) createIndexTemp() (*os.File, error) {
-	dir := filepath.Join(r.gitDir, memd.StateDirName)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	d, err := statedir.Create(filepath.Join(r.gitDir, memd.StateDirName))
+	if err != nil {
 		return nil, err
 	}
-	return os.CreateTemp(dir, "index-*.tmp")
+	defer d.Close()
+	return d.CreateScratch("index-", ".tmp")
 }
 
 // installIndex fsyncs tmp (the new index) and only then takes index.lock, for as short as

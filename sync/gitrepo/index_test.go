@@ -181,3 +181,30 @@ func TestIndexLockHeldOnlyForTheRename(t *testing.T) {
 	testutil.RunGit(t, dir, "add", "areas/user.html")
 	testutil.RunGit(t, dir, "-c", "user.name=u", "-c", "user.email=u@example.invalid", "commit", "-q", "-m", "user")
 }
+
+// TestIndexRefreshRefusesASymlinkedStateDir: .git/memd a symlink to a directory outside the
+// repo; the refresh's temp file is made through statedir, so it is refused there and nothing
+// is created in the directory the link points at (os.CreateTemp followed the link).
+func TestIndexRefreshRefusesASymlinkedStateDir(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	testutil.WriteFile(t, dir, "a.html", "a")
+	mustCommit(t, r, "a.html")
+	r.WaitIndexRefresh()
+	outside := t.TempDir()
+	state := filepath.Join(dir, ".git", "memd")
+	if err := os.RemoveAll(state); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, state); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RefreshIndex(); err == nil {
+		t.Fatal("RefreshIndex through a symlinked .git/memd: no error")
+	} else if !strings.Contains(err.Error(), state) {
+		t.Fatalf("error does not name the state dir %s: %v", state, err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("the refresh wrote through the symlink: %v", ents)
+	}
+}
