@@ -32,6 +32,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/procgroup"
+	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/internal/textsafe"
 )
 
@@ -358,12 +359,18 @@ func Exec(ctx context.Context, s Spec) Result {
 // dir, which is never in the work tree (there the file would be a change to commit). memd uses .git/memd:
 // writable under the hardened service unit, where /tmp may not be.
 func writeChanged(dir, hook string, paths []string) (string, error) {
+	var f *os.File
+	var err error
 	if dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return "", fmt.Errorf("changed-paths file: %w", err)
+		// The state dir: made through statedir, so a symlinked .git/memd is refused.
+		var d *statedir.Dir
+		if d, err = statedir.Create(dir); err == nil {
+			f, err = d.CreateScratch("hook-"+hook+"-", ".paths")
+			d.Close()
 		}
+	} else {
+		f, err = os.CreateTemp("", "hook-"+hook+"-*.paths")
 	}
-	f, err := os.CreateTemp(dir, "hook-"+hook+"-*.paths")
 	if err != nil {
 		return "", fmt.Errorf("changed-paths file: %w", err)
 	}

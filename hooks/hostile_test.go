@@ -147,3 +147,26 @@ func TestFailedHookNamesLastStderrLine(t *testing.T) {
 		t.Fatalf("the stderr line is raw or uncapped: %q", res.StderrLine)
 	}
 }
+
+// The changed-paths file is made through statedir: with the state dir a symlink to a
+// directory elsewhere the hook does not run, the error names the file, and nothing is
+// written where the link points (on main os.CreateTemp followed the link).
+func TestChangedFileRefusesASymlinkedStateDir(t *testing.T) {
+	s := spec(t, "after_sync", "true")
+	s.Changed = []string{"a.html"}
+	outside := t.TempDir()
+	if err := os.Mkdir(filepath.Join(s.Dir, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.TempDir = filepath.Join(s.Dir, ".git", "memd")
+	if err := os.Symlink(outside, s.TempDir); err != nil {
+		t.Fatal(err)
+	}
+	res := Exec(context.Background(), s)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "changed-paths file") {
+		t.Fatalf("hook through a symlinked state dir: err %v", res.Err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("the changed-paths file went through the symlink: %v", ents)
+	}
+}
