@@ -20,7 +20,8 @@ import (
 // A stale entry can only be older content than the file's, and a resolve checks the copy
 // it is given against the file (gitrepo.Resolve: "changed since it was listed"): it refuses,
 // it never resolves the wrong version. The watcher's report of the write comes within its
-// quiet time, and the next publish describes the copy again.
+// quiet time, and the next publish describes the copy again; a change the watcher did not
+// report (an ignored path, a lost event) is caught by the next reconcile, which touches all.
 type conflictCache struct {
 	mu    stdsync.Mutex
 	dirty []string // paths (or directories) changed since the last list
