@@ -121,8 +121,3 @@ func (a *Agent) takeQueuedEvents() {
 		}
 	}
 }
-
-// conflictList is the document's `conflicts`: the inventory's copies, described.
-func conflictList(repo string, copies []string) []statusline.Conflict {
-	return gitrepo.ConflictsOf(repo, copies)
-}

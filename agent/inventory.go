@@ -513,9 +513,11 @@ func (a *Agent) inventoryAfterMove(before string) {
 	if err != nil {
 		a.log.Warn("inventory: diff after the head moved; scanning the tree", "err", err)
 		a.inv.scan(a.cfg.Repo, a.files())
+		a.conflicts.touchAll()
 		return
 	}
 	a.inv.update(a.cfg.Repo, paths)
+	a.conflicts.touch(paths)
 }
 
 // changedFiles are a commit's file paths (a batch may name a new directory instead).

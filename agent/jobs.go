@@ -76,10 +76,12 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind memd.Commi
 		return err
 	}
 	a.inv.update(a.cfg.Repo, paths)
+	a.conflicts.touch(paths)
 	if res.Hash == "" {
 		return nil
 	}
 	a.inv.update(a.cfg.Repo, changedFiles(res.Changes)) // the files in new directories too
+	a.conflicts.touch(changedFiles(res.Changes))
 	a.metrics.CommitDone(kind, time.Since(start), a.now())
 	a.st.hours.add(a.now(), 1)
 	a.st.lastCommit = &commitInfo{at: a.now(), added: res.Added, modified: res.Modified, deleted: res.Deleted}
@@ -108,6 +110,7 @@ func (a *Agent) doReconcile(ctx context.Context) error {
 		// began after the watcher, and the paths this reconcile commits are noted.
 		a.inv.scan(a.cfg.Repo, a.files())
 	}
+	a.conflicts.touchAll() // a reconcile looks at everything: so does the next conflict list
 	if len(dirty) == 0 {
 		return nil
 	}

@@ -63,6 +63,7 @@ type Agent struct {
 	// startPending: the start-up reconcile has not run yet (owner-only).
 	startPending bool
 
+	conflicts    conflictCache  // the published conflict list between publishes (conflictcache.go)
 	outside      *watcher.Names // .git's top entries and the state dir (aside.go)
 	asidePolling atomic.Bool    // a poll of the gate is armed (aside.go)
 	sleepWaiting time.Time      // a sleep slot skipped while the gate was shut, run when it opens (owner only)
@@ -293,6 +294,7 @@ func (a *Agent) adoptInventory(inv *inventory) {
 	inv.catchUp(a.cfg.Repo, a.ignorer, a.inv) // what jobs touched while it was built
 	inv.setConfig(a.cfg)                      // it was built with the start-up one
 	a.inv = inv
+	a.conflicts.touchAll()
 	// The build parsed every memory file: at 100k files that is tens of MB of
 	// garbage the heap would keep as RSS. Give it back once, off the owner.
 	go func() { debug.FreeOSMemory(); boundMemory() }()
@@ -303,9 +305,11 @@ func (a *Agent) readBatches() {
 	for b := range a.watch.Batches() {
 		if len(b.Paths) > 0 {
 			a.pending.add(b.Paths)
+			a.conflicts.touch(b.Paths)
 			kick(a.k.commit)
 		}
 		if b.Rescan {
+			a.conflicts.touchAll()
 			a.log.Warn("watcher asked for a full rescan", "reason", b.Reason)
 			kick(a.k.reconcile)
 		}

@@ -85,7 +85,7 @@ func (a *Agent) publish() {
 		Arcs:           inv.Arcs,
 		LedgerNotes:    notesByState(inv.LedgerNotes),
 		ConflictCopies: inv.copies,
-		ConflictList:   conflictList(a.cfg.Repo, inv.copies),
+		ConflictList:   a.conflicts.list(a.cfg.Repo, inv.copies),
 		CommitsPerHour: st.hours.list(a.now()),
 		Events:         st.events.list(),
 	}
