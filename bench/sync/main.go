@@ -4,8 +4,9 @@
 //
 //	go run ./bench/sync -files 10000 -changes 100 -runs 5
 //
-// Each run works on fresh copies (cp -a) of the same clone, so memd and git
-// see byte-identical repos. memd's time includes waiting for its
+// The fixture (fixture.go) is written once with git fast-import; each run
+// works on fresh copies (cp -a) of the same clone, so memd and git see
+// byte-identical repos. memd's time includes waiting for its
 // background index refresh, so both sides end with an up-to-date index.
 package main
 
@@ -31,6 +32,7 @@ func main() {
 	changes := flag.Int("changes", 100, "files changed on each side")
 	runs := flag.Int("runs", 5, "runs per scenario (median reported)")
 	keep := flag.Bool("keep", false, "keep the work directory")
+	flag.StringVar(&baseDir, "base", "", "fixture directory to build once and reuse across invocations (default: a fresh one in the work directory)")
 	verbose = flag.Bool("v", false, "print per-phase times of each run")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the memd runs")
 	flag.Parse()
@@ -49,6 +51,9 @@ func main() {
 }
 
 var verbose *bool
+
+// baseDir, when set, holds the fixture across invocations.
+var baseDir string
 
 // profile, when set, records a CPU profile around each memd run only.
 var profile *os.File
@@ -85,14 +90,6 @@ func memoryPath(i int) string {
 	return fmt.Sprintf("%s/d%03d/20240101-m%05d.html", buckets[i%4], i/100, i)
 }
 
-func writeMemory(root string, i int, body string) error {
-	p := filepath.Join(root, memoryPath(i))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, []byte(fmt.Sprintf("<!doctype html><title>m%d</title><article><p><mark>%s</mark></p></article>\n", i, body)), 0o644)
-}
-
 type scenario struct {
 	name      string
 	local     string // clone to copy for each run
@@ -109,61 +106,17 @@ func run(nFiles, nChanges, runs int, keep bool) error {
 	} else {
 		fmt.Fprintln(os.Stderr, "work dir:", work)
 	}
-	bare := filepath.Join(work, "remote.git")
-	seed := filepath.Join(work, "seed")
-	if err := os.MkdirAll(seed, 0o755); err != nil {
+	base := baseDir
+	if base == "" {
+		base = filepath.Join(work, "base")
+	}
+	t0 := time.Now()
+	if err := buildFixture(base, nFiles, nChanges); err != nil {
 		return err
 	}
-	if err := git(work, "init", "-q", "--bare", "-b", "main", bare); err != nil {
-		return err
-	}
-	if err := git(seed, "init", "-q", "-b", "main"); err != nil {
-		return err
-	}
-	for i := 0; i < nFiles; i++ {
-		if err := writeMemory(seed, i, "seed"); err != nil {
-			return err
-		}
-	}
-	if err := git(seed, "add", "-A"); err != nil {
-		return err
-	}
-	if err := git(seed, "commit", "-q", "-m", "seed"); err != nil {
-		return err
-	}
-	if err := git(seed, "push", "-q", bare, "main"); err != nil {
-		return err
-	}
-
-	// behind: a clone taken now; the remote then moves by nChanges files.
-	behind := filepath.Join(work, "behind")
-	if err := git(work, "clone", "-q", bare, behind); err != nil {
-		return err
-	}
-	// diverged: a clone with its own commit of nChanges other files.
-	diverged := filepath.Join(work, "diverged")
-	if err := git(work, "clone", "-q", bare, diverged); err != nil {
-		return err
-	}
-	for i := 0; i < nChanges; i++ {
-		if err := writeMemory(diverged, nFiles/2+i*7%(nFiles/2), "local change"); err != nil {
-			return err
-		}
-	}
-	if err := git(diverged, "commit", "-q", "-am", "local"); err != nil {
-		return err
-	}
-	for i := 0; i < nChanges; i++ {
-		if err := writeMemory(seed, i*7%(nFiles/2), "remote change"); err != nil {
-			return err
-		}
-	}
-	if err := git(seed, "commit", "-q", "-am", "remote"); err != nil {
-		return err
-	}
-	if err := git(seed, "push", "-q", bare, "main"); err != nil {
-		return err
-	}
+	fmt.Fprintf(os.Stderr, "fixture %s ready in %v\n", base, time.Since(t0).Round(time.Millisecond))
+	behind := filepath.Join(base, "behind")
+	diverged := filepath.Join(base, "diverged")
 
 	scens := []*scenario{
 		{name: fmt.Sprintf("fast-forward, %d changed files", nChanges), local: behind},

@@ -68,7 +68,11 @@ type indexState struct {
 	// writer move it to (HeadMovedByOthers).
 	seenHead plumbing.Hash
 	lastFile fileID // the index file we last wrote
-	pending  map[string]struct{}
+	// base: before this process wrote or verified any index (lastHead zero), the head the
+	// chain of memd's moves in pending starts from. The index file on disk is not known to
+	// be base's; buildIndex checks its cache-tree extension (gitstore.IndexFileIsTree).
+	base    plumbing.Hash
+	pending map[string]struct{}
 	// inflight: the pending paths a running refresh took, not yet in an index on disk; a
 	// checkout that writes the index meanwhile (writeCheckoutIndexLocked) splices them too.
 	inflight  map[string]struct{}
@@ -84,6 +88,9 @@ type indexState struct {
 	// checkoutLock is set while a checkout holds .git/index.lock (checkoutlock.go): not a
 	// foreign lock for the gate, and never a stale one for the refresher to clear.
 	checkoutLock atomic.Bool
+	// verifiedBase counts the index files buildIndex found were base's by their
+	// cache-tree and spliced (tests).
+	verifiedBase atomic.Int64
 }
 
 type fileID struct {
@@ -115,8 +122,13 @@ func (r *Repo) noteCommitted(old, newH plumbing.Hash, changes []memd.Change) {
 func (r *Repo) noteMoved(old, newH plumbing.Hash, changes []memd.Change) {
 	s := &r.idx
 	s.mu.Lock()
+	if s.lastHead.IsZero() && s.base.IsZero() && old == s.chainHead && !s.broken && len(s.pending) == 0 &&
+		changes != nil && !old.IsZero() {
+		s.base = old // the first move since open (chainHead is the head found then): complete from old
+	}
 	if old != s.chainHead || changes == nil {
 		s.valid, s.broken = false, true
+		s.base = plumbing.ZeroHash
 	}
 	if s.pending == nil {
 		s.pending = make(map[string]struct{})
@@ -250,6 +262,7 @@ type refreshSnapshot struct {
 	valid               bool
 	lastHead, chainHead plumbing.Hash
 	lastFile            fileID
+	base                plumbing.Hash // indexState.base
 	pending             map[string]struct{}
 	lockHeld            func(tmp string) // crashHooks.indexLockHeld
 }
@@ -259,7 +272,7 @@ func (s *indexState) takePending() refreshSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := refreshSnapshot{valid: s.valid, lastHead: s.lastHead, chainHead: s.chainHead,
-		lastFile: s.lastFile, pending: s.pending, lockHeld: s.lockHeld}
+		lastFile: s.lastFile, base: s.base, pending: s.pending, lockHeld: s.lockHeld}
 	s.inflight = s.pending
 	s.pending = make(map[string]struct{})
 	s.broken = false
@@ -384,6 +397,15 @@ func (r *Repo) buildIndex(indexPath string, out *os.File, head plumbing.Hash, sn
 		b.nothing = true
 		return b, nil
 	}
+	if !b.incremental && snap.lastHead.IsZero() && !snap.base.IsZero() && head == snap.chainHead && !snap.valid &&
+		r.indexFileIs(indexPath, snap.base, muHeld) {
+		// The first move this process made (a one-shot `memd sync`'s checkout), into the
+		// index a git wrote for base (a clone, a pull, a commit; its cache-tree says so):
+		// pending holds every path from base to head, so the splice is head's whole index,
+		// with the file's other entries kept as they are, as git's checkout keeps them.
+		b.incremental = true
+		r.idx.verifiedBase.Add(1)
+	}
 	if !b.incremental && muHeld && chain && gitstore.SpliceableIndexFile(indexPath) {
 		// A checkout, and a git rewrote memd's file since (a `git add`, a `git status`), with
 		// memd's branch moves still all in pending: splice them into the file as it is, as
@@ -420,6 +442,22 @@ func (r *Repo) buildIndex(indexPath string, out *os.File, head plumbing.Hash, sn
 		b.entries, b.unchanged = n, unchanged
 	}
 	return b, nil
+}
+
+// indexFileIs reports whether the index file is commit's whole tree by its cache-tree.
+// muHeld: the caller holds r.mu, which the owner's go-git instance is read under.
+func (r *Repo) indexFileIs(indexPath string, commit plumbing.Hash, muHeld bool) bool {
+	if !muHeld {
+		r.mu.Lock()
+	}
+	c, err := getCommit(r.repo.Storer, commit)
+	if !muHeld {
+		r.mu.Unlock()
+	}
+	if err != nil {
+		return false
+	}
+	return gitstore.IndexFileIsTree(indexPath, c.TreeHash)
 }
 
 // writeCheckoutIndexLocked is a checkout's last step (merge.go), as git's checkout and merge
@@ -524,6 +562,7 @@ func (s *indexState) refreshed(head, chainHead plumbing.Hash, id fileID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastHead, s.lastFile = head, id
+	s.base = plumbing.ZeroHash
 	noCommit := s.chainHead == chainHead
 	if noCommit {
 		s.chainHead = head

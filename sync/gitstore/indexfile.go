@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
@@ -323,4 +325,57 @@ func scanIndexFile(path string, entryOK func(raw []byte) bool, extOK func(ext []
 		return false
 	}
 	return extOK(rest[:len(rest)-indexTrailerSize])
+}
+
+// IndexFileIsTree reports whether the index file at path is exactly tree's index, as its
+// own cache-tree extension ("TREE", which git keeps in step with every change to the
+// entries, invalidating the nodes along a changed path) says: the root node is valid,
+// counts every entry of the file, and names tree. It must also be a file SpliceIndex can
+// copy (SpliceableIndexFile). A checkout that does not know the index (a fresh process,
+// a `git clone`'s or a `git pull`'s file) then splices the paths it changed into it, as
+// git's checkout does, instead of walking the whole tree. A file without the extension
+// (memd's own) or with an invalidated root: false.
+func IndexFileIsTree(path string, tree [sha1.Size]byte) bool {
+	entries := 0
+	ok := scanIndexFile(path, func(raw []byte) bool {
+		entries++
+		return binary.BigEndian.Uint16(raw[60:])>>12&3 == 0
+	}, func(ext []byte) bool {
+		found := false
+		for len(ext) > 0 {
+			if len(ext) < 8 || ext[0] < 'A' || ext[0] > 'Z' {
+				return false
+			}
+			n := binary.BigEndian.Uint32(ext[4:8])
+			if uint64(n) > uint64(len(ext)-8) {
+				return false
+			}
+			if string(ext[:4]) == "TREE" {
+				found = rootTreeIs(ext[8:8+n], entries, tree)
+			}
+			ext = ext[8+n:]
+		}
+		return found
+	})
+	return ok
+}
+
+// rootTreeIs parses the root node of a cache-tree extension: "" NUL, entry count (-1:
+// invalid) SP subtree count LF, and for a valid node its tree id.
+func rootTreeIs(b []byte, entries int, tree [sha1.Size]byte) bool {
+	if len(b) < 1 || b[0] != 0 {
+		return false // the root's path is empty
+	}
+	b = b[1:]
+	sp := bytes.IndexByte(b, ' ')
+	lf := bytes.IndexByte(b, '\n')
+	if sp <= 0 || lf <= sp {
+		return false
+	}
+	n, err := strconv.Atoi(string(b[:sp]))
+	if err != nil || n != entries || n < 0 {
+		return false
+	}
+	b = b[lf+1:]
+	return len(b) >= sha1.Size && bytes.Equal(b[:sha1.Size], tree[:])
 }
