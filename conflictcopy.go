@@ -68,6 +68,9 @@ var conflictCopyName = regexp.MustCompile(`^(.+)\.conflict-[a-z0-9-]+-\d{8}T\d{6
 // a file-against-directory collision (areas/x.conflict-…/y.html) names its directory part.
 func ConflictCopyOriginal(p string) (string, bool) {
 	dir, base := path.Split(p)
+	if !strings.Contains(base, ".conflict-") {
+		return "", false // most names: no regexp run (the inventory asks of every file each scan)
+	}
 	m := conflictCopyName.FindStringSubmatch(base)
 	if m == nil {
 		return "", false

@@ -93,7 +93,7 @@ func (a *Agent) deletesAllowed() bool {
 func (a *Agent) reconcileIfMovedByOthers() {
 	if a.repo.HeadMovedByOthers() {
 		a.log.Debug("branch moved by another writer; reconciling")
-		kick(a.k.reconcile)
+		a.kickRescan()
 	}
 }
 
@@ -120,7 +120,7 @@ func (a *Agent) noteAside(now gitrepo.Aside) {
 	case now.Reason == "" && was.Reason != "":
 		a.log.Info("repo is back; committing what changed meanwhile", "was", was.Reason)
 		a.event(statusline.KindOK, statusline.Part{Text: "resumed", Kind: statusline.KindOK}, statusline.Part{Text: ": " + was.Reason + " no longer", Kind: statusline.KindDim})
-		kick(a.k.reconcile)
+		a.kickRescan()
 		a.kickSyncIfRemote() // the user's own commits meanwhile (a merge, a rebase) go out too
 	}
 	if now.Reason == "" && !a.sleepWaiting.IsZero() {
@@ -197,7 +197,7 @@ func (a *Agent) readPause() {
 	case p == nil && was != nil:
 		a.log.Info("pause ended; committing and syncing what waited")
 		a.event(statusline.KindOK, statusline.Part{Text: "resumed", Kind: statusline.KindOK})
-		kick(a.k.reconcile)
+		a.kickRescan()
 		a.kickSyncIfRemote() // commits made while sync was paused wait for it, changed or not
 	}
 }

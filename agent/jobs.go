@@ -100,15 +100,22 @@ func (a *Agent) doReconcile(ctx context.Context) error {
 	if a.startPending {
 		defer a.startReconciled()
 	}
+	defer a.reconciles.Add(1)
 	a.files()
 	dirty, err := a.repo.Reconcile()
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	if !a.startPending {
-		// The start-up one needs no scan: the first inventory is built by a walk that
-		// began after the watcher, and the paths this reconcile commits are noted.
+	// The start-up one needs no scan: the first inventory is built by a walk that began
+	// after the watcher, and the paths this reconcile commits are noted. Nor does the
+	// watch.reconcile timer's (rescanWanted false): the inventory follows every path the
+	// watcher reported (commitPaths) and every HEAD move (inventoryAfterMove), and what the
+	// watcher missed differs from HEAD, so git status just named it and its commit notes it.
+	// At 100k files the walk was most of an idle daemon's CPU (~1 s every 10 minutes). A
+	// rescan the watcher asked for (overflow), a stand-aside's end and KickReconcile walk.
+	if !a.startPending && a.rescanWanted.Swap(false) {
 		a.inv.scan(a.cfg.Repo, a.files())
+		a.inventoryScans.Add(1)
 	}
 	a.conflicts.touchAll() // a reconcile looks at everything: so does the next conflict list
 	if len(dirty) == 0 {

@@ -62,6 +62,10 @@ type Agent struct {
 	hookFails hookFailures // written by the hooks' goroutines, read by publish
 	// startPending: the start-up reconcile has not run yet (owner-only).
 	startPending bool
+	// rescanWanted: the queued reconcile also walks the inventory (kickRescan).
+	rescanWanted atomic.Bool
+	// reconciles and inventoryScans count reconciles run and their inventory walks (tests).
+	reconciles, inventoryScans atomic.Int64
 
 	conflicts    conflictCache  // the published conflict list between publishes (conflictcache.go)
 	outside      *watcher.Names // .git's top entries and the state dir (aside.go)
@@ -119,8 +123,13 @@ func New(opts Options) (*Agent, error) {
 
 // Kick* let signal handlers and tests ask for a job; they never block.
 func (a *Agent) KickSync()      { kick(a.k.sync) }
-func (a *Agent) KickReconcile() { kick(a.k.reconcile) }
-func (a *Agent) Reload()        { kick(a.k.reload) }
+func (a *Agent) KickReconcile() { a.kickRescan() }
+
+// kickRescan queues a reconcile that also rescans the inventory (every reconcile but the
+// watch.reconcile timer's: see doReconcile).
+func (a *Agent) kickRescan() { a.rescanWanted.Store(true); kick(a.k.reconcile) }
+
+func (a *Agent) Reload() { kick(a.k.reload) }
 
 // Run runs the agent until ctx is done; the running job gets ctx, so its waits end with it
 // (docs/ARCHITECTURE.md §2). Then it commits what is pending and returns nil (SIGTERM is a
@@ -311,7 +320,7 @@ func (a *Agent) readBatches() {
 		if b.Rescan {
 			a.conflicts.touchAll()
 			a.log.Warn("watcher asked for a full rescan", "reason", b.Reason)
-			kick(a.k.reconcile)
+			a.kickRescan()
 		}
 	}
 }

@@ -121,12 +121,12 @@ func main() {
 	time.Sleep(15 * time.Second) // the last pushes and fetches settle
 
 	n0, b0 := proxy.served()
-	cpu0, sw0, rss0 := a.cpu(), a.wakeups(), a.rss()
+	cpu0, sw0, rss0, ch0 := a.cpu(), a.wakeups(), a.rss(), a.childCPU()
 	t0 := time.Now()
 	time.Sleep(*idle)
 	el := time.Since(t0)
 	n1, b1 := proxy.served()
-	cpu1, sw1, rss1 := a.cpu(), a.wakeups(), a.rss()
+	cpu1, sw1, rss1, ch1 := a.cpu(), a.wakeups(), a.rss(), a.childCPU()
 
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	fmt.Printf("%d memory files, %d writes, idle window %s, load average %s\n\n", *files, *writes, el.Round(time.Second), loadavg())
@@ -148,6 +148,7 @@ func main() {
 		fmt.Printf("| bytes per look (request and answer bodies) | %d B | ≤ 4 KiB |\n", (b1-b0)/(n1-n0))
 	}
 	fmt.Printf("| idle CPU of A, share of one core | %.3f%% | ≤ 0.1%% |\n", 100*float64(cpu1-cpu0)/float64(el))
+	fmt.Printf("| idle CPU of A's git children (status, fetch), share of one core | %.3f%% | |\n", 100*float64(ch1-ch0)/float64(el))
 	fmt.Printf("| idle wakeups of A per second (voluntary switches, all threads) | %.2f | ≤ 1 |\n", float64(sw1-sw0)/el.Seconds())
 	fmt.Printf("| A's RSS before → after the idle window | %d → %d kB | unchanged |\n", rss0, rss1)
 }
@@ -206,12 +207,18 @@ func (m *machine) stop() {
 }
 
 // cpu is utime+stime from /proc/<pid>/stat.
-func (m *machine) cpu() time.Duration {
+func (m *machine) cpu() time.Duration { return m.stat(11, 12) }
+
+// childCPU is cutime+cstime: the git commands memd ran and waited for (git status of the
+// reconcile, the pull interval's fetch), which utime+stime leave out.
+func (m *machine) childCPU() time.Duration { return m.stat(13, 14) }
+
+func (m *machine) stat(i, j int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
 	check(err)
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
+	ut, _ := strconv.ParseInt(f[i], 10, 64)
+	st, _ := strconv.ParseInt(f[j], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
