@@ -286,19 +286,27 @@ func SpliceableIndexFile(path string) bool {
 	stage0 := func(raw []byte) bool {
 		return binary.BigEndian.Uint16(raw[60:])>>12&3 == 0 // a conflict's stages (a `git stash pop` that stopped): SpliceIndex keys on names
 	}
-	return scanIndexFile(path, stage0, func(ext []byte) bool {
-		for len(ext) > 0 {
-			if len(ext) < 8 || ext[0] < 'A' || ext[0] > 'Z' {
-				return false
-			}
-			n := binary.BigEndian.Uint32(ext[4:8])
-			if uint64(n) > uint64(len(ext)-8) {
-				return false
-			}
-			ext = ext[8+n:]
+	return scanIndexFile(path, stage0, func(ext []byte) bool { return optionalExtensions(ext, nil) })
+}
+
+// optionalExtensions walks the extensions between an index's entries and its trailer,
+// calling each (if not nil) with a signature and body; false if one is required (a
+// signature not starting with 'A'..'Z') or does not decode.
+func optionalExtensions(ext []byte, each func(sig string, body []byte)) bool {
+	for len(ext) > 0 {
+		if len(ext) < 8 || ext[0] < 'A' || ext[0] > 'Z' {
+			return false
 		}
-		return true
-	})
+		n := binary.BigEndian.Uint32(ext[4:8])
+		if uint64(n) > uint64(len(ext)-8) {
+			return false
+		}
+		if each != nil {
+			each(string(ext[:4]), ext[8:8+n])
+		}
+		ext = ext[8+n:]
+	}
+	return true
 }
 
 // scanIndexFile reads the index file at path as SpliceIndex would: every entry must decode
@@ -342,20 +350,11 @@ func IndexFileIsTree(path string, tree [sha1.Size]byte) bool {
 		return binary.BigEndian.Uint16(raw[60:])>>12&3 == 0
 	}, func(ext []byte) bool {
 		found := false
-		for len(ext) > 0 {
-			if len(ext) < 8 || ext[0] < 'A' || ext[0] > 'Z' {
-				return false
+		return optionalExtensions(ext, func(sig string, body []byte) {
+			if sig == "TREE" {
+				found = rootTreeIs(body, entries, tree)
 			}
-			n := binary.BigEndian.Uint32(ext[4:8])
-			if uint64(n) > uint64(len(ext)-8) {
-				return false
-			}
-			if string(ext[:4]) == "TREE" {
-				found = rootTreeIs(ext[8:8+n], entries, tree)
-			}
-			ext = ext[8+n:]
-		}
-		return found
+		}) && found
 	})
 	return ok
 }
