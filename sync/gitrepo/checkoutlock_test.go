@@ -281,3 +281,44 @@ func TestCheckoutSplicesIntoAnIndexGitWrote(t *testing.T) {
 		t.Fatalf("after the refresher: status %q, want the person's file untracked (memd's index, HEAD's tree)", got)
 	}
 }
+
+// A git command that starts in the repo while a sync fetches and plans (a daemon's
+// reconcile `git status` beside a one-shot `memd sync`, a person's git) and ends within a
+// moment is waited out before the merge, not stood aside for: the sync goes through. On
+// the old code it stood aside ("a git command is running in the repo"), the CI flake of
+// e2e's TestOneShotSleepAndSyncShowInDaemon.
+func TestSyncWaitsOutAGitStartedDuringTheFetch(t *testing.T) {
+	w := indexLockWorld(t)
+	var git *exec.Cmd
+	w.a.setCrashHooks(&crashHooks{afterPlan: func() {
+		if git != nil {
+			return
+		}
+		git = exec.Command("git", "-c", "alias.pause=!sleep 0.5", "pause")
+		git.Dir = w.aDir
+		if err := git.Start(); err != nil {
+			t.Error(err)
+			return
+		}
+		// Every git command writes the index; now it is a stranger's, written just now.
+		now := time.Now()
+		if err := os.Chtimes(filepath.Join(w.aDir, ".git", "index"), now, now); err != nil {
+			t.Error(err)
+		}
+		if a := w.a.StandAside(); a != gitRunningAside {
+			t.Errorf("with the git running StandAside = %+v, want %+v", a, gitRunningAside)
+		}
+	}})
+	_, err := w.a.Sync(t.Context(), pushOpts())
+	w.a.setCrashHooks(nil)
+	if git == nil {
+		t.Fatal("the hook did not run")
+	}
+	_ = git.Wait()
+	if err != nil {
+		t.Fatalf("Sync with a git passing in the repo: %v", err)
+	}
+	if got := readRel(t, w.aDir, "notes/a.html"); got != "a from B\n" {
+		t.Fatalf("notes/a.html = %q, want B's change", got)
+	}
+}

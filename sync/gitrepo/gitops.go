@@ -95,7 +95,7 @@ func (r *Repo) StandAside() Aside {
 	// only when some git wrote the index in the last seconds (every such command does).
 	if r.indexTouchedByGit() {
 		if live, _ := gitstore.LiveGitProcess(r.dir); live {
-			return Aside{Reason: "a git command is running in the repo", Brief: "git running", Passing: true}
+			return gitRunningAside
 		}
 	}
 	return Aside{}
@@ -192,16 +192,26 @@ const passingWait = 3 * time.Second
 
 // standAsideWait is standAsideErr after waiting out a passing git (passingWait).
 func (r *Repo) standAsideWait(what string) error {
+	r.waitPassing(false)
+	return r.standAsideErr(what)
+}
+
+// waitPassing waits, at most passingWait, while StandAside says a git is passing (only
+// while one is running in the repo, processOnly: a held index.lock is the checkout's to
+// meet, by its own lock protocol).
+func (r *Repo) waitPassing(processOnly bool) {
 	deadline := time.Now().Add(passingWait)
-	for {
+	for time.Now().Before(deadline) {
 		a := r.StandAside()
-		if !a.Passing || !time.Now().Before(deadline) {
-			break
+		if !a.Passing || processOnly && a != gitRunningAside {
+			return
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	return r.standAsideErr(what)
 }
+
+// gitRunningAside: a git process runs in the work tree (StandAside).
+var gitRunningAside = Aside{Reason: "a git command is running in the repo", Brief: "git running", Passing: true}
 
 // headAside checks that HEAD is the symbolic ref to memd's branch. A HEAD that cannot be
 // read at all is git's problem to report: memd stands aside, naming it.

@@ -93,6 +93,8 @@ type crashHooks struct {
 	// checkoutLockHeld runs once a checkout holds .git/index.lock (checkoutlock.go),
 	// before it verifies and writes anything.
 	checkoutLockHeld func()
+	// afterPlan runs once a sync round has fetched and planned, before its local part.
+	afterPlan func()
 }
 
 // mergeTreesLocked merges ours' and theirs' trees against base

@@ -462,6 +462,13 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 			return r.finishResult(ro, res, err)
 		}
 		t2 := time.Now()
+		if h := r.hooks; h != nil && h.afterPlan != nil {
+			h.afterPlan()
+		}
+		// A git command that started during the fetch and plan (a person's, or a daemon's
+		// reconcile beside a one-shot sync) is waited out here, outside the writer lock; the
+		// check under it (integrateRound) then stands aside only for one that stays.
+		r.waitPassing(true)
 		local, err := r.integrateRound(ro, remote, pl, &res)
 		if err != nil {
 			return r.finishResult(ro, res, err)
