@@ -128,9 +128,14 @@ func (w *world) sh(script string) {
 	}
 }
 
-// gitRun runs git in the repo with extra environment.
+// gitRun runs the user's git in the repo with extra environment; a refusal for memd's
+// index.lock held for a moment is retried as a person would (testutil.Git.RunAsPerson).
 func (w *world) gitRun(extraEnv []string, args ...string) (string, error) {
-	return testutil.Git{Env: w.env}.Run(w.repo, extraEnv, args...)
+	out, retries, err := testutil.Git{Env: w.env}.RunAsPerson(w.repo, extraEnv, args...)
+	if retries > 0 {
+		w.t.Logf("git %s: refused %d times for a held index.lock, retried", strings.Join(args, " "), retries)
+	}
+	return out, err
 }
 
 // git runs git and fails the test on error.

@@ -162,18 +162,10 @@ func (m *manyWriters) note(op string) {
 // index refresh holds it for a rename, or memd's own git status) is retried, as git's message
 // tells a person to.
 func (m *manyWriters) git(dir string, args ...string) (string, error) {
-	var out string
-	var err error
-	for try := 0; try < 20; try++ {
-		out, err = m.w.gitRun(dir, []string{"GIT_EDITOR=true"}, args...)
-		if err == nil || !strings.Contains(err.Error(), "index.lock") {
-			break
-		}
-		m.mu.Lock()
-		m.lockRetries++
-		m.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
+	out, retries, err := testutil.Git{Env: m.w.env}.RunAsPerson(dir, []string{"GIT_EDITOR=true"}, args...)
+	m.mu.Lock()
+	m.lockRetries += retries
+	m.mu.Unlock()
 	return out, err
 }
 

@@ -53,6 +53,22 @@ func (g Git) Run(dir string, extraEnv []string, args ...string) (string, error) 
 	return stdout.String(), nil
 }
 
+// RunAsPerson is Run as a person at a terminal runs git beside memd: a refusal for a held
+// index lock ("Unable to create '.../index.lock': File exists": memd's commit, checkout or
+// index refresh holds it for a moment, as any other git would) is retried after a short
+// pause, as git's message tells a person to, at most 20 times (about half a second).
+// retries is how many were refused; any other failure is returned at once.
+func (g Git) RunAsPerson(dir string, extraEnv []string, args ...string) (out string, retries int, err error) {
+	for {
+		out, err = g.Run(dir, extraEnv, args...)
+		if err == nil || retries == 20 || !strings.Contains(err.Error(), "index.lock': File exists") {
+			return out, retries, err
+		}
+		retries++
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
 // Rev is the object rev names in dir ("HEAD", "refs/heads/main", "HEAD^{tree}"), "" when
 // there is none (an unborn HEAD, say). It peels nothing rev does not ask for: a "^{commit}"
 // added here would turn every "X^{tree}" into "", and two ""s compare equal.
