@@ -11,6 +11,12 @@ package agent
 // It reads the repo only through RemoteHead and TrackingHead (the remote's URL under the
 // repo's lock, a ref file), and asks the owner for a sync through the sync kick.
 //
+// The pull_interval timer's full fetch stands down while the looks vouch for the branch
+// (vouches, Agent.pullVouched): a fetch of an unmoved branch brings nothing, and at 100k files
+// its job (a commit check, two status publishes, the sync's plan, the memory trim after) was
+// ~130 of a 10-minute idle window's ~800 wakeups. Where the looks cannot (no cheap look at the
+// remote), fail, or fall behind, the full fetch runs every pull_interval as before.
+//
 // Timers: one, re-armed every check_interval also while slowed, because a wake from
 // suspend is only seen by looking at the clocks (Go's timers run on the monotonic clock,
 // which stops while the machine sleeps): 0.1 wakeups a second at the default.
@@ -21,6 +27,9 @@ import (
 	stdsync "sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
@@ -65,8 +74,9 @@ const (
 // remoteChecker schedules the looks.
 type remoteChecker struct {
 	clock checkClock
-	// look asks the remote; moved asks the owner for a sync.
-	look  func(ctx context.Context, ro gitrepo.RemoteOptions) lookResult
+	// look asks the remote (and says where it found the branch); moved asks the owner for
+	// a sync.
+	look  func(ctx context.Context, ro gitrepo.RemoteOptions) (lookResult, plumbing.Hash)
 	moved func()
 
 	mu          stdsync.Mutex
@@ -76,6 +86,9 @@ type remoteChecker struct {
 	lookedAt    time.Duration // of the last look
 	failing     bool          // the last look failed: the next comes at check_interval
 	cannot      bool          // the remote has no cheap look: one every pull_interval
+	lastRes     lookResult    // the last look's answer
+	seen        plumbing.Hash // where the last look found the branch (lookSame only)
+	looked      bool          // a look has answered since start
 	lastWall    time.Time
 	lastMono    time.Duration
 
@@ -83,7 +96,7 @@ type remoteChecker struct {
 	done chan struct{}
 }
 
-func newRemoteChecker(clock checkClock, look func(context.Context, gitrepo.RemoteOptions) lookResult, moved func()) *remoteChecker {
+func newRemoteChecker(clock checkClock, look func(context.Context, gitrepo.RemoteOptions) (lookResult, plumbing.Hash), moved func()) *remoteChecker {
 	c := &remoteChecker{clock: clock, look: look, moved: moved}
 	c.lastWall, c.lastMono = clock.wall(), clock.mono()
 	c.changedAt, c.lookedAt = c.lastMono, c.lastMono
@@ -114,16 +127,48 @@ func (c *remoteChecker) due() (bool, gitrepo.RemoteOptions) {
 		c.changedAt = mono
 	}
 	c.lastWall, c.lastMono = wall, mono
-	fast := !c.cannot && (c.failing || mono-c.changedAt < checkIdleAfter)
-	return fast || mono-c.lookedAt >= c.pull, c.ro
+	return c.fastLocked(mono) || mono-c.lookedAt >= c.pull, c.ro
+}
+
+// fastLocked is whether every tick looks now (c.mu held): a change within the hour, or the
+// looks failing; never for a remote with no cheap look.
+func (c *remoteChecker) fastLocked(mono time.Duration) bool {
+	return !c.cannot && (c.failing || mono-c.changedAt < checkIdleAfter)
+}
+
+// vouches is whether the looks answer for the branch being at h now: the last look answered,
+// found the remote branch at h, and is fresh, taken within the wait the checker itself keeps
+// between looks (check_interval, pull_interval when slowed) and half as much again for the
+// look's own time. A full fetch then would bring nothing: the look was the same ls-refs of
+// the branch a fetch starts with. A pull_interval no longer than check_interval is never
+// vouched for: that config asks for the fetches themselves.
+func (c *remoteChecker) vouches(h plumbing.Hash) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.looked || c.lastRes != lookSame || h.IsZero() || c.seen != h {
+		return false
+	}
+	if c.check >= c.pull {
+		return false // pulls as often as looks or more: the pull is the pace asked for
+	}
+	mono := c.clock.mono()
+	wait := c.pull
+	if c.fastLocked(mono) {
+		wait = c.check
+	}
+	return mono-c.lookedAt <= wait+wait/2
 }
 
 // noteLook records a look's result: a move is a remote change, and so is the network
 // coming back after failed looks (the sync then pushes what waited, at once).
-func (c *remoteChecker) noteLook(res lookResult) (kick bool) {
+func (c *remoteChecker) noteLook(res lookResult, seen plumbing.Hash) (kick bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lookedAt = c.clock.mono()
+	c.looked, c.lastRes, c.seen = true, res, plumbing.ZeroHash
+	if res == lookSame {
+		c.seen = seen
+	}
 	back := c.failing && res != lookFailed
 	c.failing = res == lookFailed
 	c.cannot = res == lookCannot
@@ -171,32 +216,54 @@ func (c *remoteChecker) run(ctx context.Context) {
 		if !look {
 			continue
 		}
-		if c.noteLook(c.look(ctx, ro)) {
+		if c.noteLook(c.look(ctx, ro)) && ctx.Err() == nil {
 			c.moved()
 		}
 	}
 }
 
-// lookAtRemote is the agent's look: the remote's branch against the tracking ref.
-func (a *Agent) lookAtRemote(ctx context.Context, ro gitrepo.RemoteOptions) lookResult {
+// lookAtRemote is the agent's look: the remote's branch against the tracking ref. A repo
+// with no such remote is lookSame at no branch: nothing to fetch, nothing vouched for.
+func (a *Agent) lookAtRemote(ctx context.Context, ro gitrepo.RemoteOptions) (lookResult, plumbing.Hash) {
 	if ok, err := a.repo.HasRemote(ro.Remote); err != nil || !ok {
-		return lookSame
+		return lookSame, plumbing.ZeroHash
 	}
 	h, err := a.repo.RemoteHead(ctx, ro)
 	switch {
 	case errors.Is(err, gitrepo.ErrCheckUnsupported):
-		return lookCannot
+		return lookCannot, plumbing.ZeroHash
 	case err != nil:
 		if !errors.Is(err, gitremote.ErrOffline) && ctx.Err() == nil {
 			a.log.Debug("look at the remote failed", "err", err)
 		}
-		return lookFailed
+		return lookFailed, plumbing.ZeroHash
 	}
 	t, err := a.repo.TrackingHead(ro)
 	if err != nil || h != t {
-		return lookMoved
+		return lookMoved, h
 	}
-	return lookSame
+	return lookSame, h
+}
+
+// pullVouched is the pull_interval timer's question (owner only): do the looks answer for a
+// full fetch now? Only when nothing waits to be committed or pushed, the last sync ended
+// well, the branch is where the tracking ref is (a person's own `git fetch` that moved the
+// tracking ref past HEAD is merged by the full sync), and the last fresh look found the
+// remote there too. Then the fetch would bring nothing, and a sync found in step is recorded
+// as one (memd_last_successful_sync_timestamp_seconds stays true to "in step with the remote").
+func (a *Agent) pullVouched() bool {
+	if a.check == nil || a.pending.len() > 0 || a.st.ahead > 0 || a.st.syncState != statusline.StateOK {
+		return false
+	}
+	t, err := a.repo.TrackingHead(gitrepo.RemoteOptionsFromConfig(a.cfg))
+	if err != nil {
+		return false
+	}
+	if head, err := a.repo.Head(); err != nil || head != t.String() || !a.check.vouches(t) {
+		return false
+	}
+	a.metrics.SyncDone(nil, a.now())
+	return true
 }
 
 // startRemoteCheck starts the looks with the running config.

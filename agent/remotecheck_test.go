@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/testutil"
@@ -42,7 +45,7 @@ func TestRemoteCheckPace(t *testing.T) {
 	check, pull := 10*time.Second, 5*time.Minute
 	c.setConfig(gitrepo.RemoteOptions{}, check, pull)
 	tick := func() bool { f.advance(check); look, _ := c.due(); return look }
-	look := func(res lookResult) bool { return c.noteLook(res) }
+	look := func(res lookResult) bool { return c.noteLook(res, plumbing.ZeroHash) }
 
 	if !tick() {
 		t.Fatal("fresh: a tick does not look")
@@ -96,64 +99,65 @@ func TestRemoteCheckPace(t *testing.T) {
 	}
 }
 
+// TestRemoteCheckVouches: the looks answer for the branch only while the last one answered,
+// found it at the hash asked about, and is no older than the checker's own wait between looks
+// and half again (check_interval; pull_interval once slowed).
+func TestRemoteCheckVouches(t *testing.T) {
+	f := &fakeCheckClock{wall: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	c := newRemoteChecker(f.clock(), nil, nil)
+	check, pull := 10*time.Second, 5*time.Minute
+	c.setConfig(gitrepo.RemoteOptions{}, check, pull)
+	h, other := plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222")
+	if c.vouches(h) {
+		t.Fatal("no look yet, and it vouches")
+	}
+	c.noteLook(lookSame, h)
+	if !c.vouches(h) {
+		t.Fatal("a fresh look that found the branch at h does not vouch for h")
+	}
+	if c.vouches(other) || c.vouches(plumbing.ZeroHash) {
+		t.Fatal("it vouches for a hash the look did not find")
+	}
+	f.advance(check + check/2 + time.Second)
+	if c.vouches(h) {
+		t.Fatal("a look older than check_interval and a half still vouches")
+	}
+	for _, res := range []lookResult{lookMoved, lookFailed, lookCannot} {
+		c.noteLook(res, h)
+		if c.vouches(h) {
+			t.Fatalf("look result %d vouches", res)
+		}
+	}
+	// Slowed (idle past the hour): one look every pull_interval, so one stays good that long.
+	c.noteLook(lookSame, h)
+	f.advance(checkIdleAfter)
+	c.noteLook(lookSame, h)
+	f.advance(pull)
+	if !c.vouches(h) {
+		t.Fatal("slowed: a look pull_interval old does not vouch")
+	}
+	f.advance(pull)
+	if c.vouches(h) {
+		t.Fatal("slowed: a look two pull_intervals old still vouches")
+	}
+	// A pull_interval no longer than check_interval asks for the fetches themselves.
+	c.setConfig(gitrepo.RemoteOptions{}, check, check)
+	c.changed()
+	c.noteLook(lookSame, h)
+	if c.vouches(h) {
+		t.Fatal("pull_interval = check_interval, and a look vouches")
+	}
+}
+
 // TestRemoteCheckFetchesMovedRef pins sync.check_interval in a running agent with a
 // smart-HTTP remote and pull_interval an hour: a push from elsewhere reaches the work tree
 // through the looks alone, and while nothing moves each look is one small request.
 func TestRemoteCheckFetchesMovedRef(t *testing.T) {
-	isolateGit(t)
-	dir := newRepo(t)
-	root := t.TempDir()
-	bare := filepath.Join(root, "mem.git")
-	gitOK(t, root, "init", "-q", "--bare", "-b", "main", bare)
-	gitOK(t, bare, "config", "http.receivepack", "true")
-	gitOK(t, dir, "push", "-q", bare, "main")
-	srv := testutil.NewGitHTTPServer(t, root, "")
-	gitOK(t, dir, "remote", "add", "origin", srv.URL("mem.git"))
-	gitOK(t, dir, "fetch", "-q", "origin")
-	// 200 other refs (a forge's pull-request refs): a full advertisement is ~17 KiB.
-	var refs strings.Builder
-	head := remoteHead(bare)
-	for i := range 200 {
-		fmt.Fprintf(&refs, "create refs/pull/%d/head %s\n", i, head)
-	}
-	cmd := exec.Command("git", "update-ref", "--stdin")
-	cmd.Dir, cmd.Stdin = bare, strings.NewReader(refs.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("update-ref: %v %s", err, out)
-	}
-
-	cfg := memd.DefaultConfig()
-	cfg.Repo = dir
-	cfg.Watch.Quiet = memd.Duration(100 * time.Millisecond)
-	cfg.Sleep.CatchUp = false
-	cfg.Sync.PullInterval = memd.Duration(time.Hour)
-	cfg.Sync.CheckInterval = memd.Duration(300 * time.Millisecond)
-	logs := &testutil.LockedBuffer{}
-	a, err := New(Options{Config: cfg, Version: "test",
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-runErr; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	testutil.WaitFor(t, "start-up reconcile", 20*time.Second, func() bool {
-		return strings.Contains(logs.String(), "start-up reconcile done")
-	}, logs.String)
-
+	a, srv, bare, root, dir, logs := lookingAgent(t, 300*time.Millisecond, time.Hour)
 	atRemote := func() bool {
 		h, _ := a.repo.TrackingHead(gitrepo.RemoteOptions{})
 		return h.String() == remoteHead(bare)
 	}
-	testutil.WaitFor(t, "the start-up sync done", 20*time.Second, func() bool {
-		return atRemote() && a.current.Load().name == ""
-	}, logs.String)
 
 	// Another machine pushes.
 	other := filepath.Join(root, "other")
@@ -183,6 +187,135 @@ func TestRemoteCheckFetchesMovedRef(t *testing.T) {
 	if strings.Count(logs.String(), `msg="sync failed`) > 0 {
 		t.Fatalf("a sync failed\n%s", logs.String())
 	}
+}
+
+// TestPullStandsDownWhileLooksVouch: with the looks following an unmoved remote, the
+// pull_interval timer fetches nothing (every request stays a look's, under 1 KiB, where a
+// fetch's advertisement of the 200 refs is ~17 KiB); once HEAD is not where the tracking ref
+// is (a person's own fetch moved it), the timer's full sync runs again and merges it.
+func TestPullStandsDownWhileLooksVouch(t *testing.T) {
+	a, srv, bare, root, dir, logs := lookingAgent(t, 200*time.Millisecond, 700*time.Millisecond)
+	stoodDown := func() int { return strings.Count(logs.String(), "the looks found the branch in step") }
+	testutil.WaitFor(t, "a pull that stood down", 20*time.Second, func() bool { return stoodDown() > 0 }, logs.String)
+	n0, b0 := srv.Served()
+	k := stoodDown()
+	testutil.WaitFor(t, "three more pulls that stood down", 20*time.Second, func() bool { return stoodDown() >= k+3 }, logs.String)
+	n1, b1 := srv.Served()
+	if n1 == n0 {
+		t.Fatal("no looks while the pulls stood down")
+	}
+	if per := (b1 - b0) / (n1 - n0); per > 1024 {
+		t.Fatalf("pulls standing down: %d requests of %d bytes on average; a fetch ran (a look is under 1 KiB)", n1-n0, per)
+	}
+
+	// A person's own `git fetch` brings another machine's push into the tracking ref, and a
+	// look then finds the remote where the tracking ref is: the looks vouch for the remote,
+	// but HEAD is behind, and the pull must not stand down (only the full sync merges it).
+	// Run on the owner goroutine (a page job), so memd syncs nothing meanwhile.
+	other := filepath.Join(root, "other")
+	gitOK(t, root, "clone", "-q", bare, other)
+	err := pageActions{a}.run(context.Background(), "test", func(context.Context) error {
+		if !a.pullVouched() {
+			return errors.New("an unmoved remote, HEAD at the tracking ref: the pull does not stand down")
+		}
+		if err := os.WriteFile(filepath.Join(other, "from-other.md"), []byte("lesson\n"), 0o644); err != nil {
+			return err
+		}
+		// Not gitOK: this is the owner goroutine, where a test must not FailNow.
+		for _, c := range []struct {
+			dir  string
+			args []string
+		}{{other, []string{"add", "-A"}}, {other, []string{"-c", "user.name=o", "-c", "user.email=o@o", "commit", "-q", "-m", "other"}},
+			{other, []string{"push", "-q", "origin", "main"}}, {dir, []string{"fetch", "-q", "origin"}}} {
+			if _, err := hostGit.Run(c.dir, nil, c.args...); err != nil {
+				return err
+			}
+		}
+		moved, _ := a.repo.TrackingHead(gitrepo.RemoteOptions{})
+		deadline := time.Now().Add(20 * time.Second)
+		for !a.check.vouches(moved) {
+			if time.Now().After(deadline) {
+				return errors.New("no look found the remote at the fetched tracking ref")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if a.pullVouched() {
+			return errors.New("HEAD behind the tracking ref, and the pull stands down")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	testutil.WaitFor(t, "the pull merges what the person fetched", 20*time.Second, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "from-other.md"))
+		return err == nil && string(b) == "lesson\n"
+	}, logs.String)
+	if strings.Count(logs.String(), `msg="sync failed`) > 0 {
+		t.Fatalf("a sync failed\n%s", logs.String())
+	}
+}
+
+// lookingAgent runs an agent on a repo whose origin is a smart-HTTP remote with 200 extra
+// refs (a forge's pull-request refs: a full advertisement is ~17 KiB), at the given
+// check_interval and pull_interval, and returns once the start-up sync is done.
+func lookingAgent(t *testing.T, check, pull time.Duration) (a *Agent, srv *testutil.GitHTTPServer, bare, root, dir string, logs *testutil.LockedBuffer) {
+	t.Helper()
+	isolateGit(t)
+	dir = newRepo(t)
+	root = t.TempDir()
+	bare = filepath.Join(root, "mem.git")
+	gitOK(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	gitOK(t, bare, "config", "http.receivepack", "true")
+	gitOK(t, dir, "push", "-q", bare, "main")
+	srv = testutil.NewGitHTTPServer(t, root, "")
+	gitOK(t, dir, "remote", "add", "origin", srv.URL("mem.git"))
+	gitOK(t, dir, "fetch", "-q", "origin")
+	// 200 other refs (a forge's pull-request refs): a full advertisement is ~17 KiB.
+	var refs strings.Builder
+	head := remoteHead(bare)
+	for i := range 200 {
+		fmt.Fprintf(&refs, "create refs/pull/%d/head %s\n", i, head)
+	}
+	cmd := exec.Command("git", "update-ref", "--stdin")
+	cmd.Dir, cmd.Stdin = bare, strings.NewReader(refs.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("update-ref: %v %s", err, out)
+	}
+
+	cfg := memd.DefaultConfig()
+	cfg.Repo = dir
+	cfg.Watch.Quiet = memd.Duration(100 * time.Millisecond)
+	cfg.Sleep.CatchUp = false
+	cfg.Sync.PullInterval = memd.Duration(pull)
+	cfg.Sync.CheckInterval = memd.Duration(check)
+	logs = &testutil.LockedBuffer{}
+	a, err := New(Options{Config: cfg, Version: "test",
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-runErr; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	testutil.WaitFor(t, "start-up reconcile", 20*time.Second, func() bool {
+		return strings.Contains(logs.String(), "start-up reconcile done")
+	}, logs.String)
+
+	atRemote := func() bool {
+		h, _ := a.repo.TrackingHead(gitrepo.RemoteOptions{})
+		return h.String() == remoteHead(bare)
+	}
+	testutil.WaitFor(t, "the start-up sync done", 20*time.Second, func() bool {
+		return atRemote() && a.current.Load().name == ""
+	}, logs.String)
+	return a, srv, bare, root, dir, logs
 }
 
 // remoteHead is the bare remote's main, or "" while git cannot say.

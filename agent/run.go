@@ -280,6 +280,12 @@ func (a *Agent) loop(ctx context.Context, r *running) error {
 			a.publish() // a hook finished: its warning appears or clears
 			continue
 		case <-pull.C:
+			// No job runs for a vouched pull: nothing to publish, no memory to trim after.
+			if a.pullVouched() {
+				a.reconcileIfMovedByOthers() // the outside watch's fallback, as doSync's
+				a.log.Debug("pull: the looks found the branch in step; no fetch")
+				continue
+			}
 			a.kickSyncIfRemote()
 		case <-trim.C:
 			debug.FreeOSMemory()
