@@ -294,8 +294,7 @@ func (a *Agent) takeReports() (took bool) {
 	}
 	if moved {
 		// HEAD moved under the daemon: the inventory and the ahead count follow.
-		a.inv.scan(a.cfg.Repo, a.files())
-		a.conflicts.touchAll()
+		a.treeRescanned()
 		if ah, be, err := a.repo.AheadBehind(gitrepo.RemoteOptionsFromConfig(a.cfg)); err == nil {
 			a.st.ahead, a.st.behind = ah, be
 		}

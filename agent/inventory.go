@@ -520,12 +520,23 @@ func (a *Agent) inventoryAfterMove(before string) {
 	}
 	if err != nil {
 		a.log.Warn("inventory: diff after the head moved; scanning the tree", "err", err)
-		a.inv.scan(a.cfg.Repo, a.files())
-		a.conflicts.touchAll()
+		a.treeRescanned()
 		return
 	}
+	a.filesChanged(paths)
+}
+
+// filesChanged notes paths that may have changed (a commit's, a move's) where the owner
+// keeps what it knows of the tree: the inventory and the conflict list's cache.
+func (a *Agent) filesChanged(paths []string) {
 	a.inv.update(a.cfg.Repo, paths)
 	a.conflicts.touch(paths)
+}
+
+// treeRescanned is filesChanged for anything: the inventory walks the tree again.
+func (a *Agent) treeRescanned() {
+	a.inv.scan(a.cfg.Repo, a.files())
+	a.conflicts.touchAll()
 }
 
 // changedFiles are a commit's file paths (a batch may name a new directory instead).

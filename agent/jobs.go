@@ -75,13 +75,11 @@ func (a *Agent) commitPaths(ctx context.Context, paths []string, kind memd.Commi
 	if err != nil {
 		return err
 	}
-	a.inv.update(a.cfg.Repo, paths)
-	a.conflicts.touch(paths)
+	a.filesChanged(paths)
 	if res.Hash == "" {
 		return nil
 	}
-	a.inv.update(a.cfg.Repo, changedFiles(res.Changes)) // the files in new directories too
-	a.conflicts.touch(changedFiles(res.Changes))
+	a.filesChanged(changedFiles(res.Changes)) // the files in new directories too
 	a.metrics.CommitDone(kind, time.Since(start), a.now())
 	a.st.hours.add(a.now(), 1)
 	a.st.lastCommit = &commitInfo{at: a.now(), added: res.Added, modified: res.Modified, deleted: res.Deleted}

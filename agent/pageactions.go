@@ -165,8 +165,7 @@ func (a *Agent) noteActionCommit(res memd.CommitResult) {
 	if res.Hash == "" {
 		return
 	}
-	a.inv.update(a.cfg.Repo, changedFiles(res.Changes))
-	a.conflicts.touch(changedFiles(res.Changes))
+	a.filesChanged(changedFiles(res.Changes))
 	a.metrics.CommitDone(memd.CommitChange, res.Duration, a.now())
 	a.st.hours.add(a.now(), 1)
 	a.st.lastCommit = &commitInfo{at: a.now(), added: res.Added, modified: res.Modified, deleted: res.Deleted}
