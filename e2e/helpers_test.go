@@ -219,18 +219,27 @@ func (w *world) treeDiff() (string, error) {
 	return testutil.Git{Env: w.env}.TreeDiff(w.repo, w.home)
 }
 
-// waitCommitted waits until HEAD holds exactly the tree on disk.
+// waitCommitted waits until HEAD holds exactly the tree on disk and memd's .git/index has
+// followed HEAD (memd brings the index in step just after a commit, off the commit's path:
+// sync/gitrepo/index.go). A person's `git rebase` or `git checkout` in that moment is told
+// the index "contains uncommitted changes"; the tests' own git comes after it.
 func (w *world) waitCommitted(d *testutil.Daemon) {
 	w.t.Helper()
 	var last string
-	testutil.WaitFor(w.t, "HEAD to equal the work tree", commitTimeout, func() bool {
+	testutil.WaitFor(w.t, "HEAD to equal the work tree and the index", commitTimeout, func() bool {
 		out, err := w.treeDiff()
 		if err != nil {
 			last = err.Error()
 			return false
 		}
 		last = out
-		return out == ""
+		if out != "" {
+			return false
+		}
+		// No optional locks: the probe must not take index.lock beside memd's refresh.
+		staged, err := w.gitRun([]string{"GIT_OPTIONAL_LOCKS=0"}, "diff", "--cached", "--name-status")
+		last = "index against HEAD:\n" + staged
+		return err == nil && staged == ""
 	}, func() string { return "differences:\n" + last + d.Describe() })
 }
 

@@ -83,6 +83,8 @@ func TestReliabilitySwarm(t *testing.T) {
 	var why string
 	converged := testutil.Poll(timeout, func() bool { ok, w := s.converged(); why = w; return ok })
 	convergedIn := time.Since(lastWrite)
+	// The instants, for bench/swarmlog's -since and a look at where the time went.
+	t.Logf("last write at %s; one HEAD at %s", lastWrite.UTC().Format(time.RFC3339Nano), time.Now().UTC().Format(time.RFC3339Nano))
 	if !converged {
 		t.Fatalf("no single HEAD with clean trees %s after the last write: %s%s", timeout, why, s.describe())
 	}
