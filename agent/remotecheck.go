@@ -107,6 +107,7 @@ func newRemoteChecker(clock checkClock, look func(context.Context, gitrepo.Remot
 func (c *remoteChecker) setConfig(ro gitrepo.RemoteOptions, check, pull time.Duration) {
 	c.mu.Lock()
 	c.ro, c.check, c.pull = ro, check, pull
+	c.looked = false // a reload may name another remote or branch: no look has answered for it
 	c.mu.Unlock()
 }
 

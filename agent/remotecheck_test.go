@@ -140,6 +140,12 @@ func TestRemoteCheckVouches(t *testing.T) {
 	if c.vouches(h) {
 		t.Fatal("slowed: a look two pull_intervals old still vouches")
 	}
+	// A reload (another remote or branch, maybe) forgets what the looks found.
+	c.noteLook(lookSame, h)
+	c.setConfig(gitrepo.RemoteOptions{}, check, pull)
+	if c.vouches(h) {
+		t.Fatal("after a reload, the look made before it still vouches")
+	}
 	// A pull_interval no longer than check_interval asks for the fetches themselves.
 	c.setConfig(gitrepo.RemoteOptions{}, check, check)
 	c.changed()
