@@ -199,19 +199,35 @@ func TestRemoteCheckFetchesMovedRef(t *testing.T) {
 // pull_interval timer fetches nothing (every request stays a look's, under 1 KiB, where a
 // fetch's advertisement of the 200 refs is ~17 KiB); once HEAD is not where the tracking ref
 // is (a person's own fetch moved it), the timer's full sync runs again and merges it.
+//
+// A pull is vouched for only by a look at most check_interval and a half old: on a loaded
+// machine a late look lets a pull fetch, as it should. The request count is judged only over
+// a window with no sync in it; the windows are tried until one is (the deadline bounds it).
 func TestPullStandsDownWhileLooksVouch(t *testing.T) {
-	a, srv, bare, root, dir, logs := lookingAgent(t, 200*time.Millisecond, 700*time.Millisecond)
+	a, srv, bare, root, dir, logs := lookingAgent(t, 300*time.Millisecond, time.Second)
 	stoodDown := func() int { return strings.Count(logs.String(), "the looks found the branch in step") }
+	syncs := func() int { return strings.Count(logs.String(), `msg="sync round"`) }
 	testutil.WaitFor(t, "a pull that stood down", 20*time.Second, func() bool { return stoodDown() > 0 }, logs.String)
-	n0, b0 := srv.Served()
-	k := stoodDown()
-	testutil.WaitFor(t, "three more pulls that stood down", 20*time.Second, func() bool { return stoodDown() >= k+3 }, logs.String)
-	n1, b1 := srv.Served()
-	if n1 == n0 {
-		t.Fatal("no looks while the pulls stood down")
+	judged := false
+	for deadline := time.Now().Add(30 * time.Second); !judged && time.Now().Before(deadline); {
+		n0, b0 := srv.Served()
+		k, s0 := stoodDown(), syncs()
+		testutil.WaitFor(t, "two more pulls that stood down", 20*time.Second, func() bool { return stoodDown() >= k+2 }, logs.String)
+		n1, b1 := srv.Served()
+		if syncs() != s0 {
+			t.Logf("a pull fetched in this window (a late look); judging the next")
+			continue
+		}
+		judged = true
+		if n1 == n0 {
+			t.Fatal("no looks while the pulls stood down")
+		}
+		if per := (b1 - b0) / (n1 - n0); per > 1024 {
+			t.Fatalf("pulls standing down: %d requests of %d bytes on average; a fetch ran (a look is under 1 KiB)", n1-n0, per)
+		}
 	}
-	if per := (b1 - b0) / (n1 - n0); per > 1024 {
-		t.Fatalf("pulls standing down: %d requests of %d bytes on average; a fetch ran (a look is under 1 KiB)", n1-n0, per)
+	if !judged {
+		t.Fatalf("no window of two stood-down pulls without a sync in 30 s\n%s", logs.String())
 	}
 
 	// A person's own `git fetch` brings another machine's push into the tracking ref, and a
@@ -221,8 +237,11 @@ func TestPullStandsDownWhileLooksVouch(t *testing.T) {
 	other := filepath.Join(root, "other")
 	gitOK(t, root, "clone", "-q", bare, other)
 	err := pageActions{a}.run(context.Background(), "test", func(context.Context) error {
-		if !a.pullVouched() {
-			return errors.New("an unmoved remote, HEAD at the tracking ref: the pull does not stand down")
+		// The looks go on beside the owner: wait for one fresh enough to vouch.
+		for deadline := time.Now().Add(20 * time.Second); !a.pullVouched(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return errors.New("an unmoved remote, HEAD at the tracking ref: the pull does not stand down")
+			}
 		}
 		if err := os.WriteFile(filepath.Join(other, "from-other.md"), []byte("lesson\n"), 0o644); err != nil {
 			return err
@@ -239,6 +258,8 @@ func TestPullStandsDownWhileLooksVouch(t *testing.T) {
 		}
 		moved, _ := a.repo.TrackingHead(gitrepo.RemoteOptions{})
 		deadline := time.Now().Add(20 * time.Second)
+		// vouches and then pullVouched: a look gone stale between the two only makes
+		// pullVouched false as well, never a false failure.
 		for !a.check.vouches(moved) {
 			if time.Now().After(deadline) {
 				return errors.New("no look found the remote at the fetched tracking ref")
