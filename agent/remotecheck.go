@@ -86,11 +86,11 @@ type remoteChecker struct {
 	lookedAt    time.Duration // of the last look
 	failing     bool          // the last look failed: the next comes at check_interval
 	cannot      bool          // the remote has no cheap look: one every pull_interval
-	lastRes     lookResult    // the last look's answer
-	seen        plumbing.Hash // where the last look found the branch (lookSame only)
-	looked      bool          // a look has answered since start
-	lastWall    time.Time
-	lastMono    time.Duration
+	// seen: where the last look found the branch when it found it unmoved (lookSame); zero
+	// before any look, after any other answer and after a reload: nothing vouched for.
+	seen     plumbing.Hash
+	lastWall time.Time
+	lastMono time.Duration
 
 	stop func()
 	done chan struct{}
@@ -107,7 +107,7 @@ func newRemoteChecker(clock checkClock, look func(context.Context, gitrepo.Remot
 func (c *remoteChecker) setConfig(ro gitrepo.RemoteOptions, check, pull time.Duration) {
 	c.mu.Lock()
 	c.ro, c.check, c.pull = ro, check, pull
-	c.looked = false // a reload may name another remote or branch: no look has answered for it
+	c.seen = plumbing.ZeroHash // a reload may name another remote or branch: no look has answered for it
 	c.mu.Unlock()
 }
 
@@ -146,7 +146,7 @@ func (c *remoteChecker) fastLocked(mono time.Duration) bool {
 func (c *remoteChecker) vouches(h plumbing.Hash) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.looked || c.lastRes != lookSame || h.IsZero() || c.seen != h {
+	if h.IsZero() || c.seen != h {
 		return false
 	}
 	if c.check >= c.pull {
@@ -166,7 +166,7 @@ func (c *remoteChecker) noteLook(res lookResult, seen plumbing.Hash) (kick bool)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lookedAt = c.clock.mono()
-	c.looked, c.lastRes, c.seen = true, res, plumbing.ZeroHash
+	c.seen = plumbing.ZeroHash
 	if res == lookSame {
 		c.seen = seen
 	}
@@ -247,24 +247,20 @@ func (a *Agent) lookAtRemote(ctx context.Context, ro gitrepo.RemoteOptions) (loo
 }
 
 // pullVouched is the pull_interval timer's question (owner only): do the looks answer for a
-// full fetch now? Only when nothing waits to be committed or pushed, the last sync ended
-// well, the branch is where the tracking ref is (a person's own `git fetch` that moved the
-// tracking ref past HEAD is merged by the full sync), and the last fresh look found the
-// remote there too. Then the fetch would bring nothing, and a sync found in step is recorded
-// as one (memd_last_successful_sync_timestamp_seconds stays true to "in step with the remote").
+// full fetch now? Only when nothing waits to be committed, the last sync ended well, the
+// branch is where the tracking ref is (nothing to push; a person's own `git fetch` that
+// moved the tracking ref past HEAD is merged by the full sync), and the last fresh look
+// found the remote there too. Then the fetch would bring nothing.
 func (a *Agent) pullVouched() bool {
-	if a.check == nil || a.pending.len() > 0 || a.st.ahead > 0 || a.st.syncState != statusline.StateOK {
+	if a.check == nil || a.pending.len() > 0 || a.st.syncState != statusline.StateOK {
 		return false
 	}
 	t, err := a.repo.TrackingHead(gitrepo.RemoteOptionsFromConfig(a.cfg))
 	if err != nil {
 		return false
 	}
-	if head, err := a.repo.Head(); err != nil || head != t.String() || !a.check.vouches(t) {
-		return false
-	}
-	a.metrics.SyncDone(nil, a.now())
-	return true
+	head, err := a.repo.Head()
+	return err == nil && head == t.String() && a.check.vouches(t)
 }
 
 // startRemoteCheck starts the looks with the running config.

@@ -282,6 +282,9 @@ func (a *Agent) loop(ctx context.Context, r *running) error {
 		case <-pull.C:
 			// No job runs for a vouched pull: nothing to publish, no memory to trim after.
 			if a.pullVouched() {
+				// A sync found in step: memd_last_successful_sync_timestamp_seconds stays
+				// true to "in step with the remote".
+				a.metrics.SyncDone(nil, a.now())
 				a.reconcileIfMovedByOthers() // the outside watch's fallback, as doSync's
 				a.log.Debug("pull: the looks found the branch in step; no fetch")
 				continue
