@@ -26,6 +26,7 @@ package gitremote
 // lacks objects.
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"errors"
@@ -66,6 +67,7 @@ type PushStats struct {
 	NewCommits int
 	Trees      int             // trees read by the tree walk (new commits' and boundary)
 	Objects    int             // objects in the pack
+	Prebuilt   bool            // the pack was built before the session (Push.Expect held)
 	Old, New   plumbing.Hash   // remote head before, pushed head
 	Sent       []plumbing.Hash // the pack's objects (our path only)
 }
@@ -81,6 +83,10 @@ type Push struct {
 	Branch plumbing.ReferenceName
 	Local  plumbing.Hash
 	Log    *slog.Logger
+	// Expect is the remote head as of the caller's last fetch (zero: not known). The pack
+	// for Expect..Local is then built before the remote's receive-pack starts, and sent when
+	// the remote still advertises Expect (prebuildPack).
+	Expect plumbing.Hash
 	// WalkLimit bounds the new-commit walk; 0 = DefaultPushWalkLimit.
 	WalkLimit int
 	// Stats, when set (tests), receives the push's enumeration.
@@ -104,6 +110,11 @@ func SendPack(ctx context.Context, p Push) (err error) {
 	fallback := func(why string) error {
 		st.Fallback = why
 		return pushThroughGoGit(ctx, p.Log, rem, tgt, br, why)
+	}
+
+	var pre *prebuilt
+	if !p.Expect.IsZero() && p.Expect != local {
+		pre = prebuildPack(p.Store, local, p.Expect, p.WalkLimit)
 	}
 
 	sess, err := openReceivePack(rem, tgt)
@@ -149,6 +160,11 @@ func SendPack(ctx context.Context, p Push) (err error) {
 	if old == local {
 		return git.NoErrAlreadyUpToDate
 	}
+	if pre != nil && old == p.Expect && ar.Capabilities.Supports(capability.OFSDelta) {
+		st.Walked, st.NewCommits, st.Trees, st.Objects, st.Sent = pre.st.Walked, pre.st.NewCommits, pre.st.Trees, pre.st.Objects, pre.st.Sent
+		st.Prebuilt = true
+		return sendUpdate(ctx, p.Store, sess, ar, br, old, local, pre.objs, pre.pack)
+	}
 	if err := haveRemoteHead(p.Store, old, br, &st); err != nil {
 		return err
 	}
@@ -166,7 +182,59 @@ func SendPack(ctx context.Context, p Push) (err error) {
 		return fmt.Errorf("non-fast-forward update: %s", br)
 	}
 
-	return sendUpdate(ctx, p.Store, sess, ar, br, old, local, objs)
+	return sendUpdate(ctx, p.Store, sess, ar, br, old, local, objs, nil)
+}
+
+// maxPrebuiltPack bounds the pack prebuildPack keeps in memory; a larger push streams its
+// pack as it is encoded, after the advertisement, as before.
+const maxPrebuiltPack = 16 << 20
+
+// prebuilt is a push's pack built before the session: its objects and their encoding
+// (ofs-deltas, which every git since 1.4.4 takes).
+type prebuilt struct {
+	objs []plumbing.Hash
+	pack []byte
+	st   PushStats
+}
+
+// prebuildPack enumerates and encodes the objects that move a remote at expect to local.
+// A remote's receive-pack holds the ref's old value from its advertisement to its update:
+// a push that walks and delta-searches inside that window (under a full CPU, hundreds of
+// milliseconds) loses races that one sending a ready pack wins, and makes the remote
+// unpack a pack it then refuses ("cannot lock ref"). nil when the pack cannot be built
+// ahead (not a fast-forward of expect, a walk past its limit, a pack over
+// maxPrebuiltPack): SendPack then does as before, against the advertised head.
+func prebuildPack(s storage.Storer, local, expect plumbing.Hash, limit int) *prebuilt {
+	if s.HasEncodedObject(expect) != nil {
+		return nil
+	}
+	var st PushStats
+	objs, ff, err := PushObjects(s, local, expect, limit, &st)
+	if err != nil || !ff {
+		return nil
+	}
+	cfg, err := s.Config()
+	if err != nil {
+		return nil
+	}
+	var w packBuffer
+	if _, err := packfile.NewEncoder(&w, s, false).Encode(objs, cfg.Pack.Window); err != nil {
+		return nil
+	}
+	return &prebuilt{objs: objs, pack: w.b, st: st}
+}
+
+// packBuffer holds a pack being encoded, up to maxPrebuiltPack.
+type packBuffer struct{ b []byte }
+
+var errPackTooBig = errors.New("push: pack over the size built ahead")
+
+func (w *packBuffer) Write(p []byte) (int, error) {
+	if len(w.b)+len(p) > maxPrebuiltPack {
+		return 0, errPackTooBig
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // pushThroughGoGit pushes br with go-git's PushContext (its own object walk),
@@ -266,7 +334,7 @@ func haveRemoteHead(s storer.EncodedObjectStorer, old plumbing.Hash, br plumbing
 // sendUpdate asks the remote to move br from old to local and sends objs,
 // returning the remote's verdict.
 func sendUpdate(ctx context.Context, s storage.Storer, sess transport.ReceivePackSession, ar *packp.AdvRefs,
-	br plumbing.ReferenceName, old, local plumbing.Hash, objs []plumbing.Hash) error {
+	br plumbing.ReferenceName, old, local plumbing.Hash, objs []plumbing.Hash, pack []byte) error {
 	// As go-git's newReferenceUpdateRequest: agent and report-status from
 	// the server's capabilities; side-band when offered, so that what a
 	// refusing hook says reaches us (Refusal); no push options, not atomic
@@ -287,8 +355,15 @@ func sendUpdate(ctx context.Context, s storage.Storer, sess transport.ReceivePac
 		_ = req.Capabilities.Set(capability.Sideband)
 		req.Progress = said
 	}
-	useRefDeltas := !ar.Capabilities.Supports(capability.OFSDelta)
-	rs, err := encodeAndSend(ctx, s, sess, req, objs, useRefDeltas)
+	var rs *packp.ReportStatus
+	var err error
+	if pack != nil {
+		req.Packfile = io.NopCloser(bytes.NewReader(pack))
+		rs, err = sess.ReceivePack(ctx, req)
+	} else {
+		useRefDeltas := !ar.Capabilities.Supports(capability.OFSDelta)
+		rs, err = encodeAndSend(ctx, s, sess, req, objs, useRefDeltas)
+	}
 	if rs != nil {
 		// The remote answered with a verdict (ng, unpack error): its own reason.
 		if rerr := rs.Error(); rerr != nil {

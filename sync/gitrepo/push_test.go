@@ -344,6 +344,47 @@ func TestPushRemoteMovedIsRejectedThenRetried(t *testing.T) {
 	}
 }
 
+// TestPushPackBuiltAhead: a push whose round fetched the remote head it finds sends a pack
+// built before receive-pack started (gitremote.prebuildPack); one whose tracking ref is
+// older than the advertised head (a head it has, fetched by a person's git meanwhile, say)
+// builds against the advertised head after all. Both land complete (checkPushed: fsck on
+// the remote, every missing object sent, nothing the remote had).
+func TestPushPackBuiltAhead(t *testing.T) {
+	for _, tr := range []string{"file", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			w := pushWorld(t, tr, pushSeed)
+			p := probePushes(w.a)
+			testutil.WriteFile(t, w.aDir, "areas/from-a.html", "from a\n")
+			mustCommit(t, w.a, "areas/from-a.html")
+			if res := mustSync(t, w.a); !res.Pushed {
+				t.Fatalf("A: %+v", res)
+			}
+			if st := p.last(t); !st.Prebuilt {
+				t.Fatalf("push after this round's fetch: %+v, want a pack built ahead", st)
+			}
+			checkPushed(t, w, p, 0)
+
+			// The tracking ref left one commit behind the remote, whose head A has.
+			track := w.a.trackingRef(pushOpts().withDefaults())
+			stale := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main~1"))
+			testutil.WriteFile(t, w.aDir, "areas/again.html", "again\n")
+			local := plumbing.NewHash(mustCommit(t, w.a, "areas/again.html").Hash)
+			if err := w.a.repo.Storer.SetReference(plumbing.NewHashReference(track, plumbing.NewHash(stale))); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.a.push(context.Background(), pushOpts().withDefaults(), local); err != nil {
+				t.Fatalf("push with a stale tracking ref: %v", err)
+			}
+			if st := p.last(t); st.Prebuilt || st.Fallback != "" {
+				t.Fatalf("push with a stale tracking ref: %+v, want the pack built for the advertised head", st)
+			}
+			checkPushed(t, w, p, 0)
+			mustSync(t, w.b)
+			w.check(t)
+		})
+	}
+}
+
 // TestPushObjectsNotFastForward: a remote head that is known locally but
 // not an ancestor of the local head is refused before anything is sent.
 func TestPushObjectsNotFastForward(t *testing.T) {

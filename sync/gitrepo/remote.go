@@ -389,9 +389,12 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
 	defer cancel()
 	// SendPack enumerates only what is new (gitremote/push.go); it falls back to
-	// go-git's PushContext for a first push. r.mu keeps the object store still.
+	// go-git's PushContext for a first push. r.mu keeps the object store still. The
+	// tracking ref, as this round's fetch left it, is the head its pack is built for
+	// before the remote's receive-pack starts.
+	expect := r.pushExpect(ro, tgt.URL)
 	err = gitremote.SendPack(cctx, gitremote.Push{Store: r.repo.Storer, Remote: rem, Target: tgt,
-		Branch: r.BranchRef(), Local: local, Log: r.log, WalkLimit: r.testPushWalkLimit, Stats: r.testPushStats})
+		Branch: r.BranchRef(), Local: local, Expect: expect, Log: r.log, WalkLimit: r.testPushWalkLimit, Stats: r.testPushStats})
 	// A lost race keeps the target: the next round pushes with it at once.
 	r.targetDone(ctx, "push", tgt, err, errors.Is(err, git.NoErrAlreadyUpToDate) ||
 		errors.Is(gitremote.Classify("push", ro.Remote, "", err), gitremote.ErrPushRejected))
@@ -407,6 +410,23 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 		r.log.Warn("update tracking ref after push", "ref", r.trackingRef(ro).String(), "err", err)
 	}
 	return nil
+}
+
+// pushExpect is the remote head a push builds its pack for ahead (gitremote.Push.Expect):
+// the tracking ref as the round's fetch left it. For a file remote, whose head is a file
+// read for nothing, none when the remote has moved past it since: that push is refused as
+// soon as receive-pack advertises, and a pack built for it would be CPU thrown away.
+func (r *Repo) pushExpect(ro RemoteOptions, url string) plumbing.Hash {
+	expect, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
+	if err != nil {
+		return plumbing.ZeroHash // unreadable: no pack ahead
+	}
+	if ep, err := transport.NewEndpoint(url); err == nil && ep.Protocol == "file" {
+		if head, err := fileRemoteHead(ep.Path, r.BranchRef().String()); err != nil || head != expect {
+			return plumbing.ZeroHash
+		}
+	}
+	return expect
 }
 
 // Sync fetches, fast-forwards or merges, and pushes (when ro.Push). A push
