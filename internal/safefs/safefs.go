@@ -361,6 +361,26 @@ func (t *Tree) Chmod(rel string, mode fs.FileMode) error {
 	return nil
 }
 
+// Chtimes sets rel's access and modification times; a symlink at rel is ErrSymlink.
+func (t *Tree) Chtimes(rel string, atime, mtime time.Time) error {
+	p, base, done, err := t.parent("chtimes", rel, 0)
+	if err != nil {
+		return err
+	}
+	defer done()
+	fi, err := p.Lstat(base)
+	if err != nil {
+		return perr("chtimes", rel, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return perr("chtimes", rel, ErrSymlink)
+	}
+	if err := p.Chtimes(base, atime, mtime); err != nil {
+		return perr("chtimes", rel, err)
+	}
+	return nil
+}
+
 // Rename moves from to to (both inside the tree, parents checked). A
 // symlink at to is replaced, a symlink at from is moved as a link.
 func (t *Tree) Rename(from, to string) error {

@@ -5,6 +5,7 @@
 package statedir
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +109,19 @@ func (d *Dir) openRoot() (*os.Root, error) {
 // rename.
 func (d *Dir) WriteCache(name string, perm fs.FileMode, mtime time.Time, write func(w io.Writer) error) error {
 	return d.write(name, perm, mtime, false, write)
+}
+
+// RefreshCache is WriteCache of data that a reader may find unchanged: a file already
+// holding exactly data only gets its modification time set to mtime, with no temp file
+// and rename. The status line files are rewritten on every publish with mostly the same
+// text, and on ext4 each temp file's new inode costs more than the write (perf, bench/RESULTS.md).
+func (d *Dir) RefreshCache(name string, perm fs.FileMode, mtime time.Time, data []byte) error {
+	if cur, err := d.tree.ReadFile(d.Rel(name)); err == nil && bytes.Equal(cur, data) && !mtime.IsZero() {
+		if err := d.tree.Chtimes(d.Rel(name), mtime, mtime); err == nil {
+			return nil
+		}
+	}
+	return d.write(name, perm, mtime, false, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
 // write is the one atomic write of the state dir: safefs.Temp, fsynced when durable, its

@@ -128,3 +128,58 @@ func TestWriteFileAtSetsModTime(t *testing.T) {
 		t.Fatalf("state dir: %v %v, want 0700", dir, err)
 	}
 }
+
+// RefreshCache of the text a file already holds sets its time and keeps its inode; other
+// text replaces it; a link at the name (even to a file holding that text) is replaced,
+// its target untouched.
+func TestRefreshCacheKeepsUnchangedFile(t *testing.T) {
+	repo, victim, _ := setup(t)
+	sd, err := Create(memd.StateDir(repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	p := filepath.Join(memd.StateDir(repo), "status.line")
+	t1 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	if err := sd.RefreshCache("status.line", 0o600, t1, []byte("ok\n")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(p)
+	if err != nil || !before.ModTime().Equal(t1) {
+		t.Fatalf("first write: %v %v, want mtime %v", before, err, t1)
+	}
+	t2 := t1.Add(time.Minute)
+	if err := sd.RefreshCache("status.line", 0o600, t2, []byte("ok\n")); err != nil {
+		t.Fatal(err)
+	}
+	same, err := os.Stat(p)
+	if err != nil || !os.SameFile(before, same) || !same.ModTime().Equal(t2) {
+		t.Fatalf("same text: %v %v, want the same file at %v", same, err, t2)
+	}
+	t3 := t2.Add(time.Minute)
+	if err := sd.RefreshCache("status.line", 0o600, t3, []byte("busy\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "busy\n" {
+		t.Fatalf("new text: %q", b)
+	}
+	if fi, _ := os.Stat(p); !fi.ModTime().Equal(t3) || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("new text: %v, want mode 0600 at %v", fi, t3)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, p); err != nil {
+		t.Fatal(err)
+	}
+	vfi, _ := os.Stat(victim)
+	if err := sd.RefreshCache("status.line", 0o600, t3, []byte("precious\n")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("link at the name: %v %v, want a regular file", fi, err)
+	}
+	if fi, _ := os.Stat(victim); !fi.ModTime().Equal(vfi.ModTime()) {
+		t.Fatalf("the link's target got a new time: %v", fi.ModTime())
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 
@@ -52,10 +51,7 @@ func Write(stateDir string, d Document) error {
 		}
 		// Renamed into place but not fsynced: a line file is a cache of status.json, and
 		// eight fsyncs per publish would cost the owner tens of milliseconds on a slow disk.
-		if err := sd.WriteCache("status."+f, 0o600, d.UpdatedAt, func(w io.Writer) error {
-			_, err := io.WriteString(w, s)
-			return err
-		}); err != nil {
+		if err := sd.RefreshCache("status."+f, 0o600, d.UpdatedAt, []byte(s)); err != nil {
 			return err
 		}
 	}
