@@ -112,8 +112,8 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 			return plumbing.ZeroHash, err
 		}
 	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(track, head)); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("update %s: %w", track, err)
+	if err := r.setTrackingRef(track, head); err != nil {
+		return plumbing.ZeroHash, err
 	}
 	return head, nil
 }

@@ -82,6 +82,36 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 	return nil
 }
 
+// setTrackingRef points the remote-tracking ref name at h as git fetch does: nothing when it
+// already does (a pull that found the remote unmoved writes nothing), else with the lock
+// protocol, so a person's git reading it beside memd never finds it empty. No compare: the
+// remote's word is the value (go-git's SetReference truncated the file and wrote it in
+// place, and `git fsck` run during a pull read an empty ref).
+func (r *Repo) setTrackingRef(name plumbing.ReferenceName, h plumbing.Hash) error {
+	if cur, err := gitstore.ReadRef(r.gitDir, name.String()); err == nil && cur == h {
+		return nil
+	}
+	path := filepath.Join(r.gitDir, filepath.FromSlash(name.String()))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	f, err := gitstore.CreateLock(path, refLockWait)
+	if errors.Is(err, gitstore.ErrLocked) && r.clearStaleLock(path+".lock", 0, refLockStaleAge) == nil {
+		f, err = gitstore.CreateLock(path, refLockWait)
+	}
+	if err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	if _, err := f.WriteString(h.String() + "\n"); err != nil {
+		gitstore.RollbackLock(f)
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	if err := gitstore.CommitLock(f, path); err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	return nil
+}
+
 // appendReflog adds a reflog line for the ref (and HEAD when it points at
 // it), like git does, so `git reflog` can show and recover memd's commits.
 // Best effort: a failure is logged, never fatal.

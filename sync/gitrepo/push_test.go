@@ -677,3 +677,50 @@ func TestPushToFileRemoteRunsToItsEnd(t *testing.T) {
 		t.Fatalf("locks left in the remote: %v %v", locks, refLocks)
 	}
 }
+
+// TestTrackingRefReplacedWhole: the remote-tracking ref is left alone by a fetch that found
+// the remote unmoved (same file, same time) and replaced by rename when it moves, as git
+// fetch does, never truncated and rewritten in place, where a person's git (or `git fsck`)
+// reading it during a pull found it empty.
+func TestTrackingRefReplacedWhole(t *testing.T) {
+	w := newSyncWorld(t, pushSeed)
+	n := 0
+	bPushes := func() {
+		t.Helper()
+		n++
+		rel := fmt.Sprintf("areas/from-b-%d.html", n)
+		testutil.WriteFile(t, w.bDir, rel, "from b\n")
+		mustCommit(t, w.b, rel)
+		mustSync(t, w.b)
+	}
+	bPushes() // the clone's tracking ref is in packed-refs: the fetch writes the loose one
+	mustSync(t, w.a)
+	path := filepath.Join(w.aDir, ".git", "refs", "remotes", "origin", "main")
+	stat := func() os.FileInfo {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	before := stat()
+	mustSync(t, w.a)
+	if after := stat(); !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("an unmoved remote rewrote the tracking ref: %v → %v", before.ModTime(), after.ModTime())
+	}
+	bPushes()
+	mustSync(t, w.a)
+	after := stat()
+	if os.SameFile(before, after) {
+		t.Fatal("the tracking ref was rewritten in place, not replaced")
+	}
+	want := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
+	if got := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "origin/main")); got != want {
+		t.Fatalf("origin/main %s, remote main %s", got, want)
+	}
+	if _, err := os.Lstat(path + ".lock"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("lock left behind: %v", err)
+	}
+	fsck(t, w.aDir)
+}

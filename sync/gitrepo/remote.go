@@ -406,7 +406,7 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	}
 	// The remote now has local: record it so ahead/behind are right even
 	// when the remote config has no matching fetch refspec.
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(ro), local)); err != nil {
+	if err := r.setTrackingRef(r.trackingRef(ro), local); err != nil {
 		r.log.Warn("update tracking ref after push", "ref", r.trackingRef(ro).String(), "err", err)
 	}
 	return nil
