@@ -189,17 +189,21 @@ func (s *Storage) object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if obj, ok := s.cache.Get(h); ok {
 		return obj, nil
 	}
-	obj, err := s.loose(h)
-	if !errors.Is(err, plumbing.ErrObjectNotFound) {
-		return obj, err
-	}
-	err = s.withPack(h, func(p *packfile.Packfile, idx *PackIndex, o int64) error {
+	// The packs' indexes first, as git looks: they are mapped, and most of a history is
+	// packed, where trying the loose file first cost a failed open (a path walk through
+	// the chroot) per object read, 4% of the swarm's daemons (perf, bench/RESULTS.md).
+	var obj plumbing.EncodedObject
+	err := s.withPack(h, func(p *packfile.Packfile, idx *PackIndex, o int64) error {
 		// GetByOffset would ask the index for h's name by offset; we know it.
+		var err error
 		if obj, err = p.Get(h); err != nil {
 			return fmt.Errorf("read object %s at %d in %s: %w", h, o, idx.name, err)
 		}
 		return nil
 	})
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return s.loose(h)
+	}
 	return obj, err
 }
 
@@ -261,13 +265,17 @@ func closeInto(c io.Closer, err *error) {
 
 // HasEncodedObject implements storer.EncodedObjectStorer.
 func (s *Storage) HasEncodedObject(h plumbing.Hash) error {
-	if f, err := s.dot.Object(h); err == nil {
-		return f.Close()
-	} else if !os.IsNotExist(err) {
+	if _, _, err := s.findPacked(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
 		return err
 	}
-	_, _, err := s.findPacked(h)
-	return err
+	f, err := s.dot.Object(h)
+	if os.IsNotExist(err) {
+		return plumbing.ErrObjectNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // EncodedObjectSize implements storer.EncodedObjectSizeQuerier.
@@ -275,19 +283,21 @@ func (s *Storage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	if obj, ok := s.cache.Get(h); ok {
 		return obj.Size(), nil
 	}
-	f, r, _, size, err := s.openLoose(h)
-	if err == nil {
-		r.Close()
-		return size, f.Close()
-	}
-	if !errors.Is(err, plumbing.ErrObjectNotFound) {
-		return 0, err
-	}
-	err = s.withPack(h, func(p *packfile.Packfile, _ *PackIndex, o int64) error {
+	var size int64
+	err := s.withPack(h, func(p *packfile.Packfile, _ *PackIndex, o int64) error {
+		var err error
 		size, err = p.GetSizeByOffset(o)
 		return err
 	})
-	return size, err
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return size, err
+	}
+	f, r, _, size, err := s.openLoose(h)
+	if err != nil {
+		return 0, err
+	}
+	r.Close()
+	return size, f.Close()
 }
 
 // IterEncodedObjects implements storer.EncodedObjectStorer: every loose and packed object
