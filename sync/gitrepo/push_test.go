@@ -325,11 +325,16 @@ func TestPushRemoteMovedIsRejectedThenRetried(t *testing.T) {
 			remoteBefore := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
 			// What Sync does after its fetch, when B pushed in between.
 			err := w.a.push(context.Background(), pushOpts().withDefaults(), local)
-			if err == nil || !strings.Contains(err.Error(), "non-fast-forward") {
-				t.Fatalf("push over an unfetched remote head: %v, want non-fast-forward", err)
+			if !errors.Is(err, gitremote.ErrPushRejected) {
+				t.Fatalf("push over an unfetched remote head: %v, want ErrPushRejected", err)
 			}
-			if st := p.last(t); !strings.Contains(st.Fallback, "rejected") || len(st.Sent) != 0 {
-				t.Fatalf("push stats %+v, want a rejection that sent nothing", st)
+			if tr == "file" {
+				// The remote's ref file already says it moved: receive-pack is not started.
+				if !errors.Is(err, errRemoteMovedUnasked) || len(p.stats) != 0 {
+					t.Fatalf("push to a file remote that moved: %v, %d sessions; want none", err, len(p.stats))
+				}
+			} else if st := p.last(t); !strings.Contains(err.Error(), "non-fast-forward") || !strings.Contains(st.Fallback, "rejected") || len(st.Sent) != 0 {
+				t.Fatalf("push %v, stats %+v, want a non-fast-forward rejection that sent nothing", err, st)
 			}
 			if got := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main")); got != remoteBefore {
 				t.Fatalf("remote moved %s → %s on a rejected push", remoteBefore, got)
@@ -345,9 +350,10 @@ func TestPushRemoteMovedIsRejectedThenRetried(t *testing.T) {
 }
 
 // TestPushPackBuiltAhead: a push whose round fetched the remote head it finds sends a pack
-// built before receive-pack started (gitremote.prebuildPack); one whose tracking ref is
-// older than the advertised head (a head it has, fetched by a person's git meanwhile, say)
-// builds against the advertised head after all. Both land complete (checkPushed: fsck on
+// built before receive-pack started (gitremote.prebuildPack); over http, one whose tracking
+// ref is older than the advertised head (a head it has) builds against the advertised head
+// after all; a file remote, whose head is read first, is not pushed to then, and the next
+// round's is. Both land complete (checkPushed: fsck on
 // the remote, every missing object sent, nothing the remote had).
 func TestPushPackBuiltAhead(t *testing.T) {
 	for _, tr := range []string{"file", "http"} {
@@ -372,11 +378,23 @@ func TestPushPackBuiltAhead(t *testing.T) {
 			if err := w.a.repo.Storer.SetReference(plumbing.NewHashReference(track, plumbing.NewHash(stale))); err != nil {
 				t.Fatal(err)
 			}
-			if err := w.a.push(context.Background(), pushOpts().withDefaults(), local); err != nil {
-				t.Fatalf("push with a stale tracking ref: %v", err)
-			}
-			if st := p.last(t); st.Prebuilt || st.Fallback != "" {
-				t.Fatalf("push with a stale tracking ref: %+v, want the pack built for the advertised head", st)
+			err := w.a.push(context.Background(), pushOpts().withDefaults(), local)
+			if tr == "file" {
+				// A file remote's head is read first: not where the tracking ref says, so
+				// not pushed; the next round fetches and pushes (one round more, no harm).
+				if !errors.Is(err, errRemoteMovedUnasked) {
+					t.Fatalf("push to a file remote with a stale tracking ref: %v, want it not made", err)
+				}
+				if res := mustSync(t, w.a); !res.Pushed || !p.last(t).Prebuilt {
+					t.Fatalf("sync after: %+v, push %+v", res, p.last(t))
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("push with a stale tracking ref: %v", err)
+				}
+				if st := p.last(t); st.Prebuilt || st.Fallback != "" {
+					t.Fatalf("push with a stale tracking ref: %+v, want the pack built for the advertised head", st)
+				}
 			}
 			checkPushed(t, w, p, 0)
 			mustSync(t, w.b)

@@ -392,7 +392,10 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	// go-git's PushContext for a first push. r.mu keeps the object store still. The
 	// tracking ref, as this round's fetch left it, is the head its pack is built for
 	// before the remote's receive-pack starts.
-	expect := r.pushExpect(ro, tgt.URL)
+	expect, moved := r.pushExpect(ro, tgt.URL)
+	if moved {
+		return fmt.Errorf("push %s: %w (%w)", ro.Remote, errRemoteMovedUnasked, gitremote.ErrPushRejected)
+	}
 	err = gitremote.SendPack(cctx, gitremote.Push{Store: r.repo.Storer, Remote: rem, Target: tgt,
 		Branch: r.BranchRef(), Local: local, Expect: expect, Log: r.log, WalkLimit: r.testPushWalkLimit, Stats: r.testPushStats})
 	// A lost race keeps the target: the next round pushes with it at once.
@@ -412,21 +415,31 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	return nil
 }
 
+// errRemoteMovedUnasked: a file remote's branch is no longer where the round's fetch found
+// it, so the push was not made (Sync counts no push attempt); wrapped with ErrPushRejected.
+var errRemoteMovedUnasked = errors.New("the remote branch moved since the fetch; not pushed")
+
 // pushExpect is the remote head a push builds its pack for ahead (gitremote.Push.Expect):
-// the tracking ref as the round's fetch left it. For a file remote, whose head is a file
-// read for nothing, none when the remote has moved past it since: that push is refused as
-// soon as receive-pack advertises, and a pack built for it would be CPU thrown away.
-func (r *Repo) pushExpect(ro RemoteOptions, url string) plumbing.Hash {
+// the tracking ref as the round's fetch left it. A file remote's head is a file read for
+// nothing: moved says it names another commit now, a push that receive-pack would refuse
+// as soon as it advertises. Merging again at once costs the remote nothing; a pack built
+// for it would be CPU thrown away, and the refused session a process on the remote's side
+// (the swarm's machines share one). Moved is never claimed for what cannot be read.
+func (r *Repo) pushExpect(ro RemoteOptions, url string) (expect plumbing.Hash, moved bool) {
 	expect, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
 	if err != nil {
-		return plumbing.ZeroHash // unreadable: no pack ahead
+		return plumbing.ZeroHash, false // unreadable: no pack ahead
 	}
 	if ep, err := transport.NewEndpoint(url); err == nil && ep.Protocol == "file" {
-		if head, err := fileRemoteHead(ep.Path, r.BranchRef().String()); err != nil || head != expect {
-			return plumbing.ZeroHash
+		head, err := fileRemoteHead(ep.Path, r.BranchRef().String())
+		if err != nil || head.IsZero() {
+			return plumbing.ZeroHash, false
+		}
+		if head != expect {
+			return plumbing.ZeroHash, !expect.IsZero()
 		}
 	}
-	return expect
+	return expect, false
 }
 
 // Sync fetches, fast-forwards or merges, and pushes (when ro.Push). A push
@@ -510,9 +523,11 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		if err := r.standAsideErr("push"); err != nil {
 			return r.finishResult(ro, res, err)
 		}
-		res.PushAttempts++
 		tp := time.Now()
 		pushErr = r.push(ctx, ro, local)
+		if !errors.Is(pushErr, errRemoteMovedUnasked) {
+			res.PushAttempts++
+		}
 		r.log.Debug("push", "took", time.Since(tp), "ok", pushErr == nil) // where a round's time goes, with "sync round"
 		if pushErr == nil {
 			res.Pushed = true
