@@ -371,6 +371,7 @@ func (a *Agent) doReload(pull, reconcile *time.Ticker) {
 	}
 	pull.Reset(cfg.Sync.PullInterval.D())
 	a.configRemoteCheck()
+	a.watchFileRemote() // the remote may be another one now
 	a.repo.SetMaxFileSize(int64(cfg.Sync.MaxFileSize))
 	reconcile.Reset(cfg.Watch.Reconcile.D())
 	a.sched.SetCatchUp(cfg.Sleep.CatchUp)

@@ -94,10 +94,20 @@ type remoteChecker struct {
 
 	stop func()
 	done chan struct{}
+	// poked: a look now, asked by the watch of a file remote's branch (remotewatch.go).
+	poked chan struct{}
+}
+
+// poke asks for a look at once (the remote's branch changed on this machine's disk).
+func (c *remoteChecker) poke() {
+	select {
+	case c.poked <- struct{}{}:
+	default:
+	}
 }
 
 func newRemoteChecker(clock checkClock, look func(context.Context, gitrepo.RemoteOptions) (lookResult, plumbing.Hash), moved func()) *remoteChecker {
-	c := &remoteChecker{clock: clock, look: look, moved: moved}
+	c := &remoteChecker{clock: clock, look: look, moved: moved, poked: make(chan struct{}, 1)}
 	c.lastWall, c.lastMono = clock.wall(), clock.mono()
 	c.changedAt, c.lookedAt = c.lastMono, c.lastMono
 	return c
@@ -207,14 +217,18 @@ func (c *remoteChecker) stopAndWait() {
 func (c *remoteChecker) run(ctx context.Context) {
 	for {
 		tick, stop := c.clock.after(c.interval())
+		poked := false
 		select {
 		case <-ctx.Done():
 			stop()
 			return
 		case <-tick:
+		case <-c.poked:
+			stop()
+			poked = true
 		}
 		look, ro := c.due()
-		if !look {
+		if !look && !poked {
 			continue
 		}
 		if c.noteLook(c.look(ctx, ro)) && ctx.Err() == nil {
@@ -268,6 +282,7 @@ func (a *Agent) startRemoteCheck() {
 	a.check = newRemoteChecker(realCheckClock(), a.lookAtRemote, func() { kick(a.k.sync) })
 	a.configRemoteCheck()
 	a.check.start()
+	a.watchFileRemote()
 }
 
 // configRemoteCheck hands the checker the config's remote and intervals (owner only).

@@ -55,8 +55,9 @@ type Agent struct {
 	syncWaiting atomic.Bool
 	contention  int // syncs in a row that lost the race to other writers (owner-only)
 	inv         *inventory
-	check       *remoteChecker // the looks at the remote branch (remotecheck.go)
-	procsLow    bool           // idle: not counted busy in idleProcs (owner-only)
+	check       *remoteChecker  // the looks at the remote branch (remotecheck.go)
+	refWatch    *remoteRefWatch // a file remote's branch, watched (remotewatch.go; owner-only)
+	procsLow    bool            // idle: not counted busy in idleProcs (owner-only)
 
 	hooks     *hooks.Runner
 	hookFails hookFailures // written by the hooks' goroutines, read by publish
@@ -379,6 +380,7 @@ func (a *Agent) shutdown(ctx context.Context, stopWatch context.CancelFunc, watc
 	// Hooks get a short grace (a memhtml index update takes a second), then are killed: a
 	// stop must not wait out hooks.timeout. They run before the repo closes: they read it.
 	a.hooks.Close(hookStopGrace)
+	a.refWatch.close()
 	a.check.stopAndWait() // its looks read the repo
 	if a.server != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

@@ -319,12 +319,44 @@ func (r *Repo) TrackingHead(ro RemoteOptions) (plumbing.Hash, error) {
 	return h, err
 }
 
+// FileRemote is where a remote that is a path on this machine keeps the branch: its git
+// directory and the ref's name (agent/remotewatch.go watches them). ok is false for any
+// other remote, one whose URL does not resolve, or a path that is not a repository.
+func (r *Repo) FileRemote(ctx context.Context, ro RemoteOptions) (gitDir, ref string, ok bool) {
+	ro = ro.withDefaults()
+	r.mu.Lock()
+	rawURL, err := r.remoteURLLocked(ro.Remote)
+	r.mu.Unlock()
+	if err != nil {
+		return "", "", false
+	}
+	tgt, err := r.cachedTarget(ctx, ro, "fetch", rawURL)
+	if err != nil {
+		return "", "", false
+	}
+	ep, err := transport.NewEndpoint(tgt.URL)
+	if err != nil || ep.Protocol != "file" {
+		return "", "", false
+	}
+	gitDir = fileRemoteGitDir(ep.Path)
+	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
+		return "", "", false
+	}
+	return gitDir, r.BranchRef().String(), true
+}
+
+// fileRemoteGitDir is the git directory of the repository at path: path itself (bare), or
+// its .git.
+func fileRemoteGitDir(path string) string {
+	if fi, err := os.Stat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
+		return filepath.Join(path, ".git")
+	}
+	return path
+}
+
 // fileRemoteHead reads ref in the repository at path (a bare one, or a work tree's .git).
 func fileRemoteHead(path, ref string) (plumbing.Hash, error) {
-	gitDir := path
-	if fi, err := os.Stat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
-		gitDir = filepath.Join(path, ".git")
-	}
+	gitDir := fileRemoteGitDir(path)
 	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("%s: %w", path, transport.ErrRepositoryNotFound)
 	}
