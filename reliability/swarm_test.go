@@ -437,6 +437,13 @@ func (s *swarmWorld) verify() []string {
 	if ms := w.conflictMarkers(); len(ms) > 0 {
 		problems = append(problems, "conflict markers in "+strings.Join(ms, ", "))
 	}
+	// receive-pack's `git gc --auto` may be repacking the remote in the background after
+	// the last pushes (gc.pid while it runs): fsck reads a quiet repository, as a remote's
+	// own checks would.
+	testutil.Poll(2*time.Minute, func() bool {
+		_, err := os.Stat(filepath.Join(w.bare, "gc.pid"))
+		return os.IsNotExist(err)
+	})
 	if f := w.fsck(w.bare); f != "" {
 		problems = append(problems, "fsck remote: "+f)
 	}
