@@ -22,7 +22,8 @@ func Dir(repo string) string { return path.Join(repo, ".git", memd.StateDirName)
 
 // Write publishes the document: status.<format> for every line format, then status.json,
 // each written atomically (temp file, fsync, rename), mode 0600, in a 0700 directory. A
-// reader sees the old file or the new one, never a torn one.
+// reader sees the old file or the new one, never a torn one. A line file that already holds
+// the text only gets its time set (statedir.RefreshCache).
 //
 // Every file's modification time is set to the document's updated_at before it is renamed
 // into place. That ties the line files to the status.json of the same publish: a reader that
