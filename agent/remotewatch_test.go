@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,21 +33,8 @@ func TestFileRemotePushSeenAtOnce(t *testing.T) {
 	cfg.Sleep.CatchUp = false
 	cfg.Sync.PullInterval = memd.Duration(time.Hour)
 	cfg.Sync.CheckInterval = memd.Duration(time.Hour)
-	logs := &testutil.LockedBuffer{}
-	a, err := New(Options{Config: cfg, Version: "test",
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-runErr; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	a, logs, stop := startAgent(t, cfg)
+	t.Cleanup(stop)
 	testutil.WaitFor(t, "the start-up sync done", 20*time.Second, func() bool {
 		h, _ := a.repo.TrackingHead(gitrepo.RemoteOptions{})
 		return strings.Contains(logs.String(), "start-up reconcile done") && h.String() == remoteHead(bare) && a.current.Load().name == ""

@@ -31,16 +31,7 @@ const (
 // compare-and-set, atomic rename, fsynced. old zero = the ref must not
 // exist yet (unborn branch). A mismatch returns memd.ErrHeadMoved.
 func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) error {
-	path := filepath.Join(r.gitDir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("update %s: %w", name, err)
-	}
-	f, err := gitstore.CreateLock(path, refLockWait)
-	if errors.Is(err, gitstore.ErrLocked) && r.clearStaleLock(path+".lock", 0, refLockStaleAge) == nil {
-		// Left by a killed process (git holds ref locks for
-		// milliseconds): gone now, take it.
-		f, err = gitstore.CreateLock(path, refLockWait)
-	}
+	path, f, err := r.lockRef(name)
 	if err != nil {
 		if errors.Is(err, gitstore.ErrLocked) {
 			// Someone (git) is moving the ref right now: it will not be
@@ -82,6 +73,20 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 	return nil
 }
 
+// lockRef takes ref name's "<ref>.lock" (its directory made first), clearing one a killed
+// process left (git holds ref locks for milliseconds), and returns the ref's path.
+func (r *Repo) lockRef(name string) (string, *os.File, error) {
+	path := filepath.Join(r.gitDir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", nil, err
+	}
+	f, err := gitstore.CreateLock(path, refLockWait)
+	if errors.Is(err, gitstore.ErrLocked) && r.clearStaleLock(path+".lock", 0, refLockStaleAge) == nil {
+		f, err = gitstore.CreateLock(path, refLockWait) // gone now: take it
+	}
+	return path, f, err
+}
+
 // setTrackingRef points the remote-tracking ref name at h as git fetch does: nothing when it
 // already does (a pull that found the remote unmoved writes nothing), else with the lock
 // protocol, so a person's git reading it beside memd never finds it empty. No compare: the
@@ -91,14 +96,7 @@ func (r *Repo) setTrackingRef(name plumbing.ReferenceName, h plumbing.Hash) erro
 	if cur, err := gitstore.ReadRef(r.gitDir, name.String()); err == nil && cur == h {
 		return nil
 	}
-	path := filepath.Join(r.gitDir, filepath.FromSlash(name.String()))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("update %s: %w", name, err)
-	}
-	f, err := gitstore.CreateLock(path, refLockWait)
-	if errors.Is(err, gitstore.ErrLocked) && r.clearStaleLock(path+".lock", 0, refLockStaleAge) == nil {
-		f, err = gitstore.CreateLock(path, refLockWait)
-	}
+	path, f, err := r.lockRef(name.String())
 	if err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}
