@@ -394,7 +394,9 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	// before the remote's receive-pack starts.
 	expect, moved := r.pushExpect(ro, tgt.URL)
 	if moved {
-		return fmt.Errorf("push %s: %w (%w)", ro.Remote, errRemoteMovedUnasked, gitremote.ErrPushRejected)
+		err := fmt.Errorf("push %s: %w (%w)", ro.Remote, errRemoteMovedUnasked, gitremote.ErrPushRejected)
+		r.targetDone(ctx, "push", tgt, err, true) // a lost race keeps the target, as below
+		return err
 	}
 	err = gitremote.SendPack(cctx, gitremote.Push{Store: r.repo.Storer, Remote: rem, Target: tgt,
 		Branch: r.BranchRef(), Local: local, Expect: expect, Log: r.log, WalkLimit: r.testPushWalkLimit, Stats: r.testPushStats})
