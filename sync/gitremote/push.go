@@ -57,8 +57,8 @@ import (
 // unbounded walk of ours. Push.WalkLimit lowers it in tests.
 const DefaultPushWalkLimit = 100000
 
-// errPushWalkTooLong says the commit walk hit its limit.
-var errPushWalkTooLong = errors.New("push: commit walk exceeded its limit")
+// ErrPushWalkTooLong says the commit walk hit its limit (PushObjects).
+var ErrPushWalkTooLong = errors.New("push: commit walk exceeded its limit")
 
 // PushStats describes one push's enumeration (tests and debug logs).
 type PushStats struct {
@@ -171,7 +171,7 @@ func SendPack(ctx context.Context, p Push) (err error) {
 
 	objs, ff, err := PushObjects(p.Store, local, old, p.WalkLimit, &st)
 	switch {
-	case errors.Is(err, errPushWalkTooLong):
+	case errors.Is(err, ErrPushWalkTooLong):
 		_ = closeSess()
 		return fallback(err.Error())
 	case err != nil:
@@ -498,7 +498,7 @@ func paintPush(s storer.EncodedObjectStorer, local, old plumbing.Hash, limit int
 		it := heap.Pop(q).(paintedCommit)
 		st.Walked++
 		if st.Walked > limit {
-			return nil, errPushWalkTooLong
+			return nil, ErrPushWalkTooLong
 		}
 		f := flags[it.c.Hash]
 		for _, p := range it.c.ParentHashes {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -45,7 +46,16 @@ type Storage struct {
 	// its name, so only new packs are mapped (a fetch reindexes, and remapping every pack
 	// each time left one mapping per fetch until the GC released them).
 	open map[plumbing.Hash]*PackIndex
+	// idle holds each pack's open files between reads (at most maxIdlePacks each): opening
+	// the pack file for every read was a sixth of a fetch copied from a file remote
+	// (filefetch.go in sync/gitrepo). Each read still builds its own go-git Packfile, whose
+	// offset map grows with the objects read through it (TestStorageHeapDoesNotGrowWithObjects).
+	idle   map[plumbing.Hash][]billy.File
+	closed bool // Close ran: readers are closed after each read again
 }
+
+// maxIdlePacks bounds the readers kept open per pack (parallel checkout reads use a few).
+const maxIdlePacks = 4
 
 // NewStorage opens the storage of the .git directory gitDir with the object cache c and
 // go-git's large-object threshold (objects above it are streamed from disk, not held).
@@ -107,6 +117,14 @@ func (s *Storage) packIndexes() ([]*PackIndex, error) {
 		packs = append(packs, idx)
 		open[h] = idx
 	}
+	for h, ps := range s.idle {
+		if open[h] == nil { // gone (a repack): its readers are closed, not kept
+			for _, p := range ps {
+				_ = p.Close()
+			}
+			delete(s.idle, h)
+		}
+	}
 	s.open = open // a removed pack's index is released once no reader holds it
 	// The biggest pack first: most lookups end there.
 	slices.SortStableFunc(packs, func(a, b *PackIndex) int { return b.n - a.n })
@@ -141,24 +159,80 @@ func (s *Storage) withPack(h plumbing.Hash, read func(p *packfile.Packfile, idx 
 		if err != nil {
 			return err
 		}
-		f, err := s.dot.ObjectPack(idx.PackChecksum())
-		if errors.Is(err, dotgit.ErrPackfileNotFound) && attempt == 0 {
-			s.Reindex()
-			continue
+		ph := idx.PackChecksum()
+		f := s.takeIdle(ph)
+		if f == nil {
+			var err error
+			f, err = s.dot.ObjectPack(ph)
+			if errors.Is(err, dotgit.ErrPackfileNotFound) && attempt == 0 {
+				s.Reindex()
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("open the pack of %s: %w", idx.name, err)
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("open the pack of %s: %w", idx.name, err)
-		}
-		p := packfile.NewPackfileWithCache(idx, s.dot.Fs(), f, s.cache, s.largeObject)
+		p := packfile.NewPackfileWithCache(idx, s.dot.Fs(), keptFile{f}, s.cache, s.largeObject)
 		err = read(p, idx, o)
-		if cerr := p.Close(); err == nil {
-			err = cerr
+		_ = p.Close() // its own state; the file stays open (keptFile)
+		if err != nil {
+			_ = f.Close() // a file a read failed on is not kept
+			return err
 		}
-		return err
+		s.putIdle(ph, f)
+		return nil
 	}
 }
 
 // hasAlternates says whether objects/info/alternates names other object stores.
+// Close closes the pack files kept between reads. The storage still reads after it,
+// opening a pack for each read as it did before files were kept.
+func (s *Storage) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for h, ps := range s.idle {
+		for _, p := range ps {
+			_ = p.Close()
+		}
+		delete(s.idle, h)
+	}
+	return nil
+}
+
+// keptFile is a pack file a Packfile reads without closing it.
+type keptFile struct{ billy.File }
+
+func (keptFile) Close() error { return nil }
+
+// takeIdle is an open file of pack h, or nil.
+func (s *Storage) takeIdle(h plumbing.Hash) billy.File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.idle[h]
+	if len(ps) == 0 {
+		return nil
+	}
+	p := ps[len(ps)-1]
+	s.idle[h] = ps[:len(ps)-1]
+	return p
+}
+
+// putIdle keeps p for the next read of pack h, or closes it: the pack is gone from the
+// list, or enough of its files are kept.
+func (s *Storage) putIdle(h plumbing.Hash, p billy.File) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.open[h] == nil || len(s.idle[h]) >= maxIdlePacks {
+		_ = p.Close()
+		return
+	}
+	if s.idle == nil {
+		s.idle = map[plumbing.Hash][]billy.File{}
+	}
+	s.idle[h] = append(s.idle[h], p)
+}
+
 func (s *Storage) hasAlternates() bool {
 	alt, err := s.dot.Alternates()
 	return err == nil && len(alt) > 0
@@ -368,4 +442,72 @@ func (s *Storage) PackfileWriter() (io.WriteCloser, error) {
 	}
 	w.Notify = func(plumbing.Hash, *idxfile.Writer) { s.Reindex() }
 	return w, nil
+}
+
+// ErrObjectTooBig: ReadBounded's object is larger than asked for.
+var ErrObjectTooBig = errors.New("object over the size asked for")
+
+// ErrNotItsName: ReadBounded's object does not hash to the name it is stored under.
+var ErrNotItsName = errors.New("object content does not match its name")
+
+// ReadBounded reads h whole when its size is at most max, and checks that its content
+// hashes to h: for objects read from a store memd did not write (a file remote's), whose
+// loose files could claim any name or size. The read never holds more than max bytes of a
+// loose object, whatever its zlib stream inflates to. ErrObjectTooBig over max;
+// ErrObjectNotFound when h is not here (alternates are not followed).
+func (s *Storage) ReadBounded(h plumbing.Hash, max int64) (plumbing.ObjectType, []byte, error) {
+	var t plumbing.ObjectType
+	var b []byte
+	err := s.withPack(h, func(p *packfile.Packfile, idx *PackIndex, o int64) error {
+		size, err := p.GetSizeByOffset(o)
+		if err != nil {
+			return fmt.Errorf("read object %s in %s: %w", h, idx.name, err)
+		}
+		if size > max {
+			return fmt.Errorf("%s: %d bytes: %w", h, size, ErrObjectTooBig)
+		}
+		obj, err := p.Get(h)
+		if err != nil {
+			return fmt.Errorf("read object %s in %s: %w", h, idx.name, err)
+		}
+		t = obj.Type()
+		b, err = readAllBounded(obj, max)
+		return err
+	})
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		f, r, lt, size, lerr := s.openLoose(h)
+		if lerr != nil {
+			return 0, nil, lerr
+		}
+		defer f.Close()
+		defer r.Close()
+		if size > max {
+			return 0, nil, fmt.Errorf("%s: %d bytes: %w", h, size, ErrObjectTooBig)
+		}
+		t = lt
+		b = make([]byte, size)
+		if _, err = io.ReadFull(r, b); err != nil {
+			return 0, nil, fmt.Errorf("loose object %s: %w", h, err)
+		}
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if got := HashObject(t, b); got != h {
+		return 0, nil, fmt.Errorf("object %s: %w (its content is %s)", h, ErrNotItsName, got)
+	}
+	return t, b, nil
+}
+
+func readAllBounded(obj plumbing.EncodedObject, max int64) ([]byte, error) {
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(io.LimitReader(rd, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s: %w", obj.Hash(), ErrObjectTooBig)
+	}
+	return b, err
 }
