@@ -34,6 +34,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // errFetchV2Unsupported: this remote is fetched through go-git instead.
@@ -104,7 +105,22 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 		return plumbing.ZeroHash, nil
 	}
 	if r.repo.Storer.HasEncodedObject(head) != nil {
-		err := r.fetchPackV2(ctx, rem, head)
+		err := errCopyDeclined
+		if f, ok := rem.(*fileV2); ok {
+			// A small fast-forward is copied from the remote's objects (filefetch.go).
+			if err = r.copyFromFileRemoteLocked(fileRemoteGitDir(f.path), head, track); err != nil && !errors.Is(err, errCopyDeclined) {
+				return plumbing.ZeroHash, err
+			}
+			if err != nil {
+				r.log.Debug("fetch: not copied from the file remote; git fetches", "why", err)
+			}
+		}
+		if err != nil {
+			if err = r.fetchPackV2(ctx, rem, head); err == nil {
+				old, _ := gitstore.ReadRef(r.gitDir, track.String())
+				err = r.checkConnectedLocked(head, old)
+			}
+		}
 		if errors.Is(err, ErrCheckUnsupported) {
 			return plumbing.ZeroHash, errFetchV2Unsupported // ls-refs answered, fetch did not
 		}

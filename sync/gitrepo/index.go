@@ -196,7 +196,20 @@ func (r *Repo) Close() error {
 	r.idx.closed = true
 	r.idx.mu.Unlock()
 	r.idx.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	closeStore(r.repo.Storer)
+	if r.fileSrc != nil {
+		_ = r.fileSrc.Close()
+	}
 	return nil
+}
+
+// closeStore closes the pack files a gitstore.Storage keeps open between reads.
+func closeStore(s any) {
+	if c, ok := s.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
 }
 
 // RefreshIndex writes .git/index to match the branch head, with stat data
@@ -647,6 +660,7 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash)
 	if err != nil {
 		return 0, false, err
 	}
+	defer closeStore(gr.Storer)
 	root, err := r.rootTree(gr.Storer, head)
 	if err != nil {
 		return 0, false, err

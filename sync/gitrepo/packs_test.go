@@ -13,6 +13,8 @@ func TestFetchMergesPiledUpPacks(t *testing.T) {
 	old := maxPacks
 	maxPacks = 4
 	defer func() { maxPacks = old }()
+	copyFileFetches = false // each fetch a pack (index-pack), not copied objects (filefetch.go)
+	defer func() { copyFileFetches = true }()
 	w := newSyncWorld(t, map[string]string{"areas/base.html": "base\n"})
 	most := 0
 	for i := 0; i < 12; i++ {

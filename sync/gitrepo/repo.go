@@ -150,6 +150,11 @@ type Repo struct {
 	// (owner side, under mu); see syncPacks.
 	packs packStamp
 
+	// fileSrc is the object store of the file remote last copied from (filefetch.go), kept
+	// so its pack indexes stay mapped between fetches; under mu.
+	fileSrc    *gitstore.Storage
+	fileSrcDir string
+
 	// testBeforeRef, when set (tests only), runs between writing a commit's
 	// objects and moving the ref: the window a concurrent git can use.
 	testBeforeRef func()
@@ -159,6 +164,9 @@ type Repo struct {
 	// testPushStats, when set (tests only), receives each push's
 	// enumeration statistics (gitremote/push.go).
 	testPushStats func(gitremote.PushStats)
+	// testFileCopied, when set (tests only), hears of each fetch copied from a file
+	// remote (filefetch.go) and how many objects it wrote.
+	testFileCopied func(objects int)
 	// testPushWalkLimit, when set (tests only), bounds a push's commit walk
 	// (gitremote.Push.WalkLimit).
 	testPushWalkLimit int
