@@ -72,6 +72,7 @@ type Agent struct {
 	outside      *watcher.Names // .git's top entries and the state dir (aside.go)
 	asidePolling atomic.Bool    // a poll of the gate is armed (aside.go)
 	sleepWaiting time.Time      // a sleep slot skipped while the gate was shut, run when it opens (owner only)
+	written      writtenDoc     // the status files as last written (state.go; owner only)
 }
 
 // startReconciled follows the start-up reconcile: the first sync, and the sleep schedule.
