@@ -37,8 +37,11 @@ const (
 	// goes through index-pack, which streams.
 	maxCopyObject = 4 << 20
 	maxCopyBytes  = 16 << 20
-	// maxCopyWalk bounds the commit walk on the remote's side.
-	maxCopyWalk = 1000
+	// maxCopyWalk bounds the commit walk on the remote's side. The walk pops every commit
+	// newer than the oldest one new to us, on both sides: a machine that lost push races
+	// for a while brings commits dated well back (in the ten-machine swarm, past 1000 at
+	// times, which then went through git).
+	maxCopyWalk = 10000
 )
 
 // maxCopyObjects bounds the objects of one copy: past it git's index-pack takes the fetch,

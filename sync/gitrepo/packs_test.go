@@ -37,6 +37,7 @@ func TestFetchMergesPiledUpPacks(t *testing.T) {
 	mustCommit(t, w.a, "areas/a.html")
 	w.syncAll(t)
 	w.check(t)
+	fsck(t, w.aDir) // the merged packs are whole to git
 	for i := 0; i < 12; i++ {
 		if got := readWork(t, w.aDir, fmt.Sprintf("areas/b%02d.html", i)); got != fmt.Sprintf("b %d\n", i) {
 			t.Errorf("b%02d on A: %q", i, got)
