@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
@@ -108,7 +109,10 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 		err := errCopyDeclined
 		if f, ok := rem.(*fileV2); ok {
 			// A small fast-forward is copied from the remote's objects (filefetch.go).
-			if err = r.copyFromFileRemoteLocked(fileRemoteGitDir(f.path), head, track); err != nil && !errors.Is(err, errCopyDeclined) {
+			t0 := time.Now()
+			err = r.copyFromFileRemoteLocked(fileRemoteGitDir(f.path), head, track)
+			r.log.Debug("fetch: copy", "took", time.Since(t0), "ok", err == nil)
+			if err != nil && !errors.Is(err, errCopyDeclined) {
 				return plumbing.ZeroHash, err
 			}
 			if err != nil {

@@ -5,19 +5,19 @@ package gitrepo
 // `git upload-pack` there, its `git pack-objects` and a local `git index-pack`: three
 // processes per fetch, about 30 ms of CPU each, which in the ten-machine swarm were a third
 // of the CPU while the machines raced to one HEAD (perf, bench/RESULTS.md). Only the usual
-// case is taken: a fast-forward of the tracking ref of at most maxCopyObjects objects and
-// maxCopyBytes, none over maxCopyObject bytes, from a repository this user owns. Everything
-// else (a first fetch, a rewritten branch, a big fetch, an object that does not read back as its name, a
-// remote owned by another user, which git refuses as dubious ownership) is fetched by git
-// as before (fetchPackV2): the copy declines and nothing it wrote is named by any ref. An
-// object that does not hash to its name fails the fetch, as git's connectivity check would.
+// case is taken: at most maxCopyObjects objects and maxCopyBytes, none over maxCopyObject
+// bytes, on top of commits held here, from a repository this user owns. Everything else (a
+// first fetch, a big fetch, nothing in common, a remote owned by another user, which git
+// refuses as dubious ownership) is fetched by git as before (fetchPackV2): the copy
+// declines and nothing it wrote is named by any ref. An object that does not hash to its
+// name fails the fetch, as git's connectivity check would.
 //
-// The objects are those a push of the remote's head to a remote at the tracking ref would
-// send (gitremote.PushObjects, run on the remote's store): the new commits and their tree
-// entries that differ from the boundary commits' trees, which are here in full because the
-// tracking ref's history is. Each is read whole, bounded, and hashed before it is written
-// (gitstore.ReadBounded), and written as one pack of whole objects, durable before the
-// tracking ref names it (gitstore.WritePack): one fsync, where loose objects cost one each.
+// The objects are the commits from the remote's head down to the first ones held here, and
+// their tree entries that differ from the held parents' trees, which are here in full as
+// every commit memd holds is (gitremote.FetchObjects, run on the remote's store). Each is
+// read whole, bounded, and hashed before it is written (gitstore.ReadBounded), and written
+// as one pack of whole objects, durable before the tracking ref names it
+// (gitstore.WritePack): one fsync, where loose objects cost one each.
 
 import (
 	"errors"
@@ -37,11 +37,8 @@ const (
 	// goes through index-pack, which streams.
 	maxCopyObject = 4 << 20
 	maxCopyBytes  = 16 << 20
-	// maxCopyWalk bounds the commit walk on the remote's side. The walk pops every commit
-	// newer than the oldest one new to us, on both sides: a machine that lost push races
-	// for a while brings commits dated well back (in the ten-machine swarm, past 1000 at
-	// times, which then went through git).
-	maxCopyWalk = 10000
+	// maxCopyWalk bounds the new commits one copy walks.
+	maxCopyWalk = 5000
 )
 
 // maxCopyObjects bounds the objects of one copy: past it git's index-pack takes the fetch,
@@ -70,13 +67,11 @@ func (r *Repo) copyFromFileRemoteLocked(gitDir string, head plumbing.Hash, track
 		return fmt.Errorf("%w: not this user's", errCopyDeclined)
 	}
 	src := r.fileSourceLocked(gitDir)
-	var st gitremote.PushStats
-	objs, ff, err := gitremote.PushObjects(src, head, old, maxCopyWalk, &st)
+	have := func(h plumbing.Hash) bool { return r.repo.Storer.HasEncodedObject(h) == nil }
+	objs, err := gitremote.FetchObjects(src, have, head, maxCopyWalk)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %w", errCopyDeclined, err)
-	case !ff:
-		return fmt.Errorf("%w: the branch is no fast-forward of %s", errCopyDeclined, old.String()[:12])
 	case len(objs) > maxCopyObjects:
 		return fmt.Errorf("%w: %d objects", errCopyDeclined, len(objs))
 	}

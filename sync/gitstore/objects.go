@@ -458,6 +458,13 @@ var ErrNotItsName = errors.New("object content does not match its name")
 func (s *Storage) ReadBounded(h plumbing.Hash, max int64) (plumbing.ObjectType, []byte, error) {
 	var t plumbing.ObjectType
 	var b []byte
+	// An object the caller's walk just read is in the cache (decoded from this store, not
+	// checked: the hash below checks it).
+	if obj, ok := s.cache.Get(h); ok && obj.Size() <= max {
+		if b, err := readAllBounded(obj, max); err == nil && HashObject(obj.Type(), b) == h {
+			return obj.Type(), b, nil
+		}
+	}
 	err := s.withPack(h, func(p *packfile.Packfile, idx *PackIndex, o int64) error {
 		size, err := p.GetSizeByOffset(o)
 		if err != nil {
