@@ -21,9 +21,12 @@ const FileName = "status.json"
 func Dir(repo string) string { return path.Join(repo, ".git", memd.StateDirName) }
 
 // Write publishes the document: status.<format> for every line format, then status.json,
-// each written atomically (temp file, fsync, rename), mode 0600, in a 0700 directory. A
-// reader sees the old file or the new one, never a torn one. A line file that already holds
-// the text only gets its time set (statedir.RefreshCache).
+// each written atomically (temp file, rename), mode 0600, in a 0700 directory. A reader sees
+// the old file or the new one, never a torn one. None is fsynced: they say what a running
+// daemon does, which the next publish (or the next start) writes again, and an fsync of
+// status.json on every publish held the owner goroutine 5–20 ms on a busy disk, between
+// the jobs of a sync storm. A file that already holds the text only gets its time set
+// (statedir.RefreshCache).
 //
 // Every file's modification time is set to the document's updated_at before it is renamed
 // into place. That ties the line files to the status.json of the same publish: a reader that
@@ -60,7 +63,7 @@ func Write(stateDir string, d Document) error {
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	return sd.WriteFileAt(FileName, append(b, '\n'), 0o600, d.UpdatedAt)
+	return sd.RefreshCache(FileName, 0o600, d.UpdatedAt, append(b, '\n'))
 }
 
 // MaxDocument bounds what Read reads of status.json; the daemon's is a few KiB.
