@@ -130,9 +130,9 @@ func (a *Agent) publish() {
 
 // writtenDoc is the status document the files hold. A publish whose document says the
 // same (its time aside) writes nothing: status.json is "written on every state change"
-// (DESIGN §6), and a daemon syncing every second wrote nine files and an fsync per sync
-// that changed nothing, 7% of its CPU while ten machines raced to one HEAD (perf,
-// bench/RESULTS.md). The files are still rewritten every rewriteStatusEvery, so
+// (docs/ARCHITECTURE.md §6), and a daemon syncing every second wrote nine files and an
+// fsync per sync that changed nothing, 7% of its CPU while ten machines raced to one HEAD
+// (perf, bench/RESULTS.md). The files are still rewritten every rewriteStatusEvery, so
 // updated_at never trails a running daemon by much.
 type writtenDoc struct {
 	doc statusline.Document // UpdatedAt zeroed
