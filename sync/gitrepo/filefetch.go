@@ -49,7 +49,7 @@ var maxCopyObjects = 2000
 // copyFileFetches turns the copy on; tests of the pack path turn it off.
 var copyFileFetches = true
 
-// errCopyDeclined: this fetch is not a small fast-forward from a file remote; git fetches it.
+// errCopyDeclined: this fetch is not one the copy takes (see the file comment); git fetches it.
 var errCopyDeclined = errors.New("not copied from the file remote")
 
 // copyFromFileRemoteLocked brings head, the branch's head in the file remote whose git
@@ -108,6 +108,9 @@ func (r *Repo) copyFromFileRemoteLocked(gitDir string, head plumbing.Hash, track
 // and made to list its packs again (a push or a gc there changes them).
 func (r *Repo) fileSourceLocked(gitDir string) *gitstore.Storage {
 	if r.fileSrc == nil || r.fileSrcDir != gitDir {
+		if r.fileSrc != nil {
+			_ = r.fileSrc.Close() // another remote since a reload: its pack files go
+		}
 		r.fileSrc = gitstore.NewStorage(gitDir, cache.NewObjectLRU(cache.MiByte), maxCopyObject)
 		r.fileSrcDir = gitDir
 	} else {
