@@ -33,6 +33,17 @@ func TestCommitOnStaleIndexLosesNothing(t *testing.T) {
 		return err == nil && strings.TrimSpace(out) != ""
 	}
 	testutil.WaitFor(t, "memd commits the file", 20*time.Second, inHead, logs.String)
+	// memd's index refresh after its commit takes index.lock for a moment; the other
+	// writer's git below would find it there (a person's git that starts mid-refresh is
+	// refused, as with any two gits: TestUserGitNotRefusedByIndexRefresh measures how
+	// often). The refresh is done once the index holds HEAD and the lock is gone.
+	testutil.WaitFor(t, "memd's index refresh after its commit", 20*time.Second, func() bool {
+		if _, err := os.Lstat(filepath.Join(dir, ".git", "index.lock")); err == nil {
+			return false
+		}
+		_, err := hostGit.Run(dir, nil, "diff-index", "--cached", "--quiet", "HEAD")
+		return err == nil
+	}, logs.String)
 	// The other writer: its index is the one before memd's commit; its commit drops the file.
 	gitOK(t, dir, "read-tree", before)
 	gitOK(t, dir, "commit", "-q", "--allow-empty", "-m", "another writer, on a stale index")
