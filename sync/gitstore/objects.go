@@ -51,10 +51,10 @@ type Storage struct {
 	// (filefetch.go in sync/gitrepo). Each read still builds its own go-git Packfile, whose
 	// offset map grows with the objects read through it (TestStorageHeapDoesNotGrowWithObjects).
 	idle   map[plumbing.Hash][]billy.File
-	closed bool // Close ran: readers are closed after each read again
+	closed bool // Close ran: files are closed after each read again
 }
 
-// maxIdlePacks bounds the readers kept open per pack (parallel checkout reads use a few).
+// maxIdlePacks bounds the files kept open per pack (parallel checkout reads use a few).
 const maxIdlePacks = 4
 
 // NewStorage opens the storage of the .git directory gitDir with the object cache c and
@@ -118,7 +118,7 @@ func (s *Storage) packIndexes() ([]*PackIndex, error) {
 		open[h] = idx
 	}
 	for h, ps := range s.idle {
-		if open[h] == nil { // gone (a repack): its readers are closed, not kept
+		if open[h] == nil { // gone (a repack): its files are closed, not kept
 			for _, p := range ps {
 				_ = p.Close()
 			}
@@ -184,7 +184,6 @@ func (s *Storage) withPack(h plumbing.Hash, read func(p *packfile.Packfile, idx 
 	}
 }
 
-// hasAlternates says whether objects/info/alternates names other object stores.
 // Close closes the pack files kept between reads. The storage still reads after it,
 // opening a pack for each read as it did before files were kept.
 func (s *Storage) Close() error {
@@ -233,6 +232,7 @@ func (s *Storage) putIdle(h plumbing.Hash, p billy.File) {
 	s.idle[h] = append(s.idle[h], p)
 }
 
+// hasAlternates says whether objects/info/alternates names other object stores.
 func (s *Storage) hasAlternates() bool {
 	alt, err := s.dot.Alternates()
 	return err == nil && len(alt) > 0
