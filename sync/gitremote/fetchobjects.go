@@ -60,17 +60,5 @@ func FetchObjects(src storer.EncodedObjectStorer, have func(plumbing.Hash) bool,
 		bases = append(bases, c.TreeHash)
 	}
 	var st PushStats
-	done := map[plumbing.Hash]bool{}
-	objs := make([]plumbing.Hash, 0, len(newCommits))
-	for _, c := range newCommits {
-		done[c.Hash] = true
-		objs = append(objs, c.Hash)
-	}
-	tw := treeWalker{s: src, seen: done, st: &st, trees: map[plumbing.Hash]map[string]object.TreeEntry{}}
-	for _, c := range newCommits {
-		if err := tw.walk(c.TreeHash, bases); err != nil {
-			return nil, err
-		}
-	}
-	return append(objs, tw.out...), nil
+	return newObjects(src, newCommits, bases, &st)
 }

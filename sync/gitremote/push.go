@@ -432,7 +432,20 @@ func PushObjects(s storer.EncodedObjectStorer, local, old plumbing.Hash, limit i
 		return nil, false, err
 	}
 	st.NewCommits = len(newCommits)
+	objs, err = newObjects(s, newCommits, bases, st)
+	if err != nil {
+		return nil, false, err
+	}
+	st.Objects = len(objs)
+	st.Sent = objs
+	return objs, ff, nil
+}
+
+// newObjects is newCommits and what their trees hold that the trees bases (the boundary
+// commits', had in full on the other side) do not at the same path.
+func newObjects(s storer.EncodedObjectStorer, newCommits []*object.Commit, bases []plumbing.Hash, st *PushStats) ([]plumbing.Hash, error) {
 	seen := map[plumbing.Hash]bool{}
+	objs := make([]plumbing.Hash, 0, len(newCommits))
 	for _, c := range newCommits {
 		seen[c.Hash] = true
 		objs = append(objs, c.Hash)
@@ -440,13 +453,10 @@ func PushObjects(s storer.EncodedObjectStorer, local, old plumbing.Hash, limit i
 	tw := treeWalker{s: s, seen: seen, st: st, trees: map[plumbing.Hash]map[string]object.TreeEntry{}}
 	for _, c := range newCommits {
 		if err := tw.walk(c.TreeHash, bases); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
-	objs = append(objs, tw.out...)
-	st.Objects = len(objs)
-	st.Sent = objs
-	return objs, ff, nil
+	return append(objs, tw.out...), nil
 }
 
 // pushWalk is the painted commit walk of a push: each commit reached, with

@@ -111,12 +111,9 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 			// A small fast-forward is copied from the remote's objects (filefetch.go).
 			t0 := time.Now()
 			err = r.copyFromFileRemoteLocked(fileRemoteGitDir(f.path), head, track)
-			r.log.Debug("fetch: copy", "took", time.Since(t0), "ok", err == nil)
+			r.log.Debug("fetch: copy from the file remote", "took", time.Since(t0), "err", err) // declined: git fetches
 			if err != nil && !errors.Is(err, errCopyDeclined) {
 				return plumbing.ZeroHash, err
-			}
-			if err != nil {
-				r.log.Debug("fetch: not copied from the file remote; git fetches", "why", err)
 			}
 		}
 		if err != nil {
