@@ -86,6 +86,11 @@ func gitConfigList(ctx context.Context, dir string, args ...string) ([][2]string
 	if err != nil {
 		return nil, err
 	}
+	return configPairs(out), nil
+}
+
+// configPairs splits `git config -z` output into its key/value pairs.
+func configPairs(out []byte) [][2]string {
 	var kv [][2]string
 	for _, rec := range strings.Split(string(out), "\x00") {
 		if rec == "" {
@@ -94,7 +99,19 @@ func gitConfigList(ctx context.Context, dir string, args ...string) ([][2]string
 		k, v, _ := strings.Cut(rec, "\n")
 		kv = append(kv, [2]string{k, v})
 	}
-	return kv, nil
+	return kv
+}
+
+// RepoConfig is the config git applies in the repository whose git directory is gitDir (a
+// bare one too): its own file, the user's and the system's, includes followed, keys
+// lower-cased, as `git config --list` prints them. A file remote's receive-pack reads the
+// same (gitrepo/filepush.go).
+func RepoConfig(ctx context.Context, gitDir string) ([][2]string, error) {
+	out, err := runGit(ctx, gitDir, nil, "--git-dir=.", "config", "-z", "--list")
+	if err != nil {
+		return nil, err
+	}
+	return configPairs(out), nil
 }
 
 // rewriteURL applies url.<base>.insteadOf (and, for a push, url.<base>.pushInsteadOf
@@ -159,7 +176,7 @@ func readHTTPConfig(ctx context.Context, dir, rawURL string) (httpConfig, error)
 			case "http.sslcainfo":
 				hc.CAInfo = memd.ExpandHome(p[1])
 			case "http.sslverify":
-				hc.SSLVerify = !isGitFalse(p[1])
+				hc.SSLVerify = !GitFalse(p[1])
 			}
 		}
 	}
@@ -173,10 +190,38 @@ func readHTTPConfig(ctx context.Context, dir, rawURL string) (httpConfig, error)
 	return hc, nil
 }
 
-func isGitFalse(v string) bool {
+// GitFalse and GitTrue read a config boolean as git does; a key given with no value
+// (`git config --list` prints it bare) is true.
+func GitFalse(v string) bool {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "false", "no", "off", "0":
 		return true
 	}
 	return false
+}
+
+func GitTrue(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "yes", "on", "1", "":
+		return true
+	}
+	return false
+}
+
+// StartAutoGC starts `git gc --auto` in the repository whose git directory is gitDir, as
+// receive-pack runs it after a push (receive.autogc), and does not wait for it: gc decides
+// whether anything is due, and a repack of a busy remote takes seconds (5.3 s in the
+// ten-machine swarm, under gc.autoDetach's foreground part and all) that a push must not.
+// Its output goes nowhere; a failure is gc's to report (gc.log) on its next run.
+func StartAutoGC(gitDir string) error {
+	if gitBinary == "" {
+		return errNoGit
+	}
+	c := exec.Command(gitBinary, "--git-dir=.", "gc", "--auto", "--quiet")
+	c.Dir, c.Env = gitDir, gitEnv()
+	if err := c.Start(); err != nil {
+		return fmt.Errorf("git gc --auto in %s: %w", gitDir, err)
+	}
+	go func() { _ = c.Wait() }() // reaped, whenever it ends
+	return nil
 }

@@ -68,6 +68,7 @@ type PushStats struct {
 	Trees      int             // trees read by the tree walk (new commits' and boundary)
 	Objects    int             // objects in the pack
 	Prebuilt   bool            // the pack was built before the session (Push.Expect held)
+	Direct     bool            // written into a file remote without its receive-pack (gitrepo/filepush.go)
 	Old, New   plumbing.Hash   // remote head before, pushed head
 	Sent       []plumbing.Hash // the pack's objects (our path only)
 }

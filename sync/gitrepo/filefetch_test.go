@@ -82,6 +82,8 @@ func TestFileRemoteFetchObjectNotItsName(t *testing.T) {
 }
 
 func testObjectNotItsName(t *testing.T) {
+	directFilePushes = false // B's push through receive-pack, which leaves the blob loose
+	defer func() { directFilePushes = true }()
 	w := newSyncWorld(t, map[string]string{"areas/base.html": "base\n"})
 	mustSync(t, w.a)
 	before := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "origin/main"))

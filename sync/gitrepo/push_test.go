@@ -358,6 +358,8 @@ func TestPushRemoteMovedIsRejectedThenRetried(t *testing.T) {
 func TestPushPackBuiltAhead(t *testing.T) {
 	for _, tr := range []string{"file", "http"} {
 		t.Run(tr, func(t *testing.T) {
+			directFilePushes = false // receive-pack's session is what this is about (filepush.go)
+			defer func() { directFilePushes = true }()
 			w := pushWorld(t, tr, pushSeed)
 			p := probePushes(w.a)
 			testutil.WriteFile(t, w.aDir, "areas/from-a.html", "from a\n")

@@ -398,6 +398,21 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 		r.targetDone(ctx, "push", tgt, err, true) // a lost race keeps the target, as below
 		return err
 	}
+	// A bare repository of this user's on this machine: the objects and the ref written
+	// here, as its receive-pack would (filepush.go).
+	if ep, err := transport.NewEndpoint(tgt.URL); err == nil && ep.Protocol == "file" && !expect.IsZero() {
+		err := r.pushToFileRemoteLocked(cctx, fileRemoteGitDir(ep.Path), expect, local)
+		switch {
+		case errors.Is(err, errPushDeclined):
+			r.log.Debug("push through receive-pack", "why", err)
+		case err != nil:
+			r.targetDone(ctx, "push", tgt, err, true)
+			return fmt.Errorf("push %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
+		default:
+			r.targetDone(ctx, "push", tgt, nil, true)
+			return r.pushedLocked(ro, local)
+		}
+	}
 	err = gitremote.SendPack(cctx, gitremote.Push{Store: r.repo.Storer, Remote: rem, Target: tgt,
 		Branch: r.BranchRef(), Local: local, Expect: expect, Log: r.log, WalkLimit: r.testPushWalkLimit, Stats: r.testPushStats})
 	// A lost race keeps the target: the next round pushes with it at once.
@@ -409,6 +424,11 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 		}
 		return gitremote.Classify("push", ro.Remote, url, err)
 	}
+	return r.pushedLocked(ro, local)
+}
+
+// pushedLocked records that the remote has local now. Caller holds r.mu.
+func (r *Repo) pushedLocked(ro RemoteOptions, local plumbing.Hash) error {
 	// The remote now has local: record it so ahead/behind are right even
 	// when the remote config has no matching fetch refspec.
 	if err := r.setTrackingRef(r.trackingRef(ro), local); err != nil {

@@ -154,6 +154,9 @@ type Repo struct {
 	// so its pack indexes stay mapped between fetches; under mu.
 	fileSrc    *gitstore.Storage
 	fileSrcDir string
+	// filePush is the last verdict on a file remote's taking a direct push (filepush.go);
+	// under mu.
+	filePush filePushVerdict
 
 	// testBeforeRef, when set (tests only), runs between writing a commit's
 	// objects and moving the ref: the window a concurrent git can use.

@@ -73,6 +73,39 @@ func CommitLock(f *os.File, path string) error {
 	return nil
 }
 
+// CreateFullLock creates path+".lock" holding content, durable, in one step: content is
+// written and fsynced in a temp file in tmpDir (on path's filesystem) first, then linked
+// as the lock, which fails when the lock exists (ErrLocked) as O_EXCL does. A process
+// killed while it holds such a lock has held it for a read and a rename only, not for a
+// write and an fsync: a lock in a repository other processes push to (a file remote's
+// ref) is left stale in that window, and git reports a stale lock without clearing it.
+// The caller renames the lock over path (os.Rename) or removes it.
+func CreateFullLock(path string, content []byte, tmpDir string) (string, error) {
+	f, err := os.CreateTemp(tmpDir, "memd-lock-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("lock %s: %w", path, err)
+	}
+	lock := path + ".lock"
+	if err := os.Link(f.Name(), lock); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("lock %s: %w", lock, ErrLocked)
+		}
+		return "", fmt.Errorf("lock %s: %w", lock, err)
+	}
+	return lock, nil
+}
+
 func RollbackLock(f *os.File) {
 	_ = f.Close()
 	_ = os.Remove(f.Name())

@@ -39,7 +39,7 @@ import (
 // object is already there (packed).
 type ObjectBatch struct {
 	gitDir  string
-	s       storer.EncodedObjectStorer
+	s       storer.EncodedObjectStorer // nil: every object is written (NewObjectBatchAll)
 	pending []pendingObject
 	seen    map[plumbing.Hash]bool
 }
@@ -51,6 +51,15 @@ type pendingObject struct {
 // NewObjectBatch starts a batch of objects for the repository at gitDir with store s.
 func NewObjectBatch(gitDir string, s storer.EncodedObjectStorer) *ObjectBatch {
 	return &ObjectBatch{gitDir: gitDir, s: s, seen: make(map[plumbing.Hash]bool)}
+}
+
+// NewObjectBatchAll starts a batch that writes every object, also one the repository at
+// gitDir holds already: a loose object written again has a new mtime, so the repository's
+// gc does not prune it as an old unreachable one just as a ref comes to name it (git
+// freshens an object it writes again for the same reason). For a repository others write
+// to (a file remote's).
+func NewObjectBatchAll(gitDir string) *ObjectBatch {
+	return &ObjectBatch{gitDir: gitDir, seen: make(map[plumbing.Hash]bool)}
 }
 
 // zlibPool reuses compressors: a new flate writer allocates ~1 MB, which
@@ -93,6 +102,9 @@ func (b *ObjectBatch) objectPath(h plumbing.Hash) string {
 func (b *ObjectBatch) has(h plumbing.Hash) bool {
 	if b.seen[h] {
 		return true
+	}
+	if b.s == nil {
+		return false
 	}
 	if _, err := os.Lstat(b.objectPath(h)); err == nil {
 		return true
@@ -409,9 +421,6 @@ func WritePack(gitDir string, objs []RawObject) error {
 		if err == nil {
 			err = f.Chmod(0o444)
 		}
-		if err == nil {
-			err = f.Sync()
-		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -424,6 +433,10 @@ func WritePack(gitDir string, objs []RawObject) error {
 	ti, err := write(idx.Bytes(), ".idx")
 	if err != nil {
 		return fmt.Errorf("write pack index: %w", err)
+	}
+	// Both at once: the filesystem folds them into one journal commit.
+	if err := parallelFsync([]string{tp, ti}); err != nil {
+		return fmt.Errorf("write pack: %w", err)
 	}
 	if err := os.Rename(tp, name+".pack"); err != nil {
 		return fmt.Errorf("install pack: %w", err)
