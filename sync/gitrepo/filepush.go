@@ -194,6 +194,10 @@ func looseEstimate(gitDir string) int {
 // "<ref>.lock", created already holding local (gitstore.CreateFullLock: a memd killed here
 // leaves no stale lock but in a read and a rename): a lost race when the lock is taken or
 // the ref is elsewhere.
+//
+// The lock and the ref are the remote's git files, written with plain os calls as gitstore
+// writes a repository's own (gitstore/lock.go says why): no fetched tree names them, and the
+// lock is created exclusively, never through a link.
 func (r *Repo) moveFileRemoteRef(gitDir, path string, expect, local plumbing.Hash) error {
 	lock, err := gitstore.CreateFullLock(path, []byte(local.String()+"\n"), gitDir)
 	if errors.Is(err, gitstore.ErrLocked) {
