@@ -16,12 +16,6 @@ import (
 	"github.com/memd-dev/memd/sync/gitremote"
 )
 
-// remotePacks is the number of packs in the bare remote.
-func remotePacks(t *testing.T, bare string) int {
-	t.Helper()
-	return countPacks(bare)
-}
-
 // TestFilePushWritesTheRemote: a push to a bare file remote of this user's, with nothing
 // receive-pack would act on, is written into it directly: one pack with every object the
 // remote lacked and nothing outside the pushed history (checkPushed, with git's fsck on the
@@ -30,7 +24,7 @@ func remotePacks(t *testing.T, bare string) int {
 func TestFilePushWritesTheRemote(t *testing.T) {
 	w := pushWorld(t, "file", pushSeed)
 	p := probePushes(w.a)
-	packs := remotePacks(t, w.bare)
+	packs := countPacks(w.bare)
 	testutil.WriteFile(t, w.aDir, "areas/from-a.html", "from a\n")
 	testutil.WriteFile(t, w.aDir, "projects/p/notes/n1.html", "n1 edited\n")
 	mustCommit(t, w.a, "areas/from-a.html", "projects/p/notes/n1.html")
@@ -42,7 +36,7 @@ func TestFilePushWritesTheRemote(t *testing.T) {
 	}
 	checkPushed(t, w, p, 0)
 	// Below transfer.unpackLimit, loose objects, as receive-pack's unpack-objects keeps them.
-	if got := remotePacks(t, w.bare); got != packs {
+	if got := countPacks(w.bare); got != packs {
 		t.Errorf("remote packs %d → %d: want the push's objects loose", packs, got)
 	}
 	for _, h := range p.last(t).Sent {
@@ -91,9 +85,9 @@ func TestFilePushDeclines(t *testing.T) {
 		{"too many packs", func(t *testing.T, bare string) {
 			testutil.RunGit(t, bare, "config", "gc.autoPackLimit", "1")
 			testutil.RunGit(t, bare, "config", "gc.auto", "0")
-			for remotePacks(t, bare) <= 2 {
+			for countPacks(bare) <= 2 {
 				testutil.RunGit(t, bare, "repack", "-q") // each a pack of the loose objects there
-				if remotePacks(t, bare) <= 2 {
+				if countPacks(bare) <= 2 {
 					seed := t.TempDir()
 					testutil.RunGit(t, seed, "init", "-q")
 					testutil.WriteFile(t, seed, "x", seed)
@@ -188,9 +182,9 @@ func TestFilePushLostRace(t *testing.T) {
 // there, as receive-pack would, so what pushes write does not pile up.
 func TestFilePushRunsGC(t *testing.T) {
 	w := pushWorld(t, "file", pushSeed)
-	for i := 0; remotePacks(t, w.bare) < 2; i++ {
+	for i := 0; countPacks(w.bare) < 2; i++ {
 		if i == 5 {
-			t.Fatalf("%d packs in the remote after %d pushes and repacks", remotePacks(t, w.bare), i)
+			t.Fatalf("%d packs in the remote after %d pushes and repacks", countPacks(w.bare), i)
 		}
 		testutil.WriteFile(t, w.bDir, "areas/from-b.html", fmt.Sprintf("b %d\n", i))
 		mustCommit(t, w.b, "areas/from-b.html")
@@ -211,9 +205,9 @@ func TestFilePushRunsGC(t *testing.T) {
 	if !testutil.Poll(time.Minute, func() bool {
 		_, err := os.Stat(filepath.Join(w.bare, "gc.pid"))
 		loose = testutil.RunGit(t, w.bare, "count-objects")
-		return os.IsNotExist(err) && remotePacks(t, w.bare) == 1 && strings.HasPrefix(loose, "0 objects")
+		return os.IsNotExist(err) && countPacks(w.bare) == 1 && strings.HasPrefix(loose, "0 objects")
 	}) {
-		t.Fatalf("remote after the push: %d packs, %s; want gc's one pack", remotePacks(t, w.bare), loose)
+		t.Fatalf("remote after the push: %d packs, %s; want gc's one pack", countPacks(w.bare), loose)
 	}
 	mustSync(t, w.b)
 	w.check(t)
