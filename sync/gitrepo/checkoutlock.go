@@ -55,6 +55,14 @@ func (h *indexHold) release() {
 	gitstore.RollbackLock(h.f)
 }
 
+// handOff moves the hold to the returned one, which the caller ends later (durable.go:
+// a sync's checkout writes its index after the writer lock); h's release is then a no-op.
+func (h *indexHold) handOff() *indexHold {
+	k := *h
+	h.done = true
+	return &k
+}
+
 // commit fsyncs the new index the checkout wrote into the lock and renames it over
 // indexPath, which releases the lock. A failure removes the lock, the old index stays.
 func (h *indexHold) commit(indexPath string) error {

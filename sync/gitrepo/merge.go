@@ -541,9 +541,15 @@ func (r *Repo) moveHeadFromLocked(base, cur, nw plumbing.Hash, changes map[strin
 	r.log.Debug("checkout", "paths", len(changes), "prepare_or_verify", t1.Sub(t0), "marker", t2.Sub(t1),
 		"ref", t3.Sub(t2), "apply", time.Since(t3))
 	// The index is written only now, the last step under index.lock as in git's checkout:
-	// it takes stat data from the work tree, which must already hold the new content.
+	// it takes stat data from the work tree, which must already hold the new content. A
+	// sync's checkout that renamed every path leaves it, with index.lock, to flushDurable
+	// after the writer lock (durable.go).
 	r.noteMoved(cur, nw, mgChangeList(changes))
-	r.writeCheckoutIndexLocked(hold, nw)
+	if deferred && err == nil && len(late) == 0 && hold.f != nil && r.durable.index == nil {
+		r.durable.index = hold.handOff()
+	} else {
+		r.writeCheckoutIndexLocked(hold, nw)
+	}
 	if err != nil {
 		// The marker stays: the next Sync or start finishes (or undoes) the checkout.
 		return nil, fmt.Errorf("update work tree in %s: %w", r.dir, err)

@@ -3,6 +3,9 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -101,7 +104,10 @@ func TestRaceRejectionKinds(t *testing.T) {
 // and released before the push, and the merge computation, the checkout's temp files and
 // the fsyncs that make the checkout durable (the marker's included) happen outside it:
 // while it is held only the verify, the ref move and the renames run, so the marker
-// stands before it is taken and when it is released, and is gone when Sync returns.
+// stands before it is taken and when it is released, and is gone when Sync returns. The
+// new index is written after it too, with .git/index.lock held from the checkout until
+// then (durable.go): the lock is still there when the writer lock goes, and Sync returns
+// with it gone and the index HEAD's.
 func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 	w := divergedWorld(t)
 	ro := pushOpts()
@@ -125,6 +131,9 @@ func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 		if _, ok, _, _ := readMarker(w.b); !ok {
 			t.Error("the checkout's durability tail ran under the lock (marker gone)")
 		}
+		if _, err := os.Lstat(filepath.Join(w.bDir, ".git", "index.lock")); err != nil {
+			t.Errorf("index.lock not held when the writer lock goes (the index written under it?): %v", err)
+		}
 		if testutil.RunGit(t, w.bare, "rev-parse", "main") == testutil.RunGit(t, w.bDir, "rev-parse", "HEAD") {
 			t.Error("pushed under the lock")
 		}
@@ -137,6 +146,10 @@ func TestSyncLockCoversLocalWorkOnly(t *testing.T) {
 	if _, ok, _, _ := readMarker(w.b); ok {
 		t.Error("merge marker left after Sync")
 	}
+	if _, err := os.Lstat(filepath.Join(w.bDir, ".git", "index.lock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("index.lock after Sync: %v", err)
+	}
+	indexMatchesHead(t, w.bDir, "the merge")
 	checkDivergedResult(t, w)
 }
 
