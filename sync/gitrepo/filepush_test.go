@@ -151,6 +151,7 @@ func TestFilePushLostRace(t *testing.T) {
 	// The branch where the push expects it, its lock held: by another push now, or long ago.
 	expect = plumbing.NewHash(moved)
 	testutil.RunGit(t, w.aDir, "fetch", "-q", "origin")
+	w.a.WaitIndexRefresh() // memd's commit left the index to the refresher: git merges from it
 	testutil.RunGit(t, w.aDir, "merge", "-q", "--no-edit", "origin/main")
 	local = plumbing.NewHash(strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD")))
 	lock := filepath.Join(w.bare, "refs", "heads", "main.lock")
