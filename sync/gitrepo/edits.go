@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -55,9 +56,10 @@ type editMerge struct {
 func (r *Repo) mergeEditsLocked(base, head plumbing.Hash, skipped []string) (editMerge, error) {
 	res := editMerge{Head: head}
 	for {
-		held := r.heldEditsLocked()
+		now := time.Now() // one instant for both: what is released was read
+		held := r.heldEditsLocked(now)
 		if len(skipped) == 0 && len(held) == 0 {
-			r.releaseHeldLocked()
+			r.releaseHeldLocked(now)
 			return res, nil
 		}
 		if base.IsZero() && len(skipped) > 0 {

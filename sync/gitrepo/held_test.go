@@ -224,3 +224,43 @@ func TestAppendAfterSyncCarriedByNextCommit(t *testing.T) {
 	mustCommit(t, w.b, "areas/n.html")
 	noneHeld(t, w.b)
 }
+
+// A held version whose stamp has not moved since it last held base is not read again
+// until it is due for release (heldMin): the checkouts of the two seconds it outlives its
+// sync do not each read it. The read at heldMin still finds what a writer left in it that
+// the stamp did not show (a rewrite in place within one timestamp tick, simulated by
+// taking the stamp after the write as the one seen), before the version can go.
+func TestHeldVersionReadWhenDue(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/a.html": "v1\n"})
+	testutil.WriteFile(t, w.aDir, "areas/a.html", "from A\n")
+	mustCommit(t, w.a, "areas/a.html")
+	mustSync(t, w.a)
+	// A writer that opened the file before B's checkout replaced it.
+	f, err := os.OpenFile(filepath.Join(w.bDir, "areas/a.html"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mustSync(t, w.b)
+	if n := heldCount(w.b); n != 1 {
+		t.Fatalf("%d versions held after the fast-forward, want 1", n)
+	}
+	if _, err := f.WriteAt([]byte("v9\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	hv := w.b.held[0]
+	st, err := hv.d.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hv.seen = st // the write left the stamp as it was
+	if got := w.b.heldEditsLocked(hv.at.Add(heldMin - time.Millisecond)); len(got) != 0 {
+		t.Errorf("a young held version with an unmoved stamp was read: %d edits", len(got))
+	}
+	got := w.b.heldEditsLocked(hv.at.Add(heldMin))
+	if len(got) != 1 || string(got[0].data) != "v9\n" {
+		t.Fatalf("held version due for release: edits %d, want the writer's v9", len(got))
+	}
+}
