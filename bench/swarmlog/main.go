@@ -7,7 +7,9 @@
 // From the last change commit on any machine (about the last write plus the quiet time, or
 // -since) it prints the successful pushes one after the other with the gap before each, and
 // per machine the sync rounds, the pushes lost, the time spent fetching, planning,
-// integrating, pushing and pausing between rounds, and when its HEAD last moved.
+// integrating, pushing and pausing between rounds, and when its HEAD last moved. Last, over
+// the whole run, the writer lock's holds by what they did (a fast-forward, a merge, other:
+// commits' reads and the rest), with their count, total, mean and 90th percentile.
 package main
 
 import (
@@ -121,7 +123,50 @@ func main() {
 		fmt.Printf("%-10s %6d %5d %7.2fs %7.2fs %7.2fs %7.2fs %7.2fs %10s\n", m, s.rounds, s.lost,
 			s.fetch.Seconds(), s.plan.Seconds(), s.integrate.Seconds(), s.push.Seconds(), s.paused.Seconds(), last)
 	}
+	lockHolds(evs)
 }
+
+// lockHolds prints the writer lock's holds ("writer lock released" held=) of the whole run
+// by what each did: the last fast-forward or merge logged on its machine since the
+// previous release, else other.
+func lockHolds(evs []event) {
+	kindOf := map[string]string{}
+	holds := map[string][]time.Duration{}
+	var all time.Duration
+	for _, e := range evs {
+		switch e.msg {
+		case "fast-forwarded":
+			kindOf[e.machine] = "fast-forward"
+		case "merged remote changes":
+			kindOf[e.machine] = "merge"
+		case "writer lock released":
+			k := kindOf[e.machine]
+			if k == "" {
+				k = "other"
+			}
+			d := dur(e.kv["held"])
+			holds[k] = append(holds[k], d)
+			all += d
+			kindOf[e.machine] = ""
+		}
+	}
+	fmt.Printf("\nwriter lock holds, whole run (all machines: %.2fs)\n%-13s %6s %8s %8s %8s %6s\n", all.Seconds(), "kind", "holds", "total", "mean", "p90", "share")
+	for _, k := range []string{"fast-forward", "merge", "other"} {
+		h := holds[k]
+		if len(h) == 0 {
+			continue
+		}
+		sort.Slice(h, func(i, j int) bool { return h[i] < h[j] })
+		var sum time.Duration
+		for _, d := range h {
+			sum += d
+		}
+		fmt.Printf("%-13s %6d %7.2fs %6.2fms %6.2fms %5.1f%%\n", k, len(h), sum.Seconds(),
+			ms(sum/time.Duration(len(h))), ms(h[len(h)*9/10]), 100*sum.Seconds()/all.Seconds())
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // read parses one daemon's log (slog's text format: time=... level=... msg=... key=value).
 func read(path string) ([]event, error) {
