@@ -300,9 +300,12 @@ func receiveSignature(gitDir string) string {
 	if home, err := os.UserHomeDir(); err == nil {
 		paths = append(paths, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
 	}
-	for _, env := range []string{"XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"} {
+	if v := os.Getenv("XDG_CONFIG_HOME"); v != "" {
+		paths = append(paths, filepath.Join(v, "git", "config"))
+	}
+	for _, env := range []string{"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"} { // files, not directories
 		if v := os.Getenv(env); v != "" {
-			paths = append(paths, v, filepath.Join(v, "git", "config"))
+			paths = append(paths, v)
 		}
 	}
 	var b strings.Builder
