@@ -39,7 +39,7 @@ type Stats struct {
 	Memories int // .html memory files
 	Episodes int // episodic memories (date-prefixed)
 	Tasks    int // task memories
-	Inbox    int // memories directly in areas/inbox (not its tasks folder)
+	Inbox    int // memories under areas/inbox, its tasks folder included (memfile.InboxDepth)
 	Notes    int // ledger records of type note
 }
 
@@ -658,8 +658,8 @@ func (g *gen) write(m mem) error {
 	case m.typ == memd.TypeTask:
 		g.stats.Tasks++
 	}
-	if strings.HasPrefix(m.path, memd.InboxDir+"/") && !strings.Contains(m.path[len(memd.InboxDir)+1:], "/") {
-		g.stats.Inbox++
+	if strings.HasPrefix(m.path, memd.InboxDir+"/") {
+		g.stats.Inbox++ // as memhtml's doctor counts it: the task inbox is in the inbox
 	}
 	// Index candidates: everything that is not a task, thinned on big demos.
 	if m.typ != memd.TypeTask && (len(g.index) < 40 || g.rng.IntN(max(1, g.n/200)) == 0) {

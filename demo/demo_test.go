@@ -122,7 +122,7 @@ func TestGenerate300(t *testing.T) {
 			}
 			links++
 		}
-		if strings.HasPrefix(p, memd.InboxDir+"/") && !strings.HasPrefix(p, memd.TaskInboxDir+"/") {
+		if strings.HasPrefix(p, memd.InboxDir+"/") && strings.HasSuffix(p, ".html") {
 			got.Inbox++
 		}
 	}
