@@ -1,0 +1,180 @@
+package claudecode
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/memd-dev/memd/internal/safefs"
+)
+
+// Options say where Claude Code and the memory repo are.
+type Options struct {
+	ConfigDir string   // Claude Code's config dir (ConfigDir)
+	Home      string   // the user's home (~/.claude.json)
+	Roots     []string // agents.claude_code.roots
+	Repo      string   // the memory repo's work tree
+	StateDir  string   // memd's state dir: the bases of the two-way copy
+	Host      string   // names conflict copies
+	Now       func() time.Time
+}
+
+// Project is one checkout Claude Code has a memory for.
+type Project struct {
+	Path      string `json:"path"`                 // the checkout's top level
+	ID        string `json:"id,omitempty"`         // "" when not synced
+	MemoryDir string `json:"memory_dir,omitempty"` // Claude Code's memory dir
+	Reason    string `json:"reason,omitempty"`     // why it is not synced
+	// LastChange is when this machine last copied a memory of it either way.
+	LastChange time.Time `json:"last_change,omitzero"`
+}
+
+// Report is one pass: every project found, synced or not, and how many files it moved.
+type Report struct {
+	Synced, Unsynced []Project
+	Changed          int
+}
+
+// resolveEvery is how long a checkout's id is trusted before git is asked again (an
+// origin may be added or changed).
+const resolveEvery = time.Minute
+
+type resolved struct {
+	proj Project
+	at   time.Time
+}
+
+// Syncer copies every project's memory both ways; one goroutine calls Sync.
+type Syncer struct {
+	o     Options
+	cache map[string]resolved // by candidate folder
+	last  map[string]time.Time
+}
+
+// New makes a Syncer.
+func New(o Options) *Syncer {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Syncer{o: o, cache: map[string]resolved{}, last: map[string]time.Time{}}
+}
+
+// resolve names the checkout at dir (cached for resolveEvery).
+func (s *Syncer) resolve(dir string, now time.Time) (Project, bool) {
+	if r, ok := s.cache[dir]; ok && now.Sub(r.at) < resolveEvery {
+		return r.proj, true
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		delete(s.cache, dir)
+		return Project{}, false // a folder since removed: nothing to say
+	}
+	p := Project{Path: dir}
+	top, err := Toplevel(dir)
+	switch {
+	case err != nil:
+		p.Reason = "not a git checkout"
+	default:
+		p.Path = top
+		if md, ok := MemoryDir(s.o.ConfigDir, top); !ok {
+			p.Reason = "path too long or not ASCII for Claude Code's folder name"
+		} else if id, err := ProjectID(top); err != nil {
+			p.Reason = "no origin with a host and no commit"
+		} else {
+			p.ID, p.MemoryDir = id, md
+		}
+	}
+	s.cache[dir] = resolved{proj: p, at: now}
+	return p, true
+}
+
+// Sync finds the projects and copies each one's memory both ways.
+func (s *Syncer) Sync() (Report, error) {
+	now := s.o.Now()
+	seen := map[string]bool{}
+	var rep Report
+	for _, c := range Candidates(s.o.ConfigDir, s.o.Home, s.o.Roots) {
+		p, ok := s.resolve(c, now)
+		if !ok || seen[p.Path] {
+			continue
+		}
+		seen[p.Path] = true
+		if p.ID == "" {
+			rep.Unsynced = append(rep.Unsynced, p)
+			continue
+		}
+		n, err := s.syncOne(p, now)
+		if err != nil {
+			p.Reason = err.Error()
+			rep.Unsynced = append(rep.Unsynced, p)
+			continue
+		}
+		if n > 0 {
+			s.last[p.Path] = now
+		}
+		rep.Changed += n
+		p.LastChange = s.last[p.Path]
+		rep.Synced = append(rep.Synced, p)
+	}
+	byPath := func(a, b Project) int { return cmpString(a.Path, b.Path) }
+	slices.SortFunc(rep.Synced, byPath)
+	slices.SortFunc(rep.Unsynced, byPath)
+	return rep, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// syncOne copies one project's memory both ways and keeps the bases.
+func (s *Syncer) syncOne(p Project, now time.Time) (int, error) {
+	if err := os.MkdirAll(p.MemoryDir, 0o700); err != nil {
+		return 0, fmt.Errorf("make %s: %w", p.MemoryDir, err)
+	}
+	local, err := safefs.Open(p.MemoryDir)
+	if err != nil {
+		return 0, err
+	}
+	defer local.Close()
+	repo, err := safefs.Open(s.o.Repo)
+	if err != nil {
+		return 0, err
+	}
+	defer repo.Close()
+	if err := os.MkdirAll(s.o.StateDir, 0o700); err != nil {
+		return 0, err
+	}
+	state, err := safefs.Open(s.o.StateDir)
+	if err != nil {
+		return 0, err
+	}
+	defer state.Close()
+	pr := &pair{local: side{t: local, rel: "."}, repo: side{t: repo, rel: RepoPath(p.ID)},
+		bases: loadBases(state, p.MemoryDir), host: s.o.Host, now: now}
+	n, err := pr.copyBoth()
+	if n > 0 || err == nil {
+		if serr := saveBases(state, p.MemoryDir, p.ID, pr.bases); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}
+	return n, err
+}
+
+// Abs makes configured folders absolute (a relative root means nothing to a daemon).
+func Abs(dirs []string) []string {
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		if a, err := filepath.Abs(d); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
