@@ -1,6 +1,5 @@
 // Package claudecode keeps Claude Code's auto memory of every project on this machine in the
-// memory repo, at agents/claude-code/<project id>/ (shared/DESIGN.md §10, "Claude Code's
-// memory (agents)"): it finds the projects from what Claude Code records, names each by its
+// memory repo, at agents/claude-code/<project id>/ (README, "Claude Code's memory"): it finds the projects from what Claude Code records, names each by its
 // origin (so one project at two paths on two machines shares one memory) and copies the
 // memory files both ways. It never touches sync/ or agent/: agent/ calls it.
 package claudecode
