@@ -12,10 +12,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/memd-dev/memd"
 )
 
 // RepoDir is the folder of the memory repo that holds every project's Claude Code memory.
-const RepoDir = "agents/claude-code"
+const RepoDir = memd.ClaudeCodeDir
 
 // ErrNoID: a checkout with neither an origin nor a commit has no id and is not synced.
 var ErrNoID = errors.New("no project id")
