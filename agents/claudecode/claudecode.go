@@ -90,17 +90,41 @@ func (s *Syncer) resolve(dir string, now time.Time) (Project, bool) {
 	return p, true
 }
 
-// Sync finds the projects and copies each one's memory both ways.
-func (s *Syncer) Sync() (Report, error) {
-	now := s.o.Now()
-	seen := map[string]bool{}
+// Scan finds the projects and says which have an id, copying nothing (`memd doctor`).
+func Scan(o Options) Report {
+	s := New(o)
 	var rep Report
+	for _, p := range s.projects(s.o.Now()) {
+		if p.ID == "" {
+			rep.Unsynced = append(rep.Unsynced, p)
+		} else {
+			rep.Synced = append(rep.Synced, p)
+		}
+	}
+	return rep
+}
+
+// projects are the checkouts found, one per top level, in path order.
+func (s *Syncer) projects(now time.Time) []Project {
+	seen := map[string]bool{}
+	var out []Project
 	for _, c := range Candidates(s.o.ConfigDir, s.o.Home, s.o.Roots) {
 		p, ok := s.resolve(c, now)
 		if !ok || seen[p.Path] {
 			continue
 		}
 		seen[p.Path] = true
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Project) int { return cmpString(a.Path, b.Path) })
+	return out
+}
+
+// Sync finds the projects and copies each one's memory both ways.
+func (s *Syncer) Sync() (Report, error) {
+	now := s.o.Now()
+	var rep Report
+	for _, p := range s.projects(now) {
 		if p.ID == "" {
 			rep.Unsynced = append(rep.Unsynced, p)
 			continue
@@ -118,9 +142,6 @@ func (s *Syncer) Sync() (Report, error) {
 		p.LastChange = s.last[p.Path]
 		rep.Synced = append(rep.Synced, p)
 	}
-	byPath := func(a, b Project) int { return cmpString(a.Path, b.Path) }
-	slices.SortFunc(rep.Synced, byPath)
-	slices.SortFunc(rep.Unsynced, byPath)
 	return rep, nil
 }
 
