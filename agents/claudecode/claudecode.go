@@ -3,6 +3,7 @@ package claudecode
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,7 @@ type resolved struct {
 // Syncer copies every project's memory both ways; one goroutine calls Sync.
 type Syncer struct {
 	o     Options
+	find  *finder
 	cache map[string]resolved // by candidate folder
 	last  map[string]time.Time
 }
@@ -59,7 +61,7 @@ func New(o Options) *Syncer {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Syncer{o: o, cache: map[string]resolved{}, last: map[string]time.Time{}}
+	return &Syncer{o: o, find: newFinder(), cache: map[string]resolved{}, last: map[string]time.Time{}}
 }
 
 // resolve names the checkout at dir (cached for resolveEvery).
@@ -108,7 +110,7 @@ func Scan(o Options) Report {
 func (s *Syncer) projects(now time.Time) []Project {
 	seen := map[string]bool{}
 	var out []Project
-	for _, c := range Candidates(s.o.ConfigDir, s.o.Home, s.o.Roots) {
+	for _, c := range s.find.candidates(s.o.ConfigDir, s.o.Home, s.o.Roots) {
 		p, ok := s.resolve(c, now)
 		if !ok || seen[p.Path] {
 			continue
@@ -178,10 +180,11 @@ func (s *Syncer) syncOne(p Project, now time.Time) (int, error) {
 		return 0, err
 	}
 	defer state.Close()
+	before := loadBases(state, p.MemoryDir)
 	pr := &pair{local: side{t: local, rel: "."}, repo: side{t: repo, rel: RepoPath(p.ID)},
-		bases: loadBases(state, p.MemoryDir), host: s.o.Host, now: now}
+		bases: maps.Clone(before), host: s.o.Host, now: now}
 	n, err := pr.copyBoth()
-	if n > 0 || err == nil {
+	if !maps.Equal(before, pr.bases) { // written only when it changed: a pass is every second
 		if serr := saveBases(state, p.MemoryDir, p.ID, pr.bases); serr != nil {
 			err = errors.Join(err, serr)
 		}

@@ -104,6 +104,30 @@ func TestDirNameAndCandidates(t *testing.T) {
 	}
 }
 
+// TestFinderLearnsALateCwd: a session's transcript names its cwd only after its first lines;
+// appending to it leaves the folder's time, and the next pass still finds it.
+func TestFinderLearnsALateCwd(t *testing.T) {
+	home, cfg, proj := t.TempDir(), t.TempDir(), t.TempDir()
+	name, _ := DirName(proj)
+	tr := filepath.Join(cfg, "projects", name, "s.jsonl")
+	testutil.WriteFile(t, filepath.Dir(tr), "s.jsonl", `{"type":"queue-operation","sessionId":"s"}`+"\n")
+	f := newFinder()
+	if got := f.candidates(cfg, home, nil); contains(got, proj) {
+		t.Fatalf("found %s before the transcript named it: %v", proj, got)
+	}
+	fh, err := os.OpenFile(tr, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteString(`{"type":"user","cwd":"` + proj + `"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	if got := f.candidates(cfg, home, nil); !contains(got, proj) {
+		t.Fatalf("the cwd appended later was not found: %v", got)
+	}
+}
+
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ConfigDir is Claude Code's config dir: configured (agents.claude_code.config_dir), else
@@ -58,6 +59,29 @@ func MemoryDir(configDir, toplevel string) (string, bool) {
 // checkouts in roots (each root and its direct children). They are folders, not yet
 // checkouts: Resolve tells.
 func Candidates(configDir, home string, roots []string) []string {
+	return newFinder().candidates(configDir, home, roots)
+}
+
+// finder remembers what it read, so a pass every second rereads only what changed: a
+// projects/<name>/ folder's cwd once found, a .claude.json (which can be megabytes) while its
+// time and size stand.
+type finder struct {
+	cwds  map[string]string // a folder's name is made from its cwd: found once, it stands
+	jsons map[string]stamped[[]string]
+}
+
+// stamped is a value read from a file or folder as it was at (mod time, size).
+type stamped[T any] struct {
+	mod  time.Time
+	size int64
+	v    T
+}
+
+func newFinder() *finder {
+	return &finder{cwds: map[string]string{}, jsons: map[string]stamped[[]string]{}}
+}
+
+func (f *finder) candidates(configDir, home string, roots []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -66,11 +90,11 @@ func Candidates(configDir, home string, roots []string) []string {
 			out = append(out, p)
 		}
 	}
-	for _, p := range recordedCwds(filepath.Join(configDir, "projects")) {
+	for _, p := range f.recordedCwds(filepath.Join(configDir, "projects")) {
 		add(p)
 	}
-	for _, f := range []string{filepath.Join(configDir, ".claude.json"), filepath.Join(home, ".claude.json")} {
-		for _, p := range claudeJSONProjects(f) {
+	for _, file := range []string{filepath.Join(configDir, ".claude.json"), filepath.Join(home, ".claude.json")} {
+		for _, p := range f.claudeJSON(file) {
 			add(p)
 		}
 	}
@@ -92,6 +116,49 @@ func Candidates(configDir, home string, roots []string) []string {
 	return out
 }
 
+// claudeJSON is claudeJSONProjects of file, read again only when the file changed.
+func (f *finder) claudeJSON(file string) []string {
+	fi, err := os.Stat(file)
+	if err != nil {
+		delete(f.jsons, file)
+		return nil
+	}
+	if c, ok := f.jsons[file]; ok && c.mod.Equal(fi.ModTime()) && c.size == fi.Size() {
+		return c.v
+	}
+	v := claudeJSONProjects(file)
+	f.jsons[file] = stamped[[]string]{mod: fi.ModTime(), size: fi.Size(), v: v}
+	return v
+}
+
+// recordedCwds reads, for each projects/<name>/ folder, the cwd its transcripts name (the
+// folder name alone loses the path). Only the first lines are read, and only here:
+// transcripts never go anywhere.
+func (f *finder) recordedCwds(projects string) []string {
+	ents, err := os.ReadDir(projects)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(projects, e.Name())
+		cwd, ok := f.cwds[dir]
+		if !ok {
+			// Not found yet is asked again next pass: a session's first lines may not
+			// name its cwd yet, and appending to a transcript leaves the folder's time.
+			if cwd = transcriptCwd(dir); cwd == "" {
+				continue
+			}
+			f.cwds[dir] = cwd
+		}
+		out = append(out, cwd)
+	}
+	return out
+}
+
 // claudeJSONProjects reads the keys of the projects map of a .claude.json (absent or
 // unreadable: none).
 func claudeJSONProjects(file string) []string {
@@ -109,26 +176,6 @@ func claudeJSONProjects(file string) []string {
 	var out []string
 	for p := range doc.Projects {
 		out = append(out, p)
-	}
-	return out
-}
-
-// recordedCwds reads, for each projects/<name>/ folder, the cwd its newest transcript names
-// (the folder name alone loses the path). Only the first lines are read, and only here:
-// transcripts never go anywhere.
-func recordedCwds(projects string) []string {
-	ents, err := os.ReadDir(projects)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		if cwd := transcriptCwd(filepath.Join(projects, e.Name())); cwd != "" {
-			out = append(out, cwd)
-		}
 	}
 	return out
 }
