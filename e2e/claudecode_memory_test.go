@@ -346,6 +346,9 @@ func TestClaudeCodeMemoryFollowsTheProject(t *testing.T) {
 	}
 	checkNoSessionInRemote(t, bare, a, b, c)
 	for _, m := range []*claudeMachine{a, b, c} {
+		m.checkStatus()
+	}
+	for _, m := range []*claudeMachine{a, b, c} {
 		if code := m.d.Stop(); code != 0 {
 			t.Errorf("%s: SIGTERM: exit %d", m.repo, code)
 		}
@@ -417,5 +420,28 @@ func checkNoSessionInRemote(t *testing.T, bare string, ms ...*claudeMachine) {
 		if strings.Contains(objects, s) {
 			t.Errorf("%s is in an object of the remote", s)
 		}
+	}
+}
+
+// checkStatus: `memd status --format json` counts the project, synced under its id at this
+// machine's path, with the time of the last copy.
+func (m *claudeMachine) checkStatus() {
+	m.t.Helper()
+	out, code := m.memd("status", "--config", m.config, "--repo", m.repo, "--format", "json")
+	var doc struct {
+		ClaudeCode *struct {
+			Projects int `json:"projects"`
+			Synced   []struct {
+				Path, ID   string
+				LastChange *time.Time `json:"last_change"`
+			} `json:"synced"`
+		} `json:"claude_code"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || doc.ClaudeCode == nil {
+		m.t.Fatalf("memd status --format json: exit %d, no claude_code part:\n%s", code, out)
+	}
+	cc := doc.ClaudeCode
+	if cc.Projects != 1 || len(cc.Synced) != 1 || cc.Synced[0].Path != m.project || cc.Synced[0].ID != "github.com/acme/widget" || cc.Synced[0].LastChange == nil {
+		m.t.Errorf("%s: claude_code = %+v", m.repo, *cc)
 	}
 }
