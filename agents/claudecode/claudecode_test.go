@@ -256,19 +256,7 @@ func TestTwoWayCopy(t *testing.T) {
 		t.Fatalf("b.md on A: %q", got)
 	}
 
-	// A removes b.md; the removal reaches the repo, then B.
-	if err := os.Remove(filepath.Join(a.memDir(t), "b.md")); err != nil {
-		t.Fatal(err)
-	}
-	a.sync(t)
-	if _, err := os.Stat(filepath.Join(a.repo, rel, "b.md")); err == nil {
-		t.Fatal("a removal in Claude Code's dir stayed in the repo")
-	}
-	copyRepo(t, a.repo, b.repo)
-	b.sync(t)
-	if _, err := os.Stat(filepath.Join(b.memDir(t), "b.md")); err == nil {
-		t.Fatal("a removal on A did not reach B's Claude Code dir")
-	}
+	removalTravels(t, a, b, rel)
 
 	// Both sides edit one memory between two passes: the repo's stays, the local one is
 	// kept beside it as a conflict copy, in both places.
@@ -284,6 +272,24 @@ func TestTwoWayCopy(t *testing.T) {
 			t.Fatalf("%s: %q", p, got)
 		}
 	}
+}
+
+// removalTravels: A removes b.md from Claude Code's dir; the removal reaches the repo, then B.
+func removalTravels(t *testing.T, a, b *machine, rel string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(a.memDir(t), "b.md")); err != nil {
+		t.Fatal(err)
+	}
+	a.sync(t)
+	if _, err := os.Stat(filepath.Join(a.repo, rel, "b.md")); err == nil {
+		t.Fatal("a removal in Claude Code's dir stayed in the repo")
+	}
+	copyRepo(t, a.repo, b.repo)
+	b.sync(t)
+	if _, err := os.Stat(filepath.Join(b.memDir(t), "b.md")); err == nil {
+		t.Fatal("a removal on A did not reach B's Claude Code dir")
+	}
+
 }
 
 // TestVanishedFolderIsNoDeletion: a repo folder that disappears (a reset, a clone without
