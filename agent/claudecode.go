@@ -101,7 +101,7 @@ func sameClaudeConfig(a, b memd.ClaudeCodeConfig) bool {
 func claudeDoc(rep claudecode.Report) statusline.ClaudeCode {
 	d := statusline.ClaudeCode{Projects: len(rep.Synced), Synced: []statusline.AgentProject{}, Unsynced: []statusline.AgentProject{}}
 	for _, p := range rep.Synced {
-		ap := statusline.AgentProject{Path: p.Path, ID: p.ID}
+		ap := statusline.AgentProject{Path: p.Path, ID: p.ID, LastMachine: p.LastMachine}
 		if !p.LastChange.IsZero() {
 			t := p.LastChange.UTC().Truncate(time.Second)
 			ap.LastChange = &t
@@ -120,7 +120,7 @@ func sameClaudeDoc(a, b statusline.ClaudeCode) bool {
 	}
 	for i := range a.Synced {
 		x, y := a.Synced[i], b.Synced[i]
-		if x.Path != y.Path || x.ID != y.ID || (x.LastChange == nil) != (y.LastChange == nil) ||
+		if x.Path != y.Path || x.ID != y.ID || x.LastMachine != y.LastMachine || (x.LastChange == nil) != (y.LastChange == nil) ||
 			(x.LastChange != nil && !x.LastChange.Equal(*y.LastChange)) {
 			return false
 		}

@@ -432,8 +432,9 @@ func (m *claudeMachine) checkStatus() {
 		ClaudeCode *struct {
 			Projects int `json:"projects"`
 			Synced   []struct {
-				Path, ID   string
-				LastChange *time.Time `json:"last_change"`
+				Path, ID    string
+				LastChange  *time.Time `json:"last_change"`
+				LastMachine string     `json:"last_machine"`
 			} `json:"synced"`
 		} `json:"claude_code"`
 	}
@@ -441,7 +442,11 @@ func (m *claudeMachine) checkStatus() {
 		m.t.Fatalf("memd status --format json: exit %d, no claude_code part:\n%s", code, out)
 	}
 	cc := doc.ClaudeCode
-	if cc.Projects != 1 || len(cc.Synced) != 1 || cc.Synced[0].Path != m.project || cc.Synced[0].ID != "github.com/acme/widget" || cc.Synced[0].LastChange == nil {
+	// Every machine here is this host: memd names the machine from the commit's Memd-Host
+	// (a change that came in) or itself (one made here).
+	host, _ := os.Hostname()
+	if cc.Projects != 1 || len(cc.Synced) != 1 || cc.Synced[0].Path != m.project || cc.Synced[0].ID != "github.com/acme/widget" ||
+		cc.Synced[0].LastChange == nil || cc.Synced[0].LastMachine != host {
 		m.t.Errorf("%s: claude_code = %+v", m.repo, *cc)
 	}
 }

@@ -29,8 +29,10 @@ type Project struct {
 	ID        string `json:"id,omitempty"`         // "" when not synced
 	MemoryDir string `json:"memory_dir,omitempty"` // Claude Code's memory dir
 	Reason    string `json:"reason,omitempty"`     // why it is not synced
-	// LastChange is when this machine last copied a memory of it either way.
-	LastChange time.Time `json:"last_change,omitzero"`
+	// LastChange is when this machine last copied a memory of it either way; LastMachine is
+	// the machine the change was made on (this one, or the repo's last commit's Memd-Host).
+	LastChange  time.Time `json:"last_change,omitzero"`
+	LastMachine string    `json:"last_machine,omitempty"`
 }
 
 // Report is one pass: every project found, synced or not, and how many files it moved.
@@ -53,7 +55,6 @@ type Syncer struct {
 	o     Options
 	find  *finder
 	cache map[string]resolved // by candidate folder
-	last  map[string]time.Time
 }
 
 // New makes a Syncer.
@@ -61,7 +62,7 @@ func New(o Options) *Syncer {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Syncer{o: o, find: newFinder(), cache: map[string]resolved{}, last: map[string]time.Time{}}
+	return &Syncer{o: o, find: newFinder(), cache: map[string]resolved{}}
 }
 
 // resolve names the checkout at dir (cached for resolveEvery).
@@ -131,17 +132,13 @@ func (s *Syncer) Sync() (Report, error) {
 			rep.Unsynced = append(rep.Unsynced, p)
 			continue
 		}
-		n, err := s.syncOne(p, now)
+		n, err := s.syncOne(&p, now)
 		if err != nil {
 			p.Reason = err.Error()
 			rep.Unsynced = append(rep.Unsynced, p)
 			continue
 		}
-		if n > 0 {
-			s.last[p.Path] = now
-		}
 		rep.Changed += n
-		p.LastChange = s.last[p.Path]
 		rep.Synced = append(rep.Synced, p)
 	}
 	return rep, nil
@@ -157,8 +154,8 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// syncOne copies one project's memory both ways and keeps the bases.
-func (s *Syncer) syncOne(p Project, now time.Time) (int, error) {
+// syncOne copies one project's memory both ways and keeps the bases, and the last change.
+func (s *Syncer) syncOne(p *Project, now time.Time) (int, error) {
 	if err := os.MkdirAll(p.MemoryDir, 0o700); err != nil {
 		return 0, fmt.Errorf("make %s: %w", p.MemoryDir, err)
 	}
@@ -180,16 +177,36 @@ func (s *Syncer) syncOne(p Project, now time.Time) (int, error) {
 		return 0, err
 	}
 	defer state.Close()
-	before := loadBases(state, p.MemoryDir)
+	doc := loadDoc(state, p.MemoryDir)
 	pr := &pair{local: side{t: local, rel: "."}, repo: side{t: repo, rel: RepoPath(p.ID)},
-		bases: maps.Clone(before), host: s.o.Host, now: now}
+		bases: maps.Clone(doc.Bases), host: s.o.Host, now: now}
 	n, err := pr.copyBoth()
-	if !maps.Equal(before, pr.bases) { // written only when it changed: a pass is every second
-		if serr := saveBases(state, p.MemoryDir, p.ID, pr.bases); serr != nil {
+	changed := !maps.Equal(doc.Bases, pr.bases) // written only then: a pass is every second
+	if n > 0 {
+		changed = true
+		doc.LastChange, doc.LastMachine = now, s.o.Host
+		if pr.pulled {
+			doc.LastMachine = lastHost(s.o.Repo, RepoPath(p.ID))
+		}
+	}
+	p.LastChange, p.LastMachine = doc.LastChange, doc.LastMachine
+	if changed {
+		doc.ID, doc.Bases = p.ID, pr.bases
+		if serr := saveDoc(state, doc); serr != nil {
 			err = errors.Join(err, serr)
 		}
 	}
 	return n, err
+}
+
+// lastHost is the machine of the last commit that changed a folder of the repo (its
+// Memd-Host trailer), "" when git cannot tell. Asked only when a change came in.
+func lastHost(repo, rel string) string {
+	h, err := gitOut(repo, "log", "-1", "--format=%(trailers:key=Memd-Host,valueonly,separator=)", "--", rel)
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 // Abs makes configured folders absolute (a relative root means nothing to a daemon).

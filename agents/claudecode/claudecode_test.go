@@ -171,6 +171,15 @@ func (m *machine) sync(t *testing.T) Report {
 	return r
 }
 
+func (s *Syncer) s2(t *testing.T) Report {
+	t.Helper()
+	r, err := s.Sync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func read(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -205,8 +214,13 @@ func TestTwoWayCopy(t *testing.T) {
 	testutil.WriteFile(t, a.memDir(t), "MEMORY.md", "- [Fact](fact.md) — the fact\n")
 	testutil.WriteFile(t, a.memDir(t), "s.jsonl", `{"sessionId":"11111111-2222"}`+"\n")
 	testutil.WriteFile(t, a.memDir(t), "notes.txt", "not a memory\n")
-	if r := a.sync(t); len(r.Synced) != 1 || r.Synced[0].ID != "github.com/acme/widget" || r.Changed != 2 {
+	if r := a.sync(t); len(r.Synced) != 1 || r.Synced[0].ID != "github.com/acme/widget" || r.Changed != 2 ||
+		r.Synced[0].LastMachine != "alpha" || r.Synced[0].LastChange.IsZero() {
 		t.Fatalf("A's pass: %+v", r)
+	}
+	// The last change outlives the Syncer (a restart): it is kept with the bases.
+	if r := New(a.s.o).s2(t); r.Synced[0].LastMachine != "alpha" || r.Changed != 0 {
+		t.Fatalf("after a restart: %+v", r)
 	}
 	shared := read(t, filepath.Join(a.repo, rel, "fact.md"))
 	if strings.Contains(shared, "11111111") || shared != strings.Replace(fact, "  originSessionId: 11111111-2222\n", "", 1) {

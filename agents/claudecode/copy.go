@@ -130,6 +130,9 @@ type pair struct {
 	bases       map[string]string
 	host        string
 	now         time.Time
+	// pulled: a pass wrote into Claude Code's dir what came through the repo (from another
+	// machine, or a merge of both).
+	pulled bool
 }
 
 // copyBoth makes both folders hold the same memories, each change going the way it was
@@ -197,6 +200,7 @@ func (p *pair) one(n string, lf, rf map[string][]byte) (int, error) {
 	case lok && !rok:
 		if bok && string(l) == b { // removed from the repo
 			delete(p.bases, n)
+			p.pulled = true
 			return 1, p.local.remove(n)
 		}
 		p.bases[n] = string(l)
@@ -207,9 +211,11 @@ func (p *pair) one(n string, lf, rf map[string][]byte) (int, error) {
 			return 1, p.repo.remove(n)
 		}
 		p.bases[n] = string(r)
+		p.pulled = true
 		return 1, p.local.write(n, r)
 	case bok && string(l) == b: // the repo's changed
 		p.bases[n] = string(r)
+		p.pulled = true
 		return 1, p.local.write(n, r)
 	case bok && string(r) == b: // Claude Code's changed
 		p.bases[n] = string(l)
@@ -220,6 +226,7 @@ func (p *pair) one(n string, lf, rf map[string][]byte) (int, error) {
 
 // both: changed on both sides since they last agreed (or added on both without a base).
 func (p *pair) both(n string, base, l, r []byte, bok bool) (int, error) {
+	p.pulled = true
 	if n == memd.MemoryMDName {
 		if !bok {
 			base = nil
@@ -281,28 +288,32 @@ func baseFile(memoryDir string) string {
 	return "claude-code/" + hex.EncodeToString(sum[:8]) + ".json"
 }
 
+// baseDoc is one memory dir's state: the bases, and the last change this machine copied
+// either way (when, and the machine that made it).
 type baseDoc struct {
-	MemoryDir string            `json:"memory_dir"`
-	ID        string            `json:"id"`
-	Bases     map[string]string `json:"bases"`
+	MemoryDir   string            `json:"memory_dir"`
+	ID          string            `json:"id"`
+	Bases       map[string]string `json:"bases"`
+	LastChange  time.Time         `json:"last_change,omitzero"`
+	LastMachine string            `json:"last_machine,omitempty"`
 }
 
-func loadBases(state *safefs.Tree, memoryDir string) map[string]string {
+func loadDoc(state *safefs.Tree, memoryDir string) baseDoc {
 	b, err := state.ReadFile(baseFile(memoryDir))
 	var d baseDoc
 	if err != nil || json.Unmarshal(b, &d) != nil || d.MemoryDir != memoryDir || d.Bases == nil {
-		return map[string]string{}
+		return baseDoc{MemoryDir: memoryDir, Bases: map[string]string{}}
 	}
-	return d.Bases
+	return d
 }
 
-func saveBases(state *safefs.Tree, memoryDir, id string, bases map[string]string) error {
-	b, err := json.Marshal(baseDoc{MemoryDir: memoryDir, ID: id, Bases: bases})
+func saveDoc(state *safefs.Tree, d baseDoc) error {
+	b, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
 	if err := state.MkdirAll("claude-code", 0o700); err != nil {
 		return err
 	}
-	return state.WriteFileAtomic(baseFile(memoryDir), b, 0o600)
+	return state.WriteFileAtomic(baseFile(d.MemoryDir), b, 0o600)
 }

@@ -141,12 +141,14 @@ type ClaudeCode struct {
 }
 
 // AgentProject is one project checkout: its id in the repo (agents/claude-code/<id>/), or
-// why it has none; LastChange is when this machine last copied one of its memories.
+// why it has none; LastChange is when this machine last copied one of its memories, and
+// LastMachine the machine that change was made on.
 type AgentProject struct {
-	Path       string     `json:"path"`
-	ID         string     `json:"id,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
-	LastChange *time.Time `json:"last_change,omitempty"`
+	Path        string     `json:"path"`
+	ID          string     `json:"id,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	LastChange  *time.Time `json:"last_change,omitempty"`
+	LastMachine string     `json:"last_machine,omitempty"`
 }
 
 // Paused says why memd stands aside and until when ("" until: until resumed or the repo

@@ -308,7 +308,7 @@ export function reposSection(r: RunResult, repo: string): Section | undefined {
 export const CLAUDE_KEY = 'claude-memory'
 const CLAUDE_ORDER = 25
 
-type AgentProject = { path: string; id?: string; reason?: string; last_change?: string }
+type AgentProject = { path: string; id?: string; reason?: string; last_change?: string; last_machine?: string }
 
 function agentProjects(v: unknown): AgentProject[] {
   if (!Array.isArray(v)) return []
@@ -320,6 +320,7 @@ function agentProjects(v: unknown): AgentProject[] {
       ...(typeof p.id === 'string' ? { id: p.id } : {}),
       ...(typeof p.reason === 'string' ? { reason: p.reason } : {}),
       ...(typeof p.last_change === 'string' ? { last_change: p.last_change } : {}),
+      ...(typeof p.last_machine === 'string' && p.last_machine !== '' ? { last_machine: p.last_machine } : {}),
     })
   }
   return out
@@ -337,7 +338,8 @@ function projectOf(ps: readonly AgentProject[], cwd: string): AgentProject | und
 
 /**
  * Whether memd keeps Claude Code's memory of the project this session runs in, from the
- * status document's `claude_code` part: `synced as github.com/acme/widget · last change …`,
+ * status document's `claude_code` part: `synced as github.com/acme/widget · last change … from
+ * <machine>`,
  * or `not synced: <why>`. Undefined when memd does not keep Claude Code's memory (no such
  * part) or the session's folder is unknown.
  */
@@ -356,7 +358,8 @@ export function claudeMemorySection(stdout: string, cwd: string | undefined): Se
   const unsynced = projectOf(agentProjects(cc.unsynced), cwd)
   if (synced !== undefined && (unsynced === undefined || synced.path.length >= unsynced.path.length)) {
     const at = synced.last_change === undefined ? NaN : Date.parse(synced.last_change)
-    const when = Number.isNaN(at) ? 'no change copied on this machine yet' : `last change ${localTime(at)}`
+    const from = synced.last_machine === undefined ? '' : ` from ${synced.last_machine}`
+    const when = Number.isNaN(at) ? 'no change copied on this machine yet' : `last change ${localTime(at)}${from}`
     return section(`synced as ${synced.id ?? '?'} · ${when}`, 'ok')
   }
   if (unsynced !== undefined) return section(`not synced: ${unsynced.reason ?? 'no reason given'}`, 'warn')

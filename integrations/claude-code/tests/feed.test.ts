@@ -62,11 +62,11 @@ describe('feed', () => {
       version: 1, summary: { text: 'memd: ok' },
       claude_code: {
         projects: 1,
-        synced: [{ path: '/src/widget', id: 'github.com/acme/widget', last_change: '2026-12-06T16:00:00Z' }, { path: '/src/new', id: 'root-0123456789ab' }],
+        synced: [{ path: '/src/widget', id: 'github.com/acme/widget', last_change: '2026-12-06T16:00:00Z', last_machine: 'vm-b\u202e' }, { path: '/src/new', id: 'root-0123456789ab' }],
         unsynced: [{ path: '/src/widget/vendor/lib', reason: 'no origin with a host and no commit' }, { path: '/tmp', reason: 'not a git checkout\u202e' }],
       },
     })
-    expect(claudeMemorySection(doc, '/src/widget/cmd')?.lines).toEqual([{ text: `synced as github.com/acme/widget · last change ${localTime(Date.parse('2026-12-06T16:00:00Z'))}`, kind: 'ok' }])
+    expect(claudeMemorySection(doc, '/src/widget/cmd')?.lines).toEqual([{ text: `synced as github.com/acme/widget · last change ${localTime(Date.parse('2026-12-06T16:00:00Z'))} from vm-b\\u202e`, kind: 'ok' }])
     expect(claudeMemorySection(doc, '/src/new')?.lines).toEqual([{ text: 'synced as root-0123456789ab · no change copied on this machine yet', kind: 'ok' }])
     expect(claudeMemorySection(doc, '/src/widget/vendor/lib/x')?.lines).toEqual([{ text: 'not synced: no origin with a host and no commit', kind: 'warn' }])
     expect(claudeMemorySection(doc, '/tmp')?.lines).toEqual([{ text: 'not synced: not a git checkout\\u202e', kind: 'warn' }])
