@@ -47,6 +47,7 @@ type Config struct {
 	Hooks   HooksConfig   `yaml:"hooks"`
 	Log     LogConfig     `yaml:"log"`
 	Secrets SecretsConfig `yaml:"secrets"`
+	Agents  AgentsConfig  `yaml:"agents"`
 }
 
 // WatchConfig: debounce windows, extra ignore patterns and the reconcile interval.
@@ -158,6 +159,20 @@ type SecretsConfig struct {
 	Config string `yaml:"config"`
 }
 
+// AgentsConfig: the memories of coding agents memd keeps in the repo beside its own.
+type AgentsConfig struct {
+	ClaudeCode ClaudeCodeConfig `yaml:"claude_code"`
+}
+
+// ClaudeCodeConfig: Claude Code's auto memory, kept at agents/claude-code/<project id>/
+// (agents/claudecode). ConfigDir empty is $CLAUDE_CONFIG_DIR, else ~/.claude; Roots are
+// folders whose git checkouts (the folder and its direct children) are projects too.
+type ClaudeCodeConfig struct {
+	Memory    bool     `yaml:"memory"`
+	ConfigDir string   `yaml:"config_dir"`
+	Roots     []string `yaml:"roots"`
+}
+
 // Hook names, as they appear under hooks: in the config, in logs and in metric labels.
 const (
 	HookAfterSync   = "after_sync"
@@ -248,7 +263,7 @@ func (c *Config) Validate(checkSchedule ScheduleValidator) error {
 	for _, check := range []func() error{
 		c.validateBasics, c.validateWatch, c.validateSync,
 		func() error { return c.validateSleep(checkSchedule) },
-		c.validatePhases, c.validateServing,
+		c.validatePhases, c.validateServing, c.validateAgents,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -398,6 +413,20 @@ func (c *Config) validateServing() error {
 	case "text", "json":
 	default:
 		return configErr("log.format", c.Log.Format, "must be text or json")
+	}
+	return nil
+}
+
+// validateAgents: the Claude Code memory's folders.
+func (c *Config) validateAgents() error {
+	cc := c.Agents.ClaudeCode
+	if cc.ConfigDir != "" && !filepath.IsAbs(ExpandHome(cc.ConfigDir)) {
+		return configErr("agents.claude_code.config_dir", cc.ConfigDir, "must be an absolute path or start with ~/")
+	}
+	for i, r := range cc.Roots {
+		if strings.TrimSpace(r) == "" || !filepath.IsAbs(ExpandHome(r)) {
+			return configErr(fmt.Sprintf("agents.claude_code.roots[%d]", i), r, "must be an absolute path or start with ~/")
+		}
 	}
 	return nil
 }

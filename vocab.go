@@ -21,6 +21,10 @@ const (
 	MemoryMDName      = "MEMORY.md"    // an index or project MEMORY.md, in any directory (§3)
 )
 
+// ClaudeCodeDir is the repo folder holding Claude Code's auto memory, one folder per project
+// id (agents/claudecode); its MEMORY.md files merge by line (sync/treemerge).
+const ClaudeCodeDir = "agents/claude-code"
+
 // StateDirName is memd's directory inside the repo's git dir (.git/memd): state that is never
 // committed (sleep journal and state, merge marker, status document). StateDir joins it.
 const StateDirName = "memd"

@@ -55,6 +55,8 @@ type kicks struct {
 	hooks chan struct{}
 	// outside: another writer did something memd shows or waits for (aside.go).
 	outside chan struct{}
+	// claude: time to compare Claude Code's memory with the repo's copy (claudecode.go).
+	claude chan struct{}
 }
 
 func newKicks() kicks {
@@ -62,7 +64,7 @@ func newKicks() kicks {
 		commit: make(chan struct{}, 1), reconcile: make(chan struct{}, 1),
 		sync: make(chan struct{}, 1), reload: make(chan struct{}, 1),
 		sleep: make(chan time.Time, 1), hooks: make(chan struct{}, 1),
-		outside: make(chan struct{}, 1),
+		outside: make(chan struct{}, 1), claude: make(chan struct{}, 1),
 	}
 }
 

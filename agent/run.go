@@ -150,6 +150,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.startUp(r)
 	defer r.stopTimers()
 	a.startRemoteCheck()
+	a.startClaudeCode(ctx)
 	a.announceReady(ctx)
 	a.procsStart()
 	return a.loop(ctx, r)
@@ -270,6 +271,13 @@ func (a *Agent) loop(ctx context.Context, r *running) error {
 			// Not a runJob: memd's own index refresh wakes the watch of .git too, and a
 			// look that changed nothing publishes nothing.
 			if a.doOutside() {
+				a.publish()
+			}
+			continue
+		case <-a.k.claude:
+			// Not a runJob: a pass that copied nothing publishes nothing; one that copied
+			// files is followed by the watcher's batch and its commit.
+			if a.doClaudeCode() {
 				a.publish()
 			}
 			continue

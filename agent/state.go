@@ -46,6 +46,7 @@ type state struct {
 	pause     *statedir.Pause // what `memd pause` asked for (pause.json), nil when none
 	stopped   bool            // the clean stop's last document
 	allowSeen bool            // allow-deletes was there at the last look (aside.go)
+	claude    claudeState     // Claude Code's memory (claudecode.go)
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
@@ -93,6 +94,7 @@ func (a *Agent) publish() {
 	f.UntemplatedMD = inv.untemplated
 	f.Paused, f.PauseBrief = a.pausedFacts()
 	f.Stopped = st.stopped
+	f.ClaudeCode = st.claude.last
 	a.brakeFacts(&f) // fills Paused only when nothing else did
 	f.Held = st.held.list
 	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed

@@ -347,6 +347,17 @@ func TestPageInChromium(t *testing.T) {
 	waitFor(text("#copies li"), "resources/notes/x.conflict-laptop-20261130T143135Z.html")
 	waitFor(text("#summary"), "memd: +2 ~1 1 conflict · 14:32")
 
+	// Claude Code's memory, when memd keeps it: the projects synced and those not.
+	if got := cdp.Eval(t, `String(document.querySelectorAll('#counts [data-count^="claude code"]').length)`); strings.TrimSpace(got) != "0" {
+		t.Fatalf("claude code counts without agents.claude_code.memory: %s", got)
+	}
+	cc := doc(statusline.StateConflict)
+	cc.ClaudeCode = &statusline.ClaudeCode{Projects: 2, Synced: []statusline.AgentProject{{Path: "/src/a", ID: "github.com/acme/a"}, {Path: "/src/b", ID: "github.com/acme/b"}},
+		Unsynced: []statusline.AgentProject{{Path: "/tmp/x", Reason: "not a git checkout"}}}
+	hub.Publish(cc)
+	waitFor(text(`#counts [data-count="claude code projects"] dd`), "2")
+	waitFor(text(`#counts [data-count="claude code unsynced"] dd`), "1")
+
 	// Hostile text from a document is text on the page, never markup.
 	bad := doc(statusline.StateConflict)
 	bad.Events = append(bad.Events, statusline.Event{ID: 43, Kind: "<b>", Text: `<img src=x onerror="document.title='owned'">`})

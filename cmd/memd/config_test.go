@@ -58,6 +58,10 @@ func TestBadConfigExitsTwoNamingKeyAndValue(t *testing.T) {
 		{"blank hook command", "hooks:\n  after_sleep: [\"  \"]\n", []string{"hooks.after_sleep[0]"}},
 		{"hook as one string", "hooks:\n  after_sync: memhtml index update\n", []string{"hooks.after_sync", "memhtml index update"}},
 		{"hook timeout", "hooks:\n  timeout: 0s\n", []string{"hooks.timeout", "positive"}},
+		{"agents memory not a bool", "agents:\n  claude_code:\n    memory: sometimes\n", []string{"memory", "sometimes"}},
+		{"agents unknown agent", "agents:\n  cursor: {}\n", []string{"cursor"}},
+		{"agents relative config_dir", "agents:\n  claude_code:\n    config_dir: dot-claude\n", []string{"agents.claude_code.config_dir", "dot-claude"}},
+		{"agents relative root", "agents:\n  claude_code:\n    roots: [/src, work]\n", []string{"agents.claude_code.roots[1]", "work"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

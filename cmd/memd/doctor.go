@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/agents/claudecode"
 	"github.com/memd-dev/memd/doctor"
 	"github.com/memd-dev/memd/internal/repofiles"
 )
@@ -42,6 +44,7 @@ func cmdDoctor(a *app, args []string) int {
 	if err != nil {
 		return a.fail("doctor: %v", err)
 	}
+	doctorClaudeCode(a, rep)
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -75,4 +78,25 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// doctorClaudeCode names, as warnings, the Claude Code projects whose memory is not kept in
+// the repo (agents.claude_code.memory on), each with why.
+func doctorClaudeCode(a *app, rep *doctor.Report) {
+	cc := a.cfg.Agents.ClaudeCode
+	if !cc.Memory {
+		return
+	}
+	home, _ := os.UserHomeDir()
+	roots := make([]string, len(cc.Roots))
+	for i, r := range cc.Roots {
+		roots[i] = memd.ExpandHome(r)
+	}
+	scan := claudecode.Scan(claudecode.Options{ConfigDir: claudecode.ConfigDir(memd.ExpandHome(cc.ConfigDir), home),
+		Home: home, Roots: claudecode.Abs(roots)})
+	for _, p := range scan.Unsynced {
+		rep.Findings = append(rep.Findings, doctor.Finding{Severity: doctor.Warning, Check: "claude-code", Path: p.Path,
+			Message: "Claude Code's memory of this project is not synced: " + p.Reason})
+		rep.Warnings++
+	}
 }

@@ -285,7 +285,7 @@ func TestExampleConfigIsTheDefaults(t *testing.T) {
 	if len(cfg.Arcs.Summarizer.Command) == 0 {
 		cfg.Arcs.Summarizer.Command = nil
 	}
-	for _, argv := range []*[]string{&cfg.Hooks.AfterSync, &cfg.Hooks.AfterSleep, &cfg.Hooks.AfterCommit} {
+	for _, argv := range []*[]string{&cfg.Hooks.AfterSync, &cfg.Hooks.AfterSleep, &cfg.Hooks.AfterCommit, &cfg.Agents.ClaudeCode.Roots} {
 		if len(*argv) == 0 {
 			*argv = nil
 		}

@@ -70,6 +70,8 @@ type Facts struct {
 	PauseBrief string
 	// Stopped: memd stopped cleanly (the last document it writes): `memd: stopped · 14:32`.
 	Stopped bool
+	// ClaudeCode is copied into the document as it is (nil: agents.claude_code.memory off).
+	ClaudeCode *ClaudeCode
 }
 
 // Compose builds the document: state, summary in coloured parts, detail, warnings and the
@@ -119,6 +121,8 @@ func documentOf(f Facts) Document {
 
 		Held:      append([]Held{}, f.Held...),
 		Conflicts: append([]Conflict{}, f.ConflictList...),
+
+		ClaudeCode: f.ClaudeCode,
 	}
 	if f.Paused != nil {
 		p := *f.Paused

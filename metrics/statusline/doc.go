@@ -126,6 +126,29 @@ type Document struct {
 	Paused    *Paused    `json:"paused"`    // null unless memd stands aside
 	Held      []Held     `json:"held"`      // files (or ledger records) not committed
 	Conflicts []Conflict `json:"conflicts"` // what `memd conflicts --json` prints
+
+	// Added: Claude Code's memory kept in the repo (agents.claude_code.memory); absent when
+	// off.
+	ClaudeCode *ClaudeCode `json:"claude_code,omitempty"`
+}
+
+// ClaudeCode is the state of Claude Code's memory in the repo: the projects found on this
+// machine, synced (Projects counts them) or not, each not synced with why.
+type ClaudeCode struct {
+	Projects int            `json:"projects"`
+	Synced   []AgentProject `json:"synced"`
+	Unsynced []AgentProject `json:"unsynced"`
+}
+
+// AgentProject is one project checkout: its id in the repo (agents/claude-code/<id>/), or
+// why it has none; LastChange is when this machine last copied one of its memories, and
+// LastMachine the machine that change was made on.
+type AgentProject struct {
+	Path        string     `json:"path"`
+	ID          string     `json:"id,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	LastChange  *time.Time `json:"last_change,omitempty"`
+	LastMachine string     `json:"last_machine,omitempty"`
 }
 
 // Paused says why memd stands aside and until when ("" until: until resumed or the repo

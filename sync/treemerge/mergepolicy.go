@@ -74,6 +74,9 @@ func (k FileKind) String() string {
 	}
 }
 
+// claudeCodePrefix: Claude Code's memories, one folder per project (memd.ClaudeCodeDir).
+const claudeCodePrefix = memd.ClaudeCodeDir + "/"
+
 // arcsDirPrefix: derived arcs live under ArcsDir.
 const arcsDirPrefix = memd.ArcsDir + "/"
 
@@ -130,6 +133,10 @@ func (p Policy) KindOf(name string, contents ...[]byte) FileKind {
 		return KindDerived
 	case memorymd.IsProjectLayoutDerived(name):
 		return KindNewer
+	case base == memd.MemoryMDName && strings.HasPrefix(name, claudeCodePrefix):
+		// Claude Code's index (`- [Title](file.md) — hook`, one line a memory): merged by
+		// line like a topic file, so two machines' added memories keep both lines.
+		return KindTopicFile
 	case base == memd.MemoryMDName:
 		return memoryMDKind(contents)
 	case memorymd.IsTopicFileName(base) && p.besideProjectMD(name):

@@ -303,3 +303,65 @@ export function reposSection(r: RunResult, repo: string): Section | undefined {
   if (parts.length === 0) return undefined
   return { key: REPOS_KEY, title: 'other memory repos', order: REPOS_ORDER, lines: [{ text: fold(parts.join(' · ')), kind: 'dim' }] }
 }
+
+/** The section of Claude Code's memory of this session's project (agents.claude_code.memory). */
+export const CLAUDE_KEY = 'claude-memory'
+const CLAUDE_ORDER = 25
+
+type AgentProject = { path: string; id?: string; reason?: string; last_change?: string; last_machine?: string }
+
+function agentProjects(v: unknown): AgentProject[] {
+  if (!Array.isArray(v)) return []
+  const out: AgentProject[] = []
+  for (const p of v) {
+    if (!isRecord(p) || typeof p.path !== 'string' || !p.path.startsWith('/')) continue
+    out.push({
+      path: p.path,
+      ...(typeof p.id === 'string' ? { id: p.id } : {}),
+      ...(typeof p.reason === 'string' ? { reason: p.reason } : {}),
+      ...(typeof p.last_change === 'string' ? { last_change: p.last_change } : {}),
+      ...(typeof p.last_machine === 'string' && p.last_machine !== '' ? { last_machine: p.last_machine } : {}),
+    })
+  }
+  return out
+}
+
+/** The project holding cwd: the one whose path is cwd or its nearest ancestor. */
+function projectOf(ps: readonly AgentProject[], cwd: string): AgentProject | undefined {
+  let best: AgentProject | undefined
+  for (const p of ps) {
+    const root = p.path.replace(/\/+$/, '')
+    if ((cwd === root || cwd.startsWith(root + '/')) && (best === undefined || root.length > best.path.length)) best = p
+  }
+  return best
+}
+
+/**
+ * Whether memd keeps Claude Code's memory of the project this session runs in, from the
+ * status document's `claude_code` part: `synced as github.com/acme/widget · last change … from
+ * <machine>`,
+ * or `not synced: <why>`. Undefined when memd does not keep Claude Code's memory (no such
+ * part) or the session's folder is unknown.
+ */
+export function claudeMemorySection(stdout: string, cwd: string | undefined): Section | undefined {
+  if (cwd === undefined || !cwd.startsWith('/')) return undefined
+  let doc: unknown
+  try {
+    doc = JSON.parse(stdout)
+  } catch {
+    return undefined
+  }
+  if (!isRecord(doc) || !isRecord(doc.claude_code)) return undefined
+  const cc = doc.claude_code
+  const section = (text: string, kind: Kind): Section => ({ key: CLAUDE_KEY, title: 'Claude Code memory', order: CLAUDE_ORDER, lines: [{ text: fold(text), kind }] })
+  const synced = projectOf(agentProjects(cc.synced), cwd)
+  const unsynced = projectOf(agentProjects(cc.unsynced), cwd)
+  if (synced !== undefined && (unsynced === undefined || synced.path.length >= unsynced.path.length)) {
+    const at = synced.last_change === undefined ? NaN : Date.parse(synced.last_change)
+    const from = synced.last_machine === undefined ? '' : ` from ${synced.last_machine}`
+    const when = Number.isNaN(at) ? 'no change copied on this machine yet' : `last change ${localTime(at)}${from}`
+    return section(`synced as ${synced.id ?? '?'} · ${when}`, 'ok')
+  }
+  if (unsynced !== undefined) return section(`not synced: ${unsynced.reason ?? 'no reason given'}`, 'warn')
+  return section('not synced: memd has not found this project yet (it will after this session)', 'dim')
+}

@@ -1,5 +1,5 @@
 import type { EngineInterface, Register } from 'claude-code'
-import { entryLines, freshEvents, notStarted, readingOf, reposSection, resolveButtons, runAnswer, runNotStarted, statusAnswer, tellsUser, titleOf, type Line, type Reading, type RunResult } from './feed'
+import { claudeMemorySection, entryLines, freshEvents, notStarted, readingOf, reposSection, resolveButtons, runAnswer, runNotStarted, statusAnswer, tellsUser, titleOf, type Line, type Reading, type RunResult } from './feed'
 
 /**
  * How often an interactive session asks memd again, so the feed follows memd within 2 s of a
@@ -23,7 +23,7 @@ const USAGE = 'use /memd status, /memd sync, /memd doctor or /memd resolve COPY 
  * What the hooks share: the section keys standing in the sidebar now, and the chain that keeps
  * two refreshes (a timer tick during a turn's end) from streaming one event twice.
  */
-type State = { shown: Set<string>; queue: Promise<unknown>; told?: number }
+type State = { shown: Set<string>; queue: Promise<unknown>; told?: number; cwd?: string }
 
 /** At most this many transcript lines per refresh: a burst is summed up by the sidebar. */
 const MAX_TOLD = 3
@@ -34,15 +34,22 @@ async function memd($: EngineInterface, args: string[], timeoutMs: number): Prom
   return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, isStdoutTruncated: r.isStdoutTruncated }
 }
 
-/** What memd says now, with the machine's other repos in one line; never throws. */
-async function read($: EngineInterface): Promise<Reading> {
+/**
+ * What memd says now, with Claude Code's memory of this session's project and the machine's
+ * other repos in one line each; never throws.
+ */
+async function read($: EngineInterface, cwd: string | undefined): Promise<Reading> {
   let r: Reading
+  let out: RunResult
   try {
-    r = readingOf(await memd($, ['status', '--format', 'json'], STATUS_MS))
+    out = await memd($, ['status', '--format', 'json'], STATUS_MS)
+    r = readingOf(out)
   } catch (err) {
     return notStarted(err)
   }
   if (!r.ok) return r
+  const mem = claudeMemorySection(out.stdout, cwd)
+  if (mem !== undefined) r.sections.push(mem)
   try {
     const others = reposSection(await memd($, ['status', '--all', '--format', 'json'], STATUS_MS), r.repo)
     if (others !== undefined) r.sections.push(others)
@@ -140,7 +147,7 @@ function tell($: EngineInterface, state: State, r: Reading): void {
 
 /** Reads memd and shows it on the one channel that takes it. */
 async function show($: EngineInterface, state: State): Promise<Reading> {
-  const r = await read($)
+  const r = await read($, state.cwd)
   tell($, state, r)
   const taken = await toSidebar($, state, r)
   try {
@@ -213,6 +220,7 @@ export const register: Register = on => {
 
   on('session.start', async ($, e, next) => {
     const r = await next(e)
+    state.cwd = e.cwd
     try {
       await $.command.register({ name: 'memd', description: 'memd, the memory repo agent: status, sync, doctor or resolve (memd)', immediate: true })
     } catch {

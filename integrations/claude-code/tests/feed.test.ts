@@ -1,5 +1,5 @@
 import { describe, expect, test, tier } from 'claude-code/testing'
-import { entryLines, escapeText, fold, freshEvents, LATE_MS, localTime, MAX_STREAM, notStarted, parseStatus, reposSection, runAnswer, tellsUser, titleOf, type MemdEvent } from '../hooks/feed'
+import { claudeMemorySection, entryLines, escapeText, fold, freshEvents, LATE_MS, localTime, MAX_STREAM, notStarted, parseStatus, reposSection, runAnswer, tellsUser, titleOf, type MemdEvent } from '../hooks/feed'
 import { NOW, STATUS } from './fixtures/status'
 
 tier('user')
@@ -55,6 +55,26 @@ describe('feed', () => {
     expect(['conflict a.html changed on both sides', 'sleep: arcs 2', 'offline: origin unreachable (connection refused)', 'back online', 'sync error: push refused', 'error: commit failed', 'hooks.after_sync failed: exit status 1', 'resolved a.html', 'restored a.html', 'something new'].map(t => titleOf(e(t))))
       .toEqual(['conflict', 'sleep', 'offline', 'back online', 'error', 'error', 'hook', 'resolved', 'restored', 'memory repo'])
     expect([e('conflict x', 'warn'), e('sleep: arcs 2', 'info'), e('error: x', 'error'), e('back online', 'ok'), e('resolved x', 'ok')].map(tellsUser)).toEqual([true, false, true, true, false])
+  })
+
+  test('Claude Code\'s memory of this session\'s project: synced with its id and last change, or not and why', () => {
+    const doc = JSON.stringify({
+      version: 1, summary: { text: 'memd: ok' },
+      claude_code: {
+        projects: 1,
+        synced: [{ path: '/src/widget', id: 'github.com/acme/widget', last_change: '2026-12-06T16:00:00Z', last_machine: 'vm-b\u202e' }, { path: '/src/new', id: 'root-0123456789ab' }],
+        unsynced: [{ path: '/src/widget/vendor/lib', reason: 'no origin with a host and no commit' }, { path: '/tmp', reason: 'not a git checkout\u202e' }],
+      },
+    })
+    expect(claudeMemorySection(doc, '/src/widget/cmd')?.lines).toEqual([{ text: `synced as github.com/acme/widget · last change ${localTime(Date.parse('2026-12-06T16:00:00Z'))} from vm-b\\u202e`, kind: 'ok' }])
+    expect(claudeMemorySection(doc, '/src/new')?.lines).toEqual([{ text: 'synced as root-0123456789ab · no change copied on this machine yet', kind: 'ok' }])
+    expect(claudeMemorySection(doc, '/src/widget/vendor/lib/x')?.lines).toEqual([{ text: 'not synced: no origin with a host and no commit', kind: 'warn' }])
+    expect(claudeMemorySection(doc, '/tmp')?.lines).toEqual([{ text: 'not synced: not a git checkout\\u202e', kind: 'warn' }])
+    expect(claudeMemorySection(doc, '/src/widgetx')?.lines.at(0)?.kind).toBe('dim')
+    expect(claudeMemorySection(doc, '/src/widget')?.key).toBe('claude-memory')
+    expect(claudeMemorySection(JSON.stringify({ version: 1, summary: { text: 'memd: ok' } }), '/src/widget')).toBeUndefined()
+    expect(claudeMemorySection('not json', '/src/widget')).toBeUndefined()
+    expect(claudeMemorySection(doc, undefined)).toBeUndefined()
   })
 
   test('a command killed by its timeout says so', () => {

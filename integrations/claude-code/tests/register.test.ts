@@ -222,6 +222,17 @@ describe('memd in the sidebar', () => {
     expect(w.clears).toEqual([{ consumer: 'memd', key: 'hooks' }])
   })
 
+  withSidebar('Claude Code\'s memory of the session\'s project stands in its own section', async ($, on) => {
+    const doc = JSON.parse(STATUS.ok)
+    doc.claude_code = { projects: 1, synced: [{ path: '/work', id: 'github.com/acme/widget', last_change: '2026-11-30T14:30:00Z' }], unsynced: [] }
+    const w = world(on, JSON.stringify(doc))
+    seatSidebar(on, w)
+    await started($)
+    expect(w.sets.map(s => s.key)).toEqual(['sync', 'sleep', 'notes', 'claude-memory', 'events'])
+    expect(nth(w, 3)).toEqual({ consumer: 'memd', key: 'claude-memory', title: 'Claude Code memory', until: 'session', order: 25,
+      lines: [{ text: `synced as github.com/acme/widget · last change ${localTime(Date.parse('2026-11-30T14:30:00Z'))}`, kind: 'ok' }] })
+  })
+
   withSidebar('a closed sidebar: the status line carries memd\'s line, and no event is marked streamed', async ($, on) => {
     const w = world(on, STATUS.offline)
     seatSidebar(on, w)
