@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitstore"
 	"github.com/memd-dev/memd/sync/remotehelper"
 )
@@ -88,7 +89,27 @@ func (r *Repo) remoteHeadHelper(ctx context.Context, hr *remotehelper.Remote) (p
 
 // pushHelperLocked is push through the helper (`git push`, never forced). Caller holds r.mu,
 // so no memd job writes objects or refs meanwhile.
+//
+// git refuses a helper's push that is not a fast-forward only when it has the remote's old
+// commit; one it has never fetched (another machine's, pushed since this round's fetch) it
+// lets through, and git-remote-gcrypt then replaces the branch ("this push implicitly has
+// --force"). So the branch is looked at first: moved since the fetch, the push is not made
+// (a lost race: the round fetches, merges and pushes again). The moment between that look
+// and the helper's write stays open (gcrypt has no compare-and-swap); a commit lost there is
+// still on the branch of the machine that made it, whose next look finds the remote moved
+// and merges and pushes it again.
 func (r *Repo) pushHelperLocked(ctx context.Context, ro RemoteOptions, hr *remotehelper.Remote, local plumbing.Hash) error {
+	expect, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
+	if err != nil {
+		expect = plumbing.ZeroHash // no tracking ref: the remote had no branch at the fetch
+	}
+	head, err := r.remoteHeadHelper(ctx, hr)
+	if err != nil {
+		return err
+	}
+	if head != expect {
+		return fmt.Errorf("push %s: %w (%w)", ro.Remote, errRemoteMovedUnasked, gitremote.ErrPushRejected)
+	}
 	if err := hr.Push(ctx, local.String(), r.opts.Branch); err != nil {
 		return err
 	}

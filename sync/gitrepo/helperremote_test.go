@@ -196,6 +196,29 @@ func TestGcryptRemoteBothWays(t *testing.T) {
 			t.Errorf("%s: ledger lost a record:\n%s", d, l)
 		}
 	}
+	// A push that loses the race (A pushed between B's fetch and B's push) is refused, not
+	// forced: B fetches, merges and pushes again, in the same sync.
+	testutil.WriteFile(t, bDir, "areas/x/b3.html", "<p>b3</p>\n")
+	mustCommit(t, b, "areas/x/b3.html")
+	raced := false
+	b.setCrashHooks(&crashHooks{afterPlan: func() {
+		if raced {
+			return
+		}
+		raced = true
+		testutil.WriteFile(t, w.aDir, "areas/x/a3.html", "<p>a3</p>\n")
+		mustCommit(t, a, "areas/x/a3.html")
+		mustSync(t, a)
+	}})
+	if res := mustSync(t, b); res.Rounds != 2 || !res.Merged || !res.Pushed {
+		t.Fatalf("B's raced sync: %+v, want a lost round, a merge and a push", res)
+	}
+	b.setCrashHooks(nil)
+	mustSync(t, a)
+	for _, d := range []string{w.aDir, bDir} {
+		readWork(t, d, "areas/x/a3.html")
+		readWork(t, d, "areas/x/b3.html")
+	}
 	// The look (ls-remote through the helper) and plain git agree with both clones.
 	head := strings.TrimSpace(w.mustGit(t, w.aDir, "rev-parse", "HEAD"))
 	looked, err := b.RemoteHead(context.Background(), RemoteOptions{})
