@@ -5,7 +5,7 @@
 // (sync.check_interval) and the push run the git binary (`git fetch`, `git ls-remote`,
 // `git push`) on the remote's name, so git's config decides as it does for the user's own
 // git, and memd never takes the address apart: the transport's name is never resolved as a
-// host (DESIGN §10 "Remote helpers"). What comes in is vetted by the caller as any fetch is
+// host (docs/ARCHITECTURE.md §11 "Remote helpers"). What comes in is vetted by the caller as any fetch is
 // (sync/gitrepo: internal/gitpath's tree checks before a merge or checkout).
 package remotehelper
 
