@@ -332,9 +332,10 @@ func (r *Repo) TrackingHead(ro RemoteOptions) (plumbing.Hash, error) {
 func (r *Repo) FileRemote(ctx context.Context, ro RemoteOptions) (gitDir, ref string, ok bool) {
 	ro = ro.withDefaults()
 	r.mu.Lock()
+	hr := r.helperLocked(ro)
 	rawURL, err := r.remoteURLLocked(ro.Remote)
 	r.mu.Unlock()
-	if err != nil {
+	if err != nil || hr != nil { // a helper's remote is git's to read, not a path of ours
 		return "", "", false
 	}
 	tgt, err := r.cachedTarget(ctx, ro, "fetch", rawURL)
