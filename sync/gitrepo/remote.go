@@ -21,6 +21,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitstore"
+	"github.com/memd-dev/memd/sync/remotehelper"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
 
@@ -167,7 +168,7 @@ func (r *Repo) SetRemote(name, url string) error {
 	if strings.TrimSpace(url) == "" {
 		return fmt.Errorf("set remote %s: empty URL", name)
 	}
-	if _, err := transport.NewEndpoint(url); err != nil {
+	if _, err := transport.NewEndpoint(url); err != nil && remotehelper.For(url, "") == "" { // a helper's address is git's to read
 		return fmt.Errorf("set remote %s to %s: %w", name, gitremote.RedactURL(url), err)
 	}
 	r.mu.Lock()
