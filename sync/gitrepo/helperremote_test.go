@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memd-dev/memd/internal/gitpath"
 	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/sync/gitremote"
 )
@@ -82,6 +83,18 @@ func (w *gcryptWorld) mustGit(t *testing.T, dir string, args ...string) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// gitStdin is mustGit with stdin.
+func (w *gcryptWorld) gitStdin(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, w.git.Env, strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
 }
 
 // addRemote points origin of the repo at dir at the gcrypt remote, encrypted to the key.
@@ -248,6 +261,22 @@ func TestGcryptRemoteBothWays(t *testing.T) {
 	}
 	if _, err := net.DefaultResolver.LookupHost(context.Background(), "gcrypt"); err == nil || lookups.Load() == 0 {
 		t.Fatalf("the lookup counter does not see a lookup of gcrypt (err %v): it proves nothing", err)
+	}
+	// What git fetched through the helper passes the tree checks before anything is merged
+	// or checked out: a commit with a `.GIT` entry, pushed by plain git, is refused.
+	blob := strings.TrimSpace(w.gitStdin(t, w.aDir, "<p>evil</p>\n", "hash-object", "-w", "--stdin"))
+	tree := strings.TrimSpace(w.gitStdin(t, w.aDir, "100644 blob "+blob+"\t.GIT\n", "mktree"))
+	evil := strings.TrimSpace(w.mustGit(t, w.aDir, "commit-tree", tree, "-p", head, "-m", "evil"))
+	w.mustGit(t, w.aDir, "push", "-q", "origin", evil+":refs/heads/main")
+	_, err = b.Sync(context.Background(), pushOpts())
+	if !errors.Is(err, gitpath.ErrUnsafeTree) {
+		t.Fatalf("Sync of a .GIT entry through the helper: %v, want gitpath.ErrUnsafeTree", err)
+	}
+	if hb := strings.TrimSpace(w.mustGit(t, bDir, "rev-parse", "HEAD")); hb != head {
+		t.Fatalf("B's HEAD moved to %s", hb)
+	}
+	if _, err := os.Lstat(filepath.Join(bDir, ".GIT")); err == nil {
+		t.Fatal("B's work tree holds the .GIT entry")
 	}
 }
 
