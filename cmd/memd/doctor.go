@@ -45,13 +45,17 @@ func cmdDoctor(a *app, args []string) int {
 		return a.fail("doctor: %v", err)
 	}
 	doctorClaudeCode(a, rep)
+	helper := doctorRemote(a, rep) // doctor_remote.go
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
+		_ = enc.Encode(doctorJSON{Report: rep, RemoteHelper: helper})
 	} else {
 		say(a.stdout, "memd doctor: %s\n", rep.Repo)
 		fmt.Fprintf(a.stdout, "  %d files, %d memories, inbox %d, task inbox %d (%s)\n", rep.Files, rep.Memories, rep.Inbox, rep.TaskInbox, rep.Elapsed)
+		if helper != nil {
+			say(a.stdout, "  remote %s (%s) goes through git's remote helper git-remote-%s: memd runs git fetch, git ls-remote and git push for it\n", helper.Remote, helper.URL, helper.Helper)
+		}
 		for _, f := range rep.Findings {
 			where := f.Path
 			if where != "" {

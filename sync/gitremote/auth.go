@@ -277,8 +277,11 @@ func isOfflineErr(err error) bool {
 		return true // the server is up but failing: retry later
 	}
 	s := err.Error()
+	// The second line: the words of ssh and curl (a remote helper's git, sync/remotehelper).
 	for _, frag := range []string{"connection refused", "connection reset", "no route to host", "i/o timeout",
-		"network is unreachable", "no such host", "broken pipe", "EOF", "Could not resolve host"} {
+		"network is unreachable", "no such host", "broken pipe", "EOF", "Could not resolve host",
+		"Connection refused", "Connection reset", "Connection timed out", "No route to host", "Network is unreachable",
+		"Could not resolve hostname", "Couldn't connect to server", "Failed to connect to", "Temporary failure in name resolution"} {
 		if strings.Contains(s, frag) {
 			return true
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitstore"
+	"github.com/memd-dev/memd/sync/remotehelper"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
 
@@ -167,7 +168,7 @@ func (r *Repo) SetRemote(name, url string) error {
 	if strings.TrimSpace(url) == "" {
 		return fmt.Errorf("set remote %s: empty URL", name)
 	}
-	if _, err := transport.NewEndpoint(url); err != nil {
+	if _, err := transport.NewEndpoint(url); err != nil && remotehelper.For(url, "") == "" { // a helper's address is git's to read
 		return fmt.Errorf("set remote %s to %s: %w", name, gitremote.RedactURL(url), err)
 	}
 	r.mu.Lock()
@@ -208,7 +209,11 @@ func (r *Repo) HasRemote(name string) (bool, error) {
 		return false, fmt.Errorf("read config of %s: %w", r.dir, err)
 	}
 	rc, ok := cfg.Remotes[name]
-	return ok && len(rc.URLs) > 0 && rc.URLs[0] != "", nil
+	vcs := "" // a helper's remote needs no URL (remote.<name>.vcs)
+	if cfg.Raw != nil {
+		vcs = cfg.Raw.Section("remote").Subsection(name).Options.Get("vcs")
+	}
+	return ok && (len(rc.URLs) > 0 && rc.URLs[0] != "" || vcs != ""), nil
 }
 
 // AdoptRemote is for `memd init --remote`: when the local branch has no
@@ -310,6 +315,9 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	defer r.mu.Unlock()
 	// A nightly `git gc` may have packed what go-git still looks for as loose objects.
 	r.syncPacksLocked()
+	if hr := r.helperLocked(ro); hr != nil { // a remote helper's: git fetches (helperremote.go)
+		return r.fetchHelperLocked(ctx, ro, hr)
+	}
 	url, err := r.remoteURLLocked(ro.Remote)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -317,6 +325,9 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	tgt, err := r.cachedTarget(ctx, ro, "fetch", url) // the looks' (remotehead.go)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
+	}
+	if hr := r.helperAt(ro, tgt.URL, ""); hr != nil { // insteadOf made it one
+		return r.fetchHelperLocked(ctx, ro, hr)
 	}
 	rem := r.remoteAt(ro.Remote, tgt.URL)
 	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)
@@ -374,6 +385,12 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if hr := r.helperLocked(ro); hr != nil { // a remote helper's: git pushes (helperremote.go)
+		if local.IsZero() {
+			return nil
+		}
+		return r.pushHelperLocked(ctx, ro, hr, local)
+	}
 	url, err := r.remoteURLLocked(ro.Remote)
 	if err != nil {
 		return err
@@ -384,6 +401,9 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 	tgt, err := r.cachedTarget(ctx, ro, "push", url)
 	if err != nil {
 		return fmt.Errorf("push %s (%s): %w", ro.Remote, gitremote.RedactURL(url), err)
+	}
+	if hr := r.helperAt(ro, tgt.URL, ""); hr != nil { // pushInsteadOf made it one
+		return r.pushHelperLocked(ctx, ro, hr, local)
 	}
 	rem := r.remoteAt(ro.Remote, tgt.URL)
 	cctx, cancel := context.WithTimeout(ctx, ro.Timeout)

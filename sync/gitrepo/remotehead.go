@@ -109,14 +109,21 @@ func v2Client(ep *transport.Endpoint) *http.Client {
 func (r *Repo) RemoteHead(ctx context.Context, ro RemoteOptions) (plumbing.Hash, error) {
 	ro = ro.withDefaults()
 	r.mu.Lock()
+	hr := r.helperLocked(ro)
 	rawURL, err := r.remoteURLLocked(ro.Remote)
 	r.mu.Unlock()
+	if hr != nil { // a remote helper's: `git ls-remote` (helperremote.go)
+		return r.remoteHeadHelper(ctx, hr)
+	}
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	tgt, err := r.cachedTarget(ctx, ro, "fetch", rawURL)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("look at %s (%s): %w", ro.Remote, gitremote.RedactURL(rawURL), err)
+	}
+	if hr := r.helperAt(ro, tgt.URL, ""); hr != nil { // insteadOf made it one
+		return r.remoteHeadHelper(ctx, hr)
 	}
 	ep, err := transport.NewEndpoint(tgt.URL)
 	if err != nil {
@@ -325,9 +332,10 @@ func (r *Repo) TrackingHead(ro RemoteOptions) (plumbing.Hash, error) {
 func (r *Repo) FileRemote(ctx context.Context, ro RemoteOptions) (gitDir, ref string, ok bool) {
 	ro = ro.withDefaults()
 	r.mu.Lock()
+	hr := r.helperLocked(ro)
 	rawURL, err := r.remoteURLLocked(ro.Remote)
 	r.mu.Unlock()
-	if err != nil {
+	if err != nil || hr != nil { // a helper's remote is git's to read, not a path of ours
 		return "", "", false
 	}
 	tgt, err := r.cachedTarget(ctx, ro, "fetch", rawURL)
