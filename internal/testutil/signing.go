@@ -9,7 +9,7 @@ import (
 )
 
 // SSHSigningKey makes an ed25519 key without a passphrase at dir/name (as a user makes one
-// with `ssh-keygen -t ed25519 -N ”`) and returns the private key's path and the public
+// with ssh-keygen -t ed25519 and an empty -N) and returns the private key's path and the public
 // key's line.
 func SSHSigningKey(t testing.TB, dir, name string) (keyFile, pub string) {
 	t.Helper()
