@@ -45,3 +45,13 @@ func (c *Cache) Signer(ctx context.Context, gitDir, stamp string) (*Signer, erro
 	c.loaded, c.stamp, c.s = true, stamp, s
 	return s, nil
 }
+
+// Sign is commit signed as git would sign it in the repository at gitDir (Signer), or
+// commit as it is where git would not sign. committer is "Name <email>".
+func (c *Cache) Sign(ctx context.Context, gitDir, stamp string, commit []byte, committer string) ([]byte, error) {
+	s, err := c.Signer(ctx, gitDir, stamp)
+	if err != nil || s == nil {
+		return commit, err
+	}
+	return s.SignCommit(ctx, commit, committer)
+}
