@@ -1,5 +1,5 @@
 // Command signcommit measures memd's signed commit against `git commit -S` of the same
-// change in the same run (DESIGN §10's target: ≤ 1.0x), for an ssh key (ssh-keygen -Y sign)
+// change in the same run (target: ≤ 1.0x), for an ssh key (ssh-keygen -Y sign)
 // and an OpenPGP key (gpg -bsau), each made for the run in a home of its own whose
 // ~/.gitconfig sets commit.gpgsign. Also: memd's commit of the same change unsigned (the
 // same repo, commit.gpgsign false), and the signer alone on one commit object (what the
