@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -133,10 +134,36 @@ func TestSignedCommitsSSH(t *testing.T) {
 	if h := w.run(t, w.aDir, "rev-parse", "HEAD"); h != before {
 		t.Fatalf("HEAD moved to %s without a signature", h)
 	}
-	// The key back: the same path commits, signed, and goes out.
+	// Nor a merge: B diverged from the remote (with the key), then its sync without the
+	// key fails before anything moves.
 	if err := os.Rename(key+".away", key); err != nil {
 		t.Fatal(err)
 	}
+	testutil.WriteFile(t, w.bDir, "areas/b2.html", "b2\n")
+	mustCommit(t, w.b, "areas/b2.html")
+	testutil.WriteFile(t, w.aDir, "areas/a2.html", "a2\n")
+	mustCommit(t, w.a, "areas/a2.html")
+	mustSync(t, w.a)
+	remoteBefore := w.run(t, w.bare, "rev-parse", "main")
+	bBefore := w.run(t, w.bDir, "rev-parse", "HEAD")
+	if err := os.Rename(key, key+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.b.Sync(context.Background(), pushOpts()); !errors.Is(err, gitsign.ErrSign) {
+		t.Fatalf("merge without its key: %v", err)
+	}
+	if h := w.run(t, w.bDir, "rev-parse", "HEAD"); h != bBefore {
+		t.Fatalf("B moved to %s without a signature", h)
+	}
+	if h := w.run(t, w.bare, "rev-parse", "main"); h != remoteBefore {
+		t.Fatalf("the remote moved to %s", h)
+	}
+	// The key back: the same path commits, signed, and goes out; B's merge too.
+	if err := os.Rename(key+".away", key); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, w.b)
+	w.verified(t, w.bDir, "HEAD")
 	mustCommit(t, w.a, "areas/late.html")
 	w.verified(t, w.aDir, "HEAD")
 	mustSync(t, w.a)
