@@ -260,3 +260,23 @@ func TestSigningConfigReread(t *testing.T) {
 	mustCommit(t, w.a, "areas/3.html")
 	unsigned("HEAD")
 }
+
+// BenchmarkUnsignedCommitSigningCheck is what signing adds to a commit in a repo that does
+// not sign: the stamp of git's config files and the cached answer (no process).
+//
+//	go test -run '^$' -bench UnsignedCommitSigningCheck ./sync/gitrepo/
+func BenchmarkUnsignedCommitSigningCheck(b *testing.B) {
+	dir := newGitDir(b)
+	r := openTest(b, dir, testOptions())
+	payload := []byte("tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nm\n")
+	if _, err := r.signers.Sign(context.Background(), r.gitDir, gitConfigStamp(r.gitDir), payload, "a <b>"); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		out, err := r.signers.Sign(context.Background(), r.gitDir, gitConfigStamp(r.gitDir), payload, "a <b>")
+		if err != nil || len(out) != len(payload) {
+			b.Fatal(err)
+		}
+	}
+}

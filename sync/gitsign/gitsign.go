@@ -14,8 +14,6 @@ import (
 	"os/exec"
 	"strings"
 	"time"
-
-	"github.com/memd-dev/memd"
 )
 
 // ErrSign is what every failure to sign wraps: the commit was not made (an unsigned commit
@@ -77,7 +75,7 @@ func FromConfig(kv [][2]string) (*Signer, error) {
 	}
 	s.Program = def
 	if v := programs[s.Format]; v != "" {
-		s.Program = memd.ExpandHome(v)
+		s.Program = v // run as git runs it: a name on PATH or a path, no ~ expansion
 	}
 	return s, nil
 }
