@@ -245,3 +245,32 @@ func TestSplitCmdline(t *testing.T) {
 		t.Fatalf("got %q want %q", got, want)
 	}
 }
+
+// x509: gpgsm -bsau with a self-signed certificate; git verify-commit accepts it.
+func TestX509Sign(t *testing.T) {
+	home, g := signingHome(t)
+	fpr := testutil.X509SigningKey(t, filepath.Join(home, ".gnupg"), "memd test", "ada@example.com")
+	for _, kv := range [][2]string{{"commit.gpgsign", "true"}, {"gpg.format", "x509"}, {"user.signingkey", "0x" + fpr}} {
+		must(t, g, home, "config", "--global", kv[0], kv[1])
+	}
+	dir, tree, payload := payloadRepo(t, g)
+	s := signer(t, dir)
+	if s.Format != X509 || s.Program != "gpgsm" {
+		t.Fatalf("signer %+v", s)
+	}
+	obj, err := s.SignCommit(context.Background(), payload, "Ada <ada@example.com>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(obj), "\ngpgsig -----BEGIN SIGNED MESSAGE-----\n") {
+		t.Fatalf("no x509 gpgsig header:\n%s", obj)
+	}
+	id := writeSigned(t, dir, obj)
+	c := exec.Command("git", "verify-commit", "--raw", id)
+	c.Dir, c.Env = dir, g.Env
+	if out, err := c.CombinedOutput(); err != nil || !strings.Contains(string(out), "GOODSIG") {
+		t.Fatalf("verify-commit: %v %s", err, out)
+	}
+	// git's own x509 commit of the same tree is verified the same way (the reference).
+	must(t, g, dir, "verify-commit", must(t, g, dir, "commit-tree", "-S", "-m", "one", tree))
+}
