@@ -104,6 +104,7 @@ run() { # run TITLE PKG ARGS...
   echo
 } >"$tmp"
 run "Commit: memd's commit path vs git add -A && git commit" bench/commit $commit_args
+run "Signed commits: memd vs git commit -S of the same change" bench/signcommit -files 1000 -reps 15
 run "Sync: fast-forward and diverged merge vs git pull --no-rebase" bench/sync $sync_args
 run "Sleep: full run, idle run and expire vs git" bench/sleep $sleep_args
 run "memd status vs git status and a minimal Go program" bench/status $status_args

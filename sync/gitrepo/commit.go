@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -300,7 +301,10 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	if !old.IsZero() {
 		parents = []plumbing.Hash{old}
 	}
-	commit, err = st.objs.Write(plumbing.CommitObject, r.encodeCommit(newTree, parents, message))
+	obj, err := r.encodeCommit(newTree, parents, message)
+	if err == nil {
+		commit, err = st.objs.Write(plumbing.CommitObject, obj)
+	}
 	if err != nil {
 		return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
@@ -327,14 +331,20 @@ func firstLine(s string) string {
 func (r *Repo) writeCommitLocked(tree plumbing.Hash, parents []plumbing.Hash, message string) (plumbing.Hash, error) {
 	b := r.newObjectBatch()
 	defer b.Discard()
-	h, err := b.Write(plumbing.CommitObject, r.encodeCommit(tree, parents, message))
+	obj, err := r.encodeCommit(tree, parents, message)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := b.Write(plumbing.CommitObject, obj)
 	if err != nil {
 		return h, err
 	}
 	return h, b.Flush()
 }
 
-func (r *Repo) encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, message string) []byte {
+// encodeCommit is the commit object, signed where `git commit` would sign it in this repo
+// (gitsign; the signing config is read again only when git's config files moved).
+func (r *Repo) encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, message string) ([]byte, error) {
 	now := r.opts.Now()
 	_, off := now.Zone()
 	sign := byte('+')
@@ -354,7 +364,8 @@ func (r *Repo) encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, message
 	if !strings.HasSuffix(message, "\n") {
 		b.WriteByte('\n')
 	}
-	return b.Bytes()
+	ident := sanitizeIdent(r.author.Name) + " <" + sanitizeIdent(r.author.Email) + ">"
+	return r.signers.Sign(context.Background(), r.gitDir, gitConfigStamp(r.gitDir), b.Bytes(), ident)
 }
 
 // sanitizeIdent drops what would break the commit header (git does the same).

@@ -44,6 +44,7 @@ import (
 
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/statedir"
+	"github.com/memd-dev/memd/sync/gitsign"
 	"github.com/memd-dev/memd/sync/gitstore"
 
 	"github.com/memd-dev/memd/sync/gitremote"
@@ -115,6 +116,8 @@ type Repo struct {
 	// look caches the remote look's credentials (remotehead.go); its own lock, since the
 	// look runs beside the owner.
 	look lookCache
+	// signers: how commits are signed, as git would (commit.go encodeCommit); its own lock.
+	signers gitsign.Cache
 	// hot are the trees memd's commits wrote, decoded, newest per directory (hotDirs: path →
 	// hash), under mu: the next commits' bases, so a file in a directory of 40k files does
 	// not re-read and decode a 2 MB tree per commit. Trees are content-addressed: a cached
