@@ -1,0 +1,262 @@
+package gitrepair
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memd-dev/memd/internal/testutil"
+)
+
+// fixture is a work repo with history pushed to a bare remote.
+type fixture struct {
+	t                testing.TB
+	work, remote, gd string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	base := t.TempDir()
+	f := &fixture{t: t, work: filepath.Join(base, "w"), remote: filepath.Join(base, "r.git")}
+	f.gd = filepath.Join(f.work, ".git")
+	testutil.RunGit(t, base, "init", "-q", "--bare", "-b", "main", f.remote)
+	testutil.RunGit(t, base, "init", "-q", "-b", "main", f.work)
+	for i, c := range []string{"one", "two", "three"} {
+		testutil.WriteFile(t, f.work, "projects/"+c+".md", "# "+c+"\n")
+		testutil.WriteFile(t, f.work, "areas/notes.md", strings.Repeat("note\n", i+1))
+		f.git("add", "-A")
+		f.git("commit", "-q", "-m", c)
+	}
+	f.git("remote", "add", "origin", f.remote)
+	f.git("push", "-q", "origin", "main")
+	return f
+}
+
+func (f *fixture) git(args ...string) string {
+	f.t.Helper()
+	return strings.TrimSpace(testutil.RunGit(f.t, f.work, args...))
+}
+
+func (f *fixture) opts() Options {
+	return Options{GitDir: f.gd, WorkDir: f.work, Branch: "main", Remote: "origin", Deep: true}
+}
+
+// loose is the loose file of the object rev names.
+func (f *fixture) loose(rev string) string {
+	id := f.git("rev-parse", rev)
+	return filepath.Join(f.gd, "objects", id[:2], id[2:])
+}
+
+// tree is the work tree's files and their contents, .git aside.
+func tree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			m[rel] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// heal diagnoses, repairs, and checks the repo is whole, the work tree untouched and the
+// problem kinds found.
+func (f *fixture) heal(want ...Kind) Report {
+	f.t.Helper()
+	before := tree(f.t, f.work)
+	ps, err := Diagnose(context.Background(), f.opts())
+	if err != nil {
+		f.t.Fatalf("diagnose: %v", err)
+	}
+	kinds := map[Kind]bool{}
+	for _, p := range ps {
+		kinds[p.Kind] = true
+	}
+	for _, k := range want {
+		if !kinds[k] {
+			f.t.Fatalf("diagnose found %v, want a %s problem", ps, k)
+		}
+	}
+	rep, err := Repair(context.Background(), f.opts(), ps)
+	if err != nil {
+		f.t.Fatalf("repair %v: %v (done %v)", ps, err, rep.Done)
+	}
+	f.git("fsck", "--full", "--strict")
+	if ps, err := Diagnose(context.Background(), f.opts()); err != nil || len(ps) != 0 {
+		f.t.Fatalf("after repair: %v %v", ps, err)
+	}
+	after := tree(f.t, f.work)
+	if len(before) != len(after) {
+		f.t.Fatalf("work tree changed: %v → %v", before, after)
+	}
+	for k, v := range before {
+		if after[k] != v {
+			f.t.Fatalf("work tree %s changed", k)
+		}
+	}
+	if st := f.git("status", "--porcelain"); st != "" {
+		f.t.Fatalf("git status after repair: %q", st)
+	}
+	return rep
+}
+
+func TestEmptyLooseTreeFetchedFromRemote(t *testing.T) {
+	f := newFixture(t)
+	if err := os.Truncate(f.loose("HEAD:projects"), 0); err != nil {
+		t.Fatal(err)
+	}
+	rep := f.heal(KindObject)
+	if rep.Quarantine == "" {
+		t.Fatal("no quarantine")
+	}
+	if _, err := os.Stat(filepath.Join(rep.Quarantine, "objects")); err != nil {
+		t.Fatalf("the bad file is not kept: %v", err)
+	}
+}
+
+func TestTruncatedLooseBlobRebuiltFromWorkTree(t *testing.T) {
+	f := newFixture(t)
+	// A blob the remote never had: only the work tree can give it back.
+	testutil.WriteFile(t, f.work, "areas/local.md", strings.Repeat("local only\n", 200))
+	f.git("add", "areas/local.md")
+	f.git("commit", "-q", "-m", "local")
+	p := f.loose(":areas/local.md")
+	st, _ := os.Stat(p)
+	if err := os.Truncate(p, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	rep := f.heal(KindObject)
+	if !strings.Contains(strings.Join(rep.Done, "\n"), "from the work tree") {
+		t.Fatalf("not rebuilt from the work tree: %v", rep.Done)
+	}
+}
+
+func TestDeletedCommitFetched(t *testing.T) {
+	f := newFixture(t)
+	if err := os.Remove(f.loose("HEAD~1")); err != nil {
+		t.Fatal(err)
+	}
+	f.heal(KindMissing)
+}
+
+func TestCorruptPackFetched(t *testing.T) {
+	f := newFixture(t)
+	f.git("repack", "-a", "-d", "-q")
+	packs, _ := filepath.Glob(filepath.Join(f.gd, "objects", "pack", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("packs %v", packs)
+	}
+	st, _ := os.Stat(packs[0])
+	if err := os.Truncate(packs[0], st.Size()-30); err != nil {
+		t.Fatal(err)
+	}
+	f.heal(KindPack)
+}
+
+func TestCorruptIndexRebuilt(t *testing.T) {
+	f := newFixture(t)
+	p := filepath.Join(f.gd, "index")
+	b, _ := os.ReadFile(p)
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.heal(KindIndex)
+}
+
+func TestEmptyHEADRewritten(t *testing.T) {
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.gd, "HEAD"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.heal(KindHead)
+}
+
+func TestRefPointingNowhereRepointedFromReflog(t *testing.T) {
+	f := newFixture(t)
+	head := f.git("rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(f.gd, "refs/heads/main"), []byte(strings.Repeat("ab", 20)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.heal(KindRef)
+	if got := f.git("rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD %s, want %s", got, head)
+	}
+}
+
+func TestEmptyRefAndMissingCommitFetched(t *testing.T) {
+	f := newFixture(t)
+	head := f.git("rev-parse", "HEAD")
+	if err := os.Remove(f.loose("HEAD")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.gd, "refs/heads/main"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.heal(KindRef)
+	if got := f.git("rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD %s, want %s", got, head)
+	}
+}
+
+func TestLocalOnlyCommitGoneIsLost(t *testing.T) {
+	f := newFixture(t)
+	testutil.WriteFile(t, f.work, "areas/later.md", "later\n")
+	f.git("add", "-A")
+	f.git("commit", "-q", "-m", "local only")
+	if err := os.Remove(f.loose("HEAD")); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, f.work)
+	ps, err := Diagnose(context.Background(), f.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Repair(context.Background(), f.opts(), ps)
+	if !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "kept: the work tree") {
+		t.Fatalf("repair of a gone local commit: %v", err)
+	}
+	if got := tree(t, f.work); len(got) != len(before) || got["areas/later.md"] != "later\n" {
+		t.Fatal("work tree changed")
+	}
+}
+
+func TestStaleLockRemoved(t *testing.T) {
+	f := newFixture(t)
+	p := filepath.Join(f.gd, "HEAD.lock")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := f.opts()
+	then := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(p, then, then); err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := Diagnose(context.Background(), old)
+	if len(ps) != 1 || ps[0].Kind != KindLock {
+		t.Fatalf("diagnose %v", ps)
+	}
+	if _, err := Repair(context.Background(), old, ps); err != nil {
+		t.Fatal(err)
+	}
+}
