@@ -147,4 +147,3 @@ func TestRunHealsDamagedGitDir(t *testing.T) {
 		})
 	}
 }
-
