@@ -16,6 +16,7 @@ func cmdDoctor(a *app, args []string) int {
 	fs := a.flags("doctor", "")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	scanSecrets := fs.Bool("secrets", false, "scan the whole history for secrets (gitleaks' rules): commit, path, rule of each; exit 1 when found")
+	repairGit := fs.Bool("repair", false, "heal what a crash left in .git (corrupt objects, index, HEAD, refs) now, as memd run would")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -40,6 +41,9 @@ func cmdDoctor(a *app, args []string) int {
 		Ledger: a.cfg.Expire.Ledger, LockFile: a.cfg.Lock.File, Ignored: ign.Ignored, Progress: progress,
 	})
 	if err != nil {
+		return a.fail("doctor: %v", err)
+	}
+	if err := doctorGit(a, rep, *repairGit); err != nil { // doctor_git.go
 		return a.fail("doctor: %v", err)
 	}
 	if *asJSON {

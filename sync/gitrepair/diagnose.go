@@ -47,6 +47,8 @@ func (p Problem) String() string {
 		return fmt.Sprintf("object %s is missing", p.OID)
 	case KindObject:
 		return fmt.Sprintf("loose object %s is corrupt (%s)", p.OID, p.Detail)
+	case KindHead:
+		return "HEAD is " + p.Detail
 	}
 	return fmt.Sprintf("%s %s: %s", p.Kind, p.Path, p.Detail)
 }
