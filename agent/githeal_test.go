@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/sync/gitrepair"
 )
 
 // healRepo is a memory repo with memories pushed to a bare remote and one written since
@@ -145,5 +147,70 @@ func TestRunHealsDamagedGitDir(t *testing.T) {
 				t.Fatalf("no repair event: %+v", doc.Events)
 			}
 		})
+	}
+}
+
+// A commit only this machine had, gone (its object lost, the remote never got it): memd does
+// not start, the status document says state error with the one line of what is lost and
+// what is kept, and the work tree is as it was.
+func TestRunStopsOnLostLocalCommit(t *testing.T) {
+	isolateGit(t)
+	dir, _ := healRepo(t)
+	testutil.WriteFile(t, dir, "areas/local.html", "local\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "local only")
+	must(t, os.Remove(loosePath(t, dir, "HEAD")))
+	before := workTree(t, dir)
+	cfg := memd.DefaultConfig()
+	cfg.Repo = dir
+	_, err := New(Options{Config: cfg, Version: "test"})
+	if !errors.Is(err, gitrepair.ErrLost) {
+		t.Fatalf("New: %v, want ErrLost", err)
+	}
+	doc, rerr := statusline.Read(memd.StateDir(dir))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if doc.State != statusline.StateError || !strings.Contains(doc.Error, "lost: ") || !strings.Contains(doc.Error, "kept: the work tree") {
+		t.Fatalf("status: %s %q", doc.State, doc.Error)
+	}
+	if got := workTree(t, dir); len(got) != len(before) || got["areas/local.html"] != "local\n" {
+		t.Fatal("work tree changed")
+	}
+}
+
+// Damage met while memd runs (trees a commit must read, gone; the start-up look, a shallow
+// one after a clean stop, does not see a missing object): the failing job asks for the deep
+// repair, and the memories go on reaching the remote.
+func TestRunHealsDamageMetDuringWork(t *testing.T) {
+	isolateGit(t)
+	dir, remote := healRepo(t)
+	testutil.WriteFile(t, dir, "projects/p/x.html", "x\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "by git")
+	testutil.RunGit(t, dir, "push", "-q", "origin", "main")
+	must(t, os.Remove(loosePath(t, dir, "HEAD:projects/p")))
+	must(t, os.Remove(loosePath(t, dir, "HEAD:projects")))
+	cfg := memd.DefaultConfig()
+	cfg.Repo = dir
+	cfg.Watch.Quiet = memd.Duration(50 * time.Millisecond)
+	cfg.Watch.MaxDelay = memd.Duration(500 * time.Millisecond)
+	cfg.Sleep.CatchUp = false
+	a, logs, stop := startAgent(t, cfg)
+	testutil.WriteFile(t, dir, "projects/p/y.html", "y\n")
+	onRemote := func(rel string) bool {
+		_, err := hostGit.Run(remote, nil, "cat-file", "-e", "main:"+rel)
+		return err == nil
+	}
+	testutil.WaitFor(t, "y.html on the remote", 60*time.Second, func() bool {
+		a.KickSync()
+		return onRemote("projects/p/y.html") && onRemote("projects/p/x.html")
+	}, logs.String)
+	stop()
+	if out, err := hostGit.Run(dir, nil, "fsck", "--full", "--no-dangling"); err != nil {
+		t.Fatalf("fsck: %v\n%s\n%s", err, out, logs.String())
+	}
+	if !strings.Contains(logs.String(), "git repair: fetched") {
+		t.Fatalf("no repair during work\n%s", logs.String())
 	}
 }
