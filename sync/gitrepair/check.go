@@ -25,8 +25,8 @@ func isHex40(s string) bool {
 }
 
 // checkLoose reads the loose object file p whose id is oid: empty, not zlib, a bad header,
-// truncated or a wrong hash is errBad. Deep off reads only the header (cheap: what an empty
-// or garbage file shows); deep reads all of it and checks the id.
+// truncated or a wrong hash is errBad. Deep off reads only the header; deep reads all of it
+// and checks the id.
 func checkLoose(p, oid string, deep bool) error {
 	f, err := os.Open(p)
 	if err != nil {

@@ -260,3 +260,31 @@ func TestStaleLockRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The shallow look (every start after a clean stop) finds an empty object by its size alone;
+// a truncated one needs the deep look, which reads it whole.
+func TestShallowFindsEmptyDeepFindsTruncated(t *testing.T) {
+	f := newFixture(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Truncate(f.loose("HEAD:projects"), 0))
+	p := f.loose("HEAD:areas/notes.md")
+	st, _ := os.Stat(p)
+	must(os.Truncate(p, st.Size()-4))
+	o := f.opts()
+	o.Deep = false
+	ps, err := Diagnose(context.Background(), o)
+	must(err)
+	if len(ps) != 1 || ps[0].Detail != "empty" {
+		t.Fatalf("shallow: %v", ps)
+	}
+	ps, err = Diagnose(context.Background(), f.opts())
+	must(err)
+	if len(ps) != 2 {
+		t.Fatalf("deep: %v", ps)
+	}
+}
