@@ -249,7 +249,7 @@ func (rig *cutRig) cut(i int) pcCut {
 	return c
 }
 
-// check mounts one image and holds it to DESIGN §10's promise.
+// check mounts one image and holds it to the promise of docs/ARCHITECTURE.md §9.7.
 func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 	t, lw := rig.t, rig.world
 	rig.n++
