@@ -316,7 +316,10 @@ func diagnoseRefs(o Options, packs [][]byte, corrupt map[string]bool) []Problem 
 		case !isHex40(id):
 			ps = append(ps, Problem{Kind: KindRef, Path: name, Detail: "not an object id"})
 		case !has(o, packs, corrupt, id):
-			ps = append(ps, Problem{Kind: KindRef, Path: name, OID: id, Detail: "names missing commit " + id[:12]})
+			// A git gc may have packed it since the packs were listed: list them again.
+			if packs, _ = diagnosePacks(o); !has(o, packs, corrupt, id) {
+				ps = append(ps, Problem{Kind: KindRef, Path: name, OID: id, Detail: "names missing commit " + id[:12]})
+			}
 		}
 	}
 	return ps
