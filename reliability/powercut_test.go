@@ -49,6 +49,7 @@ type pcWrite struct {
 type pcRow struct {
 	row
 	unsynced, unsyncedKept int
+	pushedGone             int // of the others, pushed before the cut but gone from the image's work tree
 }
 
 // pcCut is one crash image.
@@ -112,7 +113,7 @@ func powerCuts(t *testing.T, name string, cuts int) {
 		rig.check(c, writes, &r)
 	}
 	r.Time = time.Since(started)
-	r.Note = fmt.Sprintf("writes: fsynced before a cut, summed over the cuts; not fsynced: %d of %d kept whole in the images", r.unsyncedKept, r.unsynced)
+	r.Note = fmt.Sprintf("writes: fsynced before a cut, summed over the cuts; not fsynced: %d of %d kept whole in the images, %d of the lost ones had been pushed", r.unsyncedKept, r.unsynced, r.pushedGone)
 	record(t, r.row)
 }
 
@@ -269,6 +270,13 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 	}
 	// Writes not fsynced before the cut: what the image kept of them (the figures show the
 	// cut is a real one: most of them are gone).
+	pushed := map[string]bool{} // on the remote at the cut
+	if c.remoteHead != "" {
+		ls, _ := w.gitRun(w.bare, nil, "ls-tree", "-r", "--name-only", c.remoteHead, "areas/pc/")
+		for _, l := range strings.Split(ls, "\n") {
+			pushed[l] = true
+		}
+	}
 	for _, wr := range writes {
 		if wr.fsynced || !wr.done.Before(c.at) {
 			continue
@@ -276,6 +284,8 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 		r.unsynced++
 		if b, err := os.ReadFile(filepath.Join(w.repo, wr.rel)); err == nil && string(b) == wr.content {
 			r.unsyncedKept++
+		} else if pushed[wr.rel] {
+			r.pushedGone++ // committed and pushed, but the file itself never reached the disk
 		}
 	}
 	d := w.start()
