@@ -87,6 +87,11 @@ type Options struct {
 	GitEnv []string
 	Log    *slog.Logger
 	Now    func() time.Time
+
+	// common is where objects and refs live: GitDir, or a linked worktree's commondir;
+	// alternates are further object folders (objects/info/alternates). Set by fill.
+	common     string
+	alternates []string
 }
 
 func (o *Options) fill() {
@@ -102,6 +107,34 @@ func (o *Options) fill() {
 	if o.Branch == "" {
 		o.Branch = "main"
 	}
+	o.common = o.GitDir
+	if data, err := os.ReadFile(filepath.Join(o.GitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(o.GitDir, c)
+		}
+		o.common = filepath.Clean(c)
+	}
+	objects := filepath.Join(o.common, "objects")
+	if data, err := os.ReadFile(filepath.Join(objects, "info", "alternates")); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				if !filepath.IsAbs(l) {
+					l = filepath.Join(objects, l)
+				}
+				o.alternates = append(o.alternates, l)
+			}
+		}
+	}
+}
+
+// base is the folder a problem's Path is relative to: the worktree's own git dir for HEAD
+// and the index, the common one for objects and refs.
+func (o *Options) base(p Problem) string {
+	if p.Kind == KindIndex || p.Kind == KindHead || p.Path == "HEAD.lock" {
+		return o.GitDir
+	}
+	return o.common
 }
 
 // lockMinAge: a lock younger than this may be a live non-git writer's (gitstore.ClearStaleLock).
@@ -173,7 +206,7 @@ func diagnoseHead(o Options) []Problem {
 // diagnoseLoose checks every loose object file: its size (an empty file is what a power cut
 // leaves most) or, deep, all of it, read with a few workers.
 func diagnoseLoose(o Options) ([]Problem, error) {
-	root := filepath.Join(o.GitDir, "objects")
+	root := filepath.Join(o.common, "objects")
 	dirs, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", root, err)
@@ -218,7 +251,7 @@ func diagnoseLoose(o Options) ([]Problem, error) {
 
 // diagnosePacks checks each pack with an idx; it returns the idx files found sound.
 func diagnosePacks(o Options) ([][]byte, []Problem) {
-	dir := filepath.Join(o.GitDir, "objects", "pack")
+	dir := filepath.Join(o.common, "objects", "pack")
 	idxs, _ := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
 	var good [][]byte
 	var ps []Problem
@@ -228,7 +261,7 @@ func diagnosePacks(o Options) ([][]byte, []Problem) {
 			continue // git ignores an idx without its pack
 		}
 		if err := checkPack(pack, idx, o.Deep); err != nil {
-			rel, _ := filepath.Rel(o.GitDir, pack)
+			rel, _ := filepath.Rel(o.common, pack)
 			ps = append(ps, Problem{Kind: KindPack, Path: filepath.ToSlash(rel), Detail: errText(err)})
 			continue
 		}
@@ -261,13 +294,24 @@ func has(o Options, packs [][]byte, corrupt map[string]bool, oid string) bool {
 	if corrupt[oid] {
 		return false
 	}
-	if _, err := os.Stat(filepath.Join(o.GitDir, "objects", oid[:2], oid[2:])); err == nil {
+	if _, err := os.Stat(filepath.Join(o.common, "objects", oid[:2], oid[2:])); err == nil {
 		return true
 	}
 	raw, _ := hex.DecodeString(oid)
 	for _, idx := range packs {
 		if inIdx(idx, raw) {
 			return true
+		}
+	}
+	for _, alt := range o.alternates { // another repo's objects: there, not checked
+		if _, err := os.Stat(filepath.Join(alt, oid[:2], oid[2:])); err == nil {
+			return true
+		}
+		idxs, _ := filepath.Glob(filepath.Join(alt, "pack", "pack-*.idx"))
+		for _, p := range idxs {
+			if data, err := os.ReadFile(p); err == nil && len(data) > 8+256*4 && inIdx(data, raw) {
+				return true
+			}
 		}
 	}
 	return false
@@ -303,7 +347,7 @@ func refs(gitDir string) map[string]string {
 // diagnoseRefs: each branch and remote-tracking ref must name an object the repo has.
 func diagnoseRefs(o Options, packs [][]byte, corrupt map[string]bool) []Problem {
 	var ps []Problem
-	all := refs(o.GitDir)
+	all := refs(o.common)
 	names := make([]string, 0, len(all))
 	for n := range all {
 		names = append(names, n)
@@ -330,10 +374,11 @@ func diagnoseLocks(o Options) []Problem {
 	var locks []string
 	// index.lock is not here: memd's own index refresh holds it for seconds at 100k files,
 	// and Open's index upkeep already clears a stale one the way that knows (§9.5).
-	for _, n := range []string{"HEAD.lock", "packed-refs.lock", "config.lock"} {
-		locks = append(locks, filepath.Join(o.GitDir, n))
+	locks = append(locks, filepath.Join(o.GitDir, "HEAD.lock"))
+	for _, n := range []string{"packed-refs.lock", "config.lock"} {
+		locks = append(locks, filepath.Join(o.common, n))
 	}
-	_ = filepath.WalkDir(filepath.Join(o.GitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(filepath.Join(o.common, "refs"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(p, ".lock") {
 			locks = append(locks, p)
 		}
@@ -346,7 +391,11 @@ func diagnoseLocks(o Options) []Problem {
 		if err != nil || live || !canSee || o.Now().Sub(st.ModTime()) < lockMinAge {
 			continue
 		}
-		rel, _ := filepath.Rel(o.GitDir, l)
+		base := o.common
+		if filepath.Base(l) == "HEAD.lock" {
+			base = o.GitDir
+		}
+		rel, _ := filepath.Rel(base, l)
 		ps = append(ps, Problem{Kind: KindLock, Path: filepath.ToSlash(rel), Detail: "left by a git that is gone"})
 	}
 	return ps

@@ -288,3 +288,43 @@ func TestShallowFindsEmptyDeepFindsTruncated(t *testing.T) {
 		t.Fatalf("deep: %v", ps)
 	}
 }
+
+// Layouts git makes: a linked worktree (its HEAD and index its own, objects and refs in the
+// common dir) and a clone sharing objects through alternates are whole as they are, and a
+// linked worktree's damage is healed where it lives.
+func TestLayouts(t *testing.T) {
+	f := newFixture(t)
+	wt := filepath.Join(filepath.Dir(f.work), "wt2")
+	f.git("worktree", "add", "-q", "-b", "side", wt)
+	wo := Options{GitDir: filepath.Join(f.gd, "worktrees", "wt2"), WorkDir: wt, Branch: "side", Remote: "origin", Deep: true}
+	if ps, err := Diagnose(context.Background(), wo); err != nil || len(ps) != 0 {
+		t.Fatalf("linked worktree: %v %v", ps, err)
+	}
+	shared := filepath.Join(filepath.Dir(f.work), "shared")
+	testutil.RunGit(t, filepath.Dir(f.work), "clone", "-q", "--shared", f.work, shared)
+	so := Options{GitDir: filepath.Join(shared, ".git"), WorkDir: shared, Remote: "origin", Deep: true}
+	if ps, err := Diagnose(context.Background(), so); err != nil || len(ps) != 0 {
+		t.Fatalf("clone --shared: %v %v", ps, err)
+	}
+	// Damage seen from the linked worktree: an object of the common dir, its own index.
+	if err := os.Truncate(f.loose("HEAD:projects"), 0); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(wo.GitDir, "index")
+	b, _ := os.ReadFile(idx)
+	b[len(b)-3] ^= 1
+	if err := os.WriteFile(idx, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := Diagnose(context.Background(), wo)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("linked worktree damage: %v %v", ps, err)
+	}
+	if _, err := Repair(context.Background(), wo, ps); err != nil {
+		t.Fatal(err)
+	}
+	f.git("fsck", "--full", "--strict")
+	if st := testutil.RunGit(t, wt, "status", "--porcelain"); st != "" {
+		t.Fatalf("worktree status: %q", st)
+	}
+}

@@ -66,8 +66,16 @@ func Repair(ctx context.Context, o Options, ps []Problem) (Report, error) {
 	if err == nil && r.noIndex {
 		err = r.rebuildIndex()
 	}
-	if serr := SyncTree(o.GitDir); serr != nil && err == nil {
+	if serr := SyncTree(r.o.GitDir); serr != nil && err == nil {
 		err = serr
+	}
+	if r.o.common != r.o.GitDir {
+		if serr := SyncTree(filepath.Join(r.o.common, "refs")); serr != nil && err == nil {
+			err = serr
+		}
+		if serr := SyncTree(filepath.Join(r.o.common, "objects")); serr != nil && err == nil {
+			err = serr
+		}
 	}
 	return r.rep, err
 }
@@ -76,30 +84,30 @@ func Repair(ctx context.Context, o Options, ps []Problem) (Report, error) {
 func (r *repair) first(p Problem) error {
 	switch p.Kind {
 	case KindLock:
-		if err := gitstore.ClearStaleLock(filepath.Join(r.o.GitDir, p.Path), r.o.WorkDir, 0, lockMinAge, r.o.Log); err != nil {
+		if err := gitstore.ClearStaleLock(filepath.Join(r.o.base(p), p.Path), r.o.WorkDir, 0, lockMinAge, r.o.Log); err != nil {
 			return err
 		}
 		r.done("removed stale lock %s", p.Path)
 	case KindObject:
-		if err := r.quarantine(p.Path); err != nil {
+		if err := r.quarantine(r.o.common, p.Path); err != nil {
 			return err
 		}
 		r.done("moved corrupt object %s aside (%s)", short(p.OID), p.Detail)
 	case KindPack:
 		base := strings.TrimSuffix(p.Path, ".pack")
 		for _, ext := range []string{".pack", ".idx", ".rev", ".bitmap", ".keep", ".promisor", ".mtimes"} {
-			if err := r.quarantine(base + ext); err != nil {
+			if err := r.quarantine(r.o.common, base+ext); err != nil {
 				return err
 			}
 		}
 		r.done("moved corrupt pack %s aside (%s)", filepath.Base(p.Path), p.Detail)
 	case KindIndex:
-		if err := r.quarantine(p.Path); err != nil {
+		if err := r.quarantine(r.o.GitDir, p.Path); err != nil {
 			return err
 		}
 		r.noIndex = true
 	case KindHead:
-		if err := r.writeFile("HEAD", "ref: refs/heads/"+r.o.Branch+"\n"); err != nil {
+		if err := r.writeFile(r.o.GitDir, "HEAD", "ref: refs/heads/"+r.o.Branch+"\n"); err != nil {
 			return err
 		}
 		r.done("HEAD was %s: now refs/heads/%s", p.Detail, r.o.Branch)
@@ -120,10 +128,10 @@ func (r *repair) done(format string, args ...any) {
 	r.o.Log.Warn("git repair: " + line)
 }
 
-// quarantine moves rel (under the git dir) into this repair's quarantine folder; a name
-// that is not there is skipped.
-func (r *repair) quarantine(rel string) error {
-	src := filepath.Join(r.o.GitDir, filepath.FromSlash(rel))
+// quarantine moves rel (under base: the git dir or the common one) into this repair's
+// quarantine folder; a name that is not there is skipped.
+func (r *repair) quarantine(base, rel string) error {
+	src := filepath.Join(base, filepath.FromSlash(rel))
 	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -148,9 +156,9 @@ func (r *repair) quarantine(rel string) error {
 	return nil
 }
 
-// writeFile replaces rel (under the git dir) atomically and durably.
-func (r *repair) writeFile(rel, content string) error {
-	t, err := safefs.Open(r.o.GitDir)
+// writeFile replaces rel (under base: the git dir or the common one) atomically and durably.
+func (r *repair) writeFile(base, rel, content string) error {
+	t, err := safefs.Open(base)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
@@ -185,25 +193,25 @@ func reflogTip(gitDir, rel string) string {
 // ref repoints a broken ref at once when what it must name is here; otherwise it moves it
 // aside (so git can run) and waits for the fetch.
 func (r *repair) ref(p Problem) error {
-	want, from := reflogTip(r.o.GitDir, p.Path), "its reflog"
+	want, from := reflogTip(r.o.common, p.Path), "its reflog"
 	if want == "" && isHex40(p.OID) {
 		want, from = p.OID, "itself"
 	}
 	if want == "" && strings.HasPrefix(p.Path, "refs/heads/") {
 		tr := "refs/remotes/" + r.o.Remote + "/" + strings.TrimPrefix(p.Path, "refs/heads/")
-		if id := refs(r.o.GitDir)[tr]; isHex40(id) {
+		if id := refs(r.o.common)[tr]; isHex40(id) {
 			want, from = id, tr+" (no reflog: commits made here after it, if any, are not known)"
 		}
 	}
 	packs, _ := diagnosePacks(r.o)
 	if want != "" && has(r.o, packs, nil, want) {
-		if err := r.writeFile(p.Path, want+"\n"); err != nil {
+		if err := r.writeFile(r.o.common, p.Path, want+"\n"); err != nil {
 			return err
 		}
 		r.done("%s was %s: now %s, from %s", p.Path, p.Detail, short(want), from)
 		return nil
 	}
-	if err := r.quarantine(p.Path); err != nil {
+	if err := r.quarantine(r.o.common, p.Path); err != nil {
 		return err
 	}
 	if want != "" && strings.HasPrefix(p.Path, "refs/heads/") {
@@ -226,7 +234,7 @@ func (r *repair) finishRefs() error {
 				"to go on, point %s at an earlier commit (git reflog %s) and memd commits the work tree again: %w",
 				ref, short(want), r.o.Remote, r.rep.Quarantine, ref, strings.TrimPrefix(ref, "refs/heads/"), ErrLost)
 		}
-		if err := r.writeFile(ref, want+"\n"); err != nil {
+		if err := r.writeFile(r.o.common, ref, want+"\n"); err != nil {
 			return err
 		}
 		r.done("%s now %s again, fetched from %s", ref, short(want), r.o.Remote)
