@@ -50,6 +50,8 @@ type pcRow struct {
 	row
 	unsynced, unsyncedKept int
 	pushedGone             int // of the others, pushed before the cut but gone from the image's work tree
+	pushedEmpty            int // of those, an empty file in the image (ext4's delayed allocation)
+	pushedReplaced         int // of those, not on the remote as written after memd ran on the image
 }
 
 // pcCut is one crash image.
@@ -113,7 +115,7 @@ func powerCuts(t *testing.T, name string, cuts int) {
 		rig.check(c, writes, &r)
 	}
 	r.Time = time.Since(started)
-	r.Note = fmt.Sprintf("writes: fsynced before a cut, summed over the cuts; not fsynced: %d of %d kept whole in the images, %d of the lost ones had been pushed", r.unsyncedKept, r.unsynced, r.pushedGone)
+	r.Note = fmt.Sprintf("writes: fsynced before a cut, summed over the cuts; not fsynced: %d of %d kept whole in the images; %d of the lost ones had been pushed (%d empty in the image), and after memd ran on the image %d of those were no longer on the remote as written", r.unsyncedKept, r.unsynced, r.pushedGone, r.pushedEmpty, r.pushedReplaced)
 	record(t, r.row)
 }
 
@@ -270,6 +272,7 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 	}
 	// Writes not fsynced before the cut: what the image kept of them (the figures show the
 	// cut is a real one: most of them are gone).
+	var lostPushed []pcWrite
 	pushed := map[string]bool{} // on the remote at the cut
 	if c.remoteHead != "" {
 		ls, _ := w.gitRun(w.bare, nil, "ls-tree", "-r", "--name-only", c.remoteHead, "areas/pc/")
@@ -282,10 +285,16 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 			continue
 		}
 		r.unsynced++
-		if b, err := os.ReadFile(filepath.Join(w.repo, wr.rel)); err == nil && string(b) == wr.content {
+		b, err := os.ReadFile(filepath.Join(w.repo, wr.rel))
+		switch {
+		case err == nil && string(b) == wr.content:
 			r.unsyncedKept++
-		} else if pushed[wr.rel] {
+		case pushed[wr.rel]:
 			r.pushedGone++ // committed and pushed, but the file itself never reached the disk
+			if err == nil && len(b) == 0 {
+				r.pushedEmpty++
+			}
+			lostPushed = append(lostPushed, wr)
 		}
 	}
 	d := w.start()
@@ -297,6 +306,13 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 	if out, err := w.gitRun(w.repo, nil, "fsck", "--full", "--no-dangling"); err != nil {
 		r.Corruptions++
 		t.Errorf("%s: git fsck --full after memd: %v\n%s", name, err, out)
+	}
+	// What became of the pushed writes the image lost (a finding, not a failure: their
+	// writers did not fsync): still on the remote as written, or replaced by what the image had.
+	for _, wr := range lostPushed {
+		if got, err := w.gitRun(w.bare, nil, "cat-file", "blob", "main:"+wr.rel); err != nil || got != wr.content {
+			r.pushedReplaced++
+		}
 	}
 	if c.remoteHead != "" && !w.isAncestor(w.repo, c.remoteHead, "HEAD") {
 		r.Corruptions++
