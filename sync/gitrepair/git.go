@@ -49,6 +49,9 @@ var unreadable = regexp.MustCompile(`(?:Could not read|bad object|unable to read
 // but the repo lacks. A missing commit stops git's walk with an error naming it (git 2.39
 // prints only missing trees and blobs): that id is returned.
 func missingObjects(ctx context.Context, o Options) ([]string, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, nil // memd runs without git; only this look and the repairs need it
+	}
 	// A partial clone lacks objects on purpose (its remote promises them): not asked here.
 	if v, _ := git(ctx, o, "config", "--get", "extensions.partialClone"); strings.TrimSpace(v) != "" {
 		return nil, nil
