@@ -37,9 +37,9 @@ func GitDir(dir string) string {
 // GitRepairOptions are gitrepair's options for cfg's repo (docs/ARCHITECTURE.md §9.7).
 func GitRepairOptions(cfg memd.Config, log *slog.Logger, now func() time.Time, deep bool) gitrepair.Options {
 	o := gitrepair.Options{GitDir: GitDir(cfg.Repo), WorkDir: cfg.Repo, Branch: cfg.Sync.Branch,
-		Remote: cfg.Sync.Remote, Deep: deep, Log: log, Now: now}
+		Remote: cfg.Sync.Remote, Deep: deep, Log: log, Now: now, Timeout: cfg.Sync.Timeout.D()}
 	if k := memd.ExpandHome(cfg.Sync.SSHKey); k != "" {
-		ssh := "ssh -o IdentitiesOnly=yes -i '" + strings.ReplaceAll(k, "'", `'\''`) + "'"
+		ssh := "ssh -o BatchMode=yes -o IdentitiesOnly=yes -i '" + strings.ReplaceAll(k, "'", `'\''`) + "'"
 		if kh := memd.ExpandHome(cfg.Sync.KnownHosts); kh != "" {
 			ssh += " -o UserKnownHostsFile='" + strings.ReplaceAll(kh, "'", `'\''`) + "'"
 		}

@@ -85,6 +85,8 @@ type Options struct {
 	Deep bool
 	// GitEnv is added to the environment of the git commands Repair runs (credentials).
 	GitEnv []string
+	// Timeout bounds each talk with the remote (sync.timeout); 0: none.
+	Timeout time.Duration
 	Log    *slog.Logger
 	Now    func() time.Time
 

@@ -1,9 +1,11 @@
 package gitrepair
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // fillRounds bounds the rebuild-and-fetch rounds: a fetched tree brings what is under it,
@@ -34,7 +36,9 @@ func (r *repair) fill() error {
 		return nil
 	}
 	if fetchErr != nil {
-		if _, err := git(r.ctx, r.o, "ls-remote", "--heads", r.o.Remote); err != nil {
+		ctx, cancel := context.WithTimeout(r.ctx, max(r.o.Timeout, time.Minute))
+		defer cancel()
+		if _, err := git(ctx, r.o, "ls-remote", "--heads", r.o.Remote); err != nil {
 			return fmt.Errorf("%d objects missing (%s…) and %s cannot be reached now (%v): %w", len(missing), short(missing[0]), r.o.Remote, err, ErrNotHealed)
 		}
 	}
@@ -121,7 +125,13 @@ func (r *repair) candidates(want map[string]bool) map[string][]string {
 func (r *repair) fetch(ids []string) error {
 	args := append([]string{"-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
 		"--no-write-fetch-head", "--no-auto-gc", "--no-recurse-submodules", r.o.Remote}, ids...)
-	if _, err := git(r.ctx, r.o, args...); err != nil {
+	ctx := r.ctx
+	if r.o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.o.Timeout)
+		defer cancel()
+	}
+	if _, err := git(ctx, r.o, args...); err != nil {
 		return err
 	}
 	r.done("fetched %d missing objects again from %s", len(ids), r.o.Remote)

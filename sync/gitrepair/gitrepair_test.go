@@ -328,3 +328,27 @@ func TestLayouts(t *testing.T) {
 		t.Fatalf("worktree status: %q", st)
 	}
 }
+
+// The remote out of reach: the damage stays (ErrNotHealed, not ErrLost: nothing is lost),
+// and a later repair with the remote back heals it.
+func TestRemoteAwayNotHealedYet(t *testing.T) {
+	f := newFixture(t)
+	if err := os.Remove(f.loose("HEAD~1")); err != nil {
+		t.Fatal(err)
+	}
+	away := f.remote + ".away"
+	if err := os.Rename(f.remote, away); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := Diagnose(context.Background(), f.opts())
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("diagnose: %v %v", ps, err)
+	}
+	if _, err := Repair(context.Background(), f.opts(), ps); !errors.Is(err, ErrNotHealed) || errors.Is(err, ErrLost) {
+		t.Fatalf("repair with the remote away: %v", err)
+	}
+	if err := os.Rename(away, f.remote); err != nil {
+		t.Fatal(err)
+	}
+	f.heal(KindMissing)
+}
