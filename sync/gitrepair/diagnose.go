@@ -87,8 +87,8 @@ type Options struct {
 	GitEnv []string
 	// Timeout bounds each talk with the remote (sync.timeout); 0: none.
 	Timeout time.Duration
-	Log    *slog.Logger
-	Now    func() time.Time
+	Log     *slog.Logger
+	Now     func() time.Time
 
 	// common is where objects and refs live: GitDir, or a linked worktree's commondir;
 	// alternates are further object folders (objects/info/alternates). Set by fill.
