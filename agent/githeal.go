@@ -13,6 +13,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/format/writerlock"
 	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepair"
 )
 
@@ -111,8 +112,11 @@ func damaged(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, gitremote.ErrOffline) || errors.Is(err, gitremote.ErrAuth) || errors.Is(err, gitremote.ErrPushRejected) {
+		return false // the network's or the remote's words, not this repo's
+	}
 	msg := err.Error()
-	for _, s := range []string{"loose object", "object not found", "zlib:", "packfile", "bad index", "index file", "unexpected EOF", "invalid checksum", "reference not found"} {
+	for _, s := range []string{"loose object", "object not found", "zlib", "bad index file", "index file smaller", "index file corrupt", "malformed", "invalid checksum"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/metrics/statusline"
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepair"
 )
 
@@ -212,5 +214,23 @@ func TestRunHealsDamageMetDuringWork(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "git repair: fetched") {
 		t.Fatalf("no repair during work\n%s", logs.String())
+	}
+}
+
+// What asks for the deep repair: a read of this repo that met damage, not the network's words.
+func TestDamagedErrors(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"commit 1 paths: read tree 7dcd: loose object 7dcd: zlib reading error: unexpected EOF": true,
+		"read tree 7dcd: object not found":     true,
+		"open index: bad index file signature": true,
+		"fetch: unexpected EOF":                false,
+		"push: rejected":                       false,
+	} {
+		if got := damaged(errors.New(msg)); got != want {
+			t.Errorf("damaged(%q) = %v", msg, got)
+		}
+	}
+	if damaged(fmt.Errorf("fetch: object not found: %w", gitremote.ErrOffline)) {
+		t.Error("an offline error asked for a repair")
 	}
 }
