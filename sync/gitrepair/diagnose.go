@@ -145,6 +145,9 @@ const lockMinAge = 2 * time.Second
 // Diagnose lists what is wrong in o.GitDir, in the order Repair heals it. It changes nothing.
 func Diagnose(ctx context.Context, o Options) ([]Problem, error) {
 	o.fill()
+	if st, err := os.Stat(filepath.Join(o.common, "objects")); err != nil || !st.IsDir() {
+		return nil, nil // not a git directory: nothing of ours to heal (opening it says so)
+	}
 	var ps []Problem
 	ps = append(ps, diagnoseHead(o)...)
 	packs, pps := diagnosePacks(o)

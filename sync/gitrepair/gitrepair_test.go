@@ -352,3 +352,15 @@ func TestRemoteAwayNotHealedYet(t *testing.T) {
 	}
 	f.heal(KindMissing)
 }
+
+// A folder that is no repo is not one to heal: nothing found, nothing written.
+func TestNotARepo(t *testing.T) {
+	dir := t.TempDir()
+	ps, err := Diagnose(context.Background(), Options{GitDir: filepath.Join(dir, ".git"), WorkDir: dir, Deep: true})
+	if err != nil || len(ps) != 0 {
+		t.Fatalf("%v %v", ps, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		t.Fatal(".git made")
+	}
+}
