@@ -63,42 +63,7 @@ func workTree(t *testing.T, dir string) map[string]string {
 // written before and after is on the remote at the end, git fsck --full is clean, and the
 // repair changed nothing in the work tree.
 func TestRunHealsDamagedGitDir(t *testing.T) {
-	cases := []struct {
-		name   string
-		damage func(t *testing.T, dir string)
-	}{
-		{"empty loose tree", func(t *testing.T, dir string) { must(t, os.Truncate(loosePath(t, dir, "HEAD:areas"), 0)) }},
-		{"truncated loose commit", func(t *testing.T, dir string) {
-			p := loosePath(t, dir, "HEAD")
-			st, _ := os.Stat(p)
-			must(t, os.Truncate(p, st.Size()/2))
-		}},
-		{"deleted loose commit", func(t *testing.T, dir string) { must(t, os.Remove(loosePath(t, dir, "HEAD~1"))) }},
-		{"truncated pack", func(t *testing.T, dir string) {
-			testutil.RunGit(t, dir, "repack", "-a", "-d", "-q")
-			packs, _ := filepath.Glob(filepath.Join(dir, ".git/objects/pack/*.pack"))
-			st, _ := os.Stat(packs[0])
-			must(t, os.Truncate(packs[0], st.Size()/2))
-		}},
-		{"deleted pack", func(t *testing.T, dir string) {
-			testutil.RunGit(t, dir, "repack", "-a", "-d", "-q")
-			packs, _ := filepath.Glob(filepath.Join(dir, ".git/objects/pack/*"))
-			for _, p := range packs {
-				must(t, os.Remove(p))
-			}
-		}},
-		{"corrupt index", func(t *testing.T, dir string) {
-			p := filepath.Join(dir, ".git/index")
-			b, _ := os.ReadFile(p)
-			b[len(b)/2] ^= 0x5a
-			must(t, os.WriteFile(p, b, 0o644))
-		}},
-		{"empty HEAD", func(t *testing.T, dir string) { must(t, os.WriteFile(filepath.Join(dir, ".git/HEAD"), nil, 0o644)) }},
-		{"ref pointing nowhere", func(t *testing.T, dir string) {
-			must(t, os.WriteFile(filepath.Join(dir, ".git/refs/heads/main"), []byte(strings.Repeat("0f", 20)+"\n"), 0o644))
-		}},
-	}
-	for _, c := range cases {
+	for _, c := range damageCases() {
 		t.Run(c.name, func(t *testing.T) {
 			isolateGit(t)
 			dir, remote := healRepo(t)
@@ -232,5 +197,46 @@ func TestDamagedErrors(t *testing.T) {
 	}
 	if damaged(fmt.Errorf("fetch: object not found: %w", gitremote.ErrOffline)) {
 		t.Error("an offline error asked for a repair")
+	}
+}
+
+// damageCase is one damage a crash of git or of the machine leaves.
+type damageCase struct {
+	name   string
+	damage func(t *testing.T, dir string)
+}
+
+func damageCases() []damageCase {
+	return []damageCase{
+		{"empty loose tree", func(t *testing.T, dir string) { must(t, os.Truncate(loosePath(t, dir, "HEAD:areas"), 0)) }},
+		{"truncated loose commit", func(t *testing.T, dir string) {
+			p := loosePath(t, dir, "HEAD")
+			st, _ := os.Stat(p)
+			must(t, os.Truncate(p, st.Size()/2))
+		}},
+		{"deleted loose commit", func(t *testing.T, dir string) { must(t, os.Remove(loosePath(t, dir, "HEAD~1"))) }},
+		{"truncated pack", func(t *testing.T, dir string) {
+			testutil.RunGit(t, dir, "repack", "-a", "-d", "-q")
+			packs, _ := filepath.Glob(filepath.Join(dir, ".git/objects/pack/*.pack"))
+			st, _ := os.Stat(packs[0])
+			must(t, os.Truncate(packs[0], st.Size()/2))
+		}},
+		{"deleted pack", func(t *testing.T, dir string) {
+			testutil.RunGit(t, dir, "repack", "-a", "-d", "-q")
+			packs, _ := filepath.Glob(filepath.Join(dir, ".git/objects/pack/*"))
+			for _, p := range packs {
+				must(t, os.Remove(p))
+			}
+		}},
+		{"corrupt index", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, ".git/index")
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 0x5a
+			must(t, os.WriteFile(p, b, 0o644))
+		}},
+		{"empty HEAD", func(t *testing.T, dir string) { must(t, os.WriteFile(filepath.Join(dir, ".git/HEAD"), nil, 0o644)) }},
+		{"ref pointing nowhere", func(t *testing.T, dir string) {
+			must(t, os.WriteFile(filepath.Join(dir, ".git/refs/heads/main"), []byte(strings.Repeat("0f", 20)+"\n"), 0o644))
+		}},
 	}
 }

@@ -214,6 +214,9 @@ func (rig *cutRig) unmount(dir string) {
 	rig.t.Errorf("umount %s failed", dir)
 }
 
+// writebackHeld is the value holdWriteback sets: an hour, longer than any run.
+const writebackHeld = "360000"
+
 // holdWriteback keeps the kernel from writing dirty pages back on its own until
 // releaseWriteback (or the test's end): what is not fsynced stays out of the images.
 func (rig *cutRig) holdWriteback() {
@@ -225,7 +228,10 @@ func (rig *cutRig) holdWriteback() {
 			rig.t.Skipf("read %s: %v", p, err)
 		}
 		rig.sysctl[p] = strings.TrimSpace(string(old))
-		if err := os.WriteFile(p, []byte("360000\n"), 0o644); err != nil {
+		if rig.sysctl[p] == writebackHeld { // another run's hold: give back the kernel's defaults
+			rig.sysctl[p] = map[string]string{"dirty_writeback_centisecs": "500", "dirty_expire_centisecs": "3000"}[k]
+		}
+		if err := os.WriteFile(p, []byte(writebackHeld+"\n"), 0o644); err != nil {
 			rig.t.Skipf("hold writeback off (%s): %v", p, err)
 		}
 	}
@@ -270,33 +276,7 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 		r.Corruptions++
 		t.Errorf("%s: git status: %v", name, err)
 	}
-	// Writes not fsynced before the cut: what the image kept of them (the figures show the
-	// cut is a real one: most of them are gone).
-	var lostPushed []pcWrite
-	pushed := map[string]bool{} // on the remote at the cut
-	if c.remoteHead != "" {
-		ls, _ := w.gitRun(w.bare, nil, "ls-tree", "-r", "--name-only", c.remoteHead, "areas/pc/")
-		for _, l := range strings.Split(ls, "\n") {
-			pushed[l] = true
-		}
-	}
-	for _, wr := range writes {
-		if wr.fsynced || !wr.done.Before(c.at) {
-			continue
-		}
-		r.unsynced++
-		b, err := os.ReadFile(filepath.Join(w.repo, wr.rel))
-		switch {
-		case err == nil && string(b) == wr.content:
-			r.unsyncedKept++
-		case pushed[wr.rel]:
-			r.pushedGone++ // committed and pushed, but the file itself never reached the disk
-			if err == nil && len(b) == 0 {
-				r.pushedEmpty++
-			}
-			lostPushed = append(lostPushed, wr)
-		}
-	}
+	lostPushed := unsyncedFate(w, c, writes, r)
 	d := w.start()
 	if ok, last := w.settled(settleTimeout); !ok {
 		r.Corruptions++
@@ -331,4 +311,35 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 		}
 		r.Found++
 	}
+}
+
+// unsyncedFate counts what an image kept of the writes not fsynced before its cut (the
+// figures show the cut is a real one: most are gone) and returns those that had been pushed.
+func unsyncedFate(w *world, c pcCut, writes []pcWrite, r *pcRow) []pcWrite {
+	var lostPushed []pcWrite
+	pushed := map[string]bool{} // on the remote at the cut
+	if c.remoteHead != "" {
+		ls, _ := w.gitRun(w.bare, nil, "ls-tree", "-r", "--name-only", c.remoteHead, "areas/pc/")
+		for _, l := range strings.Split(ls, "\n") {
+			pushed[l] = true
+		}
+	}
+	for _, wr := range writes {
+		if wr.fsynced || !wr.done.Before(c.at) {
+			continue
+		}
+		r.unsynced++
+		b, err := os.ReadFile(filepath.Join(w.repo, wr.rel))
+		switch {
+		case err == nil && string(b) == wr.content:
+			r.unsyncedKept++
+		case pushed[wr.rel]:
+			r.pushedGone++ // committed and pushed, but the file itself never reached the disk
+			if err == nil && len(b) == 0 {
+				r.pushedEmpty++
+			}
+			lostPushed = append(lostPushed, wr)
+		}
+	}
+	return lostPushed
 }
