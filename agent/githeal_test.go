@@ -144,6 +144,10 @@ func TestRunStopsOnLostLocalCommit(t *testing.T) {
 	if got := workTree(t, dir); len(got) != len(before) || got["areas/local.html"] != "local\n" {
 		t.Fatal("work tree changed")
 	}
+	// A restart meets the same loss, never an unborn branch it would commit anew.
+	if _, err := New(Options{Config: cfg, Version: "test"}); !errors.Is(err, gitrepair.ErrLost) {
+		t.Fatalf("second start: %v, want ErrLost", err)
+	}
 }
 
 // Damage met while memd runs (trees a commit must read, gone; the start-up look, a shallow

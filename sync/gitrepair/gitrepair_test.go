@@ -224,6 +224,7 @@ func TestLocalOnlyCommitGoneIsLost(t *testing.T) {
 	testutil.WriteFile(t, f.work, "areas/later.md", "later\n")
 	f.git("add", "-A")
 	f.git("commit", "-q", "-m", "local only")
+	head := f.git("rev-parse", "HEAD")
 	if err := os.Remove(f.loose("HEAD")); err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +236,9 @@ func TestLocalOnlyCommitGoneIsLost(t *testing.T) {
 	_, err = Repair(context.Background(), f.opts(), ps)
 	if !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "kept: the work tree") {
 		t.Fatalf("repair of a gone local commit: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.gd, "refs/heads/main")); err != nil || strings.TrimSpace(string(b)) != head {
+		t.Fatalf("the ref is not as it was: %q %v", b, err)
 	}
 	if got := tree(t, f.work); len(got) != len(before) || got["areas/later.md"] != "later\n" {
 		t.Fatal("work tree changed")

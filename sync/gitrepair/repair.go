@@ -63,6 +63,9 @@ func Repair(ctx context.Context, o Options, ps []Problem) (Report, error) {
 	if err == nil {
 		err = r.finishRefs()
 	}
+	if err != nil {
+		r.restoreRefs() // as they were: the next look finds them again, never an unborn branch
+	}
 	if err == nil && r.noIndex {
 		err = r.rebuildIndex()
 	}
@@ -230,7 +233,7 @@ func (r *repair) finishRefs() error {
 	for ref, want := range r.pending {
 		if !has(r.o, packs, nil, want) {
 			return fmt.Errorf("%s's commit %s was made on this machine only and is gone (%s does not have it); "+
-				"lost: that commit's history; kept: the work tree as it is, the broken ref in %s; "+
+				"lost: that commit's history; kept: the work tree as it is, the ref as it was, the bad files in %s; "+
 				"to go on, point %s at an earlier commit (git reflog %s) and memd commits the work tree again: %w",
 				ref, short(want), r.o.Remote, r.rep.Quarantine, ref, strings.TrimPrefix(ref, "refs/heads/"), ErrLost)
 		}
@@ -240,4 +243,18 @@ func (r *repair) finishRefs() error {
 		r.done("%s now %s again, fetched from %s", ref, short(want), r.o.Remote)
 	}
 	return nil
+}
+
+// restoreRefs moves the refs still waiting for their commit back from the quarantine.
+func (r *repair) restoreRefs() {
+	for ref := range r.pending {
+		src := filepath.Join(r.rep.Quarantine, filepath.FromSlash(ref))
+		dst := filepath.Join(r.o.common, filepath.FromSlash(ref))
+		if _, err := os.Lstat(dst); err == nil {
+			continue
+		}
+		if err := os.Rename(src, dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.o.Log.Warn("git repair: put the ref back", "ref", ref, "err", err)
+		}
+	}
 }
