@@ -214,13 +214,15 @@ func (r *repair) ref(p Problem) error {
 		r.done("%s was %s: now %s, from %s", p.Path, p.Detail, short(want), from)
 		return nil
 	}
+	branch := strings.HasPrefix(p.Path, "refs/heads/")
+	if want == "" && branch {
+		return fmt.Errorf("%s is %s and has no reflog and no tracking ref to repoint it from; lost: where the branch was; kept: the work tree and the ref as they are: %w", p.Path, p.Detail, ErrLost)
+	}
 	if err := r.quarantine(r.o.common, p.Path); err != nil {
 		return err
 	}
-	if want != "" && strings.HasPrefix(p.Path, "refs/heads/") {
+	if branch {
 		r.pending[p.Path] = want
-	} else if strings.HasPrefix(p.Path, "refs/heads/") {
-		return fmt.Errorf("%s is %s and has no reflog and no tracking ref to repoint it from; kept: the work tree, the old ref in %s: %w", p.Path, p.Detail, r.rep.Quarantine, ErrLost)
 	} else {
 		r.done("moved broken %s aside (the next fetch writes it again)", p.Path)
 	}
