@@ -16,9 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/workpool"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
+
+// QuarantineDir is where bad files go, under the git dir: memd's state dir, then one folder
+// per repair named for its UTC time.
+var QuarantineDir = filepath.Join(memd.StateDirName, "quarantine")
 
 // Kind is what a Problem is about.
 type Kind string
@@ -62,7 +67,7 @@ func (p Problem) Plan(remote string) string {
 	case KindRef:
 		return "repoint it from its reflog or " + remote + "'s tracking ref (never past a commit only this machine had)"
 	case KindObject, KindPack:
-		return "move it aside into .git/memd/quarantine, then fetch what it held from " + remote + " or rebuild it from the work tree"
+		return "move it aside into the quarantine (" + QuarantineDir + "), then fetch what it held from " + remote + " or rebuild it from the work tree"
 	case KindMissing:
 		return "fetch it from " + remote + " or rebuild it from the work tree"
 	case KindIndex:
@@ -335,17 +340,27 @@ func refs(gitDir string) map[string]string {
 		}
 		f.Close()
 	}
-	for _, top := range []string{"refs/heads", "refs/remotes"} {
-		_ = filepath.WalkDir(filepath.Join(gitDir, top), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, ".lock") {
-				return nil
-			}
+	for _, p := range refFiles(gitDir) {
+		rel, _ := filepath.Rel(gitDir, p)
+		rel = filepath.ToSlash(rel)
+		if (strings.HasPrefix(rel, "refs/heads/") || strings.HasPrefix(rel, "refs/remotes/")) && !strings.HasSuffix(rel, ".lock") {
 			data, _ := os.ReadFile(p)
-			rel, _ := filepath.Rel(gitDir, p)
-			out[filepath.ToSlash(rel)] = strings.TrimSpace(string(data))
-			return nil
-		})
+			out[rel] = strings.TrimSpace(string(data))
+		}
 	}
+	return out
+}
+
+// refFiles are the files under gitDir/refs (loose refs and their locks): the one walk of
+// the git dir here.
+func refFiles(gitDir string) []string {
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			out = append(out, p)
+		}
+		return nil
+	})
 	return out
 }
 
@@ -383,12 +398,11 @@ func diagnoseLocks(o Options) []Problem {
 	for _, n := range []string{"packed-refs.lock", "config.lock"} {
 		locks = append(locks, filepath.Join(o.common, n))
 	}
-	_ = filepath.WalkDir(filepath.Join(o.common, "refs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, ".lock") {
+	for _, p := range refFiles(o.common) {
+		if strings.HasSuffix(p, ".lock") {
 			locks = append(locks, p)
 		}
-		return nil
-	})
+	}
 	live, canSee := gitstore.LiveGitProcess(o.WorkDir)
 	var ps []Problem
 	for _, l := range locks {

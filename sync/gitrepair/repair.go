@@ -139,7 +139,7 @@ func (r *repair) quarantine(base, rel string) error {
 		return nil
 	}
 	if r.rep.Quarantine == "" {
-		base := filepath.Join(r.o.GitDir, "memd", "quarantine", r.o.Now().UTC().Format("20060102T150405Z"))
+		base := filepath.Join(r.o.GitDir, QuarantineDir, r.o.Now().UTC().Format("20060102T150405Z"))
 		q := base
 		for i := 2; ; i++ {
 			if _, err := os.Lstat(q); errors.Is(err, fs.ErrNotExist) {
