@@ -21,6 +21,7 @@ import (
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sleep"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitrepair"
 	"github.com/memd-dev/memd/sync/gitrepo"
 	"github.com/memd-dev/memd/watcher"
 )
@@ -73,6 +74,7 @@ type Agent struct {
 	asidePolling atomic.Bool    // a poll of the gate is armed (aside.go)
 	sleepWaiting time.Time      // a sleep slot skipped while the gate was shut, run when it opens (owner only)
 	written      writtenDoc     // the status files as last written (state.go; owner only)
+	heal         gitHeal        // the git directory's repairs (githeal.go; owner only)
 }
 
 // startReconciled follows the start-up reconcile: the first sync, and the sleep schedule.
@@ -100,6 +102,11 @@ func New(opts Options) (*Agent, error) {
 	sess, err := Open(context.Background(), a.cfg, OpenOptions{Logger: a.log, Now: a.now, Who: "memd", LockHeld: a.metrics.LockHeld,
 		DeferIndexUpkeep: true}) // started at READY (Run)
 	if err != nil {
+		if errors.Is(err, gitrepair.ErrLost) { // state error, the one line (githeal.go)
+			if werr := WriteLostStatus(a.cfg, a.now(), err); werr != nil {
+				a.log.Warn("write status", "err", werr)
+			}
+		}
 		return nil, err
 	}
 	a.sess, a.repo, a.ignorer = sess, sess.Repo(), sess.Ignorer()
@@ -115,6 +122,7 @@ func New(opts Options) (*Agent, error) {
 			a.st.lastSleep = &sleepInfo{at: s.At, counts: s.Counts}
 		}
 	}
+	a.noteRepairs(sess.GitRepairs()) // after the restore: the events go on from its ids
 	// Where hooks' descendants are ended (a cgroup, else a subreaper); a killed memd's
 	// leftover runs are ended now.
 	a.log.Debug("hooks and the summarizer end every descendant", "mode", procgroup.Prepare())
@@ -358,9 +366,16 @@ func (a *Agent) runJob(ctx context.Context, name string, fn func(ctx context.Con
 	a.procsIdle(false)
 	a.setJob(name)
 	defer a.setJob("")
-	if err := fn(ctx); err != nil {
+	if a.heal.lost != "" && name != "inventory" {
+		a.st.lastErr = a.heal.lost // nothing works on a repo that lost a commit (githeal.go)
+		a.publish()
+		return
+	}
+	err := fn(ctx)
+	if err != nil {
 		a.log.Error(name+" failed", "err", err)
 	}
+	a.healIfDamaged(ctx, err)
 	a.st.busy = ""
 	a.publish()
 }

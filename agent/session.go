@@ -36,6 +36,10 @@ type Session struct {
 	// path (§9.5); startOnce starts it once (Open, or StartIndexUpkeep when deferred).
 	startup   sync.WaitGroup
 	startOnce sync.Once
+	// healed are the git directory repairs Open made; healPending what it could not heal
+	// yet (githeal.go, docs/ARCHITECTURE.md §9.7).
+	healed      []string
+	healPending string
 }
 
 // OpenOptions tune Open. Zero values take the defaults.
@@ -63,7 +67,7 @@ type OpenOptions struct {
 const maxCASRetries = 5
 
 // Open opens the repo at cfg.Repo with memd's ignore rules and applies the start-up
-// invariants, in this order (§10): under the writer lock, finish (or undo) a merge a crash
+// invariants, in this order (§10): the git directory's crash damage healed (§9.7), then under the writer lock, finish (or undo) a merge a crash
 // interrupted (§9.2), then undo a sleep phase a crash left half applied (§9.3); then, in the
 // background, clear a stale .git/index.lock and bring the index up to HEAD (§9.5).
 // The repairs hold the writer lock because a live sync or sleep holds it across its own
@@ -81,6 +85,14 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	if o.Who == "" {
 		o.Who = "memd"
 	}
+	s := &Session{cfg: cfg, log: o.Logger, now: o.Now, who: o.Who, held: o.LockHeld}
+	if !o.ReadOnly {
+		// First: what a crash left in .git (an empty HEAD, a corrupt object) is healed
+		// before anything reads it (githeal.go).
+		if err := s.healAtOpen(ctx, o); err != nil {
+			return nil, fmt.Errorf("open %s: %w", cfg.Repo, err)
+		}
+	}
 	ro := gitrepo.OptionsFromConfig(cfg)
 	ro.Logger, ro.Now = o.Logger, o.Now
 	ro.Deletions = stateAllowance{cfg.StateDir()} // memd resume --allow-deletes (brake.go)
@@ -95,7 +107,7 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	}
 	ign = ign.WithLockFile(cfg.Lock.File) // lock.file is never committed, whatever its name
 	repo.SetIgnore(ign.Ignored)
-	s := &Session{cfg: cfg, repo: repo, ignorer: ign, log: o.Logger, now: o.Now, who: o.Who, held: o.LockHeld}
+	s.repo, s.ignorer = repo, ign
 	if o.ReadOnly {
 		return s, nil
 	}

@@ -79,7 +79,7 @@ func (a *Agent) publish() {
 		// the copies merges ever made.
 		Conflicts: len(inv.copies),
 		Degraded:  ws.Degraded,
-		Extra:     a.hookFails.warnings(),
+		Extra:     append(a.hookFails.warnings(), a.heal.warnings()...),
 		LastPush:  st.lastPush,
 		Remote:    fmt.Sprintf("%s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch),
 

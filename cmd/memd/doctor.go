@@ -18,6 +18,7 @@ func cmdDoctor(a *app, args []string) int {
 	fs := a.flags("doctor", "")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	scanSecrets := fs.Bool("secrets", false, "scan the whole history for secrets (gitleaks' rules): commit, path, rule of each; exit 1 when found")
+	repairGit := fs.Bool("repair", false, "heal what a crash left in .git (corrupt objects, index, HEAD, refs) now, as memd run would")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -46,6 +47,9 @@ func cmdDoctor(a *app, args []string) int {
 	}
 	doctorClaudeCode(a, rep)
 	helper := doctorRemote(a, rep) // doctor_remote.go
+	if err := doctorGit(a, rep, *repairGit); err != nil { // doctor_git.go
+		return a.fail("doctor: %v", err)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")

@@ -11,6 +11,7 @@ import (
 	"github.com/memd-dev/memd/demo"
 	"github.com/memd-dev/memd/format/scaffold"
 	"github.com/memd-dev/memd/sync/gitremote"
+	"github.com/memd-dev/memd/sync/gitrepair"
 	"github.com/memd-dev/memd/sync/gitrepo"
 )
 
@@ -79,6 +80,11 @@ func cmdInit(a *app, args []string) int {
 	}
 	if o.layout == scaffold.LayoutProjectMemory {
 		fmt.Fprintf(a.stdout, "layout: %s (project MEMORY.md files and topic files, no PARA buckets)\n", o.layout)
+	}
+	// Durable before "ready": a power cut in the kernel's writeback window must not leave an
+	// empty HEAD or a zero-length object (docs/ARCHITECTURE.md §9.7).
+	if err := gitrepair.SyncTree(dir); err != nil {
+		return a.fail("init %s: %v", dir, err)
 	}
 	say(a.stdout, "memory repo ready: %s\n", dir)
 	return exitOK
