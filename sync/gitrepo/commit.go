@@ -1061,5 +1061,5 @@ func (s *stager) changes() []memd.Change {
 // newObjectBatch starts the loose objects of one commit or merge (gitstore/objwrite.go:
 // durable before any ref names them).
 func (r *Repo) newObjectBatch() *gitstore.ObjectBatch {
-	return gitstore.NewObjectBatch(r.gitDir, r.repo.Storer)
+	return gitstore.NewObjectBatch(r.commonDir, r.repo.Storer)
 }

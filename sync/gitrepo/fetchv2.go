@@ -118,7 +118,7 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 		}
 		if err != nil {
 			if err = r.fetchPackV2(ctx, rem, head); err == nil {
-				old, _ := gitstore.ReadRef(r.gitDir, track.String())
+				old, _ := gitstore.ReadRef(r.commonDir, track.String())
 				err = r.checkConnectedLocked(head, old)
 			}
 		}

@@ -60,7 +60,19 @@ const maxIdlePacks = 4
 // NewStorage opens the storage of the .git directory gitDir with the object cache c and
 // go-git's large-object threshold (objects above it are streamed from disk, not held).
 func NewStorage(gitDir string, c cache.Object, largeObject int64) *Storage {
-	fs := osfs.New(gitDir)
+	return NewWorktreeStorage(gitDir, gitDir, c, largeObject)
+}
+
+// NewWorktreeStorage is NewStorage of a linked worktree's git dir gitDir (HEAD, index)
+// over the common dir commonDir that holds objects, refs, packed-refs and config (go-git's
+// RepositoryFilesystem picks the dir per path as git does; internal/gitlayout is memd's
+// own rule for the paths it builds). With commonDir == gitDir it is NewStorage.
+func NewWorktreeStorage(gitDir, commonDir string, c cache.Object, largeObject int64) *Storage {
+	var fs billy.Filesystem = osfs.New(gitDir)
+	if commonDir != gitDir {
+		fs = dotgit.NewRepositoryFilesystem(fs, osfs.New(commonDir))
+	}
+	gitDir = commonDir // what this type reads itself (packs, index-pack) is the common dir's
 	dot := dotgit.New(fs)
 	// DotGit looks for a receive-pack's incoming objects directory on its first loose miss
 	// and keeps the answer in a field without a lock; asking once here, before any reader

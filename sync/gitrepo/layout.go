@@ -1,0 +1,83 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/storage"
+
+	"github.com/memd-dev/memd/internal/gitlayout"
+)
+
+// checkLayout refuses, naming it, a layout memd cannot work in (gitlayout.ErrUnsupported;
+// memd run exits 2): what git would do differently from what memd writes itself.
+func checkLayout(l gitlayout.Layout) error {
+	f, err := os.Open(l.Path("config"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // go-git's open says what is missing
+	} else if err != nil {
+		return err
+	}
+	cfg, err := config.ReadConfig(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.Path("config"), err)
+	}
+	core, ext := cfg.Raw.Section("core"), cfg.Raw.Section("extensions")
+	// A linked worktree does not take core.bare or core.worktree from the shared config
+	// (git-worktree(1), CONFIGURATION FILE): a worktree of a bare repo is common.
+	if !l.Linked() && strings.EqualFold(core.Option("bare"), "true") {
+		return fmt.Errorf("%w: a bare repository (core.bare = true in %s) has no work tree to keep", gitlayout.ErrUnsupported, l.Path("config"))
+	}
+	if f := ext.Option("objectformat"); f != "" && !strings.EqualFold(f, "sha1") {
+		// memd hashes and writes objects itself, in SHA-1.
+		return fmt.Errorf("%w: object format %q is not supported (sha1 only)", gitlayout.ErrUnsupported, f)
+	}
+	if f := ext.Option("refstorage"); f != "" && !strings.EqualFold(f, "files") {
+		// memd reads and writes loose refs and packed-refs itself.
+		return fmt.Errorf("%w: ref storage %q is not supported (files only)", gitlayout.ErrUnsupported, f)
+	}
+	if wt := core.Option("worktree"); wt != "" && !l.Linked() {
+		// A submodule's git dir names its checkout so; any other work tree is git's, not this one.
+		if !filepath.IsAbs(wt) {
+			wt = filepath.Join(l.GitDir, wt)
+		}
+		if !sameDir(wt, l.WorkTree) {
+			return fmt.Errorf("%w: core.worktree in %s names %s, not this checkout %s", gitlayout.ErrUnsupported, l.Path("config"), wt, l.WorkTree)
+		}
+	}
+	return nil
+}
+
+// extensionsKnown is a storer whose config leaves out, for go-git's check of a repo's
+// extensions at open (it knows none of them), the extensions memd works with as git does:
+// partialClone (missing blobs fetched through the promisor, partial.go), worktreeConfig
+// (config.worktree is per worktree, gitlayout), preciousObjects (memd never prunes). The ones
+// it cannot work with checkLayout refused before.
+type extensionsKnown struct{ storage.Storer }
+
+func (e extensionsKnown) Config() (*config.Config, error) {
+	c, err := e.Storer.Config()
+	if err != nil || c.Raw == nil || !c.Raw.HasSection("extensions") {
+		return c, err
+	}
+	s := c.Raw.Section("extensions")
+	for _, k := range []string{"partialclone", "worktreeconfig", "preciousobjects"} {
+		s.RemoveOption(k)
+	}
+	return c, nil
+}
+
+func sameDir(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}

@@ -1,0 +1,127 @@
+package gitrepo
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/gitlayout"
+	"github.com/memd-dev/memd/internal/testutil"
+)
+
+// rev is `git rev-parse rev` in dir.
+func rev(t *testing.T, dir, rev string) string {
+	t.Helper()
+	return strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", rev))
+}
+
+// layoutRound is what memd does in any checkout, checked with plain git: a commit of
+// its own, a push, another machine's commit merged in by a sync, the state dir in the
+// checkout's own git dir, git status empty and fsck clean.
+func layoutRound(t *testing.T, w *syncWorld, dir string, opts Options) {
+	t.Helper()
+	r := openTest(t, dir, opts)
+	branch := opts.Branch
+	if branch == "" {
+		branch = "main"
+	}
+	testutil.WriteFile(t, dir, "notes/mine.md", "mine\n")
+	mustCommit(t, r, "notes/mine.md")
+	testutil.WriteFile(t, w.bDir, "notes/theirs.md", "theirs\n")
+	testutil.RunGit(t, w.bDir, "add", "-A")
+	testutil.RunGit(t, w.bDir, "commit", "-q", "-m", "theirs")
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "HEAD:"+branch)
+	mustSync(t, r)
+	if b, err := os.ReadFile(filepath.Join(dir, "notes", "theirs.md")); err != nil || string(b) != "theirs\n" {
+		t.Fatalf("the other side's file after the sync: %q %v", b, err)
+	}
+	if h, rh := rev(t, dir, "HEAD"), rev(t, w.bare, branch); h != rh {
+		t.Fatalf("HEAD %s, remote %s %s", h, branch, rh)
+	}
+	statusClean(t, r)
+	fsck(t, dir)
+	gitDir := rev(t, dir, "--absolute-git-dir")
+	if sd := memd.StateDir(dir); sd != filepath.Join(gitDir, memd.StateDirName) {
+		t.Fatalf("state dir %s, git dir %s", sd, gitDir)
+	}
+	if fi, err := os.Stat(filepath.Join(gitDir, memd.StateDirName)); err != nil || !fi.IsDir() {
+		t.Fatalf("no state dir in the git dir %s: %v", gitDir, err)
+	}
+}
+
+// A checkout whose .git is a file: a submodule of a dotfiles repo, a --separate-git-dir clone.
+func TestLayoutGitFile(t *testing.T) {
+	t.Run("submodule", func(t *testing.T) {
+		w := newSyncWorld(t, map[string]string{"README.md": "seed\n"})
+		dots := newGitDir(t)
+		testutil.RunGit(t, dots, "-c", "protocol.file.allow=always", "submodule", "add", "-q", w.bare, "memory")
+		testutil.RunGit(t, dots, "commit", "-q", "-m", "memory as a submodule")
+		layoutRound(t, w, filepath.Join(dots, "memory"), testOptions())
+		fsck(t, dots)
+	})
+	t.Run("separate-git-dir", func(t *testing.T) {
+		w := newSyncWorld(t, map[string]string{"README.md": "seed\n"})
+		dir := filepath.Join(t.TempDir(), "sep")
+		testutil.RunGit(t, filepath.Dir(dir), "clone", "-q", "--separate-git-dir", filepath.Join(filepath.Dir(dir), "sep.git"), w.bare, dir)
+		layoutRound(t, w, dir, testOptions())
+	})
+}
+
+// A linked worktree has its own HEAD, index and state dir; objects and refs are shared.
+// memd in each of two worktrees of one repo commits its own branch without meeting the
+// other, and refuses the branch the other has checked out.
+func TestLayoutLinkedWorktree(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"README.md": "seed\n"})
+	linked := filepath.Join(t.TempDir(), "linked")
+	testutil.RunGit(t, w.aDir, "worktree", "add", "-q", "-b", "side", linked)
+	opts := testOptions()
+	opts.Branch = "side"
+	if _, err := Open(linked, testOptions()); !errors.Is(err, gitlayout.ErrUnsupported) || !strings.Contains(err.Error(), "checked out at "+w.aDir) {
+		t.Fatalf("memd on main in the linked worktree: %v", err)
+	}
+	main := openTest(t, w.aDir, testOptions())
+	mainHead := rev(t, w.aDir, "HEAD")
+	layoutRound(t, w, linked, opts)
+	if h := rev(t, w.aDir, "HEAD"); h != mainHead {
+		t.Fatalf("the main worktree's HEAD moved: %s → %s", mainHead, h)
+	}
+	if out := testutil.RunGit(t, w.aDir, "status", "--porcelain", "-uall"); out != "" {
+		t.Fatalf("the main worktree after memd in the linked one:\n%s", out)
+	}
+	testutil.WriteFile(t, w.aDir, "notes/main.md", "main\n")
+	mustCommit(t, main, "notes/main.md")
+	statusClean(t, main)
+	if memd.StateDir(w.aDir) == memd.StateDir(linked) {
+		t.Fatalf("one state dir for two worktrees: %s", memd.StateDir(linked))
+	}
+	if got := rev(t, linked, "side"); got != rev(t, linked, "HEAD") {
+		t.Fatalf("side %s, linked HEAD %s", got, rev(t, linked, "HEAD"))
+	}
+	fsck(t, w.aDir)
+}
+
+// What memd cannot work in is refused at open, naming the layout.
+func TestLayoutRefused(t *testing.T) {
+	for _, c := range []struct{ name, key, val, want string }{
+		{"sha256", "extensions.objectformat", "sha256", "object format"},
+		{"reftable", "extensions.refstorage", "reftable", "ref storage"},
+		{"bare", "core.bare", "true", "bare repository"},
+		{"worktree elsewhere", "core.worktree", "/", "core.worktree"},
+	} {
+		dir := newGitDir(t)
+		testutil.RunGit(t, dir, "config", "core.repositoryformatversion", "1")
+		testutil.RunGit(t, dir, "config", c.key, c.val)
+		_, err := Open(dir, testOptions())
+		if !errors.Is(err, gitlayout.ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	dir := t.TempDir()
+	testutil.WriteFile(t, dir, ".git", "gitdir: nowhere\n")
+	if _, err := Open(dir, testOptions()); !errors.Is(err, gitlayout.ErrBadGitFile) {
+		t.Errorf("a .git file naming nothing: %v", err)
+	}
+}
