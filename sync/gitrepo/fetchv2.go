@@ -120,6 +120,11 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 			if err = r.fetchPackV2(ctx, rem, head); err == nil {
 				old, _ := gitstore.ReadRef(r.commonDir, track.String())
 				err = r.checkConnectedLocked(head, old)
+				if errors.Is(err, plumbing.ErrObjectNotFound) && r.shallow() {
+					if err = r.completeShallowFetchLocked(ctx, track); err == nil {
+						err = r.checkConnectedLocked(head, old)
+					}
+				}
 			}
 		}
 		if errors.Is(err, ErrCheckUnsupported) {

@@ -125,3 +125,65 @@ func TestLayoutRefused(t *testing.T) {
 		t.Errorf("a .git file naming nothing: %v", err)
 	}
 }
+
+// commits makes n commits of one file in dir with the git binary.
+func commits(t *testing.T, dir, name string, n int) {
+	t.Helper()
+	for i := range n {
+		testutil.WriteFile(t, dir, name, strings.Repeat("x\n", i+1))
+		testutil.RunGit(t, dir, "add", name)
+		testutil.RunGit(t, dir, "commit", "-q", "-m", name+" "+string(rune('a'+i%26)))
+	}
+}
+
+// A `--depth 1` clone whose remote moved on syncs: a fast-forward, a merge whose base is
+// the graft point, and a merge whose base is below it (the remote rewritten from 30
+// commits down) that deepens the clone as git fetch --deepen does; fsck clean, git status
+// empty, git agreeing on the merge's parents.
+func TestLayoutShallowClone(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"README.md": "seed\n"})
+	commits(t, w.bDir, "history.md", 30)
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
+	dir := filepath.Join(t.TempDir(), "shallow")
+	testutil.RunGit(t, filepath.Dir(dir), "clone", "-q", "--depth", "1", "file://"+w.bare, dir)
+	r := openTest(t, dir, testOptions())
+
+	commits(t, w.bDir, "theirs.md", 2) // the remote moves on: a fast-forward
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
+	mustSync(t, r)
+	if h, rh := rev(t, dir, "HEAD"), rev(t, w.bare, "main"); h != rh {
+		t.Fatalf("after a fast-forward: HEAD %s, remote %s", h, rh)
+	}
+
+	testutil.WriteFile(t, dir, "notes/mine.md", "mine\n") // both move on: a merge
+	mustCommit(t, r, "notes/mine.md")
+	commits(t, w.bDir, "theirs2.md", 1)
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
+	mustSync(t, r)
+	if h, rh := rev(t, dir, "HEAD"), rev(t, w.bare, "main"); h != rh {
+		t.Fatalf("after a merge: HEAD %s, remote %s", h, rh)
+	}
+
+	// The remote rewritten below the graft point: the base is 30 commits down.
+	testutil.WriteFile(t, dir, "notes/mine2.md", "mine2\n")
+	mustCommit(t, r, "notes/mine2.md")
+	testutil.RunGit(t, w.bDir, "pull", "-q", "--no-rebase", "origin", "main")
+	testutil.RunGit(t, w.bDir, "reset", "-q", "--hard", "HEAD~30")
+	commits(t, w.bDir, "rewritten.md", 1)
+	testutil.RunGit(t, w.bDir, "push", "-q", "--force", "origin", "main")
+	theirs := rev(t, w.bare, "main")
+	mustSync(t, r)
+	if h, rh := rev(t, dir, "HEAD"), rev(t, w.bare, "main"); h != rh {
+		t.Fatalf("after the deepening merge: HEAD %s, remote %s", h, rh)
+	}
+	if out := testutil.RunGit(t, dir, "merge-base", "--is-ancestor", theirs, "HEAD"); out != "" {
+		t.Fatal(out)
+	}
+	for _, f := range []string{"notes/mine.md", "notes/mine2.md", "rewritten.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("after the merges: %v", err)
+		}
+	}
+	statusClean(t, r)
+	fsck(t, dir)
+}

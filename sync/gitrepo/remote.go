@@ -756,7 +756,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		// One walk of the divergence gives ahead/behind and the merge base
 		// (gitremote/mergebase.go): the common cases (only ahead, fast-forward) and
 		// the merges never walk the whole history.
-		ahead, behind, bases, err := gitremote.Divergence(r.repo.Storer, local, remote)
+		ahead, behind, bases, err := r.divergenceLocked(ro, local, remote)
 		if err != nil {
 			return nil, err
 		}
