@@ -697,7 +697,7 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash)
 	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && gitstore.PlainIndexFile(indexPath) {
 		return len(entries), true, nil
 	}
-	return len(entries), false, gitstore.WriteIndex(lock, entries)
+	return len(entries), false, gitstore.WriteIndexVersion(lock, indexVersion(indexPath, gr), entries)
 }
 
 // rootTree is the tree of commit head (zero for an unborn branch).

@@ -6,12 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/memd-dev/memd/internal/gitlayout"
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // checkLayout refuses, naming it, a layout memd cannot work in (gitlayout.ErrUnsupported;
@@ -80,4 +83,24 @@ func sameDir(a, b string) bool {
 	}
 	fb, err := os.Stat(b)
 	return err == nil && os.SameFile(fa, fb)
+}
+
+// indexVersion is the version git writes the index at path in: the file's own (git keeps
+// the version it read: a version-4 index stays 4), else index.version, else 4 under
+// feature.manyFiles, else 2 (read-cache.c's get_index_format_default).
+func indexVersion(path string, gr *git.Repository) uint32 {
+	if v := gitstore.IndexFileVersion(path); v != 0 {
+		return v
+	}
+	cfg, err := gr.ConfigScoped(config.GlobalScope) // the repo's, over the user's
+	if err != nil {
+		return 2
+	}
+	if v, err := strconv.Atoi(cfg.Raw.Section("index").Option("version")); err == nil && v >= 2 && v <= 4 {
+		return uint32(v)
+	}
+	if b, _ := strconv.ParseBool(cfg.Raw.Section("feature").Option("manyFiles")); b {
+		return 4
+	}
+	return 2
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/internal/testutil"
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // rev is `git rev-parse rev` in dir.
@@ -185,5 +186,41 @@ func TestLayoutShallowClone(t *testing.T) {
 		}
 	}
 	statusClean(t, r)
+	fsck(t, dir)
+}
+
+// feature.manyFiles (index version 4, the untracked cache): memd's commits and index
+// refreshes, spliced and full, keep version 4, and git reads the index as clean.
+func TestLayoutIndexVersion4(t *testing.T) {
+	dir := newGitDir(t)
+	testutil.RunGit(t, dir, "config", "feature.manyFiles", "true")
+	for _, p := range []string{"projects/alpha/notes.md", "projects/alpha/todo.md", "projects/beta/notes.md", "areas/health.md", "README.md"} {
+		testutil.WriteFile(t, dir, p, p+"\n")
+	}
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "seed")
+	testutil.RunGit(t, dir, "update-index", "--index-version", "4")
+	testutil.RunGit(t, dir, "status", "--porcelain") // git writes its untracked cache
+	idx := filepath.Join(dir, ".git", "index")
+	r := openTest(t, dir, testOptions())
+	for i, p := range []string{"projects/alpha/new.md", "projects/alpha/notes.md", "projects/beta/b.md"} {
+		testutil.WriteFile(t, dir, p, strings.Repeat("v\n", i+2))
+		mustCommit(t, r, p)
+		statusClean(t, r)
+		if v := gitstore.IndexFileVersion(idx); v != 4 {
+			t.Fatalf("after memd's commit of %s: index version %d", p, v)
+		}
+	}
+	testutil.RunGit(t, dir, "rm", "-q", "areas/health.md") // git writes the index: memd's next refresh is a full one
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "rm")
+	testutil.WriteFile(t, dir, "areas/new.md", "new\n")
+	mustCommit(t, r, "areas/new.md")
+	statusClean(t, r)
+	if v := gitstore.IndexFileVersion(idx); v != 4 {
+		t.Fatalf("after a full refresh: index version %d", v)
+	}
+	if out := testutil.RunGit(t, dir, "ls-files"); strings.Count(out, "\n") != 7 {
+		t.Fatalf("git ls-files:\n%s", out)
+	}
 	fsck(t, dir)
 }
