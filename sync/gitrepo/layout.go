@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,12 +9,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/memd-dev/memd/internal/gitlayout"
+	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
 
@@ -59,7 +64,7 @@ func checkLayout(l gitlayout.Layout) error {
 
 // extensionsKnown is a storer whose config leaves out, for go-git's check of a repo's
 // extensions at open (it knows none of them), the extensions memd works with as git does:
-// partialClone (missing blobs fetched through the promisor, partial.go), worktreeConfig
+// partialClone (missing blobs fetched through the promisor, lazyFetcher), worktreeConfig
 // (config.worktree is per worktree, gitlayout), preciousObjects (memd never prunes). The ones
 // it cannot work with checkLayout refused before.
 type extensionsKnown struct{ storage.Storer }
@@ -103,4 +108,46 @@ func indexVersion(path string, gr *git.Repository) uint32 {
 		return 4
 	}
 	return 2
+}
+
+// partialClone: a clone made with --filter (a promisor remote, or the older
+// extensions.partialClone), whose missing blobs git fetches when it reads them.
+func partialClone(cfg *config.Config) bool {
+	if cfg.Raw.Section("extensions").Option("partialclone") != "" {
+		return true
+	}
+	for _, sub := range cfg.Raw.Section("remote").Subsections {
+		if b, _ := strconv.ParseBool(sub.Option("promisor")); b {
+			return true
+		}
+	}
+	return false
+}
+
+// lazyFetchRetry is how long a blob the promisor remote could not give is not asked for
+// again: a read that fails (offline) fails at once until then, not one fetch per read.
+const lazyFetchRetry = time.Minute
+
+// lazyFetcher fetches a partial clone's missing blob as git does, by asking git to read it
+// (gitremote.FetchMissing). Safe for concurrent use.
+func lazyFetcher(workTree string) func(h plumbing.Hash) error {
+	var mu sync.Mutex
+	failed := map[plumbing.Hash]time.Time{}
+	return func(h plumbing.Hash) error {
+		mu.Lock()
+		at, ok := failed[h]
+		mu.Unlock()
+		if ok && time.Since(at) < lazyFetchRetry {
+			return fmt.Errorf("blob %s: the promisor remote did not give it %s ago", h, time.Since(at).Round(time.Second))
+		}
+		err := gitremote.FetchMissing(context.Background(), workTree, h.String(), DefaultNetworkTimeout)
+		mu.Lock()
+		if err != nil {
+			failed[h] = time.Now()
+		} else {
+			delete(failed, h)
+		}
+		mu.Unlock()
+		return err
+	}
 }

@@ -224,3 +224,45 @@ func TestLayoutIndexVersion4(t *testing.T) {
 	}
 	fsck(t, dir)
 }
+
+// A `--filter=blob:none` clone where the user's own `git fetch` brought the remote's
+// commits without their blobs: memd's merge and checkout fetch each blob they read from
+// the promisor remote, as git does.
+func TestLayoutPartialClone(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"notes/a.md": "a\n", "notes/old.md": "old\n"})
+	testutil.RunGit(t, w.bare, "config", "uploadpack.allowFilter", "true")
+	dir := filepath.Join(t.TempDir(), "partial")
+	testutil.RunGit(t, filepath.Dir(dir), "clone", "-q", "--filter=blob:none", "file://"+w.bare, dir)
+	r := openTest(t, dir, testOptions())
+	testutil.WriteFile(t, w.bDir, "notes/a.md", "a, theirs\n")
+	testutil.WriteFile(t, w.bDir, "notes/b.md", "b\n")
+	testutil.RunGit(t, w.bDir, "add", "-A")
+	testutil.RunGit(t, w.bDir, "commit", "-q", "-m", "theirs")
+	testutil.RunGit(t, w.bDir, "push", "-q", "origin", "main")
+	testutil.RunGit(t, dir, "fetch", "-q", "origin") // the user's fetch: commits and trees, no blobs
+	blob := rev(t, w.bDir, "HEAD:notes/b.md")
+	if out, err := (testutil.Git{Env: append(testutil.GitEnv(), "GIT_NO_LAZY_FETCH=1")}).Run(dir, nil, "cat-file", "--batch-check", "--batch-all-objects"); err != nil || strings.Contains(out, blob) {
+		t.Fatalf("the blob is here before memd needs it (%v):\n%s", err, out)
+	}
+	testutil.WriteFile(t, dir, "notes/c.md", "c\n")
+	mustCommit(t, r, "notes/c.md")
+	mustSync(t, r)
+	for p, want := range map[string]string{"notes/a.md": "a, theirs\n", "notes/b.md": "b\n", "notes/c.md": "c\n"} {
+		if b, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(b) != want {
+			t.Errorf("%s: %q %v", p, b, err)
+		}
+	}
+	if h, rh := rev(t, dir, "HEAD"), rev(t, w.bare, "main"); h != rh {
+		t.Fatalf("HEAD %s, remote %s", h, rh)
+	}
+	statusClean(t, r)
+	fsck(t, dir)
+}
+
+// A clone that borrows objects through objects/info/alternates (`git clone --shared`).
+func TestLayoutAlternates(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"notes/a.md": "a\n"})
+	dir := filepath.Join(t.TempDir(), "shared")
+	testutil.RunGit(t, filepath.Dir(dir), "clone", "-q", "--shared", w.bare, dir)
+	layoutRound(t, w, dir, testOptions())
+}

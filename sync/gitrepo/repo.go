@@ -265,6 +265,11 @@ func Open(dir string, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open repo %s: %w: the branch %s is checked out at %s (set sync.branch to this worktree's branch)",
 			dir, gitlayout.ErrUnsupported, opts.Branch, at)
 	}
+	if cfg, err := gr.Config(); err == nil && partialClone(cfg) {
+		if st, ok := gr.Storer.(*gitstore.Storage); ok {
+			st.SetLazyFetch(lazyFetcher(abs))
+		}
+	}
 	r := &Repo{dir: abs, given: given, gitDir: gitDir, commonDir: layout.CommonDir, layout: layout, repo: gr, opts: opts, log: log,
 		durable: durableState{dirs: map[string]bool{}}}
 	r.maxFile.Store(opts.MaxFileSize)

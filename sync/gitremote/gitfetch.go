@@ -45,3 +45,23 @@ func GitFetch(ctx context.Context, workTree, remote, ref string, timeout time.Du
 // DeepenStep is how many commits the first Deepen of a merge asks for; each next one asks
 // for twice as many, so a base n commits down costs about log2(n) fetches.
 const DeepenStep = 16
+
+// FetchMissing has the git binary read object h in the partial clone at workTree (`git
+// cat-file -e`), which fetches it from the promisor remote when it is missing, as any read
+// of git's does (promisor-remote.c); the object is in the repo after it.
+func FetchMissing(ctx context.Context, workTree string, h string, timeout time.Duration) error {
+	if gitBinary == "" {
+		return errNoGit
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, gitBinary, "cat-file", "-e", h)
+	c.Dir = workTree
+	c.Env = gitEnv()
+	stderr := &cappedBuffer{max: 1024}
+	c.Stderr = stderr
+	if err := c.Run(); err != nil {
+		return &gitRunError{args: "cat-file -e", msg: RedactURL(strings.TrimSpace(stderr.String())), err: err}
+	}
+	return nil
+}
