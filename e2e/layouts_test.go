@@ -13,7 +13,7 @@ import (
 // ident is a git identity for the test's own commits (the world's git config has none).
 var ident = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
 
-// memd run in the layouts git makes (DESIGN §10, "Repo layouts git makes"): the memory repo
+// memd run in the layouts git makes (README, "The repo layouts git makes"): the memory repo
 // as a submodule of a dotfiles repo (its .git a file), and two linked worktrees of one repo
 // each with a memd of its own, without meeting; memd on the branch the other worktree has
 // checked out refuses to start with exit 2, naming where.

@@ -7,12 +7,13 @@
 // goes through here, so a submodule or a `git worktree add` checkout is a repo
 // like any other.
 //
-// It imports only what os does plus errors, path and strings: the root
-// package's StateDir calls it.
+// It imports only the standard library (errors, fmt, io, os, path, strings): the
+// root package's StateDir calls it.
 package gitlayout
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -78,7 +79,7 @@ func Resolve(workTree string) (Layout, error) {
 // commondir) naming a directory, relative to base unless absolute.
 func readLink(name, prefix, base string) (string, error) {
 	bad := func(why string) error {
-		return &os.PathError{Op: "read", Path: name, Err: errors.Join(ErrBadGitFile, errors.New(why))}
+		return &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: %s", ErrBadGitFile, why)}
 	}
 	f, err := os.Open(name)
 	if err != nil {
