@@ -86,6 +86,15 @@ func TestLayoutLinkedWorktree(t *testing.T) {
 	main := openTest(t, w.aDir, testOptions())
 	mainHead := rev(t, w.aDir, "HEAD")
 	layoutRound(t, w, linked, opts)
+	side := openTest(t, linked, opts)
+	testutil.RunGit(t, w.aDir, "checkout", "-q", "--ignore-other-worktrees", "side")
+	if a := side.StandAside(); !strings.Contains(a.Reason, "checked out at "+w.aDir) {
+		t.Fatalf("side checked out in the main worktree too: memd's aside %+v", a)
+	}
+	testutil.RunGit(t, w.aDir, "checkout", "-q", "main")
+	if a := side.StandAside(); a.Reason != "" {
+		t.Fatalf("after: %+v", a)
+	}
 	if h := rev(t, w.aDir, "HEAD"); h != mainHead {
 		t.Fatalf("the main worktree's HEAD moved: %s → %s", mainHead, h)
 	}
