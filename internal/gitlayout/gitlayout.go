@@ -7,8 +7,7 @@
 // goes through here, so a submodule or a `git worktree add` checkout is a repo
 // like any other.
 //
-// It imports only the standard library (errors, fmt, io, os, path, strings): the
-// root package's StateDir calls it.
+// It imports only the standard library: the root package's StateDir calls it.
 package gitlayout
 
 import (
@@ -17,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -99,6 +99,11 @@ func readLink(name, prefix, base string) (string, error) {
 		return "", bad("not one path")
 	}
 	if !path.IsAbs(s) {
+		// git joins to the directory's real path: "../.git/modules/m" from a checkout
+		// reached through a symlink is next to where it really is.
+		if real, err := filepath.EvalSymlinks(base); err == nil {
+			base = real
+		}
 		s = path.Join(base, s)
 	}
 	s = path.Clean(s)

@@ -100,3 +100,26 @@ func TestResolveBadGitFile(t *testing.T) {
 		}
 	}
 }
+
+// A submodule reached through a symlink: its relative gitdir is read from where the
+// checkout really is, as git reads it.
+func TestResolveThroughSymlink(t *testing.T) {
+	g, home := gitEnv(t)
+	sub := filepath.Join(home, "sub")
+	run(t, g, home, "init", "-q", sub)
+	run(t, g, sub, "commit", "-q", "--allow-empty", "-m", "one")
+	dots := filepath.Join(home, "deep", "dots")
+	run(t, g, home, "init", "-q", dots)
+	run(t, g, dots, "submodule", "add", "-q", sub, "memory")
+	link := filepath.Join(home, "mem")
+	if err := os.Symlink(filepath.Join(dots, "memory"), link); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Resolve(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := run(t, g, link, "rev-parse", "--absolute-git-dir"); l.GitDir != want {
+		t.Fatalf("git dir %s, git says %s", l.GitDir, want)
+	}
+}
