@@ -97,16 +97,18 @@ type Options struct {
 type Repo struct {
 	dir    string // absolute work tree root, symlinks resolved
 	given  string // absolute work tree root as the caller named it
-	gitDir string // absolute git dir of this work tree (HEAD, index, state dir): gitlayout's GitDir
-	// commonDir is the git dir shared by all worktrees (objects, refs, packed-refs,
-	// config): gitDir but in a linked worktree (internal/gitlayout).
+	gitDir string // absolute .git directory
+	repo   *git.Repository
+	opts   Options
+	log    *slog.Logger
+	author Author
+	names  nameFS // how the work tree's file system compares names (treefold.go)
+
+	// gitDir above is this work tree's own git dir (HEAD, index, the state dir): .git, or
+	// what a .git file names. commonDir is the one all worktrees share (objects, refs,
+	// packed-refs, config): gitDir but in a linked worktree (internal/gitlayout).
 	commonDir string
 	layout    gitlayout.Layout
-	repo      *git.Repository
-	opts      Options
-	log       *slog.Logger
-	author    Author
-	names     nameFS // how the work tree's file system compares names (treefold.go)
 
 	// maxFile is Options.MaxFileSize as SetMaxFileSize last set it (a reload).
 	maxFile atomic.Int64
