@@ -123,3 +123,4 @@ func BenchmarkSpliceIndex(b *testing.B) {
 		})
 	}
 }
+

@@ -81,7 +81,7 @@ func NewStorage(gitDir string, c cache.Object, largeObject int64) *Storage {
 func NewWorktreeStorage(gitDir, commonDir string, c cache.Object, largeObject int64) *Storage {
 	var fs billy.Filesystem = osfs.New(gitDir)
 	if commonDir != gitDir {
-		fs = dotgit.NewRepositoryFilesystem(fs, osfs.New(commonDir))
+		fs = newWorktreeFS(fs, osfs.New(commonDir))
 	}
 	gitDir = commonDir // what this type reads itself (packs, index-pack) is the common dir's
 	// objects/info/alternates names object dirs anywhere (git clone --shared writes absolute
