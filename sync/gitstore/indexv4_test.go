@@ -123,4 +123,3 @@ func BenchmarkSpliceIndex(b *testing.B) {
 		})
 	}
 }
-
