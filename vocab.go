@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/memd-dev/memd/internal/gitlayout"
 )
 
 // The names memd's packages share, defined once: a label, a default file name or a phase is
@@ -29,8 +31,10 @@ const ClaudeCodeDir = "agents/claude-code"
 // committed (sleep journal and state, merge marker, status document). StateDir joins it.
 const StateDirName = "memd"
 
-// StateDir is repo's state directory, <repo>/.git/memd (Config.StateDir for a loaded config).
-func StateDir(repo string) string { return filepath.Join(repo, ".git", StateDirName) }
+// StateDir is repo's state directory, <repo>/.git/memd (Config.StateDir for a loaded config):
+// memd inside the git dir as git resolves it (internal/gitlayout), the per-worktree one, so a
+// submodule's, a linked worktree's or a --separate-git-dir repo's memd has its own.
+func StateDir(repo string) string { return filepath.Join(gitlayout.GitDir(repo), StateDirName) }
 
 // Phase is a sleep phase (docs/ARCHITECTURE.md §5): the sleep.phases entries, `memd sleep
 // --phase`, the phase label of memd_sleep_* and the Memd-Phase trailer.

@@ -1,10 +1,10 @@
 package agent
 
 import (
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sync/gitrepo"
@@ -27,7 +27,7 @@ const asidePoll = 500 * time.Millisecond
 // startOutside starts the watch of .git's top entries and the state directory; a repo where
 // it cannot start still works, with the poll alone (logged).
 func (a *Agent) startOutside() {
-	gitDir := filepath.Join(a.cfg.Repo, ".git")
+	gitDir := gitlayout.GitDir(a.cfg.Repo) // the gate files are per worktree
 	// The state directory may not be there yet (a repo memd never ran in): made now, or
 	// this watch would be off for the daemon's life.
 	if sd, err := statedir.Create(a.cfg.StateDir()); err == nil {

@@ -187,7 +187,7 @@ func NewRunner(repoDir string, store Store, opts Options) *Runner {
 		r.now = time.Now
 	}
 	if r.opts.StateDir == "" {
-		r.opts.StateDir = filepath.Join(repoDir, ".git", memd.StateDirName)
+		r.opts.StateDir = memd.StateDir(repoDir)
 	}
 	wall := r.opts.wallNow
 	if wall == nil {

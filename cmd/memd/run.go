@@ -9,6 +9,7 @@ import (
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agent"
+	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/internal/registry"
 	"github.com/memd-dev/memd/service"
 )
@@ -25,6 +26,10 @@ func cmdRun(a *app, args []string) int {
 	log := service.NewLogger(a.stderr, level, a.cfg.Log.Format)
 	if _, err := os.Stat(a.cfg.Repo); err != nil {
 		log.Error("memory repo not found; create it with `memd init`", "repo", a.cfg.Repo)
+		return exitUsage
+	}
+	if _, err := gitlayout.Resolve(a.cfg.Repo); errors.Is(err, gitlayout.ErrBadGitFile) {
+		log.Error("refusing to start: the repo's layout", "err", err) // before the state dir, which is in it
 		return exitUsage
 	}
 	pid, err := agent.AcquirePIDFile(a.cfg.StateDir())
@@ -59,6 +64,9 @@ func cmdRun(a *app, args []string) int {
 	})
 	if err != nil {
 		log.Error("start", "err", err)
+		if errors.Is(err, gitlayout.ErrUnsupported) {
+			return exitUsage // a layout memd refuses (sync/gitrepo layout.go): as a bad config
+		}
 		return exitFailed
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -46,7 +46,9 @@ const (
 	StaleAfter = 2 * time.Minute
 	// ClaudeInputWait is statusline.ClaudeInputWait.
 	ClaudeInputWait = 200 * time.Millisecond
-	// stateDir is the state dir below a repo, "/.git/" + memd.StateDirName.
+	// stateDir is the state dir below a repo, "/.git/" + memd.StateDirName. A repo whose .git
+	// is a file (a submodule, a linked worktree: internal/gitlayout) has it elsewhere; the
+	// read here fails and the full command answers.
 	stateDir = "/.git/memd"
 )
 

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/memd-dev/memd/format/scaffold"
+	"github.com/memd-dev/memd/internal/gitlayout"
 )
 
 // DefaultIgnore is memd's own ignore list: editor swap, backup and temp files that are
@@ -134,7 +135,7 @@ func newBase(root string, extra []string) (*Ignorer, error) {
 		}
 		ig.top = append(ig.top, newEntry(strings.TrimSpace(p), nil))
 	}
-	if data, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude")); err == nil {
+	if data, err := os.ReadFile(gitlayout.File(root, "info/exclude")); err == nil {
 		ig.base = parseIgnoreFile(data, nil)
 	}
 	ig.rebuild()

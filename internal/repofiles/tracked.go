@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/memd-dev/memd/internal/gitlayout"
 )
 
 // Ignore rules never apply to a tracked path (git's rule, docs/ARCHITECTURE.md §11): an edit to a file
@@ -71,7 +73,7 @@ func (ig *Ignorer) trackedIgnored() *trackedSet {
 // only, a tight loop over the file (a 100k-entry index decoded by go-git is ~10x slower);
 // version 4's compressed names go through go-git's decoder.
 func indexNames(root string) []string {
-	data, err := os.ReadFile(filepath.Join(root, ".git", "index"))
+	data, err := os.ReadFile(gitlayout.File(root, "index"))
 	if err != nil || len(data) < 12 || string(data[:4]) != "DIRC" {
 		return nil
 	}

@@ -15,10 +15,10 @@ import (
 // FileName is the document's name inside the state directory (<repo>/.git/memd/).
 const FileName = "status.json"
 
-// Dir is the state directory of a repo (docs/ARCHITECTURE.md §6). Paths here use package path, not
-// path/filepath: memd runs on Unix only, and path/filepath would make the fast path of
-// `memd status` wait for many other packages' inits (see internal/fastpath).
-func Dir(repo string) string { return path.Join(repo, ".git", memd.StateDirName) }
+// Dir is the state directory of a repo (docs/ARCHITECTURE.md §6): memd.StateDir, inside the
+// git dir as git resolves it (a submodule's or a linked worktree's own). Paths here use
+// package path, not path/filepath: memd runs on Unix only.
+func Dir(repo string) string { return memd.StateDir(repo) }
 
 // Write publishes the document: status.<format> for every line format, then status.json,
 // each written atomically (temp file, rename), mode 0600, in a 0700 directory. A reader sees

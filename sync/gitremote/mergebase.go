@@ -2,6 +2,7 @@ package gitremote
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -23,11 +24,18 @@ import (
 // behind is 0: nothing to merge). The candidates always include every best common
 // ancestor (a best one is never painted stale: nothing common descends from it); clock
 // skew can add a redundant one, so two or more go through object.Independents.
+//
+// In a shallow clone (s a storer.ShallowStorer with graft points) the walk stops at the
+// graft points as git's does: their parents are not there. When it ends without a base
+// because of that (the base is below the cut, or a parent the remote sent stops at a commit
+// the clone never had), the error is ErrShallow: the caller deepens the clone and asks again.
 func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahead, behind int, bases []*object.Commit, err error) {
 	if local == remote {
 		return 0, 0, nil, nil
 	}
 	const fromLocal, fromRemote, stale = 1, 2, 4
+	shallow := shallowSet(s)
+	cut := false // the walk stopped at a graft point
 	flags := map[plumbing.Hash]uint8{}
 	// expanded: commits whose parents were pushed. Commit times are not a topological order
 	// (equal within a second, or skewed), so a commit may be expanded before a child reaches
@@ -46,6 +54,9 @@ func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahea
 		flags[h] = old | f
 		c, err := object.GetCommit(s, h)
 		if err != nil {
+			if len(shallow) > 0 && errors.Is(err, plumbing.ErrObjectNotFound) {
+				return fmt.Errorf("merge base: read commit %s: %w", h, ErrShallow)
+			}
 			return fmt.Errorf("merge base: read commit %s: %w", h, err)
 		}
 		heap.Push(q, paintedCommit{c: c, f: old | f, open: (old|f)&stale == 0 || expanded[h]})
@@ -68,6 +79,10 @@ func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahea
 			flags[h] = f
 		}
 		expanded[h] = true
+		if shallow[h] {
+			cut = cut || len(it.c.ParentHashes) > 0
+			continue // a graft point: its parents are not in this clone
+		}
 		for _, p := range it.c.ParentHashes {
 			if err := push(p, f); err != nil {
 				return 0, 0, nil, err
@@ -85,6 +100,9 @@ func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahea
 	if ahead == 0 || behind == 0 {
 		return ahead, behind, nil, nil
 	}
+	if len(cands) == 0 && cut {
+		return ahead, behind, nil, fmt.Errorf("merge base of %s and %s: %w", local.String()[:12], remote.String()[:12], ErrShallow)
+	}
 	if len(cands) > 1 {
 		if cands, err = object.Independents(cands); err != nil {
 			return 0, 0, nil, fmt.Errorf("merge base of %s and %s: %w", local.String()[:12], remote.String()[:12], err)
@@ -99,4 +117,26 @@ func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahea
 		return cands[i].Hash.String() < cands[j].Hash.String()
 	})
 	return ahead, behind, cands, nil
+}
+
+// ErrShallow: the merge base is below a shallow clone's graft points (.git/shallow); the
+// clone must be deepened (`git fetch --deepen`) before the histories can be merged.
+var ErrShallow = errors.New("the merge base is below the shallow clone's history")
+
+// shallowSet is the graft points of a shallow clone, none for a full one (or a storer that
+// does not say).
+func shallowSet(s storer.EncodedObjectStorer) map[plumbing.Hash]bool {
+	ss, ok := s.(storer.ShallowStorer)
+	if !ok {
+		return nil
+	}
+	hs, err := ss.Shallow()
+	if err != nil || len(hs) == 0 {
+		return nil
+	}
+	m := make(map[plumbing.Hash]bool, len(hs))
+	for _, h := range hs {
+		m[h] = true
+	}
+	return m
 }

@@ -501,6 +501,9 @@ func paintPush(s storer.EncodedObjectStorer, local, old plumbing.Hash, limit int
 	if err := add(old, pwOld); err != nil {
 		return nil, err
 	}
+	// A shallow clone's graft points end the walk as git's (mergebase.go's shallowSet): the
+	// commits above them are what a push can send.
+	shallow := shallowSet(s)
 	// Stop once every queued commit is reachable from old: nothing below
 	// them can be new. Re-queuing on a flag change (a commit reached from
 	// old after it was popped as local-only) carries the old mark down even
@@ -512,6 +515,9 @@ func paintPush(s storer.EncodedObjectStorer, local, old plumbing.Hash, limit int
 			return nil, ErrPushWalkTooLong
 		}
 		f := flags[it.c.Hash]
+		if shallow[it.c.Hash] {
+			continue
+		}
 		for _, p := range it.c.ParentHashes {
 			if err := add(p, f); err != nil {
 				return nil, err

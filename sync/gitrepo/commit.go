@@ -365,7 +365,7 @@ func (r *Repo) encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, message
 		b.WriteByte('\n')
 	}
 	ident := sanitizeIdent(r.author.Name) + " <" + sanitizeIdent(r.author.Email) + ">"
-	return r.signers.Sign(context.Background(), r.gitDir, gitConfigStamp(r.gitDir), b.Bytes(), ident)
+	return r.signers.Sign(context.Background(), r.gitDir, gitConfigStamp(r.layout), b.Bytes(), ident)
 }
 
 // sanitizeIdent drops what would break the commit header (git does the same).
@@ -1072,5 +1072,5 @@ func (s *stager) changes() []memd.Change {
 // newObjectBatch starts the loose objects of one commit or merge (gitstore/objwrite.go:
 // durable before any ref names them).
 func (r *Repo) newObjectBatch() *gitstore.ObjectBatch {
-	return gitstore.NewObjectBatch(r.gitDir, r.repo.Storer)
+	return gitstore.NewObjectBatch(r.commonDir, r.repo.Storer)
 }

@@ -118,8 +118,13 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 		}
 		if err != nil {
 			if err = r.fetchPackV2(ctx, rem, head); err == nil {
-				old, _ := gitstore.ReadRef(r.gitDir, track.String())
+				old, _ := gitstore.ReadRef(r.commonDir, track.String())
 				err = r.checkConnectedLocked(head, old)
+				if errors.Is(err, plumbing.ErrObjectNotFound) && r.shallow() {
+					if err = r.completeShallowFetchLocked(ctx, track); err == nil {
+						err = r.checkConnectedLocked(head, old)
+					}
+				}
 			}
 		}
 		if errors.Is(err, ErrCheckUnsupported) {

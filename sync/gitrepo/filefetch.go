@@ -59,7 +59,7 @@ func (r *Repo) copyFromFileRemoteLocked(gitDir string, head plumbing.Hash, track
 	if !copyFileFetches {
 		return errCopyDeclined
 	}
-	old, err := gitstore.ReadRef(r.gitDir, track.String())
+	old, err := gitstore.ReadRef(r.commonDir, track.String())
 	if err != nil || old.IsZero() || r.repo.Storer.HasEncodedObject(old) != nil {
 		return fmt.Errorf("%w: no tracking ref to stand on", errCopyDeclined) // a first fetch
 	}
@@ -92,7 +92,7 @@ func (r *Repo) copyFromFileRemoteLocked(gitDir string, head plumbing.Hash, track
 		total += len(b)
 		raws = append(raws, gitstore.RawObject{Hash: h, Type: t, Content: b})
 	}
-	if err := gitstore.WritePack(r.gitDir, raws); err != nil {
+	if err := gitstore.WritePack(r.commonDir, raws); err != nil {
 		return fmt.Errorf("copy from %s: %w", gitDir, err)
 	}
 	if ri, ok := r.repo.Storer.(reindexer); ok {

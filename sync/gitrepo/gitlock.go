@@ -40,7 +40,7 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 		}
 		return fmt.Errorf("update %s: %w", name, err)
 	}
-	cur, err := gitstore.ReadRef(r.gitDir, name)
+	cur, err := gitstore.ReadRef(r.commonDir, name)
 	if err != nil {
 		gitstore.RollbackLock(f)
 		return fmt.Errorf("update %s: %w", name, err)
@@ -76,7 +76,7 @@ func (r *Repo) updateRef(name string, newH, old plumbing.Hash, logMsg string) er
 // lockRef takes ref name's "<ref>.lock" (its directory made first), clearing one a killed
 // process left (git holds ref locks for milliseconds), and returns the ref's path.
 func (r *Repo) lockRef(name string) (string, *os.File, error) {
-	path := filepath.Join(r.gitDir, filepath.FromSlash(name))
+	path := r.layout.Path(name) // refs/heads, refs/remotes: shared by all worktrees
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", nil, err
 	}
@@ -93,7 +93,7 @@ func (r *Repo) lockRef(name string) (string, *os.File, error) {
 // remote's word is the value (go-git's SetReference truncated the file and wrote it in
 // place, and `git fsck` run during a pull read an empty ref).
 func (r *Repo) setTrackingRef(name plumbing.ReferenceName, h plumbing.Hash) error {
-	if cur, err := gitstore.ReadRef(r.gitDir, name.String()); err == nil && cur == h {
+	if cur, err := gitstore.ReadRef(r.commonDir, name.String()); err == nil && cur == h {
 		return nil
 	}
 	path, f, err := r.lockRef(name.String())
@@ -129,7 +129,7 @@ func (r *Repo) appendReflog(name string, old, newH plumbing.Hash, msg string) {
 		targets = append(targets, "HEAD")
 	}
 	for _, t := range targets {
-		p := filepath.Join(r.gitDir, "logs", filepath.FromSlash(t))
+		p := r.layout.Path("logs/" + t) // logs/HEAD is the worktree's, a branch's log shared
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			r.log.Debug("reflog", "ref", t, "err", err)
 			continue

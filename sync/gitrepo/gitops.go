@@ -88,6 +88,11 @@ func (r *Repo) StandAside() Aside {
 	if r.foreignIndexLock() {
 		return Aside{Reason: "git is writing the index (.git/index.lock)", Brief: "index locked", Passing: true}
 	}
+	// git moves no branch another worktree has checked out (a `git checkout
+	// --ignore-other-worktrees` there since memd started); neither does memd (gitlayout).
+	if at := r.layout.CheckedOutElsewhere(r.BranchRef().String()); at != "" {
+		return Aside{Reason: fmt.Sprintf("the branch %s is checked out at %s too", r.Branch(), at), Brief: "branch checked out elsewhere"}
+	}
 	// A git command running in the work tree (Linux: /proc) may be between two of its steps,
 	// each under its own index.lock: `git stash` saves, then resets, then cleans; a commit
 	// of memd's in a gap moves HEAD under it (the stash's pop then fails on a file memd

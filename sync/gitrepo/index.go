@@ -656,7 +656,7 @@ func (r *Repo) spliceRefresh(indexPath string, lock io.Writer, head plumbing.Has
 // it (a full refresh runs at start and after someone else wrote the index: rarely), so the
 // owner can commit meanwhile and nothing of the walk stays in memory.
 func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash) (n int, unchanged bool, err error) {
-	gr, err := openGitCache(r.dir, indexCacheSize)
+	gr, err := openGitCache(r.layout, indexCacheSize)
 	if err != nil {
 		return 0, false, err
 	}
@@ -697,7 +697,7 @@ func (r *Repo) fullRefresh(indexPath string, lock io.Writer, head plumbing.Hash)
 	if old != nil && reused == len(entries) && len(old.Entries) == len(entries) && !root.IsZero() && gitstore.PlainIndexFile(indexPath) {
 		return len(entries), true, nil
 	}
-	return len(entries), false, gitstore.WriteIndex(lock, entries)
+	return len(entries), false, gitstore.WriteIndexVersion(lock, indexVersion(indexPath, gr), entries)
 }
 
 // rootTree is the tree of commit head (zero for an unborn branch).

@@ -17,7 +17,7 @@ var maxPacks = 16
 
 // packCount is the number of pack files in the repository.
 func (r *Repo) packCount() int {
-	packs, _ := filepath.Glob(filepath.Join(r.gitDir, "objects", "pack", "*.pack"))
+	packs, _ := filepath.Glob(filepath.Join(r.commonDir, "objects", "pack", "*.pack"))
 	return len(packs)
 }
 

@@ -374,7 +374,7 @@ func (r *Repo) fetch(ctx context.Context, ro RemoteOptions) (plumbing.Hash, erro
 	if err == nil {
 		r.consolidatePacksLocked(ctx)
 	}
-	h, err := gitstore.ReadRef(r.gitDir, track.String())
+	h, err := gitstore.ReadRef(r.commonDir, track.String())
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", ro.Remote, err)
 	}
@@ -468,7 +468,7 @@ var errRemoteMovedUnasked = errors.New("the remote branch moved since the fetch;
 // for it would be CPU thrown away, and the refused session a process on the remote's side
 // (the swarm's machines share one). Moved is never claimed for what cannot be read.
 func (r *Repo) pushExpect(ro RemoteOptions, url string) (expect plumbing.Hash, moved bool) {
-	expect, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
+	expect, err := gitstore.ReadRef(r.commonDir, r.trackingRef(ro).String())
 	if err != nil {
 		return plumbing.ZeroHash, false // unreadable: no pack ahead
 	}
@@ -665,7 +665,7 @@ func (r *Repo) AheadBehind(ro RemoteOptions) (ahead, behind int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	remote, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
+	remote, err := gitstore.ReadRef(r.commonDir, r.trackingRef(ro).String())
 	if err != nil {
 		return 0, 0, fmt.Errorf("ahead/behind %s: %w", ro.Remote, err)
 	}
@@ -776,7 +776,7 @@ func (r *Repo) planIntegrateLocked(ro RemoteOptions, local, remote plumbing.Hash
 		// One walk of the divergence gives ahead/behind and the merge base
 		// (gitremote/mergebase.go): the common cases (only ahead, fast-forward) and
 		// the merges never walk the whole history.
-		ahead, behind, bases, err := gitremote.Divergence(r.repo.Storer, local, remote)
+		ahead, behind, bases, err := r.divergenceLocked(ro, local, remote)
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 
+	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitstore"
 )
@@ -207,7 +208,7 @@ func (r *Repo) cachedTarget(ctx context.Context, ro RemoteOptions, op, rawURL st
 	for _, v := range resolveEnv {
 		key += "\x00" + os.Getenv(v)
 	}
-	stamp := gitConfigStamp(r.gitDir, ro.TokenFile)
+	stamp := gitConfigStamp(r.layout, ro.TokenFile)
 	if e := c.ents[op]; e != nil && e.key == key && e.stamp == stamp && time.Since(e.at) < lookTTL {
 		return e.tgt, nil
 	}
@@ -273,10 +274,10 @@ func (r *Repo) lookedHead(url string) (plumbing.Hash, bool) {
 }
 
 // gitConfigStamp is the size and mtime of each file git reads its config from for the repo
-// at gitDir (git-config(1) FILES), of ~/.git-credentials and of memd's token file (extra):
+// of layout l (git-config(1) FILES), of ~/.git-credentials and of memd's token file (extra):
 // a change to any of them is a change of what a resolve would find. A few stats, no process.
-func gitConfigStamp(gitDir string, extra ...string) string {
-	files := []string{filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree")}
+func gitConfigStamp(l gitlayout.Layout, extra ...string) string {
+	files := []string{l.Path("config"), l.Path("config.worktree")}
 	home, _ := os.UserHomeDir()
 	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
 		files = append(files, g)
@@ -319,7 +320,7 @@ func gitConfigStamp(gitDir string, extra ...string) string {
 // TrackingHead is the remote-tracking ref as the last fetch or push left it (zero: none).
 func (r *Repo) TrackingHead(ro RemoteOptions) (plumbing.Hash, error) {
 	ro = ro.withDefaults()
-	h, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
+	h, err := gitstore.ReadRef(r.commonDir, r.trackingRef(ro).String())
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return plumbing.ZeroHash, nil
 	}
@@ -353,11 +354,11 @@ func (r *Repo) FileRemote(ctx context.Context, ro RemoteOptions) (gitDir, ref st
 	return gitDir, r.BranchRef().String(), true
 }
 
-// fileRemoteGitDir is the git directory of the repository at path: path itself (bare), or
-// its .git.
+// fileRemoteGitDir is the git directory of the repository at path that holds its refs and
+// objects: path itself (bare), or its .git's common dir (a .git directory or file).
 func fileRemoteGitDir(path string) string {
-	if fi, err := os.Stat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
-		return filepath.Join(path, ".git")
+	if l, err := gitlayout.Resolve(path); err == nil {
+		return l.CommonDir
 	}
 	return path
 }

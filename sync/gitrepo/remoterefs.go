@@ -15,7 +15,7 @@ import (
 // `git gc` fail with "bad object". A tracking ref is only a cache of the remote: the next
 // fetch writes it again.
 func (r *Repo) dropTornRemoteRefs() {
-	root := filepath.Join(r.gitDir, "refs", "remotes")
+	root := filepath.Join(r.commonDir, "refs", "remotes")
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil

@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,6 +41,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/statedir"
 	"github.com/memd-dev/memd/sync/gitsign"
@@ -104,6 +104,12 @@ type Repo struct {
 	log    *slog.Logger
 	author Author
 	names  nameFS // how the work tree's file system compares names (treefold.go)
+
+	// gitDir above is this work tree's own git dir (HEAD, index, the state dir): .git, or
+	// what a .git file names. commonDir is the one all worktrees share (objects, refs,
+	// packed-refs, config): gitDir but in a linked worktree (internal/gitlayout).
+	commonDir string
+	layout    gitlayout.Layout
 
 	// maxFile is Options.MaxFileSize as SetMaxFileSize last set it (a reload).
 	maxFile atomic.Int64
@@ -194,14 +200,20 @@ const objectCacheSize = 4 * cache.MiByte
 // each tree once, so a cache would only hold garbage.
 const indexCacheSize = 256 * cache.KiByte
 
-// openGit is git.PlainOpen for a work tree whose .git is a directory, with the object cache
-// bounded by objectCacheSize.
-func openGit(dir string) (*git.Repository, error) { return openGitCache(dir, objectCacheSize) }
+// openGit is git.PlainOpen for the work tree of layout l (its .git a directory or a file,
+// a linked worktree's git dir over its common dir), with the object cache bounded by
+// objectCacheSize.
+func openGit(l gitlayout.Layout) (*git.Repository, error) { return openGitCache(l, objectCacheSize) }
 
 // Objects are read through gitstore.Storage, whose pack indexes stay in the files instead of
 // on the heap.
-func openGitCache(dir string, size cache.FileSize) (*git.Repository, error) {
-	return git.Open(gitstore.NewStorage(filepath.Join(dir, ".git"), cache.NewObjectLRU(size), largeObject), osfs.New(dir))
+func openGitCache(l gitlayout.Layout, size cache.FileSize) (*git.Repository, error) {
+	st := gitstore.NewWorktreeStorage(l.GitDir, l.CommonDir, cache.NewObjectLRU(size), largeObject)
+	gr, err := git.Open(extensionsKnown{st}, osfs.New(l.WorkTree))
+	if err == nil {
+		gr.Storer = st // extensionsKnown only for go-git's check at open
+	}
+	return gr, err
 }
 
 // Open opens the git work tree at dir. Errors name the dir.
@@ -216,26 +228,22 @@ func Open(dir string, opts Options) (*Repo, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	gitDir := filepath.Join(abs, ".git")
-	if fi, err := os.Stat(gitDir); errors.Is(err, fs.ErrNotExist) {
+	layout, err := gitlayout.Resolve(abs)
+	if errors.Is(err, gitlayout.ErrNoGitDir) {
 		return nil, fmt.Errorf("open repo %s: %w", dir, ErrNotRepo)
-	} else if err != nil || !fi.IsDir() {
-		// A .git file (worktree/submodule) is not supported: we write
-		// objects, refs and the index directly.
-		return nil, fmt.Errorf("open repo %s: .git is not a directory", dir)
+	} else if err != nil {
+		return nil, fmt.Errorf("open repo %s: %w", dir, err)
 	}
-	gr, err := openGit(abs)
+	gitDir := layout.GitDir
+	if err := checkLayout(layout); err != nil {
+		return nil, fmt.Errorf("open repo %s: %w", dir, err)
+	}
+	gr, err := openGit(layout)
 	if err != nil {
 		if errors.Is(err, git.ErrRepositoryNotExists) {
 			return nil, fmt.Errorf("open repo %s: %w", dir, ErrNotRepo)
 		}
 		return nil, fmt.Errorf("open repo %s: %w", dir, err)
-	}
-	if cfg, err := gr.Config(); err == nil {
-		if f := cfg.Raw.Section("extensions").Option("objectformat"); f != "" && !strings.EqualFold(f, "sha1") {
-			// We hash and write objects ourselves, in SHA-1.
-			return nil, fmt.Errorf("open repo %s: object format %q is not supported (sha1 only)", dir, f)
-		}
 	}
 	if opts.Hostname == "" {
 		h, err := os.Hostname()
@@ -257,7 +265,17 @@ func Open(dir string, opts Options) (*Repo, error) {
 	if err := plumbing.NewBranchReferenceName(opts.Branch).Validate(); err != nil {
 		return nil, fmt.Errorf("open repo %s: branch %q: %w", dir, opts.Branch, err)
 	}
-	r := &Repo{dir: abs, given: given, gitDir: gitDir, repo: gr, opts: opts, log: log,
+	if at := layout.CheckedOutElsewhere(plumbing.NewBranchReferenceName(opts.Branch).String()); at != "" {
+		// git refuses to move a branch another worktree has checked out; so does memd.
+		return nil, fmt.Errorf("open repo %s: %w: the branch %s is checked out at %s (set sync.branch to this worktree's branch)",
+			dir, gitlayout.ErrUnsupported, opts.Branch, at)
+	}
+	if cfg, err := gr.Config(); err == nil && partialClone(cfg) {
+		if st, ok := gr.Storer.(*gitstore.Storage); ok {
+			st.SetLazyFetch(lazyFetcher(abs))
+		}
+	}
+	r := &Repo{dir: abs, given: given, gitDir: gitDir, commonDir: layout.CommonDir, layout: layout, repo: gr, opts: opts, log: log,
 		durable: durableState{dirs: map[string]bool{}}}
 	r.maxFile.Store(opts.MaxFileSize)
 	r.author = r.resolveAuthor()
@@ -393,7 +411,7 @@ func syncPacks(gitDir string, st any, last *packStamp) {
 // syncPacksLocked refreshes the owner's go-git view of packs. Caller holds
 // r.mu. Code in this package that reads objects at the start of a job
 // (fetch, merge) should call it first.
-func (r *Repo) syncPacksLocked() { syncPacks(r.gitDir, r.repo.Storer, &r.packs) }
+func (r *Repo) syncPacksLocked() { syncPacks(r.commonDir, r.repo.Storer, &r.packs) }
 
 // getCommit reads a commit, re-indexing packs once if it is not found.
 func getCommit(st storer.EncodedObjectStorer, h plumbing.Hash) (*object.Commit, error) {
@@ -423,7 +441,7 @@ func (r *Repo) Head() (string, error) {
 // else packed-refs). Zero hash = unborn. It reads files only, so it is safe
 // without r.mu.
 func (r *Repo) readBranch() (plumbing.Hash, error) {
-	h, err := gitstore.ReadRef(r.gitDir, r.BranchRef().String())
+	h, err := gitstore.ReadRef(r.commonDir, r.BranchRef().String())
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("read %s in %s: %w", r.BranchRef(), r.dir, err)
 	}

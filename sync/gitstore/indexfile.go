@@ -34,8 +34,8 @@ const (
 	indexTrailerSize = sha1.Size
 )
 
-// ErrNotSpliceable: the index file is not one SpliceIndex can copy from (version 4, a name
-// of 4095 bytes or more, a short or foreign file); do a full refresh instead.
+// ErrNotSpliceable: the index file is not one SpliceIndex can copy from (a name of 4095
+// bytes or more, a short or foreign file); do a full refresh instead.
 var ErrNotSpliceable = errors.New("index file cannot be spliced")
 
 // IndexEdit is one path's new entry; Entry nil removes the path.
@@ -44,11 +44,14 @@ type IndexEdit struct {
 	Entry *index.Entry
 }
 
-// indexWriter hashes what it writes and appends the trailer in finish.
+// indexWriter hashes what it writes and appends the trailer in finish. In version 4 each
+// name is written against the one before it (prev).
 type indexWriter struct {
-	w   *bufio.Writer
-	h   hash.Hash
-	buf []byte
+	w       *bufio.Writer
+	h       hash.Hash
+	buf     []byte
+	version uint32
+	prev    []byte
 }
 
 func newIndexWriter(w io.Writer) *indexWriter {
@@ -61,20 +64,88 @@ func (iw *indexWriter) header(version uint32, n int) error {
 	copy(b[:4], indexSignature)
 	binary.BigEndian.PutUint32(b[4:], version)
 	binary.BigEndian.PutUint32(b[8:], uint32(n))
+	iw.version = version
 	_, err := iw.w.Write(b[:])
 	return err
 }
 
 func (iw *indexWriter) entry(e *index.Entry) error {
 	iw.buf = appendIndexEntry(iw.buf[:0], e)
+	if iw.version == 4 {
+		fixed := len(iw.buf) - indexPadded(len(e.Name))
+		return iw.rawV4(iw.buf[:fixed], []byte(e.Name))
+	}
 	_, err := iw.w.Write(iw.buf)
 	return err
 }
 
-func (iw *indexWriter) raw(b []byte) error {
+// raw copies an entry read by rawEntries.next: its bytes as they were in version 2 or
+// 3; in version 4 its fixed part and its name compressed against the entry written before.
+func (iw *indexWriter) raw(b, fixed, name []byte) error {
+	if iw.version == 4 {
+		return iw.rawV4(fixed, name)
+	}
 	_, err := iw.w.Write(b)
 	return err
 }
+
+// rawV4 writes a version-4 entry (read-cache.c's ce_write_entry): the fixed part, the
+// number of bytes to drop from the end of the previous name (an offset varint), the rest
+// of the name and a NUL; no padding.
+func (iw *indexWriter) rawV4(fixed, name []byte) error {
+	common := 0
+	for common < len(name) && common < len(iw.prev) && name[common] == iw.prev[common] {
+		common++
+	}
+	if _, err := iw.w.Write(fixed); err != nil {
+		return err
+	}
+	var v [16]byte
+	if _, err := iw.w.Write(appendVarint(v[:0], uint64(len(iw.prev)-common))); err != nil {
+		return err
+	}
+	if _, err := iw.w.Write(name[common:]); err != nil {
+		return err
+	}
+	iw.prev = append(iw.prev[:0], name...)
+	return iw.w.WriteByte(0)
+}
+
+// appendVarint is git's encode_varint (varint.c): 7 bits a byte, most significant first,
+// each continued byte one less, so every value has one encoding.
+func appendVarint(b []byte, v uint64) []byte {
+	var tmp [16]byte
+	pos := len(tmp) - 1
+	tmp[pos] = byte(v & 127)
+	for v >>= 7; v != 0; v >>= 7 {
+		v--
+		pos--
+		tmp[pos] = 128 | byte(v&127)
+	}
+	return append(b, tmp[pos:]...)
+}
+
+// readVarint is git's decode_varint.
+func readVarint(r *bufio.Reader) (uint64, error) {
+	c, err := r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	v := uint64(c & 127)
+	for c&128 != 0 {
+		if c, err = r.ReadByte(); err != nil {
+			return 0, err
+		}
+		if v+1 > 1<<56 {
+			return 0, ErrNotSpliceable
+		}
+		v = (v+1)<<7 + uint64(c&127)
+	}
+	return v, nil
+}
+
+// indexPadded is the name and padding of a version 2/3 entry: 1–8 NULs to a multiple of 8.
+func indexPadded(nameLen int) int { return nameLen + 8 - (indexEntryFixed+nameLen)%8 }
 
 // finish flushes and writes the trailer (the hash of everything before it).
 func (iw *indexWriter) finish() error {
@@ -92,9 +163,18 @@ func (iw *indexWriter) finish() error {
 
 // WriteIndex writes a complete version-2 index of entries (sorted here by name).
 func WriteIndex(w io.Writer, entries []*index.Entry) error {
+	return WriteIndexVersion(w, 2, entries)
+}
+
+// WriteIndexVersion writes a complete index of entries in version 2, 3 or 4 (4: path
+// prefix compression, as git writes with index.version 4 or feature.manyFiles).
+func WriteIndexVersion(w io.Writer, version uint32, entries []*index.Entry) error {
+	if version < 2 || version > 4 {
+		return fmt.Errorf("write index: version %d", version)
+	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	iw := newIndexWriter(w)
-	if err := iw.header(2, len(entries)); err != nil {
+	if err := iw.header(version, len(entries)); err != nil {
 		return err
 	}
 	for _, e := range entries {
@@ -147,6 +227,8 @@ type rawEntries struct {
 	version uint32
 	count   int
 	buf     []byte
+	name    []byte // version 4: the entry's whole name (its bytes hold only a suffix)
+	fixed   []byte // the entry's fixed part (stat data to flags), valid until the next call
 }
 
 func readRawHeader(r *bufio.Reader) (*rawEntries, error) {
@@ -155,7 +237,7 @@ func readRawHeader(r *bufio.Reader) (*rawEntries, error) {
 		return nil, ErrNotSpliceable
 	}
 	v := binary.BigEndian.Uint32(h[4:])
-	if string(h[:4]) != indexSignature || (v != 2 && v != 3) {
+	if string(h[:4]) != indexSignature || v < 2 || v > 4 {
 		return nil, ErrNotSpliceable
 	}
 	return &rawEntries{r: r, version: v, count: int(binary.BigEndian.Uint32(h[8:])), buf: make([]byte, 0, 512)}, nil
@@ -180,6 +262,9 @@ func (x *rawEntries) next() (raw, name []byte, err error) {
 	if n == indexNameMask {
 		return nil, nil, ErrNotSpliceable
 	}
+	if x.version == 4 {
+		return x.nextV4(hdr, n)
+	}
 	total := hdr + n
 	total += 8 - total%8
 	if cap(x.buf) < total {
@@ -191,7 +276,35 @@ func (x *rawEntries) next() (raw, name []byte, err error) {
 	if _, err := io.ReadFull(x.r, b[indexEntryFixed:]); err != nil {
 		return nil, nil, ErrNotSpliceable
 	}
+	x.fixed = b[:hdr]
 	return b, b[hdr : hdr+n], nil
+}
+
+// nextV4 reads the rest of a version-4 entry whose fixed part (hdr bytes, read up to the
+// flags) is in x.buf: the extended flags, then the name as a count of bytes dropped from
+// the previous name and a NUL-terminated suffix. raw is the fixed part only; the name is
+// the whole one, of n bytes as the flags say.
+func (x *rawEntries) nextV4(hdr, n int) (raw, name []byte, err error) {
+	if hdr > indexEntryFixed {
+		b := x.buf[:hdr]
+		if _, err := io.ReadFull(x.r, b[indexEntryFixed:]); err != nil {
+			return nil, nil, ErrNotSpliceable
+		}
+	}
+	x.fixed = x.buf[:hdr]
+	drop, err := readVarint(x.r)
+	if err != nil || drop > uint64(len(x.name)) {
+		return nil, nil, ErrNotSpliceable
+	}
+	suffix, err := x.r.ReadSlice(0)
+	if err != nil {
+		return nil, nil, ErrNotSpliceable
+	}
+	x.name = append(x.name[:len(x.name)-int(drop)], suffix[:len(suffix)-1]...)
+	if len(x.name) != n {
+		return nil, nil, ErrNotSpliceable
+	}
+	return x.fixed, x.name, nil
 }
 
 // SpliceIndex copies the index file src to w with edits (sorted by name, one per name)
@@ -205,7 +318,7 @@ func SpliceIndex(src io.ReadSeeker, w io.Writer, edits []IndexEdit) (int, error)
 	br := bufio.NewReaderSize(src, 256<<10)
 	// pass walks src merging the edits in; emit gets each output entry (raw bytes or an
 	// edit's entry).
-	pass := func(emit func(raw []byte, e *index.Entry) error) (*rawEntries, error) {
+	pass := func(emit func(x *rawEntries, raw []byte, e *index.Entry) error) (*rawEntries, error) {
 		if _, err := src.Seek(0, io.SeekStart); err != nil {
 			return nil, err
 		}
@@ -222,7 +335,7 @@ func SpliceIndex(src io.ReadSeeker, w io.Writer, edits []IndexEdit) (int, error)
 			}
 			for i < len(edits) && edits[i].Name < string(name) {
 				if edits[i].Entry != nil {
-					if err := emit(nil, edits[i].Entry); err != nil {
+					if err := emit(x, nil, edits[i].Entry); err != nil {
 						return nil, err
 					}
 				}
@@ -230,20 +343,20 @@ func SpliceIndex(src io.ReadSeeker, w io.Writer, edits []IndexEdit) (int, error)
 			}
 			if i < len(edits) && edits[i].Name == string(name) {
 				if edits[i].Entry != nil {
-					if err := emit(nil, edits[i].Entry); err != nil {
+					if err := emit(x, nil, edits[i].Entry); err != nil {
 						return nil, err
 					}
 				}
 				i++
 				continue
 			}
-			if err := emit(raw, nil); err != nil {
+			if err := emit(x, raw, nil); err != nil {
 				return nil, err
 			}
 		}
 		for ; i < len(edits); i++ {
 			if edits[i].Entry != nil {
-				if err := emit(nil, edits[i].Entry); err != nil {
+				if err := emit(x, nil, edits[i].Entry); err != nil {
 					return nil, err
 				}
 			}
@@ -251,7 +364,7 @@ func SpliceIndex(src io.ReadSeeker, w io.Writer, edits []IndexEdit) (int, error)
 		return x, nil
 	}
 	n := 0
-	x, err := pass(func([]byte, *index.Entry) error { n++; return nil })
+	x, err := pass(func(*rawEntries, []byte, *index.Entry) error { n++; return nil })
 	if err != nil {
 		return 0, err
 	}
@@ -259,11 +372,11 @@ func SpliceIndex(src io.ReadSeeker, w io.Writer, edits []IndexEdit) (int, error)
 	if err := iw.header(x.version, n); err != nil {
 		return 0, err
 	}
-	if _, err := pass(func(raw []byte, e *index.Entry) error {
+	if _, err := pass(func(x *rawEntries, raw []byte, e *index.Entry) error {
 		if e != nil {
 			return iw.entry(e)
 		}
-		return iw.raw(raw)
+		return iw.raw(raw, x.fixed, x.name)
 	}); err != nil {
 		return 0, err
 	}
@@ -377,4 +490,22 @@ func rootTreeIs(b []byte, entries int, tree [sha1.Size]byte) bool {
 	}
 	b = b[lf+1:]
 	return len(b) >= sha1.Size && bytes.Equal(b[:sha1.Size], tree[:])
+}
+
+// IndexFileVersion is the version (2, 3 or 4) in the header of the index file at path; 0
+// when there is no such file or it is not an index git writes.
+func IndexFileVersion(path string) uint32 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var h [8]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:4]) != indexSignature {
+		return 0
+	}
+	if v := binary.BigEndian.Uint32(h[4:]); v >= 2 && v <= 4 {
+		return v
+	}
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
@@ -29,10 +30,11 @@ import (
 //
 // Every method of go-git's ObjectStorage that would load its own indexes is overridden
 // here; the one exception is a repository with alternates, whose objects EncodedObject
-// looks up through go-git's when they are not here (memd never creates one). Like go-git's,
-// HasEncodedObject and EncodedObjectSize look only here, so a commit's existence checks
-// cost no read of objects/info/alternates. Safe for concurrent use, as go-git's
-// storage is.
+// looks up through go-git's when they are not here (memd never creates one; `git clone
+// --shared` does), as HasEncodedObject does on a miss (whether there are alternates is read
+// once per Reindex, so a commit's existence checks cost no read of objects/info/alternates).
+// EncodedObjectSize looks only here. In a partial clone a blob EncodedObject misses is
+// fetched first (SetLazyFetch). Safe for concurrent use, as go-git's storage is.
 type Storage struct {
 	*filesystem.Storage
 	gitDir      string
@@ -52,7 +54,16 @@ type Storage struct {
 	// offset map grows with the objects read through it (TestStorageHeapDoesNotGrowWithObjects).
 	idle   map[plumbing.Hash][]billy.File
 	closed bool // Close ran: files are closed after each read again
+
+	// lazy fetches a blob missing from a partial clone through its promisor remote, as git
+	// does on a read (SetLazyFetch); nil: a miss is ErrObjectNotFound.
+	lazy func(h plumbing.Hash) error
+	alt  atomic.Int32 // hasAlternates: 0 not read since the last Reindex, 1 none, 2 some
 }
+
+// SetLazyFetch makes a read of a blob that is not here in a partial clone ask fetch for it
+// first, as git's reads ask the promisor remote. Call before any reader runs.
+func (s *Storage) SetLazyFetch(fetch func(h plumbing.Hash) error) { s.lazy = fetch }
 
 // maxIdlePacks bounds the files kept open per pack (parallel checkout reads use a few).
 const maxIdlePacks = 4
@@ -60,8 +71,23 @@ const maxIdlePacks = 4
 // NewStorage opens the storage of the .git directory gitDir with the object cache c and
 // go-git's large-object threshold (objects above it are streamed from disk, not held).
 func NewStorage(gitDir string, c cache.Object, largeObject int64) *Storage {
-	fs := osfs.New(gitDir)
-	dot := dotgit.New(fs)
+	return NewWorktreeStorage(gitDir, gitDir, c, largeObject)
+}
+
+// NewWorktreeStorage is NewStorage of a linked worktree's git dir gitDir (HEAD, index)
+// over the common dir commonDir that holds objects, refs, packed-refs and config (go-git's
+// RepositoryFilesystem picks the dir per path as git does; internal/gitlayout is memd's
+// own rule for the paths it builds). With commonDir == gitDir it is NewStorage.
+func NewWorktreeStorage(gitDir, commonDir string, c cache.Object, largeObject int64) *Storage {
+	var fs billy.Filesystem = osfs.New(gitDir)
+	if commonDir != gitDir {
+		fs = newWorktreeFS(fs, osfs.New(commonDir))
+	}
+	gitDir = commonDir // what this type reads itself (packs, index-pack) is the common dir's
+	// objects/info/alternates names object dirs anywhere (git clone --shared writes absolute
+	// paths); go-git looks for them in AlternatesFS, by default inside the git dir only.
+	altFS := osfs.New("/")
+	dot := dotgit.NewWithOptions(fs, dotgit.Options{AlternatesFS: altFS})
 	// DotGit looks for a receive-pack's incoming objects directory on its first loose miss
 	// and keeps the answer in a field without a lock; asking once here, before any reader
 	// runs, keeps concurrent reads (the checkout's parallel blob reads) from racing on it.
@@ -69,7 +95,7 @@ func NewStorage(gitDir string, c cache.Object, largeObject int64) *Storage {
 		f.Close()
 	}
 	return &Storage{
-		Storage:     filesystem.NewStorageWithOptions(fs, c, filesystem.Options{LargeObjectThreshold: largeObject}),
+		Storage:     filesystem.NewStorageWithOptions(fs, c, filesystem.Options{LargeObjectThreshold: largeObject, AlternatesFS: altFS}),
 		gitDir:      gitDir,
 		dot:         dot,
 		cache:       c,
@@ -83,6 +109,7 @@ func (s *Storage) Reindex() {
 	s.mu.Lock()
 	s.packs = nil
 	s.mu.Unlock()
+	s.alt.Store(0)
 	s.Storage.Reindex()
 }
 
@@ -232,17 +259,33 @@ func (s *Storage) putIdle(h plumbing.Hash, p billy.File) {
 	s.idle[h] = append(s.idle[h], p)
 }
 
-// hasAlternates says whether objects/info/alternates names other object stores.
+// hasAlternates says whether objects/info/alternates names other object stores: read once
+// per Reindex, as a miss in HasEncodedObject (every new object a commit writes) asks.
 func (s *Storage) hasAlternates() bool {
+	switch s.alt.Load() {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
 	alt, err := s.dot.Alternates()
-	return err == nil && len(alt) > 0
+	has := err == nil && len(alt) > 0
+	s.alt.Store(map[bool]int32{false: 1, true: 2}[has])
+	return has
 }
 
 // EncodedObject implements storer.EncodedObjectStorer.
 func (s *Storage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	obj, err := s.object(h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) && s.hasAlternates() {
-		return s.Storage.EncodedObject(t, h)
+		obj, err = s.Storage.EncodedObject(t, h)
+	}
+	if errors.Is(err, plumbing.ErrObjectNotFound) && t == plumbing.BlobObject && s.lazy != nil {
+		if ferr := s.lazy(h); ferr != nil {
+			return nil, fmt.Errorf("%w (partial clone: %w)", plumbing.ErrObjectNotFound, ferr)
+		}
+		s.Reindex() // the fetch added a pack
+		obj, err = s.object(h)
 	}
 	if err != nil {
 		return nil, err
@@ -343,6 +386,11 @@ func (s *Storage) HasEncodedObject(h plumbing.Hash) error {
 		return err
 	}
 	f, err := s.dot.Object(h)
+	if os.IsNotExist(err) && s.hasAlternates() {
+		// objects/info/alternates (git clone --shared/--reference): objects are there too.
+		_, err = s.Storage.EncodedObject(plumbing.AnyObject, h)
+		return err
+	}
 	if os.IsNotExist(err) {
 		return plumbing.ErrObjectNotFound
 	}
