@@ -91,6 +91,7 @@ func (r *Repo) LogWalk(p string, fn func(LogEntry) bool, progress func(commits i
 	if err := w.Run(); err != nil {
 		return fmt.Errorf("log %s: %w", p, err)
 	}
+	src.KeepGraph()
 	if n == 0 {
 		return fmt.Errorf("%s: %w in %s", p, ErrNoHistory, r.dir)
 	}
@@ -145,6 +146,7 @@ func (r *Repo) VersionAt(p, at string) (Version, error) {
 	if err := w.Run(); err != nil {
 		return Version{}, fmt.Errorf("%s at %s: %w", p, at, err)
 	}
+	src.KeepGraph()
 	if found.IsZero() && want.IsZero() {
 		return Version{}, fmt.Errorf("--at %s: %w (no commit at or before it)", at, ErrBadAt)
 	}
@@ -195,6 +197,7 @@ func (r *Repo) LastVersion(p string) (Version, error) {
 	if err := w.Run(); err != nil {
 		return Version{}, fmt.Errorf("log %s: %w", p, err)
 	}
+	src.KeepGraph()
 	if n == 0 {
 		return Version{}, fmt.Errorf("%s: %w in %s", p, ErrNoHistory, r.dir)
 	}
@@ -314,4 +317,67 @@ func (r *Repo) Restore(target string, v Version) (memd.CommitResult, error) {
 		return res, fmt.Errorf("restore %s: %w", target, err)
 	}
 	return res, nil
+}
+
+// LogPage is one page of Log for a caller that asks again for more (the page's history):
+// up to limit entries from the walk's position from ("" the branch head; else the Next
+// of the page before), walking at most maxCommits commits (0: no bound) so that a long
+// walk answers with what it has and how far it got. Next is "" when the walk is done.
+type LogPage struct {
+	Entries []LogEntry `json:"entries"`
+	Next    string     `json:"next,omitempty"`
+	Walked  int        `json:"walked"`
+}
+
+// ErrBadCursor: LogPage's from is not a Next it gave.
+var ErrBadCursor = errors.New("not a history position")
+
+// LogPage walks one page; see the LogPage type.
+func (r *Repo) LogPage(p, from string, limit, maxCommits int) (LogPage, error) {
+	p = memd.NormalizePath(p)
+	start, name := plumbing.ZeroHash, p
+	if from != "" {
+		c, n, ok := strings.Cut(from, ":")
+		if !ok || len(c) != 40 || strings.Trim(c, "0123456789abcdef") != "" || n == "" {
+			return LogPage{}, fmt.Errorf("%q: %w", from, ErrBadCursor)
+		}
+		start, name = plumbing.NewHash(c), n
+	} else {
+		var err error
+		if start, err = r.readBranch(); err != nil {
+			return LogPage{}, err
+		}
+	}
+	src := pathlog.Open(r.gitDir)
+	defer src.Close()
+	var pg LogPage
+	w := &pathlog.Walk{Source: src, Head: start, Path: name,
+		Visit: func(id plumbing.Hash, _ time.Time, cur string) bool {
+			if maxCommits > 0 && pg.Walked >= maxCommits {
+				pg.Next = id.String() + ":" + cur
+				return true
+			}
+			pg.Walked++
+			return false
+		},
+		Entry: func(e pathlog.Entry) bool {
+			pg.Entries = append(pg.Entries, logEntry(e))
+			if limit > 0 && len(pg.Entries) >= limit && !e.Parent.IsZero() {
+				next := e.Path
+				if e.From != "" {
+					next = e.From
+				}
+				pg.Next = e.Parent.String() + ":" + next
+				return false
+			}
+			return true
+		}}
+	if err := w.Run(); err != nil {
+		return pg, fmt.Errorf("log %s: %w", p, err)
+	}
+	src.KeepGraph()
+	if from == "" && pg.Next == "" && len(pg.Entries) == 0 {
+		return pg, fmt.Errorf("%s: %w in %s", p, ErrNoHistory, r.dir)
+	}
+	return pg, nil
 }

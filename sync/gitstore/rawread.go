@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -72,6 +73,10 @@ func (r *RawReader) Read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 			return 0, nil, err
 		}
 		data, err := r.pack(idx)
+		if errors.Is(err, os.ErrNotExist) && attempt == 0 {
+			r.s.Reindex() // repacked away since the list was read
+			continue
+		}
 		if err != nil {
 			return 0, nil, err
 		}

@@ -39,7 +39,7 @@ type Entry struct {
 type Walk struct {
 	Source *Source
 	Head   plumbing.Hash
-	Path  string
+	Path   string
 	// Visit, when set, sees each commit before its step with the name the path has there;
 	// true ends the walk at that commit.
 	Visit func(id plumbing.Hash, when time.Time, name string) bool
