@@ -24,10 +24,12 @@ func genHistory(t *testing.T, dir string, seed int64, n int) []string {
 	t.Helper()
 	testutil.RunGit(t, dir, "init", "-q", "-b", "main")
 	rng := rand.New(rand.NewSource(seed))
-	live := map[string]string{}    // path -> content
-	gone := map[string]string{}    // deleted path -> its last content
+	live := map[string]string{} // path -> content
+	gone := map[string]string{} // deleted path -> its last content
 	ever := map[string]bool{}
-	body := func() string { return fmt.Sprintf("<p>%x</p>\n", rng.Int63()) + strings.Repeat(fmt.Sprintf("%x\n", rng.Int63()), 8) }
+	body := func() string {
+		return fmt.Sprintf("<p>%x</p>\n", rng.Int63()) + strings.Repeat(fmt.Sprintf("%x\n", rng.Int63()), 8)
+	}
 	pick := func(m map[string]string, ok func(string) bool) string {
 		var ks []string
 		for k := range m {
@@ -74,7 +76,10 @@ func genHistory(t *testing.T, dir string, seed int64, n int) []string {
 				delete(live, p)
 			}
 		case r < 82:
-			if p := pick(live, func(p string) bool { _, back := live[strings.TrimPrefix(p, "archive/2026/")]; return !notArchived(p) && !back }); p != "" {
+			if p := pick(live, func(p string) bool {
+				_, back := live[strings.TrimPrefix(p, "archive/2026/")]
+				return !notArchived(p) && !back
+			}); p != "" {
 				q := strings.TrimPrefix(p, "archive/2026/")
 				fmt.Fprintf(&sb, "R %s %s\n", p, q)
 				live[q], ever[q] = live[p], true
