@@ -23,6 +23,14 @@ var genStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func memPath(i int) string { return fmt.Sprintf("areas/d%02d/m%04d.html", i%20, i) }
 
+// The memories the benchmark asks about: one edited about every m commits, one deleted
+// ago commits before the tip, one deleted in the tip.
+const logI, oldI, lastI = 7, 11, 13
+
+func (g *genPlan) paths() {
+	g.logPath, g.deletedOld, g.deletedLast = memPath(logI), memPath(oldI), memPath(lastI)
+}
+
 // generate writes the history into the new repo dir through git fast-import.
 func (g *genPlan) generate(dir string) error {
 	if err := sh(dir, gitEnv, "git", "init", "-q", "-b", "main"); err != nil {
@@ -54,8 +62,7 @@ func (g *genPlan) stream(w io.Writer) {
 	for i := range names {
 		names[i] = memPath(i)
 	}
-	oldI, lastI, logI := 11, 13, 7
-	g.logPath, g.deletedOld, g.deletedLast = memPath(logI), memPath(oldI), memPath(lastI)
+	g.paths()
 	deleted := map[int]int{} // memory -> commit it comes back at
 	for c := 0; c < g.n; c++ {
 		at := genStart.Add(time.Duration(c) * time.Minute)
