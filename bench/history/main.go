@@ -4,14 +4,17 @@
 //
 //   - `memd log PATH` against `git log --follow -- PATH`, before git's commit-graph exists
 //     (memd's first walk has git write it: pathlog.KeepGraph) and after;
+//
 //   - `memd restore` of a memory deleted in the last commit (target at most 0.1 s) and of
 //     one deleted -ago commits back against `git log --diff-filter=D -1 -- PATH` + `git show`;
+//
 //   - the page's first 20 history entries (GET /history?limit=20 of a running `memd run`;
 //     target at most 0.5 s);
+//
 //   - daemon start-up, a 1-file commit (write to ref moved) and `memd status`, on this repo
 //     against one of 100 commits with the same tree (target at most 1.1x).
 //
-//	go run ./bench/history -commits 200000
+//     go run ./bench/history -commits 200000
 package main
 
 import (
