@@ -155,19 +155,22 @@ func loadavg() string {
 // same tree at its tip: the big tip's files committed, then 99 one-file edits.
 func (g *genPlan) prepare(big, small string) error {
 	g.paths()
-	if _, err := os.Stat(filepath.Join(big, ".git")); err == nil {
+	if _, err := os.Stat(filepath.Join(big, ".git")); err != nil {
+		_ = os.RemoveAll(small)
+		if err := os.MkdirAll(big, 0o755); err != nil {
+			return err
+		}
+		if err := g.generate(big); err != nil {
+			return err
+		}
+		if err := sh(big, gitEnv, "git", "reset", "-q", "--hard"); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(small, ".git")); err == nil {
 		return nil
 	}
 	_ = os.RemoveAll(small)
-	if err := os.MkdirAll(big, 0o755); err != nil {
-		return err
-	}
-	if err := g.generate(big); err != nil {
-		return err
-	}
-	if err := sh(big, gitEnv, "git", "reset", "-q", "--hard"); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(small, 0o755); err != nil {
 		return err
 	}
@@ -182,7 +185,7 @@ func (g *genPlan) prepare(big, small string) error {
 		if err := os.WriteFile(p, []byte(fmt.Sprintf("<p>small %d</p>\n", i)), 0o644); err != nil {
 			return err
 		}
-		if err := sh(small, gitEnv, "git", "commit", "-qam", fmt.Sprintf("edit %d", i)); err != nil {
+		if err := sh(small, gitEnv, "sh", "-c", fmt.Sprintf("git add -A && git commit -qm 'edit %d'", i)); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"bytes"
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/klauspost/compress/zlib"
 )
 
 // RawReader reads whole objects as git does, for a walk over many of them (pathlog): a
@@ -30,7 +30,7 @@ type RawReader struct {
 }
 
 type baseKey struct {
-	pack plumbing.Hash
+	pack *PackIndex
 	off  int64
 }
 
@@ -107,7 +107,7 @@ const maxDeltaDepth = 10_000
 
 // at is the object at off in the pack data, its delta chain resolved.
 func (r *RawReader) at(idx *PackIndex, data []byte, off int64, depth int) (rawObject, error) {
-	key := baseKey{idx.PackChecksum(), off}
+	key := baseKey{idx, off}
 	if o, ok := r.bases[key]; ok {
 		return o, nil
 	}
