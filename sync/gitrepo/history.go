@@ -120,9 +120,9 @@ type Version struct {
 }
 
 // VersionAt is the memory p as it was at commit at (a hash or a prefix of one, or an RFC3339
-// time: the newest first-parent commit at or before it). The name p had then is the one the
-// walk from HEAD down to that commit followed p back to (p itself for a commit off the
-// first-parent chain); the walk ends there.
+// time: the newest first-parent commit at or before it). It reads p there straight away;
+// only when p is not there does it walk from HEAD down to that commit for the name p had
+// then (p itself for a commit off the first-parent chain).
 func (r *Repo) VersionAt(p, at string) (Version, error) {
 	p = memd.NormalizePath(p)
 	head, err := r.readBranch()
@@ -135,10 +135,22 @@ func (r *Repo) VersionAt(p, at string) (Version, error) {
 	}
 	src := pathlog.Open(r.gitDir)
 	defer src.Close()
-	found, name, when := plumbing.ZeroHash, p, time.Time{}
+	var when time.Time
+	if want.IsZero() {
+		if want, when, err = src.CommitAt(head, t); err != nil {
+			return Version{}, fmt.Errorf("--at %s: %w", at, err)
+		}
+		if want.IsZero() {
+			return Version{}, fmt.Errorf("--at %s: %w (no commit at or before it)", at, ErrBadAt)
+		}
+	}
+	if v, err := r.versionIn(src, want, when, p, p); !errors.Is(err, ErrNoHistory) {
+		return v, err
+	}
+	name := p
 	w := &pathlog.Walk{Source: src, Head: head, Path: p, Visit: func(id plumbing.Hash, at time.Time, cur string) bool {
-		if id == want || want.IsZero() && !at.After(t) {
-			found, name, when = id, cur, at
+		if id == want {
+			name, when = cur, at
 			return true
 		}
 		return false
@@ -147,13 +159,7 @@ func (r *Repo) VersionAt(p, at string) (Version, error) {
 		return Version{}, fmt.Errorf("%s at %s: %w", p, at, err)
 	}
 	src.KeepGraph()
-	if found.IsZero() && want.IsZero() {
-		return Version{}, fmt.Errorf("--at %s: %w (no commit at or before it)", at, ErrBadAt)
-	}
-	if found.IsZero() {
-		found = want
-	}
-	return r.versionIn(src, found, when, name, p)
+	return r.versionIn(src, want, when, name, p)
 }
 
 // versionIn reads name in commit c as the Version of p.

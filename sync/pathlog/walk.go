@@ -327,3 +327,22 @@ func (s *Source) ReadFile(id plumbing.Hash, p string) (filemode.FileMode, []byte
 	}
 	return wy.end.mode, b, err
 }
+
+// CommitAt is the newest commit on the first-parent chain from head whose committer time
+// is at or before t (zero when none is): commits only, no trees.
+func (s *Source) CommitAt(head plumbing.Hash, t time.Time) (plumbing.Hash, time.Time, error) {
+	for h := head; !h.IsZero(); {
+		c, err := s.commit(h)
+		if err != nil {
+			return plumbing.ZeroHash, time.Time{}, err
+		}
+		if !c.when.After(t) {
+			return c.id, c.when, nil
+		}
+		if len(c.parents) == 0 {
+			break
+		}
+		h = c.parents[0]
+	}
+	return plumbing.ZeroHash, time.Time{}, nil
+}
