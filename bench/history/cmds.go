@@ -31,7 +31,7 @@ func (g *genPlan) benchLog(bin, big string, e []string, reps int) ([]result, err
 	// pathlog.KeepGraph has git write the graph after a walk of 20,000 commits; a smaller
 	// run writes it as git gc would.
 	if g.n < 20000 {
-		if err := sh(big, gitEnv, "git", "commit-graph", "write", "--reachable"); err != nil {
+		if err := sh(big, gitEnv, "git", "commit-graph", "write", "--reachable", "--changed-paths"); err != nil {
 			return nil, err
 		}
 	}

@@ -22,6 +22,10 @@ type graph struct {
 	oids   []byte // n × 20
 	cdat   []byte // n × 36: tree, parent 1, parent 2, generation and time
 	edges  []byte // octopus parents
+	// The changed-path Bloom filters (bloom.go), when the graph has them: bidx the n end
+	// offsets into bdat, bdat the filters after its 12-byte header; hashes per path.
+	bidx, bdat []byte
+	hashes     uint32
 }
 
 const (
@@ -57,6 +61,10 @@ func openGraph(gitDir string) *graph {
 			g.cdat = chunk
 		case "EDGE":
 			g.edges = chunk
+		case "BIDX":
+			g.bidx = chunk
+		case "BDAT":
+			g.bdat = chunk
 		}
 	}
 	if len(g.fanout) != 1024 {
@@ -65,6 +73,15 @@ func openGraph(gitDir string) *graph {
 	g.n = binary.BigEndian.Uint32(g.fanout[1020:])
 	if uint64(len(g.oids)) != uint64(g.n)*20 || uint64(len(g.cdat)) != uint64(g.n)*graphDataLen {
 		return nil
+	}
+	// Filters of hash version 1 or 2 (the same hash for ASCII paths), else none are used.
+	if uint64(len(g.bidx)) != uint64(g.n)*4 || len(g.bdat) < 12 || binary.BigEndian.Uint32(g.bdat) > 2 {
+		g.bidx, g.bdat = nil, nil
+	} else {
+		g.hashes, g.bdat = binary.BigEndian.Uint32(g.bdat[4:]), g.bdat[12:]
+		if g.hashes == 0 || g.hashes > 64 {
+			g.bidx, g.bdat = nil, nil
+		}
 	}
 	return g
 }
@@ -96,7 +113,7 @@ func (g *graph) find(h plumbing.Hash) (uint32, bool) {
 // commit is the commit at position pos (ok false: the graph is inconsistent there).
 func (g *graph) commit(pos uint32) (*commit, bool) {
 	d := g.cdat[graphDataLen*pos:]
-	c := &commit{}
+	c := &commit{pos: int64(pos)}
 	copy(c.id[:], g.oids[20*pos:])
 	copy(c.tree[:], d[:20])
 	p1, p2 := binary.BigEndian.Uint32(d[20:]), binary.BigEndian.Uint32(d[24:])

@@ -33,8 +33,9 @@ type Source struct {
 	graph  *graph
 	gitDir string
 	close  func() error
-	// unlisted counts the commits read from their objects, not the graph (KeepGraph).
-	unlisted int
+	// unfiltered counts the commits a walk stepped through without a changed-path filter
+	// (no graph, one without filters, or one written before them): KeepGraph.
+	unfiltered int
 }
 
 // Open is a Source on the .git directory gitDir.
@@ -54,30 +55,30 @@ func (s *Source) commit(h plumbing.Hash) (*commit, error) {
 			return c, nil
 		}
 	}
-	s.unlisted++
 	return readCommit(s.store, h)
 }
 
-// graphAfter is how many commits a walk reads from their objects before KeepGraph has git
-// write the commit-graph: about a second of walking, where writing the graph of 200,000
-// commits takes git a few seconds once and halves every later walk.
+// graphAfter is how many commits a walk steps through without a changed-path filter
+// before KeepGraph has git write the commit-graph with them: about a second of walking,
+// where git writes the graph and filters of 200,000 commits in about 30 s of background
+// work once, and every later walk skips the commits that left its path alone unread.
 const graphAfter = 20_000
 
-// KeepGraph starts `git commit-graph write --reachable` in the background when the walks
-// of this Source read more than graphAfter commits that the graph (none, or one written
-// before them) did not hold, and does not wait for it: git writes the file under its lock
-// and renames it into place, so a walk reads the old one or the new one, never a half.
-// A repo without git installed keeps walking the objects.
+// KeepGraph starts `git commit-graph write --reachable --changed-paths` in the background
+// when the walks of this Source stepped through more than graphAfter commits without a
+// filter, and does not wait for it: git writes the file under its lock and renames it into
+// place, so a walk reads the old one or the new one, never a half. A repo without git
+// installed keeps walking the trees.
 func (s *Source) KeepGraph() {
-	if s.unlisted < graphAfter {
+	if s.unfiltered < graphAfter {
 		return
 	}
-	s.unlisted = 0
+	s.unfiltered = 0
 	git, err := exec.LookPath("git")
 	if err != nil {
 		return
 	}
-	c := exec.Command(git, "--git-dir=.", "commit-graph", "write", "--reachable")
+	c := exec.Command(git, "--git-dir=.", "commit-graph", "write", "--reachable", "--changed-paths")
 	c.Dir = s.gitDir
 	if err := c.Start(); err == nil {
 		go func() { _ = c.Wait() }() // reaped if the process lives that long
@@ -103,6 +104,7 @@ type commit struct {
 	parents []plumbing.Hash
 	when    time.Time
 	raw     []byte // the whole object: the message is read only for an entry
+	pos     int64  // its position in the commit-graph, -1 when read from its object
 }
 
 // message is the commit message (after the header's blank line).
@@ -121,7 +123,7 @@ func readCommit(st Store, h plumbing.Hash) (*commit, error) {
 	if t != plumbing.CommitObject {
 		return nil, fmt.Errorf("%s is a %s, not a commit: %w", h, t, ErrBadObject)
 	}
-	c := &commit{id: h, raw: b}
+	c := &commit{id: h, raw: b, pos: -1}
 	defer func() { c.when = c.when.UTC() }()
 	for len(b) > 0 && b[0] != '\n' {
 		line := b

@@ -47,6 +47,10 @@ type Walk struct {
 	Entry func(Entry) bool
 	// Progress, when set, is called every progressEvery commits with the count so far.
 	Progress func(commits int)
+
+	key     bloomKey // keyPath's changed-path hashes (keyOK false: not ASCII)
+	keyPath string
+	keyOK   bool
 }
 
 const progressEvery = 10_000
@@ -107,6 +111,9 @@ func (w *Walk) Run() error {
 func (w *Walk) step(c, p *commit, cur string, wc way) (string, way, error) {
 	var wp way
 	if p != nil {
+		if w.unchanged(c, cur) {
+			return cur, way{end: wc.end}, nil // the trees on the way are not known: not read
+		}
 		var err error
 		if wp, err = w.resolve(p.tree, cur, &wc); err != nil {
 			return cur, wp, err
@@ -150,6 +157,25 @@ func (w *Walk) step(c, p *commit, cur string, wc way) (string, way, error) {
 		return next, wp, errStop
 	}
 	return next, wp, nil
+}
+
+// unchanged says that c's changed-path filter rules out cur: c left it as its first
+// parent had it. False when there is no filter to ask.
+func (w *Walk) unchanged(c *commit, cur string) bool {
+	g := w.Source.graph
+	if c.pos < 0 || g == nil || g.bidx == nil {
+		w.Source.unfiltered++
+		return false
+	}
+	if w.keyPath != cur {
+		w.key, w.keyOK = newBloomKey(cur)
+		w.keyPath = cur
+	}
+	if !w.keyOK {
+		return false
+	}
+	f := g.filter(uint32(c.pos))
+	return len(f) > 0 && !w.key.mayHold(f, g.hashes)
 }
 
 func moveAction(from, to string) string {

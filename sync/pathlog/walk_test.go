@@ -182,7 +182,53 @@ func TestWalkEqualsGitLogFollow(t *testing.T) {
 				t.Fatal("the commit-graph git wrote does not parse")
 			}
 			sameAsGit(t, dir, paths)
+			// And with the changed-path filters, which let the walk skip a commit unread.
+			testutil.RunGit(t, dir, "commit-graph", "write", "--reachable", "--changed-paths")
+			if g := openGraph(filepath.Join(dir, ".git")); g == nil || g.bidx == nil {
+				t.Fatal("no changed-path filters in the commit-graph git wrote")
+			}
+			sameAsGit(t, dir, paths)
+			bloomAgreesWithGit(t, dir, paths)
 		})
+	}
+}
+
+// bloomAgreesWithGit checks the filters as git wrote them: every path a commit changed
+// (and each directory above it) may be held, and most paths it did not change are ruled out
+// (else the hash is not git's and the filters would skip nothing).
+func bloomAgreesWithGit(t *testing.T, dir string, paths []string) {
+	t.Helper()
+	g := openGraph(filepath.Join(dir, ".git"))
+	revs := strings.Fields(testutil.RunGit(t, dir, "rev-list", "--first-parent", "HEAD"))
+	ruledOut, asked := 0, 0
+	for _, rev := range revs[:len(revs)-1] {
+		pos, ok := g.find(plumbing.NewHash(rev))
+		if !ok {
+			t.Fatalf("%s not in the graph", rev)
+		}
+		f := g.filter(pos)
+		changed := map[string]bool{}
+		for _, p := range strings.Fields(testutil.RunGit(t, dir, "diff-tree", "-r", "--name-only", "--no-renames", rev+"^", rev)) {
+			for d := p; d != "."; d = filepath.Dir(d) {
+				changed[d] = true
+			}
+		}
+		for p := range changed {
+			if k, _ := newBloomKey(p); !k.mayHold(f, g.hashes) {
+				t.Fatalf("%s changed %s, its filter rules it out", rev, p)
+			}
+		}
+		for _, p := range paths {
+			if !changed[p] {
+				asked++
+				if k, _ := newBloomKey(p); !k.mayHold(f, g.hashes) {
+					ruledOut++
+				}
+			}
+		}
+	}
+	if ruledOut < asked*9/10 {
+		t.Errorf("the filters ruled out %d of %d unchanged paths", ruledOut, asked)
 	}
 }
 
@@ -208,7 +254,7 @@ func TestWalkMergesAndRewrittenHistory(t *testing.T) {
 	}
 	paths = append(paths, live...)
 	sameAsGit(t, dir, paths)
-	testutil.RunGit(t, dir, "commit-graph", "write", "--reachable")
+	testutil.RunGit(t, dir, "commit-graph", "write", "--reachable", "--changed-paths")
 	sameAsGit(t, dir, paths)
 
 	edit(dir, live[0], "amend me\n", "to amend")
