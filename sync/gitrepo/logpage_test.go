@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/memd-dev/memd/internal/testutil"
 )
@@ -77,5 +79,48 @@ func TestLogPageAndVersionAt(t *testing.T) {
 	}
 	if _, err := r.VersionAt("areas/b.html", strings.Repeat("ab", 20)); !errors.Is(err, ErrBadAt) {
 		t.Errorf("--at a commit that is not there: %v", err)
+	}
+}
+
+// A history walk runs beside the owner's commits (the page's history off the owner
+// goroutine): neither waits for the other, and each walk sees a whole history, the newest
+// entry of a head it read. Run under -race.
+func TestLogWalkBesideCommits(t *testing.T) {
+	dir := newGitDir(t)
+	r := openTest(t, dir, testOptions())
+	testutil.WriteFile(t, dir, "areas/a.html", "v0\n")
+	mustCommit(t, r, "areas/a.html")
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	var walks atomic.Int64
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			log, err := r.Log("areas/a.html")
+			if err != nil || len(log) == 0 || log[len(log)-1].Action != ActAdded {
+				done <- fmt.Errorf("walk %d: %d entries, %v", walks.Load(), len(log), err)
+				return
+			}
+			walks.Add(1)
+		}
+	}()
+	for i := 1; i <= 30; i++ {
+		testutil.WriteFile(t, dir, "areas/a.html", fmt.Sprintf("v%d\n", i))
+		mustCommit(t, r, "areas/a.html")
+		if i == 15 { // the walks run between the commits, not only before or after them
+			testutil.WaitFor(t, "a walk", 30*time.Second, func() bool { return walks.Load() > 0 }, func() string { return "" })
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if log, err := r.Log("areas/a.html"); err != nil || len(log) != 31 {
+		t.Fatalf("after the commits: %d entries, %v", len(log), err)
 	}
 }
