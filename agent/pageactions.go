@@ -110,15 +110,15 @@ func (p pageActions) History(ctx context.Context, path string) (json.RawMessage,
 	return json.Marshal(log)
 }
 
-// historyPageCommits bounds the commits one page request walks (about a quarter second), so
-// a memory whose entries are far apart still answers soon, with how far the walk got.
-const historyPageCommits = 50_000
+// historyPageBudget bounds the time one page request walks, so a memory whose entries are
+// far apart still answers soon, with how far the walk got; the page asks on.
+const historyPageBudget = 250 * time.Millisecond
 
 func (p pageActions) HistoryPage(ctx context.Context, path, from string, limit int) (json.RawMessage, error) {
 	if err := checkRel(path); err != nil {
 		return nil, err
 	}
-	pg, err := p.a.repo.LogPage(memd.NormalizePath(path), from, limit, historyPageCommits)
+	pg, err := p.a.repo.LogPage(memd.NormalizePath(path), from, limit, 0, historyPageBudget)
 	if errors.Is(err, gitrepo.ErrBadCursor) {
 		return nil, fmt.Errorf("%w: %w", metrics.ErrBadRequest, err)
 	}

@@ -37,8 +37,8 @@ type Actions interface {
 
 // HistoryPager is an Actions that answers the history a page at a time (GET
 // /history?path=P&limit=N[&from=NEXT]): up to N entries as the walk finds them, with the
-// position to ask from for more and the commits walked, so the page shows progress and a
-// "more" button instead of waiting for the whole walk.
+// position to ask from for more and the commits walked (a request walks for a bounded
+// time), so the page shows progress and a "more" button instead of waiting for the whole walk.
 type HistoryPager interface {
 	HistoryPage(ctx context.Context, path, from string, limit int) (json.RawMessage, error)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -94,14 +95,35 @@ func (g *genPlan) daemon(bin, home, repo string, reps int) (daemonFigures, error
 	if tm == nil {
 		return f, fmt.Errorf("no token in the page")
 	}
-	f.page, err = timed(reps, nil, func() error {
-		body, err := get("http://"+addr+"/history?limit=20&path="+url.QueryEscape(g.logPath), tm[1])
-		if err == nil && strings.Count(body, `"commit"`) == 0 {
-			err = fmt.Errorf("history page: %.200s", body)
-		}
-		return err
-	})
+	f.page, err = timed(reps, nil, func() error { return firstPage(addr, tm[1], g.logPath) })
 	return f, err
+}
+
+// firstPage asks for the history as the page does: 20 entries, asking on from where the
+// walk got while it has fewer and is not done.
+func firstPage(addr, token, path string) error {
+	var n int
+	next := ""
+	for {
+		body, err := get("http://"+addr+"/history?limit=20&path="+url.QueryEscape(path)+"&from="+url.QueryEscape(next), token)
+		if err != nil {
+			return err
+		}
+		var pg struct {
+			Entries []json.RawMessage
+			Next    string
+		}
+		if err := json.Unmarshal([]byte(body), &pg); err != nil {
+			return fmt.Errorf("history page: %v: %.200s", err, body)
+		}
+		n += len(pg.Entries)
+		if next = pg.Next; n >= 20 || next == "" {
+			if n == 0 {
+				return fmt.Errorf("history page: no entries")
+			}
+			return nil
+		}
+	}
 }
 
 // oneCommit writes one memory and waits for the branch to move.

@@ -327,8 +327,9 @@ func (r *Repo) Restore(target string, v Version) (memd.CommitResult, error) {
 
 // LogPage is one page of Log for a caller that asks again for more (the page's history):
 // up to limit entries from the walk's position from ("" the branch head; else the Next
-// of the page before), walking at most maxCommits commits (0: no bound) so that a long
-// walk answers with what it has and how far it got. Next is "" when the walk is done.
+// of the page before), walking at most maxCommits commits and for at most budget (each 0:
+// no bound) so that a long walk answers with what it has and how far it got. Next is ""
+// when the walk is done.
 type LogPage struct {
 	Entries []LogEntry `json:"entries"`
 	Next    string     `json:"next,omitempty"`
@@ -339,7 +340,8 @@ type LogPage struct {
 var ErrBadCursor = errors.New("not a history position")
 
 // LogPage walks one page; see the LogPage type.
-func (r *Repo) LogPage(p, from string, limit, maxCommits int) (LogPage, error) {
+func (r *Repo) LogPage(p, from string, limit, maxCommits int, budget time.Duration) (LogPage, error) {
+	t0 := time.Now()
 	p = memd.NormalizePath(p)
 	start, name := plumbing.ZeroHash, p
 	if from != "" {
@@ -359,7 +361,8 @@ func (r *Repo) LogPage(p, from string, limit, maxCommits int) (LogPage, error) {
 	var pg LogPage
 	w := &pathlog.Walk{Source: src, Head: start, Path: name,
 		Visit: func(id plumbing.Hash, _ time.Time, cur string) bool {
-			if maxCommits > 0 && pg.Walked >= maxCommits {
+			over := budget > 0 && pg.Walked%1000 == 999 && time.Since(t0) > budget
+			if over || maxCommits > 0 && pg.Walked >= maxCommits {
 				pg.Next = id.String() + ":" + cur
 				return true
 			}

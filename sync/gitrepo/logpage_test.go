@@ -49,7 +49,7 @@ func TestLogPageAndVersionAt(t *testing.T) {
 	var paged []LogEntry
 	from := ""
 	for req := 0; ; req++ {
-		pg, err := r.LogPage("areas/b.html", from, 3, 4)
+		pg, err := r.LogPage("areas/b.html", from, 3, 4, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestLogPageAndVersionAt(t *testing.T) {
 	if !reflect.DeepEqual(paged, all) || len(all) != 8 {
 		t.Fatalf("pages:\n%+v\nLog:\n%+v", paged, all)
 	}
-	if _, err := r.LogPage("areas/b.html", "nonsense", 3, 4); !errors.Is(err, ErrBadCursor) {
+	if _, err := r.LogPage("areas/b.html", "nonsense", 3, 4, 0); !errors.Is(err, ErrBadCursor) {
 		t.Errorf("a made-up cursor: %v", err)
 	}
 
