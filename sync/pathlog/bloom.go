@@ -3,6 +3,7 @@ package pathlog
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 )
 
 // git's changed-path Bloom filters (`git commit-graph write --changed-paths`; the BIDX and
@@ -26,6 +27,23 @@ func newBloomKey(p string) (bloomKey, bool) {
 		}
 	}
 	return bloomKey{murmur3([]byte(p), bloomSeed0), murmur3([]byte(p), bloomSeed1)}, true
+}
+
+// bloomKeys are the keys of p and of each directory above it, nil when p is not ASCII.
+func bloomKeys(p string) []bloomKey {
+	var ks []bloomKey
+	for {
+		k, ok := newBloomKey(p)
+		if !ok {
+			return nil
+		}
+		ks = append(ks, k)
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return ks
+		}
+		p = p[:i]
+	}
 }
 
 // mayHold says whether filter f (num hashes k) may hold the key; an empty filter (none was

@@ -127,8 +127,12 @@ func (g *graph) commit(pos uint32) (*commit, bool) {
 		c.parents = append(c.parents, h)
 		return true
 	}
-	if p1 != graphNoParent && !add(p1) {
-		return nil, false
+	c.firstPos = -1
+	if p1 != graphNoParent {
+		if !add(p1) {
+			return nil, false
+		}
+		c.firstPos = int64(p1)
 	}
 	switch {
 	case p2 == graphNoParent:

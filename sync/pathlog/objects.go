@@ -85,6 +85,19 @@ func (s *Source) KeepGraph() {
 	}
 }
 
+// firstParent reads c's first parent (nil for a root commit).
+func (s *Source) firstParent(c *commit) (*commit, error) {
+	if len(c.parents) == 0 {
+		return nil, nil
+	}
+	if c.firstPos >= 0 {
+		if p, ok := s.graph.commit(uint32(c.firstPos)); ok {
+			return p, nil
+		}
+	}
+	return s.commit(c.parents[0])
+}
+
 // message is c's message, reading its object when c came from the commit-graph.
 func (s *Source) message(c *commit) (string, error) {
 	if c.raw == nil {
@@ -105,6 +118,9 @@ type commit struct {
 	when    time.Time
 	raw     []byte // the whole object: the message is read only for an entry
 	pos     int64  // its position in the commit-graph, -1 when read from its object
+	// firstPos is the first parent's position in the graph (-1: not known), so a walk
+	// down the chain never searches the graph for it.
+	firstPos int64
 }
 
 // message is the commit message (after the header's blank line).
@@ -123,7 +139,7 @@ func readCommit(st Store, h plumbing.Hash) (*commit, error) {
 	if t != plumbing.CommitObject {
 		return nil, fmt.Errorf("%s is a %s, not a commit: %w", h, t, ErrBadObject)
 	}
-	c := &commit{id: h, raw: b, pos: -1}
+	c := &commit{id: h, raw: b, pos: -1, firstPos: -1}
 	defer func() { c.when = c.when.UTC() }()
 	for len(b) > 0 && b[0] != '\n' {
 		line := b

@@ -48,9 +48,8 @@ type Walk struct {
 	// Progress, when set, is called every progressEvery commits with the count so far.
 	Progress func(commits int)
 
-	key     bloomKey // keyPath's changed-path hashes (keyOK false: not ASCII)
+	keys    []bloomKey // keyPath's and its directories' changed-path hashes (none: not ASCII)
 	keyPath string
-	keyOK   bool
 }
 
 const progressEvery = 10_000
@@ -86,11 +85,9 @@ func (w *Walk) Run() error {
 		if w.Progress != nil && n%progressEvery == 0 {
 			w.Progress(n)
 		}
-		var p *commit
-		if len(c.parents) > 0 {
-			if p, err = w.Source.commit(c.parents[0]); err != nil {
-				return err
-			}
+		p, err := w.Source.firstParent(c)
+		if err != nil {
+			return err
 		}
 		next, wp, err := w.step(c, p, cur, wc)
 		if errors.Is(err, errStop) {
@@ -168,14 +165,20 @@ func (w *Walk) unchanged(c *commit, cur string) bool {
 		return false
 	}
 	if w.keyPath != cur {
-		w.key, w.keyOK = newBloomKey(cur)
-		w.keyPath = cur
-	}
-	if !w.keyOK {
-		return false
+		w.keys, w.keyPath = bloomKeys(cur), cur
 	}
 	f := g.filter(uint32(c.pos))
-	return len(f) > 0 && !w.key.mayHold(f, g.hashes)
+	if len(f) == 0 {
+		return false
+	}
+	// The filter holds every directory above a changed path too: any of cur's names it
+	// rules out rules cur out, and all of them being false positives together is rare.
+	for _, k := range w.keys {
+		if !k.mayHold(f, g.hashes) {
+			return true
+		}
+	}
+	return false
 }
 
 func moveAction(from, to string) string {
