@@ -343,13 +343,14 @@ var ErrBadCursor = errors.New("not a history position")
 func (r *Repo) LogPage(p, from string, limit, maxCommits int, budget time.Duration) (LogPage, error) {
 	t0 := time.Now()
 	p = memd.NormalizePath(p)
-	start, name := plumbing.ZeroHash, p
+	var start plumbing.Hash
+	name := p
 	if from != "" {
 		c, n, ok := strings.Cut(from, ":")
-		if !ok || len(c) != 40 || strings.Trim(c, "0123456789abcdef") != "" || n == "" {
+		if !ok || len(c) != 40 || strings.Trim(c, "0123456789abcdef") != "" || memd.NormalizePath(n) == "" {
 			return LogPage{}, fmt.Errorf("%q: %w", from, ErrBadCursor)
 		}
-		start, name = plumbing.NewHash(c), n
+		start, name = plumbing.NewHash(c), memd.NormalizePath(n)
 	} else {
 		var err error
 		if start, err = r.readBranch(); err != nil {

@@ -112,10 +112,6 @@ func genHistory(t *testing.T, dir string, seed int64, n int) []string {
 }
 
 // walkIDs is the walk's commits for p, newest first, and the first deletion's commit.
-func walkIDs(t *testing.T, dir, p string) (ids []string, deleted string) {
-	return walkIDsActs(t, dir, p, nil)
-}
-
 func walkIDsActs(t *testing.T, dir, p string, acts map[string]int) (ids []string, deleted string) {
 	t.Helper()
 	src := Open(filepath.Join(dir, ".git"))
