@@ -86,6 +86,14 @@ func openGraph(gitDir string) *graph {
 	return g
 }
 
+// count is the commits in the graph (0 for none).
+func (g *graph) count() uint32 {
+	if g == nil {
+		return 0
+	}
+	return g.n
+}
+
 // find is h's position in the graph.
 func (g *graph) find(h plumbing.Hash) (uint32, bool) {
 	if g == nil {

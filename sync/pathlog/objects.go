@@ -36,6 +36,7 @@ type Source struct {
 	// unfiltered counts the commits a walk stepped through without a changed-path filter
 	// (no graph, one without filters, or one written before them): KeepGraph.
 	unfiltered int
+	graphSteps int64 // first parents taken from the graph, against a damaged file's cycle
 }
 
 // Open is a Source on the .git directory gitDir.
@@ -89,6 +90,11 @@ func (s *Source) KeepGraph() {
 func (s *Source) firstParent(c *commit) (*commit, error) {
 	if len(c.parents) == 0 {
 		return nil, nil
+	}
+	// More steps through the graph than it has commits is a cycle only a damaged file makes:
+	// the objects, which cannot cycle, answer from then on.
+	if s.graphSteps++; s.graphSteps > int64(s.graph.count()) {
+		return readCommit(s.store, c.parents[0])
 	}
 	if c.firstPos >= 0 {
 		if p, ok := s.graph.commit(uint32(c.firstPos)); ok {

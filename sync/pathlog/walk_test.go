@@ -1,6 +1,7 @@
 package pathlog
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"os"
@@ -285,4 +286,51 @@ func TestWalkIgnoresBadGraph(t *testing.T) {
 		t.Fatal("a truncated commit-graph parsed")
 	}
 	sameAsGit(t, dir, paths[:10])
+}
+
+// A commit-graph whose first commit names itself as its parent (a damaged file) does not
+// make the walk go round forever: past as many steps as the graph has commits, the commit
+// objects answer.
+func TestWalkSurvivesGraphCycle(t *testing.T) {
+	dir := t.TempDir()
+	paths := genHistory(t, dir, 5, 40)
+	testutil.RunGit(t, dir, "commit-graph", "write", "--reachable")
+	gitDir := filepath.Join(dir, ".git")
+	g := openGraph(gitDir)
+	head := plumbing.NewHash(strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD")))
+	pos, ok := g.find(head)
+	if !ok {
+		t.Fatal("HEAD not in the graph")
+	}
+	f := filepath.Join(gitDir, "objects", "info", "commit-graph")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CDAT's entry for HEAD: its first parent is HEAD itself.
+	off := strings.Index(string(b), string(g.cdat))
+	if off < 0 {
+		t.Fatal("CDAT not found in the file")
+	}
+	binary.BigEndian.PutUint32(b[off+graphDataLen*int(pos)+20:], pos)
+	os.Chmod(f, 0o644)
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		src := Open(gitDir)
+		defer src.Close()
+		n := 0
+		w := &Walk{Source: src, Head: head, Path: paths[0], Entry: func(Entry) bool { n++; return true }}
+		if err := w.Run(); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the walk went round the damaged graph's cycle")
+	}
 }
