@@ -90,20 +90,45 @@ func (p pageActions) Restore(ctx context.Context, path, at string) error {
 	})
 }
 
+// History and HistoryPage walk on a read-only view of the object store (sync/pathlog), off
+// the owner goroutine: the daemon keeps committing while a long walk runs.
 func (p pageActions) History(ctx context.Context, path string) (json.RawMessage, error) {
 	if err := checkRel(path); err != nil {
 		return nil, err
 	}
-	var b []byte
-	err := p.run(ctx, "history", func(context.Context) error {
-		log, err := p.a.repo.Log(memd.NormalizePath(path))
-		if err != nil {
-			return badRequest(err)
-		}
-		b, err = json.Marshal(log)
-		return err
+	var log []gitrepo.LogEntry
+	err := p.a.repo.LogEach(memd.NormalizePath(path), func(e gitrepo.LogEntry) bool {
+		log = append(log, e)
+		return ctx.Err() == nil
 	})
-	return b, err
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, badRequest(err)
+	}
+	return json.Marshal(log)
+}
+
+// historyPageBudget bounds the time one page request walks, so a memory whose entries are
+// far apart still answers soon, with how far the walk got; the page asks on.
+const historyPageBudget = 250 * time.Millisecond
+
+func (p pageActions) HistoryPage(ctx context.Context, path, from string, limit int) (json.RawMessage, error) {
+	if err := checkRel(path); err != nil {
+		return nil, err
+	}
+	pg, err := p.a.repo.LogPage(memd.NormalizePath(path), from, limit, 0, historyPageBudget)
+	if errors.Is(err, gitrepo.ErrBadCursor) {
+		return nil, fmt.Errorf("%w: %w", metrics.ErrBadRequest, err)
+	}
+	if err != nil {
+		return nil, badRequest(err)
+	}
+	if pg.Entries == nil {
+		pg.Entries = []gitrepo.LogEntry{}
+	}
+	return json.Marshal(pg)
 }
 
 // Versions reads both texts from the work tree (never through a symlink); no repo work, so

@@ -12,10 +12,12 @@ if [ "${BENCH_QUICK:-}" = 1 ]; then
   commit_args="-sizes 1000,10000 -reps 3"; sync_args="-files 2000 -runs 3"; sleep_args="-n 5000 -ledger 20000"
   status_args="-files 1000,10000 -runs 100"; daemon_args="-sizes 1000 -idle 10s"
   live_args="-files 200 -writes 5 -idle 1m"
+  history_sizes="20000"
 else
   commit_args="-sizes 1000,10000,100000 -reps 5"; sync_args="-files 10000 -runs 5"; sleep_args="-n 100000 -ledger 100000"
   status_args="-files 1000,100000 -runs 300"; daemon_args="-sizes 1000,10000,100000 -changes 20 -idle 60s"
   live_args="-files 100000 -writes 20 -idle 10m"
+  history_sizes="200000 1000000"
 fi
 # The swarm row (issue 13): N clones of one bare remote, a real `memd run` on each, lock-free
 # writers for a while, then the time until one HEAD everywhere. CPU heavy: RUNS runs of N
@@ -132,6 +134,11 @@ scrape() { # a /metrics scrape of the real inventory of demo repos of each size,
           printf "files=%d: median %.0f ns per scrape, %.2fx the 1000-file repo (target at most 1.2x)\n\n", n, med[n], med[n] / med[1000] }'
   } >>"$tmp"
 }
+# A year of history (issue 48): memd log, restore and the page's history against git, and
+# the daemon's start-up, commit and status against a 100-commit repo with the same tree.
+for n in $history_sizes; do
+  run "History: $n commits, memd log and restore vs git" bench/history -commits "$n" -reps 3
+done
 run "Live remote: A writes, B has it; the looks' idle cost (two daemons, default config)" bench/liveremote $live_args
 {
   echo "## Refs: a sync from a remote with 300k refs vs 10"

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,14 @@ type Actions interface {
 	Pause(ctx context.Context, reason string, d time.Duration, commitOnly bool) error
 	Resume(ctx context.Context) error
 	AllowDeletes(ctx context.Context) error
+}
+
+// HistoryPager is an Actions that answers the history a page at a time (GET
+// /history?path=P&limit=N[&from=NEXT]): up to N entries as the walk finds them, with the
+// position to ask from for more and the commits walked (a request walks for a bounded
+// time), so the page shows progress and a "more" button instead of waiting for the whole walk.
+type HistoryPager interface {
+	HistoryPage(ctx context.Context, path, from string, limit int) (json.RawMessage, error)
 }
 
 // ErrBadRequest marks an action's error that is the request's fault (a path with no
@@ -145,7 +154,19 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	b, err := s.Actions.History(ctx, r.URL.Query().Get("path"))
+	q := r.URL.Query()
+	var b json.RawMessage
+	var err error
+	if hp, ok := s.Actions.(HistoryPager); ok && q.Has("limit") {
+		n, perr := strconv.Atoi(q.Get("limit"))
+		if perr != nil || n < 1 || n > 1000 {
+			http.Error(w, "limit: want a number from 1 to 1000", http.StatusBadRequest)
+			return
+		}
+		b, err = hp.HistoryPage(ctx, q.Get("path"), q.Get("from"), n)
+	} else {
+		b, err = s.Actions.History(ctx, q.Get("path"))
+	}
 	if err != nil {
 		http.Error(w, textsafe.Escape(err.Error()), http.StatusNotFound)
 		return

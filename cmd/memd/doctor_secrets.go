@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"unicode"
@@ -27,7 +28,12 @@ func doctorSecrets(a *app, asJSON bool) int {
 	if err != nil {
 		return a.fail("doctor --secrets: %v", err)
 	}
-	found, err := secrets.ScanHistory(context.Background(), a.cfg.Repo, rs)
+	var progress func(int)
+	if f, ok := a.stderr.(*os.File); ok && isTerminal(f) {
+		progress = func(n int) { fmt.Fprintf(f, "\rscanning history: %d commits\x1b[K", n) }
+		defer fmt.Fprint(f, "\r\x1b[K")
+	}
+	found, err := secrets.ScanHistoryProgress(context.Background(), a.cfg.Repo, rs, progress)
 	if err != nil {
 		return a.fail("doctor --secrets: %v", err)
 	}

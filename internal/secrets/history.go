@@ -24,6 +24,15 @@ type HistoryFinding struct {
 // added lines of `git log -p -U0 --full-history --all`, hunk by hunk, with the repo's
 // .gitleaksignore (global and commit fingerprints) and inline gitleaks:allow applied.
 func ScanHistory(ctx context.Context, dir string, rs *Rules) ([]HistoryFinding, error) {
+	return ScanHistoryProgress(ctx, dir, rs, nil)
+}
+
+// progressEvery is how many commits go by between two calls of a scan's progress.
+const progressEvery = 1000
+
+// ScanHistoryProgress is ScanHistory calling progress (when set) with the commits scanned
+// so far, every progressEvery commits: `memd doctor --secrets` shows it on a terminal.
+func ScanHistoryProgress(ctx context.Context, dir string, rs *Rules, progress func(commits int)) ([]HistoryFinding, error) {
 	ignore, err := ReadIgnore(filepath.Join(dir, IgnoreFile))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", IgnoreFile, err)
@@ -39,7 +48,7 @@ func ScanHistory(ctx context.Context, dir string, rs *Rules) ([]HistoryFinding, 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("git log in %s: %w", dir, err)
 	}
-	found, perr := parseLog(out, rs, ignore)
+	found, perr := parseLog(out, rs, ignore, progress)
 	_, _ = io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
 		return nil, fmt.Errorf("git log in %s: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
@@ -54,8 +63,9 @@ type logHunk struct {
 	added        strings.Builder
 }
 
-func parseLog(r io.Reader, rs *Rules, ignore map[string]bool) ([]HistoryFinding, error) {
+func parseLog(r io.Reader, rs *Rules, ignore map[string]bool, progress func(int)) ([]HistoryFinding, error) {
 	var found []HistoryFinding
+	commits := 0
 	var commit, path string
 	var h *logHunk
 	flush := func() {
@@ -83,6 +93,9 @@ func parseLog(r io.Reader, rs *Rules, ignore map[string]bool) ([]HistoryFinding,
 		case strings.HasPrefix(l, "\x00"):
 			flush()
 			commit, path = l[1:], ""
+			if commits++; progress != nil && commits%progressEvery == 0 {
+				progress(commits)
+			}
 		case h != nil && strings.HasPrefix(l, "+"):
 			h.added.WriteString(l[1:])
 			h.added.WriteByte('\n')

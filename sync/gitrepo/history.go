@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,11 +13,11 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/commitmsg"
 	"github.com/memd-dev/memd/internal/safefs"
+	"github.com/memd-dev/memd/sync/pathlog"
 )
 
 // Errors `memd log` and `memd restore` callers branch on.
@@ -33,12 +32,12 @@ var (
 
 // Log actions (LogEntry.Action).
 const (
-	ActAdded      = "added"
-	ActModified   = "modified"
-	ActDeleted    = "deleted"
-	ActRenamed    = "renamed"
-	ActArchived   = "archived"
-	ActUnarchived = "unarchived"
+	ActAdded      = pathlog.ActAdded
+	ActModified   = pathlog.ActModified
+	ActDeleted    = pathlog.ActDeleted
+	ActRenamed    = pathlog.ActRenamed
+	ActArchived   = pathlog.ActArchived
+	ActUnarchived = pathlog.ActUnarchived
 )
 
 // LogEntry is one commit that changed a memory, newest first in Log's answer. Path is the
@@ -58,186 +57,58 @@ type LogEntry struct {
 	By      string    `json:"by,omitempty"` // the Memd-Action trailer: resolve, restore
 }
 
-// maxLogCommits bounds one Log walk: a memory repo that outgrows it needs a real git log.
-const maxLogCommits = 100_000
-
 // Log is the history of the memory p (repo-relative), newest first: the first-parent chain
 // from HEAD, as `git log --first-parent --follow` walks it, following a rename to a path
 // with the same content and an archive move (archive/<YYYY>/p ↔ p, memd.ArchivePath) back
 // to the earlier name. A merge that brought the other side's version shows as a change.
 func (r *Repo) Log(p string) ([]LogEntry, error) {
+	var out []LogEntry
+	err := r.LogEach(p, func(e LogEntry) bool { out = append(out, e); return true })
+	return out, err
+}
+
+// LogEach sends Log's entries to fn as the walk finds them, newest first, until fn answers
+// false. The walk reads its own view of the object store (sync/pathlog), not Repo.mu's, so
+// it may run beside the owner's commits. ErrNoHistory when it found none.
+func (r *Repo) LogEach(p string, fn func(LogEntry) bool) error {
+	return r.LogWalk(p, fn, nil)
+}
+
+// LogWalk is LogEach with progress: every few thousand commits walked, the count so far.
+func (r *Repo) LogWalk(p string, fn func(LogEntry) bool, progress func(commits int)) error {
 	p = memd.NormalizePath(p)
 	head, err := r.readBranch()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.syncPacksLocked()
-	var out []LogEntry
-	cur := p
-	for h, n := head, 0; !h.IsZero() && n < maxLogCommits; n++ {
-		c, err := getCommit(r.repo.Storer, h)
-		if err != nil {
-			return out, fmt.Errorf("log %s: read %s: %w", p, h, err)
-		}
-		var parent *object.Commit
-		if len(c.ParentHashes) > 0 {
-			if parent, err = getCommit(r.repo.Storer, c.ParentHashes[0]); err != nil {
-				return out, fmt.Errorf("log %s: read %s: %w", p, c.ParentHashes[0], err)
-			}
-		}
-		e, next, err := r.logStep(c, parent, cur)
-		if err != nil {
-			return out, fmt.Errorf("log %s at %s: %w", p, shortID(c.Hash.String()), err)
-		}
-		if e != nil {
-			out = append(out, *e)
-		}
-		cur = next
-		if parent == nil {
-			break
-		}
-		h = parent.Hash
+	src := pathlog.Open(r.gitDir)
+	defer src.Close()
+	n := 0
+	w := &pathlog.Walk{Source: src, Head: head, Path: p, Progress: progress, Entry: func(e pathlog.Entry) bool {
+		n++
+		return fn(logEntry(e))
+	}}
+	if err := w.Run(); err != nil {
+		return fmt.Errorf("log %s: %w", p, err)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: %w in %s", p, ErrNoHistory, r.dir)
+	src.KeepGraph()
+	if n == 0 {
+		return fmt.Errorf("%s: %w in %s", p, ErrNoHistory, r.dir)
 	}
-	return out, nil
+	return nil
 }
 
-// logStep compares cur in c with its first parent: the entry c makes (nil: c did not touch
-// cur) and the name to look for in the parent.
-func (r *Repo) logStep(c, parent *object.Commit, cur string) (*LogEntry, string, error) {
-	now, okNow, err := r.entryIn(c, cur)
-	if err != nil {
-		return nil, cur, err
+func logEntry(e pathlog.Entry) LogEntry {
+	tr := commitmsg.Trailers(e.Message)
+	le := LogEntry{Commit: e.Commit.String(), At: e.At.UTC(), Action: e.Action, Path: e.Path, From: e.From,
+		Subject: firstLine(e.Message), Host: tr[TrailerHost], By: tr[TrailerAction]}
+	if !e.Blob.IsZero() {
+		le.Blob = e.Blob.String()
 	}
-	var was object.TreeEntry
-	okWas := false
-	if parent != nil {
-		if was, okWas, err = r.entryIn(parent, cur); err != nil {
-			return nil, cur, err
-		}
+	if !e.Before.IsZero() {
+		le.Before = e.Before.String()
 	}
-	if okNow == okWas && (!okNow || now.Hash == was.Hash) {
-		return nil, cur, nil
-	}
-	e := newEntry(c, cur)
-	switch {
-	case okNow && okWas:
-		e.Action, e.Blob, e.Before = ActModified, now.Hash.String(), was.Hash.String()
-		return e, cur, nil
-	case okNow:
-		e.Action, e.Blob = ActAdded, now.Hash.String()
-		if parent != nil {
-			from, fromHash, err := r.movedFrom(parent, c, cur, now.Hash)
-			if err != nil {
-				return nil, cur, err
-			}
-			if from != "" {
-				e.Action, e.From, e.Before = moveAction(from, cur), from, fromHash.String()
-				return e, from, nil
-			}
-		}
-		return e, cur, nil
-	}
-	e.Action, e.Before = ActDeleted, was.Hash.String()
-	return e, cur, nil
-}
-
-func newEntry(c *object.Commit, cur string) *LogEntry {
-	tr := commitmsg.Trailers(c.Message)
-	return &LogEntry{Commit: c.Hash.String(), At: c.Committer.When.UTC(), Path: cur,
-		Subject: firstLine(c.Message), Host: tr[TrailerHost], By: tr[TrailerAction]}
-}
-
-func moveAction(from, to string) string {
-	switch {
-	case memd.IsArchived(to) && !memd.IsArchived(from):
-		return ActArchived
-	case memd.IsArchived(from) && !memd.IsArchived(to):
-		return ActUnarchived
-	}
-	return ActRenamed
-}
-
-// movedFrom is the path cur had in parent when c moved it there: its archive twin first
-// (memd's own moves, which may also edit the file), else a path c deleted whose blob is
-// cur's (an exact rename, git's 100% similarity). "" when cur is new.
-func (r *Repo) movedFrom(parent, c *object.Commit, cur string, blob plumbing.Hash) (string, plumbing.Hash, error) {
-	var twins []string
-	if orig, _, ok := memd.UnarchivePath(cur); ok {
-		twins = append(twins, orig)
-	} else {
-		// Unarchived: sleep archives by the year of the move, so the twin is this year's or,
-		// across a new year, last year's.
-		y := c.Committer.When.UTC().Year()
-		twins = append(twins, memd.ArchivePath(cur, y), memd.ArchivePath(cur, y-1))
-	}
-	for _, tw := range twins {
-		e, ok, err := r.entryIn(parent, tw)
-		if err != nil {
-			return "", plumbing.ZeroHash, err
-		}
-		if _, still, _ := r.entryIn(c, tw); ok && !still {
-			return tw, e.Hash, nil
-		}
-	}
-	pt, err := parent.Tree()
-	if err != nil {
-		return "", plumbing.ZeroHash, err
-	}
-	ct, err := c.Tree()
-	if err != nil {
-		return "", plumbing.ZeroHash, err
-	}
-	changes, err := object.DiffTree(pt, ct)
-	if err != nil {
-		return "", plumbing.ZeroHash, err
-	}
-	for _, ch := range changes {
-		if ch.To.Name == "" && ch.From.TreeEntry.Hash == blob {
-			return ch.From.Name, blob, nil
-		}
-	}
-	return "", plumbing.ZeroHash, nil
-}
-
-// entryIn is the file entry at p in c's tree (ok false: no file there). It walks the trees
-// itself rather than through go-git's FindEntry, which refuses a name with a control
-// character: such a file is committed like any other, so its history must be read too.
-func (r *Repo) entryIn(c *object.Commit, p string) (object.TreeEntry, bool, error) {
-	t, err := object.GetTree(r.repo.Storer, c.TreeHash)
-	if err != nil {
-		return object.TreeEntry{}, false, err
-	}
-	parts := strings.Split(p, "/")
-	for i, name := range parts {
-		var found *object.TreeEntry
-		for j := range t.Entries {
-			if t.Entries[j].Name == name {
-				found = &t.Entries[j]
-				break
-			}
-		}
-		if found == nil {
-			return object.TreeEntry{}, false, nil
-		}
-		if i == len(parts)-1 {
-			if !found.Mode.IsFile() {
-				return object.TreeEntry{}, false, nil
-			}
-			return *found, true, nil
-		}
-		if found.Mode != filemode.Dir {
-			return object.TreeEntry{}, false, nil
-		}
-		if t, err = object.GetTree(r.repo.Storer, found.Hash); err != nil {
-			return object.TreeEntry{}, false, err
-		}
-	}
-	return object.TreeEntry{}, false, nil
+	return le
 }
 
 // Version is one version of a memory to restore: its content and the commit it came from.
@@ -249,110 +120,116 @@ type Version struct {
 }
 
 // VersionAt is the memory p as it was at commit at (a hash or a prefix of one, or an RFC3339
-// time: the newest first-parent commit at or before it). The name p had then is followed
-// through Log when p is a later name.
+// time: the newest first-parent commit at or before it). It reads p there straight away;
+// only when p is not there does it walk from HEAD down to that commit for the name p had
+// then (p itself for a commit off the first-parent chain).
 func (r *Repo) VersionAt(p, at string) (Version, error) {
 	p = memd.NormalizePath(p)
-	c, err := r.commitAt(at)
+	head, err := r.readBranch()
 	if err != nil {
 		return Version{}, err
+	}
+	want, t, err := r.parseAt(at)
+	if err != nil {
+		return Version{}, err
+	}
+	src := pathlog.Open(r.gitDir)
+	defer src.Close()
+	var when time.Time
+	if want.IsZero() {
+		if want, when, err = src.CommitAt(head, t); err != nil {
+			return Version{}, fmt.Errorf("--at %s: %w", at, err)
+		}
+		if want.IsZero() {
+			return Version{}, fmt.Errorf("--at %s: %w (no commit at or before it)", at, ErrBadAt)
+		}
+	}
+	if v, err := r.versionIn(src, want, when, p, p); !errors.Is(err, ErrNoHistory) {
+		return v, err
 	}
 	name := p
-	if log, lerr := r.Log(p); lerr == nil {
-		name = nameAt(log, c.Hash.String(), p)
+	w := &pathlog.Walk{Source: src, Head: head, Path: p, Visit: func(id plumbing.Hash, at time.Time, cur string) bool {
+		if id == want {
+			name, when = cur, at
+			return true
+		}
+		return false
+	}}
+	if err := w.Run(); err != nil {
+		return Version{}, fmt.Errorf("%s at %s: %w", p, at, err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok, err := r.entryIn(c, name)
-	if err != nil {
-		return Version{}, err
-	}
-	if !ok {
-		return Version{}, fmt.Errorf("%s: not in commit %s (%s): %w", p, shortID(c.Hash.String()), c.Committer.When.UTC().Format(time.RFC3339), ErrNoHistory)
-	}
-	data, err := r.blobLocked(e.Hash)
-	return Version{Path: name, Commit: c.Hash.String(), Mode: e.Mode, Data: data}, err
+	src.KeepGraph()
+	return r.versionIn(src, want, when, name, p)
 }
 
-// nameAt is the name the memory had at commit (from its log, newest first): the From of the
-// last move made after commit.
-func nameAt(log []LogEntry, commit, p string) string {
-	name := p
-	for _, e := range log {
-		if e.Commit == commit {
-			break
+// versionIn reads name in commit c as the Version of p.
+func (r *Repo) versionIn(src *pathlog.Source, c plumbing.Hash, when time.Time, name, p string) (Version, error) {
+	mode, data, err := src.ReadFile(c, name)
+	if errors.Is(err, pathlog.ErrNotFound) {
+		at := ""
+		if !when.IsZero() {
+			at = " (" + when.UTC().Format(time.RFC3339) + ")"
 		}
-		if e.From != "" {
-			name = e.From
-		}
+		return Version{}, fmt.Errorf("%s: not in commit %s%s: %w", p, shortID(c.String()), at, ErrNoHistory)
 	}
-	return name
+	if err != nil {
+		return Version{}, fmt.Errorf("%s in %s: %w", name, shortID(c.String()), err)
+	}
+	return Version{Path: name, Commit: c.String(), Mode: mode, Data: data}, nil
 }
 
 // LastVersion is the newest version of p before it was deleted (or moved away): what
-// `memd restore PATH` without --at brings back.
+// `memd restore PATH` without --at brings back. The walk stops at the deleting commit.
 func (r *Repo) LastVersion(p string) (Version, error) {
-	log, err := r.Log(p)
+	p = memd.NormalizePath(p)
+	var del *LogEntry
+	var parent plumbing.Hash
+	head, err := r.readBranch()
 	if err != nil {
 		return Version{}, err
 	}
-	for _, e := range log {
-		if e.Action == ActDeleted {
-			if c, err := r.commitAt(e.Commit); err == nil && len(c.ParentHashes) > 0 {
-				return r.VersionAt(p, c.ParentHashes[0].String())
-			}
+	src := pathlog.Open(r.gitDir)
+	defer src.Close()
+	n := 0
+	w := &pathlog.Walk{Source: src, Head: head, Path: p, Entry: func(e pathlog.Entry) bool {
+		n++
+		if e.Action == ActDeleted && !e.Parent.IsZero() {
+			le := logEntry(e)
+			del, parent = &le, e.Parent
+			return false
 		}
+		return true
+	}}
+	if err := w.Run(); err != nil {
+		return Version{}, fmt.Errorf("log %s: %w", p, err)
 	}
-	return Version{}, fmt.Errorf("%s: %w: never deleted (give --at)", p, ErrNothingToRestore)
+	src.KeepGraph()
+	if n == 0 {
+		return Version{}, fmt.Errorf("%s: %w in %s", p, ErrNoHistory, r.dir)
+	}
+	if del == nil {
+		return Version{}, fmt.Errorf("%s: %w: never deleted (give --at)", p, ErrNothingToRestore)
+	}
+	return r.versionIn(src, parent, time.Time{}, del.Path, p)
 }
 
-func (r *Repo) blobLocked(h plumbing.Hash) ([]byte, error) {
-	b, err := r.repo.BlobObject(h)
-	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", shortID(h.String()), err)
+// parseAt reads --at: a commit (a hash or a unique prefix of at least 4 digits) or, with
+// a zero hash, an RFC3339 time.
+func (r *Repo) parseAt(at string) (plumbing.Hash, time.Time, error) {
+	if t, terr := time.Parse(time.RFC3339, at); terr == nil {
+		return plumbing.ZeroHash, t, nil
 	}
-	rd, err := b.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
-}
-
-// commitAt resolves --at: a commit hash (or a unique prefix of at least 4 digits), else an
-// RFC3339 time, the newest first-parent commit at or before it.
-func (r *Repo) commitAt(at string) (*object.Commit, error) {
-	head, err := r.readBranch()
-	if err != nil {
-		return nil, err
+	if len(at) < 4 || strings.Trim(strings.ToLower(at), "0123456789abcdef") != "" {
+		return plumbing.ZeroHash, time.Time{}, fmt.Errorf("--at %q: %w (want a commit hash or an RFC3339 time)", at, ErrBadAt)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.syncPacksLocked()
-	if t, terr := time.Parse(time.RFC3339, at); terr == nil {
-		for h := head; !h.IsZero(); {
-			c, err := getCommit(r.repo.Storer, h)
-			if err != nil {
-				return nil, err
-			}
-			if !c.Committer.When.After(t) {
-				return c, nil
-			}
-			if len(c.ParentHashes) == 0 {
-				break
-			}
-			h = c.ParentHashes[0]
-		}
-		return nil, fmt.Errorf("--at %s: %w (no commit at or before it)", at, ErrBadAt)
-	}
-	if len(at) < 4 || strings.Trim(strings.ToLower(at), "0123456789abcdef") != "" {
-		return nil, fmt.Errorf("--at %q: %w (want a commit hash or an RFC3339 time)", at, ErrBadAt)
-	}
 	h, err := r.repo.ResolveRevision(plumbing.Revision(at))
 	if err != nil {
-		return nil, fmt.Errorf("--at %s: %w: %v", at, ErrBadAt, err)
+		return plumbing.ZeroHash, time.Time{}, fmt.Errorf("--at %s: %w: %v", at, ErrBadAt, err)
 	}
-	return getCommit(r.repo.Storer, *h)
+	return *h, time.Time{}, nil
 }
 
 // PlanRestore is what `memd restore p [--at at]` brings back and where: with at, p as it was
@@ -446,4 +323,71 @@ func (r *Repo) Restore(target string, v Version) (memd.CommitResult, error) {
 		return res, fmt.Errorf("restore %s: %w", target, err)
 	}
 	return res, nil
+}
+
+// LogPage is one page of Log for a caller that asks again for more (the page's history):
+// up to limit entries from the walk's position from ("" the branch head; else the Next
+// of the page before), walking at most maxCommits commits and for at most budget (each 0:
+// no bound) so that a long walk answers with what it has and how far it got. Next is ""
+// when the walk is done.
+type LogPage struct {
+	Entries []LogEntry `json:"entries"`
+	Next    string     `json:"next,omitempty"`
+	Walked  int        `json:"walked"`
+}
+
+// ErrBadCursor: LogPage's from is not a Next it gave.
+var ErrBadCursor = errors.New("not a history position")
+
+// LogPage walks one page; see the LogPage type.
+func (r *Repo) LogPage(p, from string, limit, maxCommits int, budget time.Duration) (LogPage, error) {
+	t0 := time.Now()
+	p = memd.NormalizePath(p)
+	var start plumbing.Hash
+	name := p
+	if from != "" {
+		c, n, ok := strings.Cut(from, ":")
+		if !ok || len(c) != 40 || strings.Trim(c, "0123456789abcdef") != "" || memd.NormalizePath(n) == "" {
+			return LogPage{}, fmt.Errorf("%q: %w", from, ErrBadCursor)
+		}
+		start, name = plumbing.NewHash(c), memd.NormalizePath(n)
+	} else {
+		var err error
+		if start, err = r.readBranch(); err != nil {
+			return LogPage{}, err
+		}
+	}
+	src := pathlog.Open(r.gitDir)
+	defer src.Close()
+	var pg LogPage
+	w := &pathlog.Walk{Source: src, Head: start, Path: name,
+		Visit: func(id plumbing.Hash, _ time.Time, cur string) bool {
+			over := budget > 0 && pg.Walked%1000 == 999 && time.Since(t0) > budget
+			if over || maxCommits > 0 && pg.Walked >= maxCommits {
+				pg.Next = id.String() + ":" + cur
+				return true
+			}
+			pg.Walked++
+			return false
+		},
+		Entry: func(e pathlog.Entry) bool {
+			pg.Entries = append(pg.Entries, logEntry(e))
+			if limit > 0 && len(pg.Entries) >= limit && !e.Parent.IsZero() {
+				next := e.Path
+				if e.From != "" {
+					next = e.From
+				}
+				pg.Next = e.Parent.String() + ":" + next
+				return false
+			}
+			return true
+		}}
+	if err := w.Run(); err != nil {
+		return pg, fmt.Errorf("log %s: %w", p, err)
+	}
+	src.KeepGraph()
+	if from == "" && pg.Next == "" && len(pg.Entries) == 0 {
+		return pg, fmt.Errorf("%s: %w in %s", p, ErrNoHistory, r.dir)
+	}
+	return pg, nil
 }
