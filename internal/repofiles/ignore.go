@@ -28,22 +28,24 @@ var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, scaf
 var ErrBadPattern = errors.New("bad ignore pattern")
 
 // Ignorer answers "is this path outside memd's concern": .git, the writer lock, paths
-// ignored by .gitignore files (root and nested, plus .git/info/exclude) through go-git's
+// ignored by .gitignore files (root and nested, plus .git/info/exclude and git's
+// core.excludesFile, ExcludesFile) through go-git's
 // matcher, memd's DefaultIgnore and the configured extra patterns (watch.ignore).
 //
 // An Ignorer is immutable once built and safe for concurrent use; a reload builds a new one
 // (Reload) and every consumer is handed that one.
 type Ignorer struct {
-	root    string             // absolute repo root
-	extra   []string           // watch.ignore, as given
-	lock    string             // lock.file ("" = the default name): private, see PrivateFor
-	base    []entry            // .git/info/exclude: lowest priority
-	byDir   map[string][]entry // dir rel ("" = root) → its .gitignore
-	top     []entry            // DefaultIgnore + extra: highest priority
-	m       matcher
-	files   int         // .gitignore files read
-	tracked *trackedSet // the index's paths these rules ignore (Skip), read on first use
-	dirs    sync.Map    // dir rel → ignored (itself or an ancestor); valid for these rules only
+	root     string             // absolute repo root
+	extra    []string           // watch.ignore, as given
+	lock     string             // lock.file ("" = the default name): private, see PrivateFor
+	base     []entry            // core.excludesFile, then .git/info/exclude: lowest priority
+	excludes string             // the core.excludesFile read ("" none)
+	byDir    map[string][]entry // dir rel ("" = root) → its .gitignore
+	top      []entry            // DefaultIgnore + extra: highest priority
+	m        matcher
+	files    int         // .gitignore files read
+	tracked  *trackedSet // the index's paths these rules ignore (Skip), read on first use
+	dirs     sync.Map    // dir rel → ignored (itself or an ancestor); valid for these rules only
 }
 
 func checkPattern(p string) error {
@@ -134,8 +136,12 @@ func newBase(root string, extra []string) (*Ignorer, error) {
 		}
 		ig.top = append(ig.top, newEntry(strings.TrimSpace(p), nil))
 	}
+	// git's order, lowest first: core.excludesFile, then .git/info/exclude, then the
+	// .gitignore files (byDir).
+	ig.excludes = ExcludesFile(root)
+	ig.base = readExcludes(ig.excludes)
 	if data, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude")); err == nil {
-		ig.base = parseIgnoreFile(data, nil)
+		ig.base = append(ig.base, parseIgnoreFile(data, nil)...)
 	}
 	ig.rebuild()
 	return ig, nil
@@ -163,7 +169,7 @@ func (ig *Ignorer) readGitignore(dir string) {
 
 // clone copies the rules so a walk can extend them without touching the published ones.
 func (ig *Ignorer) clone() *Ignorer {
-	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir)), tracked: &trackedSet{}}
+	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, excludes: ig.excludes, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir)), tracked: &trackedSet{}}
 	for d, ps := range ig.byDir {
 		c.byDir[d] = ps
 	}
