@@ -98,6 +98,11 @@ func (a *Agent) publish() {
 	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
 		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
 	}
+	hookHeld := a.repo.HookHeldFiles() // refused by the repo's pre-commit/commit-msg hook
+	for _, h := range hookHeld {
+		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldHook, Rule: h.Hook, Message: h.Line})
+	}
+	a.metrics.HeldFiles(statusline.HeldHook, len(hookHeld))
 	if st.syncState == statusline.StateError {
 		f.Error = st.syncErr
 	}
