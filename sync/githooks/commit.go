@@ -71,6 +71,9 @@ func (r *Runner) BeforeCommit(ctx context.Context, c Commit) (string, error) {
 // AfterCommit runs post-commit (its exit status is ignored, as git ignores it) with
 // GIT_INDEX_FILE naming the repo's index. The error is for the log.
 func (r *Runner) AfterCommit(ctx context.Context, env []string) error {
+	if !r.Has(PostCommit) {
+		return nil
+	}
 	return r.Run(ctx, PostCommit, nil, Input{Env: append([]string{"GIT_INDEX_FILE=" + filepath.Join(r.gitDir, "index"), "GIT_EDITOR=:"}, env...)})
 }
 
