@@ -1,0 +1,59 @@
+package gitrepo
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memd-dev/memd/internal/testutil"
+)
+
+// A pre-commit hook that refuses two of eight changed paths (found by halving): those two
+// are held with the hook's last line, the six others are committed in one commit; a held
+// path unchanged stays out, changed it is tried again; `git fsck` is clean.
+func TestCommitHookRefusalHoldsOnlyRefusedPaths(t *testing.T) {
+	dir := newGitDir(t)
+	hook := "#!/bin/sh\nbad=$(git grep --cached -l NOPE | tr '\\n' ' ')\n" +
+		"if [ -n \"$bad\" ]; then echo first line >&2; echo \"refused: $bad\" >&2; exit 1; fi\n"
+	testutil.WriteFile(t, dir, ".git/hooks/pre-commit", hook)
+	must(t, os.Chmod(filepath.Join(dir, ".git/hooks/pre-commit"), 0o755))
+	r := openTest(t, dir, testOptions())
+	r.SetGitHooks(r.GitHooks(true, ""))
+	var paths []string
+	for i, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		content := "fine\n"
+		if i == 2 || i == 6 {
+			content = "NOPE\n"
+		}
+		testutil.WriteFile(t, dir, name+".html", content)
+		paths = append(paths, name+".html")
+	}
+	res := mustCommit(t, r, paths...)
+	if res.Hash == "" || len(res.Changes) != 6 {
+		t.Fatalf("commit %q with %d changes, want the 6 fine paths", res.Hash, len(res.Changes))
+	}
+	held := r.HookHeldFiles()
+	if len(held) != 2 || held[0].Path != "c.html" || held[1].Path != "g.html" {
+		t.Fatalf("held %+v, want c.html and g.html", held)
+	}
+	if held[0].Hook != "pre-commit" || held[0].Line != "refused: c.html" {
+		t.Fatalf("held %+v: want the hook and its last stderr line", held[0])
+	}
+	// Unchanged: no commit, still held.
+	if res := mustCommit(t, r, "c.html", "g.html"); res.Hash != "" {
+		t.Fatalf("a held path unchanged was committed: %+v", res)
+	}
+	testutil.WriteFile(t, dir, "c.html", "fine now\n")
+	res = mustCommit(t, r, "c.html", "g.html")
+	if len(res.Changes) != 1 || res.Changes[0].Path != "c.html" {
+		t.Fatalf("after the change: %+v", res.Changes)
+	}
+	if held := r.HookHeldFiles(); len(held) != 1 || held[0].Path != "g.html" {
+		t.Fatalf("held %+v, want g.html only", held)
+	}
+	if out := testutil.RunGit(t, dir, "ls-tree", "--name-only", "HEAD"); strings.Contains(out, "g.html") {
+		t.Fatalf("g.html committed:\n%s", out)
+	}
+	fsck(t, dir)
+}
