@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -245,5 +246,42 @@ func TestGitHooksNoVerify(t *testing.T) {
 	}
 	if tr := strings.TrimSpace(w.git("log", "-1", "--format=%(trailers:key=Hooked-By,valueonly)")); tr != "" {
 		t.Fatalf("commit-msg ran under --no-verify: trailer %q", tr)
+	}
+}
+
+// TestGitLFSPrePushThroughMemd: git-lfs's own hooks (`git lfs install --local`) in the repo;
+// a pointer committed by plain git; memd's push runs git-lfs's pre-push with git's
+// arguments and stdin, which uploads the object to the remote as `git push` would.
+func TestGitLFSPrePushThroughMemd(t *testing.T) {
+	if _, err := exec.LookPath("git-lfs"); err != nil {
+		t.Skip("git-lfs not installed (apt-get install git-lfs)")
+	}
+	t.Parallel()
+	w := newWorldConfig(t, baseConfig+"sync: {pull_interval: 1s, timeout: 10s}\n")
+	bare := filepath.Join(w.home, "remote.git")
+	w.sh("git init -q --bare -b main " + bare + " && git remote add origin " + bare +
+		" && git lfs install --local >/dev/null && git lfs track '*.bin' >/dev/null" +
+		" && head -c 4096 /dev/urandom > big.bin && git add .gitattributes big.bin" +
+		" && git -c user.name=t -c user.email=t@t commit -qm 'an LFS file'")
+	ptr, _ := w.committed("big.bin")
+	oid := ""
+	for _, l := range strings.Split(ptr, "\n") {
+		if v, ok := strings.CutPrefix(l, "oid sha256:"); ok {
+			oid = v
+		}
+	}
+	if oid == "" {
+		t.Fatalf("plain git did not commit an LFS pointer: %q", ptr)
+	}
+	d := w.start()
+	w.write("areas/a.html", "a\n")
+	w.checkClean(d)
+	waitPushed(t, w, d, bare)
+	obj := filepath.Join(bare, "lfs", "objects", oid[:2], oid[2:4], oid)
+	if _, err := os.Stat(obj); err != nil {
+		t.Fatalf("git-lfs's pre-push did not upload the object: %v%s", err, d.Describe())
+	}
+	if code := d.Stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d%s", code, d.Describe())
 	}
 }
