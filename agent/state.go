@@ -46,6 +46,8 @@ type state struct {
 	pause     *statedir.Pause // what `memd pause` asked for (pause.json), nil when none
 	stopped   bool            // the clean stop's last document
 	allowSeen bool            // allow-deletes was there at the last look (aside.go)
+
+	hookHeld hookHeldSeen // paths a git hook holds, announced (hookheld.go)
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
@@ -98,11 +100,7 @@ func (a *Agent) publish() {
 	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
 		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
 	}
-	hookHeld := a.repo.HookHeldFiles() // refused by the repo's pre-commit/commit-msg hook
-	for _, h := range hookHeld {
-		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldHook, Rule: h.Hook, Message: h.Line})
-	}
-	a.metrics.HeldFiles(statusline.HeldHook, len(hookHeld))
+	f.Held = append(f.Held, a.hookHeldFacts()...) // refused by the repo's pre-commit/commit-msg hook
 	if st.syncState == statusline.StateError {
 		f.Error = st.syncErr
 	}

@@ -147,6 +147,16 @@ func TestGitHooksAsGitRunsThem(t *testing.T) {
 		t.Fatalf("held %+v, want areas/bad.html, hook, pre-commit, the hook's last stderr line", h)
 	}
 	w.neverCommitted("areas/bad.html")
+	if m := d.Metrics(`memd_held_files{reason="hook"}`); m[`memd_held_files{reason="hook"}`] != 1 {
+		t.Errorf("memd_held_files{reason=hook} = %v, want 1", m)
+	}
+	announced := false
+	for _, e := range w.events() {
+		announced = announced || e.Text == "held areas/bad.html: refused by git hook pre-commit: forbidden word in areas/bad.html; not committed"
+	}
+	if !announced {
+		t.Errorf("no held event: %+v", w.events())
+	}
 
 	// Retried when it changes: clean now, committed.
 	w.write("areas/bad.html", "a fine word\n")
