@@ -22,7 +22,14 @@ type Commit struct {
 // Before reports whether any hook runs before a commit (pre-commit, prepare-commit-msg,
 // commit-msg): a repo without them pays a few stats and nothing else.
 func (r *Runner) Before() bool {
-	return r.Has(PreCommit) || r.Has(PrepareCommitMsg) || r.Has(CommitMsg)
+	if r == nil {
+		return false
+	}
+	d := r.Dir()
+	if _, err := os.Stat(d); err != nil {
+		return false // no hooks directory: one stat
+	}
+	return r.has(d, PreCommit) || r.has(d, PrepareCommitMsg) || r.has(d, CommitMsg)
 }
 
 // BeforeCommit runs pre-commit, prepare-commit-msg (source "message", as `git commit -m`)

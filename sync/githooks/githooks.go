@@ -64,11 +64,12 @@ func (e *Refusal) Unwrap() error { return e.Err }
 
 // Timeouts: git has none; memd's owner loop must not wait for ever on a hung hook.
 // pre-push may upload (git-lfs), so it gets longer.
-const (
+var (
 	hookTimeout    = 5 * time.Minute
 	prePushTimeout = 30 * time.Minute
-	lineBytes      = 300
 )
+
+const lineBytes = 300 // of a refusal's last line
 
 // noVerify are the hooks `git commit --no-verify` and `git push --no-verify` skip.
 var noVerify = map[string]bool{PreCommit: true, CommitMsg: true, PrePush: true}
@@ -142,10 +143,17 @@ func hooksDir(workTree, gitDir string) string {
 // and not one --no-verify skips when verify is off. A repo without a hooks directory
 // costs one stat.
 func (r *Runner) Has(name string) bool {
-	if r == nil || !r.verify && noVerify[name] {
+	if r == nil {
 		return false
 	}
-	fi, err := os.Stat(filepath.Join(r.Dir(), name))
+	return r.has(r.Dir(), name)
+}
+
+func (r *Runner) has(dir, name string) bool {
+	if !r.verify && noVerify[name] {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(dir, name))
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
@@ -174,6 +182,11 @@ func (r *Runner) Run(ctx context.Context, name string, args []string, in Input) 
 	res := procgroup.Run(ctx, append([]string{filepath.Join(r.Dir(), name)}, args...), o)
 	if res.Err == nil {
 		return nil
+	}
+	if errors.Is(res.Err, procgroup.ErrTimeout) || ctx.Err() != nil {
+		// Not the hook's verdict: the commit or push fails and is tried again later, no
+		// path is held for a hook that never answered.
+		return fmt.Errorf("git hook %s: %w", name, res.Err)
 	}
 	line := textsafe.Line(string(res.Tail), lineBytes)
 	if line == "" {

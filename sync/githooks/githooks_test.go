@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/memd-dev/memd/internal/procgroup"
 	"github.com/memd-dev/memd/internal/testutil"
 )
 
@@ -112,5 +114,23 @@ func TestCleanupWhitespace(t *testing.T) {
 		if got := CleanupWhitespace(in); got != want {
 			t.Errorf("CleanupWhitespace(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A hook that does not answer in time is no refusal (nothing is held for it): the error
+// says it timed out, and its processes are gone.
+func TestHungHookIsNoRefusal(t *testing.T) {
+	work, gitDir := newRepo(t)
+	writeHook(t, filepath.Join(gitDir, "hooks"), PreCommit, "sleep 30\n", 0o755)
+	old := hookTimeout
+	hookTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { hookTimeout = old })
+	start := time.Now()
+	_, err := New(work, gitDir, true, "", nil).BeforeCommit(context.Background(), Commit{Message: "m"})
+	if err == nil || errors.Is(err, ErrRefused) || !errors.Is(err, procgroup.ErrTimeout) {
+		t.Fatalf("BeforeCommit = %v, want a timeout that is no refusal", err)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("took %s", el)
 	}
 }
