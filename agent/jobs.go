@@ -100,7 +100,7 @@ func (a *Agent) doReconcile(ctx context.Context) error {
 		defer a.startReconciled()
 	}
 	defer a.reconciles.Add(1)
-	a.files()
+	a.rereadGlobalExcludes() // and a.files(): the rules this reconcile holds paths to
 	dirty, err := a.repo.Reconcile()
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)

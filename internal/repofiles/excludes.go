@@ -3,10 +3,12 @@ package repofiles
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -57,15 +59,45 @@ func gitExcludesValue(root string) (string, bool) {
 	return strings.TrimRight(string(bytes.TrimRight(out, "\n")), "\r"), true
 }
 
-// readExcludes parses the global excludes file; a missing or unreadable one is no rules,
-// as in git.
-func readExcludes(path string) []entry {
+// excludes is the global excludes file as one build of the rules read it.
+type excludes struct {
+	path    string // "" none
+	stamp   string // its size, mtime and inode then (ExcludesChanged)
+	entries []entry
+}
+
+// readGlobal reads the global excludes file of the repo at root; a missing or unreadable
+// one is no rules, as in git.
+func readGlobal(root string) excludes {
+	g := excludes{path: ExcludesFile(root)}
+	g.stamp = fileStamp(g.path)
+	if g.path == "" {
+		return g
+	}
+	if data, err := os.ReadFile(g.path); err == nil {
+		g.entries = parseIgnoreFile(data, nil)
+	}
+	return g
+}
+
+// ExcludesChanged reports whether the global excludes file these rules read has changed
+// since (then Reload reads it again): one stat. The agent asks at every reconcile.
+func (ig *Ignorer) ExcludesChanged() bool {
+	return ig != nil && fileStamp(ig.global.path) != ig.global.stamp
+}
+
+// fileStamp is path's size, mtime and inode ("-" when there is none).
+func fileStamp(path string) string {
 	if path == "" {
-		return nil
+		return "-"
 	}
-	data, err := os.ReadFile(path)
+	fi, err := os.Stat(path)
 	if err != nil {
-		return nil
+		return "-"
 	}
-	return parseIgnoreFile(data, nil)
+	ino := uint64(0)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprintf("%d.%d.%d", fi.Size(), fi.ModTime().UnixNano(), ino)
 }

@@ -120,3 +120,29 @@ func TestGlobalExcludesEmptyValueReadsNone(t *testing.T) {
 		t.Error("a.orig ignored with core.excludesFile set empty")
 	}
 }
+
+// An edit of the global excludes file is seen (ExcludesChanged, one stat) and read by Reload.
+func TestGlobalExcludesChangedAndReloaded(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	root := newRepo(t)
+	ig, err := repofiles.New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ig.ExcludesChanged() || ig.Ignored(".DS_Store", false) {
+		t.Fatal("no global excludes file yet")
+	}
+	testutil.WriteFile(t, home, ".config/git/ignore", ".DS_Store\n")
+	if !ig.ExcludesChanged() {
+		t.Fatal("a new global excludes file is not seen")
+	}
+	if ig, err = ig.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if ig.ExcludesChanged() || !ig.Ignored(".DS_Store", false) {
+		t.Fatal("Reload did not read the global excludes file")
+	}
+}

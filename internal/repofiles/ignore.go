@@ -35,17 +35,17 @@ var ErrBadPattern = errors.New("bad ignore pattern")
 // An Ignorer is immutable once built and safe for concurrent use; a reload builds a new one
 // (Reload) and every consumer is handed that one.
 type Ignorer struct {
-	root     string             // absolute repo root
-	extra    []string           // watch.ignore, as given
-	lock     string             // lock.file ("" = the default name): private, see PrivateFor
-	base     []entry            // core.excludesFile, then .git/info/exclude: lowest priority
-	excludes string             // the core.excludesFile read ("" none)
-	byDir    map[string][]entry // dir rel ("" = root) → its .gitignore
-	top      []entry            // DefaultIgnore + extra: highest priority
-	m        matcher
-	files    int         // .gitignore files read
-	tracked  *trackedSet // the index's paths these rules ignore (Skip), read on first use
-	dirs     sync.Map    // dir rel → ignored (itself or an ancestor); valid for these rules only
+	root    string             // absolute repo root
+	extra   []string           // watch.ignore, as given
+	lock    string             // lock.file ("" = the default name): private, see PrivateFor
+	base    []entry            // core.excludesFile, then .git/info/exclude: lowest priority
+	byDir   map[string][]entry // dir rel ("" = root) → its .gitignore
+	top     []entry            // DefaultIgnore + extra: highest priority
+	m       matcher
+	files   int         // .gitignore files read
+	tracked *trackedSet // the index's paths these rules ignore (Skip), read on first use
+	dirs    sync.Map    // dir rel → ignored (itself or an ancestor); valid for these rules only
+	global  excludes    // the core.excludesFile read (excludes.go)
 }
 
 func checkPattern(p string) error {
@@ -138,8 +138,8 @@ func newBase(root string, extra []string) (*Ignorer, error) {
 	}
 	// git's order, lowest first: core.excludesFile, then .git/info/exclude, then the
 	// .gitignore files (byDir).
-	ig.excludes = ExcludesFile(root)
-	ig.base = readExcludes(ig.excludes)
+	ig.global = readGlobal(root)
+	ig.base = append([]entry(nil), ig.global.entries...)
 	if data, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude")); err == nil {
 		ig.base = append(ig.base, parseIgnoreFile(data, nil)...)
 	}
@@ -169,7 +169,7 @@ func (ig *Ignorer) readGitignore(dir string) {
 
 // clone copies the rules so a walk can extend them without touching the published ones.
 func (ig *Ignorer) clone() *Ignorer {
-	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, excludes: ig.excludes, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir)), tracked: &trackedSet{}}
+	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, global: ig.global, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir)), tracked: &trackedSet{}}
 	for d, ps := range ig.byDir {
 		c.byDir[d] = ps
 	}
