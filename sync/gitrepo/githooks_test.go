@@ -57,3 +57,23 @@ func TestCommitHookRefusalHoldsOnlyRefusedPaths(t *testing.T) {
 	}
 	fsck(t, dir)
 }
+
+// BenchmarkNoHooksCommitOverhead is what each commit pays for the git hooks in a repo
+// without any: the runner's Before and AfterCommit (the git config stamp, a stat of the
+// hooks directory each).
+func BenchmarkNoHooksCommitOverhead(b *testing.B) {
+	dir := newGitDir(b)
+	must(b, os.RemoveAll(filepath.Join(dir, ".git", "hooks")))
+	r := openTest(b, dir, testOptions())
+	h := r.GitHooks(true, "")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if h.Before() {
+			b.Fatal("hooks found")
+		}
+		r.mu.Lock()
+		r.gitHooks = h
+		r.afterCommitHooks()
+		r.mu.Unlock()
+	}
+}
