@@ -58,6 +58,34 @@ func TestCommitHookRefusalHoldsOnlyRefusedPaths(t *testing.T) {
 	fsck(t, dir)
 }
 
+// A commit-msg refusal (memd's message names a path the hook will not have in a message)
+// holds that path; commit-msg's edit to the message of the rest is kept.
+func TestCommitMsgRefusalHoldsItsPath(t *testing.T) {
+	dir := newGitDir(t)
+	hook := "#!/bin/sh\nif grep -q '^A private/' \"$1\"; then echo 'no private paths in messages' >&2; exit 1; fi\n" +
+		"echo 'Checked-By: commit-msg' >> \"$1\"\n"
+	testutil.WriteFile(t, dir, ".git/hooks/commit-msg", hook)
+	must(t, os.Chmod(filepath.Join(dir, ".git/hooks/commit-msg"), 0o755))
+	r := openTest(t, dir, testOptions())
+	r.SetGitHooks(r.GitHooks(true, ""))
+	for _, p := range []string{"a.html", "private/x.html", "z.html"} {
+		testutil.WriteFile(t, dir, p, p+"\n")
+	}
+	res := mustCommit(t, r, "a.html", "private", "z.html")
+	if len(res.Changes) != 2 {
+		t.Fatalf("changes %+v, want a.html and z.html", res.Changes)
+	}
+	if held := r.HookHeldFiles(); len(held) != 1 || held[0].Path != "private/x.html" || held[0].Hook != "commit-msg" ||
+		held[0].Line != "no private paths in messages" {
+		t.Fatalf("held %+v", held)
+	}
+	if msg := testutil.RunGit(t, dir, "log", "-1", "--format=%B"); !strings.HasSuffix(msg, "Checked-By: commit-msg\n\n") ||
+		!strings.HasPrefix(msg, "memd: +2 ~0 -0\n") {
+		t.Fatalf("message %q: want memd's for the two paths with commit-msg's line", msg)
+	}
+	fsck(t, dir)
+}
+
 // BenchmarkNoHooksCommitOverhead is what each commit pays for the git hooks in a repo
 // without any: the runner's Before and AfterCommit (the git config stamp, a stat of the
 // hooks directory each).
