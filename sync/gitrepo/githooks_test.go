@@ -1,12 +1,15 @@
 package gitrepo
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/memd-dev/memd/internal/testutil"
+	"github.com/memd-dev/memd/sync/githooks"
 )
 
 // A pre-commit hook that refuses two of eight changed paths (found by halving): those two
@@ -103,5 +106,54 @@ func BenchmarkNoHooksCommitOverhead(b *testing.B) {
 		r.gitHooks = h
 		r.afterCommitHooks()
 		r.mu.Unlock()
+	}
+}
+
+// post-merge after a sync's merge and after its fast-forward ("0", in the work tree with
+// the merge in); pre-push before the push with git's arguments and stdin; a pre-push
+// refusal fails the sync (errors.Is githooks.ErrRefused) and the remote keeps its head.
+func TestSyncRunsPostMergeAndPrePush(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/base.html": "base\n"})
+	log := filepath.Join(t.TempDir(), "log")
+	hooks := filepath.Join(w.bDir, ".git", "hooks")
+	testutil.WriteFile(t, hooks, "post-merge", "#!/bin/sh\necho \"post-merge $1 $(cat areas/from-a.html)\" >> '"+log+"'\n")
+	testutil.WriteFile(t, hooks, "pre-push", "#!/bin/sh\necho \"pre-push $1 $2\" >> '"+log+"'\nsed 's/^/stdin /' >> '"+log+"'\n"+
+		"if [ -e '"+log+".refuse' ]; then echo 'not today' >&2; exit 1; fi\n")
+	for _, h := range []string{"post-merge", "pre-push"} {
+		must(t, os.Chmod(filepath.Join(hooks, h), 0o755))
+	}
+	w.b.SetGitHooks(w.b.GitHooks(true, ""))
+	testutil.WriteFile(t, w.aDir, "areas/from-a.html", "a1\n")
+	mustCommit(t, w.a, "areas/from-a.html")
+	mustSync(t, w.a)
+	testutil.WriteFile(t, w.bDir, "areas/from-b.html", "b\n")
+	mustCommit(t, w.b, "areas/from-b.html")
+	if rb := mustSync(t, w.b); !rb.Merged || !rb.Pushed {
+		t.Fatalf("B: %+v", rb)
+	}
+	head := strings.TrimSpace(testutil.RunGit(t, w.bDir, "rev-parse", "HEAD"))
+	old := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD"))
+	testutil.WriteFile(t, w.aDir, "areas/from-a.html", "a2\n")
+	mustCommit(t, w.a, "areas/from-a.html")
+	mustSync(t, w.a)
+	if rb := mustSync(t, w.b); !rb.FastForward {
+		t.Fatalf("B second sync: %+v", rb)
+	}
+	b, err := os.ReadFile(log)
+	must(t, err)
+	want := "post-merge 0 a1\npre-push origin " + w.bare + "\nstdin refs/heads/main " + head + " refs/heads/main " + old + "\npost-merge 0 a2\n"
+	if string(b) != want {
+		t.Fatalf("hooks log:\n%s\nwant:\n%s", b, want)
+	}
+	must(t, os.WriteFile(log+".refuse", nil, 0o644))
+	testutil.WriteFile(t, w.bDir, "areas/from-b.html", "b2\n")
+	mustCommit(t, w.b, "areas/from-b.html")
+	remote := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main"))
+	_, err = w.b.Sync(context.Background(), pushOpts())
+	if !errors.Is(err, githooks.ErrRefused) || !strings.Contains(err.Error(), "not today") {
+		t.Fatalf("Sync with pre-push refusing: %v", err)
+	}
+	if now := strings.TrimSpace(testutil.RunGit(t, w.bare, "rev-parse", "main")); now != remote {
+		t.Fatalf("pushed despite pre-push: %s -> %s", remote, now)
 	}
 }
