@@ -157,3 +157,35 @@ func TestSyncRunsPostMergeAndPrePush(t *testing.T) {
 		t.Fatalf("pushed despite pre-push: %s -> %s", remote, now)
 	}
 }
+
+// A path the hook holds that the remote changes too: like `git pull` over an uncommitted
+// change ("would be overwritten by merge"), the sync stops with an error naming it and the
+// refused version is in no commit (not in an edit merge's side commit either); once the
+// path passes the hook it is committed and the sync merges.
+func TestHookHeldPathChangedRemotely(t *testing.T) {
+	w := newSyncWorld(t, map[string]string{"areas/x.html": "base\n"})
+	hook := "#!/bin/sh\nif git grep --cached -q NOPE; then echo refused >&2; exit 1; fi\n"
+	testutil.WriteFile(t, w.bDir, ".git/hooks/pre-commit", hook)
+	must(t, os.Chmod(filepath.Join(w.bDir, ".git/hooks/pre-commit"), 0o755))
+	w.b.SetGitHooks(w.b.GitHooks(true, ""))
+	testutil.WriteFile(t, w.bDir, "areas/x.html", "NOPE\n")
+	if res := mustCommit(t, w.b, "areas/x.html"); res.Hash != "" {
+		t.Fatalf("held path committed: %+v", res)
+	}
+	testutil.WriteFile(t, w.aDir, "areas/x.html", "from a\n")
+	mustCommit(t, w.a, "areas/x.html")
+	mustSync(t, w.a)
+	if _, err := w.b.Sync(context.Background(), pushOpts()); err == nil || !strings.Contains(err.Error(), "areas/x.html") {
+		t.Fatalf("B sync over a held path: %v, want an error naming it", err)
+	}
+	if out := testutil.RunGit(t, w.bDir, "log", "--all", "-p", "--format=%H"); strings.Contains(out, "NOPE") {
+		t.Fatalf("the refused version is in a commit:\n%s", out)
+	}
+	if got := readWork(t, w.bDir, "areas/x.html"); got != "NOPE\n" {
+		t.Fatalf("the held file was overwritten: %q", got)
+	}
+	testutil.WriteFile(t, w.bDir, "areas/x.html", "from b\n")
+	mustCommit(t, w.b, "areas/x.html")
+	w.syncAll(t)
+	w.check(t)
+}
