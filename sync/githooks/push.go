@@ -39,5 +39,5 @@ func (r *Runner) BeforePush(ctx context.Context, remote, url string, refs []Push
 // do after a merge or a fast-forward that changed the work tree; its exit status is
 // ignored, as git ignores it. The error is for the log.
 func (r *Runner) AfterMerge(ctx context.Context) error {
-	return r.Run(ctx, PostMerge, []string{"0"}, Input{})
+	return r.Run(ctx, PostMerge, []string{"0"}, Input{Env: []string{"GIT_REFLOG_ACTION=pull"}})
 }
