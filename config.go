@@ -48,6 +48,7 @@ type Config struct {
 	Log     LogConfig     `yaml:"log"`
 	Secrets SecretsConfig `yaml:"secrets"`
 	Agents  AgentsConfig  `yaml:"agents"`
+	Commit  CommitConfig  `yaml:"commit"`
 }
 
 // WatchConfig: debounce windows, extra ignore patterns and the reconcile interval.
@@ -173,6 +174,13 @@ type ClaudeCodeConfig struct {
 	Roots     []string `yaml:"roots"`
 }
 
+// CommitConfig: memd's commits as `git commit` makes them (shared/DESIGN.md §10). Hooks
+// false is git's --no-verify: the repo's pre-commit, commit-msg and pre-push hooks are
+// skipped (prepare-commit-msg, post-commit, post-merge still run, as with git).
+type CommitConfig struct {
+	Hooks bool `yaml:"hooks"`
+}
+
 // Hook names, as they appear under hooks: in the config, in logs and in metric labels.
 const (
 	HookAfterSync   = "after_sync"
@@ -230,6 +238,7 @@ func DefaultConfig() Config {
 		Hooks:   HooksConfig{Timeout: Duration(60 * time.Second)},
 		Log:     LogConfig{Level: "info", Format: "text"},
 		Secrets: SecretsConfig{Scan: true},
+		Commit:  CommitConfig{Hooks: true},
 	}
 }
 

@@ -25,3 +25,19 @@ func (a *Agent) setFiles(ig *repofiles.Ignorer) {
 		a.watch.SetIgnore(ig)
 	}
 }
+
+// rereadGlobalExcludes builds the rules again when the user's global excludes file (git's
+// core.excludesFile) changed since they were read: one stat, at every reconcile.
+func (a *Agent) rereadGlobalExcludes() {
+	ig := a.files()
+	if !ig.ExcludesChanged() {
+		return
+	}
+	n, err := ig.Reload()
+	if err != nil {
+		a.log.Warn("global git excludes changed; rules not read again", "err", err)
+		return
+	}
+	a.log.Info("global git excludes changed; ignore rules read again")
+	a.setFiles(n)
+}

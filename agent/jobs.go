@@ -11,6 +11,7 @@ import (
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sleep"
+	"github.com/memd-dev/memd/sync/githooks"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitrepo"
 
@@ -99,7 +100,7 @@ func (a *Agent) doReconcile(ctx context.Context) error {
 		defer a.startReconciled()
 	}
 	defer a.reconciles.Add(1)
-	a.files()
+	a.rereadGlobalExcludes() // and a.files(): the rules this reconcile holds paths to
 	dirty, err := a.repo.Reconcile()
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
@@ -211,10 +212,14 @@ func (a *Agent) doSync(ctx context.Context) error {
 		}
 		a.st.syncErr = err.Error()
 		wait := syncRetryWait(err, contention, a.backoff.Next(), a.cfg.Sync.PullInterval.D())
+		hookRefused := errors.Is(err, githooks.ErrRefused) // the repo's pre-push hook said no
+		if hookRefused {
+			wait = a.cfg.Sync.PullInterval.D() // or sooner: the next change tries again (no backoff wait)
+		}
 		if prev != a.st.syncState {
 			a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
 		}
-		a.syncWaiting.Store(true)
+		a.syncWaiting.Store(!hookRefused)
 		if errors.Is(err, gitremote.ErrPushRefused) {
 			// A kick queued during this sync (its own commit's) must not ask the remote
 			// again at once: the timer is the next try.

@@ -112,6 +112,8 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 		return s, nil
 	}
 	s.guard = guardRepo(repo, cfg) // held.go: every commit of this session is scanned
+	// The repo's own git hooks around its commits, pushes and merges (commit.hooks).
+	repo.SetGitHooks(repo.GitHooks(cfg.Commit.Hooks, cfg.Sync.TokenEnv))
 	if err := s.WithLock(ctx, s.recover); err != nil {
 		repo.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Repo, err)
@@ -167,6 +169,9 @@ func (s *Session) Ignorer() *repofiles.Ignorer { return s.ignorer }
 // options follow it. The repo path cannot change.
 func (s *Session) SetConfig(cfg memd.Config) {
 	cfg.Repo = s.cfg.Repo
+	if cfg.Commit != s.cfg.Commit || cfg.Sync.TokenEnv != s.cfg.Sync.TokenEnv {
+		s.repo.SetGitHooks(s.repo.GitHooks(cfg.Commit.Hooks, cfg.Sync.TokenEnv)) // commit.hooks reloaded
+	}
 	s.cfg = cfg
 }
 

@@ -47,6 +47,8 @@ type state struct {
 	stopped   bool            // the clean stop's last document
 	allowSeen bool            // allow-deletes was there at the last look (aside.go)
 	claude    claudeState     // Claude Code's memory (claudecode.go)
+
+	hookHeld hookHeldSeen // paths a git hook holds, announced (hookheld.go)
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
@@ -100,6 +102,7 @@ func (a *Agent) publish() {
 	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
 		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
 	}
+	f.Held = append(f.Held, a.hookHeldFacts()...) // refused by the repo's pre-commit/commit-msg hook
 	if st.syncState == statusline.StateError {
 		f.Error = st.syncErr
 	}

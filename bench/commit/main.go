@@ -12,6 +12,9 @@
 // refresh (scheduled by each commit, in the background) is reported apart.
 //
 //	go run ./bench/commit -sizes 1000,10000,100000 -reps 5
+//
+// With -hooks both copies get the same git hooks (benchHooks) and memd runs them as git
+// does (sync/githooks): memd's commit with hooks against `git commit` with them.
 package main
 
 import (
@@ -34,6 +37,7 @@ func main() {
 	reps := flag.Int("reps", 5, "timed repetitions per cell (median reported)")
 	changedFlag := flag.String("changed", "1,20", "comma-separated numbers of changed files")
 	keep := flag.Bool("keep", false, "keep the generated repos")
+	hooks := flag.Bool("hooks", false, "the same git hooks (pre-commit, commit-msg, post-commit) in both copies; memd runs them as git does")
 	flag.Parse()
 	sizes, err := ints(*sizesFlag)
 	if err != nil {
@@ -84,6 +88,13 @@ func main() {
 					fatal(fmt.Errorf("cp -a %s %s: %v: %s", base, d, err, out))
 				}
 			}
+			if *hooks {
+				for _, d := range []string{memdDir, gitDir} {
+					if err := installHooks(d); err != nil {
+						fatal(err)
+					}
+				}
+			}
 			// git's index holds the original inodes: refresh it (untimed),
 			// as it would be in a repo git has been using.
 			if err := git(gitDir, "update-index", "-q", "--refresh"); err != nil {
@@ -106,6 +117,9 @@ func main() {
 				fatal(err)
 			}
 			open := time.Since(t1)
+			if *hooks {
+				repo.SetGitHooks(repo.GitHooks(true, ""))
+			}
 			var memdTimes, gitTimes, idxTimes []time.Duration
 			var first time.Duration
 			for rep := 0; rep <= *reps; rep++ {
@@ -146,6 +160,11 @@ func main() {
 			// Same content on both sides, and git agrees memd's tree is clean.
 			if err := sameTree(memdDir, gitDir); err != nil {
 				fatal(err)
+			}
+			if *hooks {
+				if err := hooked(memdDir); err != nil {
+					fatal(err)
+				}
 			}
 			rows = append(rows, row{files: n, changed: k, memd: median(memdTimes), git: median(gitTimes),
 				idx: median(idxTimes), open: open, firstCommit: first})
@@ -298,6 +317,39 @@ func sameTree(memdDir, gitDir string) error {
 	}
 	if len(out) != 0 {
 		return fmt.Errorf("memd copy not clean for git: %.200s", out)
+	}
+	return nil
+}
+
+// benchHooks are a team's usual hooks: pre-commit looks at the staged files for a
+// forbidden word, commit-msg adds a trailer with git's interpret-trailers, post-commit
+// does nothing.
+var benchHooks = map[string]string{
+	"pre-commit":  "#!/bin/sh\n! git diff --cached --name-only -z --diff-filter=ACM | xargs -0 -r grep -l FORBIDDEN --\n",
+	"commit-msg":  "#!/bin/sh\nexec git interpret-trailers --in-place --trailer 'Hooked-By: bench' \"$1\"\n",
+	"post-commit": "#!/bin/sh\nexit 0\n",
+}
+
+// hooked checks that commit-msg's trailer is on memd's last commit: the hooks ran.
+func hooked(dir string) error {
+	cmd := exec.Command("git", "log", "-1", "--format=%(trailers:key=Hooked-By,valueonly)")
+	cmd.Dir, cmd.Env = dir, gitEnv()
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != "bench" {
+		return fmt.Errorf("memd's commit in %s has no commit-msg trailer (%q, %v)", dir, out, err)
+	}
+	return nil
+}
+
+func installHooks(dir string) error {
+	hd := filepath.Join(dir, ".git", "hooks")
+	if err := os.MkdirAll(hd, 0o755); err != nil {
+		return err
+	}
+	for name, body := range benchHooks {
+		if err := os.WriteFile(filepath.Join(hd, name), []byte(body), 0o755); err != nil {
+			return err
+		}
 	}
 	return nil
 }

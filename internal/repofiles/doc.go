@@ -1,5 +1,5 @@
 // Package repofiles is the one definition of the files of a memory repo: which paths are
-// ignored (Ignorer: .gitignore files, .git/info/exclude, memd's DefaultIgnore and
+// ignored (Ignorer: .gitignore files, .git/info/exclude, git's core.excludesFile, memd's DefaultIgnore and
 // watch.ignore) and how the tree is walked (Walk: never into .git, an ignored directory, a
 // nested repository or through a symlink; only regular files and symlinks are files).
 // Which of those files are memories is the model's rule (memd.IsNonMemory,

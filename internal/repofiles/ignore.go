@@ -29,7 +29,8 @@ var DefaultIgnore = append([]string{"*.swp", "*~", "4913", ".#*", "*.tmp"}, scaf
 var ErrBadPattern = errors.New("bad ignore pattern")
 
 // Ignorer answers "is this path outside memd's concern": .git, the writer lock, paths
-// ignored by .gitignore files (root and nested, plus .git/info/exclude) through go-git's
+// ignored by .gitignore files (root and nested, plus .git/info/exclude and git's
+// core.excludesFile, ExcludesFile) through go-git's
 // matcher, memd's DefaultIgnore and the configured extra patterns (watch.ignore).
 //
 // An Ignorer is immutable once built and safe for concurrent use; a reload builds a new one
@@ -38,13 +39,14 @@ type Ignorer struct {
 	root    string             // absolute repo root
 	extra   []string           // watch.ignore, as given
 	lock    string             // lock.file ("" = the default name): private, see PrivateFor
-	base    []entry            // .git/info/exclude: lowest priority
+	base    []entry            // core.excludesFile, then .git/info/exclude: lowest priority
 	byDir   map[string][]entry // dir rel ("" = root) → its .gitignore
 	top     []entry            // DefaultIgnore + extra: highest priority
 	m       matcher
 	files   int         // .gitignore files read
 	tracked *trackedSet // the index's paths these rules ignore (Skip), read on first use
 	dirs    sync.Map    // dir rel → ignored (itself or an ancestor); valid for these rules only
+	global  excludes    // the core.excludesFile read (excludes.go)
 }
 
 func checkPattern(p string) error {
@@ -135,8 +137,12 @@ func newBase(root string, extra []string) (*Ignorer, error) {
 		}
 		ig.top = append(ig.top, newEntry(strings.TrimSpace(p), nil))
 	}
+	// git's order, lowest first: core.excludesFile, then .git/info/exclude, then the
+	// .gitignore files (byDir).
+	ig.global = readGlobal(root)
+	ig.base = append([]entry(nil), ig.global.entries...)
 	if data, err := os.ReadFile(gitlayout.File(root, "info/exclude")); err == nil {
-		ig.base = parseIgnoreFile(data, nil)
+		ig.base = append(ig.base, parseIgnoreFile(data, nil)...)
 	}
 	ig.rebuild()
 	return ig, nil
@@ -164,7 +170,7 @@ func (ig *Ignorer) readGitignore(dir string) {
 
 // clone copies the rules so a walk can extend them without touching the published ones.
 func (ig *Ignorer) clone() *Ignorer {
-	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir)), tracked: &trackedSet{}}
+	c := &Ignorer{root: ig.root, extra: ig.extra, lock: ig.lock, base: ig.base, global: ig.global, top: ig.top, files: ig.files, byDir: make(map[string][]entry, len(ig.byDir)), tracked: &trackedSet{}}
 	for d, ps := range ig.byDir {
 		c.byDir[d] = ps
 	}

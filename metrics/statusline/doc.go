@@ -32,6 +32,7 @@ const (
 const (
 	HeldSecret = "secret"
 	HeldSize   = "size"
+	HeldHook   = "hook" // the repo's pre-commit or commit-msg git hook refused it (Rule: the hook)
 )
 
 // Part kinds: the colour a reader draws a part in. "" is the reader's default colour.
@@ -166,6 +167,8 @@ type Held struct {
 	Reason string `json:"reason"`
 	Rule   string `json:"rule,omitempty"`
 	Line   int    `json:"line,omitempty"`
+	// Message is what the refusing git hook said last (its last stderr line, escaped).
+	Message string `json:"message,omitempty"`
 }
 
 // Conflict is one conflict copy in the tree: the original path, the copy, the machine and

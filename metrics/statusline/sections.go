@@ -118,6 +118,11 @@ func heldLines(held []Held) []Line {
 			}
 		case HeldSize:
 			why = "over sync.max_file_size"
+		case HeldHook:
+			why = "refused by git hook " + clean(h.Rule)
+			if h.Message != "" {
+				why += ": " + clean(h.Message)
+			}
 		}
 		lines = append(lines, Line{Text: clean(h.Path) + ": " + why, Kind: KindWarn})
 	}

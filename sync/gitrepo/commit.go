@@ -217,6 +217,7 @@ func (r *Repo) commitPathsLocked(paths []string, message string, kind memd.Commi
 	res.Duration = time.Since(start)
 	r.noteDeletes(verdict)
 	r.noteCommitted(old, commit, res.Changes)
+	r.afterCommitHooks()
 	r.log.Debug("committed", "hash", res.Hash[:12], "kind", string(kind),
 		"added", res.Added, "modified", res.Modified, "deleted", res.Deleted, "took", res.Duration,
 		"ref", time.Since(tFlushed))
@@ -258,6 +259,7 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	if afterRead != nil {
 		afterRead()
 	}
+	st.keepHookHeld()
 	res.Skipped = st.skipped
 	if len(st.edits) == 0 {
 		res.Duration = time.Since(start)
@@ -281,6 +283,17 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 	if brake {
 		if verdict, err = st.brakeLocal(); err != nil {
 			return res, plumbing.ZeroHash, verdict, fmt.Errorf("commit in %s: %w", r.dir, err)
+		}
+	}
+	// The repo's git hooks, for a writers' batch (brake) and memd's own kinds (sleep), not
+	// a checkout's window of edits: refused paths are held (githooks.go).
+	if (brake || kind != memd.CommitChange) && r.gitHooks.Before() {
+		if newTree, message, err = st.commitHooks(baseTree, message); err != nil {
+			return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
+		}
+		if newTree == baseTree {
+			res.Duration = time.Since(start)
+			return res, plumbing.ZeroHash, brakeVerdict{}, nil
 		}
 	}
 	res.Changes = st.changes()

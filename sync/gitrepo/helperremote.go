@@ -71,7 +71,7 @@ func (r *Repo) fetchHelperLocked(ctx context.Context, ro RemoteOptions, hr *remo
 		return plumbing.ZeroHash, nil
 	}
 	r.consolidatePacksLocked(ctx)
-	h, err := gitstore.ReadRef(r.gitDir, track.String())
+	h, err := gitstore.ReadRef(r.commonDir, track.String())
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", ro.Remote, err)
 	}
@@ -99,7 +99,7 @@ func (r *Repo) remoteHeadHelper(ctx context.Context, hr *remotehelper.Remote) (p
 // still on the branch of the machine that made it, whose next look finds the remote moved
 // and merges and pushes it again.
 func (r *Repo) pushHelperLocked(ctx context.Context, ro RemoteOptions, hr *remotehelper.Remote, local plumbing.Hash) error {
-	expect, err := gitstore.ReadRef(r.gitDir, r.trackingRef(ro).String())
+	expect, err := gitstore.ReadRef(r.commonDir, r.trackingRef(ro).String())
 	if err != nil {
 		expect = plumbing.ZeroHash // no tracking ref: the remote had no branch at the fetch
 	}

@@ -81,7 +81,7 @@ func (r *Repo) LogWalk(p string, fn func(LogEntry) bool, progress func(commits i
 	if err != nil {
 		return err
 	}
-	src := pathlog.Open(r.gitDir)
+	src := pathlog.Open(r.commonDir)
 	defer src.Close()
 	n := 0
 	w := &pathlog.Walk{Source: src, Head: head, Path: p, Progress: progress, Entry: func(e pathlog.Entry) bool {
@@ -133,7 +133,7 @@ func (r *Repo) VersionAt(p, at string) (Version, error) {
 	if err != nil {
 		return Version{}, err
 	}
-	src := pathlog.Open(r.gitDir)
+	src := pathlog.Open(r.commonDir)
 	defer src.Close()
 	var when time.Time
 	if want.IsZero() {
@@ -188,7 +188,7 @@ func (r *Repo) LastVersion(p string) (Version, error) {
 	if err != nil {
 		return Version{}, err
 	}
-	src := pathlog.Open(r.gitDir)
+	src := pathlog.Open(r.commonDir)
 	defer src.Close()
 	n := 0
 	w := &pathlog.Walk{Source: src, Head: head, Path: p, Entry: func(e pathlog.Entry) bool {
@@ -357,7 +357,7 @@ func (r *Repo) LogPage(p, from string, limit, maxCommits int, budget time.Durati
 			return LogPage{}, err
 		}
 	}
-	src := pathlog.Open(r.gitDir)
+	src := pathlog.Open(r.commonDir)
 	defer src.Close()
 	var pg LogPage
 	w := &pathlog.Walk{Source: src, Head: start, Path: name,

@@ -418,6 +418,10 @@ func (r *Repo) push(ctx context.Context, ro RemoteOptions, local plumbing.Hash) 
 		r.targetDone(ctx, "push", tgt, err, true) // a lost race keeps the target, as below
 		return err
 	}
+	// The repo's pre-push hook first, as git push runs it, before either way of pushing.
+	if err := r.prePushHook(cctx, ro.Remote, url, local, expect); err != nil {
+		return err
+	}
 	// A bare repository of this user's on this machine: the objects and the ref written
 	// here, as its receive-pack would (filepush.go).
 	if ep, err := transport.NewEndpoint(tgt.URL); err == nil && ep.Protocol == "file" && !expect.IsZero() {
@@ -544,9 +548,13 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		// reconcile beside a one-shot sync) is waited out here, outside the writer lock; the
 		// check under it (integrateRound) then stands aside only for one that stays.
 		r.waitPassing(true)
+		before, _ := r.readBranch()
 		local, err := r.integrateRound(ro, remote, pl, &res)
 		if err != nil {
 			return r.finishResult(ro, res, err)
+		}
+		if local != before && (res.FastForward || res.Merged) {
+			r.afterMergeHooks(ctx) // as git pull, once the work tree has the merge
 		}
 		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "plan", t2.Sub(t1), "integrate", time.Since(t2))
 		if !ro.Push || local.IsZero() || local == remote {

@@ -44,6 +44,7 @@ import (
 	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/statedir"
+	"github.com/memd-dev/memd/sync/githooks"
 	"github.com/memd-dev/memd/sync/gitsign"
 	"github.com/memd-dev/memd/sync/gitstore"
 
@@ -144,6 +145,10 @@ type Repo struct {
 	// Both under mu.
 	guard   Guard
 	guarded map[string]Guarded
+	// gitHooks runs the repo's own git hooks (githooks.go; nil: none); hookHeld is what
+	// a commit hook refused, by path. Both under mu.
+	gitHooks *githooks.Runner
+	hookHeld map[string]HookHeld
 
 	// brakeTotal is the last count of a tree's memory files (massdelete.go); under mu.
 	brakeTotal struct {
