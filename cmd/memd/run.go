@@ -46,6 +46,10 @@ func cmdRun(a *app, args []string) int {
 	if err != nil {
 		log.Warn("registry: this repo is not listed for memd status --all", "err", err)
 	}
+	// SIGTERM/SIGINT from here on: a stop asked for while the start-up opens (and perhaps
+	// heals) the repo is a clean stop once it is done, never the default's exit 143.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	ag, err := agent.New(agent.Options{
 		Registry: reg,
 		Config:   a.cfg,
@@ -69,8 +73,6 @@ func cmdRun(a *app, args []string) int {
 		}
 		return exitFailed
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
