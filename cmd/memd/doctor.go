@@ -46,7 +46,7 @@ func cmdDoctor(a *app, args []string) int {
 		return a.fail("doctor: %v", err)
 	}
 	doctorClaudeCode(a, rep)
-	helper := doctorRemote(a, rep) // doctor_remote.go
+	helper := doctorRemote(a, rep)                        // doctor_remote.go
 	if err := doctorGit(a, rep, *repairGit); err != nil { // doctor_git.go
 		return a.fail("doctor: %v", err)
 	}
