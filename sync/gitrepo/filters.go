@@ -291,3 +291,28 @@ func (c statCache) hashWork(dir, rel string, fi fs.FileInfo) (plumbing.Hash, err
 	defer f.Close()
 	return c.r.workBlobHash(rel, f, fi.Size())
 }
+
+// mergeFilter is treemerge.Policy.Filter: the merge rules read a filtered path's text
+// (smudged) and store the merged text cleaned, so a ledger or MEMORY.md under git-crypt
+// merges by record and section and stays encrypted.
+type mergeFilter struct{ r *Repo }
+
+func (f mergeFilter) Plain(p string, blob []byte) ([]byte, bool, error) {
+	c := f.r.conv(p)
+	if c.Identity() {
+		return blob, false, nil
+	}
+	if c.Undefined() {
+		return nil, false, &gitattr.FilterError{Driver: c.Filter, Path: p, Op: "smudge", Err: errUndefinedDriver}
+	}
+	text, err := c.Smudge(blob)
+	return text, true, err
+}
+
+func (f mergeFilter) Blob(p string, text []byte) ([]byte, error) {
+	c := f.r.conv(p)
+	if c.Identity() {
+		return text, nil
+	}
+	return cleanWork(c, text, func() ([]byte, error) { return nil, nil })
+}
