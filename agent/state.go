@@ -98,6 +98,7 @@ func (a *Agent) publish() {
 	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
 		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
 	}
+	f.Held = append(f.Held, a.filterHeld()...) // a git filter failed or is missing (heldfilter.go)
 	if st.syncState == statusline.StateError {
 		f.Error = st.syncErr
 	}

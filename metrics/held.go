@@ -8,7 +8,7 @@ import (
 
 // HeldReasons are memd_held_files' reason label values (statusline.HeldSecret, HeldSize),
 // every one exported from the start (0 until a file is held).
-var HeldReasons = []string{statusline.HeldSecret, statusline.HeldSize}
+var HeldReasons = []string{statusline.HeldSecret, statusline.HeldSize, statusline.HeldFilter}
 
 // heldMetrics are the series of files memd does not commit (docs/ARCHITECTURE.md §11): how many are held
 // now, by reason, and the secret findings seen, by gitleaks rule (never the secret).

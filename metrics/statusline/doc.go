@@ -32,6 +32,7 @@ const (
 const (
 	HeldSecret = "secret"
 	HeldSize   = "size"
+	HeldFilter = "filter" // its git filter driver failed or is missing (Rule: the driver)
 )
 
 // Part kinds: the colour a reader draws a part in. "" is the reader's default colour.

@@ -118,6 +118,8 @@ func heldLines(held []Held) []Line {
 			}
 		case HeldSize:
 			why = "over sync.max_file_size"
+		case HeldFilter:
+			why = "git filter " + clean(h.Rule) + " failed or is not set up here"
 		}
 		lines = append(lines, Line{Text: clean(h.Path) + ": " + why, Kind: KindWarn})
 	}
