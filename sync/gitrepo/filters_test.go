@@ -196,3 +196,53 @@ func TestLockedGitCrypt(t *testing.T) {
 	os.Remove(filepath.Join(locked, "secret", "b.md"))
 	statusClean(t, r)
 }
+
+// TestGitLFSCommitAndCheckout: memd commits the pointer git-lfs's filter makes (what
+// `git add` stores), and the other clone's checkout writes the real bytes through
+// `git lfs filter-process`, fetched from the file:// remote (the upload is the pre-push
+// hook's; the test runs `git lfs push` as that hook would).
+func TestGitLFSCommitAndCheckout(t *testing.T) {
+	needTool(t, "git-lfs")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	w := &syncWorld{bare: filepath.Join(t.TempDir(), "remote.git")}
+	testutil.RunGit(t, filepath.Dir(w.bare), "init", "-q", "--bare", "-b", "main", w.bare)
+	seed := newGitDir(t)
+	testutil.WriteFile(t, seed, ".gitattributes", "*.png filter=lfs diff=lfs merge=lfs -text\n")
+	testutil.RunGit(t, seed, "add", "-A")
+	testutil.RunGit(t, seed, "commit", "-q", "-m", "seed")
+	testutil.RunGit(t, seed, "push", "-q", w.bare, "main")
+	w.aDir, w.bDir = filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	for _, d := range []string{w.aDir, w.bDir} {
+		testutil.RunGit(t, filepath.Dir(d), "clone", "-q", w.bare, d)
+		testutil.RunGit(t, d, "lfs", "install", "--local")
+	}
+	w.a = openTest(t, w.aDir, hostOptions("hosta"))
+	w.b = openTest(t, w.bDir, hostOptions("hostb"))
+	img := make([]byte, 300<<10)
+	for i := range img {
+		img[i] = byte(i*7 + i/251)
+	}
+	if err := os.MkdirAll(filepath.Join(w.aDir, "pics"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.aDir, "pics", "a.png"), img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, w.a, "pics/a.png")
+	ptr := testutil.RunGit(t, w.aDir, "cat-file", "blob", "HEAD:pics/a.png")
+	if !strings.HasPrefix(ptr, "version https://git-lfs.github.com/spec/v1") || len(ptr) > 200 {
+		t.Fatalf("committed %d bytes, not a pointer: %.80q", len(ptr), ptr)
+	}
+	want := strings.TrimSpace(testutil.RunGit(t, w.aDir, "hash-object", "pics/a.png"))
+	if got := strings.Fields(lsTree(t, w.aDir)["pics/a.png"])[1]; got != want {
+		t.Errorf("blob %s, git hash-object %s", got, want)
+	}
+	mustSync(t, w.a)
+	testutil.RunGit(t, w.aDir, "lfs", "push", "--all", "origin", "main")
+	mustSync(t, w.b)
+	got, err := os.ReadFile(filepath.Join(w.bDir, "pics", "a.png"))
+	if err != nil || string(got) != string(img) {
+		t.Fatalf("b's work tree has %d bytes (%v), want the %d-byte image", len(got), err, len(img))
+	}
+	w.check(t)
+}

@@ -295,9 +295,33 @@ func LiveGitProcess(workDir string) (live, canSee bool) {
 			// our repo without access, so ignore it.
 			continue
 		}
-		if cwd == workDir || strings.HasPrefix(cwd, workDir+"/") {
+		if (cwd == workDir || strings.HasPrefix(cwd, workDir+"/")) && !descendantOf(pid, self) {
 			return true, true
 		}
 	}
 	return false, true
+}
+
+// descendantOf says whether pid was started by self (a filter driver memd runs, such as
+// `git lfs filter-process`, is memd's own work, not another git's), a few levels up.
+func descendantOf(pid, self int) bool {
+	for i := 0; i < 4 && pid > 1; i++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+		j := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[j+1:]))
+		if j < 0 || len(f) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+		if pid == self {
+			return true
+		}
+	}
+	return false
 }
