@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/memd-dev/memd/doctor"
 	"github.com/memd-dev/memd/internal/repofiles"
@@ -42,6 +43,7 @@ func cmdDoctor(a *app, args []string) int {
 	if err != nil {
 		return a.fail("doctor: %v", err)
 	}
+	addFilterFindings(rep, a.cfg.Repo) // doctor_filters.go
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -49,6 +51,9 @@ func cmdDoctor(a *app, args []string) int {
 	} else {
 		say(a.stdout, "memd doctor: %s\n", rep.Repo)
 		fmt.Fprintf(a.stdout, "  %d files, %d memories, inbox %d, task inbox %d (%s)\n", rep.Files, rep.Memories, rep.Inbox, rep.TaskInbox, rep.Elapsed)
+		if len(rep.Filters) > 0 {
+			say(a.stdout, "  git filters in use: %s\n", strings.Join(rep.Filters, ", "))
+		}
 		for _, f := range rep.Findings {
 			where := f.Path
 			if where != "" {

@@ -246,3 +246,29 @@ func TestGitLFSCommitAndCheckout(t *testing.T) {
 	}
 	w.check(t)
 }
+
+// TestCheckFilters: doctor's look names the drivers in use, finds a blob committed before
+// its eol rule (what an older memd would have stored), and a locked git-crypt clone.
+func TestCheckFilters(t *testing.T) {
+	w := newCryptWorld(t)
+	fc, err := CheckFilters(w.aDir)
+	if err != nil || len(fc.Drivers) != 1 || fc.Drivers[0] != "git-crypt" || len(fc.Differ) != 0 || len(fc.Locked) != 0 {
+		t.Errorf("unlocked clone: %+v, %v", fc, err)
+	}
+	locked := filepath.Join(t.TempDir(), "locked")
+	testutil.RunGit(t, filepath.Dir(locked), "clone", "-q", w.bare, locked)
+	if fc, err := CheckFilters(locked); err != nil || len(fc.Locked) != 2 || !LockedGitCrypt(locked, fc.Locked[0]) {
+		t.Errorf("locked clone: %+v, %v", fc, err)
+	}
+	dir := newGitDir(t)
+	testutil.WriteFile(t, dir, "m.html", "a\r\nb\r\n")
+	testutil.RunGit(t, dir, "add", "-A")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "crlf")
+	testutil.WriteFile(t, dir, ".gitattributes", "*.html text eol=lf\n")
+	testutil.RunGit(t, dir, "add", ".gitattributes")
+	testutil.RunGit(t, dir, "commit", "-q", "-m", "attrs")
+	fc, err = CheckFilters(dir)
+	if err != nil || len(fc.Differ) != 1 || fc.Differ[0] != (FilterDiffer{Path: "m.html"}) {
+		t.Errorf("CRLF blob under eol=lf: %+v, %v", fc, err)
+	}
+}
