@@ -316,3 +316,13 @@ func (f mergeFilter) Blob(p string, text []byte) ([]byte, error) {
 	}
 	return cleanWork(c, text, func() ([]byte, error) { return nil, nil })
 }
+
+// smudgeFor is what `git checkout` writes at rel for blob (restore).
+func (r *Repo) smudgeFor(rel string, blob []byte) ([]byte, error) {
+	r.filtersBegin(nil)
+	c := r.conv(rel)
+	if c.Identity() {
+		return blob, nil
+	}
+	return c.Smudge(blob)
+}

@@ -272,3 +272,26 @@ func TestCheckFilters(t *testing.T) {
 		t.Errorf("CRLF blob under eol=lf: %+v, %v", fc, err)
 	}
 }
+
+// TestRestoreThroughGitCrypt: a restored secret is written as plaintext and committed
+// encrypted, and git status stays clean.
+func TestRestoreThroughGitCrypt(t *testing.T) {
+	w := newCryptWorld(t)
+	head := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD"))
+	testutil.WriteFile(t, w.aDir, "secret/a.md", "changed\n")
+	mustCommit(t, w.a, "secret/a.md")
+	v, err := w.a.VersionAt("secret/a.md", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.a.Restore("secret/a.md", v); err != nil {
+		t.Fatal(err)
+	}
+	if got := readWork(t, w.aDir, "secret/a.md"); got != "first secret\n" {
+		t.Errorf("restored %q", got)
+	}
+	if blob := testutil.RunGit(t, w.aDir, "cat-file", "blob", "HEAD:secret/a.md"); !strings.HasPrefix(blob, "\x00GITCRYPT") {
+		t.Errorf("restore committed %q, want ciphertext", blob)
+	}
+	statusClean(t, w.a)
+}
