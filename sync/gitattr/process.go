@@ -26,6 +26,7 @@ type procFilter struct {
 	caps   map[string]bool
 	stderr *capped
 	done   chan struct{}
+	broken bool // an I/O or protocol error: the conversation is lost, the process is ended
 }
 
 // startProcess runs command with `sh -c` in dir and does the handshake.
@@ -132,8 +133,11 @@ func (p *procFilter) readStatus(prev string) (string, error) {
 	return prev, nil
 }
 
-// explain adds the process's stderr (and that it exited) to an I/O error.
+// explain adds the process's stderr to an I/O or protocol error, after which the process
+// is ended (the next request starts a new one).
 func (p *procFilter) explain(err error) error {
+	p.broken = true
+	_ = killGroup(p.cmd)
 	if msg := strings.TrimSpace(p.stderr.String()); msg != "" {
 		return fmt.Errorf("%w: %s", err, msg)
 	}
@@ -146,7 +150,7 @@ func (p *procFilter) alive() bool {
 	case <-p.done:
 		return false
 	default:
-		return true
+		return !p.broken
 	}
 }
 

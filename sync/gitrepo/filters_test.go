@@ -295,3 +295,23 @@ func TestRestoreThroughGitCrypt(t *testing.T) {
 	}
 	statusClean(t, w.a)
 }
+
+// BenchmarkFiltersFastPath: what a commit pays for the filters in a repo with none: one
+// filtersBegin (the config stamp, the outer attribute files) and one conv per path.
+func BenchmarkFiltersFastPath(b *testing.B) {
+	dir := b.TempDir()
+	testutil.RunGit(b, dir, "init", "-q", "-b", "main")
+	r, err := Open(dir, testOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	r.filtersBegin(nil)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r.filtersBegin(nil)
+		if !r.conv("areas/d07/m0007.html").Identity() {
+			b.Fatal("not identity")
+		}
+	}
+}
