@@ -35,6 +35,21 @@ type filterState struct {
 	eng  *gitattr.Engine
 	sig  string            // the git config files' stamp when eng's config was read
 	held map[string]string // path → the driver that failed or is missing
+	// lockedSaid: the locked git-crypt warning was logged (once per Repo).
+	lockedSaid bool
+}
+
+// warnLocked logs, once, that the tree holds git-crypt ciphertext under a driver git
+// config does not define: the repo is locked here.
+func (r *Repo) warnLocked(driver string) {
+	f := &r.filters
+	f.mu.Lock()
+	said := f.lockedSaid
+	f.lockedSaid = true
+	f.mu.Unlock()
+	if !said {
+		r.log.Warn("git-crypt locked: the work tree holds ciphertext and git config defines no filter for it; memd commits no change under it until `git-crypt unlock`", "repo", r.dir, "filter", driver)
+	}
 }
 
 // HeldFilter is a local file not committed because its filter driver failed or is missing.
@@ -212,6 +227,9 @@ func (s *stager) stageFiltered(rel string, f io.Reader, mode filemode.FileMode, 
 		return s.skip(rel, fmt.Errorf("read %s: %w", rel, err))
 	}
 	head := func() ([]byte, error) { return s.headBlob(rel) }
+	if c.Undefined() && bytes.HasPrefix(plain, []byte("\x00GITCRYPT")) {
+		s.r.warnLocked(c.Filter)
+	}
 	blob, err := cleanWork(c, plain, head)
 	if err != nil {
 		if !errors.Is(err, gitattr.ErrFilter) {
