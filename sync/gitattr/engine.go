@@ -286,8 +286,9 @@ func (e *Engine) Conv(rel string) Conv {
 	return c
 }
 
-// Identity says the bytes pass unchanged both ways: no filter, no line-ending rule.
-func (c Conv) Identity() bool { return c.Filter == "" && c.crlf == crlfBinary }
+// Identity says the bytes pass unchanged both ways: no filter, no line-ending rule (the
+// zero Conv too).
+func (c Conv) Identity() bool { return c.e == nil || c.Filter == "" && c.crlf == crlfBinary }
 
 // Undefined says the filter attribute names a driver git config does not define (a
 // git-crypt repo not unlocked here): git then stores the bytes as they are.
