@@ -61,7 +61,11 @@ func runCommand(dir, cmd, rel string, in []byte) ([]byte, error) {
 	var out bytes.Buffer
 	errBuf := &capped{max: 512}
 	c.Stdout, c.Stderr = &out, errBuf
-	if err := c.Run(); err != nil {
+	wait, err := startOwn(c)
+	if err == nil {
+		err = wait()
+	}
+	if err != nil {
 		if msg := strings.TrimSpace(errBuf.String()); msg != "" {
 			return nil, fmt.Errorf("%w: %s", err, msg)
 		}

@@ -16,6 +16,29 @@ func ownGroup(c *exec.Cmd) {
 	}
 }
 
+// ProcessGroups, when set, is told of each driver process group as it starts (running
+// true) and after it ended: a filter memd runs in the work tree is not "a git running in
+// the repo" (gitrepo sets it to gitstore.OwnProcessGroup).
+var ProcessGroups func(pgid int, running bool)
+
+// startOwn starts c and registers its process group; wait waits and forgets it.
+func startOwn(c *exec.Cmd) (wait func() error, err error) {
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	pid := c.Process.Pid
+	if f := ProcessGroups; f != nil {
+		f(pid, true)
+	}
+	return func() error {
+		err := c.Wait()
+		if f := ProcessGroups; f != nil {
+			f(pid, false)
+		}
+		return err
+	}, nil
+}
+
 // killGroup kills c's whole process group.
 func killGroup(c *exec.Cmd) error {
 	if c.Process == nil {

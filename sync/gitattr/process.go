@@ -45,10 +45,11 @@ func startProcess(dir, command string) (*procFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Start(); err != nil {
+	wait, err := startOwn(c)
+	if err != nil {
 		return nil, err
 	}
-	go func() { _ = c.Wait(); close(p.done) }()
+	go func() { _ = wait(); close(p.done) }()
 	p.w, p.r = w, bufio.NewReaderSize(out, 64<<10)
 	if err := p.handshake(); err != nil {
 		p.close()

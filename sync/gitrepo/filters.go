@@ -344,3 +344,7 @@ func (r *Repo) smudgeFor(rel string, blob []byte) ([]byte, error) {
 	}
 	return c.Smudge(blob)
 }
+
+// A filter process memd runs in the work tree is memd's own, not another git to stand
+// aside for (gitstore.LiveGitProcess).
+func init() { gitattr.ProcessGroups = gitstore.OwnProcessGroup }

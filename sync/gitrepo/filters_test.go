@@ -315,3 +315,32 @@ func BenchmarkFiltersFastPath(b *testing.B) {
 		}
 	}
 }
+
+// TestGitCryptConflictCopy: one encrypted memory edited on both machines: the conflict
+// copy is encrypted on the remote like the memory, and plaintext in both work trees.
+func TestGitCryptConflictCopy(t *testing.T) {
+	w := newCryptWorld(t)
+	const mA, mB = "MARKER-side-a-51", "MARKER-side-b-52"
+	testutil.WriteFile(t, w.aDir, "secret/a.md", "first secret\n"+mA+"\n")
+	mustCommit(t, w.a, "secret/a.md")
+	testutil.WriteFile(t, w.bDir, "secret/a.md", "first secret\n"+mB+"\n")
+	mustCommit(t, w.b, "secret/a.md")
+	w.syncAll(t)
+	objs := allObjects(t, w.bare)
+	for _, m := range []string{mA, mB} {
+		if strings.Contains(objs, m) {
+			t.Errorf("the remote holds %s in plaintext", m)
+		}
+	}
+	for _, d := range []string{w.aDir, w.bDir} {
+		copies := conflictCopies(t, d)
+		if len(copies) != 1 {
+			t.Fatalf("%s: conflict copies %v, want 1", d, copies)
+		}
+		both := readWork(t, d, "secret/a.md") + readWork(t, d, copies[0])
+		if !strings.Contains(both, mA) || !strings.Contains(both, mB) {
+			t.Errorf("%s: the memory and its copy hold %q, want both sides in plaintext", d, both)
+		}
+	}
+	w.check(t)
+}
