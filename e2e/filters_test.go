@@ -54,4 +54,7 @@ func TestFiltersUnderMemdRun(t *testing.T) {
 	if got := w.read("secret/plan.md"); got != "the plan: "+marker+"\n" {
 		t.Errorf("work tree %q", got)
 	}
+	if out, _ := w.memd("doctor", "--config", w.config); !strings.Contains(out, "git filters in use: git-crypt") || strings.Contains(out, "problem filters") {
+		t.Errorf("memd doctor:\n%s", out)
+	}
 }
