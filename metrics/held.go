@@ -6,9 +6,9 @@ import (
 	"github.com/memd-dev/memd/metrics/statusline"
 )
 
-// HeldReasons are memd_held_files' reason label values (statusline.HeldSecret, HeldSize, HeldHook),
+// HeldReasons are memd_held_files' reason label values (statusline.HeldSecret, HeldSize, HeldHook, HeldFilter),
 // every one exported from the start (0 until a file is held).
-var HeldReasons = []string{statusline.HeldSecret, statusline.HeldSize, statusline.HeldHook}
+var HeldReasons = []string{statusline.HeldSecret, statusline.HeldSize, statusline.HeldHook, statusline.HeldFilter}
 
 // heldMetrics are the series of files memd does not commit (docs/ARCHITECTURE.md §11): how many are held
 // now, by reason, and the secret findings seen, by gitleaks rule (never the secret).
