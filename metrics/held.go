@@ -20,7 +20,7 @@ type heldMetrics struct {
 func newHeldMetrics(reg *prometheus.Registry) heldMetrics {
 	h := heldMetrics{
 		files: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "memd_held_files",
-			Help: "Files memd holds back from commits now, by reason (secret, size, hook)."}, []string{"reason"}),
+			Help: "Files memd holds back from commits now, by reason (secret, size, hook, filter)."}, []string{"reason"}),
 		findings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_secret_findings_total",
 			Help: "Secrets found in files about to be committed (each finding counted once), by gitleaks rule."}, []string{"rule"}),
 	}

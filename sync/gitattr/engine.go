@@ -35,7 +35,7 @@ type Engine struct {
 	procs map[string]*procFilter
 }
 
-// New makes the engine of the work tree dir whose git directory is gitDir, with cfg the
+// New makes the engine of the work tree dir whose (common) git directory is gitDir, with cfg the
 // pairs of `git config -z --list` (keys lower-cased).
 func New(dir, gitDir string, cfg [][2]string) *Engine {
 	e := &Engine{dir: dir, gitDir: gitDir, procs: map[string]*procFilter{}}

@@ -821,6 +821,7 @@ func (r *Repo) heldEditsLocked(now time.Time) []heldEdit {
 			continue
 		}
 		data, err := hv.d.ReadAll()
+		plain := data // the guard reads the plaintext; the blob is what `git add` stores
 		if err == nil {
 			data, err = r.cleanHeldEdit(hv, data) // filters.go
 		}
@@ -833,7 +834,11 @@ func (r *Repo) heldEditsLocked(now time.Time) []heldEdit {
 			e.Mode = filemode.Executable
 		}
 		if e.Hash != hv.base.Hash && r.guard != nil {
-			vetted, ok := r.vetHeldEdit(hv.path, data, hv.base)
+			vetted, ok := r.vetHeldEdit(hv.path, plain, hv.base)
+			if ok {
+				vetted, err = r.cleanHeldEdit(hv, vetted)
+				ok = err == nil
+			}
 			if !ok {
 				hv.seen = st // held whole: nothing of it goes into a commit (guard.go)
 				continue

@@ -65,9 +65,8 @@ func CheckFilters(dir string) (FilterCheck, error) {
 	if err != nil {
 		return out, fmt.Errorf("check filters in %s: %w", dir, err)
 	}
-	gitDir := filepath.Join(abs, ".git")
-	cfg, _ := gitremote.RepoConfig(context.Background(), gitDir)
-	eng := gitattr.New(abs, gitDir, cfg)
+	cfg, _ := gitremote.RepoConfig(context.Background(), l.GitDir)
+	eng := gitattr.New(abs, l.CommonDir, cfg)
 	defer eng.Close()
 	drivers := map[string]bool{}
 	err = tree.Files().ForEach(func(f *object.File) error {

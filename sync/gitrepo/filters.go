@@ -71,7 +71,7 @@ func (r *Repo) filtersBegin(tree gitattr.TreeSource) *gitattr.Engine {
 			r.log.Warn("read git config for filters and line endings", "repo", r.dir, "err", err)
 		}
 		if f.eng == nil {
-			f.eng = gitattr.New(r.dir, r.gitDir, cfg)
+			f.eng = gitattr.New(r.dir, r.commonDir, cfg) // info/attributes is shared by linked worktrees
 		} else {
 			f.eng.SetConfig(cfg)
 		}
