@@ -33,14 +33,16 @@ type Agent struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	sess    *Session
-	repo    *gitrepo.Repo // sess.Repo()
-	watch   *watcher.Watcher
-	ignorer *repofiles.Ignorer // the rules in force: files() keeps them current
-	metrics *metrics.Metrics
-	hub     *metrics.Hub
-	server  *metrics.Server
-	sched   *sleep.Scheduler
+	sess *Session
+	repo *gitrepo.Repo // sess.Repo()
+	// filterSeen: files held for their git filter that had their event (heldfilter.go).
+	filterSeen map[string]bool
+	watch      *watcher.Watcher
+	ignorer    *repofiles.Ignorer // the rules in force: files() keeps them current
+	metrics    *metrics.Metrics
+	hub        *metrics.Hub
+	server     *metrics.Server
+	sched      *sleep.Scheduler
 
 	k       kicks
 	pending pendingSet

@@ -103,6 +103,7 @@ func (a *Agent) publish() {
 		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
 	}
 	f.Held = append(f.Held, a.hookHeldFacts()...) // refused by the repo's pre-commit/commit-msg hook
+	f.Held = append(f.Held, a.filterHeld()...)    // a git filter failed or is missing (heldfilter.go)
 	if st.syncState == statusline.StateError {
 		f.Error = st.syncErr
 	}

@@ -58,6 +58,7 @@ type Report struct {
 	Problems  int       `json:"problems"`
 	Warnings  int       `json:"warnings"`
 	Elapsed   string    `json:"elapsed"`
+	Filters   []string  `json:"filters,omitempty"` // git filter drivers HEAD's attributes name (cmd/memd adds them)
 }
 
 // Options tune a check.

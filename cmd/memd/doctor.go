@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/agents/claudecode"
@@ -50,6 +51,7 @@ func cmdDoctor(a *app, args []string) int {
 	if err := doctorGit(a, rep, *repairGit); err != nil { // doctor_git.go
 		return a.fail("doctor: %v", err)
 	}
+	addFilterFindings(rep, a.cfg.Repo) // doctor_filters.go
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -59,6 +61,9 @@ func cmdDoctor(a *app, args []string) int {
 		fmt.Fprintf(a.stdout, "  %d files, %d memories, inbox %d, task inbox %d (%s)\n", rep.Files, rep.Memories, rep.Inbox, rep.TaskInbox, rep.Elapsed)
 		if helper != nil {
 			say(a.stdout, "  remote %s (%s) goes through git's remote helper git-remote-%s: memd runs git fetch, git ls-remote and git push for it\n", helper.Remote, helper.URL, helper.Helper)
+		}
+		if len(rep.Filters) > 0 {
+			say(a.stdout, "  git filters in use: %s\n", strings.Join(rep.Filters, ", "))
 		}
 		for _, f := range rep.Findings {
 			where := f.Path

@@ -32,7 +32,8 @@ const (
 const (
 	HeldSecret = "secret"
 	HeldSize   = "size"
-	HeldHook   = "hook" // the repo's pre-commit or commit-msg git hook refused it (Rule: the hook)
+	HeldHook   = "hook"   // the repo's pre-commit or commit-msg git hook refused it (Rule: the hook)
+	HeldFilter = "filter" // its git filter driver failed or is missing (Rule: the driver)
 )
 
 // Part kinds: the colour a reader draws a part in. "" is the reader's default colour.

@@ -123,6 +123,8 @@ func heldLines(held []Held) []Line {
 			if h.Message != "" {
 				why += ": " + clean(h.Message)
 			}
+		case HeldFilter:
+			why = "git filter " + clean(h.Rule) + " failed or is not set up here"
 		}
 		lines = append(lines, Line{Text: clean(h.Path) + ": " + why, Kind: KindWarn})
 	}

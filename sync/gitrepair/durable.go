@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/memd-dev/memd/internal/workpool"
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // fsyncWorkers: the filesystem folds concurrent fsyncs into few journal commits.
@@ -43,22 +42,10 @@ func SyncPaths(names []string) error {
 	return workpool.Each(len(names), fsyncWorkers, func(i int) error { return fsyncPath(names[i]) })
 }
 
-// fsyncPath fsyncs a file or a directory; a filesystem that cannot fsync a directory
-// (EINVAL) is tolerated, and a name gone meanwhile is not an error.
+// fsyncPath is gitstore.FsyncPath where a name gone meanwhile is not an error.
 func fsyncPath(name string) error {
-	f, err := os.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("fsync %s: %w", name, err)
+	if err := gitstore.FsyncPath(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("fsync %w", err)
 	}
 	return nil
 }

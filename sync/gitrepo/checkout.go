@@ -57,6 +57,7 @@ package gitrepo
 //     of microseconds, BenchmarkCommitIfWindow).
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -162,6 +163,7 @@ func (r *Repo) openWorkTree() (*safefs.Tree, error) {
 // strict (finishing an interrupted checkout, HEAD already moved): such paths
 // are left alone and listed in co.dirty.
 func (r *Repo) prepareCheckout(changes map[string]treemerge.Change, strict bool) (co *checkout, err error) {
+	r.filtersBegin(checkoutSource(r.repo.Storer, changes))
 	t, err := r.openWorkTree()
 	if err != nil {
 		return nil, err
@@ -327,13 +329,14 @@ func (co *checkout) workState(rel string) (st safefs.Stamp, h plumbing.Hash, the
 			return st, h, false, false, fmt.Errorf("check out %s: %w", rel, err)
 		}
 		defer f.Close()
-		hs := plumbing.NewHasher(plumbing.BlobObject, fi.Size())
-		if n, err := io.Copy(hs, f); err != nil || n != fi.Size() {
+		h, err := co.r.workBlobHash(rel, f, fi.Size()) // what `git add` would store (filters.go)
+		if err != nil {
 			// Changed size while read: a writer is at it; the stamp
-			// check catches it, the hash only has to be wrong.
+			// check catches it, the hash only has to be wrong. A filter
+			// that fails: not what any side has, so not overwritten.
 			return st, plumbing.ZeroHash, true, false, nil
 		}
-		return st, hs.Sum(), true, false, nil
+		return st, h, true, false, nil
 	default:
 		return st, plumbing.ZeroHash, true, false, nil // a FIFO or socket: never ours
 	}
@@ -379,11 +382,23 @@ func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes m
 	if e.Mode == filemode.Executable {
 		perm = 0o755
 	}
+	var src io.Reader = rd
+	if c := co.r.conv(it.path); !c.Identity() {
+		// What `git checkout` writes: eol conversion, then the smudge filter (filters.go).
+		b, err := io.ReadAll(rd)
+		if err != nil {
+			return fmt.Errorf("check out %s: read blob %s: %w", it.path, e.Hash, err)
+		}
+		if b, err = c.Smudge(b); err != nil {
+			return fmt.Errorf("check out %s: %w", it.path, err)
+		}
+		src = bytes.NewReader(b)
+	}
 	it.tmp, err = co.t.CreateTemp(target, perm)
 	if err != nil {
 		return fmt.Errorf("check out %s: %w", it.path, err)
 	}
-	if _, err := it.tmp.ReadFrom(withKept(rd, it.kept)); err != nil {
+	if _, err := it.tmp.ReadFrom(withKept(src, it.kept)); err != nil {
 		return fmt.Errorf("check out %s: %w", it.path, err)
 	}
 	return nil
@@ -806,6 +821,10 @@ func (r *Repo) heldEditsLocked(now time.Time) []heldEdit {
 			continue
 		}
 		data, err := hv.d.ReadAll()
+		plain := data // the guard reads the plaintext; the blob is what `git add` stores
+		if err == nil {
+			data, err = r.cleanHeldEdit(hv, data) // filters.go
+		}
 		if err != nil {
 			r.log.Warn("read a version taken off its name by the checkout", "repo", r.dir, "path", hv.path, "err", err)
 			continue
@@ -815,7 +834,11 @@ func (r *Repo) heldEditsLocked(now time.Time) []heldEdit {
 			e.Mode = filemode.Executable
 		}
 		if e.Hash != hv.base.Hash && r.guard != nil {
-			vetted, ok := r.vetHeldEdit(hv.path, data, hv.base)
+			vetted, ok := r.vetHeldEdit(hv.path, plain, hv.base)
+			if ok {
+				vetted, err = r.cleanHeldEdit(hv, vetted)
+				ok = err == nil
+			}
 			if !ok {
 				hv.seen = st // held whole: nothing of it goes into a commit (guard.go)
 				continue

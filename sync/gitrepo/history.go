@@ -304,7 +304,11 @@ func (r *Repo) Restore(target string, v Version) (memd.CommitResult, error) {
 	if v.Mode == filemode.Executable {
 		perm = 0o755
 	}
-	if err := t.WriteFileAtomic(target, v.Data, perm); err != nil {
+	data, err := r.smudgeFor(target, v.Data) // what `git checkout` writes (filters.go)
+	if err != nil {
+		return memd.CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
+	}
+	if err := t.WriteFileAtomic(target, data, perm); err != nil {
 		return memd.CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
 	}
 	paths := []string{target}

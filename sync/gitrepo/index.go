@@ -199,6 +199,7 @@ func (r *Repo) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	closeStore(r.repo.Storer)
+	r.closeFilters()
 	if r.fileSrc != nil {
 		_ = r.fileSrc.Close()
 	}
@@ -772,13 +773,12 @@ func (r *Repo) indexEntry(p string, mode filemode.FileMode, h plumbing.Hash) *in
 		if err != nil {
 			return e
 		}
-		hs := gitstore.NewBlobHasher(fi.Size())
-		n, err := io.Copy(hs, f)
+		var err2 error
+		cur, err2 = r.workBlobHash(p, f, fi.Size()) // what `git add` would store (filters.go)
 		f.Close()
-		if err != nil || n != fi.Size() {
+		if err2 != nil {
 			return e
 		}
-		cur = hs.Sum()
 	default:
 		return e
 	}

@@ -108,6 +108,7 @@ func (r *Repo) mergeTreesLocked(base, ours, theirs plumbing.Hash, pol treemerge.
 		}
 		st.discard()
 	}()
+	pol.Filter = mergeFilter{r} // filtered paths merge on their text (filters.go)
 	return treemerge.Merge(st.Store, base, ours, theirs, pol, r.log)
 }
 

@@ -273,12 +273,14 @@ func (r *Repo) headBlobsLocked(head plumbing.Hash) (map[string]headBlob, error) 
 type statCache struct {
 	entries  map[string]*index.Entry
 	idxMtime time.Time
+	r        *Repo // its filters hash the work tree files (filters.go)
 }
 
 // readStatCache reads the stage-0 entries of the repo's index; none when it is unreadable.
 func (r *Repo) readStatCache() statCache {
 	idxPath := filepath.Join(r.gitDir, "index")
-	c := statCache{entries: make(map[string]*index.Entry)}
+	r.filtersBegin(nil) // a reconcile reads the attributes again
+	c := statCache{entries: make(map[string]*index.Entry), r: r}
 	if idx, _ := readIndexFile(idxPath); idx != nil {
 		if fi, err := os.Stat(idxPath); err == nil {
 			c.idxMtime = fi.ModTime()
@@ -308,7 +310,7 @@ func (c statCache) differs(dir, rel string, fi fs.FileInfo, w headBlob) bool {
 	if e, ok := c.entries[rel]; ok && e.Hash == w.hash && statClean(e, fi, c.idxMtime) {
 		return false
 	}
-	h, err := hashWorkFile(filepath.Join(dir, filepath.FromSlash(rel)), fi)
+	h, err := c.hashWork(dir, rel, fi) // what `git add` would store (filters.go)
 	return err != nil || h != w.hash
 }
 

@@ -141,6 +141,8 @@ type Repo struct {
 	// held: versions a checkout took off their names, open until the edit
 	// merges are done (checkout.go heldVersion); under mu.
 	held []*heldVersion
+	// filters: the attributes engine and the paths held for their filter (filters.go).
+	filters filterState
 	// guard vets what commits take (guard.go); guarded is what it holds now, by path.
 	// Both under mu.
 	guard   Guard

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -295,9 +296,51 @@ func LiveGitProcess(workDir string) (live, canSee bool) {
 			// our repo without access, so ignore it.
 			continue
 		}
-		if cwd == workDir || strings.HasPrefix(cwd, workDir+"/") {
+		if (cwd == workDir || strings.HasPrefix(cwd, workDir+"/")) && !ownGroup(pid) {
 			return true, true
 		}
 	}
 	return false, true
+}
+
+// ownGroups are the process groups of git filter drivers memd runs (`git lfs
+// filter-process` in the work tree is memd's own work, not another git's); the filter
+// runner registers them (OwnProcessGroup).
+var ownGroups sync.Map // pgid → struct{}
+
+// OwnProcessGroup records (running) or forgets a process group memd started.
+func OwnProcessGroup(pgid int, running bool) {
+	if running {
+		ownGroups.Store(pgid, struct{}{})
+	} else {
+		ownGroups.Delete(pgid)
+	}
+}
+
+// ownGroup says whether pid is in a process group OwnProcessGroup recorded.
+func ownGroup(pid int) bool {
+	empty := true
+	ownGroups.Range(func(any, any) bool { empty = false; return false })
+	if empty {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+	j := bytes.LastIndexByte(b, ')')
+	if j < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[j+1:]))
+	if len(f) < 3 {
+		return false
+	}
+	pgid, err := strconv.Atoi(f[2])
+	if err != nil {
+		return false
+	}
+	_, ok := ownGroups.Load(pgid)
+	return ok
 }

@@ -248,7 +248,7 @@ const FsyncWorkers = 16
 
 // parallelFsync fsyncs files or directories with a few workers.
 func parallelFsync(names []string) error {
-	return workpool.Each(len(names), FsyncWorkers, func(i int) error { return fsyncPath(names[i]) })
+	return workpool.Each(len(names), FsyncWorkers, func(i int) error { return FsyncPath(names[i]) })
 }
 
 // Discard removes temp files that were not installed.
@@ -259,9 +259,10 @@ func (b *ObjectBatch) Discard() {
 	b.pending = nil
 }
 
-// fsyncPath fsyncs a file or a directory. Filesystems that cannot fsync a
+// FsyncPath fsyncs a file or a directory (the one helper: sync/gitrepair uses it too).
+// Filesystems that cannot fsync a
 // directory (EINVAL) are tolerated.
-func fsyncPath(name string) error {
+func FsyncPath(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -445,5 +446,5 @@ func WritePack(gitDir string, objs []RawObject) error {
 		return fmt.Errorf("install pack index: %w", err)
 	}
 	tmps = nil
-	return fsyncPath(dir)
+	return FsyncPath(dir)
 }

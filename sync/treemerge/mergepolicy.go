@@ -97,6 +97,18 @@ type Policy struct {
 	// merged (ours, theirs; nil where absent), so a topic file is told by the
 	// MEMORY.md in its directory. The tree merge sets it.
 	MemoryMDAt func(mdPath string) [][]byte
+
+	// Filter, when set, turns a path's blobs into the text the rules read and the merged
+	// text back into a blob (git's smudge and clean: a ledger under git-crypt is merged
+	// on its plaintext and stored encrypted). nil: blobs are the text.
+	Filter BlobFilter
+}
+
+// BlobFilter is Policy.Filter. Plain's ok false: the path is not filtered (blob is the
+// text). An error leaves the path to a conflict copy of ours, never a merge of ciphertext.
+type BlobFilter interface {
+	Plain(path string, blob []byte) (text []byte, ok bool, err error)
+	Blob(path string, text []byte) ([]byte, error)
 }
 
 func (p Policy) isLedger(name string) bool {

@@ -445,6 +445,7 @@ type merger struct {
 	fixed     map[string]bool     // paths decided by a rename rule
 	conflicts []string            // conflict copies written
 	losers    map[string][][]byte // conflicts file → ledger loser lines
+	filtered  map[string]string   // conflicts file → the filtered ledger whose losers it takes
 }
 
 // newMerger diffs both sides against base.
@@ -457,13 +458,13 @@ func newMerger(st *Store, base, ours, theirs plumbing.Hash, pol Policy, log *slo
 	if err := DiffTrees(s, base, theirs, "", dT); err != nil {
 		return nil, fmt.Errorf("diff base..theirs: %w", err)
 	}
-	pol.MemoryMDAt = memoryMDReader(st, ours, theirs)
+	pol.MemoryMDAt = memoryMDReader(st, ours, theirs, pol.Filter)
 	return &merger{
 		st: st, s: s, theirs: theirs, pol: pol, log: log,
 		dO: dO, dT: dT,
 		set:    map[string]*Entry{},
 		fixed:  map[string]bool{},
-		losers: map[string][][]byte{},
+		losers: map[string][][]byte{}, filtered: map[string]string{},
 	}, nil
 }
 
@@ -613,6 +614,15 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 	}
 	pol := m.pol
 	regular := o.To.Mode.IsFile() && t.To.Mode.IsFile() && o.To.Mode != filemode.Symlink && t.To.Mode != filemode.Symlink
+	filtered := false
+	if regular && pol.Filter != nil {
+		var ferr error
+		if bb, ob, tb, filtered, ferr = plainAll(pol.Filter, p, bb, ob, tb); ferr != nil {
+			m.log.Warn("cannot read a filtered path's text to merge it, keeping a conflict copy", "path", p, "err", ferr)
+			m.conflictCopy(p, o.To)
+			return nil
+		}
+	}
 	kind := KindOther
 	if regular {
 		kind = pol.KindOf(p, bb, ob, tb)
@@ -654,12 +664,51 @@ func (m *merger) mergeBoth(p string, o, t Change) error {
 		m.conflictCopy(p, o.To)
 		return nil
 	}
+	if filtered {
+		if merged, err = pol.Filter.Blob(p, merged); err != nil {
+			m.log.Warn("cannot store a filtered path's merge, keeping a conflict copy", "path", p, "err", err)
+			m.conflictCopy(p, o.To)
+			return nil
+		}
+		m.filtered[ConflictsPathFor(p)] = p // its lost lines go through p's filter
+	}
 	h, err := m.st.WriteBlob(merged)
 	if err != nil {
 		return err
 	}
 	m.set[p] = &Entry{Hash: h, Mode: t.To.Mode}
 	return nil
+}
+
+// plainAll is the text of the three versions of a filtered path (ok false: not filtered).
+func plainAll(f BlobFilter, p string, bb, ob, tb []byte) (b, o, t []byte, ok bool, err error) {
+	var okB, okO, okT bool
+	if bb != nil {
+		if b, okB, err = f.Plain(p, bb); err != nil {
+			return
+		}
+	}
+	if o, okO, err = f.Plain(p, ob); err != nil {
+		return
+	}
+	if t, okT, err = f.Plain(p, tb); err != nil {
+		return
+	}
+	return b, o, t, okB || okO || okT, nil
+}
+
+// appendFiltered is AppendMissingLines on the text of the losers file of a filtered
+// ledger, stored through the ledger's filter (p, the ledger's path): the lost lines of an
+// encrypted ledger stay encrypted even where the attributes do not name its losers file.
+func appendFiltered(f BlobFilter, p string, blob []byte, lines [][]byte) ([]byte, error) {
+	text := blob
+	if blob != nil {
+		var err error
+		if text, _, err = f.Plain(p, blob); err != nil {
+			return nil, err
+		}
+	}
+	return f.Blob(p, AppendMissingLines(text, lines))
 }
 
 // appendLosers appends the ledger lines that lost a merge to their
@@ -677,7 +726,13 @@ func (m *merger) appendLosers() error {
 		if err != nil {
 			return fmt.Errorf("merge %s: %w", cp, err)
 		}
-		h, err := m.st.WriteBlob(AppendMissingLines(data, m.losers[cp]))
+		out := AppendMissingLines(data, m.losers[cp])
+		if via, ok := m.filtered[cp]; ok && m.pol.Filter != nil {
+			if out, err = appendFiltered(m.pol.Filter, via, data, m.losers[cp]); err != nil {
+				return fmt.Errorf("merge %s: %w", cp, err)
+			}
+		}
+		h, err := m.st.WriteBlob(out)
 		if err != nil {
 			return err
 		}
@@ -815,7 +870,7 @@ func allDeletedUnder(s storer.EncodedObjectStorer, dirHash plumbing.Hash, set ma
 
 // memoryMDReader returns MemoryMDAt for a merge of the trees ours and
 // theirs: the MEMORY.md at a path in each, read once.
-func memoryMDReader(st *Store, ours, theirs plumbing.Hash) func(string) [][]byte {
+func memoryMDReader(st *Store, ours, theirs plumbing.Hash, f BlobFilter) func(string) [][]byte {
 	cache := map[string][][]byte{}
 	return func(md string) [][]byte {
 		if v, ok := cache[md]; ok {
@@ -828,6 +883,11 @@ func memoryMDReader(st *Store, ours, theirs plumbing.Hash) func(string) [][]byte
 				continue
 			}
 			if b, err := st.readBlob(e); err == nil {
+				if f != nil { // a filtered MEMORY.md is read as its text
+					if text, ok, err := f.Plain(md, b); err == nil && ok {
+						b = text
+					}
+				}
 				out = append(out, b)
 			}
 		}
