@@ -270,14 +270,13 @@ func diagnosePacks(o Options) ([][]byte, []Problem) {
 		if _, err := os.Stat(pack); err != nil {
 			continue // git ignores an idx without its pack
 		}
-		if err := checkPack(pack, idx, o.Deep); err != nil {
+		data, err := checkPack(pack, idx, o.Deep)
+		if err != nil {
 			rel, _ := filepath.Rel(o.common, pack)
 			ps = append(ps, Problem{Kind: KindPack, Path: filepath.ToSlash(rel), Detail: errText(err)})
 			continue
 		}
-		if data, err := os.ReadFile(idx); err == nil {
-			good = append(good, data)
-		}
+		good = append(good, data)
 	}
 	return good, ps
 }
