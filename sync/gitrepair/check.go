@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // errBad marks a file whose content is not what git would have written.
@@ -108,51 +109,22 @@ func checkSum(data []byte) error {
 	return nil
 }
 
-// idxFixed is a v2 idx's size without its objects: header, fan-out, the two checksums.
-const idxFixed = 8 + 256*4 + 40
-
-// readIdx reads a v2 idx and checks its header, its fan-out and that its size is what its
-// object count makes it (28 bytes an object, 8 for each large offset): a truncated or zeroed
-// file fails.
-// Deep also checks its checksum; the shallow look at every open does not, as an idx grows
-// with the history (28 MB for 200,000 commits, whose hash was most of a `memd restore` that
-// had nothing to heal: issue 48).
-func readIdx(p string, deep bool) ([]byte, error) {
-	idx, err := os.ReadFile(p)
+// checkPack checks a pack and its idx and returns the idx, mapped: the idx's header, fan-out
+// and size as memd's reads check them (gitstore.OpenPackIndex), the pack's header, and that
+// its trailer is the checksum the idx records. Deep also hashes both whole; the shallow look
+// at every open does not, as an idx grows with the history (28 MB for 200,000 commits, whose
+// reading and hashing were most of a `memd restore` that had nothing to heal: issue 48).
+func checkPack(packPath, idxPath string, deep bool) (*gitstore.PackIndex, error) {
+	idx, err := gitstore.OpenPackIndex(idxPath)
 	if err != nil {
-		return nil, err
-	}
-	if len(idx) < idxFixed {
-		return nil, fmt.Errorf("%d bytes: %w", len(idx), errBad)
-	}
-	if !bytes.HasPrefix(idx, []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return nil, fmt.Errorf("not a v2 idx: %w", errBad)
-	}
-	var n int64 // the fan-out never goes down (inIdx's searches stay inside the names)
-	for i := range 256 {
-		v := int64(binary.BigEndian.Uint32(idx[8+4*i:]))
-		if v < n {
-			return nil, fmt.Errorf("fan-out entry %d goes down: %w", i, errBad)
-		}
-		n = v
-	}
-	if big := int64(len(idx)) - idxFixed - 28*n; big < 0 || big%8 != 0 {
-		return nil, fmt.Errorf("%d bytes for %d objects: %w", len(idx), n, errBad)
+		return nil, fmt.Errorf("%w: %w", err, errBad)
 	}
 	if deep {
-		return idx, checkSum(idx)
+		if err := checkFileSum(idxPath); err != nil {
+			return nil, fmt.Errorf("%s: %w", idxPath, err)
+		}
 	}
-	return idx, nil
-}
-
-// checkPack checks a pack and its idx (readIdx), the pack's header and that its trailer is
-// the checksum the idx records, and returns the idx; deep also hashes the whole pack.
-func checkPack(packPath, idxPath string, deep bool) ([]byte, error) {
-	idx, err := readIdx(idxPath, deep)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", idxPath, err)
-	}
-	want := idx[len(idx)-40 : len(idx)-20]
+	want := idx.PackChecksum()
 	f, err := os.Open(packPath)
 	if err != nil {
 		return nil, err
@@ -170,7 +142,7 @@ func checkPack(packPath, idxPath string, deep bool) ([]byte, error) {
 	if _, err := f.ReadAt(hdr[:], 0); err != nil || string(hdr[:]) != "PACK" {
 		return nil, fmt.Errorf("%s: header: %w", packPath, errBad)
 	}
-	if _, err := f.ReadAt(tail[:], st.Size()-20); err != nil || !bytes.Equal(tail[:], want) {
+	if _, err := f.ReadAt(tail[:], st.Size()-20); err != nil || !bytes.Equal(tail[:], want[:]) {
 		return nil, fmt.Errorf("%s: truncated or not the pack its idx names: %w", packPath, errBad)
 	}
 	if !deep {
@@ -180,10 +152,38 @@ func checkPack(packPath, idxPath string, deep bool) ([]byte, error) {
 	if _, err := io.Copy(h, io.NewSectionReader(f, 0, st.Size()-20)); err != nil {
 		return nil, fmt.Errorf("%s: %w", packPath, err)
 	}
-	if !bytes.Equal(h.Sum(nil), want) {
+	if !bytes.Equal(h.Sum(nil), want[:]) {
 		return nil, fmt.Errorf("%s: checksum mismatch: %w", packPath, errBad)
 	}
 	return idx, nil
+}
+
+// checkFileSum checks that file p's last 20 bytes are the SHA-1 of the rest, read in pieces.
+func checkFileSum(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() < 20 {
+		return fmt.Errorf("%d bytes: %w", st.Size(), errBad)
+	}
+	h := sha1.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, st.Size()-20)); err != nil {
+		return err
+	}
+	var sum [20]byte
+	if _, err := f.ReadAt(sum[:], st.Size()-20); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), sum[:]) {
+		return fmt.Errorf("checksum mismatch: %w", errBad)
+	}
+	return nil
 }
 
 // checkIndex checks the index file: its signature, version and checksum.

@@ -237,7 +237,8 @@ func (idx *PackIndex) FindCRC32(h plumbing.Hash) (uint32, error) {
 func (idx *PackIndex) Count() (int64, error) { return int64(idx.n), nil }
 
 // byOffset returns the position of the k-th object in pack order. Without a .rev the order
-// is built once, 4 bytes an object; an offset the index cannot give fails it.
+// is built once, 4 bytes an object, and written as the pack's .rev when the pack is big
+// (writeRev); an offset the index cannot give fails it.
 func (idx *PackIndex) byOffset(k int) (int, error) {
 	if idx.rev != nil {
 		return int(binary.BigEndian.Uint32(idx.rev[4*k:])), nil
@@ -253,6 +254,9 @@ func (idx *PackIndex) byOffset(k int) (int, error) {
 			offs[i] = uint64(o)
 		}
 		idx.byOff = packOrder(offs)
+		if idx.n >= revWriteMin {
+			_ = idx.writeRev(idx.byOff) // best effort: a read-only pack dir sorts again next time
+		}
 	})
 	if idx.errOff != nil {
 		return 0, idx.errOff

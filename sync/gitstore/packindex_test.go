@@ -511,3 +511,52 @@ func BenchmarkPackOrder(b *testing.B) {
 		}
 	})
 }
+
+// A big pack without a .rev gets one written by its first FindHash, byte for byte the file
+// git writes with pack.writeReverseIndex, which the next open reads instead of sorting.
+func TestPackIndexWritesGitsRev(t *testing.T) {
+	dir, g, path := packedRepo(t, 300, true)
+	revPath := strings.TrimSuffix(path, ".idx") + ".rev"
+	gits, err := os.ReadFile(revPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(revPath); err != nil {
+		t.Fatal(err)
+	}
+	old := revWriteMin
+	revWriteMin = 1
+	t.Cleanup(func() { revWriteMin = old })
+	idx, err := OpenPackIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := showIndex(t, g, dir, path)
+	if h, err := idx.FindHash(int64(es[7].Offset)); err != nil || h != es[7].Hash {
+		t.Fatalf("FindHash = %s, %v; want %s", h, err, es[7].Hash)
+	}
+	ours, err := os.ReadFile(revPath)
+	if err != nil {
+		t.Fatalf("no .rev written: %v", err)
+	}
+	if !bytes.Equal(ours, gits) {
+		t.Fatalf(".rev differs from git's (%d bytes, git's %d)", len(ours), len(gits))
+	}
+	again, err := OpenPackIndex(path)
+	if err != nil || again.rev == nil {
+		t.Fatalf("reopened: rev read %v, %v", again != nil && again.rev != nil, err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "tmp_*")); len(tmps) != 0 {
+		t.Fatalf("temp files left: %v", tmps)
+	}
+	// A pack under the threshold is sorted in memory only.
+	revWriteMin = old
+	_ = os.Remove(revPath)
+	small, _ := OpenPackIndex(path)
+	if _, err := small.FindHash(int64(es[7].Offset)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(revPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a .rev for a pack of %d objects: %v", len(es), err)
+	}
+}
