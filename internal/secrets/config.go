@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,8 +90,7 @@ type Rules struct {
 type rule struct {
 	id          string
 	regex, path *regexp.Regexp
-	span, lead  int            // most newlines a match holds, in all and before its keyword (window.go)
-	probe       *regexp.Regexp // a necessary condition for a match, cheaper (window.go)
+	sh          *shape // the regex's windows and probe (window.go); nil without a regex
 	secretGroup int
 	entropy     float64
 	keywords    []string
@@ -227,7 +227,7 @@ func translate(tc *tomlConfig, name string) (*Rules, map[string][]*allowlist, er
 			r.keywords = append(r.keywords, strings.ToLower(k))
 		}
 		if r.regex != nil {
-			r.lead, r.span, r.probe = spanOf(tr.Regex, r.keywords)
+			r.sh = &shape{pattern: tr.Regex, keywords: slices.Clone(r.keywords)}
 		}
 		als := tr.Allowlists
 		if tr.AllowList != nil {
@@ -353,7 +353,7 @@ func (rs *Rules) extend(base *Rules, disabled []string) {
 			b.secretGroup = cur.secretGroup
 		}
 		if cur.regex != nil {
-			b.regex, b.span, b.lead, b.probe = cur.regex, cur.span, cur.lead, cur.probe
+			b.regex, b.sh = cur.regex, cur.sh
 		}
 		if cur.path != nil {
 			b.path = cur.path

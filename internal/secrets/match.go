@@ -193,14 +193,15 @@ func (rs *Rules) detectRule(r *rule, path, raw, lower, commit string, nl []int, 
 func (r *rule) matches(raw, lower string, nl []int) [][]int {
 	ws := r.windows(raw, lower, nl)
 	if ws == nil {
-		if r.probe != nil && !r.probe.MatchString(raw) {
+		if probe := r.shape().probe; probe != nil && !probe.MatchString(raw) {
 			return nil
 		}
 		return r.regex.FindAllStringIndex(raw, -1)
 	}
 	var out [][]int
+	probe := r.shape().probe
 	for _, w := range ws {
-		if r.probe != nil && !r.probe.MatchString(raw[w[0]:w[1]]) {
+		if probe != nil && !probe.MatchString(raw[w[0]:w[1]]) {
 			continue
 		}
 		for _, m := range r.regex.FindAllStringIndex(raw[w[0]:w[1]], -1) {

@@ -17,11 +17,11 @@ func TestSpans(t *testing.T) {
 		if r == nil {
 			t.Fatalf("no rule %s", c.id)
 		}
-		if r.lead != c.lead || r.span != c.span {
-			t.Errorf("%s: lead %d span %d, want %d %d", c.id, r.lead, r.span, c.lead, c.span)
+		if sh := r.shape(); sh.lead != c.lead || sh.span != c.span {
+			t.Errorf("%s: lead %d span %d, want %d %d", c.id, sh.lead, sh.span, c.lead, c.span)
 		}
-		if (r.probe != nil) != (c.id == "generic-api-key") {
-			t.Errorf("%s: probe %v", c.id, r.probe)
+		if (r.shape().probe != nil) != (c.id == "generic-api-key") {
+			t.Errorf("%s: probe %v", c.id, r.shape().probe)
 		}
 	}
 }
@@ -48,7 +48,7 @@ func matchAllWays(t *testing.T, rs *Rules, text string) int {
 	n := 0
 	for _, id := range rs.order {
 		r := rs.rules[id]
-		if r.regex == nil || r.windows(text, lower, nl) == nil && r.probe == nil {
+		if r.regex == nil || r.windows(text, lower, nl) == nil && r.shape().probe == nil {
 			continue // matched on the whole text anyway
 		}
 		whole := r.regex.FindAllStringIndex(text, -1)

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // errBad marks a file whose content is not what git would have written.
@@ -92,28 +94,73 @@ func checkTrailer(p string, minSize int64) ([]byte, error) {
 	if int64(len(data)) < minSize || len(data) < 20 {
 		return nil, fmt.Errorf("%d bytes: %w", len(data), errBad)
 	}
-	body, sum := data[:len(data)-20], data[len(data)-20:]
-	if bytes.Equal(sum, make([]byte, 20)) {
-		return data, nil
-	}
-	if got := sha1.Sum(body); !bytes.Equal(got[:], sum) {
-		return nil, fmt.Errorf("checksum mismatch: %w", errBad)
-	}
-	return data, nil
+	return data, checkSum(data)
 }
 
-// checkPack checks a pack and its idx: the idx whole (small), the pack's header, its size and
-// that its trailer is the checksum the idx records; deep also hashes the whole pack.
-func checkPack(packPath, idxPath string, deep bool) error {
-	idx, err := checkTrailer(idxPath, 8+256*4+40)
+// checkSum checks that data's last 20 bytes are the SHA-1 of the rest (all zero: skipHash).
+func checkSum(data []byte) error {
+	body, sum := data[:len(data)-20], data[len(data)-20:]
+	if bytes.Equal(sum, make([]byte, 20)) {
+		return nil
+	}
+	if got := sha1.Sum(body); !bytes.Equal(got[:], sum) {
+		return fmt.Errorf("checksum mismatch: %w", errBad)
+	}
+	return nil
+}
+
+// checkPack checks a pack and its idx and returns the idx, mapped: the idx's header, fan-out
+// and size as memd's reads check them (gitstore.OpenPackIndex), the pack's header, and that
+// its trailer is the checksum the idx records. Deep also hashes both whole; the shallow look
+// at every open does not, as an idx grows with the history (28 MB for 200,000 commits, whose
+// reading and hashing were most of a `memd restore` that had nothing to heal: issue 48).
+func checkPack(packPath, idxPath string, deep bool) (*gitstore.PackIndex, error) {
+	idx, err := gitstore.OpenPackIndex(idxPath)
 	if err != nil {
-		return fmt.Errorf("%s: %w", idxPath, err)
+		return nil, fmt.Errorf("%w: %w", err, errBad)
 	}
-	if !bytes.HasPrefix(idx, []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return fmt.Errorf("%s: not a v2 idx: %w", idxPath, errBad)
+	if deep {
+		if err := checkFileSum(idxPath); err != nil {
+			return nil, fmt.Errorf("%s: %w", idxPath, err)
+		}
 	}
-	want := idx[len(idx)-40 : len(idx)-20]
+	want := idx.PackChecksum()
 	f, err := os.Open(packPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < 32 {
+		return nil, fmt.Errorf("%s: %d bytes: %w", packPath, st.Size(), errBad)
+	}
+	var hdr [4]byte
+	var tail [20]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil || string(hdr[:]) != "PACK" {
+		return nil, fmt.Errorf("%s: header: %w", packPath, errBad)
+	}
+	if _, err := f.ReadAt(tail[:], st.Size()-20); err != nil || !bytes.Equal(tail[:], want[:]) {
+		return nil, fmt.Errorf("%s: truncated or not the pack its idx names: %w", packPath, errBad)
+	}
+	if !deep {
+		return idx, nil
+	}
+	h := sha1.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, st.Size()-20)); err != nil {
+		return nil, fmt.Errorf("%s: %w", packPath, err)
+	}
+	if !bytes.Equal(h.Sum(nil), want[:]) {
+		return nil, fmt.Errorf("%s: checksum mismatch: %w", packPath, errBad)
+	}
+	return idx, nil
+}
+
+// checkFileSum checks that file p's last 20 bytes are the SHA-1 of the rest, read in pieces.
+func checkFileSum(p string) error {
+	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
@@ -122,26 +169,19 @@ func checkPack(packPath, idxPath string, deep bool) error {
 	if err != nil {
 		return err
 	}
-	if st.Size() < 32 {
-		return fmt.Errorf("%s: %d bytes: %w", packPath, st.Size(), errBad)
-	}
-	var hdr [4]byte
-	var tail [20]byte
-	if _, err := f.ReadAt(hdr[:], 0); err != nil || string(hdr[:]) != "PACK" {
-		return fmt.Errorf("%s: header: %w", packPath, errBad)
-	}
-	if _, err := f.ReadAt(tail[:], st.Size()-20); err != nil || !bytes.Equal(tail[:], want) {
-		return fmt.Errorf("%s: truncated or not the pack its idx names: %w", packPath, errBad)
-	}
-	if !deep {
-		return nil
+	if st.Size() < 20 {
+		return fmt.Errorf("%d bytes: %w", st.Size(), errBad)
 	}
 	h := sha1.New()
 	if _, err := io.Copy(h, io.NewSectionReader(f, 0, st.Size()-20)); err != nil {
-		return fmt.Errorf("%s: %w", packPath, err)
+		return err
 	}
-	if !bytes.Equal(h.Sum(nil), want) {
-		return fmt.Errorf("%s: checksum mismatch: %w", packPath, errBad)
+	var sum [20]byte
+	if _, err := f.ReadAt(sum[:], st.Size()-20); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), sum[:]) {
+		return fmt.Errorf("checksum mismatch: %w", errBad)
 	}
 	return nil
 }

@@ -2,10 +2,7 @@ package gitrepair
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memd-dev/memd"
 	"github.com/memd-dev/memd/internal/workpool"
@@ -259,57 +258,40 @@ func diagnoseLoose(o Options) ([]Problem, error) {
 	return ps, nil
 }
 
-// diagnosePacks checks each pack with an idx; it returns the idx files found sound.
-func diagnosePacks(o Options) ([][]byte, []Problem) {
+// diagnosePacks checks each pack with an idx; it returns the idx files found sound, mapped
+// (an idx grows with the history; has reads a few of its pages).
+func diagnosePacks(o Options) ([]*gitstore.PackIndex, []Problem) {
 	dir := filepath.Join(o.common, "objects", "pack")
 	idxs, _ := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
-	var good [][]byte
+	var good []*gitstore.PackIndex
 	var ps []Problem
 	for _, idx := range idxs {
 		pack := strings.TrimSuffix(idx, ".idx") + ".pack"
 		if _, err := os.Stat(pack); err != nil {
 			continue // git ignores an idx without its pack
 		}
-		if err := checkPack(pack, idx, o.Deep); err != nil {
+		pi, err := checkPack(pack, idx, o.Deep)
+		if err != nil {
 			rel, _ := filepath.Rel(o.common, pack)
 			ps = append(ps, Problem{Kind: KindPack, Path: filepath.ToSlash(rel), Detail: errText(err)})
 			continue
 		}
-		if data, err := os.ReadFile(idx); err == nil {
-			good = append(good, data)
-		}
+		good = append(good, pi)
 	}
 	return good, ps
 }
 
-// inIdx reports whether the v2 idx holds oid (fan-out, then a binary search).
-func inIdx(idx []byte, oid []byte) bool {
-	fan := idx[8:]
-	hi := int(binary.BigEndian.Uint32(fan[int(oid[0])*4:]))
-	lo := 0
-	if oid[0] > 0 {
-		lo = int(binary.BigEndian.Uint32(fan[(int(oid[0])-1)*4:]))
-	}
-	n := int(binary.BigEndian.Uint32(fan[255*4:]))
-	names := idx[8+256*4:]
-	if len(names) < n*20 {
-		return false
-	}
-	i := lo + sort.Search(hi-lo, func(k int) bool { return bytes.Compare(names[(lo+k)*20:(lo+k)*20+20], oid) >= 0 })
-	return i < hi && bytes.Equal(names[i*20:i*20+20], oid)
-}
-
 // has reports whether the object is in the repo and was not found corrupt.
-func has(o Options, packs [][]byte, corrupt map[string]bool, oid string) bool {
+func has(o Options, packs []*gitstore.PackIndex, corrupt map[string]bool, oid string) bool {
 	if corrupt[oid] {
 		return false
 	}
 	if _, err := os.Stat(filepath.Join(o.common, "objects", oid[:2], oid[2:])); err == nil {
 		return true
 	}
-	raw, _ := hex.DecodeString(oid)
+	h := plumbing.NewHash(oid)
 	for _, idx := range packs {
-		if inIdx(idx, raw) {
+		if ok, _ := idx.Contains(h); ok {
 			return true
 		}
 	}
@@ -319,8 +301,10 @@ func has(o Options, packs [][]byte, corrupt map[string]bool, oid string) bool {
 		}
 		idxs, _ := filepath.Glob(filepath.Join(alt, "pack", "pack-*.idx"))
 		for _, p := range idxs {
-			if data, err := os.ReadFile(p); err == nil && len(data) > 8+256*4 && inIdx(data, raw) {
-				return true
+			if idx, err := gitstore.OpenPackIndex(p); err == nil {
+				if ok, _ := idx.Contains(h); ok {
+					return true
+				}
 			}
 		}
 	}
@@ -365,7 +349,7 @@ func refFiles(gitDir string) []string {
 }
 
 // diagnoseRefs: each branch and remote-tracking ref must name an object the repo has.
-func diagnoseRefs(o Options, packs [][]byte, corrupt map[string]bool) []Problem {
+func diagnoseRefs(o Options, packs []*gitstore.PackIndex, corrupt map[string]bool) []Problem {
 	var ps []Problem
 	all := refs(o.common)
 	names := make([]string, 0, len(all))

@@ -2,6 +2,7 @@ package gitrepair
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
@@ -366,5 +367,49 @@ func TestNotARepo(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		t.Fatal(".git made")
+	}
+}
+
+// The look at every open checks a pack's idx by its shape, not its hash (an idx grows with
+// the history): a truncated idx, or one whose fan-out goes down, is found and healed; a
+// flipped byte among the names is found by the deep look, which hashes it.
+func TestCorruptIdxFound(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		deep  bool
+		spoil func(b []byte) []byte
+	}{
+		{"truncated", false, func(b []byte) []byte { return append(b[:len(b)-41], b[len(b)-40:]...) }},
+		{"fan-out goes down", false, func(b []byte) []byte { binary.BigEndian.PutUint32(b[8+4*100:], 1<<30); return b }},
+		{"a name flipped, deep", true, func(b []byte) []byte { b[8+256*4+5] ^= 0xff; return b }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.git("repack", "-a", "-d", "-q")
+			idxs, _ := filepath.Glob(filepath.Join(f.gd, "objects", "pack", "*.idx"))
+			if len(idxs) != 1 {
+				t.Fatalf("idx files %v", idxs)
+			}
+			b, err := os.ReadFile(idxs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = os.Chmod(idxs[0], 0o644)
+			if err := os.WriteFile(idxs[0], c.spoil(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := f.opts()
+			o.Deep = c.deep
+			ps, err := Diagnose(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ps) == 0 || ps[0].Kind != KindPack {
+				t.Fatalf("diagnose (deep %v) found %v, want the pack", c.deep, ps)
+			}
+			if !c.deep {
+				f.heal(KindPack)
+			}
+		})
 	}
 }

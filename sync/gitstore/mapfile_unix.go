@@ -8,6 +8,12 @@ import (
 	"syscall"
 )
 
+// MapFile maps path read-only for a reader of git's files that only touches a part of them
+// (a commit-graph, a pack's .idx), so that what the read costs does not grow with the file;
+// release unmaps it, after which the bytes must not be touched. Git replaces these files by
+// renaming new ones into place, never by writing into them, so a mapping stays what it was.
+func MapFile(path string) (data []byte, release func(), err error) { return mapFile(path) }
+
 // mapFile maps path read-only and returns the bytes and the function that unmaps them.
 // An empty file gives an empty slice (mmap refuses a zero length).
 func mapFile(path string) ([]byte, func(), error) {

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 
@@ -237,37 +237,76 @@ func (idx *PackIndex) FindCRC32(h plumbing.Hash) (uint32, error) {
 func (idx *PackIndex) Count() (int64, error) { return int64(idx.n), nil }
 
 // byOffset returns the position of the k-th object in pack order. Without a .rev the order
-// is built once, 4 bytes an object; an offset the index cannot give fails it.
+// is built once, 4 bytes an object, and written as the pack's .rev when the pack is big
+// (writeRev); an offset the index cannot give fails it.
 func (idx *PackIndex) byOffset(k int) (int, error) {
 	if idx.rev != nil {
 		return int(binary.BigEndian.Uint32(idx.rev[4*k:])), nil
 	}
 	idx.order.Do(func() {
-		offs := make([]int64, idx.n) // transient: only the positions are kept
-		pos := make([]uint32, idx.n)
-		for i := range pos {
+		offs := make([]uint64, idx.n) // transient: only the positions are kept
+		for i := range offs {
 			o, err := idx.offset(i)
 			if err != nil {
 				idx.errOff = err
 				return
 			}
-			offs[i], pos[i] = o, uint32(i)
+			offs[i] = uint64(o)
 		}
-		slices.SortFunc(pos, func(a, b uint32) int {
-			switch {
-			case offs[a] < offs[b]:
-				return -1
-			case offs[a] > offs[b]:
-				return 1
-			}
-			return 0
-		})
-		idx.byOff = pos
+		idx.byOff = packOrder(offs)
+		if idx.n >= revWriteMin {
+			_ = idx.writeRev(idx.byOff) // best effort: a read-only pack dir sorts again next time
+		}
 	})
 	if idx.errOff != nil {
 		return 0, idx.errOff
 	}
 	return int(idx.byOff[k]), nil
+}
+
+// radixBits is the digit packOrder sorts by in each pass: 2,048 counters stay in cache.
+const radixBits = 11
+
+// packOrder is the positions 0..len(offs)-1 ordered by their offsets: a least significant
+// digit radix sort, as many passes as the largest offset has digits (3 for a pack under
+// 8 GiB), each key carried beside its position so that every pass reads in sequence. Every
+// process's first OFS-delta read through go-git asks FindHash, so this order is built once
+// per process per pack; a comparison sort of the million objects of a 200,000-commit
+// history took 0.4 s of each `memd restore` (issue 48). offs is the sort's scratch after.
+func packOrder(offs []uint64) []uint32 {
+	pos := make([]uint32, len(offs))
+	for i := range pos {
+		pos[i] = uint32(i)
+	}
+	var top uint64
+	for _, o := range offs {
+		top = max(top, o)
+	}
+	passes := (bits.Len64(top) + radixBits - 1) / radixBits
+	if passes == 0 {
+		return pos
+	}
+	tmp, keys, tmpKeys := make([]uint32, len(offs)), offs, make([]uint64, len(offs))
+	const mask = 1<<radixBits - 1
+	var next [1 << radixBits]int
+	for p := range passes {
+		shift := uint(p * radixBits)
+		clear(next[:])
+		for _, k := range keys {
+			next[(k>>shift)&mask]++
+		}
+		sum := 0
+		for d, c := range next {
+			next[d], sum = sum, sum+c
+		}
+		for j, k := range keys { // stable: equal digits keep the previous passes' order
+			d := (k >> shift) & mask
+			tmp[next[d]], tmpKeys[next[d]] = pos[j], k
+			next[d]++
+		}
+		pos, tmp, keys, tmpKeys = tmp, pos, tmpKeys, keys
+	}
+	return pos
 }
 
 // FindHash implements idxfile.Index: a binary search over the pack order.

@@ -3,14 +3,17 @@ package gitstore
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -456,5 +459,104 @@ func BenchmarkPackIndexLookup(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// packOrder's radix sort orders offsets as a comparison sort does: small and large packs
+// (one to six 11-bit digits, offsets past 4 GiB), ties kept in position order, none at all.
+func TestPackOrderSorts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(48, 1))
+	for _, c := range []struct {
+		n   int
+		top uint64
+	}{{0, 0}, {1, 12}, {5, 1}, {1000, 1 << 11}, {1000, 1 << 12}, {50000, 80 << 20}, {50000, 1 << 40}, {3000, 1 << 62}} {
+		offs := make([]uint64, c.n)
+		for i := range offs {
+			offs[i] = rng.Uint64N(c.top + 1)
+		}
+		want := make([]uint32, c.n)
+		for i := range want {
+			want[i] = uint32(i)
+		}
+		slices.SortStableFunc(want, func(a, b uint32) int { return cmp.Compare(offs[a], offs[b]) })
+		if got := packOrder(slices.Clone(offs)); !slices.Equal(got, want) {
+			t.Fatalf("%d offsets up to %d: radix order differs from a comparison sort", c.n, c.top)
+		}
+	}
+}
+
+// BenchmarkPackOrder is the order FindHash builds on a pack of a million objects (a
+// 200,000-commit history's) without a .rev.
+func BenchmarkPackOrder(b *testing.B) {
+	rng := rand.New(rand.NewPCG(48, 2))
+	offs := make([]uint64, 1_000_000)
+	for i := range offs {
+		offs[i] = 12 + uint64(i)*78
+	}
+	rng.Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+	b.Run("radix", func(b *testing.B) {
+		scratch := make([]uint64, len(offs))
+		for b.Loop() {
+			copy(scratch, offs)
+			packOrder(scratch)
+		}
+	})
+	b.Run("comparison", func(b *testing.B) {
+		for b.Loop() {
+			pos := make([]uint32, len(offs))
+			for i := range pos {
+				pos[i] = uint32(i)
+			}
+			slices.SortFunc(pos, func(a, b uint32) int { return cmp.Compare(offs[a], offs[b]) })
+		}
+	})
+}
+
+// A big pack without a .rev gets one written by its first FindHash, byte for byte the file
+// git writes with pack.writeReverseIndex, which the next open reads instead of sorting.
+func TestPackIndexWritesGitsRev(t *testing.T) {
+	dir, g, path := packedRepo(t, 300, true)
+	revPath := strings.TrimSuffix(path, ".idx") + ".rev"
+	gits, err := os.ReadFile(revPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(revPath); err != nil {
+		t.Fatal(err)
+	}
+	old := revWriteMin
+	revWriteMin = 1
+	t.Cleanup(func() { revWriteMin = old })
+	idx, err := OpenPackIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := showIndex(t, g, dir, path)
+	if h, err := idx.FindHash(int64(es[7].Offset)); err != nil || h != es[7].Hash {
+		t.Fatalf("FindHash = %s, %v; want %s", h, err, es[7].Hash)
+	}
+	ours, err := os.ReadFile(revPath)
+	if err != nil {
+		t.Fatalf("no .rev written: %v", err)
+	}
+	if !bytes.Equal(ours, gits) {
+		t.Fatalf(".rev differs from git's (%d bytes, git's %d)", len(ours), len(gits))
+	}
+	again, err := OpenPackIndex(path)
+	if err != nil || again.rev == nil {
+		t.Fatalf("reopened: rev read %v, %v", again != nil && again.rev != nil, err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "tmp_*")); len(tmps) != 0 {
+		t.Fatalf("temp files left: %v", tmps)
+	}
+	// A pack under the threshold is sorted in memory only.
+	revWriteMin = old
+	_ = os.Remove(revPath)
+	small, _ := OpenPackIndex(path)
+	if _, err := small.FindHash(int64(es[7].Offset)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(revPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a .rev for a pack of %d objects: %v", len(es), err)
 	}
 }

@@ -3,11 +3,12 @@ package pathlog
 import (
 	"bytes"
 	"encoding/binary"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memd-dev/memd/sync/gitstore"
 )
 
 // graph is git's commit-graph file (objects/info/commit-graph, written by `git gc` or
@@ -26,6 +27,7 @@ type graph struct {
 	// offsets into bdat, bdat the filters after its 12-byte header; hashes per path.
 	bidx, bdat []byte
 	hashes     uint32
+	release    func() // unmaps the file: Source.Close
 }
 
 const (
@@ -34,10 +36,25 @@ const (
 	graphDataLen  = 36
 )
 
-// openGraph reads gitDir's commit-graph, nil when there is none that parses.
+// openGraph maps gitDir's commit-graph, nil when there is none that parses. Mapped, not
+// read: a restore touches a few of its pages, and the file grows with the history (13 MB
+// for 200,000 commits, 10 ms to read whole: issue 48).
 func openGraph(gitDir string) *graph {
-	b, err := os.ReadFile(filepath.Join(gitDir, "objects", "info", "commit-graph"))
-	if err != nil || len(b) < 8 || !bytes.Equal(b[:4], []byte("CGPH")) || b[4] != 1 || b[5] != 1 || b[7] != 0 {
+	b, release, err := gitstore.MapFile(filepath.Join(gitDir, "objects", "info", "commit-graph"))
+	if err != nil {
+		return nil
+	}
+	if g := parseGraph(b); g != nil {
+		g.release = release
+		return g
+	}
+	release()
+	return nil
+}
+
+// parseGraph finds the chunks of a commit-graph file b, nil when it does not parse.
+func parseGraph(b []byte) *graph {
+	if len(b) < 8 || !bytes.Equal(b[:4], []byte("CGPH")) || b[4] != 1 || b[5] != 1 || b[7] != 0 {
 		return nil
 	}
 	g := &graph{}

@@ -43,7 +43,15 @@ type Source struct {
 func Open(gitDir string) *Source {
 	s := gitstore.NewStorage(gitDir, cache.NewObjectLRU(cache.MiByte), 1<<20)
 	rr := s.NewRawReader(64 << 20)
-	return &Source{store: rr, graph: openGraph(gitDir), gitDir: gitDir, close: func() error { rr.Close(); return s.Close() }}
+	g := openGraph(gitDir)
+	return &Source{store: rr, graph: g, gitDir: gitDir, close: func() error {
+		if g != nil && g.release != nil { // once: a second unmap could hit a newer mapping
+			g.release()
+			g.release = nil
+		}
+		rr.Close()
+		return s.Close()
+	}}
 }
 
 // Close releases the store's files and mappings.
