@@ -89,14 +89,7 @@ func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahea
 			}
 		}
 	}
-	for _, f := range flags {
-		switch f &^ stale {
-		case fromLocal:
-			ahead++
-		case fromRemote:
-			behind++
-		}
-	}
+	ahead, behind = countSides(flags, fromLocal, fromRemote, stale)
 	if ahead == 0 || behind == 0 {
 		return ahead, behind, nil, nil
 	}
@@ -108,7 +101,27 @@ func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahea
 			return 0, 0, nil, fmt.Errorf("merge base of %s and %s: %w", local.String()[:12], remote.String()[:12], err)
 		}
 	}
-	// Newest first, as go-git's MergeBase; equal times by hash, so the choice is stable.
+	newestFirst(cands)
+	return ahead, behind, cands, nil
+}
+
+// countSides counts the commits painted from one side only: ahead (local's), behind
+// (remote's).
+func countSides(flags map[plumbing.Hash]uint8, fromLocal, fromRemote, stale uint8) (ahead, behind int) {
+	for _, f := range flags {
+		switch f &^ stale {
+		case fromLocal:
+			ahead++
+		case fromRemote:
+			behind++
+		}
+	}
+	return ahead, behind
+}
+
+// newestFirst orders merge bases as go-git's MergeBase does; equal times by hash, so the
+// choice is stable.
+func newestFirst(cands []*object.Commit) {
 	sort.SliceStable(cands, func(i, j int) bool {
 		ti, tj := cands[i].Committer.When, cands[j].Committer.When
 		if !ti.Equal(tj) {
@@ -116,7 +129,6 @@ func Divergence(s storer.EncodedObjectStorer, local, remote plumbing.Hash) (ahea
 		}
 		return cands[i].Hash.String() < cands[j].Hash.String()
 	})
-	return ahead, behind, cands, nil
 }
 
 // ErrShallow: the merge base is below a shallow clone's graft points (.git/shallow); the

@@ -248,14 +248,8 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 		nested: make(map[string]bool)}
 	defer st.objs.Discard()
 	defer func() { r.applyGuarded(st.guarded) }()
-	for _, p := range paths {
-		rel, err := r.relPath(p)
-		if err != nil {
-			return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
-		}
-		if err := st.stagePath(rel); err != nil {
-			return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
-		}
+	if err := st.stagePaths(paths); err != nil {
+		return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	if afterRead != nil {
 		afterRead()
@@ -298,28 +292,11 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 		}
 	}
 	res.Changes = st.changes()
-	for _, c := range res.Changes {
-		switch c.Op {
-		case 'A':
-			res.Added++
-		case 'M':
-			res.Modified++
-		case 'D':
-			res.Deleted++
-		}
-	}
+	tally(&res)
 	if message == "" {
 		message = ChangeMessage(res.Changes, r.opts.Hostname)
 	}
-	var parents []plumbing.Hash
-	if !old.IsZero() {
-		parents = []plumbing.Hash{old}
-	}
-	obj, err := r.encodeCommit(newTree, parents, message)
-	if err == nil {
-		commit, err = st.objs.Write(plumbing.CommitObject, obj)
-	}
-	if err != nil {
+	if commit, err = st.writeCommit(newTree, old, message); err != nil {
 		return res, plumbing.ZeroHash, brakeVerdict{}, fmt.Errorf("commit in %s: %w", r.dir, err)
 	}
 	tBuilt := time.Now()
@@ -331,6 +308,48 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 		"trees", tBuilt.Sub(tStaged), "fsync", time.Since(tBuilt))
 	r.keepHot(st.written) // durable now: the next commits' bases
 	return res, commit, verdict, nil
+}
+
+// stagePaths stages each of paths (absolute or relative to the work tree).
+func (s *stager) stagePaths(paths []string) error {
+	for _, p := range paths {
+		rel, err := s.r.relPath(p)
+		if err != nil {
+			return err
+		}
+		if err := s.stagePath(rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tally counts res.Changes by kind into res.
+func tally(res *memd.CommitResult) {
+	for _, c := range res.Changes {
+		switch c.Op {
+		case 'A':
+			res.Added++
+		case 'M':
+			res.Modified++
+		case 'D':
+			res.Deleted++
+		}
+	}
+}
+
+// writeCommit writes the commit of tree on parent (none when zero) into the batch, signed
+// where git would sign it (encodeCommit).
+func (s *stager) writeCommit(tree, parent plumbing.Hash, message string) (plumbing.Hash, error) {
+	var parents []plumbing.Hash
+	if !parent.IsZero() {
+		parents = []plumbing.Hash{parent}
+	}
+	obj, err := s.r.encodeCommit(tree, parents, message)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return s.objs.Write(plumbing.CommitObject, obj)
 }
 
 func firstLine(s string) string {
