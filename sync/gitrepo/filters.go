@@ -64,7 +64,7 @@ func (r *Repo) filtersBegin(tree gitattr.TreeSource) *gitattr.Engine {
 	f := &r.filters
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if sig := receiveSignature(r.gitDir); f.eng == nil || sig != f.sig {
+	if sig := gitConfigStamp(r.layout); f.eng == nil || sig != f.sig { // the config files git reads (remotehead.go)
 		cfg, err := gitremote.RepoConfig(context.Background(), r.gitDir)
 		if err != nil {
 			// No git: no filter can run, as under git; an attribute naming one holds.
