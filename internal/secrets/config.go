@@ -11,8 +11,8 @@
 // runtime, archive readers, viper, cobra), for a detector memd uses one function of. The
 // parity tests run the real gitleaks CLI on the same corpus.
 //
-// Nothing here runs at package init: Default compiles the ~220 rules on first use, in the
-// daemon only (one-shot commands never call it).
+// Nothing here runs at package init: Default parses the ~220 rules on first use and each
+// rule's regex compiles when a file first needs it (lazyRE).
 package secrets
 
 import (
@@ -89,7 +89,7 @@ type Rules struct {
 
 type rule struct {
 	id          string
-	regex, path *regexp.Regexp
+	regex, path *lazyRE
 	sh          *shape // the regex's windows and probe (window.go); nil without a regex
 	secretGroup int
 	entropy     float64
@@ -107,13 +107,16 @@ type required struct {
 type allowlist struct {
 	and         bool
 	commits     map[string]bool
-	paths       *regexp.Regexp
-	regexes     *regexp.Regexp
+	paths       *lazyRE
+	regexes     *lazyRE
 	regexTarget string // "" (the secret), "match" or "line"
 	stopwords   []string
 	nPaths      int
 	nRegexes    int
 }
+
+// defaultName names the embedded default rules; they compile lazily (lazyRE).
+const defaultName = "gitleaks default config"
 
 var (
 	defaultOnce  sync.Once
@@ -123,7 +126,7 @@ var (
 
 // Default is gitleaks' default rule set, compiled on the first call.
 func Default() (*Rules, error) {
-	defaultOnce.Do(func() { defaultRules, defaultErr = parse(defaultTOML, "gitleaks default config", 0) })
+	defaultOnce.Do(func() { defaultRules, defaultErr = parse(defaultTOML, defaultName, 0) })
 	return defaultRules, defaultErr
 }
 
@@ -148,7 +151,7 @@ func parse(text, name string, depth int) (*Rules, error) {
 	if err := toml.Unmarshal([]byte(text), &tc); err != nil {
 		return nil, fmt.Errorf("%w %s: %v", ErrBadConfig, name, err)
 	}
-	rs, targeted, err := translate(&tc, name)
+	rs, targeted, err := translate(&tc, name, name != defaultName)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +161,7 @@ func parse(text, name string, depth int) (*Rules, error) {
 		case tc.Extend.Path != "" && tc.Extend.UseDefault:
 			return nil, fmt.Errorf("%w %s: extend.path and extend.useDefault are both set", ErrBadConfig, name)
 		case tc.Extend.UseDefault:
-			base, err = parse(defaultTOML, "gitleaks default config", depth+1)
+			base, err = parse(defaultTOML, defaultName, depth+1)
 		case tc.Extend.Path != "":
 			b, rerr := os.ReadFile(tc.Extend.Path)
 			if rerr != nil {
@@ -204,19 +207,19 @@ func parse(text, name string, depth int) (*Rules, error) {
 
 // translate is gitleaks' ViperConfig.Translate without the extension: the rules, the global
 // allowlists, and the allowlists that target rules by id.
-func translate(tc *tomlConfig, name string) (*Rules, map[string][]*allowlist, error) {
+func translate(tc *tomlConfig, name string, eager bool) (*Rules, map[string][]*allowlist, error) {
 	rs := &Rules{rules: map[string]*rule{}}
 	bad := func(what string, err error) error { return fmt.Errorf("%w %s: %s: %v", ErrBadConfig, name, what, err) }
 	for _, tr := range tc.Rules {
 		r := &rule{id: tr.ID, secretGroup: tr.SecretGroup, entropy: tr.Entropy, skipReport: tr.SkipReport}
 		var err error
 		if tr.Regex != "" {
-			if r.regex, err = regexp.Compile(tr.Regex); err != nil {
+			if r.regex, err = newRE(tr.Regex, eager); err != nil {
 				return nil, nil, bad("rule "+tr.ID+" regex", err)
 			}
 		}
 		if tr.Path != "" {
-			if r.path, err = regexp.Compile(tr.Path); err != nil {
+			if r.path, err = newRE(tr.Path, eager); err != nil {
 				return nil, nil, bad("rule "+tr.ID+" path", err)
 			}
 		}
@@ -237,7 +240,7 @@ func translate(tc *tomlConfig, name string) (*Rules, map[string][]*allowlist, er
 			als = []*tomlAllowlist{tr.AllowList}
 		}
 		for _, ta := range als {
-			al, err := compileAllowlist(ta)
+			al, err := compileAllowlist(ta, eager)
 			if err != nil {
 				return nil, nil, bad("rule "+tr.ID+" allowlist", err)
 			}
@@ -260,7 +263,7 @@ func translate(tc *tomlConfig, name string) (*Rules, map[string][]*allowlist, er
 	}
 	targeted := map[string][]*allowlist{}
 	for _, ta := range als {
-		al, err := compileAllowlist(ta)
+		al, err := compileAllowlist(ta, eager)
 		if err != nil {
 			return nil, nil, bad("[[allowlists]]", err)
 		}
@@ -274,7 +277,7 @@ func translate(tc *tomlConfig, name string) (*Rules, map[string][]*allowlist, er
 	return rs, targeted, nil
 }
 
-func compileAllowlist(ta *tomlAllowlist) (*allowlist, error) {
+func compileAllowlist(ta *tomlAllowlist, eager bool) (*allowlist, error) {
 	al := &allowlist{}
 	switch strings.ToUpper(ta.Condition) {
 	case "AND", "&&":
@@ -303,27 +306,30 @@ func compileAllowlist(ta *tomlAllowlist) (*allowlist, error) {
 		al.stopwords = append(al.stopwords, strings.ToLower(w))
 	}
 	var err error
-	if al.paths, err = joinOr(ta.Paths); err != nil {
+	if al.paths, err = joinOr(ta.Paths, eager); err != nil {
 		return nil, err
 	}
-	if al.regexes, err = joinOr(ta.Regexes); err != nil {
+	if al.regexes, err = joinOr(ta.Regexes, eager); err != nil {
 		return nil, err
 	}
 	al.nPaths, al.nRegexes = len(ta.Paths), len(ta.Regexes)
 	return al, nil
 }
 
-// joinOr compiles patterns as one alternation, as gitleaks' joinRegexOr does.
-func joinOr(pats []string) (*regexp.Regexp, error) {
+// joinOr is patterns as one alternation, as gitleaks' joinRegexOr makes it; eager: each
+// pattern checked on its own first, so the error names a pattern, not the alternation.
+func joinOr(pats []string, eager bool) (*lazyRE, error) {
 	if len(pats) == 0 {
 		return nil, nil
 	}
-	for _, p := range pats {
-		if _, err := regexp.Compile(p); err != nil {
-			return nil, err
+	if eager {
+		for _, p := range pats {
+			if _, err := regexp.Compile(p); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return regexp.Compile("(?:" + strings.Join(pats, "|") + ")")
+	return newRE("(?:"+strings.Join(pats, "|")+")", eager)
 }
 
 // extend merges base (what this config extends) into rs, as gitleaks' Config.extend does:
