@@ -128,7 +128,8 @@ func (idx *PackIndex) parse(data []byte) error {
 	return nil
 }
 
-// parseRev checks a .rev file (magic RIDX, version 1, SHA-1) and keeps its positions.
+// parseRev checks a .rev file's header and trailer (magic RIDX, version 1, SHA-1, this
+// pack's checksum) and keeps its positions.
 func (idx *PackIndex) parseRev(path string, data []byte) error {
 	bad := func(why string) error { return fmt.Errorf("%w %s: %s", ErrBadPackIndex, path, why) }
 	if len(data) != 12+4*idx.n+trailerLen {
@@ -140,13 +141,9 @@ func (idx *PackIndex) parseRev(path string, data []byte) error {
 	if !bytes.Equal(data[12+4*idx.n:12+4*idx.n+hashLen], idx.pack[:]) {
 		return bad("it belongs to another pack")
 	}
-	rev := data[12 : 12+4*idx.n]
-	for i := 0; i < idx.n; i++ {
-		if int(binary.BigEndian.Uint32(rev[4*i:])) >= idx.n {
-			return bad(fmt.Sprintf("position %d is out of range", i))
-		}
-	}
-	idx.rev = rev
+	// Each position is checked as it is read (byOffset), not here: touching all of it cost
+	// a one-shot command ~45 ms on a pack of 5 M objects, where a lookup reads a few pages.
+	idx.rev = data[12 : 12+4*idx.n]
 	return nil
 }
 
@@ -241,7 +238,10 @@ func (idx *PackIndex) Count() (int64, error) { return int64(idx.n), nil }
 // (writeRev); an offset the index cannot give fails it.
 func (idx *PackIndex) byOffset(k int) (int, error) {
 	if idx.rev != nil {
-		return int(binary.BigEndian.Uint32(idx.rev[4*k:])), nil
+		if p := int(binary.BigEndian.Uint32(idx.rev[4*k:])); p < idx.n {
+			return p, nil
+		}
+		return 0, fmt.Errorf("%w %s: reverse index position %d is out of range", ErrBadPackIndex, strings.TrimSuffix(idx.name, ".idx")+".rev", k)
 	}
 	idx.order.Do(func() {
 		offs := make([]uint64, idx.n) // transient: only the positions are kept

@@ -333,8 +333,9 @@ func TestPackIndexRefusesBadFiles(t *testing.T) {
 	}
 }
 
-// TestPackIndexRefusesBadRev: a .rev of the wrong size, another pack's, or with a position
-// out of range is an error naming it, not an index that answers wrong.
+// TestPackIndexRefusesBadRev: a .rev of the wrong size or another pack's is an error naming
+// it at open; one with a position out of range, when a lookup reads that position (the
+// positions are not all read at open): never an index that answers wrong.
 func TestPackIndexRefusesBadRev(t *testing.T) {
 	s := bigSpec()
 	n := len(s.names)
@@ -348,10 +349,9 @@ func TestPackIndexRefusesBadRev(t *testing.T) {
 		return b.Bytes()
 	}
 	cases := map[string][]byte{
-		"short":        rev([]uint32{0, 3, 2}, s.pack),
-		"other pack":   rev([]uint32{0, 3, 2, 1}, plumbing.Hash{0xbb}),
-		"out of range": rev([]uint32{0, 3, 2, uint32(n)}, s.pack),
-		"version 2":    append([]byte("RIDX\x00\x00\x00\x02"), rev([]uint32{0, 3, 2, 1}, s.pack)[8:]...),
+		"short":      rev([]uint32{0, 3, 2}, s.pack),
+		"other pack": rev([]uint32{0, 3, 2, 1}, plumbing.Hash{0xbb}),
+		"version 2":  append([]byte("RIDX\x00\x00\x00\x02"), rev([]uint32{0, 3, 2, 1}, s.pack)[8:]...),
 	}
 	for name, data := range cases {
 		path := writeIdx(t, s.encode())
@@ -363,12 +363,24 @@ func TestPackIndexRefusesBadRev(t *testing.T) {
 			t.Errorf("%s: %v, want ErrBadPackIndex naming %s", name, err, revPath)
 		}
 	}
-	// The right one is used: offsets 12, 400, 2^31, 5<<32 are positions 0, 3, 2, 1.
 	path := writeIdx(t, s.encode())
-	if err := os.WriteFile(strings.TrimSuffix(path, ".idx")+".rev", rev([]uint32{0, 3, 2, 1}, s.pack), 0o644); err != nil {
+	revPath := strings.TrimSuffix(path, ".idx") + ".rev"
+	if err := os.WriteFile(revPath, rev([]uint32{0, 3, 2, uint32(n)}, s.pack), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := OpenPackIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idx.FindHash(5 << 32); !errors.Is(err, ErrBadPackIndex) || !strings.Contains(err.Error(), revPath) {
+		t.Errorf("FindHash through a position out of range: %v, want ErrBadPackIndex naming %s", err, revPath)
+	}
+	// The right one is used: offsets 12, 400, 2^31, 5<<32 are positions 0, 3, 2, 1.
+	path = writeIdx(t, s.encode())
+	if err := os.WriteFile(strings.TrimSuffix(path, ".idx")+".rev", rev([]uint32{0, 3, 2, 1}, s.pack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx, err = OpenPackIndex(path)
 	if err != nil || idx.rev == nil {
 		t.Fatalf("a good .rev: %v", err)
 	}
