@@ -58,7 +58,8 @@ type OpenOptions struct {
 	// StartIndexUpkeep (memd run calls it at READY): at 100k files the full refresh decodes
 	// every tree and warms the big ones, seconds of CPU that would otherwise compete with
 	// the watcher's set-up on the way to READY. Commits do not touch the index (§9.5), so
-	// none waits for it.
+	// none waits for it. It also has that refresh walk an index git wrote for HEAD, for the
+	// warm trees (gitrepo.Options.WarmTrees), where a one-shot command skips the walk.
 	DeferIndexUpkeep bool
 }
 
@@ -96,6 +97,7 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	ro := gitrepo.OptionsFromConfig(cfg)
 	ro.Logger, ro.Now = o.Logger, o.Now
 	ro.Deletions = stateAllowance{cfg.StateDir()} // memd resume --allow-deletes (brake.go)
+	ro.WarmTrees = o.DeferIndexUpkeep             // the daemon's start-up refresh warms big trees
 	repo, err := gitrepo.Open(cfg.Repo, ro)       // first: it names a missing repo best
 	if err != nil {
 		return nil, err

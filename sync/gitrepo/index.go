@@ -441,6 +441,13 @@ func (r *Repo) buildIndex(indexPath string, out *os.File, head plumbing.Hash, sn
 		b.incremental = true
 		r.idx.verifiedBase.Add(1)
 	}
+	if !b.incremental && !r.opts.WarmTrees && snap.lastHead.IsZero() && len(snap.pending) == 0 &&
+		r.indexFileIs(indexPath, head, muHeld) {
+		// A one-shot command's first refresh and the index a git wrote for head itself (its
+		// cache-tree names head's tree): nothing to walk, nothing to keep warm (WarmTrees).
+		b.unchanged = true
+		return b, nil
+	}
 	if !b.incremental && muHeld && chain && gitstore.SpliceableIndexFile(indexPath) {
 		// A checkout, and a git rewrote memd's file since (a `git add`, a `git status`), with
 		// memd's branch moves still all in pending: splice them into the file as it is, as

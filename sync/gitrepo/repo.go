@@ -93,6 +93,11 @@ type Options struct {
 	// (ErrBlobTooLarge), a larger local file is held, not committed
 	// (HeldFiles). 0 = no limit.
 	MaxFileSize int64
+	// WarmTrees: the first index refresh walks HEAD's whole tree even when the index is
+	// one a git wrote for HEAD, to keep its big trees hot for the commits to come
+	// (treewarm.go): the daemon. A one-shot command skips that walk (~30 ms at 2,000 files
+	// of a `memd restore`).
+	WarmTrees bool
 }
 
 // Repo is a memory repo: a git work tree with its .git directory.

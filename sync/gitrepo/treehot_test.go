@@ -156,7 +156,9 @@ func TestFullRefreshWarmsBigTrees(t *testing.T) {
 	testutil.WriteFile(t, dir, "small/a.html", "a\n")
 	testutil.RunGit(t, dir, "add", "-A")
 	testutil.RunGit(t, dir, "commit", "-q", "-m", "init")
-	r := openTest(t, dir, testOptions())
+	o := testOptions()
+	o.WarmTrees = true
+	r := openTest(t, dir, o)
 	if err := r.RefreshIndex(); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,9 @@ func TestWarmedBigTreesEvictSmallestFirst(t *testing.T) {
 	}
 	testutil.RunGit(t, dir, "add", "-A")
 	testutil.RunGit(t, dir, "commit", "-q", "-m", "init")
-	r := openTest(t, dir, testOptions())
+	o := testOptions()
+	o.WarmTrees = true
+	r := openTest(t, dir, o)
 	defer func(m int) { maxHotEntries = m }(maxHotEntries)
 	maxHotEntries = 1850 // both big trees warm (1600 of 1850 - 1850/8), not with mid/ too
 	if err := r.RefreshIndex(); err != nil {
