@@ -37,6 +37,9 @@ type Source struct {
 	// (no graph, one without filters, or one written before them): KeepGraph.
 	unfiltered int
 	graphSteps int64 // first parents taken from the graph, against a damaged file's cycle
+	// newStore opens a second read-only store for a walk's read-ahead (prefetch.go); nil:
+	// no read-ahead.
+	newStore func() (Store, func())
 }
 
 // Open is a Source on the .git directory gitDir.
@@ -44,7 +47,12 @@ func Open(gitDir string) *Source {
 	s := gitstore.NewStorage(gitDir, cache.NewObjectLRU(cache.MiByte), 1<<20)
 	rr := s.NewRawReader(64 << 20)
 	g := openGraph(gitDir)
-	return &Source{store: rr, graph: g, gitDir: gitDir, close: func() error {
+	second := func() (Store, func()) {
+		s2 := gitstore.NewStorage(gitDir, cache.NewObjectLRU(cache.MiByte), 1<<20)
+		r2 := s2.NewRawReader(8 << 20) // commits are rarely deltas: a small base cache
+		return r2, func() { r2.Close(); s2.Close() }
+	}
+	return &Source{store: rr, graph: g, gitDir: gitDir, newStore: second, close: func() error {
 		if g != nil && g.release != nil { // once: a second unmap could hit a newer mapping
 			g.release()
 			g.release = nil

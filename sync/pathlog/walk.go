@@ -78,6 +78,8 @@ func (w *Walk) Run() error {
 	if err != nil {
 		return err
 	}
+	var ahead *prefetcher // prefetch.go
+	defer func() { ahead.close() }()
 	for n := 1; ; n++ {
 		if w.Visit != nil && w.Visit(c.id, c.when, cur) {
 			return nil
@@ -85,7 +87,10 @@ func (w *Walk) Run() error {
 		if w.Progress != nil && n%progressEvery == 0 {
 			w.Progress(n)
 		}
-		p, err := w.Source.firstParent(c)
+		if n == prefetchAfter && c.pos < 0 && len(c.parents) > 0 {
+			ahead = w.Source.startPrefetch(c.parents[0])
+		}
+		p, err := w.parent(c, &ahead)
 		if err != nil {
 			return err
 		}
@@ -101,6 +106,19 @@ func (w *Walk) Run() error {
 		}
 		c, cur, wc = p, next, wp
 	}
+}
+
+// parent is c's first parent: read ahead when *ahead has it, else by the Source (and the
+// read-ahead, ended or off the chain, is stopped).
+func (w *Walk) parent(c *commit, ahead **prefetcher) (*commit, error) {
+	if *ahead != nil && len(c.parents) > 0 {
+		if p, ok := (*ahead).next(c.parents[0]); ok {
+			return p, nil
+		}
+		(*ahead).close()
+		*ahead = nil
+	}
+	return w.Source.firstParent(c)
 }
 
 // step compares cur in c (its way wc) with the parent p: it sends the entry c makes, and

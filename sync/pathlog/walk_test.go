@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -332,5 +333,59 @@ func TestWalkSurvivesGraphCycle(t *testing.T) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the walk went round the damaged graph's cycle")
+	}
+}
+
+// TestWalkReadAhead: a walk long enough to read the chain ahead (prefetch.go) gives git's
+// answers with no graph, with a graph that holds only the older half (the reader stops
+// where the graph begins), and when it ends early; a read-ahead that went off the chain is
+// noticed and the walk reads the parent itself.
+func TestWalkReadAhead(t *testing.T) {
+	dir := t.TempDir()
+	paths := genHistory(t, dir, 3, 3*prefetchAfter+100)
+	sameAsGit(t, dir, paths[:6])
+	older := strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", fmt.Sprintf("HEAD~%d", 2*prefetchAfter)))
+	cmd := exec.Command("git", "commit-graph", "write", "--stdin-commits")
+	cmd.Dir, cmd.Stdin = dir, strings.NewReader(older+"\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git commit-graph write: %v: %s", err, out)
+	}
+	if g := openGraph(filepath.Join(dir, ".git")); g == nil || g.count() == 0 {
+		t.Fatal("no partial commit-graph")
+	}
+	sameAsGit(t, dir, paths[:6])
+
+	before := runtime.NumGoroutine()
+	src := Open(filepath.Join(dir, ".git"))
+	defer src.Close()
+	head := plumbing.NewHash(strings.TrimSpace(testutil.RunGit(t, dir, "rev-parse", "HEAD")))
+	n := 0
+	w := &Walk{Source: src, Head: head, Path: paths[0], Visit: func(plumbing.Hash, time.Time, string) bool {
+		n++
+		return n == prefetchAfter+10 // ends while the reader is ahead
+	}}
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines after the walk ended, %d before: the reader was left running", after, before)
+	}
+
+	// Off the chain: a reader started at HEAD's grandparent is asked for HEAD's parent.
+	c, err := src.commit(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := src.firstParent(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := src.startPrefetch(p.parents[0])
+	got, err := w.parent(c, &ahead)
+	if err != nil || got.id != p.id {
+		t.Fatalf("parent with a reader off the chain: %v, %v; want %s", got, err, p.id)
+	}
+	if ahead != nil {
+		t.Fatal("the reader off the chain was not stopped")
 	}
 }
