@@ -90,20 +90,24 @@ func (g *genPlan) benchRestore(bin, big string, e []string, reps int) ([]result,
 	reset := func() error { return sh(big, gitEnv, "git", "reset", "-q", "--hard", strings.TrimSpace(tip)) }
 	var rs []result
 	for _, c := range []struct{ name, path string }{{"the last commit", g.deletedLast}, {fmt.Sprintf("%d commits ago", g.ago), g.deletedOld}} {
-		m, err := timed(reps, reset, func() error { return sh(big, e, bin, "restore", "--repo", big, c.path) })
-		if err != nil {
+		memdRestore := func() error { return sh(big, e, bin, "restore", "--repo", big, c.path) }
+		if err := reset(); err != nil {
+			return nil, err
+		}
+		if err := memdRestore(); err != nil {
 			return nil, err
 		}
 		if _, err := shOut(big, gitEnv, "git", "cat-file", "-e", "HEAD:"+c.path); err != nil {
 			return nil, fmt.Errorf("memd restore %s did not bring it back: %v", c.path, err)
 		}
-		gt, err := timed(reps, reset, func() error {
+		gitFind := func() error {
 			h, err := shOut(big, gitEnv, "git", "log", "--diff-filter=D", "-1", "--format=%H", "--", c.path)
 			if err != nil {
 				return err
 			}
 			return sh(big, gitEnv, "git", "show", strings.TrimSpace(h)+"^:"+c.path)
-		})
+		}
+		m, gt, err := timedPair(reps, reset, memdRestore, gitFind)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,15 +35,22 @@ type logBuf struct {
 func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
 func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
+// benchDaemon runs a daemon on each repo reps times, the big and the small one in turn, so
+// a noisy neighbour weighs on both sides alike, and takes each figure's median.
 func (g *genPlan) benchDaemon(bin, home, big, small string, reps int) ([]result, error) {
-	fb, err := g.daemon(bin, home, big, reps)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", big, err)
+	var bs, ss []daemonFigures
+	for range reps {
+		fb, err := g.daemon(bin, home, big, 1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", big, err)
+		}
+		fs, err := g.daemon(bin, home, small, 1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", small, err)
+		}
+		bs, ss = append(bs, fb), append(ss, fs)
 	}
-	fs, err := g.daemon(bin, home, small, reps)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", small, err)
-	}
+	fb, fs := medianFigures(bs), medianFigures(ss)
 	deep := fmt.Sprintf("%d commits vs 100 commits, same tree", g.n)
 	return []result{
 		{"the page's first 20 history entries (GET /history?limit=20), vs the 100-commit repo", sec(fb.page), sec(fs.page), ratio(fb.page, fs.page), "≤ 0.5 s"},
@@ -50,6 +58,24 @@ func (g *genPlan) benchDaemon(bin, home, big, small string, reps int) ([]result,
 		{"a 1-file commit (write to the branch moved, 300 ms quiet), " + deep, sec(fb.commit), sec(fs.commit), ratio(fb.commit, fs.commit), "≤ 1.1x"},
 		{"`memd status`, " + deep, sec(fb.status), sec(fs.status), ratio(fb.status, fs.status), "≤ 1.1x"},
 	}, nil
+}
+
+// medianFigures is each figure's median over the runs.
+func medianFigures(fs []daemonFigures) daemonFigures {
+	med := func(get func(daemonFigures) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(fs))
+		for i, f := range fs {
+			ds[i] = get(f)
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	return daemonFigures{
+		start:  med(func(f daemonFigures) time.Duration { return f.start }),
+		commit: med(func(f daemonFigures) time.Duration { return f.commit }),
+		status: med(func(f daemonFigures) time.Duration { return f.status }),
+		page:   med(func(f daemonFigures) time.Duration { return f.page }),
+	}
 }
 
 func (g *genPlan) daemon(bin, home, repo string, reps int) (daemonFigures, error) {
@@ -84,7 +110,7 @@ func (g *genPlan) daemon(bin, home, repo string, reps int) (daemonFigures, error
 	if f.commit, err = timed(reps, nil, func() error { return oneCommit(repo) }); err != nil {
 		return f, err
 	}
-	if f.status, err = timed(reps*5, nil, func() error { return sh(repo, e, bin, "status", "--config", cfg, "--repo", repo) }); err != nil {
+	if f.status, err = timed(reps*9, nil, func() error { return sh(repo, e, bin, "status", "--config", cfg, "--repo", repo) }); err != nil {
 		return f, err
 	}
 	page, err := get("http://"+addr+"/", "")

@@ -84,6 +84,29 @@ func timed(reps int, before func() error, f func() error) (time.Duration, error)
 	return ds[len(ds)/2], nil
 }
 
+// timedPair is the medians of reps runs of a and of b taken in turn (a, b, a, b...), so a
+// noisy neighbour weighs on both alike; before runs, untimed, ahead of every run.
+func timedPair(reps int, before, a, b func() error) (time.Duration, time.Duration, error) {
+	var das, dbs []time.Duration
+	for range reps {
+		for _, x := range []struct {
+			f  func() error
+			ds *[]time.Duration
+		}{{a, &das}, {b, &dbs}} {
+			d, err := timed(1, before, x.f)
+			if err != nil {
+				return 0, 0, err
+			}
+			*x.ds = append(*x.ds, d)
+		}
+	}
+	med := func(ds []time.Duration) time.Duration {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	return med(das), med(dbs), nil
+}
+
 type result struct {
 	what, memd, git, ratio, target string
 }
