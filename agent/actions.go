@@ -70,7 +70,7 @@ func (s *Session) withCommitted(ctx context.Context, fn func() error) error {
 		if err != nil {
 			return fmt.Errorf("reconcile %s: %w", s.cfg.Repo, err)
 		}
-		if len(dirty) > 0 {
+		if dirty = s.cutFilter(dirty); len(dirty) > 0 {
 			if _, err := s.repo.CommitPaths(dirty); err != nil {
 				return fmt.Errorf("commit pending edits first: %w", err)
 			}

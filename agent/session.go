@@ -40,6 +40,7 @@ type Session struct {
 	// yet (githeal.go, docs/ARCHITECTURE.md §9.7).
 	healed      []string
 	healPending string
+	cut         *cutHolds // files a power cut emptied, held (cutheld.go); nil: read-only
 }
 
 // OpenOptions tune Open. Zero values take the defaults.
@@ -88,6 +89,7 @@ func Open(ctx context.Context, cfg memd.Config, o OpenOptions) (*Session, error)
 	}
 	s := &Session{cfg: cfg, log: o.Logger, now: o.Now, who: o.Who, held: o.LockHeld}
 	if !o.ReadOnly {
+		s.cut = newCutHolds(cfg) // before anything of this run writes a status document
 		// First: what a crash left in .git (an empty HEAD, a corrupt object) is healed
 		// before anything reads it (githeal.go).
 		if err := s.healAtOpen(ctx, o); err != nil {
@@ -234,6 +236,9 @@ func (s *Session) acquireLock(ctx context.Context) (release func(), err error) {
 func (s *Session) CommitPending(ctx context.Context, paths []string) (memd.CommitResult, error) {
 	var res memd.CommitResult
 	var err error
+	if paths = s.cutFilter(paths); len(paths) == 0 {
+		return res, nil
+	}
 	for range maxCASRetries {
 		release, lerr := s.acquireLock(ctx)
 		if lerr != nil {

@@ -48,7 +48,8 @@ type state struct {
 	allowSeen bool            // allow-deletes was there at the last look (aside.go)
 	claude    claudeState     // Claude Code's memory (claudecode.go)
 
-	hookHeld hookHeldSeen // paths a git hook holds, announced (hookheld.go)
+	hookHeld hookHeldSeen    // paths a git hook holds, announced (hookheld.go)
+	cutHeld  map[string]bool // paths held as emptied by a power cut, announced (cutheld.go)
 }
 
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
@@ -104,6 +105,7 @@ func (a *Agent) publish() {
 	}
 	f.Held = append(f.Held, a.hookHeldFacts()...) // refused by the repo's pre-commit/commit-msg hook
 	f.Held = append(f.Held, a.filterHeld()...)    // a git filter failed or is missing (heldfilter.go)
+	f.Held = append(f.Held, a.cutHeldFacts()...)  // emptied by a power cut (cutheld.go)
 	if st.syncState == statusline.StateError {
 		f.Error = st.syncErr
 	}

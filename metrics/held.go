@@ -6,9 +6,9 @@ import (
 	"github.com/memd-dev/memd/metrics/statusline"
 )
 
-// HeldReasons are memd_held_files' reason label values (statusline.HeldSecret, HeldSize, HeldHook, HeldFilter),
+// HeldReasons are memd_held_files' reason label values (statusline.HeldSecret, HeldSize, HeldHook, HeldFilter, HeldCut),
 // every one exported from the start (0 until a file is held).
-var HeldReasons = []string{statusline.HeldSecret, statusline.HeldSize, statusline.HeldHook, statusline.HeldFilter}
+var HeldReasons = []string{statusline.HeldSecret, statusline.HeldSize, statusline.HeldHook, statusline.HeldFilter, statusline.HeldCut}
 
 // heldMetrics are the series of files memd does not commit (docs/ARCHITECTURE.md §11): how many are held
 // now, by reason, and the secret findings seen, by gitleaks rule (never the secret).
@@ -20,7 +20,7 @@ type heldMetrics struct {
 func newHeldMetrics(reg *prometheus.Registry) heldMetrics {
 	h := heldMetrics{
 		files: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "memd_held_files",
-			Help: "Files memd holds back from commits now, by reason (secret, size, hook, filter)."}, []string{"reason"}),
+			Help: "Files memd holds back from commits now, by reason (secret, size, hook, filter, cut)."}, []string{"reason"}),
 		findings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memd_secret_findings_total",
 			Help: "Secrets found in files about to be committed (each finding counted once), by gitleaks rule."}, []string{"rule"}),
 	}

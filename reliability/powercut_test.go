@@ -6,10 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/testutil"
+	"github.com/memd-dev/memd/metrics/statusline"
 )
 
 // Power cuts (docs/ARCHITECTURE.md §9.7; docs/RELIABILITY.md "Power cuts"): crash images
@@ -277,7 +282,20 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 		t.Errorf("%s: git status: %v", name, err)
 	}
 	lostPushed := unsyncedFate(w, c, writes, r)
+	emptied := cutEmptied(w)
 	d := w.start()
+	// The files the cut emptied where HEAD has the memory are held, not committed (reason
+	// cut); the user's cure, as the status says, is git's own checkout of HEAD's version.
+	if len(emptied) > 0 {
+		var held []string
+		if !testutil.Poll(settleTimeout, func() bool { held = cutHeld(w); return strings.Join(held, " ") == strings.Join(emptied, " ") }) {
+			r.Corruptions++
+			t.Errorf("%s: held as emptied by the cut: %v, want %v\n%s", name, held, emptied, d.Logs())
+		}
+		if out, err := w.gitRun(w.repo, nil, append([]string{"checkout", "--"}, emptied...)...); err != nil {
+			t.Errorf("%s: git checkout of the emptied files: %v\n%s", name, err, out)
+		}
+	}
 	if ok, last := w.settled(settleTimeout); !ok {
 		r.Corruptions++
 		t.Errorf("%s: memd did not converge with the remote: %s\n%s", name, last, d.Logs())
@@ -287,11 +305,13 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 		r.Corruptions++
 		t.Errorf("%s: git fsck --full after memd: %v\n%s", name, err, out)
 	}
-	// What became of the pushed writes the image lost (a finding, not a failure: their
-	// writers did not fsync): still on the remote as written, or replaced by what the image had.
+	// What became of the pushed writes the image lost (their writers did not fsync): each
+	// is still on the remote as written; the emptied file was held, not pushed over it.
 	for _, wr := range lostPushed {
 		if got, err := w.gitRun(w.bare, nil, "cat-file", "blob", "main:"+wr.rel); err != nil || got != wr.content {
 			r.pushedReplaced++
+			r.Corruptions++
+			t.Errorf("%s: %s, pushed before the cut and lost by the image, is no longer on the remote as written (%v)", name, wr.rel, err)
 		}
 	}
 	if c.remoteHead != "" && !w.isAncestor(w.repo, c.remoteHead, "HEAD") {
@@ -311,6 +331,45 @@ func (rig *cutRig) check(c pcCut, writes []pcWrite, r *pcRow) {
 		}
 		r.Found++
 	}
+}
+
+// cutEmptied is the image's files that are empty or all zero bytes where its HEAD's
+// version is not: what memd holds after the unclean stop (agent/cutheld.go), sorted.
+func cutEmptied(w *world) []string {
+	ls, err := w.gitRun(w.repo, nil, "ls-tree", "-r", "-l", "HEAD")
+	if err != nil {
+		w.t.Fatalf("ls-tree in the image: %v", err)
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(ls), "\n") {
+		meta, rel, ok := strings.Cut(l, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 4 || f[1] != "blob" || f[3] == "0" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(w.repo, filepath.FromSlash(rel)))
+		if err == nil && len(bytes.Trim(b, "\x00")) == 0 {
+			out = append(out, rel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cutHeld is the paths memd's status document lists as held for reason cut, sorted.
+func cutHeld(w *world) []string {
+	doc, err := statusline.Read(memd.StateDir(w.repo))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, h := range doc.Held {
+		if h.Reason == statusline.HeldCut {
+			out = append(out, h.Path)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // unsyncedFate counts what an image kept of the writes not fsynced before its cut (the

@@ -34,6 +34,7 @@ const (
 	HeldSize   = "size"
 	HeldHook   = "hook"   // the repo's pre-commit or commit-msg git hook refused it (Rule: the hook)
 	HeldFilter = "filter" // its git filter driver failed or is missing (Rule: the driver)
+	HeldCut    = "cut"    // empty or zero bytes after an unclean stop where HEAD's version is not: a power cut's doing
 )
 
 // Part kinds: the colour a reader draws a part in. "" is the reader's default colour.

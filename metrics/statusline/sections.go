@@ -125,6 +125,8 @@ func heldLines(held []Held) []Line {
 			}
 		case HeldFilter:
 			why = "git filter " + clean(h.Rule) + " failed or is not set up here"
+		case HeldCut:
+			why = "emptied by a power cut (git checkout -- it brings it back)"
 		}
 		lines = append(lines, Line{Text: clean(h.Path) + ": " + why, Kind: KindWarn})
 	}
