@@ -163,6 +163,32 @@ func (a *Agent) doSync(ctx context.Context) error {
 	}
 	a.setBusy("syncing")
 	before, _ := a.repo.Head()
+	res, err := a.syncRounds(ctx)
+	a.st.ahead, a.st.behind = res.Ahead, res.Behind
+	if err != nil && a.stoodAside(err) {
+		a.noteMerge(res, before) // a round may have merged before the repo changed hands
+		return nil
+	}
+	contention := a.countContention(err)
+	if contention && a.contention <= maxContention {
+		a.retryContended(err, res, before)
+		return nil
+	}
+	if a.holdDeletion(err) {
+		a.retryLater(a.k.sync, a.cfg.Sync.CheckInterval.D())
+		return nil
+	}
+	if err != nil {
+		a.syncFailed(err, contention, res, before)
+		return nil
+	}
+	a.syncSucceeded(res, before)
+	return nil
+}
+
+// syncRounds runs the session's fetch, merge and push rounds between the after_sync
+// hook's start and end, so the hook sees the HEAD the sync left, pushed or not.
+func (a *Agent) syncRounds(ctx context.Context) (gitrepo.SyncResult, error) {
 	hook := a.hookStart(memd.HookAfterSync)
 	// Edits in a merge's way are committed like any batch: the lock only while reading.
 	res, err := a.sess.SyncOnce(ctx, func(paths []string) error { return a.commitPaths(ctx, paths, memd.CommitChange) },
@@ -171,66 +197,81 @@ func (a *Agent) doSync(ctx context.Context) error {
 	a.metrics.PushAttempts(res.PushAttempts)
 	// Even a sync that failed to push may have merged: the hook follows HEAD, not the push.
 	a.hookEnd(hook)
-	a.st.ahead, a.st.behind = res.Ahead, res.Behind
-	if err != nil && a.stoodAside(err) {
-		a.noteMerge(res, before) // a round may have merged before the repo changed hands
-		return nil
-	}
+	return res, err
+}
+
+// countContention says whether err is contention (a lost push race or a raced checkout)
+// and counts syncs in a row that ended in it, so that doSync can stop treating a run past
+// maxContention as a race.
+func (a *Agent) countContention(err error) bool {
 	contention := err != nil && (errors.Is(err, gitremote.ErrPushRejected) || errors.Is(err, gitrepo.ErrCheckoutRaced))
 	if contention {
 		a.contention++
 	} else {
 		a.contention = 0
 	}
-	if contention && a.contention <= maxContention {
-		a.metrics.SyncDone(err, a.now())
-		a.noteMerge(res, before)
-		wait := contentionRetryMin + time.Duration(rand.Float64()*float64(contentionRetrySpread))
-		a.log.Info("sync lost the race to other writers; trying again soon", "err", err, "next", wait.Round(time.Millisecond))
-		a.retryLater(a.k.sync, wait)
-		return nil
+	return contention
+}
+
+// retryContended ends a sync that lost the race to other writers: its merge is noted and
+// it is tried again after a short random pause, with no change of sync state.
+func (a *Agent) retryContended(err error, res gitrepo.SyncResult, before string) {
+	a.metrics.SyncDone(err, a.now())
+	a.noteMerge(res, before)
+	wait := contentionRetryMin + time.Duration(rand.Float64()*float64(contentionRetrySpread))
+	a.log.Info("sync lost the race to other writers; trying again soon", "err", err, "next", wait.Round(time.Millisecond))
+	a.retryLater(a.k.sync, wait)
+}
+
+// syncFailed ends a sync that failed: its merge is noted, the status goes offline or to
+// error (an event per change), and the next try waits for the backoff.
+func (a *Agent) syncFailed(err error, contention bool, res gitrepo.SyncResult, before string) {
+	a.metrics.SyncDone(err, a.now())
+	a.noteMerge(res, before) // a merge may have happened before the push failed
+	prev := a.st.syncState
+	switch {
+	case errors.Is(err, gitremote.ErrOffline):
+		a.st.syncState = statusline.StateOffline
+	default:
+		// The remote answered (auth, unrelated history, a refused push, a
+		// commit naming a path memd will not write (ErrUnsafeTree), a
+		// checkout that failed): not offline, an error until it clears.
+		a.st.syncState = statusline.StateError
 	}
-	if a.holdDeletion(err) {
-		a.retryLater(a.k.sync, a.cfg.Sync.CheckInterval.D())
-		return nil
+	if prev != a.st.syncState || (a.st.syncState == statusline.StateError && a.st.syncErr != err.Error()) {
+		a.syncEvent(err)
 	}
-	if err != nil {
-		a.metrics.SyncDone(err, a.now())
-		a.noteMerge(res, before) // a merge may have happened before the push failed
-		prev := a.st.syncState
-		switch {
-		case errors.Is(err, gitremote.ErrOffline):
-			a.st.syncState = statusline.StateOffline
+	a.st.syncErr = err.Error()
+	a.scheduleSyncRetry(err, contention, prev != a.st.syncState)
+}
+
+// scheduleSyncRetry arms the timer for the sync after a failed one (syncRetryWait's wait)
+// and marks the agent as waiting it out (commits then kick no sync), unless the repo's
+// pre-push hook refused; stateChanged says whether to log: once per state change.
+func (a *Agent) scheduleSyncRetry(err error, contention, stateChanged bool) {
+	wait := syncRetryWait(err, contention, a.backoff.Next(), a.cfg.Sync.PullInterval.D())
+	hookRefused := errors.Is(err, githooks.ErrRefused) // the repo's pre-push hook said no
+	if hookRefused {
+		wait = a.cfg.Sync.PullInterval.D() // or sooner: the next change tries again (no backoff wait)
+	}
+	if stateChanged {
+		a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
+	}
+	a.syncWaiting.Store(!hookRefused)
+	if errors.Is(err, gitremote.ErrPushRefused) {
+		// A kick queued during this sync (its own commit's) must not ask the remote
+		// again at once: the timer is the next try.
+		select {
+		case <-a.k.sync:
 		default:
-			// The remote answered (auth, unrelated history, a refused push, a
-			// commit naming a path memd will not write (ErrUnsafeTree), a
-			// checkout that failed): not offline, an error until it clears.
-			a.st.syncState = statusline.StateError
 		}
-		if prev != a.st.syncState || (a.st.syncState == statusline.StateError && a.st.syncErr != err.Error()) {
-			a.syncEvent(err)
-		}
-		a.st.syncErr = err.Error()
-		wait := syncRetryWait(err, contention, a.backoff.Next(), a.cfg.Sync.PullInterval.D())
-		hookRefused := errors.Is(err, githooks.ErrRefused) // the repo's pre-push hook said no
-		if hookRefused {
-			wait = a.cfg.Sync.PullInterval.D() // or sooner: the next change tries again (no backoff wait)
-		}
-		if prev != a.st.syncState {
-			a.log.Warn("sync failed; retrying with backoff", "state", a.st.syncState, "err", err, "next", wait.Round(time.Second))
-		}
-		a.syncWaiting.Store(!hookRefused)
-		if errors.Is(err, gitremote.ErrPushRefused) {
-			// A kick queued during this sync (its own commit's) must not ask the remote
-			// again at once: the timer is the next try.
-			select {
-			case <-a.k.sync:
-			default:
-			}
-		}
-		time.AfterFunc(wait, func() { a.syncWaiting.Store(false); kick(a.k.sync) })
-		return nil
 	}
+	time.AfterFunc(wait, func() { a.syncWaiting.Store(false); kick(a.k.sync) })
+}
+
+// syncSucceeded ends a sync that merged and pushed what there was: the backoff resets,
+// a recovery from offline or error is announced once, and the status notes the push.
+func (a *Agent) syncSucceeded(res gitrepo.SyncResult, before string) {
 	a.backoff.Reset()
 	if a.st.syncState != statusline.StateOK && a.st.syncState != "" {
 		a.log.Info("sync recovered", "remote", a.cfg.Sync.Remote)
@@ -247,7 +288,6 @@ func (a *Agent) doSync(ctx context.Context) error {
 		a.st.lastPush = &t
 		a.st.detail = fmt.Sprintf("pushed to %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}
-	return nil
 }
 
 // syncRetryWait is the wait before the sync after one that failed with err: the backoff's

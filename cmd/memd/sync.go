@@ -58,6 +58,14 @@ func cmdSync(a *app, args []string) int {
 	// Hooks run outside the lock, whatever became of the sync: a commit made before a
 	// failing fetch still moved HEAD.
 	defer func() { a.runHooks(repo, steps...) }()
+	return syncWithRemote(ctx, a, sess, &report, &steps)
+}
+
+// syncWithRemote is cmdSync's fetch, merge and push, after its commit: it adds what the
+// sync did to report and its after_sync hook to steps, which cmdSync's deferred calls
+// hand on once this returns, whatever became of the sync.
+func syncWithRemote(ctx context.Context, a *app, sess *agent.Session, report *statedir.Report, steps *[]oneShotHook) int {
+	repo := sess.Repo()
 	beforeSync, okSync := head(repo)
 	ok, err := repo.HasRemote(a.cfg.Sync.Remote)
 	if err != nil || !ok {
@@ -69,22 +77,35 @@ func cmdSync(a *app, args []string) int {
 		report.Commits++
 	}
 	if after, ok := head(repo); ok && okSync {
-		steps = append(steps, oneShotHook{memd.HookAfterSync, beforeSync, after})
+		*steps = append(*steps, oneShotHook{memd.HookAfterSync, beforeSync, after})
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, gitremote.ErrAuth):
-			return a.fail("sync: authentication failed: %v", err)
-		case errors.Is(err, gitrepo.ErrUnrelatedHistory):
-			return a.fail("sync: %v; local history kept, nothing merged", err)
-		case errors.Is(err, gitpath.ErrUnsafeTree):
-			return a.fail("sync: %v; the remote's commit was not checked out, local commits are kept", err)
-		}
-		return a.fail("sync: %v (local commits are kept; memd run retries)", err)
+		return syncFailure(a, err)
 	}
 	if err := sess.RefreshIndex(); err != nil {
 		a.log.Warn("index refresh", "err", err)
 	}
+	printSynced(a, sr)
+	return exitOK
+}
+
+// syncFailure reports a failed sync, with what became of the local commits where the
+// error tells, and returns the exit code.
+func syncFailure(a *app, err error) int {
+	switch {
+	case errors.Is(err, gitremote.ErrAuth):
+		return a.fail("sync: authentication failed: %v", err)
+	case errors.Is(err, gitrepo.ErrUnrelatedHistory):
+		return a.fail("sync: %v; local history kept, nothing merged", err)
+	case errors.Is(err, gitpath.ErrUnsafeTree):
+		return a.fail("sync: %v; the remote's commit was not checked out, local commits are kept", err)
+	}
+	return a.fail("sync: %v (local commits are kept; memd run retries)", err)
+}
+
+// printSynced tells what a successful sync did: the merge or fast-forward, the push, and
+// where the branch stands against the remote's.
+func printSynced(a *app, sr gitrepo.SyncResult) {
 	switch {
 	case sr.Merged:
 		fmt.Fprintf(a.stdout, "merged %s/%s", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
@@ -99,5 +120,4 @@ func cmdSync(a *app, args []string) int {
 		fmt.Fprintf(a.stdout, "pushed to %s/%s\n", a.cfg.Sync.Remote, a.cfg.Sync.Branch)
 	}
 	fmt.Fprintf(a.stdout, "in sync (ahead %d, behind %d)\n", sr.Ahead, sr.Behind)
-	return exitOK
 }
