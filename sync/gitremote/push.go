@@ -99,26 +99,21 @@ type Push struct {
 // git.NoErrAlreadyUpToDate, or an unclassified error (the caller
 // classifies it).
 func SendPack(ctx context.Context, p Push) (err error) {
-	rem, tgt, br, local := p.Remote, p.Target, p.Branch, p.Local
-	ctx, cancel := uncancelledIfLocal(ctx, tgt.URL)
+	ctx, cancel := uncancelledIfLocal(ctx, p.Target.URL)
 	defer cancel()
-	st := PushStats{New: local}
+	st := PushStats{New: p.Local}
 	defer func() {
 		if p.Stats != nil {
 			p.Stats(st)
 		}
 	}()
-	fallback := func(why string) error {
-		st.Fallback = why
-		return pushThroughGoGit(ctx, p.Log, rem, tgt, br, why)
-	}
 
 	var pre *prebuilt
-	if !p.Expect.IsZero() && p.Expect != local {
-		pre = prebuildPack(p.Store, local, p.Expect, p.WalkLimit)
+	if !p.Expect.IsZero() && p.Expect != p.Local {
+		pre = prebuildPack(p.Store, p.Local, p.Expect, p.WalkLimit)
 	}
 
-	sess, err := openReceivePack(rem, tgt)
+	sess, err := openReceivePack(p.Remote, p.Target)
 	if err != nil {
 		return err
 	}
@@ -135,28 +130,30 @@ func SendPack(ctx context.Context, p Push) (err error) {
 			err = cerr
 		}
 	}()
+	return pushOnSession(ctx, p, sess, closeSess, pre, &st)
+}
+
+// pushOnSession is SendPack once its receive-pack session sess is open: it reads the
+// remote's head from the advertisement and sends what the remote lacks, the prebuilt
+// pack pre when it still fits, else our own enumeration's, else (where ours cannot or
+// should not diff) it closes sess with closeSess and pushes through go-git. It records
+// the push in st.
+func pushOnSession(ctx context.Context, p Push, sess transport.ReceivePackSession, closeSess func() error,
+	pre *prebuilt, st *PushStats) error {
+	br, local := p.Branch, p.Local
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
 		return err
 	}
-	remoteRefs, err := ar.AllReferences()
+	old, why, err := remoteBranchHead(ar, br)
 	if err != nil {
 		return err
 	}
-	ref, err := remoteRefs.Reference(br)
-	switch {
-	case errors.Is(err, plumbing.ErrReferenceNotFound):
-		// First push: nothing on the remote to diff against. Our session
-		// is closed first so the remote serves go-git's.
+	if why != "" {
+		// Our session is closed first so the remote serves go-git's.
 		_ = closeSess()
-		return fallback("remote branch absent")
-	case err != nil:
-		return err
-	case ref.Type() != plumbing.HashReference:
-		_ = closeSess()
-		return fallback("remote branch is not a hash reference")
+		return pushFallback(ctx, p, st, why)
 	}
-	old := ref.Hash()
 	st.Old = old
 	if old == local {
 		return git.NoErrAlreadyUpToDate
@@ -166,24 +163,51 @@ func SendPack(ctx context.Context, p Push) (err error) {
 		st.Prebuilt = true
 		return sendUpdate(ctx, p.Store, sess, ar, br, old, local, pre.objs, pre.pack)
 	}
-	if err := haveRemoteHead(p.Store, old, br, &st); err != nil {
+	if err := haveRemoteHead(p.Store, old, br, st); err != nil {
 		return err
 	}
 
-	objs, ff, err := PushObjects(p.Store, local, old, p.WalkLimit, &st)
+	objs, ff, err := PushObjects(p.Store, local, old, p.WalkLimit, st)
 	switch {
 	case errors.Is(err, ErrPushWalkTooLong):
 		_ = closeSess()
-		return fallback(err.Error())
+		return pushFallback(ctx, p, st, err.Error())
 	case err != nil:
 		// Whatever broke our walk, go-git's would meet too or cope with.
 		_ = closeSess()
-		return fallback(err.Error())
+		return pushFallback(ctx, p, st, err.Error())
 	case !ff:
 		return fmt.Errorf("non-fast-forward update: %s", br)
 	}
 
 	return sendUpdate(ctx, p.Store, sess, ar, br, old, local, objs, nil)
+}
+
+// remoteBranchHead is the hash the remote advertises for br in ar. A non-empty why says
+// instead why there is nothing on the remote for our enumeration to diff against, and
+// the push should go through go-git.
+func remoteBranchHead(ar *packp.AdvRefs, br plumbing.ReferenceName) (old plumbing.Hash, why string, err error) {
+	remoteRefs, err := ar.AllReferences()
+	if err != nil {
+		return plumbing.ZeroHash, "", err
+	}
+	ref, err := remoteRefs.Reference(br)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		// First push: nothing on the remote to diff against.
+		return plumbing.ZeroHash, "remote branch absent", nil
+	case err != nil:
+		return plumbing.ZeroHash, "", err
+	case ref.Type() != plumbing.HashReference:
+		return plumbing.ZeroHash, "remote branch is not a hash reference", nil
+	}
+	return ref.Hash(), "", nil
+}
+
+// pushFallback pushes p through go-git's own enumeration, recording why in st.
+func pushFallback(ctx context.Context, p Push, st *PushStats, why string) error {
+	st.Fallback = why
+	return pushThroughGoGit(ctx, p.Log, p.Remote, p.Target, p.Branch, why)
 }
 
 // maxPrebuiltPack bounds the pack prebuildPack keeps in memory; a larger push streams its

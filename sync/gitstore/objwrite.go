@@ -338,26 +338,38 @@ func WritePack(gitDir string, objs []RawObject) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	type entry struct {
-		h   plumbing.Hash
-		off uint64
-		crc uint32
+	pack, entries, sum, err := encodePack(objs)
+	if err != nil {
+		return err
 	}
+	idx := encodePackIndex(entries, sum)
+
+	name := filepath.Join(dir, "pack-"+plumbing.Hash(sum).String())
+	if _, err := os.Lstat(name + ".idx"); err == nil {
+		return nil // the same objects in the same order: already here
+	}
+	return installPack(dir, name, pack, idx)
+}
+
+// packEntry is where WritePack put one object in its pack, for the index.
+type packEntry struct {
+	h   plumbing.Hash
+	off uint64
+	crc uint32
+}
+
+// encodePack encodes objs, whole and in order, as a version 2 pack with its trailing
+// checksum, and returns the entries the index needs. Its errors are WritePack's: a pack
+// too big for a 4-byte offset index is one.
+func encodePack(objs []RawObject) ([]byte, []packEntry, [sha1.Size]byte, error) {
 	var pack bytes.Buffer
 	pack.WriteString("PACK")
 	pack.Write(binary.BigEndian.AppendUint32(nil, 2))
 	pack.Write(binary.BigEndian.AppendUint32(nil, uint32(len(objs))))
-	entries := make([]entry, 0, len(objs))
+	entries := make([]packEntry, 0, len(objs))
 	for _, o := range objs {
 		start := pack.Len()
-		// The entry header: type and size, 4 bits then 7 at a time, low bits first.
-		size := uint64(len(o.Content))
-		c := byte(o.Type)<<4 | byte(size&0x0f)
-		for size >>= 4; size > 0; size >>= 7 {
-			pack.WriteByte(c | 0x80)
-			c = byte(size & 0x7f)
-		}
-		pack.WriteByte(c)
+		writePackEntryHeader(&pack, o.Type, uint64(len(o.Content)))
 		zw := getZlib(&pack)
 		_, err := zw.Write(o.Content)
 		if err == nil {
@@ -365,18 +377,34 @@ func WritePack(gitDir string, objs []RawObject) error {
 		}
 		zlibPool.Put(zw)
 		if err != nil {
-			return fmt.Errorf("write pack: %w", err)
+			return nil, nil, [sha1.Size]byte{}, fmt.Errorf("write pack: %w", err)
 		}
-		entries = append(entries, entry{h: o.Hash, off: uint64(start), crc: crc32.ChecksumIEEE(pack.Bytes()[start:])})
+		entries = append(entries, packEntry{h: o.Hash, off: uint64(start), crc: crc32.ChecksumIEEE(pack.Bytes()[start:])})
 	}
 	sum := sha1.Sum(pack.Bytes())
 	pack.Write(sum[:])
 	if pack.Len() >= 1<<31 {
-		return fmt.Errorf("write pack: %d bytes: over what a 4-byte offset index holds", pack.Len())
+		return nil, nil, [sha1.Size]byte{}, fmt.Errorf("write pack: %d bytes: over what a 4-byte offset index holds", pack.Len())
 	}
+	return pack.Bytes(), entries, sum, nil
+}
 
+// writePackEntryHeader writes a pack entry's header to pack.
+func writePackEntryHeader(pack *bytes.Buffer, typ plumbing.ObjectType, size uint64) {
+	// The entry header: type and size, 4 bits then 7 at a time, low bits first.
+	c := byte(typ)<<4 | byte(size&0x0f)
+	for size >>= 4; size > 0; size >>= 7 {
+		pack.WriteByte(c | 0x80)
+		c = byte(size & 0x7f)
+	}
+	pack.WriteByte(c)
+}
+
+// encodePackIndex encodes the index of the pack whose checksum is sum and whose objects
+// are entries (which it sorts by name).
+func encodePackIndex(entries []packEntry, sum [sha1.Size]byte) []byte {
 	// The index, version 2: fan-out, names in order, CRCs, offsets, the pack's checksum.
-	slices.SortFunc(entries, func(a, b entry) int { return bytes.Compare(a.h[:], b.h[:]) })
+	slices.SortFunc(entries, func(a, b packEntry) int { return bytes.Compare(a.h[:], b.h[:]) })
 	var idx bytes.Buffer
 	idx.Write([]byte{0xff, 't', 'O', 'c'})
 	idx.Write(binary.BigEndian.AppendUint32(nil, 2))
@@ -401,11 +429,14 @@ func WritePack(gitDir string, objs []RawObject) error {
 	idx.Write(sum[:])
 	isum := sha1.Sum(idx.Bytes())
 	idx.Write(isum[:])
+	return idx.Bytes()
+}
 
-	name := filepath.Join(dir, "pack-"+plumbing.Hash(sum).String())
-	if _, err := os.Lstat(name + ".idx"); err == nil {
-		return nil // the same objects in the same order: already here
-	}
+// installPack makes pack and idx durable as name.pack and name.idx in dir: both written
+// to temporary files and fsynced, then renamed into place, the pack before its index (a
+// reader sees a pack by its index), then dir fsynced. A temporary file left by an error
+// is removed.
+func installPack(dir, name string, pack, idx []byte) error {
 	var tmps []string
 	defer func() {
 		for _, t := range tmps {
@@ -427,11 +458,11 @@ func WritePack(gitDir string, objs []RawObject) error {
 		}
 		return f.Name(), err
 	}
-	tp, err := write(pack.Bytes(), ".pack")
+	tp, err := write(pack, ".pack")
 	if err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	ti, err := write(idx.Bytes(), ".idx")
+	ti, err := write(idx, ".idx")
 	if err != nil {
 		return fmt.Errorf("write pack index: %w", err)
 	}
