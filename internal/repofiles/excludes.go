@@ -3,6 +3,7 @@ package repofiles
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/memd-dev/memd/internal/gitconfig"
+	"github.com/memd-dev/memd/internal/gitlayout"
 )
 
 // excludesTimeout bounds the one `git config` run per build of the rules.
@@ -41,8 +45,22 @@ func ExcludesFile(root string) string {
 }
 
 // gitExcludesValue is core.excludesFile as git reads it in root; ok false when unset (or
-// git cannot say).
+// git cannot say). The process's one read of git's config (gitconfig.ForRepo) answers
+// unless the value needs git itself to expand it.
 func gitExcludesValue(root string) (string, bool) {
+	if l, err := gitlayout.Resolve(root); err == nil {
+		if kv, err := gitconfig.ForRepo(context.Background(), l); err == nil {
+			v, set := kv.Last("core.excludesfile")
+			if !set || v == "" {
+				return v, set
+			}
+			if p, ok := gitconfig.Path(v); ok {
+				return p, true
+			}
+		} else if errors.Is(err, gitconfig.ErrNoGit) {
+			return "", false
+		}
+	}
 	bin, err := exec.LookPath("git")
 	if err != nil {
 		return "", false

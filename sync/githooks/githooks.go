@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memd-dev/memd/internal/gitconfig"
 	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/internal/procgroup"
 	"github.com/memd-dev/memd/internal/textsafe"
@@ -121,8 +122,23 @@ func (r *Runner) Dir() string {
 // worktree shares its main one's, internal/gitlayout).
 func hooksDir(workTree, gitDir string) string {
 	def := filepath.Join(gitDir, "hooks")
-	if l, err := gitlayout.Resolve(workTree); err == nil {
+	l, err := gitlayout.Resolve(workTree)
+	if err == nil {
 		def = l.Path("hooks")
+		// The process's one read of git's config (gitconfig.ForRepo) answers unless the
+		// value needs git itself to expand it (%(prefix)/).
+		if kv, err := gitconfig.ForRepo(context.Background(), l); err == nil {
+			v, set := kv.Last("core.hookspath")
+			if !set || v == "" {
+				return def
+			}
+			if p, ok := gitconfig.Path(v); ok {
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(workTree, p)
+				}
+				return p
+			}
+		}
 	}
 	bin, err := exec.LookPath("git")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/gitconfig"
 )
 
 // gitBinary is the git that memd asks for config and credentials; "" = not installed
@@ -107,11 +108,10 @@ func configPairs(out []byte) [][2]string {
 // lower-cased, as `git config --list` prints them. A file remote's receive-pack reads the
 // same (gitrepo/filepush.go).
 func RepoConfig(ctx context.Context, gitDir string) ([][2]string, error) {
-	out, err := runGit(ctx, gitDir, nil, "--git-dir=.", "config", "-z", "--list")
-	if err != nil {
-		return nil, err
+	if gitBinary == "" {
+		return nil, errNoGit
 	}
-	return configPairs(out), nil
+	return gitconfig.Read(ctx, gitDir)
 }
 
 // rewriteURL applies url.<base>.insteadOf (and, for a push, url.<base>.pushInsteadOf

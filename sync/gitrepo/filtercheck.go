@@ -14,9 +14,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memd-dev/memd/internal/gitconfig"
 	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/sync/gitattr"
-	"github.com/memd-dev/memd/sync/gitremote"
 )
 
 // FilterCheck is `memd doctor`'s look at what git does to the bytes of HEAD's files: the
@@ -65,7 +65,7 @@ func CheckFilters(dir string) (FilterCheck, error) {
 	if err != nil {
 		return out, fmt.Errorf("check filters in %s: %w", dir, err)
 	}
-	cfg, _ := gitremote.RepoConfig(context.Background(), l.GitDir)
+	cfg, _ := gitconfig.ForRepo(context.Background(), l)
 	eng := gitattr.New(abs, l.CommonDir, cfg)
 	defer eng.Close()
 	drivers := map[string]bool{}

@@ -17,8 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/memd-dev/memd/internal/gitconfig"
 	"github.com/memd-dev/memd/sync/gitattr"
-	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitstore"
 	"github.com/memd-dev/memd/sync/treemerge"
 )
@@ -65,7 +65,7 @@ func (r *Repo) filtersBegin(tree gitattr.TreeSource) *gitattr.Engine {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if sig := gitConfigStamp(r.layout); f.eng == nil || sig != f.sig { // the config files git reads (remotehead.go)
-		cfg, err := gitremote.RepoConfig(context.Background(), r.gitDir)
+		cfg, err := gitconfig.ForRepo(context.Background(), r.layout)
 		if err != nil {
 			// No git: no filter can run, as under git; an attribute naming one holds.
 			r.log.Warn("read git config for filters and line endings", "repo", r.dir, "err", err)

@@ -48,6 +48,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 
+	"github.com/memd-dev/memd/internal/gitconfig"
 	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/sync/gitremote"
 	"github.com/memd-dev/memd/sync/gitstore"
@@ -273,49 +274,9 @@ func (r *Repo) lookedHead(url string) (plumbing.Hash, bool) {
 	return c.moved, ok
 }
 
-// gitConfigStamp is the size and mtime of each file git reads its config from for the repo
-// of layout l (git-config(1) FILES), of ~/.git-credentials and of memd's token file (extra):
-// a change to any of them is a change of what a resolve would find. A few stats, no process.
-func gitConfigStamp(l gitlayout.Layout, extra ...string) string {
-	files := []string{l.Path("config"), l.Path("config.worktree")}
-	home, _ := os.UserHomeDir()
-	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
-		files = append(files, g)
-	} else {
-		xdg := os.Getenv("XDG_CONFIG_HOME")
-		if xdg == "" && home != "" {
-			xdg = filepath.Join(home, ".config")
-		}
-		if xdg != "" {
-			files = append(files, filepath.Join(xdg, "git", "config"))
-		}
-		if home != "" {
-			files = append(files, filepath.Join(home, ".gitconfig"))
-		}
-	}
-	if os.Getenv("GIT_CONFIG_NOSYSTEM") == "" {
-		if s := os.Getenv("GIT_CONFIG_SYSTEM"); s != "" {
-			files = append(files, s)
-		} else {
-			files = append(files, "/etc/gitconfig")
-		}
-	}
-	if home != "" {
-		files = append(files, filepath.Join(home, ".git-credentials"))
-	}
-	for _, f := range extra {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
-	var b strings.Builder
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil {
-			fmt.Fprintf(&b, "%s %d %d\n", f, fi.Size(), fi.ModTime().UnixNano())
-		}
-	}
-	return b.String()
-}
+// gitConfigStamp is gitconfig.Stamp: the state of the files git reads its config from for
+// the repo of layout l, and of extra (memd's token file).
+func gitConfigStamp(l gitlayout.Layout, extra ...string) string { return gitconfig.Stamp(l, extra...) }
 
 // TrackingHead is the remote-tracking ref as the last fetch or push left it (zero: none).
 func (r *Repo) TrackingHead(ro RemoteOptions) (plumbing.Hash, error) {

@@ -22,6 +22,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/memd-dev/memd/internal/gitconfig"
 	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/internal/repofiles"
 	"github.com/memd-dev/memd/internal/statedir"
@@ -290,6 +292,8 @@ func Open(dir string, opts Options) (*Repo, error) {
 	r := &Repo{dir: abs, given: given, gitDir: gitDir, commonDir: layout.CommonDir, layout: layout, repo: gr, opts: opts, log: log,
 		durable: durableState{dirs: map[string]bool{}}}
 	r.maxFile.Store(opts.MaxFileSize)
+	// The signer reads git's config from the process's one read (filters and hooks share it).
+	r.signers.Read = func(ctx context.Context, _ string) ([][2]string, error) { return gitconfig.ForRepo(ctx, layout) }
 	r.author = r.resolveAuthor()
 	// memd's commits chain from the head found at open; a first index refresh that
 	// overlaps the first commit then leaves the next refresh incremental (index.go).
