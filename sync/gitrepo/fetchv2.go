@@ -55,10 +55,35 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 		return plumbing.ZeroHash, err
 	}
 	tgt.Apply(ep) // git's proxy and CA for this URL, which v2Client follows
+	rem, head, closeConn, err := r.remoteHeadV2(ctx, ep, tgt)
+	if closeConn != nil {
+		defer closeConn()
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if head.IsZero() {
+		_ = r.repo.Storer.RemoveReference(track)
+		return plumbing.ZeroHash, nil
+	}
+	if r.repo.Storer.HasEncodedObject(head) != nil {
+		if err := r.fetchObjectsV2Locked(ctx, rem, head, track); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if err := r.setTrackingRef(track, head); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return head, nil
+}
+
+// remoteHeadV2 picks ep's v2 transport (rem, for the fetch to follow) and asks it for the
+// branch's head: ls-refs, or a file remote's ref files. closeConn, when not nil, closes the
+// ssh connection the fetch goes on to use; the caller defers it whatever err is, so the
+// connection lives until the fetch is done. errFetchV2Unsupported: use go-git's fetch.
+func (r *Repo) remoteHeadV2(ctx context.Context, ep *transport.Endpoint, tgt *gitremote.Target) (rem v2Remote, head plumbing.Hash, closeConn func(), err error) {
 	auth := tgt.Auth
-	var rem v2Remote
 	ref := r.BranchRef().String()
-	var head plumbing.Hash
 	switch ep.Protocol {
 	case "http", "https":
 		rem = &httpV2{ep: ep, auth: auth}
@@ -70,74 +95,67 @@ func (r *Repo) fetchOneRefLocked(ctx context.Context, tgt *gitremote.Target, tra
 	case "file":
 		git, lerr := exec.LookPath("git")
 		if lerr != nil {
-			return plumbing.ZeroHash, errFetchV2Unsupported
+			return nil, plumbing.ZeroHash, nil, errFetchV2Unsupported
 		}
 		rem = &fileV2{git: git, path: ep.Path}
 		head, err = fileRemoteHead(ep.Path, ref)
 	case "ssh":
 		if sshKnownV0(ep.String()) {
-			return plumbing.ZeroHash, errFetchV2Unsupported
+			return nil, plumbing.ZeroHash, nil, errFetchV2Unsupported
 		}
 		s, derr := dialSSHV2(ctx, ep, auth)
 		if derr != nil {
-			return plumbing.ZeroHash, derr
+			return nil, plumbing.ZeroHash, nil, derr
 		}
-		defer s.Close()
+		closeConn = func() { _ = s.Close() }
 		var v2 bool
 		head, v2, err = s.lsRefs(ctx, ref)
 		if err == nil {
 			noteSSHProtocol(ep.String(), v2)
 		}
 		if err == nil && !v2 {
-			return plumbing.ZeroHash, errFetchV2Unsupported // a v0 server: go-git's fetch
+			return nil, plumbing.ZeroHash, closeConn, errFetchV2Unsupported // a v0 server: go-git's fetch
 		}
 		rem = s
 	default:
-		return plumbing.ZeroHash, errFetchV2Unsupported
+		return nil, plumbing.ZeroHash, nil, errFetchV2Unsupported
 	}
 	if errors.Is(err, ErrCheckUnsupported) {
-		return plumbing.ZeroHash, errFetchV2Unsupported
+		return nil, plumbing.ZeroHash, closeConn, errFetchV2Unsupported
+	}
+	return rem, head, closeConn, err
+}
+
+// fetchObjectsV2Locked brings head, which the store lacks, before the tracking ref names
+// it: a file remote's small fast-forward is copied from its objects; otherwise a v2 pack
+// is fetched and head checked connected to what the tracking ref named before.
+// errFetchV2Unsupported: ls-refs answered, fetch did not. Caller holds r.mu.
+func (r *Repo) fetchObjectsV2Locked(ctx context.Context, rem v2Remote, head plumbing.Hash, track plumbing.ReferenceName) error {
+	err := errCopyDeclined
+	if f, ok := rem.(*fileV2); ok {
+		// A small fast-forward is copied from the remote's objects (filefetch.go).
+		t0 := time.Now()
+		err = r.copyFromFileRemoteLocked(fileRemoteGitDir(f.path), head, track)
+		r.log.Debug("fetch: copy from the file remote", "took", time.Since(t0), "err", err) // declined: git fetches
+		if err != nil && !errors.Is(err, errCopyDeclined) {
+			return err
+		}
 	}
 	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if head.IsZero() {
-		_ = r.repo.Storer.RemoveReference(track)
-		return plumbing.ZeroHash, nil
-	}
-	if r.repo.Storer.HasEncodedObject(head) != nil {
-		err := errCopyDeclined
-		if f, ok := rem.(*fileV2); ok {
-			// A small fast-forward is copied from the remote's objects (filefetch.go).
-			t0 := time.Now()
-			err = r.copyFromFileRemoteLocked(fileRemoteGitDir(f.path), head, track)
-			r.log.Debug("fetch: copy from the file remote", "took", time.Since(t0), "err", err) // declined: git fetches
-			if err != nil && !errors.Is(err, errCopyDeclined) {
-				return plumbing.ZeroHash, err
-			}
-		}
-		if err != nil {
-			if err = r.fetchPackV2(ctx, rem, head); err == nil {
-				old, _ := gitstore.ReadRef(r.commonDir, track.String())
-				err = r.checkConnectedLocked(head, old)
-				if errors.Is(err, plumbing.ErrObjectNotFound) && r.shallow() {
-					if err = r.completeShallowFetchLocked(ctx, track); err == nil {
-						err = r.checkConnectedLocked(head, old)
-					}
+		if err = r.fetchPackV2(ctx, rem, head); err == nil {
+			old, _ := gitstore.ReadRef(r.commonDir, track.String())
+			err = r.checkConnectedLocked(head, old)
+			if errors.Is(err, plumbing.ErrObjectNotFound) && r.shallow() {
+				if err = r.completeShallowFetchLocked(ctx, track); err == nil {
+					err = r.checkConnectedLocked(head, old)
 				}
 			}
 		}
-		if errors.Is(err, ErrCheckUnsupported) {
-			return plumbing.ZeroHash, errFetchV2Unsupported // ls-refs answered, fetch did not
-		}
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
 	}
-	if err := r.setTrackingRef(track, head); err != nil {
-		return plumbing.ZeroHash, err
+	if errors.Is(err, ErrCheckUnsupported) {
+		return errFetchV2Unsupported // ls-refs answered, fetch did not
 	}
-	return head, nil
+	return err
 }
 
 // fetchPackV2 asks for want with the local tips as haves and stores the pack.

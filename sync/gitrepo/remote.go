@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -511,52 +512,14 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		}
 	}
 	if ro.CommitFirst == nil {
-		lw := ro.LocalWork
-		ro.CommitFirst = func(paths []string) error {
-			return lw(func() error { _, err := r.CommitPaths(paths); return err })
-		}
+		ro.CommitFirst = commitPathsUnder(ro.LocalWork, r)
 	}
 	var pushErr error
 	for attempt := 1; attempt <= MaxSyncAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return r.finishResult(ro, res, err)
-		}
-		// The gate (gitops.go), each round: nothing fetched into a merge, merged or pushed
-		// while the repo is in another writer's hands.
-		if err := r.standAsideWait("sync"); err != nil {
-			return r.finishResult(ro, res, err)
-		}
-		res.Rounds = attempt
-		t0 := time.Now()
-		remote, err := r.fetch(ctx, ro) // no lock: a fetch touches no work tree file
+		remote, local, t0, err := r.syncRound(ctx, ro, attempt, &res)
 		if err != nil {
 			return r.finishResult(ro, res, err)
 		}
-		res.Fetched = true
-		t1 := time.Now()
-		// The merge is computed before the lock (objects only); under it,
-		// only what touches the work tree and the branch.
-		pl, err := r.planRound(ro, remote)
-		if err != nil {
-			return r.finishResult(ro, res, err)
-		}
-		t2 := time.Now()
-		if h := r.hooks; h != nil && h.afterPlan != nil {
-			h.afterPlan()
-		}
-		// A git command that started during the fetch and plan (a person's, or a daemon's
-		// reconcile beside a one-shot sync) is waited out here, outside the writer lock; the
-		// check under it (integrateRound) then stands aside only for one that stays.
-		r.waitPassing(true)
-		before, _ := r.readBranch()
-		local, err := r.integrateRound(ro, remote, pl, &res)
-		if err != nil {
-			return r.finishResult(ro, res, err)
-		}
-		if local != before && (res.FastForward || res.Merged) {
-			r.afterMergeHooks(ctx) // as git pull, once the work tree has the merge
-		}
-		r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "plan", t2.Sub(t1), "integrate", time.Since(t2))
 		if !ro.Push || local.IsZero() || local == remote {
 			pushErr = nil
 			break
@@ -573,14 +536,7 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		if err := r.standAsideErr("push"); err != nil {
 			return r.finishResult(ro, res, err)
 		}
-		tp := time.Now()
-		pushErr = r.push(ctx, ro, local)
-		if !errors.Is(pushErr, errRemoteMovedUnasked) {
-			res.PushAttempts++
-		}
-		r.log.Debug("push", "took", time.Since(tp), "ok", pushErr == nil) // where a round's time goes, with "sync round"
-		if pushErr == nil {
-			res.Pushed = true
+		if pushErr = r.syncPush(ctx, ro, local, &res); pushErr == nil {
 			break
 		}
 		if !errors.Is(pushErr, gitremote.ErrPushRejected) || ctx.Err() != nil {
@@ -592,19 +548,99 @@ func (r *Repo) Sync(ctx context.Context, ro RemoteOptions) (SyncResult, error) {
 		if attempt == MaxSyncAttempts {
 			break
 		}
-		pause := retryPause(attempt, time.Since(t0), ro.PushRetryJitter, ro.Rand())
-		r.log.Debug("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "round", time.Since(t0), "pause", pause, "err", pushErr)
-		if err := ro.Sleep(ctx, pause); err != nil {
+		if err := pauseBeforeRetry(ctx, ro, r.log, attempt, t0, pushErr); err != nil {
 			return r.finishResult(ro, res, err)
-		}
-		if ro.BeforeRetry != nil {
-			ro.BeforeRetry()
 		}
 	}
 	if pushErr != nil {
 		pushErr = fmt.Errorf("push %s: still rejected after %d attempts: %w", ro.Remote, MaxSyncAttempts, pushErr)
 	}
 	return r.finishResult(ro, res, pushErr)
+}
+
+// commitPathsUnder is Sync's default RemoteOptions.CommitFirst: r.CommitPaths run inside
+// lw (the writer lock, ro.LocalWork).
+func commitPathsUnder(lw func(fn func() error) error, r *Repo) func(paths []string) error {
+	return func(paths []string) error {
+		return lw(func() error { _, err := r.CommitPaths(paths); return err })
+	}
+}
+
+// syncRound is a Sync round up to the push: pass the gate, fetch remote, plan the merge,
+// integrate it under ro.LocalWork and run the merge hooks when the branch moved. It
+// returns the remote head, the local head after integrating, and when the round's work
+// started (t0, after the gate: the retry pause and the logs count from it).
+func (r *Repo) syncRound(ctx context.Context, ro RemoteOptions, attempt int, res *SyncResult) (remote, local plumbing.Hash, t0 time.Time, err error) {
+	if err = ctx.Err(); err != nil {
+		return remote, local, t0, err
+	}
+	// The gate (gitops.go), each round: nothing fetched into a merge, merged or pushed
+	// while the repo is in another writer's hands.
+	if err = r.standAsideWait("sync"); err != nil {
+		return remote, local, t0, err
+	}
+	res.Rounds = attempt
+	t0 = time.Now()
+	remote, err = r.fetch(ctx, ro) // no lock: a fetch touches no work tree file
+	if err != nil {
+		return remote, local, t0, err
+	}
+	res.Fetched = true
+	t1 := time.Now()
+	// The merge is computed before the lock (objects only); under it,
+	// only what touches the work tree and the branch.
+	pl, err := r.planRound(ro, remote)
+	if err != nil {
+		return remote, local, t0, err
+	}
+	t2 := time.Now()
+	if h := r.hooks; h != nil && h.afterPlan != nil {
+		h.afterPlan()
+	}
+	// A git command that started during the fetch and plan (a person's, or a daemon's
+	// reconcile beside a one-shot sync) is waited out here, outside the writer lock; the
+	// check under it (integrateRound) then stands aside only for one that stays.
+	r.waitPassing(true)
+	before, _ := r.readBranch()
+	local, err = r.integrateRound(ro, remote, pl, res)
+	if err != nil {
+		return remote, local, t0, err
+	}
+	if local != before && (res.FastForward || res.Merged) {
+		r.afterMergeHooks(ctx) // as git pull, once the work tree has the merge
+	}
+	r.log.Debug("sync round", "attempt", attempt, "fetch", t1.Sub(t0), "plan", t2.Sub(t1), "integrate", time.Since(t2))
+	return remote, local, t0, nil
+}
+
+// syncPush pushes local and counts it in res: an attempt unless the push was not made
+// (errRemoteMovedUnasked), Pushed when it went through.
+func (r *Repo) syncPush(ctx context.Context, ro RemoteOptions, local plumbing.Hash, res *SyncResult) error {
+	tp := time.Now()
+	err := r.push(ctx, ro, local)
+	if !errors.Is(err, errRemoteMovedUnasked) {
+		res.PushAttempts++
+	}
+	r.log.Debug("push", "took", time.Since(tp), "ok", err == nil) // where a round's time goes, with "sync round"
+	if err == nil {
+		res.Pushed = true
+	}
+	return err
+}
+
+// pauseBeforeRetry waits, after a rejected push (pushErr), the random pause of retryPause
+// that spreads the losers of one race, then runs ro.BeforeRetry; t0 is when the round
+// started. An error: ctx ended during the pause.
+func pauseBeforeRetry(ctx context.Context, ro RemoteOptions, log *slog.Logger, attempt int, t0 time.Time, pushErr error) error {
+	pause := retryPause(attempt, time.Since(t0), ro.PushRetryJitter, ro.Rand())
+	log.Debug("push rejected, fetching again", "remote", ro.Remote, "attempt", attempt, "round", time.Since(t0), "pause", pause, "err", pushErr)
+	if err := ro.Sleep(ctx, pause); err != nil {
+		return err
+	}
+	if ro.BeforeRetry != nil {
+		ro.BeforeRetry()
+	}
+	return nil
 }
 
 // planRound plans a round's merge of remote (planIntegrate). Edits in the
