@@ -52,6 +52,18 @@ type state struct {
 	cutHeld  map[string]bool // paths held as emptied by a power cut, announced (cutheld.go)
 }
 
+// heldFacts is every file memd does not commit now, by reason: the guard's (secrets), the
+// size limit's, the repo's hooks', the filters' and the power cut's.
+func (a *Agent) heldFacts() []statusline.Held {
+	held := append([]statusline.Held(nil), a.st.held.list...) // a copy: the appends below must not reach the guard's list
+	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
+		held = append(held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
+	}
+	held = append(held, a.hookHeldFacts()...) // refused by the repo's pre-commit/commit-msg hook
+	held = append(held, a.filterHeld()...)    // a git filter failed or is missing (heldfilter.go)
+	return append(held, a.cutHeldFacts()...)  // emptied by a power cut (cutheld.go)
+}
+
 // publish writes the status document (and its rendered lines), feeds the SSE hub and
 // publishes the metrics snapshot. Readers never touch git or the tree.
 func (a *Agent) publish() {
@@ -99,13 +111,7 @@ func (a *Agent) publish() {
 	f.Stopped = st.stopped
 	f.ClaudeCode = st.claude.last
 	a.brakeFacts(&f) // fills Paused only when nothing else did
-	f.Held = st.held.list
-	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
-		f.Held = append(f.Held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
-	}
-	f.Held = append(f.Held, a.hookHeldFacts()...) // refused by the repo's pre-commit/commit-msg hook
-	f.Held = append(f.Held, a.filterHeld()...)    // a git filter failed or is missing (heldfilter.go)
-	f.Held = append(f.Held, a.cutHeldFacts()...)  // emptied by a power cut (cutheld.go)
+	f.Held = a.heldFacts()
 	if st.syncState == statusline.StateError {
 		f.Error = st.syncErr
 	}
