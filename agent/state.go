@@ -56,7 +56,7 @@ type state struct {
 // size limit's, the repo's hooks', the filters' and the power cut's.
 func (a *Agent) heldFacts() []statusline.Held {
 	held := append([]statusline.Held(nil), a.st.held.list...) // a copy: the appends below must not reach the guard's list
-	for _, h := range a.repo.HeldFiles() { // over sync.max_file_size: not committed
+	for _, h := range a.repo.HeldFiles() {                    // over sync.max_file_size: not committed
 		held = append(held, statusline.Held{Path: h.Path, Reason: statusline.HeldSize})
 	}
 	held = append(held, a.hookHeldFacts()...) // refused by the repo's pre-commit/commit-msg hook
