@@ -60,11 +60,11 @@ func Read(ctx context.Context, gitDir string) (Pairs, error) {
 	if err := c.Run(); err != nil {
 		return nil, fmt.Errorf("git config --list in %s: %w: %s", gitDir, err, strings.TrimSpace(stderr.String()))
 	}
-	return parse(out.Bytes()), nil
+	return Parse(out.Bytes()), nil
 }
 
-// parse splits `git config -z` output into its pairs.
-func parse(out []byte) Pairs {
+// Parse splits `git config -z` output (--list, --get-regexp) into its pairs.
+func Parse(out []byte) Pairs {
 	var kv Pairs
 	for _, rec := range strings.Split(string(out), "\x00") {
 		if rec == "" {

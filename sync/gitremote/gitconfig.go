@@ -87,21 +87,9 @@ func gitConfigList(ctx context.Context, dir string, args ...string) ([][2]string
 	if err != nil {
 		return nil, err
 	}
-	return configPairs(out), nil
+	return gitconfig.Parse(out), nil
 }
 
-// configPairs splits `git config -z` output into its key/value pairs.
-func configPairs(out []byte) [][2]string {
-	var kv [][2]string
-	for _, rec := range strings.Split(string(out), "\x00") {
-		if rec == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(rec, "\n")
-		kv = append(kv, [2]string{k, v})
-	}
-	return kv
-}
 
 // RepoConfig is the config git applies in the repository whose git directory is gitDir (a
 // bare one too): its own file, the user's and the system's, includes followed, keys
