@@ -90,7 +90,6 @@ func gitConfigList(ctx context.Context, dir string, args ...string) ([][2]string
 	return gitconfig.Parse(out), nil
 }
 
-
 // RepoConfig is the config git applies in the repository whose git directory is gitDir (a
 // bare one too): its own file, the user's and the system's, includes followed, keys
 // lower-cased, as `git config --list` prints them. A file remote's receive-pack reads the
