@@ -177,7 +177,10 @@ func TestFetchRefusesBlobOverMaxFileSize(t *testing.T) {
 	if res := mustCommit(t, w.a, "b.md"); res.Hash == "" {
 		t.Fatal("no local commit while the remote is refused")
 	}
-	// A restart: the same refusal, without fetching the pack again.
+	// A restart: the same refusal, without fetching the pack again. (The first memd's index
+	// refresh after its commit is let finish, as a stopped memd's is: its index.lock would
+	// make the new one stand aside.)
+	w.a.WaitIndexRefresh()
 	packs := w.a.packCount()
 	r2 := openTest(t, w.aDir, hostOptions("hosta"))
 	r2.SetMaxFileSize(1 << 20)
