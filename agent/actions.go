@@ -47,10 +47,10 @@ func (s *Session) Resolve(ctx context.Context, p, keep string) (gitrepo.Resolved
 func (s *Session) Restore(ctx context.Context, p, at string) (target string, res memd.CommitResult, err error) {
 	err = s.withCommitted(ctx, func() error {
 		var v gitrepo.Version
-		if target, v, err = s.repo.PlanRestore(p, at); err != nil {
+		if target, v, err = s.repo.History().PlanRestore(p, at); err != nil {
 			return err
 		}
-		if res, err = s.repo.Restore(target, v); err != nil {
+		if res, err = s.repo.History().Restore(target, v); err != nil {
 			return err
 		}
 		from := v.Commit

@@ -145,7 +145,7 @@ func (s *Session) cutFilter(paths []string) []string {
 		return paths
 	}
 	return s.cut.filter(s.cfg.Repo, paths, func(rel string) []byte {
-		v, err := s.repo.VersionAt(rel, head)
+		v, err := s.repo.History().VersionAt(rel, head)
 		if err != nil {
 			return nil
 		}

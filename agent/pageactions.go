@@ -97,7 +97,7 @@ func (p pageActions) History(ctx context.Context, path string) (json.RawMessage,
 		return nil, err
 	}
 	var log []gitrepo.LogEntry
-	err := p.a.repo.LogEach(memd.NormalizePath(path), func(e gitrepo.LogEntry) bool {
+	err := p.a.repo.History().LogEach(memd.NormalizePath(path), func(e gitrepo.LogEntry) bool {
 		log = append(log, e)
 		return ctx.Err() == nil
 	})
@@ -118,7 +118,7 @@ func (p pageActions) HistoryPage(ctx context.Context, path, from string, limit i
 	if err := checkRel(path); err != nil {
 		return nil, err
 	}
-	pg, err := p.a.repo.LogPage(memd.NormalizePath(path), from, limit, 0, historyPageBudget)
+	pg, err := p.a.repo.History().LogPage(memd.NormalizePath(path), from, limit, 0, historyPageBudget)
 	if errors.Is(err, gitrepo.ErrBadCursor) {
 		return nil, fmt.Errorf("%w: %w", metrics.ErrBadRequest, err)
 	}

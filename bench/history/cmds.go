@@ -122,7 +122,7 @@ func (g *genPlan) benchRestore(bin, big string, e []string, reps int) ([]result,
 		if err != nil {
 			return nil, err
 		}
-		pm, err := timed(reps, reset, func() error { _, _, err := r.PlanRestore(c.path, ""); return err })
+		pm, err := timed(reps, reset, func() error { _, _, err := r.History().PlanRestore(c.path, ""); return err })
 		r.Close()
 		if err != nil {
 			return nil, err

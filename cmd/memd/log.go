@@ -54,7 +54,7 @@ func cmdLog(a *app, args []string) int {
 		progress = func(c int) { fmt.Fprintf(f, "\r%d commits walked\x1b[K", c) }
 		defer fmt.Fprint(f, "\r\x1b[K")
 	}
-	err = repo.LogWalk(rel, print, progress)
+	err = repo.History().LogWalk(rel, print, progress)
 	if *asJSON && n > 0 {
 		fmt.Fprint(a.stdout, "\n]\n")
 	}

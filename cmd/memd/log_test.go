@@ -30,7 +30,7 @@ func TestLogJSONShapeAndLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := r.Log("areas/a.html")
+	all, err := r.History().Log("areas/a.html")
 	r.Close()
 	if err != nil || len(all) != 3 {
 		t.Fatalf("Log = %v, %v", all, err)

@@ -280,11 +280,11 @@ func TestRestoreThroughGitCrypt(t *testing.T) {
 	head := strings.TrimSpace(testutil.RunGit(t, w.aDir, "rev-parse", "HEAD"))
 	testutil.WriteFile(t, w.aDir, "secret/a.md", "changed\n")
 	mustCommit(t, w.a, "secret/a.md")
-	v, err := w.a.VersionAt("secret/a.md", head)
+	v, err := w.a.History().VersionAt("secret/a.md", head)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.a.Restore("secret/a.md", v); err != nil {
+	if _, err := w.a.History().Restore("secret/a.md", v); err != nil {
 		t.Fatal(err)
 	}
 	if got := readWork(t, w.aDir, "secret/a.md"); got != "first secret\n" {

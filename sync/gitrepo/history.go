@@ -61,21 +61,22 @@ type LogEntry struct {
 // from HEAD, as `git log --first-parent --follow` walks it, following a rename to a path
 // with the same content and an archive move (archive/<YYYY>/p ↔ p, memd.ArchivePath) back
 // to the earlier name. A merge that brought the other side's version shows as a change.
-func (r *Repo) Log(p string) ([]LogEntry, error) {
+func (h History) Log(p string) ([]LogEntry, error) {
 	var out []LogEntry
-	err := r.LogEach(p, func(e LogEntry) bool { out = append(out, e); return true })
+	err := h.LogEach(p, func(e LogEntry) bool { out = append(out, e); return true })
 	return out, err
 }
 
 // LogEach sends Log's entries to fn as the walk finds them, newest first, until fn answers
 // false. The walk reads its own view of the object store (sync/pathlog), not Repo.mu's, so
 // it may run beside the owner's commits. ErrNoHistory when it found none.
-func (r *Repo) LogEach(p string, fn func(LogEntry) bool) error {
-	return r.LogWalk(p, fn, nil)
+func (h History) LogEach(p string, fn func(LogEntry) bool) error {
+	return h.LogWalk(p, fn, nil)
 }
 
 // LogWalk is LogEach with progress: every few thousand commits walked, the count so far.
-func (r *Repo) LogWalk(p string, fn func(LogEntry) bool, progress func(commits int)) error {
+func (h History) LogWalk(p string, fn func(LogEntry) bool, progress func(commits int)) error {
+	r := h.r
 	p = memd.NormalizePath(p)
 	head, err := r.readBranch()
 	if err != nil {
@@ -111,6 +112,14 @@ func logEntry(e pathlog.Entry) LogEntry {
 	return le
 }
 
+// History is the history of the repo's memories: their log, their versions and what a
+// restore brings back, walked by sync/pathlog beside the owner's go-git handle. A value over
+// the Repo, so the repo's handle keeps its own job: r.History().Log(p).
+type History struct{ r *Repo }
+
+// History is r's memories' history.
+func (r *Repo) History() History { return History{r} }
+
 // Version is one version of a memory to restore: its content and the commit it came from.
 type Version struct {
 	Path   string // the name it had there
@@ -123,13 +132,14 @@ type Version struct {
 // time: the newest first-parent commit at or before it). It reads p there straight away;
 // only when p is not there does it walk from HEAD down to that commit for the name p had
 // then (p itself for a commit off the first-parent chain).
-func (r *Repo) VersionAt(p, at string) (Version, error) {
+func (h History) VersionAt(p, at string) (Version, error) {
+	r := h.r
 	p = memd.NormalizePath(p)
 	head, err := r.readBranch()
 	if err != nil {
 		return Version{}, err
 	}
-	want, t, err := r.parseAt(at)
+	want, t, err := h.parseAt(at)
 	if err != nil {
 		return Version{}, err
 	}
@@ -144,7 +154,7 @@ func (r *Repo) VersionAt(p, at string) (Version, error) {
 			return Version{}, fmt.Errorf("--at %s: %w (no commit at or before it)", at, ErrBadAt)
 		}
 	}
-	if v, err := r.versionIn(src, want, when, p, p); !errors.Is(err, ErrNoHistory) {
+	if v, err := versionIn(src, want, when, p, p); !errors.Is(err, ErrNoHistory) {
 		return v, err
 	}
 	name := p
@@ -159,11 +169,11 @@ func (r *Repo) VersionAt(p, at string) (Version, error) {
 		return Version{}, fmt.Errorf("%s at %s: %w", p, at, err)
 	}
 	src.KeepGraph()
-	return r.versionIn(src, want, when, name, p)
+	return versionIn(src, want, when, name, p)
 }
 
 // versionIn reads name in commit c as the Version of p.
-func (r *Repo) versionIn(src *pathlog.Source, c plumbing.Hash, when time.Time, name, p string) (Version, error) {
+func versionIn(src *pathlog.Source, c plumbing.Hash, when time.Time, name, p string) (Version, error) {
 	mode, data, err := src.ReadFile(c, name)
 	if errors.Is(err, pathlog.ErrNotFound) {
 		at := ""
@@ -180,7 +190,8 @@ func (r *Repo) versionIn(src *pathlog.Source, c plumbing.Hash, when time.Time, n
 
 // LastVersion is the newest version of p before it was deleted (or moved away): what
 // `memd restore PATH` without --at brings back. The walk stops at the deleting commit.
-func (r *Repo) LastVersion(p string) (Version, error) {
+func (h History) LastVersion(p string) (Version, error) {
+	r := h.r
 	p = memd.NormalizePath(p)
 	var del *LogEntry
 	var parent plumbing.Hash
@@ -210,12 +221,13 @@ func (r *Repo) LastVersion(p string) (Version, error) {
 	if del == nil {
 		return Version{}, fmt.Errorf("%s: %w: never deleted (give --at)", p, ErrNothingToRestore)
 	}
-	return r.versionIn(src, parent, time.Time{}, del.Path, p)
+	return versionIn(src, parent, time.Time{}, del.Path, p)
 }
 
 // parseAt reads --at: a commit (a hash or a unique prefix of at least 4 digits) or, with
 // a zero hash, an RFC3339 time.
-func (r *Repo) parseAt(at string) (plumbing.Hash, time.Time, error) {
+func (h History) parseAt(at string) (plumbing.Hash, time.Time, error) {
+	r := h.r
 	if t, terr := time.Parse(time.RFC3339, at); terr == nil {
 		return plumbing.ZeroHash, t, nil
 	}
@@ -225,21 +237,22 @@ func (r *Repo) parseAt(at string) (plumbing.Hash, time.Time, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.syncPacksLocked()
-	h, err := r.repo.ResolveRevision(plumbing.Revision(at))
+	id, err := r.repo.ResolveRevision(plumbing.Revision(at))
 	if err != nil {
 		return plumbing.ZeroHash, time.Time{}, fmt.Errorf("--at %s: %w: %v", at, ErrBadAt, err)
 	}
-	return *h, time.Time{}, nil
+	return *id, time.Time{}, nil
 }
 
 // PlanRestore is what `memd restore p [--at at]` brings back and where: with at, p as it was
 // then; without, an archived memory back under its name (p the archive path or the original
 // name), else the last version before p was deleted. A p that is in HEAD as it is, without
 // at, is ErrNothingToRestore.
-func (r *Repo) PlanRestore(p, at string) (target string, v Version, err error) {
+func (h History) PlanRestore(p, at string) (target string, v Version, err error) {
+	r := h.r
 	p = memd.NormalizePath(p)
 	if at != "" {
-		v, err = r.VersionAt(p, at)
+		v, err = h.VersionAt(p, at)
 		return p, v, err
 	}
 	head, err := r.Head()
@@ -247,23 +260,24 @@ func (r *Repo) PlanRestore(p, at string) (target string, v Version, err error) {
 		return p, v, fmt.Errorf("%s: %w (no commits yet)", p, ErrNoHistory)
 	}
 	if orig, _, ok := memd.UnarchivePath(p); ok {
-		if v, err = r.VersionAt(p, head); err == nil {
+		if v, err = h.VersionAt(p, head); err == nil {
 			return orig, v, nil
 		}
-	} else if v, err = r.VersionAt(p, head); err == nil {
+	} else if v, err = h.VersionAt(p, head); err == nil {
 		return p, v, fmt.Errorf("%s: %w: it is in HEAD as it is (give --at COMMIT or --at TIME for an older version)", p, ErrNothingToRestore)
 	}
-	for _, tw := range r.archivedTwins(p) {
-		if v, err = r.VersionAt(tw, head); err == nil {
+	for _, tw := range h.archivedTwins(p) {
+		if v, err = h.VersionAt(tw, head); err == nil {
 			return p, v, nil
 		}
 	}
-	v, err = r.LastVersion(p)
+	v, err = h.LastVersion(p)
 	return p, v, err
 }
 
 // archivedTwins are the work tree's archive/<YYYY>/p, newest year first.
-func (r *Repo) archivedTwins(p string) []string {
+func (h History) archivedTwins(p string) []string {
+	r := h.r
 	ents, err := os.ReadDir(filepath.Join(r.dir, string(memd.BucketArchive)))
 	if err != nil {
 		return nil
@@ -285,7 +299,8 @@ func (r *Repo) archivedTwins(p string) []string {
 // Restore writes v back at target in the work tree and commits it with the restore trailer.
 // Archived twins of target (archive/<YYYY>/target) go, so the memory is back under its name
 // once, not twice. The caller holds the writer lock (agent.Session.Restore).
-func (r *Repo) Restore(target string, v Version) (memd.CommitResult, error) {
+func (h History) Restore(target string, v Version) (memd.CommitResult, error) {
+	r := h.r
 	target = memd.NormalizePath(target)
 	if v.Mode != filemode.Regular && v.Mode != filemode.Executable {
 		return memd.CommitResult{}, fmt.Errorf("restore %s: %s at %s is not a regular file", target, v.Path, shortID(v.Commit))
@@ -313,7 +328,7 @@ func (r *Repo) Restore(target string, v Version) (memd.CommitResult, error) {
 	}
 	paths := []string{target}
 	if !memd.IsArchived(target) {
-		for _, tw := range r.archivedTwins(target) {
+		for _, tw := range h.archivedTwins(target) {
 			if err := t.Remove(tw); err != nil {
 				return memd.CommitResult{}, fmt.Errorf("restore %s: %w", target, err)
 			}
@@ -344,7 +359,8 @@ type LogPage struct {
 var ErrBadCursor = errors.New("not a history position")
 
 // LogPage walks one page; see the LogPage type.
-func (r *Repo) LogPage(p, from string, limit, maxCommits int, budget time.Duration) (LogPage, error) {
+func (h History) LogPage(p, from string, limit, maxCommits int, budget time.Duration) (LogPage, error) {
+	r := h.r
 	t0 := time.Now()
 	p = memd.NormalizePath(p)
 	var start plumbing.Hash

@@ -131,7 +131,7 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 	testutil.RunGit(t, dir, "mv", "areas/new.html", "archive/2026/areas/new.html")
 	testutil.RunGit(t, dir, "commit", "-qm", "archive")
 
-	log, err := r.Log("archive/2026/areas/new.html")
+	log, err := r.History().Log("archive/2026/areas/new.html")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +144,11 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 		t.Fatalf("log = %s\nwant  %s", got, want)
 	}
 
-	target, v, err := r.PlanRestore("areas/new.html", "")
+	target, v, err := r.History().PlanRestore("areas/new.html", "")
 	if err != nil || target != "areas/new.html" || string(v.Data) != "<p>v2</p>\n" {
 		t.Fatalf("PlanRestore = %q %q %v", target, v.Data, err)
 	}
-	if _, err := r.Restore(target, v); err != nil {
+	if _, err := r.History().Restore(target, v); err != nil {
 		t.Fatal(err)
 	}
 	tree := lsTree(t, dir)
@@ -159,11 +159,11 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 		t.Errorf("restored = %q", got)
 	}
 	// --at the first commit: the version it had then, under its old name, back under the new one.
-	target, v, err = r.PlanRestore("areas/new.html", v1[:8])
+	target, v, err = r.History().PlanRestore("areas/new.html", v1[:8])
 	if err != nil || string(v.Data) != "<p>v1</p>\n" || v.Path != "areas/old.html" {
 		t.Fatalf("PlanRestore --at = %q %q %q %v", target, v.Path, v.Data, err)
 	}
-	if _, err := r.Restore(target, v); err != nil {
+	if _, err := r.History().Restore(target, v); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.RunGit(t, dir, "show", "HEAD:areas/new.html"); got != "<p>v1</p>\n" {
@@ -172,10 +172,10 @@ func TestLogFollowsMovesAndRestore(t *testing.T) {
 	if tr := commitmsg.Trailers(testutil.RunGit(t, dir, "log", "-1", "--format=%B")); tr[TrailerAction] != "restore" || tr[TrailerFrom] != v1 {
 		t.Errorf("trailers %v", tr)
 	}
-	if _, _, err := r.PlanRestore("areas/new.html", ""); !errors.Is(err, ErrNothingToRestore) {
+	if _, _, err := r.History().PlanRestore("areas/new.html", ""); !errors.Is(err, ErrNothingToRestore) {
 		t.Errorf("restore of a present file without --at: %v", err)
 	}
-	if _, _, err := r.PlanRestore("areas/new.html", "2001-01-01T00:00:00Z"); !errors.Is(err, ErrBadAt) {
+	if _, _, err := r.History().PlanRestore("areas/new.html", "2001-01-01T00:00:00Z"); !errors.Is(err, ErrBadAt) {
 		t.Errorf("--at before history: %v", err)
 	}
 	statusClean(t, r)
@@ -189,17 +189,17 @@ func TestRestoreDeleted(t *testing.T) {
 	mustCommit(t, r, "resources")
 	os.Remove(filepath.Join(dir, "resources/a.html"))
 	mustCommit(t, r, "resources/a.html")
-	target, v, err := r.PlanRestore("resources/a.html", "")
+	target, v, err := r.History().PlanRestore("resources/a.html", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Restore(target, v); err != nil {
+	if _, err := r.History().Restore(target, v); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.RunGit(t, dir, "show", "HEAD:resources/a.html"); got != "<p>a</p>\n" {
 		t.Errorf("restored = %q", got)
 	}
-	if _, err := r.Log("resources/none.html"); !errors.Is(err, ErrNoHistory) {
+	if _, err := r.History().Log("resources/none.html"); !errors.Is(err, ErrNoHistory) {
 		t.Errorf("log of a path never there: %v", err)
 	}
 }

@@ -42,14 +42,14 @@ func TestLogPageAndVersionAt(t *testing.T) {
 	os.Remove(filepath.Join(dir, "areas/b.html"))
 	commit("delete b")
 
-	all, err := r.Log("areas/b.html")
+	all, err := r.History().Log("areas/b.html")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var paged []LogEntry
 	from := ""
 	for req := 0; ; req++ {
-		pg, err := r.LogPage("areas/b.html", from, 3, 4, 0)
+		pg, err := r.History().LogPage("areas/b.html", from, 3, 4, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,20 +64,20 @@ func TestLogPageAndVersionAt(t *testing.T) {
 	if !reflect.DeepEqual(paged, all) || len(all) != 8 {
 		t.Fatalf("pages:\n%+v\nLog:\n%+v", paged, all)
 	}
-	if _, err := r.LogPage("areas/b.html", "nonsense", 3, 4, 0); !errors.Is(err, ErrBadCursor) {
+	if _, err := r.History().LogPage("areas/b.html", "nonsense", 3, 4, 0); !errors.Is(err, ErrBadCursor) {
 		t.Errorf("a made-up cursor: %v", err)
 	}
 
 	// ids[4] is the fourth commit, before the rename: the memory was areas/a.html then.
-	v, err := r.VersionAt("areas/b.html", ids[4][:10])
+	v, err := r.History().VersionAt("areas/b.html", ids[4][:10])
 	if err != nil || v.Path != "areas/a.html" || string(v.Data) != "v2\n" {
 		t.Fatalf("VersionAt = %q %q %v", v.Path, v.Data, err)
 	}
-	target, v, err := r.PlanRestore("areas/b.html", "")
+	target, v, err := r.History().PlanRestore("areas/b.html", "")
 	if err != nil || target != "areas/b.html" || string(v.Data) != "v5\n" || v.Commit != ids[len(ids)-2] {
 		t.Fatalf("PlanRestore = %q %q %s %v", target, v.Data, v.Commit, err)
 	}
-	if _, err := r.VersionAt("areas/b.html", strings.Repeat("ab", 20)); !errors.Is(err, ErrBadAt) {
+	if _, err := r.History().VersionAt("areas/b.html", strings.Repeat("ab", 20)); !errors.Is(err, ErrBadAt) {
 		t.Errorf("--at a commit that is not there: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestLogWalkBesideCommits(t *testing.T) {
 				return
 			default:
 			}
-			log, err := r.Log("areas/a.html")
+			log, err := r.History().Log("areas/a.html")
 			if err != nil || len(log) == 0 || log[len(log)-1].Action != ActAdded {
 				done <- fmt.Errorf("walk %d: %d entries, %v", walks.Load(), len(log), err)
 				return
@@ -120,7 +120,7 @@ func TestLogWalkBesideCommits(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if log, err := r.Log("areas/a.html"); err != nil || len(log) != 31 {
+	if log, err := r.History().Log("areas/a.html"); err != nil || len(log) != 31 {
 		t.Fatalf("after the commits: %d entries, %v", len(log), err)
 	}
 }

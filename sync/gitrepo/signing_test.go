@@ -217,11 +217,11 @@ func signedKinds(t *testing.T, w *signWorld) {
 	}
 	w.verified(t, w.bDir, "HEAD")
 	// Restore the first version of a.html.
-	target, v, err := w.b.PlanRestore("areas/x.html", w.run(t, w.bDir, "rev-parse", "HEAD~3"))
+	target, v, err := w.b.History().PlanRestore("areas/x.html", w.run(t, w.bDir, "rev-parse", "HEAD~3"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.b.Restore(target, v); err != nil {
+	if _, err := w.b.History().Restore(target, v); err != nil {
 		t.Fatal(err)
 	}
 	w.verified(t, w.bDir, "HEAD")
