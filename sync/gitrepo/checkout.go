@@ -163,7 +163,7 @@ func (r *Repo) openWorkTree() (*safefs.Tree, error) {
 // strict (finishing an interrupted checkout, HEAD already moved): such paths
 // are left alone and listed in co.dirty.
 func (r *Repo) prepareCheckout(changes map[string]treemerge.Change, strict bool) (co *checkout, err error) {
-	r.filtersBegin(checkoutSource(r.repo.Storer, changes))
+	r.filters.begin(checkoutSource(r.repo.Storer, changes))
 	t, err := r.openWorkTree()
 	if err != nil {
 		return nil, err
@@ -383,7 +383,7 @@ func (co *checkout) makeTemp(s storer.EncodedObjectStorer, it *coItem, changes m
 		perm = 0o755
 	}
 	var src io.Reader = rd
-	if c := co.r.conv(it.path); !c.Identity() {
+	if c := co.r.filters.conv(it.path); !c.Identity() {
 		// What `git checkout` writes: eol conversion, then the smudge filter (filters.go).
 		b, err := io.ReadAll(rd)
 		if err != nil {

@@ -242,7 +242,7 @@ func (r *Repo) writeChangeCommitLocked(old plumbing.Hash, paths []string, messag
 		}
 		baseTree = c.TreeHash
 	}
-	r.filtersBegin(nil)
+	r.filters.begin(nil)
 	st := &stager{treeCache: newTreeCacheHot(r.repo.Storer, r.hot), r: r, base: baseTree, written: map[string]hotTree{},
 		objs: r.newObjectBatch(), edits: make(map[string]edit), dirOK: make(map[string]bool),
 		nested: make(map[string]bool)}
@@ -688,7 +688,7 @@ func (s *stager) stageFile(rel, abs string, fi fs.FileInfo) error {
 			return s.skip(rel, fmt.Errorf("open %s: %w", rel, err))
 		}
 		defer f.Close()
-		if c := s.r.conv(rel); !c.Identity() {
+		if c := s.r.filters.conv(rel); !c.Identity() {
 			return s.stageFiltered(rel, f, mode, c) // filters.go
 		}
 		if fi.Size() > inMemoryLimit {

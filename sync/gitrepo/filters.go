@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memd-dev/memd/internal/gitconfig"
+	"github.com/memd-dev/memd/internal/gitlayout"
 	"github.com/memd-dev/memd/sync/gitattr"
 	"github.com/memd-dev/memd/sync/gitstore"
 	"github.com/memd-dev/memd/sync/treemerge"
@@ -29,8 +31,13 @@ import (
 // whose filter fails, or names a driver git config does not define while its bytes differ
 // from HEAD's, is held (reason filter): never stored unfiltered.
 
-// filterState is the repo's attributes engine and the paths held for their filter.
+// filterState is the repo's attributes engine and the paths held for their filter, with
+// what it needs of the repo (set once by Open).
 type filterState struct {
+	dir, commonDir string
+	layout         gitlayout.Layout
+	log            *slog.Logger
+
 	mu   sync.Mutex
 	eng  *gitattr.Engine
 	sig  string            // the git config files' stamp when eng's config was read
@@ -41,14 +48,13 @@ type filterState struct {
 
 // warnLocked logs, once, that the tree holds git-crypt ciphertext under a driver git
 // config does not define: the repo is locked here.
-func (r *Repo) warnLocked(driver string) {
-	f := &r.filters
+func (f *filterState) warnLocked(driver string) {
 	f.mu.Lock()
 	said := f.lockedSaid
 	f.lockedSaid = true
 	f.mu.Unlock()
 	if !said {
-		r.log.Warn("git-crypt locked: the work tree holds ciphertext and git config defines no filter for it; memd commits no change under it until `git-crypt unlock`", "repo", r.dir, "filter", driver)
+		f.log.Warn("git-crypt locked: the work tree holds ciphertext and git config defines no filter for it; memd commits no change under it until `git-crypt unlock`", "repo", f.dir, "filter", driver)
 	}
 }
 
@@ -57,21 +63,20 @@ type HeldFilter struct {
 	Path, Driver string
 }
 
-// filtersBegin starts an operation (a commit, a checkout): git config is read again when
-// its files changed, .gitattributes files are read again as needed, from tree first when
-// it is not nil.
-func (r *Repo) filtersBegin(tree gitattr.TreeSource) *gitattr.Engine {
-	f := &r.filters
+// begin starts an operation (a commit, a checkout): git config is read again when its
+// files changed, .gitattributes files are read again as needed, from tree first when it
+// is not nil.
+func (f *filterState) begin(tree gitattr.TreeSource) *gitattr.Engine {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if sig := gitConfigStamp(r.layout); f.eng == nil || sig != f.sig { // the config files git reads (remotehead.go)
-		cfg, err := gitconfig.ForRepo(context.Background(), r.layout)
+	if sig := gitconfig.Stamp(f.layout); f.eng == nil || sig != f.sig { // the config files git reads
+		cfg, err := gitconfig.ForRepo(context.Background(), f.layout)
 		if err != nil {
 			// No git: no filter can run, as under git; an attribute naming one holds.
-			r.log.Warn("read git config for filters and line endings", "repo", r.dir, "err", err)
+			f.log.Warn("read git config for filters and line endings", "repo", f.dir, "err", err)
 		}
 		if f.eng == nil {
-			f.eng = gitattr.New(r.dir, r.commonDir, cfg) // info/attributes is shared by linked worktrees
+			f.eng = gitattr.New(f.dir, f.commonDir, cfg) // info/attributes is shared by linked worktrees
 		} else {
 			f.eng.SetConfig(cfg)
 		}
@@ -81,21 +86,19 @@ func (r *Repo) filtersBegin(tree gitattr.TreeSource) *gitattr.Engine {
 	return f.eng
 }
 
-// conv is what git does to rel's bytes, as of the last filtersBegin.
-func (r *Repo) conv(rel string) gitattr.Conv {
-	f := &r.filters
+// conv is what git does to rel's bytes, as of the last begin.
+func (f *filterState) conv(rel string) gitattr.Conv {
 	f.mu.Lock()
 	e := f.eng
 	f.mu.Unlock()
 	if e == nil {
-		e = r.filtersBegin(nil)
+		e = f.begin(nil)
 	}
 	return e.Conv(rel)
 }
 
-// closeFilters ends the filter processes (Repo.Close).
-func (r *Repo) closeFilters() {
-	f := &r.filters
+// close ends the filter processes (Repo.Close).
+func (f *filterState) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.eng != nil {
@@ -103,10 +106,9 @@ func (r *Repo) closeFilters() {
 	}
 }
 
-// holdFilter records rel as held for driver (err the reason, logged once) or, with
-// driver "", no longer held.
-func (r *Repo) holdFilter(rel, driver string, err error) {
-	f := &r.filters
+// hold records rel as held for driver (err the reason, logged once) or, with driver "",
+// no longer held.
+func (f *filterState) hold(rel, driver string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if driver == "" {
@@ -117,7 +119,7 @@ func (r *Repo) holdFilter(rel, driver string, err error) {
 		f.held = map[string]string{}
 	}
 	if _, was := f.held[rel]; !was {
-		r.log.Warn("filter failed: held, not committed", "path", rel, "filter", driver, "err", err)
+		f.log.Warn("filter failed: held, not committed", "path", rel, "filter", driver, "err", err)
 	}
 	f.held[rel] = driver
 }
@@ -164,7 +166,7 @@ func cleanWork(c gitattr.Conv, data []byte, head func() ([]byte, error)) ([]byte
 // workBlobHash is the blob id `git add` would give the regular file rel whose content
 // is rd (size bytes): streamed where nothing converts it.
 func (r *Repo) workBlobHash(rel string, rd io.Reader, size int64) (plumbing.Hash, error) {
-	c := r.conv(rel)
+	c := r.filters.conv(rel)
 	if c.Identity() {
 		hs := gitstore.NewBlobHasher(size)
 		n, err := io.Copy(hs, rd)
@@ -228,18 +230,18 @@ func (s *stager) stageFiltered(rel string, f io.Reader, mode filemode.FileMode, 
 	}
 	head := func() ([]byte, error) { return s.headBlob(rel) }
 	if c.Undefined() && bytes.HasPrefix(plain, []byte("\x00GITCRYPT")) {
-		s.r.warnLocked(c.Filter)
+		s.r.filters.warnLocked(c.Filter)
 	}
 	blob, err := cleanWork(c, plain, head)
 	if err != nil {
 		if !errors.Is(err, gitattr.ErrFilter) {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
-		s.r.holdFilter(rel, c.Filter, err)
+		s.r.filters.hold(rel, c.Filter, err)
 		delete(s.edits, rel)
 		return nil
 	}
-	s.r.holdFilter(rel, "", nil)
+	s.r.filters.hold(rel, "", nil)
 	h := gitstore.HashObject(plumbing.BlobObject, blob)
 	prev, ok, err := s.headEntry(rel)
 	if err != nil {
@@ -268,7 +270,7 @@ func (s *stager) stageFiltered(rel string, f io.Reader, mode filemode.FileMode, 
 			return nil
 		case v.Content != nil:
 			if blob, err = cleanWork(c, v.Content, head); err != nil {
-				s.r.holdFilter(rel, c.Filter, err)
+				s.r.filters.hold(rel, c.Filter, err)
 				delete(s.edits, rel)
 				return nil
 			}
@@ -284,7 +286,7 @@ func (s *stager) stageFiltered(rel string, f io.Reader, mode filemode.FileMode, 
 // cleanHeldEdit is what `git add` stores for a writer's bytes in a version a checkout
 // took off its name.
 func (r *Repo) cleanHeldEdit(hv *heldVersion, data []byte) ([]byte, error) {
-	c := r.conv(hv.path)
+	c := r.filters.conv(hv.path)
 	if c.Identity() {
 		return data, nil
 	}
@@ -316,7 +318,7 @@ func (c statCache) hashWork(dir, rel string, fi fs.FileInfo) (plumbing.Hash, err
 type mergeFilter struct{ r *Repo }
 
 func (f mergeFilter) Plain(p string, blob []byte) ([]byte, bool, error) {
-	c := f.r.conv(p)
+	c := f.r.filters.conv(p)
 	if c.Identity() {
 		return blob, false, nil
 	}
@@ -328,7 +330,7 @@ func (f mergeFilter) Plain(p string, blob []byte) ([]byte, bool, error) {
 }
 
 func (f mergeFilter) Blob(p string, text []byte) ([]byte, error) {
-	c := f.r.conv(p)
+	c := f.r.filters.conv(p)
 	if c.Identity() {
 		return text, nil
 	}
@@ -337,8 +339,8 @@ func (f mergeFilter) Blob(p string, text []byte) ([]byte, error) {
 
 // smudgeFor is what `git checkout` writes at rel for blob (restore).
 func (r *Repo) smudgeFor(rel string, blob []byte) ([]byte, error) {
-	r.filtersBegin(nil)
-	c := r.conv(rel)
+	r.filters.begin(nil)
+	c := r.filters.conv(rel)
 	if c.Identity() {
 		return blob, nil
 	}

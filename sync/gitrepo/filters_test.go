@@ -306,11 +306,11 @@ func BenchmarkFiltersFastPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	r.filtersBegin(nil)
+	r.filters.begin(nil)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r.filtersBegin(nil)
-		if !r.conv("areas/d07/m0007.html").Identity() {
+		r.filters.begin(nil)
+		if !r.filters.conv("areas/d07/m0007.html").Identity() {
 			b.Fatal("not identity")
 		}
 	}

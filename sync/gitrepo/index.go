@@ -220,7 +220,7 @@ func (r *Repo) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	closeStore(r.repo.Storer)
-	r.closeFilters()
+	r.filters.close()
 	if r.fileSrc != nil {
 		_ = r.fileSrc.Close()
 	}

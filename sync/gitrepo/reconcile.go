@@ -279,7 +279,7 @@ type statCache struct {
 // readStatCache reads the stage-0 entries of the repo's index; none when it is unreadable.
 func (r *Repo) readStatCache() statCache {
 	idxPath := filepath.Join(r.gitDir, "index")
-	r.filtersBegin(nil) // a reconcile reads the attributes again
+	r.filters.begin(nil) // a reconcile reads the attributes again
 	c := statCache{entries: make(map[string]*index.Entry), r: r}
 	if idx, _ := readIndexFile(idxPath); idx != nil {
 		if fi, err := os.Stat(idxPath); err == nil {

@@ -292,6 +292,7 @@ func Open(dir string, opts Options) (*Repo, error) {
 	r := &Repo{dir: abs, given: given, gitDir: gitDir, commonDir: layout.CommonDir, layout: layout, repo: gr, opts: opts, log: log,
 		durable: durableState{dirs: map[string]bool{}}}
 	r.maxFile.Store(opts.MaxFileSize)
+	r.filters.dir, r.filters.commonDir, r.filters.layout, r.filters.log = abs, layout.CommonDir, layout, log
 	// The signer reads git's config from the process's one read (filters and hooks share it).
 	r.signers.Read = func(ctx context.Context, _ string) ([][2]string, error) { return gitconfig.ForRepo(ctx, layout) }
 	r.author = r.resolveAuthor()
