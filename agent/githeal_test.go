@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/safefs"
 	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sync/gitremote"
@@ -38,7 +39,9 @@ func loosePath(t *testing.T, dir, rev string) string {
 	return filepath.Join(dir, ".git", "objects", id[:2], id[2:])
 }
 
-// tree is the work tree's files and contents, .git and memd's state aside.
+// tree is the work tree's files and contents, .git and memd's state aside, and memd's own
+// temp files (safefs.IsTempName): a write in flight when the snapshot is taken, never a
+// file of the tree.
 func workTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	m := map[string]string{}
@@ -49,7 +52,7 @@ func workTree(t *testing.T, dir string) map[string]string {
 		if d.Name() == ".git" {
 			return filepath.SkipDir
 		}
-		if d.Type().IsRegular() && d.Name() != memd.DefaultLockFile {
+		if d.Type().IsRegular() && d.Name() != memd.DefaultLockFile && !safefs.IsTempName(d.Name()) {
 			b, _ := os.ReadFile(p)
 			rel, _ := filepath.Rel(dir, p)
 			m[rel] = string(b)
