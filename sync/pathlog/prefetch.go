@@ -18,7 +18,8 @@ import (
 const prefetchAfter = 256
 
 // prefetchDepth is how far ahead the reader may get (commits of a few hundred bytes each).
-const prefetchDepth = 4096
+// A variable for tests: a small one keeps a reader that was not stopped blocked, seen.
+var prefetchDepth = 4096
 
 // prefetcher reads the first-parent chain from one commit on, until it meets a commit the
 // graph holds (the walk reads those from the graph), a root, an error, or stop.
