@@ -230,6 +230,28 @@ func openGitCache(l gitlayout.Layout, size cache.FileSize) (*git.Repository, err
 	return gr, err
 }
 
+// withDefaults fills what o leaves unset: this machine's host name, the wall clock, a
+// logger that discards, the default branch.
+func (o Options) withDefaults() Options {
+	if o.Hostname == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "localhost"
+		}
+		o.Hostname = h
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Branch == "" {
+		o.Branch = DefaultBranch
+	}
+	return o
+}
+
 // Open opens the git work tree at dir. Errors name the dir.
 func Open(dir string, opts Options) (*Repo, error) {
 	abs, err := filepath.Abs(dir)
@@ -259,23 +281,8 @@ func Open(dir string, opts Options) (*Repo, error) {
 		}
 		return nil, fmt.Errorf("open repo %s: %w", dir, err)
 	}
-	if opts.Hostname == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "localhost"
-		}
-		opts.Hostname = h
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts = opts.withDefaults()
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if opts.Branch == "" {
-		opts.Branch = DefaultBranch
-	}
 	if err := plumbing.NewBranchReferenceName(opts.Branch).Validate(); err != nil {
 		return nil, fmt.Errorf("open repo %s: branch %q: %w", dir, opts.Branch, err)
 	}
