@@ -140,6 +140,9 @@ func (c *cutHolds) list(root string) []string {
 
 // cutFilter is paths less the files a power cut emptied (cutHolds), read against HEAD.
 func (s *Session) cutFilter(paths []string) []string {
+	if s.cut == nil || !s.cut.on {
+		return paths // after a clean stop (the common case): no ref read on the commit path
+	}
 	head, err := s.repo.Head()
 	if err != nil || head == "" {
 		return paths

@@ -1,6 +1,8 @@
 package gitrepo
 
 import (
+	"github.com/memd-dev/memd/internal/gitconfig"
+
 	"bytes"
 	"context"
 	"errors"
@@ -398,7 +400,7 @@ func (r *Repo) encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, message
 		b.WriteByte('\n')
 	}
 	ident := sanitizeIdent(r.author.Name) + " <" + sanitizeIdent(r.author.Email) + ">"
-	return r.signers.Sign(context.Background(), r.gitDir, gitConfigStamp(r.layout), b.Bytes(), ident)
+	return r.signers.Sign(context.Background(), r.gitDir, gitconfig.Stamp(r.layout), b.Bytes(), ident)
 }
 
 // sanitizeIdent drops what would break the commit header (git does the same).

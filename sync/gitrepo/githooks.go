@@ -1,6 +1,8 @@
 package gitrepo
 
 import (
+	"github.com/memd-dev/memd/internal/gitconfig"
+
 	"context"
 	"errors"
 	"fmt"
@@ -35,10 +37,10 @@ type HookHeld struct {
 }
 
 // GitHooks is a runner of this repo's git hooks: core.hooksPath read again whenever a git
-// config file changes (gitConfigStamp). verify false is --no-verify; tokenEnv is
+// config file changes (gitconfig.Stamp). verify false is --no-verify; tokenEnv is
 // sync.token_env, kept out of every hook's environment.
 func (r *Repo) GitHooks(verify bool, tokenEnv string) *githooks.Runner {
-	return githooks.New(r.dir, r.gitDir, verify, tokenEnv, func() string { return gitConfigStamp(r.layout) })
+	return githooks.New(r.dir, r.gitDir, verify, tokenEnv, func() string { return gitconfig.Stamp(r.layout) })
 }
 
 // SetGitHooks installs h (nil: no hook runs) for the commits, pushes and merges from now on.

@@ -209,7 +209,7 @@ func (r *Repo) cachedTarget(ctx context.Context, ro RemoteOptions, op, rawURL st
 	for _, v := range resolveEnv {
 		key += "\x00" + os.Getenv(v)
 	}
-	stamp := gitConfigStamp(r.layout, ro.TokenFile)
+	stamp := gitconfig.Stamp(r.layout, ro.TokenFile)
 	if e := c.ents[op]; e != nil && e.key == key && e.stamp == stamp && time.Since(e.at) < lookTTL {
 		return e.tgt, nil
 	}
@@ -273,10 +273,6 @@ func (r *Repo) lookedHead(url string) (plumbing.Hash, bool) {
 	c.movedURL = ""
 	return c.moved, ok
 }
-
-// gitConfigStamp is gitconfig.Stamp: the state of the files git reads its config from for
-// the repo of layout l, and of extra (memd's token file).
-func gitConfigStamp(l gitlayout.Layout, extra ...string) string { return gitconfig.Stamp(l, extra...) }
 
 // TrackingHead is the remote-tracking ref as the last fetch or push left it (zero: none).
 func (r *Repo) TrackingHead(ro RemoteOptions) (plumbing.Hash, error) {

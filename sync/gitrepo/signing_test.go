@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memd-dev/memd"
+	"github.com/memd-dev/memd/internal/gitconfig"
 	"github.com/memd-dev/memd/internal/testutil"
 	"github.com/memd-dev/memd/metrics/statusline"
 	"github.com/memd-dev/memd/sync/gitsign"
@@ -269,12 +270,12 @@ func BenchmarkUnsignedCommitSigningCheck(b *testing.B) {
 	dir := newGitDir(b)
 	r := openTest(b, dir, testOptions())
 	payload := []byte("tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nm\n")
-	if _, err := r.signers.Sign(context.Background(), r.gitDir, gitConfigStamp(r.layout), payload, "a <b>"); err != nil {
+	if _, err := r.signers.Sign(context.Background(), r.gitDir, gitconfig.Stamp(r.layout), payload, "a <b>"); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for range b.N {
-		out, err := r.signers.Sign(context.Background(), r.gitDir, gitConfigStamp(r.layout), payload, "a <b>")
+		out, err := r.signers.Sign(context.Background(), r.gitDir, gitconfig.Stamp(r.layout), payload, "a <b>")
 		if err != nil || len(out) != len(payload) {
 			b.Fatal(err)
 		}
